@@ -1,0 +1,3 @@
+//! Stage 6, analyze: pure computations over probed and collected records — no I/O, no printing.
+
+pub mod findings;

@@ -1,0 +1,71 @@
+//! Command-line syntax only (clap derive). Planning and validation happen in `commands`.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "hugelab",
+    version,
+    about = "Measure what huge pages (THP, mTHP, hugetlbfs 2M/1G) do for a workload, and what they cost",
+    long_about = "hugelab answers one question with evidence: what do huge pages do for this workload, \
+on this machine, and what do they cost? It shows the machine's page-size state, configures page \
+backings, verifies the backing really obtained, and reports effects with confidence intervals.",
+    after_help = "Start with `hugelab status --explain`, then `hugelab bench`.\nSettings changed by hugelab are always restored; `hugelab restore` undoes an interrupted run."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show the machine's page-size state: THP/mTHP knobs, hugetlb pools, fragmentation, counters
+    Status(StatusArgs),
+    // /// Memory microbenchmarks across page backings (4k, thp, hugetlb-2m, hugetlb-1g, mthp-*), each verified
+    // BENCH
+    /// Undo system settings left changed by an interrupted hugelab run
+    Restore(RestoreArgs),
+    /// Hold settings changed until killed (for testing the restore path)
+    #[command(hide = true)]
+    Hold(HoldArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Add findings, each with its evidence and the reason it matters
+    #[arg(long)]
+    pub explain: bool,
+    /// Print JSON (schema `hugelab.status/1`, see docs/json.md)
+    #[arg(long)]
+    pub json: bool,
+    /// Repeat every interval (e.g. 2s) and show counter changes since the previous sample; Ctrl-C stops
+    #[arg(long, value_parser = crate::units::parse_duration)]
+    pub interval: Option<std::time::Duration>,
+    /// Stop after this many samples in --interval mode
+    #[arg(long, requires = "interval")]
+    pub count: Option<u64>,
+    /// Read /proc and /sys under this directory instead of / (for captured fixtures)
+    #[arg(long, hide = true)]
+    pub root: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// Restore even if the journal's owner is still running
+    #[arg(long)]
+    pub force: bool,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HoldArgs {
+    /// SETTING=VALUE, e.g. thp.enabled=always or hugetlb.2M=4
+    #[arg(required = true)]
+    pub settings: Vec<String>,
+    /// Seconds to hold before restoring by itself
+    #[arg(long, default_value_t = 3600)]
+    pub seconds: u64,
+}

@@ -1,0 +1,17 @@
+//! Command planning and orchestration: each CLI command turns parsed arguments plus the
+//! probed system into a plan, runs it through the stages, and renders the result.
+
+
+pub mod restore;
+pub mod status;
+
+/// Bad arguments discovered after parsing (exit code 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Print a serializable record as pretty JSON on stdout.
+pub fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(v)?);
+    Ok(())
+}

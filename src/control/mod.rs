@@ -1,0 +1,305 @@
+//! Stage 2, control: the only code that writes system settings.
+//!
+//! Writes go through a [`Guard`]: before the first change it writes a journal of original
+//! values (owner pid, time) next to `/run/hugelab/`; it restores on drop, on SIGINT/SIGTERM/
+//! SIGHUP and on panic (drop runs during unwinding). A journal whose owner died (SIGKILL,
+//! power loss of the process) is restored by the next hugelab command or `hugelab restore`.
+
+pub mod journal;
+pub mod knob;
+
+pub use journal::{Journal, default_journal_path};
+pub use knob::{KhugepagedKnob, Knob};
+
+use crate::error::ControlError;
+use crate::probe::Root;
+use crate::probe::kv::parse_selector;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Reads and writes allowlisted settings: the side-effect seam, so the guard is testable
+/// against a fake sysfs tree.
+pub trait Settings: Send + Sync {
+    /// The current value: the selected word for selectors, the number for counts.
+    fn read(&self, knob: &Knob) -> Result<String, ControlError>;
+    fn write(&self, knob: &Knob, value: &str) -> Result<(), ControlError>;
+}
+
+/// Settings in sysfs under a [`Root`] (`/` live).
+#[derive(Debug, Clone)]
+pub struct SysfsSettings {
+    pub root: Root,
+}
+
+impl SysfsSettings {
+    pub fn new(root: Root) -> Self {
+        SysfsSettings { root }
+    }
+}
+
+impl Settings for SysfsSettings {
+    fn read(&self, knob: &Knob) -> Result<String, ControlError> {
+        let path = self.root.path(knob.path());
+        let text = std::fs::read_to_string(&path).map_err(|source| ControlError::Read {
+            path: PathBuf::from(knob.path()),
+            source,
+        })?;
+        match knob.kind() {
+            knob::ValueKind::Selector(_) => parse_selector(&text)
+                .map(|s| s.selected)
+                .map_err(|_| ControlError::NoSelection {
+                    path: PathBuf::from(knob.path()),
+                    content: text.trim().to_string(),
+                }),
+            knob::ValueKind::Number => Ok(text.trim().to_string()),
+        }
+    }
+
+    fn write(&self, knob: &Knob, value: &str) -> Result<(), ControlError> {
+        knob.validate(value)?;
+        let path = self.root.path(knob.path());
+        std::fs::write(&path, value).map_err(|source| {
+            let hint = match source.raw_os_error() {
+                Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) => {
+                    " (changing system settings needs root; run with sudo, or use per-process arms such as process.thp=off)"
+                }
+                Some(libc::ENOENT) => " (this kernel lacks the setting)",
+                _ => "",
+            };
+            ControlError::Write {
+                path: PathBuf::from(knob.path()),
+                value: value.to_string(),
+                source,
+                hint,
+            }
+        })
+    }
+}
+
+/// What a `set` obtained: pools may grow short of the request when memory is fragmented.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Applied {
+    pub knob: Knob,
+    pub requested: String,
+    pub actual: String,
+}
+
+impl Applied {
+    pub fn honoured(&self) -> bool {
+        self.requested == self.actual
+    }
+}
+
+/// One knob put back (or not) by a restore.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Restored {
+    pub knob: Knob,
+    pub original: String,
+    /// The value read back after writing; differs from `original` when the kernel could not honour it.
+    pub now: Option<String>,
+    pub error: Option<String>,
+}
+
+impl Restored {
+    pub fn ok(&self) -> bool {
+        self.error.is_none() && self.now.as_deref() == Some(self.original.as_str())
+    }
+
+    /// One line for people: what was restored, or why not.
+    pub fn describe(&self) -> String {
+        match (&self.error, &self.now) {
+            (Some(e), _) => format!("{}: could not restore {:?}: {e}", self.knob, self.original),
+            (None, Some(now)) if *now == self.original => format!("{} = {}", self.knob, self.original),
+            (None, now) if self.knob.is_pool() => format!(
+                "{}: asked for {} pages back, the kernel keeps {} (pages still in use become surplus and return to the system when freed)",
+                self.knob,
+                self.original,
+                now.as_deref().unwrap_or("?")
+            ),
+            (None, now) => format!("{}: wrote {:?}, reads back {:?}", self.knob, self.original, now.as_deref().unwrap_or("?")),
+        }
+    }
+}
+
+/// Put back every journaled value, newest change first.
+pub fn restore_changes(settings: &dyn Settings, changes: &[journal::Change]) -> Vec<Restored> {
+    changes
+        .iter()
+        .rev()
+        .map(|c| {
+            let error = settings.write(&c.knob, &c.original).err().map(|e| e.to_string());
+            Restored {
+                knob: c.knob,
+                original: c.original.clone(),
+                now: settings.read(&c.knob).ok(),
+                error,
+            }
+        })
+        .collect()
+}
+
+/// Journals of guards alive in this process, for the signal handler.
+static ACTIVE: Mutex<Vec<(Root, PathBuf)>> = Mutex::new(Vec::new());
+
+fn lock_active() -> std::sync::MutexGuard<'static, Vec<(Root, PathBuf)>> {
+    ACTIVE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Restore every active guard's journal, then exit as the signal would have.
+fn install_signal_handler() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+            return;
+        };
+        std::thread::spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                let active = lock_active();
+                for (root, path) in active.iter() {
+                    if let Ok(Some(j)) = Journal::load(path) {
+                        let restored = restore_changes(&SysfsSettings::new(root.clone()), &j.changes);
+                        for r in &restored {
+                            eprintln!("hugelab: interrupted; restored {}", r.describe());
+                        }
+                        if restored.iter().all(Restored::ok) {
+                            let _ = std::fs::remove_file(path);
+                        }
+                    }
+                }
+                std::process::exit(128 + sig);
+            }
+        });
+    });
+}
+
+/// The one way to change system settings. Restores everything it changed on drop.
+pub struct Guard {
+    settings: Box<dyn Settings>,
+    root: Root,
+    journal_path: PathBuf,
+    journal: Journal,
+    restored: bool,
+}
+
+impl Guard {
+    /// A guard over the live system with the default journal path.
+    pub fn system() -> Result<Guard, ControlError> {
+        Guard::new(Box::new(SysfsSettings::new(Root::system())), Root::system(), default_journal_path())
+    }
+
+    /// A guard writing through `settings`, journaling to `journal_path`. Refuses while another
+    /// live hugelab holds that journal; restores a dead owner's journal first.
+    pub fn new(settings: Box<dyn Settings>, root: Root, journal_path: PathBuf) -> Result<Guard, ControlError> {
+        if let Some(existing) = Journal::load(&journal_path)? {
+            if existing.owner_alive() && existing.owner_pid != std::process::id() {
+                return Err(ControlError::Busy {
+                    pid: existing.owner_pid,
+                    path: journal_path,
+                });
+            }
+            // A dead owner's changes: put them back before taking over the journal.
+            let restored = restore_changes(settings.as_ref(), &existing.changes);
+            if let Some(bad) = restored.iter().find(|r| r.error.is_some()) {
+                return Err(ControlError::Journal {
+                    path: journal_path,
+                    message: format!("a previous run's settings could not be restored: {}", bad.describe()),
+                });
+            }
+            std::fs::remove_file(&journal_path).ok();
+        }
+        install_signal_handler();
+        Ok(Guard {
+            settings,
+            root,
+            journal_path,
+            journal: Journal::for_this_process(),
+            restored: false,
+        })
+    }
+
+    /// Change one allowlisted setting. The original value is journaled (and synced to disk)
+    /// before the write. Returns what the kernel actually holds afterwards.
+    pub fn set(&mut self, knob: Knob, value: &str) -> Result<Applied, ControlError> {
+        knob.validate(value)?;
+        let mut active = lock_active();
+        if !self.journal.changes.iter().any(|c| c.knob == knob) {
+            let original = self.settings.read(&knob)?;
+            self.journal.changes.push(journal::Change { knob, original });
+            self.journal.save(&self.journal_path)?;
+            if !active.iter().any(|(_, p)| *p == self.journal_path) {
+                active.push((self.root.clone(), self.journal_path.clone()));
+            }
+        }
+        self.restored = false;
+        self.settings.write(&knob, value)?;
+        let actual = self.settings.read(&knob)?;
+        Ok(Applied {
+            knob,
+            requested: value.to_string(),
+            actual,
+        })
+    }
+
+    /// The value a knob had before this guard changed it, if it did.
+    pub fn original(&self, knob: &Knob) -> Option<&str> {
+        self.journal.changes.iter().find(|c| c.knob == *knob).map(|c| c.original.as_str())
+    }
+
+    pub fn journal_path(&self) -> &Path {
+        &self.journal_path
+    }
+
+    /// Put everything back now. The journal is removed only when every value was restored.
+    pub fn restore(&mut self) -> Vec<Restored> {
+        let mut active = lock_active();
+        let restored = restore_changes(self.settings.as_ref(), &self.journal.changes);
+        if restored.iter().all(|r| r.error.is_none()) {
+            std::fs::remove_file(&self.journal_path).ok();
+            self.journal.changes.clear();
+            active.retain(|(_, p)| *p != self.journal_path);
+        }
+        self.restored = true;
+        restored
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if self.journal.changes.is_empty() {
+            return;
+        }
+        for r in self.restore() {
+            if !r.ok() {
+                eprintln!("hugelab: warning: {}", r.describe());
+            }
+        }
+    }
+}
+
+/// Outcome of looking for a leftover journal.
+#[derive(Debug)]
+pub enum Recovery {
+    Nothing,
+    /// Another hugelab process is alive and owns the journal.
+    OwnerAlive { pid: u32 },
+    Restored(Vec<Restored>),
+}
+
+/// Restore a journal left by a dead hugelab (or, with `force`, by a live one).
+pub fn recover(root: &Root, journal_path: &Path, force: bool) -> Result<Recovery, ControlError> {
+    let Some(j) = Journal::load(journal_path)? else {
+        return Ok(Recovery::Nothing);
+    };
+    if j.owner_alive() && j.owner_pid != std::process::id() && !force {
+        return Ok(Recovery::OwnerAlive { pid: j.owner_pid });
+    }
+    let restored = restore_changes(&SysfsSettings::new(root.clone()), &j.changes);
+    if restored.iter().all(|r| r.error.is_none()) {
+        std::fs::remove_file(journal_path).map_err(|e| ControlError::Journal {
+            path: journal_path.to_path_buf(),
+            message: format!("restored, but could not remove the journal: {e}"),
+        })?;
+    }
+    Ok(Recovery::Restored(restored))
+}

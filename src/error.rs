@@ -1,0 +1,74 @@
+//! Low-layer error types (STYLE.md §6): typed, carrying the path, line or value that failed.
+//! Commands wrap these in `anyhow` with context; `main` prints the chain once.
+
+use std::path::PathBuf;
+
+/// A parse failure inside one file's text, before the path is known.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {message}")]
+pub struct ParseError {
+    /// 1-based line number within the parsed text.
+    pub line: usize,
+    pub message: String,
+}
+
+impl ParseError {
+    pub fn new(line: usize, message: impl Into<String>) -> Self {
+        ParseError {
+            line,
+            message: message.into(),
+        }
+    }
+}
+
+/// Reading or parsing a kernel file failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} needs root to read (run hugelab as root to see it)")]
+    Permission { path: PathBuf },
+    #[error("malformed {path}: {source}")]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: ParseError,
+    },
+}
+
+/// Writing a system setting failed, or a setting could not be restored.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    #[error("cannot write {value:?} to {path}: {source}{hint}")]
+    Write {
+        path: PathBuf,
+        value: String,
+        #[source]
+        source: std::io::Error,
+        hint: &'static str,
+    },
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} holds {content:?}, which has no selected value in [brackets]")]
+    NoSelection { path: PathBuf, content: String },
+    #[error("restore journal {path}: {message}")]
+    Journal { path: PathBuf, message: String },
+    #[error(
+        "another hugelab (pid {pid}) is changing system settings (journal {path}); wait for it to finish, or stop it and run `hugelab restore`"
+    )]
+    Busy { pid: u32, path: PathBuf },
+    #[error("invalid value {value:?} for {knob}: {expected}")]
+    InvalidValue {
+        knob: String,
+        value: String,
+        expected: String,
+    },
+}

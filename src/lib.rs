@@ -1,0 +1,17 @@
+//! hugelab: measure what huge pages do for a workload, and what they cost.
+//!
+//! The modules are the stages of the data flow (shared DESIGN.md), in dependency order:
+//! probe → control → backing → workload → collect → analyze → store → render; `commands`
+//! plans and runs each CLI command on top of them.
+
+pub mod analyze;
+pub mod backing;
+pub mod cli;
+pub mod collect;
+pub mod commands;
+pub mod control;
+pub mod error;
+pub mod probe;
+pub mod render;
+pub mod units;
+pub mod workload;

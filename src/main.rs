@@ -1,0 +1,29 @@
+//! The `hugelab` binary: parse, recover any interrupted run, dispatch, map errors to exit codes.
+
+use clap::Parser;
+use hugelab::cli::{Cli, Command};
+use hugelab::commands;
+
+fn main() {
+    let cli = Cli::parse();
+    let restoring = matches!(cli.command, Command::Restore(_));
+    if !restoring {
+        commands::restore::recover_before_command();
+    }
+    let result = match cli.command {
+        Command::Status(a) => commands::status::run(a),
+
+        Command::Restore(a) => commands::restore::run(a),
+        Command::Hold(a) => commands::restore::hold(a),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("hugelab: error: {e}");
+            for cause in e.chain().skip(1) {
+                eprintln!("  caused by: {cause}");
+            }
+            std::process::exit(if e.downcast_ref::<commands::UsageError>().is_some() { 2 } else { 1 });
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! CPU identity and the page sizes the MMU supports, from /proc/cpuinfo; kernel release.
+
+use super::Root;
+use crate::error::{ParseError, ProbeError};
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Cpu {
+    pub vendor: Option<String>,
+    pub family: Option<u32>,
+    pub model: Option<u32>,
+    pub model_name: Option<String>,
+    /// `pse`: 2 MiB (or 4 MiB) pages.
+    pub pse: bool,
+    /// `pdpe1gb`: 1 GiB pages.
+    pub pdpe1gb: bool,
+    pub logical_cpus: usize,
+}
+
+impl Cpu {
+    /// Page sizes the MMU offers, in bytes (x86-64 terms; other architectures report 4K only here).
+    pub fn page_sizes(&self, base: u64) -> Vec<u64> {
+        let mut v = vec![base];
+        if self.pse {
+            v.push(2 << 20);
+        }
+        if self.pdpe1gb {
+            v.push(1 << 30);
+        }
+        v
+    }
+}
+
+/// Parse /proc/cpuinfo; the first processor's identity and flags stand for all.
+pub fn parse(text: &str) -> Result<Cpu, ParseError> {
+    let mut cpu = Cpu::default();
+    let mut seen_first = false;
+    for (i, line) in text.lines().enumerate() {
+        let Some((k, v)) = line.split_once(':') else {
+            if line.trim().is_empty() {
+                continue;
+            }
+            return Err(ParseError::new(i + 1, format!("expected `key : value`, found {line:?}")));
+        };
+        let (k, v) = (k.trim(), v.trim());
+        if k == "processor" {
+            cpu.logical_cpus += 1;
+            if cpu.logical_cpus > 1 {
+                seen_first = true;
+            }
+            continue;
+        }
+        if seen_first {
+            continue;
+        }
+        match k {
+            "vendor_id" => cpu.vendor = Some(v.to_string()),
+            "cpu family" => cpu.family = v.parse().ok(),
+            "model" => cpu.model = v.parse().ok(),
+            "model name" => cpu.model_name = Some(v.to_string()),
+            "flags" => {
+                cpu.pse = v.split_whitespace().any(|f| f == "pse");
+                cpu.pdpe1gb = v.split_whitespace().any(|f| f == "pdpe1gb");
+            }
+            _ => {}
+        }
+    }
+    Ok(cpu)
+}
+
+pub fn read(root: &Root) -> Result<Cpu, ProbeError> {
+    Ok(root.parse_opt("/proc/cpuinfo", parse)?.unwrap_or_default())
+}
+
+pub fn kernel_release(root: &Root) -> Result<Option<String>, ProbeError> {
+    Ok(root
+        .read_opt("/proc/sys/kernel/osrelease")?
+        .map(|s| s.trim().to_string()))
+}
+
+/// The base page size of this process's kernel (sysconf).
+pub fn base_page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if v > 0 { v as u64 } else { 4096 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn flags_and_identity() {
+        let c = parse("processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 85\nflags\t\t: fpu pse pdpe1gb\n\nprocessor\t: 1\nvendor_id\t: Other\n").unwrap();
+        assert_eq!(c.vendor.as_deref(), Some("GenuineIntel"));
+        assert_eq!(c.model, Some(85));
+        assert!(c.pse && c.pdpe1gb);
+        assert_eq!(c.logical_cpus, 2);
+        assert_eq!(c.page_sizes(4096), vec![4096, 2 << 20, 1 << 30]);
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(s in "\\PC{0,200}") { let _ = parse(&s); }
+    }
+}

@@ -1,0 +1,131 @@
+//! The machine's whole page-size state in one record: what `hugelab status` shows.
+
+use super::buddyinfo::{self, Fragmentation, Zone};
+use super::cpu::{self, Cpu};
+use super::hugetlb::{self, Pool};
+use super::meminfo::{self, Meminfo};
+use super::mounts::{self, HugetlbfsMount};
+use super::pmu::{self, PmuCapability};
+use super::thp::{self, Thp};
+use super::Root;
+use crate::error::ProbeError;
+use std::collections::BTreeMap;
+
+/// Version of the `status --json` schema (docs/json.md). Bump on incompatible change.
+pub const SCHEMA: &str = "hugelab.status/1";
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Tracing {
+    /// tracefs is mounted and its events directory is readable.
+    pub available: bool,
+    pub path: Option<String>,
+    /// tracefs is in /proc/filesystems but not mounted.
+    pub mountable: bool,
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Status {
+    pub schema: String,
+    pub kernel: Option<String>,
+    pub base_page_size: u64,
+    pub cpu: Cpu,
+    /// Page sizes the MMU supports, bytes.
+    pub cpu_page_sizes: Vec<u64>,
+    pub pmu: PmuCapability,
+    pub tracing: Tracing,
+    pub thp: Thp,
+    pub hugetlb: Vec<Pool>,
+    pub hugetlbfs_mounts: Vec<HugetlbfsMount>,
+    pub memory: Meminfo,
+    pub zones: Vec<Zone>,
+    /// At the PMD huge page order (order 9 with 4 KiB base pages).
+    pub fragmentation: Option<Fragmentation>,
+    /// `thp_*` and `compact_*` from /proc/vmstat, totals since boot.
+    pub counters: BTreeMap<String, u64>,
+    pub is_root: bool,
+    /// Files that could not be read without root, and what is missing because of them.
+    pub unreadable: Vec<String>,
+}
+
+fn tracing(root: &Root) -> Tracing {
+    for p in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
+        if root.exists(format!("{p}/events")) {
+            return Tracing {
+                available: true,
+                path: Some(p.into()),
+                mountable: true,
+                note: None,
+            };
+        }
+    }
+    let mountable = root
+        .read_opt("/proc/filesystems")
+        .ok()
+        .flatten()
+        .is_some_and(|t| t.lines().any(|l| l.split_whitespace().any(|w| w == "tracefs")));
+    let note = if mountable {
+        "tracefs is not mounted: `mount -t tracefs nodev /sys/kernel/tracing` (as root) enables tracepoints"
+    } else {
+        "this kernel has no tracefs: kernel latency tracing is unavailable"
+    };
+    Tracing {
+        available: false,
+        path: None,
+        mountable,
+        note: Some(note.into()),
+    }
+}
+
+/// Keep going past a section that needs root; other errors (malformed files) stop the probe.
+fn or_note<T: Default>(r: Result<T, ProbeError>, unreadable: &mut Vec<String>) -> Result<T, ProbeError> {
+    match r {
+        Ok(v) => Ok(v),
+        Err(ProbeError::Permission { path }) => {
+            unreadable.push(format!("{} (needs root)", path.display()));
+            Ok(T::default())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+pub fn probe(root: &Root) -> Result<Status, ProbeError> {
+    let mut unreadable = Vec::new();
+    let cpu = or_note(cpu::read(root), &mut unreadable)?;
+    let base_page_size = cpu::base_page_size();
+    let thp = or_note(thp::read(root), &mut unreadable)?;
+    let memory = or_note(
+        root.parse_opt("/proc/meminfo", meminfo::parse).map(Option::unwrap_or_default),
+        &mut unreadable,
+    )?;
+    let zones = or_note(
+        root.parse_opt("/proc/buddyinfo", buddyinfo::parse).map(Option::unwrap_or_default),
+        &mut unreadable,
+    )?;
+    let pmd = thp.hpage_pmd_size.unwrap_or(2 << 20);
+    let order = (pmd / base_page_size).max(1).trailing_zeros() as usize;
+    let fragmentation = (!zones.is_empty()).then(|| buddyinfo::fragmentation(&zones, order));
+    let vmstat = or_note(thp::read_vmstat(root), &mut unreadable)?;
+    Ok(Status {
+        schema: SCHEMA.into(),
+        kernel: or_note(cpu::kernel_release(root), &mut unreadable)?,
+        base_page_size,
+        cpu_page_sizes: cpu.page_sizes(base_page_size),
+        pmu: pmu::probe(root, &cpu),
+        tracing: tracing(root),
+        hugetlb: or_note(hugetlb::read(root), &mut unreadable)?,
+        hugetlbfs_mounts: or_note(
+            root.parse_opt("/proc/mounts", mounts::parse_hugetlbfs).map(Option::unwrap_or_default),
+            &mut unreadable,
+        )?,
+        counters: thp::huge_counters(&vmstat),
+        cpu,
+        thp,
+        memory,
+        zones,
+        fragmentation,
+        // SAFETY: geteuid has no preconditions.
+        is_root: unsafe { libc::geteuid() } == 0,
+        unreadable,
+    })
+}

@@ -1,0 +1,125 @@
+//! Transparent huge pages: /sys/kernel/mm/transparent_hugepage, khugepaged and mTHP sizes.
+
+use super::kv::{Selector, parse_selector};
+use super::{Root, parse_hugepages_dir};
+use crate::error::ProbeError;
+use std::collections::BTreeMap;
+
+pub const THP_DIR: &str = "/sys/kernel/mm/transparent_hugepage";
+
+/// khugepaged tunables and progress counters. Every field is `None` where the kernel lacks it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Khugepaged {
+    pub pages_to_scan: Option<u64>,
+    pub scan_sleep_millisecs: Option<u64>,
+    pub alloc_sleep_millisecs: Option<u64>,
+    pub max_ptes_none: Option<u64>,
+    pub max_ptes_swap: Option<u64>,
+    /// Since Linux 5.8.
+    pub max_ptes_shared: Option<u64>,
+    pub defrag: Option<u64>,
+    pub full_scans: Option<u64>,
+    pub pages_collapsed: Option<u64>,
+}
+
+/// One multi-size THP (mTHP) size, `hugepages-<size>kB`. Since Linux 6.8.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MthpSize {
+    pub size_bytes: u64,
+    pub enabled: Option<Selector>,
+    /// Since Linux 6.11.
+    pub shmem_enabled: Option<Selector>,
+    /// Counters under `stats/` since boot (anon_fault_alloc, anon_fault_fallback, nr_anon, …).
+    pub stats: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Thp {
+    /// `None` when the kernel is built without THP.
+    pub enabled: Option<Selector>,
+    pub defrag: Option<Selector>,
+    pub shmem_enabled: Option<Selector>,
+    pub use_zero_page: Option<u64>,
+    /// PMD huge page size in bytes (2 MiB on x86-64). Since Linux 5.3.
+    pub hpage_pmd_size: Option<u64>,
+    pub khugepaged: Khugepaged,
+    /// Empty on kernels before 6.8.
+    pub mthp: Vec<MthpSize>,
+}
+
+fn selector(root: &Root, path: &str) -> Result<Option<Selector>, ProbeError> {
+    root.parse_opt(path, parse_selector)
+}
+
+pub fn read(root: &Root) -> Result<Thp, ProbeError> {
+    let k = |name: &str| root.read_u64(format!("{THP_DIR}/khugepaged/{name}"));
+    let khugepaged = Khugepaged {
+        pages_to_scan: k("pages_to_scan")?,
+        scan_sleep_millisecs: k("scan_sleep_millisecs")?,
+        alloc_sleep_millisecs: k("alloc_sleep_millisecs")?,
+        max_ptes_none: k("max_ptes_none")?,
+        max_ptes_swap: k("max_ptes_swap")?,
+        max_ptes_shared: k("max_ptes_shared")?,
+        defrag: k("defrag")?,
+        full_scans: k("full_scans")?,
+        pages_collapsed: k("pages_collapsed")?,
+    };
+    let mut mthp = Vec::new();
+    for name in root.list_dir(THP_DIR)? {
+        let Some(size_bytes) = parse_hugepages_dir(&name) else {
+            continue;
+        };
+        let dir = format!("{THP_DIR}/{name}");
+        let mut stats = BTreeMap::new();
+        for stat in root.list_dir(format!("{dir}/stats"))? {
+            if let Some(v) = root.read_u64(format!("{dir}/stats/{stat}"))? {
+                stats.insert(stat, v);
+            }
+        }
+        mthp.push(MthpSize {
+            size_bytes,
+            enabled: selector(root, &format!("{dir}/enabled"))?,
+            shmem_enabled: selector(root, &format!("{dir}/shmem_enabled"))?,
+            stats,
+        });
+    }
+    mthp.sort_by_key(|m| m.size_bytes);
+    Ok(Thp {
+        enabled: selector(root, &format!("{THP_DIR}/enabled"))?,
+        defrag: selector(root, &format!("{THP_DIR}/defrag"))?,
+        shmem_enabled: selector(root, &format!("{THP_DIR}/shmem_enabled"))?,
+        use_zero_page: root.read_u64(format!("{THP_DIR}/use_zero_page"))?,
+        hpage_pmd_size: root.read_u64(format!("{THP_DIR}/hpage_pmd_size"))?,
+        khugepaged,
+        mthp,
+    })
+}
+
+/// /proc/vmstat counters that describe THP and compaction activity (`thp_*`, `compact_*`).
+pub fn huge_counters(vmstat: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    vmstat
+        .iter()
+        .filter(|(k, _)| k.starts_with("thp_") || k.starts_with("compact_"))
+        .map(|(k, v)| (k.clone(), *v))
+        .collect()
+}
+
+pub fn read_vmstat(root: &Root) -> Result<BTreeMap<String, u64>, ProbeError> {
+    Ok(root
+        .parse_opt("/proc/vmstat", super::kv::parse_key_values)?
+        .unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::kv::parse_key_values;
+
+    #[test]
+    fn counters_filtered() {
+        let v = parse_key_values("thp_fault_alloc 1\nnr_free_pages 2\ncompact_stall 3\n").unwrap();
+        let c = huge_counters(&v);
+        assert_eq!(c.len(), 2);
+        assert_eq!(c["compact_stall"], 3);
+    }
+}

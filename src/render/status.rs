@@ -1,0 +1,195 @@
+//! `hugelab status` for people: one screen, grouped as a tuner reads it.
+
+use super::{opt, table};
+use crate::analyze::findings::{Finding, Severity};
+use crate::probe::status::Status;
+use crate::units::Bytes;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+fn bytes(v: Option<u64>) -> String {
+    opt(v.map(Bytes))
+}
+
+pub fn render(s: &Status, findings: Option<&[Finding]>) -> String {
+    let mut o = String::new();
+    let sizes: Vec<String> = s.cpu_page_sizes.iter().map(|b| Bytes(*b).to_string()).collect();
+    let _ = writeln!(o, "kernel      {}", opt(s.kernel.as_deref()));
+    let _ = writeln!(
+        o,
+        "cpu         {} ({} logical); page sizes {}",
+        opt(s.cpu.model_name.as_deref()),
+        s.cpu.logical_cpus,
+        sizes.join(", ")
+    );
+    let pmu = if s.pmu.hardware_counters {
+        format!(
+            "hardware counters yes; dTLB {}; walk cycles {}",
+            if s.pmu.tlb_counters { "yes" } else { "no" },
+            if s.pmu.walk_cycle_events { "yes" } else { "no (no event known for this CPU model)" }
+        )
+    } else {
+        format!("no hardware counters: {}", opt(s.pmu.reason.as_deref()))
+    };
+    let _ = writeln!(o, "pmu         {pmu}");
+    let tracing = match (&s.tracing.path, &s.tracing.note) {
+        (Some(p), _) => format!("tracefs at {p}"),
+        (None, note) => opt(note.as_deref()),
+    };
+    let _ = writeln!(o, "tracing     {tracing}");
+    let m = &s.memory;
+    let _ = writeln!(
+        o,
+        "memory      total {}, available {}; AnonHugePages {}, ShmemHugePages {}, FileHugePages {}, Hugetlb {}",
+        bytes(m.mem_total),
+        bytes(m.mem_available),
+        bytes(m.anon_huge_pages),
+        bytes(m.shmem_huge_pages),
+        bytes(m.file_huge_pages),
+        bytes(m.hugetlb)
+    );
+
+    let sel = |x: &Option<crate::probe::kv::Selector>| opt(x.as_ref().map(|x| x.selected.clone()));
+    let t = &s.thp;
+    let _ = writeln!(
+        o,
+        "\nTHP         enabled {}, defrag {}, shmem_enabled {}, use_zero_page {}, PMD size {}",
+        sel(&t.enabled),
+        sel(&t.defrag),
+        sel(&t.shmem_enabled),
+        opt(t.use_zero_page),
+        bytes(t.hpage_pmd_size)
+    );
+    let k = &t.khugepaged;
+    let _ = writeln!(
+        o,
+        "khugepaged  pages_to_scan {}, scan_sleep {} ms, alloc_sleep {} ms, max_ptes none/swap/shared {}/{}/{}, defrag {}; full_scans {}, pages_collapsed {}",
+        opt(k.pages_to_scan),
+        opt(k.scan_sleep_millisecs),
+        opt(k.alloc_sleep_millisecs),
+        opt(k.max_ptes_none),
+        opt(k.max_ptes_swap),
+        opt(k.max_ptes_shared),
+        opt(k.defrag),
+        opt(k.full_scans),
+        opt(k.pages_collapsed)
+    );
+    if t.mthp.is_empty() {
+        let _ = writeln!(o, "mTHP        not offered by this kernel (needs Linux 6.8+)");
+    } else {
+        let mut tb = table(&["mTHP size", "enabled", "shmem", "anon alloc", "anon fallback", "nr_anon", "split"]);
+        for m in &t.mthp {
+            let st = |k: &str| opt(m.stats.get(k));
+            tb.add_row(vec![
+                Bytes(m.size_bytes).to_string(),
+                sel(&m.enabled),
+                sel(&m.shmem_enabled),
+                st("anon_fault_alloc"),
+                st("anon_fault_fallback"),
+                st("nr_anon"),
+                st("split"),
+            ]);
+        }
+        let _ = writeln!(o, "{tb}");
+    }
+
+    if s.hugetlb.is_empty() {
+        let _ = writeln!(o, "\nhugetlb     not offered by this kernel");
+    } else {
+        let mut tb = table(&["hugetlb", "node", "total", "free", "in use", "reserved-free", "available", "surplus", "overcommit"]);
+        for p in &s.hugetlb {
+            tb.add_row(vec![
+                Bytes(p.page_size).to_string(),
+                "all".into(),
+                p.total.to_string(),
+                p.free.to_string(),
+                p.in_use().to_string(),
+                p.reserved_free().to_string(),
+                p.available().to_string(),
+                p.surplus.to_string(),
+                p.overcommit.to_string(),
+            ]);
+            for n in &p.nodes {
+                tb.add_row(vec![
+                    String::new(),
+                    n.node.to_string(),
+                    n.total.to_string(),
+                    n.free.to_string(),
+                    n.total.saturating_sub(n.free).to_string(),
+                    "-".into(),
+                    "-".into(),
+                    n.surplus.to_string(),
+                    "-".into(),
+                ]);
+            }
+        }
+        let _ = writeln!(o, "\n{tb}");
+        let _ = writeln!(o, "(in use = total − free + reserved; reserved-free pages are promised to a mapping but untouched)");
+    }
+    let mounts: Vec<String> = s
+        .hugetlbfs_mounts
+        .iter()
+        .map(|m| format!("{} ({})", m.mount_point, bytes(m.page_size.or(s.memory.hugepagesize))))
+        .collect();
+    let _ = writeln!(o, "hugetlbfs   {}", if mounts.is_empty() { "no mounts".into() } else { mounts.join(", ") });
+
+    if !s.zones.is_empty() {
+        let orders = s.zones.iter().map(|z| z.free_blocks.len()).max().unwrap_or(0);
+        let mut header: Vec<String> = vec!["zone".into()];
+        header.extend((0..orders).map(|o| format!("o{o}")));
+        let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
+        let mut tb = table(&header_refs);
+        for z in &s.zones {
+            let mut row = vec![format!("node{} {}", z.node, z.zone)];
+            row.extend(z.free_blocks.iter().map(u64::to_string));
+            tb.add_row(row);
+        }
+        let _ = writeln!(o, "\nfree blocks per order (/proc/buddyinfo)\n{tb}");
+    }
+    if let Some(f) = &s.fragmentation {
+        let _ = writeln!(
+            o,
+            "fragmentation  {} huge-page blocks (order {}) free now; unusable free space index at order {}: {}",
+            f.blocks_available,
+            f.order,
+            f.order,
+            opt(f.unusable_index.map(|i| format!("{i:.3}")))
+        );
+    }
+
+    let _ = writeln!(o, "\ncounters since boot (/proc/vmstat)");
+    let _ = write!(o, "{}", counter_lines(&s.counters));
+
+    if !s.unreadable.is_empty() {
+        let _ = writeln!(o, "\nnot shown without root: {}", s.unreadable.join(", "));
+    }
+    if let Some(f) = findings {
+        let _ = writeln!(o, "\nfindings");
+        if f.is_empty() {
+            let _ = writeln!(o, "  none: nothing in this state calls for attention");
+        }
+        for x in f {
+            let tag = match x.severity {
+                Severity::Warn => "WARN",
+                Severity::Info => "info",
+            };
+            let _ = writeln!(o, "  [{tag}] {}", x.title);
+            let _ = writeln!(o, "         evidence: {}", x.evidence);
+            let _ = writeln!(o, "         why: {}", x.reason);
+            if let Some(fix) = &x.fix {
+                let _ = writeln!(o, "         fix: {fix}");
+            }
+        }
+    }
+    o
+}
+
+/// Counters as `name value` pairs, four per line, aligned.
+pub fn counter_lines(c: &BTreeMap<String, u64>) -> String {
+    let mut o = String::new();
+    let items: Vec<String> = c.iter().map(|(k, v)| format!("{k:<30}{v:>10}")).collect();
+    for chunk in items.chunks(3) {
+        let _ = writeln!(o, "  {}", chunk.join("  "));
+    }
+    o
+}

@@ -1,0 +1,1 @@
+//! Stage placeholder, filled by later work.
