@@ -23,7 +23,11 @@ fn main() {
             for cause in e.chain().skip(1) {
                 eprintln!("  caused by: {cause}");
             }
-            std::process::exit(if e.downcast_ref::<commands::UsageError>().is_some() { 2 } else { 1 });
+            std::process::exit(if e.downcast_ref::<commands::UsageError>().is_some() {
+                2
+            } else {
+                1
+            });
         }
     }
 }

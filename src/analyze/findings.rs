@@ -4,7 +4,9 @@
 use crate::probe::status::Status;
 use crate::units::Bytes;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Info,
@@ -32,16 +34,17 @@ pub const FALLBACK_SHARE: f64 = 0.1;
 
 pub fn explain(s: &Status) -> Vec<Finding> {
     let mut out = Vec::new();
-    let mut add = |code, severity, title: String, evidence: String, reason: &str, fix: Option<&str>| {
-        out.push(Finding {
-            code,
-            severity,
-            title,
-            evidence,
-            reason: reason.to_string(),
-            fix: fix.map(str::to_string),
-        })
-    };
+    let mut add =
+        |code, severity, title: String, evidence: String, reason: &str, fix: Option<&str>| {
+            out.push(Finding {
+                code,
+                severity,
+                title,
+                evidence,
+                reason: reason.to_string(),
+                fix: fix.map(str::to_string),
+            })
+        };
     let enabled = s.thp.enabled.as_ref().map(|x| x.selected.as_str());
     let defrag = s.thp.defrag.as_ref().map(|x| x.selected.as_str());
 
@@ -52,7 +55,9 @@ pub fn explain(s: &Status) -> Vec<Finding> {
             "THP always with defrag always".into(),
             "transparent_hugepage/enabled = always, defrag = always".into(),
             "every anonymous fault that cannot get a huge page immediately stalls in direct compaction; this is the classic source of multi-millisecond latency spikes blamed on THP",
-            Some("echo defer+madvise > /sys/kernel/mm/transparent_hugepage/defrag (compaction moves to kcompactd, madvised regions still compact)"),
+            Some(
+                "echo defer+madvise > /sys/kernel/mm/transparent_hugepage/defrag (compaction moves to kcompactd, madvised regions still compact)",
+            ),
         );
     }
     if enabled == Some("never") {
@@ -72,9 +77,15 @@ pub fn explain(s: &Status) -> Vec<Finding> {
                 "khugepaged-max-ptes-none",
                 Severity::Info,
                 format!("khugepaged max_ptes_none = {none} (RSS bloat risk)"),
-                format!("khugepaged collapses a {} range even when only {} of its {pmd_pages} small pages are present", Bytes(pmd_pages * s.base_page_size), pmd_pages - none),
+                format!(
+                    "khugepaged collapses a {} range even when only {} of its {pmd_pages} small pages are present",
+                    Bytes(pmd_pages * s.base_page_size),
+                    pmd_pages - none
+                ),
                 "sparse heaps (allocators that leave holes, e.g. after free) can grow up to 512x in resident memory when collapsed",
-                Some("for memory-sensitive services, lower it (e.g. 64 or 0) in /sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none"),
+                Some(
+                    "for memory-sensitive services, lower it (e.g. 64 or 0) in /sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none",
+                ),
             );
         }
     }
@@ -88,7 +99,12 @@ pub fn explain(s: &Status) -> Vec<Finding> {
                 "hugetlb-reserved-free",
                 Severity::Info,
                 format!("{size} hugetlb pages reserved but not yet used"),
-                format!("{} of {} pages reserved by mappings and not faulted in ({})", p.reserved_free(), p.total, Bytes(p.bytes(p.reserved_free()))),
+                format!(
+                    "{} of {} pages reserved by mappings and not faulted in ({})",
+                    p.reserved_free(),
+                    p.total,
+                    Bytes(p.bytes(p.reserved_free()))
+                ),
                 "reserved pages are promised to a process: no one else can use that memory, even though it is not touched yet",
                 None,
             );
@@ -98,18 +114,31 @@ pub fn explain(s: &Status) -> Vec<Finding> {
                 "hugetlb-idle-pool",
                 Severity::Warn,
                 format!("{size} hugetlb pool holds idle pages"),
-                format!("{} of {} pages neither used nor reserved ({})", p.available(), p.total, Bytes(p.bytes(p.available()))),
+                format!(
+                    "{} of {} pages neither used nor reserved ({})",
+                    p.available(),
+                    p.total,
+                    Bytes(p.bytes(p.available()))
+                ),
                 "a hugetlb pool takes memory from everything else: idle pool pages are unavailable to the page cache and to normal allocations",
-                Some("shrink the pool to what the application maps: echo N > /sys/kernel/mm/hugepages/hugepages-<size>kB/nr_hugepages"),
+                Some(
+                    "shrink the pool to what the application maps: echo N > /sys/kernel/mm/hugepages/hugepages-<size>kB/nr_hugepages",
+                ),
             );
         }
-        let mounted = s.hugetlbfs_mounts.iter().any(|m| m.page_size.or(s.memory.hugepagesize) == Some(p.page_size));
+        let mounted = s
+            .hugetlbfs_mounts
+            .iter()
+            .any(|m| m.page_size.or(s.memory.hugepagesize) == Some(p.page_size));
         if !mounted && !s.hugetlbfs_mounts.is_empty() {
             add(
                 "no-hugetlbfs-mount",
                 Severity::Info,
                 format!("{size} pool without a hugetlbfs mount"),
-                format!("{} {size} pages in the pool, no hugetlbfs mounted with pagesize={size}", p.total),
+                format!(
+                    "{} {size} pages in the pool, no hugetlbfs mounted with pagesize={size}",
+                    p.total
+                ),
                 "MAP_HUGETLB and SysV SHM_HUGETLB work without a mount, but file-based users (QEMU -mem-path, DPDK, libhugetlbfs) need one",
                 Some("mount -t hugetlbfs -o pagesize=<size> none /dev/hugepages"),
             );
@@ -141,7 +170,9 @@ pub fn explain(s: &Status) -> Vec<Finding> {
                 f.blocks_available
             ),
             "THP faults will fall back to small pages or stall in compaction, and growing a hugetlb pool may fall short",
-            Some("echo 1 > /proc/sys/vm/compact_memory, or reserve hugetlb pages early (at boot) where they are needed"),
+            Some(
+                "echo 1 > /proc/sys/vm/compact_memory, or reserve hugetlb pages early (at boot) where they are needed",
+            ),
         );
     }
     let alloc = s.counters.get("thp_fault_alloc").copied().unwrap_or(0);
@@ -151,7 +182,10 @@ pub fn explain(s: &Status) -> Vec<Finding> {
             "thp-fallback",
             Severity::Warn,
             "THP faults often fall back to small pages".into(),
-            format!("thp_fault_fallback {fallback} vs thp_fault_alloc {alloc} since boot ({:.0}% fell back)", 100.0 * fallback as f64 / (alloc + fallback) as f64),
+            format!(
+                "thp_fault_fallback {fallback} vs thp_fault_alloc {alloc} since boot ({:.0}% fell back)",
+                100.0 * fallback as f64 / (alloc + fallback) as f64
+            ),
             "applications asking for huge pages often do not get them, usually because memory is fragmented",
             None,
         );
@@ -161,7 +195,10 @@ pub fn explain(s: &Status) -> Vec<Finding> {
             "compact-stalls",
             Severity::Info,
             "direct compaction has stalled allocations".into(),
-            format!("compact_stall = {stall} since boot (compact_fail = {})", s.counters.get("compact_fail").copied().unwrap_or(0)),
+            format!(
+                "compact_stall = {stall} since boot (compact_fail = {})",
+                s.counters.get("compact_fail").copied().unwrap_or(0)
+            ),
             "each stall is an allocation that waited for compaction; `hugelab trace` shows how long they took",
             None,
         );
@@ -171,7 +208,10 @@ pub fn explain(s: &Status) -> Vec<Finding> {
             "no-pmu",
             Severity::Info,
             "hardware TLB counters unavailable".into(),
-            s.pmu.reason.clone().unwrap_or_else(|| "cycles cannot be opened".into()),
+            s.pmu
+                .reason
+                .clone()
+                .unwrap_or_else(|| "cycles cannot be opened".into()),
             "dTLB miss and page-walk counts cannot be shown here (likely a VM without a virtual PMU); timings, faults and coverage are still measured",
             None,
         );
@@ -193,7 +233,9 @@ pub fn explain(s: &Status) -> Vec<Finding> {
             "kernel tracepoints not reachable".into(),
             s.tracing.note.clone().unwrap_or_default(),
             "compaction and khugepaged latency histograms need tracefs",
-            s.tracing.mountable.then_some("mount -t tracefs nodev /sys/kernel/tracing"),
+            s.tracing
+                .mountable
+                .then_some("mount -t tracefs nodev /sys/kernel/tracing"),
         );
     }
     for m in &s.thp.mthp {
@@ -205,7 +247,11 @@ pub fn explain(s: &Status) -> Vec<Finding> {
                 "mthp-enabled",
                 Severity::Info,
                 format!("mTHP {} enabled ({})", Bytes(m.size_bytes), sel.selected),
-                format!("hugepages-{}kB/enabled = {}", m.size_bytes / 1024, sel.selected),
+                format!(
+                    "hugepages-{}kB/enabled = {}",
+                    m.size_bytes / 1024,
+                    sel.selected
+                ),
                 "mTHP folios appear in no smaps field; `hugelab inspect` reads them from pagemap and kpageflags",
                 None,
             );
@@ -221,6 +267,6 @@ pub fn explain(s: &Status) -> Vec<Finding> {
             Some("run as root to see everything"),
         );
     }
-    out.sort_by(|a, b| b.severity.cmp(&a.severity));
+    out.sort_by_key(|f| std::cmp::Reverse(f.severity));
     out
 }

@@ -16,7 +16,10 @@ pub fn recover_before_command() {
     let path = default_journal_path();
     match control::recover(&Root::system(), &path, false) {
         Ok(Recovery::Restored(r)) => {
-            eprintln!("hugelab: an earlier run was interrupted; restored from {}:", path.display());
+            eprintln!(
+                "hugelab: an earlier run was interrupted; restored from {}:",
+                path.display()
+            );
             print_restored(&r);
         }
         Ok(_) => {}
@@ -50,7 +53,9 @@ pub fn run(a: RestoreArgs) -> anyhow::Result<i32> {
         })?;
     } else {
         match status {
-            "nothing-to-restore" => println!("nothing to restore: no journal at {}", path.display()),
+            "nothing-to-restore" => {
+                println!("nothing to restore: no journal at {}", path.display())
+            }
             "owner-alive" => println!(
                 "hugelab pid {} is running and owns {}; it restores its settings when it ends (use --force to restore now)",
                 owner_pid.unwrap_or(0),
@@ -76,7 +81,10 @@ pub fn hold(a: HoldArgs) -> anyhow::Result<i32> {
             .ok_or_else(|| UsageError(format!("expected SETTING=VALUE, found {item:?}")))?;
         let knob: Knob = k.parse().map_err(UsageError)?;
         let applied = guard.set(knob, v)?;
-        println!("{} = {} (requested {})", applied.knob, applied.actual, applied.requested);
+        println!(
+            "{} = {} (requested {})",
+            applied.knob, applied.actual, applied.requested
+        );
     }
     println!("holding; journal at {}", guard.journal_path().display());
     std::thread::sleep(std::time::Duration::from_secs(a.seconds));

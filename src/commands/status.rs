@@ -24,7 +24,9 @@ pub fn run(a: StatusArgs) -> anyhow::Result<i32> {
     loop {
         let s = status::probe(&root).context("reading the machine's page-size state")?;
         let f = a.explain.then(|| findings::explain(&s));
-        let deltas = previous.as_ref().map(|p| counter_deltas(&p.counters, &s.counters));
+        let deltas = previous
+            .as_ref()
+            .map(|p| counter_deltas(&p.counters, &s.counters));
         if a.json {
             print_json(&StatusJson {
                 status: &s,
@@ -37,7 +39,11 @@ pub fn run(a: StatusArgs) -> anyhow::Result<i32> {
             }
             print!("{}", crate::render::status::render(&s, f.as_deref()));
             if let Some(d) = &deltas {
-                let changed: BTreeMap<String, u64> = d.iter().filter(|(_, v)| **v != 0).map(|(k, v)| (k.clone(), v.unsigned_abs())).collect();
+                let changed: BTreeMap<String, u64> = d
+                    .iter()
+                    .filter(|(_, v)| **v != 0)
+                    .map(|(k, v)| (k.clone(), v.unsigned_abs()))
+                    .collect();
                 println!("\nchanged since the previous sample");
                 if changed.is_empty() {
                     println!("  nothing");
@@ -58,10 +64,18 @@ pub fn run(a: StatusArgs) -> anyhow::Result<i32> {
 }
 
 /// Counter changes between two samples (negative only if a counter was reset).
-pub fn counter_deltas(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> BTreeMap<String, i64> {
+pub fn counter_deltas(
+    before: &BTreeMap<String, u64>,
+    after: &BTreeMap<String, u64>,
+) -> BTreeMap<String, i64> {
     after
         .iter()
-        .map(|(k, v)| (k.clone(), *v as i64 - before.get(k).copied().unwrap_or(0) as i64))
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                *v as i64 - before.get(k).copied().unwrap_or(0) as i64,
+            )
+        })
         .collect()
 }
 

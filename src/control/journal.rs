@@ -82,10 +82,16 @@ impl Journal {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(err(format!("cannot read: {e}"))),
         };
-        let j: Journal = serde_json::from_str(&text)
-            .map_err(|e| err(format!("unreadable ({e}); inspect it, restore the values by hand and delete it")))?;
+        let j: Journal = serde_json::from_str(&text).map_err(|e| {
+            err(format!(
+                "unreadable ({e}); inspect it, restore the values by hand and delete it"
+            ))
+        })?;
         if j.version != JOURNAL_VERSION {
-            return Err(err(format!("version {} is not supported (expected {JOURNAL_VERSION})", j.version)));
+            return Err(err(format!(
+                "version {} is not supported (expected {JOURNAL_VERSION})",
+                j.version
+            )));
         }
         Ok(Some(j))
     }
@@ -97,10 +103,12 @@ impl Journal {
             message,
         };
         let dir = path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(|e| err(format!("cannot create {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| err(format!("cannot create {}: {e}", dir.display())))?;
         let tmp = path.with_extension("json.tmp");
         let text = serde_json::to_vec_pretty(self).map_err(|e| err(e.to_string()))?;
-        let mut f = std::fs::File::create(&tmp).map_err(|e| err(format!("cannot create {}: {e}", tmp.display())))?;
+        let mut f = std::fs::File::create(&tmp)
+            .map_err(|e| err(format!("cannot create {}: {e}", tmp.display())))?;
         f.write_all(&text)
             .and_then(|_| f.sync_all())
             .map_err(|e| err(format!("cannot write: {e}")))?;
@@ -122,15 +130,24 @@ mod tests {
         let p = dir.path().join("j/journal.json");
         let mut j = Journal::for_this_process();
         j.changes.push(Change {
-            knob: Knob::HugetlbPages { size: 2 << 20, node: None },
+            knob: Knob::HugetlbPages {
+                size: 2 << 20,
+                node: None,
+            },
             original: "0".into(),
         });
         j.save(&p).unwrap();
         let back = Journal::load(&p).unwrap().unwrap();
         assert_eq!(back, j);
         assert!(back.owner_alive());
-        let dead = Journal { owner_start: Some(1), ..back };
-        assert!(!dead.owner_alive(), "a different start time means the pid was recycled");
+        let dead = Journal {
+            owner_start: Some(1),
+            ..back
+        };
+        assert!(
+            !dead.owner_alive(),
+            "a different start time means the pid was recycled"
+        );
     }
 
     #[test]
@@ -139,6 +156,9 @@ mod tests {
         let p = dir.path().join("journal.json");
         std::fs::write(&p, "{not json").unwrap();
         let e = Journal::load(&p).unwrap_err().to_string();
-        assert!(e.contains("journal.json") && e.contains("restore the values by hand"), "{e}");
+        assert!(
+            e.contains("journal.json") && e.contains("restore the values by hand"),
+            "{e}"
+        );
     }
 }

@@ -51,11 +51,20 @@ pub enum Knob {
     ThpEnabled,
     ThpDefrag,
     ThpShmemEnabled,
-    MthpEnabled { size: u64 },
-    Khugepaged { name: KhugepagedKnob },
+    MthpEnabled {
+        size: u64,
+    },
+    Khugepaged {
+        name: KhugepagedKnob,
+    },
     /// `nr_hugepages` of one size, system-wide or on one NUMA node.
-    HugetlbPages { size: u64, node: Option<u32> },
-    HugetlbOvercommit { size: u64 },
+    HugetlbPages {
+        size: u64,
+        node: Option<u32>,
+    },
+    HugetlbOvercommit {
+        size: u64,
+    },
 }
 
 /// Whether a knob holds a bracketed selector or a number.
@@ -83,11 +92,20 @@ impl Knob {
             Knob::HugetlbPages { size, node: None } => {
                 format!("{HUGEPAGES_DIR}/hugepages-{}kB/nr_hugepages", kb(size))
             }
-            Knob::HugetlbPages { size, node: Some(n) } => {
-                format!("{NODE_DIR}/node{n}/hugepages/hugepages-{}kB/nr_hugepages", kb(size))
+            Knob::HugetlbPages {
+                size,
+                node: Some(n),
+            } => {
+                format!(
+                    "{NODE_DIR}/node{n}/hugepages/hugepages-{}kB/nr_hugepages",
+                    kb(size)
+                )
             }
             Knob::HugetlbOvercommit { size } => {
-                format!("{HUGEPAGES_DIR}/hugepages-{}kB/nr_overcommit_hugepages", kb(size))
+                format!(
+                    "{HUGEPAGES_DIR}/hugepages-{}kB/nr_overcommit_hugepages",
+                    kb(size)
+                )
             }
         }
     }
@@ -135,7 +153,10 @@ impl fmt::Display for Knob {
             Knob::MthpEnabled { size } => write!(f, "mthp.{}", Bytes(size)),
             Knob::Khugepaged { name } => write!(f, "khugepaged.{}", name.file()),
             Knob::HugetlbPages { size, node: None } => write!(f, "hugetlb.{}", Bytes(size)),
-            Knob::HugetlbPages { size, node: Some(n) } => write!(f, "hugetlb.{}.node{n}", Bytes(size)),
+            Knob::HugetlbPages {
+                size,
+                node: Some(n),
+            } => write!(f, "hugetlb.{}.node{n}", Bytes(size)),
             Knob::HugetlbOvercommit { size } => write!(f, "hugetlb.{}.overcommit", Bytes(size)),
         }
     }
@@ -159,11 +180,20 @@ impl FromStr for Knob {
                 .find(|k| k.file() == *name)
                 .map(|name| Knob::Khugepaged { name })
                 .ok_or_else(unknown),
-            ["hugetlb", sz] => Ok(Knob::HugetlbPages { size: size(sz)?, node: None }),
+            ["hugetlb", sz] => Ok(Knob::HugetlbPages {
+                size: size(sz)?,
+                node: None,
+            }),
             ["hugetlb", sz, "overcommit"] => Ok(Knob::HugetlbOvercommit { size: size(sz)? }),
             ["hugetlb", sz, node] => {
-                let n = node.strip_prefix("node").and_then(|n| n.parse().ok()).ok_or_else(unknown)?;
-                Ok(Knob::HugetlbPages { size: size(sz)?, node: Some(n) })
+                let n = node
+                    .strip_prefix("node")
+                    .and_then(|n| n.parse().ok())
+                    .ok_or_else(unknown)?;
+                Ok(Knob::HugetlbPages {
+                    size: size(sz)?,
+                    node: Some(n),
+                })
             }
             _ => Err(unknown()),
         }
@@ -176,21 +206,48 @@ mod tests {
 
     #[test]
     fn names_roundtrip_and_paths() {
-        for name in ["thp.enabled", "thp.defrag", "mthp.64K", "khugepaged.max_ptes_none", "hugetlb.2M", "hugetlb.1G.node0", "hugetlb.2M.overcommit"] {
+        for name in [
+            "thp.enabled",
+            "thp.defrag",
+            "mthp.64K",
+            "khugepaged.max_ptes_none",
+            "hugetlb.2M",
+            "hugetlb.1G.node0",
+            "hugetlb.2M.overcommit",
+        ] {
             let k: Knob = name.parse().unwrap();
             assert_eq!(k.to_string(), name);
         }
         let k: Knob = "hugetlb.1G.node1".parse().unwrap();
-        assert_eq!(k.path(), "/sys/devices/system/node/node1/hugepages/hugepages-1048576kB/nr_hugepages");
-        assert_eq!(Knob::MthpEnabled { size: 65536 }.path(), "/sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled");
+        assert_eq!(
+            k.path(),
+            "/sys/devices/system/node/node1/hugepages/hugepages-1048576kB/nr_hugepages"
+        );
+        assert_eq!(
+            Knob::MthpEnabled { size: 65536 }.path(),
+            "/sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled"
+        );
     }
 
     #[test]
     fn rejects_unknown_and_bad_values() {
         let e = "vm.swappiness".parse::<Knob>().unwrap_err();
         assert!(e.contains("valid settings"), "{e}");
-        assert!(Knob::ThpEnabled.validate("sometimes").unwrap_err().to_string().contains("always, madvise, never"));
-        assert!(Knob::HugetlbPages { size: 2 << 20, node: None }.validate("-1").is_err());
+        assert!(
+            Knob::ThpEnabled
+                .validate("sometimes")
+                .unwrap_err()
+                .to_string()
+                .contains("always, madvise, never")
+        );
+        assert!(
+            Knob::HugetlbPages {
+                size: 2 << 20,
+                node: None
+            }
+            .validate("-1")
+            .is_err()
+        );
         Knob::ThpDefrag.validate("defer+madvise").unwrap();
     }
 
@@ -200,12 +257,17 @@ mod tests {
             Knob::ThpEnabled,
             Knob::ThpShmemEnabled,
             Knob::MthpEnabled { size: 16384 },
-            Knob::Khugepaged { name: KhugepagedKnob::Defrag },
+            Knob::Khugepaged {
+                name: KhugepagedKnob::Defrag,
+            },
             Knob::HugetlbOvercommit { size: 2 << 20 },
         ];
         for k in knobs {
             let p = k.path();
-            assert!(p.starts_with("/sys/kernel/mm/") || p.starts_with("/sys/devices/system/node/"), "{p}");
+            assert!(
+                p.starts_with("/sys/kernel/mm/") || p.starts_with("/sys/devices/system/node/"),
+                "{p}"
+            );
         }
     }
 }

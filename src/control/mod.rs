@@ -45,12 +45,14 @@ impl Settings for SysfsSettings {
             source,
         })?;
         match knob.kind() {
-            knob::ValueKind::Selector(_) => parse_selector(&text)
-                .map(|s| s.selected)
-                .map_err(|_| ControlError::NoSelection {
-                    path: PathBuf::from(knob.path()),
-                    content: text.trim().to_string(),
-                }),
+            knob::ValueKind::Selector(_) => {
+                parse_selector(&text)
+                    .map(|s| s.selected)
+                    .map_err(|_| ControlError::NoSelection {
+                        path: PathBuf::from(knob.path()),
+                        content: text.trim().to_string(),
+                    })
+            }
             knob::ValueKind::Number => Ok(text.trim().to_string()),
         }
     }
@@ -109,14 +111,21 @@ impl Restored {
     pub fn describe(&self) -> String {
         match (&self.error, &self.now) {
             (Some(e), _) => format!("{}: could not restore {:?}: {e}", self.knob, self.original),
-            (None, Some(now)) if *now == self.original => format!("{} = {}", self.knob, self.original),
+            (None, Some(now)) if *now == self.original => {
+                format!("{} = {}", self.knob, self.original)
+            }
             (None, now) if self.knob.is_pool() => format!(
                 "{}: asked for {} pages back, the kernel keeps {} (pages still in use become surplus and return to the system when freed)",
                 self.knob,
                 self.original,
                 now.as_deref().unwrap_or("?")
             ),
-            (None, now) => format!("{}: wrote {:?}, reads back {:?}", self.knob, self.original, now.as_deref().unwrap_or("?")),
+            (None, now) => format!(
+                "{}: wrote {:?}, reads back {:?}",
+                self.knob,
+                self.original,
+                now.as_deref().unwrap_or("?")
+            ),
         }
     }
 }
@@ -127,7 +136,10 @@ pub fn restore_changes(settings: &dyn Settings, changes: &[journal::Change]) -> 
         .iter()
         .rev()
         .map(|c| {
-            let error = settings.write(&c.knob, &c.original).err().map(|e| e.to_string());
+            let error = settings
+                .write(&c.knob, &c.original)
+                .err()
+                .map(|e| e.to_string());
             Restored {
                 knob: c.knob,
                 original: c.original.clone(),
@@ -158,7 +170,8 @@ fn install_signal_handler() {
                 let active = lock_active();
                 for (root, path) in active.iter() {
                     if let Ok(Some(j)) = Journal::load(path) {
-                        let restored = restore_changes(&SysfsSettings::new(root.clone()), &j.changes);
+                        let restored =
+                            restore_changes(&SysfsSettings::new(root.clone()), &j.changes);
                         for r in &restored {
                             eprintln!("hugelab: interrupted; restored {}", r.describe());
                         }
@@ -185,12 +198,20 @@ pub struct Guard {
 impl Guard {
     /// A guard over the live system with the default journal path.
     pub fn system() -> Result<Guard, ControlError> {
-        Guard::new(Box::new(SysfsSettings::new(Root::system())), Root::system(), default_journal_path())
+        Guard::new(
+            Box::new(SysfsSettings::new(Root::system())),
+            Root::system(),
+            default_journal_path(),
+        )
     }
 
     /// A guard writing through `settings`, journaling to `journal_path`. Refuses while another
     /// live hugelab holds that journal; restores a dead owner's journal first.
-    pub fn new(settings: Box<dyn Settings>, root: Root, journal_path: PathBuf) -> Result<Guard, ControlError> {
+    pub fn new(
+        settings: Box<dyn Settings>,
+        root: Root,
+        journal_path: PathBuf,
+    ) -> Result<Guard, ControlError> {
         if let Some(existing) = Journal::load(&journal_path)? {
             if existing.owner_alive() && existing.owner_pid != std::process::id() {
                 return Err(ControlError::Busy {
@@ -203,7 +224,10 @@ impl Guard {
             if let Some(bad) = restored.iter().find(|r| r.error.is_some()) {
                 return Err(ControlError::Journal {
                     path: journal_path,
-                    message: format!("a previous run's settings could not be restored: {}", bad.describe()),
+                    message: format!(
+                        "a previous run's settings could not be restored: {}",
+                        bad.describe()
+                    ),
                 });
             }
             std::fs::remove_file(&journal_path).ok();
@@ -225,7 +249,9 @@ impl Guard {
         let mut active = lock_active();
         if !self.journal.changes.iter().any(|c| c.knob == knob) {
             let original = self.settings.read(&knob)?;
-            self.journal.changes.push(journal::Change { knob, original });
+            self.journal
+                .changes
+                .push(journal::Change { knob, original });
             self.journal.save(&self.journal_path)?;
             if !active.iter().any(|(_, p)| *p == self.journal_path) {
                 active.push((self.root.clone(), self.journal_path.clone()));
@@ -243,7 +269,11 @@ impl Guard {
 
     /// The value a knob had before this guard changed it, if it did.
     pub fn original(&self, knob: &Knob) -> Option<&str> {
-        self.journal.changes.iter().find(|c| c.knob == *knob).map(|c| c.original.as_str())
+        self.journal
+            .changes
+            .iter()
+            .find(|c| c.knob == *knob)
+            .map(|c| c.original.as_str())
     }
 
     pub fn journal_path(&self) -> &Path {
@@ -282,7 +312,9 @@ impl Drop for Guard {
 pub enum Recovery {
     Nothing,
     /// Another hugelab process is alive and owns the journal.
-    OwnerAlive { pid: u32 },
+    OwnerAlive {
+        pid: u32,
+    },
     Restored(Vec<Restored>),
 }
 

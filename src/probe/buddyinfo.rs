@@ -46,16 +46,33 @@ pub fn parse(text: &str) -> Result<Vec<Zone>, ParseError> {
             continue;
         }
         let err = |m: &str| ParseError::new(i + 1, format!("{m}: {line:?}"));
-        let rest = line.strip_prefix("Node ").ok_or_else(|| err("expected `Node N, zone NAME counts…`"))?;
-        let (node, rest) = rest.split_once(',').ok_or_else(|| err("missing comma after node"))?;
-        let node: u32 = node.trim().parse().map_err(|_| err("node is not a number"))?;
-        let rest = rest.trim_start().strip_prefix("zone").ok_or_else(|| err("missing `zone`"))?;
+        let rest = line
+            .strip_prefix("Node ")
+            .ok_or_else(|| err("expected `Node N, zone NAME counts…`"))?;
+        let (node, rest) = rest
+            .split_once(',')
+            .ok_or_else(|| err("missing comma after node"))?;
+        let node: u32 = node
+            .trim()
+            .parse()
+            .map_err(|_| err("node is not a number"))?;
+        let rest = rest
+            .trim_start()
+            .strip_prefix("zone")
+            .ok_or_else(|| err("missing `zone`"))?;
         let mut words = rest.split_whitespace();
-        let zone = words.next().ok_or_else(|| err("missing zone name"))?.to_string();
+        let zone = words
+            .next()
+            .ok_or_else(|| err("missing zone name"))?
+            .to_string();
         let free_blocks = words
             .map(|w| w.parse::<u64>().map_err(|_| err("count is not a number")))
             .collect::<Result<Vec<_>, _>>()?;
-        zones.push(Zone { node, zone, free_blocks });
+        zones.push(Zone {
+            node,
+            zone,
+            free_blocks,
+        });
     }
     Ok(zones)
 }

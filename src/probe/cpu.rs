@@ -39,7 +39,10 @@ pub fn parse(text: &str) -> Result<Cpu, ParseError> {
             if line.trim().is_empty() {
                 continue;
             }
-            return Err(ParseError::new(i + 1, format!("expected `key : value`, found {line:?}")));
+            return Err(ParseError::new(
+                i + 1,
+                format!("expected `key : value`, found {line:?}"),
+            ));
         };
         let (k, v) = (k.trim(), v.trim());
         if k == "processor" {

@@ -56,7 +56,10 @@ impl Pool {
 fn node_pools(root: &Root, dir_name: &str) -> Result<Vec<NodePool>, ProbeError> {
     let mut out = Vec::new();
     for node_name in root.list_dir(NODE_DIR)? {
-        let Some(node) = node_name.strip_prefix("node").and_then(|n| n.parse::<u32>().ok()) else {
+        let Some(node) = node_name
+            .strip_prefix("node")
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
             continue;
         };
         let dir = format!("{NODE_DIR}/{node_name}/hugepages/{dir_name}");
@@ -67,7 +70,9 @@ fn node_pools(root: &Root, dir_name: &str) -> Result<Vec<NodePool>, ProbeError> 
             node,
             total,
             free: root.read_u64(format!("{dir}/free_hugepages"))?.unwrap_or(0),
-            surplus: root.read_u64(format!("{dir}/surplus_hugepages"))?.unwrap_or(0),
+            surplus: root
+                .read_u64(format!("{dir}/surplus_hugepages"))?
+                .unwrap_or(0),
         });
     }
     out.sort_by_key(|n| n.node);

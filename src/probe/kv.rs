@@ -19,11 +19,14 @@ pub fn parse_key_values(text: &str) -> Result<BTreeMap<String, u64>, ParseError>
             if line.trim().is_empty() {
                 continue;
             }
-            return Err(ParseError::new(i + 1, format!("expected `name value`, found {line:?}")));
+            return Err(ParseError::new(
+                i + 1,
+                format!("expected `name value`, found {line:?}"),
+            ));
         };
-        let v: u64 = v
-            .parse()
-            .map_err(|_| ParseError::new(i + 1, format!("value of {k} is not an integer: {v:?}")))?;
+        let v: u64 = v.parse().map_err(|_| {
+            ParseError::new(i + 1, format!("value of {k} is not an integer: {v:?}"))
+        })?;
         out.insert(k.to_string(), v);
     }
     Ok(out)
@@ -42,7 +45,10 @@ pub fn parse_selector(text: &str) -> Result<Selector, ParseError> {
     for word in text.split_whitespace() {
         if let Some(inner) = word.strip_prefix('[').and_then(|w| w.strip_suffix(']')) {
             if selected.replace(inner.to_string()).is_some() {
-                return Err(ParseError::new(1, format!("more than one [selected] value in {:?}", text.trim())));
+                return Err(ParseError::new(
+                    1,
+                    format!("more than one [selected] value in {:?}", text.trim()),
+                ));
             }
             choices.push(inner.to_string());
         } else {
@@ -51,7 +57,10 @@ pub fn parse_selector(text: &str) -> Result<Selector, ParseError> {
     }
     match selected {
         Some(selected) => Ok(Selector { selected, choices }),
-        None => Err(ParseError::new(1, format!("no [selected] value in {:?}", text.trim()))),
+        None => Err(ParseError::new(
+            1,
+            format!("no [selected] value in {:?}", text.trim()),
+        )),
     }
 }
 

@@ -28,9 +28,9 @@ pub fn parse_raw(text: &str) -> Result<BTreeMap<String, u64>, ParseError> {
         if line.trim().is_empty() {
             continue;
         }
-        let (name, rest) = line
-            .split_once(':')
-            .ok_or_else(|| ParseError::new(i + 1, format!("expected `Name: value`, found {line:?}")))?;
+        let (name, rest) = line.split_once(':').ok_or_else(|| {
+            ParseError::new(i + 1, format!("expected `Name: value`, found {line:?}"))
+        })?;
         let mut it = rest.split_whitespace();
         let v: u64 = it
             .next()
@@ -41,7 +41,12 @@ pub fn parse_raw(text: &str) -> Result<BTreeMap<String, u64>, ParseError> {
                 .checked_mul(1024)
                 .ok_or_else(|| ParseError::new(i + 1, format!("{name} overflows")))?,
             None => v,
-            Some(u) => return Err(ParseError::new(i + 1, format!("unknown unit {u:?} for {name}"))),
+            Some(u) => {
+                return Err(ParseError::new(
+                    i + 1,
+                    format!("unknown unit {u:?} for {name}"),
+                ));
+            }
         };
         out.insert(name.trim().to_string(), v);
     }

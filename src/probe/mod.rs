@@ -121,7 +121,11 @@ impl Root {
 
 /// Parse `hugepages-2048kB` (sysfs directory names) into bytes.
 pub fn parse_hugepages_dir(name: &str) -> Option<u64> {
-    let kb: u64 = name.strip_prefix("hugepages-")?.strip_suffix("kB")?.parse().ok()?;
+    let kb: u64 = name
+        .strip_prefix("hugepages-")?
+        .strip_suffix("kB")?
+        .parse()
+        .ok()?;
     kb.checked_mul(1024)
 }
 
@@ -132,7 +136,10 @@ mod tests {
     #[test]
     fn root_maps_absolute_paths() {
         let r = Root::new("/tmp/fake");
-        assert_eq!(r.path("/proc/meminfo"), PathBuf::from("/tmp/fake/proc/meminfo"));
+        assert_eq!(
+            r.path("/proc/meminfo"),
+            PathBuf::from("/tmp/fake/proc/meminfo")
+        );
         assert_eq!(Root::system().path("/proc/x"), PathBuf::from("/proc/x"));
     }
 

@@ -19,7 +19,10 @@ pub fn parse_hugetlbfs(text: &str) -> Result<Vec<HugetlbfsMount>, ParseError> {
             continue;
         }
         if f.len() < 4 {
-            return Err(ParseError::new(i + 1, format!("expected at least 4 fields, found {line:?}")));
+            return Err(ParseError::new(
+                i + 1,
+                format!("expected at least 4 fields, found {line:?}"),
+            ));
         }
         if f[2] != "hugetlbfs" {
             continue;

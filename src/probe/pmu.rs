@@ -60,7 +60,11 @@ impl PerfEvent {
     /// The encoding on this CPU; `None` for a model-specific event with no entry for this model.
     pub fn encoding(self, cpu: &Cpu) -> Option<Encoding> {
         let cache = |which, operation, result| {
-            let c = Cache { which, operation, result };
+            let c = Cache {
+                which,
+                operation,
+                result,
+            };
             attrs_of(c)
         };
         Some(match self {
@@ -94,7 +98,8 @@ pub fn walk_events(cpu: &Cpu) -> Option<(u64, u64)> {
     const MODELS: &[u32] = &[
         0x3C, 0x3F, 0x45, 0x46, // Haswell
         0x3D, 0x47, 0x4F, 0x56, // Broadwell
-        0x4E, 0x5E, 0x55, 0x8E, 0x9E, 0xA5, 0xA6, // Skylake, Cascade Lake, Kaby/Coffee/Comet Lake
+        0x4E, 0x5E, 0x55, 0x8E, 0x9E, 0xA5,
+        0xA6, // Skylake, Cascade Lake, Kaby/Coffee/Comet Lake
         0x66, 0x6A, 0x6C, 0x7D, 0x7E, // Cannon Lake, Ice Lake
     ];
     let intel = cpu.vendor.as_deref() == Some("GenuineIntel") && cpu.family == Some(6);
@@ -131,7 +136,9 @@ pub fn explain_open_error(err: &std::io::Error, paranoid: Option<i64>) -> String
 
 /// Try to open a counter on this process (closes it again at once).
 pub fn try_open(event: PerfEvent, cpu: &Cpu) -> Result<(), std::io::Error> {
-    let enc = event.encoding(cpu).ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOENT))?;
+    let enc = event
+        .encoding(cpu)
+        .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOENT))?;
     let mut b = perf_event::Builder::new(Raw::new(enc.config));
     let attrs = b.attrs_mut();
     attrs.type_ = enc.type_;
@@ -151,7 +158,10 @@ pub fn probe(root: &super::Root, cpu: &Cpu) -> PmuCapability {
     let walk = try_open(PerfEvent::DtlbWalkCycles, cpu).is_ok();
     let reason = match (&cycles, &tlb) {
         (Err(e), _) => Some(explain_open_error(e, paranoid)),
-        (Ok(()), Err(e)) => Some(format!("cycles work but dTLB-load-misses does not: {}", explain_open_error(e, paranoid))),
+        (Ok(()), Err(e)) => Some(format!(
+            "cycles work but dTLB-load-misses does not: {}",
+            explain_open_error(e, paranoid)
+        )),
         _ => None,
     };
     PmuCapability {
@@ -181,20 +191,66 @@ mod tests {
     fn generic_encodings_follow_the_abi() {
         let cpu = Cpu::default();
         // PERF_TYPE_HW_CACHE = 3; config = id | op << 8 | result << 16; DTLB = 3, READ = 0, MISS = 1.
-        assert_eq!(PerfEvent::DtlbLoadMisses.encoding(&cpu), Some(Encoding { type_: 3, config: 3 | (1 << 16) }));
-        assert_eq!(PerfEvent::DtlbStoreMisses.encoding(&cpu), Some(Encoding { type_: 3, config: 3 | (1 << 8) | (1 << 16) }));
-        assert_eq!(PerfEvent::ItlbLoadMisses.encoding(&cpu), Some(Encoding { type_: 3, config: 4 | (1 << 16) }));
+        assert_eq!(
+            PerfEvent::DtlbLoadMisses.encoding(&cpu),
+            Some(Encoding {
+                type_: 3,
+                config: 3 | (1 << 16)
+            })
+        );
+        assert_eq!(
+            PerfEvent::DtlbStoreMisses.encoding(&cpu),
+            Some(Encoding {
+                type_: 3,
+                config: 3 | (1 << 8) | (1 << 16)
+            })
+        );
+        assert_eq!(
+            PerfEvent::ItlbLoadMisses.encoding(&cpu),
+            Some(Encoding {
+                type_: 3,
+                config: 4 | (1 << 16)
+            })
+        );
         // PERF_TYPE_HARDWARE = 0, CPU_CYCLES = 0; PERF_TYPE_SOFTWARE = 1, PAGE_FAULTS = 2.
-        assert_eq!(PerfEvent::Cycles.encoding(&cpu), Some(Encoding { type_: 0, config: 0 }));
-        assert_eq!(PerfEvent::PageFaults.encoding(&cpu), Some(Encoding { type_: 1, config: 2 }));
+        assert_eq!(
+            PerfEvent::Cycles.encoding(&cpu),
+            Some(Encoding {
+                type_: 0,
+                config: 0
+            })
+        );
+        assert_eq!(
+            PerfEvent::PageFaults.encoding(&cpu),
+            Some(Encoding {
+                type_: 1,
+                config: 2
+            })
+        );
     }
 
     #[test]
     fn walk_events_are_model_specific() {
         // The BACKGROUND.md Haswell codes: event=0x08,umask=0x10 and event=0x85,umask=0x10.
-        assert_eq!(PerfEvent::DtlbWalkCycles.encoding(&haswell()), Some(Encoding { type_: 4, config: 0x1008 }));
-        assert_eq!(PerfEvent::ItlbWalkCycles.encoding(&haswell()), Some(Encoding { type_: 4, config: 0x1085 }));
-        let amd = Cpu { vendor: Some("AuthenticAMD".into()), family: Some(25), ..Cpu::default() };
+        assert_eq!(
+            PerfEvent::DtlbWalkCycles.encoding(&haswell()),
+            Some(Encoding {
+                type_: 4,
+                config: 0x1008
+            })
+        );
+        assert_eq!(
+            PerfEvent::ItlbWalkCycles.encoding(&haswell()),
+            Some(Encoding {
+                type_: 4,
+                config: 0x1085
+            })
+        );
+        let amd = Cpu {
+            vendor: Some("AuthenticAMD".into()),
+            family: Some(25),
+            ..Cpu::default()
+        };
         assert_eq!(PerfEvent::DtlbWalkCycles.encoding(&amd), None);
     }
 
@@ -204,7 +260,10 @@ mod tests {
         assert!(explain_open_error(&e, Some(2)).contains("no hardware PMU"));
         let e = std::io::Error::from_raw_os_error(libc::EACCES);
         let m = explain_open_error(&e, Some(3));
-        assert!(m.contains("perf_event_paranoid = 3") && m.contains("root"), "{m}");
+        assert!(
+            m.contains("perf_event_paranoid = 3") && m.contains("root"),
+            "{m}"
+        );
     }
 
     #[test]

@@ -62,11 +62,14 @@ pub fn parse_smaps(text: &str) -> Result<Vec<Mapping>, ParseError> {
         if line.is_empty() {
             continue;
         }
-        if let Some((key, rest)) = line.split_once(':') {
-            if !key.contains(' ') && !key.contains('-') {
-                let cur = maps
-                    .last_mut()
-                    .ok_or_else(|| ParseError::new(i + 1, "field before the first mapping header"))?;
+        if let Some((key, rest)) = line.split_once(':')
+            && !key.contains(' ')
+            && !key.contains('-')
+        {
+            {
+                let cur = maps.last_mut().ok_or_else(|| {
+                    ParseError::new(i + 1, "field before the first mapping header")
+                })?;
                 if key == "VmFlags" {
                     cur.vm_flags = rest.split_whitespace().map(str::to_string).collect();
                     continue;
@@ -75,13 +78,18 @@ pub fn parse_smaps(text: &str) -> Result<Vec<Mapping>, ParseError> {
                 let Some(v) = w.next().and_then(|v| v.parse::<u64>().ok()) else {
                     continue; // e.g. ProtectionKey on some kernels, or non-numeric extensions
                 };
-                let v = if w.next() == Some("kB") { v.saturating_mul(1024) } else { v };
+                let v = if w.next() == Some("kB") {
+                    v.saturating_mul(1024)
+                } else {
+                    v
+                };
                 cur.fields.insert(key.to_string(), v);
                 continue;
             }
         }
-        let m = parse_header(line)
-            .ok_or_else(|| ParseError::new(i + 1, format!("expected a mapping header, found {line:?}")))?;
+        let m = parse_header(line).ok_or_else(|| {
+            ParseError::new(i + 1, format!("expected a mapping header, found {line:?}"))
+        })?;
         maps.push(m);
     }
     Ok(maps)

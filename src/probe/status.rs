@@ -1,5 +1,6 @@
 //! The machine's whole page-size state in one record: what `hugelab status` shows.
 
+use super::Root;
 use super::buddyinfo::{self, Fragmentation, Zone};
 use super::cpu::{self, Cpu};
 use super::hugetlb::{self, Pool};
@@ -7,7 +8,6 @@ use super::meminfo::{self, Meminfo};
 use super::mounts::{self, HugetlbfsMount};
 use super::pmu::{self, PmuCapability};
 use super::thp::{self, Thp};
-use super::Root;
 use crate::error::ProbeError;
 use std::collections::BTreeMap;
 
@@ -63,7 +63,10 @@ fn tracing(root: &Root) -> Tracing {
         .read_opt("/proc/filesystems")
         .ok()
         .flatten()
-        .is_some_and(|t| t.lines().any(|l| l.split_whitespace().any(|w| w == "tracefs")));
+        .is_some_and(|t| {
+            t.lines()
+                .any(|l| l.split_whitespace().any(|w| w == "tracefs"))
+        });
     let note = if mountable {
         "tracefs is not mounted: `mount -t tracefs nodev /sys/kernel/tracing` (as root) enables tracepoints"
     } else {
@@ -78,7 +81,10 @@ fn tracing(root: &Root) -> Tracing {
 }
 
 /// Keep going past a section that needs root; other errors (malformed files) stop the probe.
-fn or_note<T: Default>(r: Result<T, ProbeError>, unreadable: &mut Vec<String>) -> Result<T, ProbeError> {
+fn or_note<T: Default>(
+    r: Result<T, ProbeError>,
+    unreadable: &mut Vec<String>,
+) -> Result<T, ProbeError> {
     match r {
         Ok(v) => Ok(v),
         Err(ProbeError::Permission { path }) => {
@@ -95,11 +101,13 @@ pub fn probe(root: &Root) -> Result<Status, ProbeError> {
     let base_page_size = cpu::base_page_size();
     let thp = or_note(thp::read(root), &mut unreadable)?;
     let memory = or_note(
-        root.parse_opt("/proc/meminfo", meminfo::parse).map(Option::unwrap_or_default),
+        root.parse_opt("/proc/meminfo", meminfo::parse)
+            .map(Option::unwrap_or_default),
         &mut unreadable,
     )?;
     let zones = or_note(
-        root.parse_opt("/proc/buddyinfo", buddyinfo::parse).map(Option::unwrap_or_default),
+        root.parse_opt("/proc/buddyinfo", buddyinfo::parse)
+            .map(Option::unwrap_or_default),
         &mut unreadable,
     )?;
     let pmd = thp.hpage_pmd_size.unwrap_or(2 << 20);
@@ -115,7 +123,8 @@ pub fn probe(root: &Root) -> Result<Status, ProbeError> {
         tracing: tracing(root),
         hugetlb: or_note(hugetlb::read(root), &mut unreadable)?,
         hugetlbfs_mounts: or_note(
-            root.parse_opt("/proc/mounts", mounts::parse_hugetlbfs).map(Option::unwrap_or_default),
+            root.parse_opt("/proc/mounts", mounts::parse_hugetlbfs)
+                .map(Option::unwrap_or_default),
             &mut unreadable,
         )?,
         counters: thp::huge_counters(&vmstat),

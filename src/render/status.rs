@@ -13,7 +13,11 @@ fn bytes(v: Option<u64>) -> String {
 
 pub fn render(s: &Status, findings: Option<&[Finding]>) -> String {
     let mut o = String::new();
-    let sizes: Vec<String> = s.cpu_page_sizes.iter().map(|b| Bytes(*b).to_string()).collect();
+    let sizes: Vec<String> = s
+        .cpu_page_sizes
+        .iter()
+        .map(|b| Bytes(*b).to_string())
+        .collect();
     let _ = writeln!(o, "kernel      {}", opt(s.kernel.as_deref()));
     let _ = writeln!(
         o,
@@ -26,7 +30,11 @@ pub fn render(s: &Status, findings: Option<&[Finding]>) -> String {
         format!(
             "hardware counters yes; dTLB {}; walk cycles {}",
             if s.pmu.tlb_counters { "yes" } else { "no" },
-            if s.pmu.walk_cycle_events { "yes" } else { "no (no event known for this CPU model)" }
+            if s.pmu.walk_cycle_events {
+                "yes"
+            } else {
+                "no (no event known for this CPU model)"
+            }
         )
     } else {
         format!("no hardware counters: {}", opt(s.pmu.reason.as_deref()))
@@ -75,9 +83,20 @@ pub fn render(s: &Status, findings: Option<&[Finding]>) -> String {
         opt(k.pages_collapsed)
     );
     if t.mthp.is_empty() {
-        let _ = writeln!(o, "mTHP        not offered by this kernel (needs Linux 6.8+)");
+        let _ = writeln!(
+            o,
+            "mTHP        not offered by this kernel (needs Linux 6.8+)"
+        );
     } else {
-        let mut tb = table(&["mTHP size", "enabled", "shmem", "anon alloc", "anon fallback", "nr_anon", "split"]);
+        let mut tb = table(&[
+            "mTHP size",
+            "enabled",
+            "shmem",
+            "anon alloc",
+            "anon fallback",
+            "nr_anon",
+            "split",
+        ]);
         for m in &t.mthp {
             let st = |k: &str| opt(m.stats.get(k));
             tb.add_row(vec![
@@ -96,7 +115,17 @@ pub fn render(s: &Status, findings: Option<&[Finding]>) -> String {
     if s.hugetlb.is_empty() {
         let _ = writeln!(o, "\nhugetlb     not offered by this kernel");
     } else {
-        let mut tb = table(&["hugetlb", "node", "total", "free", "in use", "reserved-free", "available", "surplus", "overcommit"]);
+        let mut tb = table(&[
+            "hugetlb",
+            "node",
+            "total",
+            "free",
+            "in use",
+            "reserved-free",
+            "available",
+            "surplus",
+            "overcommit",
+        ]);
         for p in &s.hugetlb {
             tb.add_row(vec![
                 Bytes(p.page_size).to_string(),
@@ -124,17 +153,39 @@ pub fn render(s: &Status, findings: Option<&[Finding]>) -> String {
             }
         }
         let _ = writeln!(o, "\n{tb}");
-        let _ = writeln!(o, "(in use = total − free + reserved; reserved-free pages are promised to a mapping but untouched)");
+        let _ = writeln!(
+            o,
+            "(in use = total − free + reserved; reserved-free pages are promised to a mapping but untouched)"
+        );
     }
     let mounts: Vec<String> = s
         .hugetlbfs_mounts
         .iter()
-        .map(|m| format!("{} ({})", m.mount_point, bytes(m.page_size.or(s.memory.hugepagesize))))
+        .map(|m| {
+            format!(
+                "{} ({})",
+                m.mount_point,
+                bytes(m.page_size.or(s.memory.hugepagesize))
+            )
+        })
         .collect();
-    let _ = writeln!(o, "hugetlbfs   {}", if mounts.is_empty() { "no mounts".into() } else { mounts.join(", ") });
+    let _ = writeln!(
+        o,
+        "hugetlbfs   {}",
+        if mounts.is_empty() {
+            "no mounts".into()
+        } else {
+            mounts.join(", ")
+        }
+    );
 
     if !s.zones.is_empty() {
-        let orders = s.zones.iter().map(|z| z.free_blocks.len()).max().unwrap_or(0);
+        let orders = s
+            .zones
+            .iter()
+            .map(|z| z.free_blocks.len())
+            .max()
+            .unwrap_or(0);
         let mut header: Vec<String> = vec!["zone".into()];
         header.extend((0..orders).map(|o| format!("o{o}")));
         let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();

@@ -1,0 +1,54 @@
+//! Shared helpers for integration tests.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+pub fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Skip (with a visible note) a test that changes live kernel settings when not root.
+#[macro_export]
+macro_rules! require_root {
+    () => {
+        if !common::is_root() {
+            eprintln!("skipped: needs root to change kernel settings");
+            return;
+        }
+    };
+}
+
+/// One lock for every test, in any test binary, that touches global kernel knobs.
+pub struct KnobLock(std::fs::File);
+
+pub fn knob_lock() -> KnobLock {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(std::env::temp_dir().join("hugelab-test-knobs.lock"))
+        .expect("lock file");
+    // SAFETY: flock on a valid open file descriptor.
+    let rc = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), libc::LOCK_EX) };
+    assert_eq!(rc, 0, "flock");
+    KnobLock(f)
+}
+
+pub fn read_trim(path: &str) -> String {
+    std::fs::read_to_string(path).unwrap().trim().to_string()
+}
+
+pub fn selected(path: &str) -> String {
+    let t = read_trim(path);
+    t.split_whitespace()
+        .find_map(|w| w.strip_prefix('[').and_then(|w| w.strip_suffix(']')))
+        .unwrap_or_else(|| panic!("no selection in {path}: {t}"))
+        .to_string()
+}

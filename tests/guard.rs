@@ -1,0 +1,294 @@
+//! The settings guard: journal before write, restore on drop, panic and signal, allowlist only,
+//! dead-owner recovery, and honest reporting of pool shrinks the kernel cannot honour.
+
+mod common;
+
+use hugelab::control::{self, Guard, Journal, Knob, Recovery, Settings, SysfsSettings};
+use hugelab::error::ControlError;
+use hugelab::probe::Root;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+const TWO_M: u64 = 2 << 20;
+
+/// A fake sysfs with the knobs a guard test needs.
+fn fake_sysfs(dir: &Path) {
+    let thp = dir.join("sys/kernel/mm/transparent_hugepage");
+    std::fs::create_dir_all(thp.join("hugepages-64kB")).unwrap();
+    std::fs::write(thp.join("enabled"), "always [madvise] never\n").unwrap();
+    std::fs::write(
+        thp.join("defrag"),
+        "always defer defer+madvise [madvise] never\n",
+    )
+    .unwrap();
+    std::fs::write(
+        thp.join("hugepages-64kB/enabled"),
+        "always inherit madvise [never]\n",
+    )
+    .unwrap();
+    let pool = dir.join("sys/kernel/mm/hugepages/hugepages-2048kB");
+    std::fs::create_dir_all(&pool).unwrap();
+    std::fs::write(pool.join("nr_hugepages"), "0\n").unwrap();
+}
+
+/// Sysfs writes replace the file; emulate the kernel re-rendering selectors.
+struct FakeKernel(SysfsSettings);
+
+impl Settings for FakeKernel {
+    fn read(&self, knob: &Knob) -> Result<String, ControlError> {
+        self.0.read(knob)
+    }
+    fn write(&self, knob: &Knob, value: &str) -> Result<(), ControlError> {
+        let text = match knob.kind() {
+            control::knob::ValueKind::Selector(choices) => choices
+                .iter()
+                .map(|c| {
+                    if *c == value {
+                        format!("[{c}]")
+                    } else {
+                        c.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+            control::knob::ValueKind::Number => value.to_string(),
+        };
+        knob.validate(value)?;
+        std::fs::write(self.0.root.path(knob.path()), text + "\n").unwrap();
+        Ok(())
+    }
+}
+
+fn guard_in(dir: &Path) -> Guard {
+    let root = Root::new(dir);
+    Guard::new(
+        Box::new(FakeKernel(SysfsSettings::new(root.clone()))),
+        root,
+        dir.join("run/journal.json"),
+    )
+    .unwrap()
+}
+
+fn sel(dir: &Path, rel: &str) -> String {
+    let t = std::fs::read_to_string(dir.join(rel)).unwrap();
+    hugelab::probe::kv::parse_selector(&t).unwrap().selected
+}
+
+#[test]
+fn set_journals_first_and_drop_restores() {
+    let dir = tempfile::tempdir().unwrap();
+    fake_sysfs(dir.path());
+    {
+        let mut g = guard_in(dir.path());
+        let a = g.set(Knob::ThpEnabled, "always").unwrap();
+        assert!(a.honoured());
+        g.set(Knob::ThpEnabled, "never").unwrap(); // second change keeps the first original
+        g.set(
+            Knob::HugetlbPages {
+                size: TWO_M,
+                node: None,
+            },
+            "8",
+        )
+        .unwrap();
+        g.set(Knob::MthpEnabled { size: 65536 }, "always").unwrap();
+        assert_eq!(
+            sel(dir.path(), "sys/kernel/mm/transparent_hugepage/enabled"),
+            "never"
+        );
+        let j = Journal::load(&dir.path().join("run/journal.json"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(j.owner_pid, std::process::id());
+        assert_eq!(j.changes.len(), 3);
+        assert_eq!(j.changes[0].original, "madvise");
+        assert_eq!(g.original(&Knob::ThpEnabled), Some("madvise"));
+    }
+    assert_eq!(
+        sel(dir.path(), "sys/kernel/mm/transparent_hugepage/enabled"),
+        "madvise"
+    );
+    assert_eq!(
+        sel(
+            dir.path(),
+            "sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled"
+        ),
+        "never"
+    );
+    let n = std::fs::read_to_string(
+        dir.path()
+            .join("sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages"),
+    )
+    .unwrap();
+    assert_eq!(n.trim(), "0");
+    assert!(
+        !dir.path().join("run/journal.json").exists(),
+        "journal removed after a full restore"
+    );
+}
+
+#[test]
+fn panic_unwinding_restores() {
+    let dir = tempfile::tempdir().unwrap();
+    fake_sysfs(dir.path());
+    let p = dir.path().to_path_buf();
+    let r = std::panic::catch_unwind(move || {
+        let mut g = guard_in(&p);
+        g.set(Knob::ThpDefrag, "always").unwrap();
+        panic!("measurement blew up");
+    });
+    assert!(r.is_err());
+    assert_eq!(
+        sel(dir.path(), "sys/kernel/mm/transparent_hugepage/defrag"),
+        "madvise"
+    );
+}
+
+#[test]
+fn invalid_values_are_refused_before_any_write() {
+    let dir = tempfile::tempdir().unwrap();
+    fake_sysfs(dir.path());
+    let mut g = guard_in(dir.path());
+    let e = g
+        .set(Knob::ThpEnabled, "sometimes")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("always, madvise, never"), "{e}");
+    assert!(!dir.path().join("run/journal.json").exists());
+}
+
+#[test]
+fn missing_knob_is_an_error_naming_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    fake_sysfs(dir.path());
+    let mut g = guard_in(dir.path());
+    let e = g
+        .set(Knob::MthpEnabled { size: 16384 }, "always")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("hugepages-16kB/enabled"), "{e}");
+}
+
+#[test]
+fn dead_owner_journal_is_recovered() {
+    let dir = tempfile::tempdir().unwrap();
+    fake_sysfs(dir.path());
+    std::fs::write(
+        dir.path()
+            .join("sys/kernel/mm/transparent_hugepage/enabled"),
+        "[always] madvise never\n",
+    )
+    .unwrap();
+    let journal = dir.path().join("run/journal.json");
+    let mut j = Journal::for_this_process();
+    j.owner_pid = 0x3fff_fff0; // no such process
+    j.changes.push(control::journal::Change {
+        knob: Knob::ThpEnabled,
+        original: "madvise".into(),
+    });
+    j.save(&journal).unwrap();
+    // The live-sysfs writer rewrites the selector file with the bare word; read it back raw.
+    match control::recover(&Root::new(dir.path()), &journal, false).unwrap() {
+        Recovery::Restored(r) => assert_eq!(r.len(), 1),
+        other => panic!("expected a restore, got {other:?}"),
+    }
+    let raw = std::fs::read_to_string(
+        dir.path()
+            .join("sys/kernel/mm/transparent_hugepage/enabled"),
+    )
+    .unwrap();
+    assert_eq!(raw.trim(), "madvise");
+    assert!(!journal.exists());
+}
+
+#[test]
+fn live_owner_blocks_a_second_guard() {
+    let dir = tempfile::tempdir().unwrap();
+    fake_sysfs(dir.path());
+    let journal = dir.path().join("run/journal.json");
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let mut j = Journal::for_this_process();
+    j.owner_pid = child.id();
+    j.owner_start = control::journal::process_start_time(child.id());
+    j.save(&journal).unwrap();
+    let root = Root::new(dir.path());
+    let e = Guard::new(
+        Box::new(SysfsSettings::new(root.clone())),
+        root.clone(),
+        journal.clone(),
+    )
+    .err()
+    .unwrap();
+    assert!(
+        e.to_string().contains(&format!("pid {}", child.id())),
+        "{e}"
+    );
+    assert!(matches!(
+        control::recover(&root, &journal, false).unwrap(),
+        Recovery::OwnerAlive { .. }
+    ));
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+/// A kernel that keeps some pool pages because they are still mapped.
+struct PinnedPool {
+    values: Mutex<HashMap<String, String>>,
+    pinned: u64,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Settings for PinnedPool {
+    fn read(&self, knob: &Knob) -> Result<String, ControlError> {
+        Ok(self
+            .values
+            .lock()
+            .unwrap()
+            .get(&knob.path())
+            .cloned()
+            .unwrap_or_else(|| "0".into()))
+    }
+    fn write(&self, knob: &Knob, value: &str) -> Result<(), ControlError> {
+        let v: u64 = value.parse().unwrap();
+        let kept = v.max(self.pinned).to_string();
+        self.log.lock().unwrap().push(format!("{knob}={value}"));
+        self.values.lock().unwrap().insert(knob.path(), kept);
+        Ok(())
+    }
+}
+
+#[test]
+fn pool_shrink_not_honoured_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let settings = PinnedPool {
+        values: Mutex::new(HashMap::new()),
+        pinned: 3,
+        log: log.clone(),
+    };
+    let mut g = Guard::new(
+        Box::new(settings),
+        Root::new(dir.path()),
+        dir.path().join("j.json"),
+    )
+    .unwrap();
+    let pool = Knob::HugetlbPages {
+        size: TWO_M,
+        node: None,
+    };
+    g.set(pool, "10").unwrap();
+    let restored = g.restore();
+    assert_eq!(restored.len(), 1);
+    assert!(!restored[0].ok());
+    assert_eq!(restored[0].now.as_deref(), Some("3"));
+    let msg = restored[0].describe();
+    assert!(
+        msg.contains("kernel keeps 3") && msg.contains("in use"),
+        "{msg}"
+    );
+    assert_eq!(*log.lock().unwrap(), vec!["hugetlb.2M=10", "hugetlb.2M=0"]);
+}
