@@ -22,8 +22,8 @@ pub struct Cli {
 pub enum Command {
     /// Show the machine's page-size state: THP/mTHP knobs, hugetlb pools, fragmentation, counters
     Status(StatusArgs),
-    // /// Memory microbenchmarks across page backings (4k, thp, hugetlb-2m, hugetlb-1g, mthp-*), each verified
-    // BENCH
+    /// Memory microbenchmarks across page backings (4k, thp, hugetlb-2m, hugetlb-1g, mthp-*), each verified
+    Bench(crate::commands::bench::BenchArgs),
     /// Undo system settings left changed by an interrupted hugelab run
     Restore(RestoreArgs),
     /// Hold settings changed until killed (for testing the restore path)

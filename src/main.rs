@@ -12,6 +12,7 @@ fn main() {
     }
     let result = match cli.command {
         Command::Status(a) => commands::status::run(a),
+        Command::Bench(a) => commands::bench::run(a),
 
         Command::Restore(a) => commands::restore::run(a),
         Command::Hold(a) => commands::restore::hold(a),

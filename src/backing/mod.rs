@@ -1,1 +1,378 @@
-//! Stage placeholder, filled by later work.
+//! Stage 3, backing: memory regions with a requested page backing. This is the only module
+//! with `unsafe` mmap/madvise code; every block says why it holds.
+
+use crate::units::Bytes;
+use std::fmt;
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+pub const TWO_MIB: u64 = 2 << 20;
+pub const ONE_GIB: u64 = 1 << 30;
+/// Kernel ABI values, spelled out so older libc crates and headers do not matter.
+const MADV_POPULATE_WRITE: libc::c_int = 23; // Linux 5.14
+const MADV_COLLAPSE: libc::c_int = 25; // Linux 6.1
+const MAP_HUGE_SHIFT: u32 = 26;
+
+/// A page backing for a region.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(into = "String", try_from = "String")]
+pub enum Backing {
+    /// 4 KiB pages: MADV_NOHUGEPAGE.
+    Base,
+    /// THP: MADV_HUGEPAGE, faulted in as 2 MiB pages where the kernel can.
+    Thp,
+    /// Faulted in with 4 KiB pages, then promoted with MADV_COLLAPSE.
+    ThpCollapse,
+    /// MAP_HUGETLB with the given page size (2 MiB or 1 GiB).
+    Hugetlb { page_size: u64 },
+    /// Multi-size THP of this folio size; needs the per-size knob set to `always`.
+    Mthp { size: u64 },
+}
+
+pub const BACKING_NAMES: &str =
+    "4k, thp, thp-collapse, hugetlb-2m, hugetlb-1g, mthp-<size> (e.g. mthp-64k)";
+
+impl Backing {
+    /// The page (folio) size this backing asks for.
+    pub fn page_size(self) -> u64 {
+        match self {
+            Backing::Base => 4096,
+            Backing::Thp | Backing::ThpCollapse => TWO_MIB,
+            Backing::Hugetlb { page_size } => page_size,
+            Backing::Mthp { size } => size,
+        }
+    }
+    pub fn is_hugetlb(self) -> bool {
+        matches!(self, Backing::Hugetlb { .. })
+    }
+}
+
+impl fmt::Display for Backing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Backing::Base => write!(f, "4k"),
+            Backing::Thp => write!(f, "thp"),
+            Backing::ThpCollapse => write!(f, "thp-collapse"),
+            Backing::Hugetlb { page_size } => {
+                write!(f, "hugetlb-{}", Bytes(page_size).to_string().to_lowercase())
+            }
+            Backing::Mthp { size } => write!(f, "mthp-{}", Bytes(size).to_string().to_lowercase()),
+        }
+    }
+}
+
+impl From<Backing> for String {
+    fn from(b: Backing) -> String {
+        b.to_string()
+    }
+}
+
+impl TryFrom<String> for Backing {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
+impl FromStr for Backing {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let t = s.trim().to_ascii_lowercase();
+        let size = |x: &str| {
+            x.parse::<Bytes>()
+                .map(|b| b.0)
+                .map_err(|e| format!("backing {s:?}: {e}"))
+        };
+        let b = match t.as_str() {
+            "4k" | "base" => Backing::Base,
+            "thp" => Backing::Thp,
+            "thp-collapse" => Backing::ThpCollapse,
+            _ if t.starts_with("hugetlb-") => Backing::Hugetlb {
+                page_size: size(&t["hugetlb-".len()..])?,
+            },
+            _ if t.starts_with("mthp-") => Backing::Mthp {
+                size: size(&t["mthp-".len()..])?,
+            },
+            _ => {
+                return Err(format!(
+                    "unknown backing {s:?}; valid backings: {BACKING_NAMES}"
+                ));
+            }
+        };
+        match b {
+            Backing::Hugetlb { page_size } if page_size != TWO_MIB && page_size != ONE_GIB => {
+                Err(format!("backing {s:?}: hugetlb page size must be 2m or 1g"))
+            }
+            Backing::Mthp { size }
+                if !size.is_power_of_two() || !(8192..=TWO_MIB).contains(&size) =>
+            {
+                Err(format!(
+                    "backing {s:?}: mTHP sizes are powers of two from 8k to 2m (see `hugelab status` for this kernel's sizes)"
+                ))
+            }
+            b => Ok(b),
+        }
+    }
+}
+
+fn last_os_error(what: &str, len: usize) -> std::io::Error {
+    let e = std::io::Error::last_os_error();
+    std::io::Error::new(
+        e.kind(),
+        format!("{what} of {} failed: {e}", Bytes(len as u64)),
+    )
+}
+
+/// An anonymous private mapping with a page backing. Unmapped on drop.
+pub struct Region {
+    ptr: *mut u8,
+    /// Mapped length: the request rounded up to the backing's page size.
+    mapped: usize,
+    /// The requested working set (rounded up to a cache line); workloads use only this part.
+    working: usize,
+    backing: Backing,
+}
+
+// SAFETY: the region owns its mapping exclusively; access goes through &/&mut borrows.
+unsafe impl Send for Region {}
+// SAFETY: shared access is read-only through `&self` methods.
+unsafe impl Sync for Region {}
+
+impl Region {
+    /// Map at least `size` bytes with `backing`, aligned to the backing's page size (2 MiB for
+    /// THP and mTHP regions, so every aligned 2 MiB range can become a huge page). Nothing is
+    /// faulted in. hugetlb pages are reserved at mmap time (no MAP_NORESERVE), so a short pool
+    /// fails here with ENOMEM instead of raising SIGBUS later.
+    pub fn map(size: u64, backing: Backing) -> std::io::Result<Region> {
+        let page = backing.page_size().max(4096) as usize;
+        let len = (size.max(1) as usize).next_multiple_of(page);
+        let ptr = match backing {
+            Backing::Hugetlb { page_size } => {
+                let flags = libc::MAP_PRIVATE
+                    | libc::MAP_ANONYMOUS
+                    | libc::MAP_HUGETLB
+                    | ((page_size.trailing_zeros() << MAP_HUGE_SHIFT) as libc::c_int);
+                // SAFETY: a fresh anonymous mapping at an address of the kernel's choosing.
+                let p = unsafe {
+                    libc::mmap(
+                        std::ptr::null_mut(),
+                        len,
+                        libc::PROT_READ | libc::PROT_WRITE,
+                        flags,
+                        -1,
+                        0,
+                    )
+                };
+                if p == libc::MAP_FAILED {
+                    let e = std::io::Error::last_os_error();
+                    let hint = if e.raw_os_error() == Some(libc::ENOMEM) {
+                        format!(
+                            " (the {} hugetlb pool has too few free pages: grow nr_hugepages, or run hugelab as root to let it grow the pool)",
+                            Bytes(page_size)
+                        )
+                    } else {
+                        String::new()
+                    };
+                    return Err(std::io::Error::new(
+                        e.kind(),
+                        format!("mmap MAP_HUGETLB of {}: {e}{hint}", Bytes(len as u64)),
+                    ));
+                }
+                p as *mut u8
+            }
+            _ => {
+                // Over-map by 2 MiB and trim, so the region starts on a 2 MiB boundary.
+                let align = TWO_MIB as usize;
+                let total = len + align;
+                // SAFETY: a fresh anonymous mapping at an address of the kernel's choosing.
+                let p = unsafe {
+                    libc::mmap(
+                        std::ptr::null_mut(),
+                        total,
+                        libc::PROT_READ | libc::PROT_WRITE,
+                        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                        -1,
+                        0,
+                    )
+                };
+                if p == libc::MAP_FAILED {
+                    return Err(last_os_error("mmap", total));
+                }
+                let start = p as usize;
+                let aligned = start.next_multiple_of(align);
+                let head = aligned - start;
+                let tail = total - head - len;
+                // SAFETY: both ranges lie inside the mapping just made and are not used after.
+                unsafe {
+                    if head > 0 {
+                        libc::munmap(p, head);
+                    }
+                    if tail > 0 {
+                        libc::munmap((aligned + len) as *mut libc::c_void, tail);
+                    }
+                }
+                aligned as *mut u8
+            }
+        };
+        let working = (size.max(1) as usize).next_multiple_of(64).min(len);
+        let region = Region {
+            ptr,
+            mapped: len,
+            working,
+            backing,
+        };
+        let advice = match backing {
+            Backing::Base | Backing::ThpCollapse => Some(libc::MADV_NOHUGEPAGE),
+            Backing::Thp => Some(libc::MADV_HUGEPAGE),
+            Backing::Hugetlb { .. } | Backing::Mthp { .. } => None,
+        };
+        if let Some(a) = advice {
+            region.madvise(a, "madvise")?;
+        }
+        Ok(region)
+    }
+
+    fn madvise(&self, advice: libc::c_int, what: &str) -> std::io::Result<()> {
+        // SAFETY: the range is exactly this region's mapping.
+        let rc = unsafe { libc::madvise(self.ptr as *mut libc::c_void, self.mapped, advice) };
+        if rc != 0 {
+            return Err(last_os_error(what, self.mapped));
+        }
+        Ok(())
+    }
+
+    /// Fault every page in for writing (MADV_POPULATE_WRITE): allocation failure is an error
+    /// (ENOMEM/EFAULT), never a SIGBUS. Falls back to touching pages on kernels before 5.14.
+    pub fn populate(&mut self) -> std::io::Result<()> {
+        match self.madvise(MADV_POPULATE_WRITE, "MADV_POPULATE_WRITE") {
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) && !self.backing.is_hugetlb() => {
+                // SAFETY: the whole mapping is ours and writable.
+                let all = unsafe { std::slice::from_raw_parts_mut(self.ptr, self.mapped) };
+                crate::workload::kernels::first_touch(all, 4096);
+                Ok(())
+            }
+            r => r,
+        }
+    }
+
+    /// Prepare the region for measurement: fault it in, and for `thp-collapse` promote it.
+    pub fn prepare(&mut self) -> std::io::Result<()> {
+        self.populate()?;
+        if self.backing == Backing::ThpCollapse {
+            // MADV_COLLAPSE refuses VM_NOHUGEPAGE regions; the 4 KiB fault-in is done.
+            self.madvise(libc::MADV_HUGEPAGE, "madvise(MADV_HUGEPAGE)")?;
+            self.madvise(MADV_COLLAPSE, "MADV_COLLAPSE")?;
+        }
+        Ok(())
+    }
+
+    pub fn backing(&self) -> Backing {
+        self.backing
+    }
+    /// Mapped bytes (what the kernel backs); at least the working set.
+    pub fn mapped_len(&self) -> usize {
+        self.mapped
+    }
+    /// The working set the workloads use.
+    pub fn len(&self) -> usize {
+        self.working
+    }
+    pub fn is_empty(&self) -> bool {
+        self.working == 0
+    }
+    pub fn start(&self) -> u64 {
+        self.ptr as u64
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: ptr..ptr+working lies inside a live read/write mapping owned by self.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.working) }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and &mut self gives exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.working) }
+    }
+
+    /// The region as 64-bit words (the mapping is page-aligned, so u64-aligned).
+    pub fn as_words(&self) -> &[u64] {
+        // SAFETY: page-aligned start, working set a multiple of 64; any bit pattern is a valid u64.
+        unsafe { std::slice::from_raw_parts(self.ptr as *const u64, self.working / 8) }
+    }
+
+    pub fn as_words_mut(&mut self) -> &mut [u64] {
+        // SAFETY: as above, with exclusive access through &mut self.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut u64, self.working / 8) }
+    }
+
+    /// Unmap now and return how long the kernel took to free the memory.
+    pub fn unmap_timed(self) -> Duration {
+        let me = std::mem::ManuallyDrop::new(self);
+        let t = Instant::now();
+        // SAFETY: the mapping is ours and is not touched after this (ManuallyDrop skips Drop).
+        unsafe { libc::munmap(me.ptr as *mut libc::c_void, me.mapped) };
+        t.elapsed()
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // SAFETY: the mapping is ours; nothing borrows it once drop runs.
+        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.mapped) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_roundtrip() {
+        for n in [
+            "4k",
+            "thp",
+            "thp-collapse",
+            "hugetlb-2m",
+            "hugetlb-1g",
+            "mthp-64k",
+            "mthp-16k",
+        ] {
+            let b: Backing = n.parse().unwrap();
+            assert_eq!(b.to_string(), n);
+        }
+        assert!(
+            "hugetlb-4m"
+                .parse::<Backing>()
+                .unwrap_err()
+                .contains("2m or 1g")
+        );
+        assert!("mthp-3k".parse::<Backing>().is_err());
+        assert!(
+            "huge"
+                .parse::<Backing>()
+                .unwrap_err()
+                .contains("valid backings")
+        );
+    }
+
+    #[test]
+    fn regions_are_2m_aligned_and_rounded() {
+        let r = Region::map(3 << 20, Backing::Thp).unwrap();
+        assert_eq!(r.start() % TWO_MIB, 0);
+        assert_eq!(r.mapped_len(), 4 << 20);
+        assert_eq!(r.len(), 3 << 20);
+        let r = Region::map(5000, Backing::Base).unwrap();
+        assert_eq!((r.mapped_len(), r.len()), (8192, 5056));
+    }
+
+    #[test]
+    fn populate_and_free() {
+        let mut r = Region::map(4 << 20, Backing::Base).unwrap();
+        r.prepare().unwrap();
+        r.as_mut_slice()[12345] = 7;
+        assert_eq!(r.as_slice()[12345], 7);
+        let _ = r.unmap_timed();
+    }
+}

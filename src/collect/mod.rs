@@ -1,1 +1,38 @@
-//! Stage placeholder, filled by later work.
+//! Stage 5, collect: evidence around a measurement — what backing a region really got
+//! (smaps, pagemap + kpageflags), perf counters, and kernel counter deltas.
+
+pub mod coverage;
+pub mod perf;
+
+use crate::probe::Root;
+use std::collections::BTreeMap;
+
+/// Kernel counters that show huge-page activity: /proc/vmstat `thp_*`/`compact_*` and every
+/// mTHP size's stats (as `mthp.<size>.<stat>`). Raw totals; deltas are computed by callers.
+pub fn huge_counters(root: &Root) -> BTreeMap<String, u64> {
+    let mut out = crate::probe::thp::read_vmstat(root)
+        .map(|v| crate::probe::thp::huge_counters(&v))
+        .unwrap_or_default();
+    if let Ok(thp) = crate::probe::thp::read(root) {
+        for m in thp.mthp {
+            for (k, v) in m.stats {
+                out.insert(format!("mthp.{}.{k}", crate::units::Bytes(m.size_bytes)), v);
+            }
+        }
+    }
+    out
+}
+
+/// `after − before` for counters that changed.
+pub fn deltas(
+    before: &BTreeMap<String, u64>,
+    after: &BTreeMap<String, u64>,
+) -> BTreeMap<String, u64> {
+    after
+        .iter()
+        .filter_map(|(k, v)| {
+            let d = v.saturating_sub(before.get(k).copied().unwrap_or(0));
+            (d > 0).then(|| (k.clone(), d))
+        })
+        .collect()
+}

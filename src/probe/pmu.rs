@@ -8,7 +8,9 @@ use super::cpu::Cpu;
 use perf_event::events::{Cache, CacheId, CacheOp, CacheResult, Event, Hardware, Raw, Software};
 
 /// A counter hugelab may open, with the encoding perf_event_open needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum PerfEvent {
     PageFaults,

@@ -1,5 +1,6 @@
 //! Stage 8, render: terminal tables and JSON from the records the other stages return.
 
+pub mod bench;
 pub mod status;
 
 use comfy_table::{ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};

@@ -1,1 +1,228 @@
-//! Stage placeholder, filled by later work.
+//! Stage 4, workload: the built-in memory kernels and what each one measures.
+
+pub mod kernels;
+
+use crate::backing::Region;
+use std::str::FromStr;
+use std::time::Instant;
+
+/// A built-in microbenchmark.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Workload {
+    /// Independent random byte reads, ns/op.
+    Touch,
+    /// Dependent pointer chase through random cache lines, ns/load.
+    Chase,
+    /// Map, first-touch every base page (commit) and unmap (free), GB/s each.
+    Pretouch,
+    /// Sequential read and write bandwidth, GB/s.
+    Stream,
+    /// First-touch cost, ns per 4 KiB.
+    Fault,
+}
+
+pub const WORKLOAD_NAMES: &str = "touch, chase, pretouch, stream, fault";
+
+impl Workload {
+    pub const ALL: [Workload; 5] = [
+        Workload::Touch,
+        Workload::Chase,
+        Workload::Pretouch,
+        Workload::Stream,
+        Workload::Fault,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Touch => "touch",
+            Workload::Chase => "chase",
+            Workload::Pretouch => "pretouch",
+            Workload::Stream => "stream",
+            Workload::Fault => "fault",
+        }
+    }
+
+    /// Whether it runs on a prepared, resident region (else it maps its own each iteration).
+    pub fn uses_resident_region(self) -> bool {
+        matches!(self, Workload::Touch | Workload::Chase | Workload::Stream)
+    }
+
+    pub fn metrics(self) -> &'static [Metric] {
+        match self {
+            Workload::Touch => &[Metric::TouchNs],
+            Workload::Chase => &[Metric::ChaseNs],
+            Workload::Pretouch => &[Metric::CommitGbs, Metric::FreeGbs],
+            Workload::Stream => &[Metric::ReadGbs, Metric::WriteGbs],
+            Workload::Fault => &[Metric::FaultNs],
+        }
+    }
+}
+
+impl FromStr for Workload {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Workload::ALL
+            .into_iter()
+            .find(|w| w.name() == s.trim().to_ascii_lowercase())
+            .ok_or_else(|| format!("unknown workload {s:?}; valid workloads: {WORKLOAD_NAMES}"))
+    }
+}
+
+/// One measured quantity, declared once: name, unit and direction (STYLE.md §10).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    TouchNs,
+    ChaseNs,
+    CommitGbs,
+    FreeGbs,
+    ReadGbs,
+    WriteGbs,
+    FaultNs,
+}
+
+impl Metric {
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::TouchNs => "touch",
+            Metric::ChaseNs => "chase",
+            Metric::CommitGbs => "pretouch commit",
+            Metric::FreeGbs => "pretouch free",
+            Metric::ReadGbs => "stream read",
+            Metric::WriteGbs => "stream write",
+            Metric::FaultNs => "fault",
+        }
+    }
+    pub fn unit(self) -> &'static str {
+        match self {
+            Metric::TouchNs => "ns/op",
+            Metric::ChaseNs => "ns/load",
+            Metric::CommitGbs | Metric::FreeGbs | Metric::ReadGbs | Metric::WriteGbs => "GB/s",
+            Metric::FaultNs => "ns/4KiB",
+        }
+    }
+    pub fn higher_is_better(self) -> bool {
+        matches!(
+            self,
+            Metric::CommitGbs | Metric::FreeGbs | Metric::ReadGbs | Metric::WriteGbs
+        )
+    }
+}
+
+/// One iteration's result for one metric: the value and how many operations it covered.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Sample {
+    pub metric: Metric,
+    pub value: f64,
+    pub ops: u64,
+}
+
+fn per_op_ns(elapsed: std::time::Duration, ops: u64) -> f64 {
+    elapsed.as_nanos() as f64 / ops.max(1) as f64
+}
+
+fn gbs(bytes: usize, elapsed: std::time::Duration) -> f64 {
+    bytes as f64 / elapsed.as_secs_f64().max(1e-12) / 1e9
+}
+
+/// Random reads on a resident region; `threads` readers each do `ops` reads.
+pub fn run_touch(region: &Region, ops: u64, threads: usize, seed: u64) -> Sample {
+    let data = region.as_slice();
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        for i in 1..threads {
+            s.spawn(move || kernels::touch(data, ops, seed.wrapping_add(i as u64 * 0x9e37)));
+        }
+        kernels::touch(data, ops, seed);
+    });
+    Sample {
+        metric: Metric::TouchNs,
+        value: per_op_ns(t.elapsed(), ops),
+        ops: ops * threads as u64,
+    }
+}
+
+/// Dependent loads through the chain built by [`kernels::build_chase`].
+pub fn run_chase(region: &Region, loads: u64) -> Sample {
+    let t = Instant::now();
+    kernels::chase(region.as_words(), loads);
+    Sample {
+        metric: Metric::ChaseNs,
+        value: per_op_ns(t.elapsed(), loads),
+        ops: loads,
+    }
+}
+
+/// Sequential read then write of the whole working set, split across `threads`.
+pub fn run_stream(region: &mut Region, threads: usize) -> [Sample; 2] {
+    let bytes = region.len();
+    let words = region.as_words_mut();
+    let chunk = words.len().div_ceil(threads.max(1)).max(1);
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        for c in words.chunks(chunk) {
+            s.spawn(move || kernels::stream_read(c));
+        }
+    });
+    let read = t.elapsed();
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        for c in words.chunks_mut(chunk) {
+            s.spawn(move || kernels::stream_write(c, 3));
+        }
+    });
+    let write = t.elapsed();
+    let ops = (bytes / 8) as u64;
+    [
+        Sample {
+            metric: Metric::ReadGbs,
+            value: gbs(bytes, read),
+            ops,
+        },
+        Sample {
+            metric: Metric::WriteGbs,
+            value: gbs(bytes, write),
+            ops,
+        },
+    ]
+}
+
+/// First touch of every 4 KiB of a freshly mapped region, then unmap: commit and free speed.
+/// Returns the samples and, before unmapping, lets `inspect` look at the committed region.
+pub fn run_pretouch(
+    mut region: Region,
+    workload: Workload,
+    inspect: impl FnOnce(&Region),
+) -> Vec<Sample> {
+    let bytes = region.len();
+    let pages = bytes.div_ceil(4096) as u64;
+    let t = Instant::now();
+    kernels::first_touch(region.as_mut_slice(), 4096);
+    let commit = t.elapsed();
+    inspect(&region);
+    let free = region.unmap_timed();
+    match workload {
+        Workload::Fault => vec![Sample {
+            metric: Metric::FaultNs,
+            value: per_op_ns(commit, pages),
+            ops: pages,
+        }],
+        _ => vec![
+            Sample {
+                metric: Metric::CommitGbs,
+                value: gbs(bytes, commit),
+                ops: pages,
+            },
+            Sample {
+                metric: Metric::FreeGbs,
+                value: gbs(bytes, free),
+                ops: pages,
+            },
+        ],
+    }
+}

@@ -1,0 +1,137 @@
+//! Bench analysis: per cell (metric × size × backing) a summary and score ± error, and per
+//! backing the paired ratio to the baseline backing over the randomized rounds.
+
+use super::stats::{Estimate, Summary, hodges_lehmann, summarize, t_half_width};
+use crate::backing::Backing;
+use crate::workload::Metric;
+
+/// One measured value: round `round` of `metric` at `size` on `backing`.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Observation {
+    pub metric: Metric,
+    pub size: u64,
+    pub backing: Backing,
+    pub round: usize,
+    pub value: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CellStats {
+    pub metric: Metric,
+    pub size: u64,
+    pub backing: Backing,
+    pub summary: Summary,
+    /// Mean of the rounds.
+    pub score: f64,
+    /// Half-width of the Student-t interval of the mean at the bench confidence.
+    pub error: Option<f64>,
+    /// Ratio of this backing's value to the baseline's (paired by round): Hodges–Lehmann on
+    /// per-round log-ratios with the signed-rank interval, exponentiated.
+    pub vs_baseline: Option<Estimate>,
+}
+
+/// How a ratio reads for people: better, worse, or not resolved at this confidence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    Better,
+    Worse,
+    Unresolved,
+}
+
+pub fn direction(metric: Metric, ratio: &Estimate) -> Direction {
+    if !ratio.excludes(1.0) {
+        return Direction::Unresolved;
+    }
+    let up = ratio.point > 1.0;
+    if up == metric.higher_is_better() {
+        Direction::Better
+    } else {
+        Direction::Worse
+    }
+}
+
+/// Analyse all observations against `baseline` at `confidence`. Cells keep input order.
+pub fn analyse(obs: &[Observation], baseline: Backing, confidence: f64) -> Vec<CellStats> {
+    let mut keys: Vec<(Metric, u64, Backing)> = Vec::new();
+    for o in obs {
+        if !keys.contains(&(o.metric, o.size, o.backing)) {
+            keys.push((o.metric, o.size, o.backing));
+        }
+    }
+    keys.into_iter()
+        .filter_map(|(metric, size, backing)| {
+            let cell = |b: Backing| -> Vec<(usize, f64)> {
+                obs.iter()
+                    .filter(|o| o.metric == metric && o.size == size && o.backing == b)
+                    .map(|o| (o.round, o.value))
+                    .collect()
+            };
+            let mine = cell(backing);
+            let values: Vec<f64> = mine.iter().map(|x| x.1).collect();
+            let summary = summarize(&values)?;
+            let vs_baseline = if backing == baseline {
+                None
+            } else {
+                let base = cell(baseline);
+                let d: Vec<f64> = mine
+                    .iter()
+                    .filter_map(|(r, v)| {
+                        base.iter()
+                            .find(|(rb, _)| rb == r)
+                            .map(|(_, b)| (v / b).ln())
+                    })
+                    .filter(|x| x.is_finite())
+                    .collect();
+                hodges_lehmann(&d, confidence).map(|e| e.map(f64::exp))
+            };
+            Some(CellStats {
+                metric,
+                size,
+                backing,
+                score: summary.mean,
+                error: t_half_width(summary.sd, summary.n, confidence),
+                summary,
+                vs_baseline,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paired_ratio_and_direction() {
+        let mut obs = Vec::new();
+        for r in 0..12 {
+            let drift = 1.0 + r as f64 * 0.05; // drift hits both backings alike
+            obs.push(Observation {
+                metric: Metric::ChaseNs,
+                size: 1 << 30,
+                backing: Backing::Base,
+                round: r,
+                value: 300.0 * drift,
+            });
+            obs.push(Observation {
+                metric: Metric::ChaseNs,
+                size: 1 << 30,
+                backing: Backing::Thp,
+                round: r,
+                value: 160.0 * drift * (1.0 + 0.001 * (r % 3) as f64),
+            });
+        }
+        let cells = analyse(&obs, Backing::Base, 0.999);
+        assert_eq!(cells.len(), 2);
+        assert!(cells[0].vs_baseline.is_none());
+        let ratio = cells[1].vs_baseline.unwrap();
+        assert!((ratio.point - 160.0 / 300.0).abs() < 0.002, "{ratio:?}");
+        assert!(ratio.lo.is_some(), "12 rounds give a 99.9% interval");
+        assert_eq!(direction(Metric::ChaseNs, &ratio), Direction::Better);
+        assert_eq!(direction(Metric::CommitGbs, &ratio), Direction::Worse);
+        // With drift the unpaired error is wide, yet the paired ratio is tight.
+        assert!(cells[0].error.unwrap() > 20.0);
+        assert!(ratio.hi.unwrap() / ratio.lo.unwrap() < 1.01);
+    }
+}

@@ -1,0 +1,133 @@
+//! Huge coverage: the fraction of a region that really sits on the page size its backing asked
+//! for, derived from the raw evidence (smaps fields, folio histogram).
+
+use crate::backing::Backing;
+use crate::collect::coverage::RegionEvidence;
+
+/// Below this coverage a result is marked degraded in every output.
+pub const DEGRADED_BELOW: f64 = 0.9;
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Coverage {
+    /// `None` when it cannot be verified here (mTHP without root).
+    pub fraction: Option<f64>,
+    /// Which evidence it came from: `smaps` or `folios`.
+    pub source: String,
+    pub degraded: bool,
+    pub note: Option<String>,
+}
+
+pub fn huge_coverage(backing: Backing, e: &RegionEvidence) -> Coverage {
+    let mapped = e.mapped_bytes.max(1) as f64;
+    let from_folios = |size: u64| {
+        e.folios
+            .as_ref()
+            .map(|h| h.get(&size).copied().unwrap_or(0) as f64 / mapped)
+    };
+    let (fraction, source, mut note) = match backing {
+        Backing::Base => match from_folios(4096) {
+            Some(f) => (Some(f), "folios", None),
+            None => (
+                Some(1.0 - (e.anon_huge_bytes + e.hugetlb_bytes) as f64 / mapped),
+                "smaps",
+                None,
+            ),
+        },
+        Backing::Thp | Backing::ThpCollapse => {
+            (Some(e.anon_huge_bytes as f64 / mapped), "smaps", None)
+        }
+        Backing::Hugetlb { page_size } => {
+            let f = if e.kernel_page_size == page_size {
+                e.hugetlb_bytes as f64 / mapped
+            } else {
+                0.0
+            };
+            (Some(f), "smaps", None)
+        }
+        Backing::Mthp { size } => match from_folios(size) {
+            Some(f) => (Some(f), "folios", None),
+            None => (
+                None,
+                "none",
+                Some(
+                    e.folio_note
+                        .clone()
+                        .unwrap_or_else(|| "folio sizes unavailable".into()),
+                ),
+            ),
+        },
+    };
+    let fraction = fraction.map(|f| f.clamp(0.0, 1.0));
+    let degraded = fraction.is_some_and(|f| f < DEGRADED_BELOW);
+    if degraded {
+        note = Some(format!(
+            "only {:.0}% of the region is on {} pages (AnonHugePages {} B, hugetlb {} B, Rss {} B of {} B mapped)",
+            fraction.unwrap_or(0.0) * 100.0,
+            crate::units::Bytes(backing.page_size()),
+            e.anon_huge_bytes,
+            e.hugetlb_bytes,
+            e.rss_bytes,
+            e.mapped_bytes
+        ));
+    }
+    Coverage {
+        fraction,
+        source: source.into(),
+        degraded,
+        note,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn ev(mapped: u64) -> RegionEvidence {
+        RegionEvidence {
+            mapped_bytes: mapped,
+            rss_bytes: mapped,
+            ..RegionEvidence::default()
+        }
+    }
+
+    #[test]
+    fn thp_from_anon_huge_pages() {
+        let mut e = ev(1 << 30);
+        e.anon_huge_bytes = (1 << 30) - (2 << 20);
+        let c = huge_coverage(Backing::Thp, &e);
+        assert!(c.fraction.unwrap() > 0.99 && !c.degraded);
+        e.anon_huge_bytes = 1 << 28;
+        let c = huge_coverage(Backing::Thp, &e);
+        assert!(c.degraded && c.note.unwrap().contains("25%"));
+    }
+
+    #[test]
+    fn hugetlb_needs_the_right_page_size() {
+        let mut e = ev(1 << 30);
+        e.hugetlb_bytes = 1 << 30;
+        e.kernel_page_size = 2 << 20;
+        assert_eq!(
+            huge_coverage(Backing::Hugetlb { page_size: 2 << 20 }, &e).fraction,
+            Some(1.0)
+        );
+        assert_eq!(
+            huge_coverage(Backing::Hugetlb { page_size: 1 << 30 }, &e).fraction,
+            Some(0.0)
+        );
+    }
+
+    #[test]
+    fn mthp_needs_folios() {
+        let mut e = ev(1 << 20);
+        e.folio_note = Some("run as root".into());
+        let c = huge_coverage(Backing::Mthp { size: 65536 }, &e);
+        assert_eq!(c.fraction, None);
+        assert!(!c.degraded && c.note.unwrap().contains("root"));
+        e.folios = Some(BTreeMap::from([(65536, 1 << 20)]));
+        assert_eq!(
+            huge_coverage(Backing::Mthp { size: 65536 }, &e).fraction,
+            Some(1.0)
+        );
+    }
+}

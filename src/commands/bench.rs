@@ -1,0 +1,797 @@
+//! `hugelab bench`: plan (validate sizes, backings, pools and knobs against the probed
+//! machine), set up verified regions, run interleaved randomized rounds, analyse, render.
+
+use super::{UsageError, print_json};
+use crate::analyze::bench::{CellStats, Observation, analyse};
+use crate::analyze::coverage::{Coverage, huge_coverage};
+use crate::backing::{Backing, Region};
+use crate::collect::coverage::{RegionEvidence, region_evidence};
+use crate::collect::perf::Counters;
+use crate::collect::{deltas, huge_counters};
+use crate::control::{Guard, Knob};
+use crate::probe::Root;
+use crate::probe::pmu::PerfEvent;
+use crate::probe::status::{self, Status};
+use crate::units::{Bytes, parse_duration};
+use crate::workload::{self, Sample, Workload, kernels};
+use anyhow::Context;
+use clap::Args;
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+pub const SCHEMA: &str = "hugelab.bench/1";
+const DEFAULT_SIZES: [u64; 6] = [4 << 10, 64 << 10, 1 << 20, 16 << 20, 256 << 20, 1 << 30];
+/// Memory left to everything else when sizing regions.
+const MARGIN_MIN: u64 = 1 << 30;
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Workloads: touch, chase, pretouch, stream, fault [default: touch chase pretouch]
+    pub workloads: Vec<String>,
+    /// Region sizes, comma-separated (K/M/G suffixes) [default: 4K,64K,1M,16M,256M,1G, capped by MemAvailable]
+    #[arg(long, value_delimiter = ',')]
+    pub sizes: Vec<String>,
+    /// Page backings, comma-separated: 4k, thp, thp-collapse, hugetlb-2m, hugetlb-1g, mthp-<size>
+    /// [default: 4k,thp,hugetlb-2m, plus hugetlb-1g when a 1 GiB page can be had]
+    #[arg(long, value_delimiter = ',')]
+    pub backings: Vec<String>,
+    /// Measured rounds; each round runs every backing once, in random order (≥ 11 for a 99.9% ratio interval)
+    #[arg(long, default_value_t = 12)]
+    pub rounds: usize,
+    /// Target duration of one touch/chase iteration
+    #[arg(long, default_value = "20ms", value_parser = parse_duration)]
+    pub iteration_time: Duration,
+    /// Threads for touch and stream
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Confidence level of intervals
+    #[arg(long, default_value_t = 0.999)]
+    pub confidence: f64,
+    /// Seed for round order and access patterns (default: from the clock; printed)
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Do not grow hugetlb pools, even as root (skip hugetlb backings the pool cannot serve)
+    #[arg(long)]
+    pub no_grow: bool,
+    /// Print JSON (schema hugelab.bench/1, see docs/json.md)
+    #[arg(long)]
+    pub json: bool,
+    /// No progress on stderr
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// A validated bench plan.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Plan {
+    pub workloads: Vec<Workload>,
+    pub sizes: Vec<u64>,
+    pub backings: Vec<Backing>,
+    pub rounds: usize,
+    pub threads: usize,
+    pub confidence: f64,
+    pub seed: u64,
+    pub iteration_ns: u64,
+}
+
+/// Evidence for one backing at one size (and workload family).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CellEvidence {
+    pub workload: Workload,
+    pub size: u64,
+    pub backing: Backing,
+    pub coverage: Coverage,
+    pub region: RegionEvidence,
+    /// Kernel counter changes while the region was set up (or during the first pretouch).
+    pub kernel_counters: BTreeMap<String, u64>,
+    /// perf counts per operation, averaged over the measured rounds.
+    pub per_op: BTreeMap<PerfEvent, f64>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Skipped {
+    pub backing: Backing,
+    pub size: Option<u64>,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct BenchResult {
+    pub schema: &'static str,
+    pub plan: Plan,
+    pub kernel: Option<String>,
+    pub cpu: Option<String>,
+    pub observations: Vec<Observation>,
+    pub cells: Vec<CellStats>,
+    pub evidence: Vec<CellEvidence>,
+    pub skipped: Vec<Skipped>,
+    /// Settings hugelab changed for the run (all restored afterwards).
+    pub settings_changed: Vec<String>,
+    pub notes: Vec<String>,
+    pub elapsed_s: f64,
+}
+
+/// Progress reporting, kept out of the measuring code (STYLE.md §9).
+pub trait Observer {
+    fn stage(&mut self, _msg: &str) {}
+    fn done(&mut self) {}
+}
+
+struct Stderr {
+    quiet: bool,
+}
+
+impl Observer for Stderr {
+    fn stage(&mut self, msg: &str) {
+        if self.quiet {
+            return;
+        }
+        if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            eprint!("\r\x1b[Khugelab bench: {msg}");
+        } else {
+            eprintln!("hugelab bench: {msg}");
+        }
+    }
+    fn done(&mut self) {
+        if !self.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            eprint!("\r\x1b[K");
+        }
+    }
+}
+
+fn parse_list<T: std::str::FromStr<Err = String>>(items: &[String]) -> Result<Vec<T>, UsageError> {
+    let mut out = Vec::new();
+    for s in items
+        .iter()
+        .flat_map(|s| s.split(','))
+        .filter(|s| !s.trim().is_empty())
+    {
+        out.push(s.parse().map_err(UsageError)?);
+    }
+    Ok(out)
+}
+
+/// Turn arguments plus the probed machine into a plan, or a usage error naming the fix.
+pub fn plan(a: &BenchArgs, st: &Status) -> Result<(Plan, Vec<String>), UsageError> {
+    let mut notes = Vec::new();
+    let mut workloads: Vec<Workload> = parse_list(&a.workloads)?;
+    if workloads.is_empty() {
+        workloads = vec![Workload::Touch, Workload::Chase, Workload::Pretouch];
+    }
+    workloads.dedup();
+    let explicit_backings = !a.backings.is_empty();
+    let mut backings: Vec<Backing> = parse_list(&a.backings)?;
+    if backings.is_empty() {
+        backings = vec![
+            Backing::Base,
+            Backing::Thp,
+            Backing::Hugetlb { page_size: 2 << 20 },
+        ];
+        if st.cpu.pdpe1gb && st.hugetlb.iter().any(|p| p.page_size == 1 << 30) {
+            backings.push(Backing::Hugetlb { page_size: 1 << 30 });
+        }
+    }
+    if !backings.contains(&Backing::Base) {
+        backings.insert(0, Backing::Base);
+        notes.push("added the 4k baseline: every ratio is against it".into());
+    }
+    let mut seen = Vec::new();
+    backings.retain(|b| {
+        let new = !seen.contains(b);
+        seen.push(*b);
+        new
+    });
+    for b in &backings {
+        match *b {
+            Backing::Mthp { size } if !st.thp.mthp.iter().any(|m| m.size_bytes == size) => {
+                let have: Vec<String> = st
+                    .thp
+                    .mthp
+                    .iter()
+                    .map(|m| Bytes(m.size_bytes).to_string())
+                    .collect();
+                return Err(UsageError(format!(
+                    "this kernel has no mTHP size {} (available: {})",
+                    Bytes(size),
+                    if have.is_empty() {
+                        "none; mTHP needs Linux 6.8+".into()
+                    } else {
+                        have.join(", ")
+                    }
+                )));
+            }
+            Backing::Hugetlb { page_size }
+                if !st.hugetlb.iter().any(|p| p.page_size == page_size) =>
+            {
+                return Err(UsageError(format!(
+                    "this kernel offers no {} hugetlb pages",
+                    Bytes(page_size)
+                )));
+            }
+            Backing::Hugetlb { page_size }
+                if page_size == 1 << 30 && !st.cpu.pdpe1gb && explicit_backings =>
+            {
+                return Err(UsageError(
+                    "hugetlb-1g: this CPU has no 1 GiB pages (no pdpe1gb flag)".into(),
+                ));
+            }
+            _ => {}
+        }
+    }
+    let available = st.memory.mem_available.unwrap_or(0);
+    let margin = MARGIN_MIN.max(available / 10);
+    let budget = available.saturating_sub(margin);
+    let resident = workloads.iter().any(|w| w.uses_resident_region());
+    let mapped = |size: u64| -> u64 {
+        let per: Vec<u64> = backings
+            .iter()
+            .map(|b| size.next_multiple_of(b.page_size()))
+            .collect();
+        if resident {
+            per.iter().sum()
+        } else {
+            per.into_iter().max().unwrap_or(0)
+        }
+    };
+    let mut sizes: Vec<u64> = Vec::new();
+    if a.sizes.is_empty() {
+        for s in DEFAULT_SIZES {
+            if mapped(s) <= budget {
+                sizes.push(s);
+            } else {
+                notes.push(format!(
+                    "default size {} skipped: needs {} with {} backings, MemAvailable {} leaves {}",
+                    Bytes(s),
+                    Bytes(mapped(s)),
+                    backings.len(),
+                    Bytes(available),
+                    Bytes(budget)
+                ));
+            }
+        }
+    } else {
+        for s in a.sizes.iter().flat_map(|s| s.split(',')) {
+            let b: Bytes = s
+                .parse()
+                .map_err(|e: crate::units::SizeError| UsageError(e.to_string()))?;
+            if b.0 < 4096 {
+                return Err(UsageError(format!("size {s:?} is below one 4 KiB page")));
+            }
+            if mapped(b.0) > budget {
+                return Err(UsageError(format!(
+                    "size {s} needs {} of memory across {} backings, but MemAvailable is {} and hugelab leaves {} to the rest of the system; use a smaller size or fewer backings",
+                    Bytes(mapped(b.0)),
+                    backings.len(),
+                    Bytes(available),
+                    Bytes(margin)
+                )));
+            }
+            sizes.push(b.0);
+        }
+    }
+    sizes.sort_unstable();
+    sizes.dedup();
+    if sizes.is_empty() {
+        return Err(UsageError(format!(
+            "no size fits in MemAvailable {} minus a {} margin",
+            Bytes(available),
+            Bytes(margin)
+        )));
+    }
+    if a.rounds < 2 {
+        return Err(UsageError(format!(
+            "--rounds {} is too few: at least 2 (11 or more for a 99.9% interval)",
+            a.rounds
+        )));
+    }
+    if !(0.5..=0.9999).contains(&a.confidence) {
+        return Err(UsageError(format!(
+            "--confidence {} must be between 0.5 and 0.9999",
+            a.confidence
+        )));
+    }
+    if a.threads == 0 || a.threads > 1024 {
+        return Err(UsageError(format!(
+            "--threads {} must be between 1 and 1024",
+            a.threads
+        )));
+    }
+    if st
+        .thp
+        .enabled
+        .as_ref()
+        .is_some_and(|e| e.selected == "never")
+        && backings
+            .iter()
+            .any(|b| matches!(b, Backing::Thp | Backing::ThpCollapse))
+    {
+        notes.push("THP is `never` system-wide: thp backings will get 4 KiB pages (their coverage shows it)".into());
+    }
+    let seed = a.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+    });
+    Ok((
+        Plan {
+            workloads,
+            sizes,
+            backings,
+            rounds: a.rounds,
+            threads: a.threads,
+            confidence: a.confidence,
+            seed,
+            iteration_ns: a.iteration_time.as_nanos().max(1_000_000) as u64,
+        },
+        notes,
+    ))
+}
+
+/// Make hugetlb pools and mTHP knobs ready. Returns backings that cannot run, with reasons.
+fn prepare_system(
+    plan: &Plan,
+    st: &Status,
+    guard: &mut Option<Guard>,
+    grow: bool,
+    changed: &mut Vec<String>,
+) -> anyhow::Result<Vec<Skipped>> {
+    let mut skipped = Vec::new();
+    let max_size = plan.sizes.iter().copied().max().unwrap_or(0);
+    for &b in &plan.backings {
+        match b {
+            Backing::Hugetlb { page_size } => {
+                let pool = st
+                    .hugetlb
+                    .iter()
+                    .find(|p| p.page_size == page_size)
+                    .expect("validated in plan");
+                let need = max_size.div_ceil(page_size);
+                if pool.available() >= need {
+                    continue;
+                }
+                let short = need - pool.available();
+                if !grow || !st.is_root {
+                    skipped.push(Skipped {
+                        backing: b,
+                        size: None,
+                        reason: format!(
+                            "the {} pool has {} free unreserved pages, {} needed; {}",
+                            Bytes(page_size),
+                            pool.available(),
+                            need,
+                            if st.is_root { "drop --no-grow to let hugelab grow it for the run".into() } else { format!("run as root, or `echo {} > /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages`", pool.total + short, page_size / 1024) }
+                        ),
+                    });
+                    continue;
+                }
+                let g = guard_mut(guard)?;
+                let knob = Knob::HugetlbPages {
+                    size: page_size,
+                    node: None,
+                };
+                let want = pool.total + short;
+                let applied = g.set(knob, &want.to_string())?;
+                changed.push(format!(
+                    "{knob}: {} → {} (asked {want})",
+                    pool.total, applied.actual
+                ));
+                if applied.actual.parse::<u64>().unwrap_or(0) < want {
+                    skipped.push(Skipped {
+                        backing: b,
+                        size: None,
+                        reason: format!("the kernel could only grow the {} pool to {} of {want} pages (memory too fragmented or too little free)", Bytes(page_size), applied.actual),
+                    });
+                }
+            }
+            Backing::Mthp { size } => {
+                let m = st
+                    .thp
+                    .mthp
+                    .iter()
+                    .find(|m| m.size_bytes == size)
+                    .expect("validated in plan");
+                if m.enabled.as_ref().is_some_and(|e| e.selected == "always") {
+                    continue;
+                }
+                if !st.is_root {
+                    skipped.push(Skipped {
+                        backing: b,
+                        size: None,
+                        reason: format!(
+                            "mTHP {} is not `always` and changing it needs root",
+                            Bytes(size)
+                        ),
+                    });
+                    continue;
+                }
+                let knob = Knob::MthpEnabled { size };
+                guard_mut(guard)?.set(knob, "always")?;
+                changed.push(format!(
+                    "{knob}: {} → always (affects the whole machine during the run)",
+                    m.enabled.as_ref().map_or("-", |e| e.selected.as_str())
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(skipped)
+}
+
+fn guard_mut(guard: &mut Option<Guard>) -> anyhow::Result<&mut Guard> {
+    if guard.is_none() {
+        *guard = Some(Guard::system()?);
+    }
+    Ok(guard.as_mut().expect("just set"))
+}
+
+struct PerOp {
+    sums: BTreeMap<PerfEvent, f64>,
+    n: usize,
+}
+
+impl PerOp {
+    fn new() -> Self {
+        PerOp {
+            sums: BTreeMap::new(),
+            n: 0,
+        }
+    }
+    fn add(&mut self, counts: &BTreeMap<PerfEvent, u64>, ops: u64) {
+        for (e, v) in counts {
+            *self.sums.entry(*e).or_insert(0.0) += *v as f64 / ops.max(1) as f64;
+        }
+        self.n += 1;
+    }
+    fn mean(&self) -> BTreeMap<PerfEvent, f64> {
+        self.sums
+            .iter()
+            .map(|(e, v)| (*e, v / self.n.max(1) as f64))
+            .collect()
+    }
+}
+
+const EVENTS: [PerfEvent; 5] = [
+    PerfEvent::PageFaults,
+    PerfEvent::DtlbLoadMisses,
+    PerfEvent::DtlbLoads,
+    PerfEvent::Cycles,
+    PerfEvent::DtlbWalkCycles,
+];
+
+/// Run the plan. `skipped` backings are left out; everything else is measured.
+pub fn execute(
+    plan: &Plan,
+    st: &Status,
+    skipped: &mut Vec<Skipped>,
+    obs: &mut dyn Observer,
+) -> anyhow::Result<(Vec<Observation>, Vec<CellEvidence>, Vec<String>)> {
+    let root = Root::system();
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(plan.seed);
+    let mut counters = Counters::open(&EVENTS, &st.cpu, plan.threads > 1);
+    let mut notes = Vec::new();
+    let hw: Vec<&(PerfEvent, String)> = counters
+        .unavailable
+        .iter()
+        .filter(|(e, _)| *e != PerfEvent::PageFaults)
+        .collect();
+    if let Some((_, why)) = hw.first() {
+        let names: Vec<&str> = hw.iter().map(|(e, _)| e.name()).collect();
+        notes.push(format!("not counted: {} — {why}", names.join(", ")));
+    }
+    let mut observations = Vec::new();
+    let mut evidence = Vec::new();
+    let active = |b: &Backing, skipped: &[Skipped], size: u64| {
+        !skipped
+            .iter()
+            .any(|s| s.backing == *b && s.size.is_none_or(|x| x == size))
+    };
+
+    for &size in &plan.sizes {
+        let resident: Vec<Workload> = plan
+            .workloads
+            .iter()
+            .copied()
+            .filter(|w| w.uses_resident_region())
+            .collect();
+        if !resident.is_empty() {
+            obs.stage(&format!(
+                "{}: setting up {} regions",
+                Bytes(size),
+                plan.backings.len()
+            ));
+            let mut regions: Vec<Region> = Vec::new();
+            let mut setup_counters = Vec::new();
+            let usable: Vec<Backing> = plan
+                .backings
+                .iter()
+                .copied()
+                .filter(|b| active(b, skipped, size))
+                .collect();
+            for b in usable {
+                let before = huge_counters(&root);
+                let r = Region::map(size, b).and_then(|mut r| r.prepare().map(|_| r));
+                match r {
+                    Ok(r) => {
+                        setup_counters.push(deltas(&before, &huge_counters(&root)));
+                        regions.push(r);
+                    }
+                    Err(e) => skipped.push(Skipped {
+                        backing: b,
+                        size: Some(size),
+                        reason: e.to_string(),
+                    }),
+                }
+            }
+            if resident.contains(&Workload::Chase)
+                && let Some((first, rest)) = regions.split_first_mut()
+            {
+                {
+                    kernels::build_chase(first.as_words_mut(), plan.seed);
+                    for r in rest {
+                        r.as_words_mut().copy_from_slice(first.as_words());
+                    }
+                }
+            }
+            let region_ev: Vec<RegionEvidence> = regions
+                .iter()
+                .map(|r| region_evidence(r.start(), r.mapped_len() as u64))
+                .collect::<std::io::Result<_>>()
+                .context("reading the regions' smaps and pagemap")?;
+            // Calibrate op counts on the baseline so every backing does the same work.
+            let mut ops: BTreeMap<Workload, u64> = BTreeMap::new();
+            if let Some(base) = regions.first() {
+                for &w in &resident {
+                    let probe_ops = 20_000u64;
+                    let t = Instant::now();
+                    match w {
+                        Workload::Touch => {
+                            workload::run_touch(base, probe_ops, 1, plan.seed);
+                        }
+                        Workload::Chase => {
+                            workload::run_chase(base, probe_ops);
+                        }
+                        _ => {}
+                    }
+                    let per = t.elapsed().as_nanos().max(1) as u64 / probe_ops;
+                    ops.insert(
+                        w,
+                        (plan.iteration_ns / per.max(1)).clamp(10_000, 500_000_000),
+                    );
+                }
+            }
+            let mut per_op: Vec<BTreeMap<Workload, PerOp>> =
+                regions.iter().map(|_| BTreeMap::new()).collect();
+            let mut order: Vec<usize> = (0..regions.len()).collect();
+            for round in 0..=plan.rounds {
+                let warmup = round == 0;
+                if !warmup {
+                    obs.stage(&format!("{}: round {round}/{}", Bytes(size), plan.rounds));
+                }
+                order.shuffle(&mut rng);
+                for &i in &order {
+                    for &w in &resident {
+                        counters.start();
+                        let samples: Vec<Sample> = match w {
+                            Workload::Touch => vec![workload::run_touch(
+                                &regions[i],
+                                ops[&w],
+                                plan.threads,
+                                plan.seed ^ round as u64,
+                            )],
+                            Workload::Chase => vec![workload::run_chase(&regions[i], ops[&w])],
+                            Workload::Stream => {
+                                workload::run_stream(&mut regions[i], plan.threads).to_vec()
+                            }
+                            _ => unreachable!("resident workloads only"),
+                        };
+                        let counts = counters.stop();
+                        if warmup {
+                            continue;
+                        }
+                        per_op[i]
+                            .entry(w)
+                            .or_insert_with(PerOp::new)
+                            .add(&counts, samples[0].ops);
+                        for s in samples {
+                            observations.push(Observation {
+                                metric: s.metric,
+                                size,
+                                backing: regions[i].backing(),
+                                round: round - 1,
+                                value: s.value,
+                            });
+                        }
+                    }
+                }
+            }
+            for (i, r) in regions.iter().enumerate() {
+                for &w in &resident {
+                    evidence.push(CellEvidence {
+                        workload: w,
+                        size,
+                        backing: r.backing(),
+                        coverage: huge_coverage(r.backing(), &region_ev[i]),
+                        region: region_ev[i].clone(),
+                        kernel_counters: setup_counters[i].clone(),
+                        per_op: per_op[i].get(&w).map(PerOp::mean).unwrap_or_default(),
+                    });
+                }
+            }
+        }
+        for &w in plan.workloads.iter().filter(|w| !w.uses_resident_region()) {
+            let mut backings: Vec<Backing> = plan
+                .backings
+                .iter()
+                .copied()
+                .filter(|b| active(b, skipped, size))
+                .collect();
+            // Committing less than one page would measure zeroing a whole page, not commit speed.
+            backings.retain(|b| {
+                let fits = b.page_size() <= size;
+                if !fits {
+                    skipped.push(Skipped {
+                        backing: *b,
+                        size: Some(size),
+                        reason: format!(
+                            "{} region is smaller than one {} page: {} not measured",
+                            Bytes(size),
+                            Bytes(b.page_size()),
+                            w.name()
+                        ),
+                    });
+                }
+                fits
+            });
+            let mut first: BTreeMap<Backing, (RegionEvidence, BTreeMap<String, u64>)> =
+                BTreeMap::new();
+            let mut per_op: BTreeMap<Backing, PerOp> = BTreeMap::new();
+            let mut failed: Vec<Backing> = Vec::new();
+            let mut order = backings.clone();
+            for round in 0..=plan.rounds {
+                if round > 0 {
+                    obs.stage(&format!(
+                        "{}: {} round {round}/{}",
+                        Bytes(size),
+                        w.name(),
+                        plan.rounds
+                    ));
+                }
+                order.shuffle(&mut rng);
+                for &b in &order {
+                    if failed.contains(&b) {
+                        continue;
+                    }
+                    let region = match Region::map(size, b) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            skipped.push(Skipped {
+                                backing: b,
+                                size: Some(size),
+                                reason: e.to_string(),
+                            });
+                            failed.push(b);
+                            continue;
+                        }
+                    };
+                    let want_evidence = round == 1;
+                    let before = want_evidence.then(|| huge_counters(&root));
+                    counters.start();
+                    let mut ev = None;
+                    let samples = workload::run_pretouch(region, w, |r| {
+                        if want_evidence {
+                            ev = Some(region_evidence(r.start(), r.mapped_len() as u64));
+                        }
+                    });
+                    let counts = counters.stop();
+                    if round == 0 {
+                        continue;
+                    }
+                    if let (Some(before), Some(ev)) = (before, ev) {
+                        first.insert(
+                            b,
+                            (
+                                ev.context("reading the region's smaps and pagemap")?,
+                                deltas(&before, &huge_counters(&root)),
+                            ),
+                        );
+                    }
+                    per_op
+                        .entry(b)
+                        .or_insert_with(PerOp::new)
+                        .add(&counts, samples[0].ops);
+                    for s in samples {
+                        observations.push(Observation {
+                            metric: s.metric,
+                            size,
+                            backing: b,
+                            round: round - 1,
+                            value: s.value,
+                        });
+                    }
+                }
+            }
+            for (b, (ev, kc)) in first {
+                evidence.push(CellEvidence {
+                    workload: w,
+                    size,
+                    backing: b,
+                    coverage: huge_coverage(b, &ev),
+                    region: ev,
+                    kernel_counters: kc,
+                    per_op: per_op.get(&b).map(PerOp::mean).unwrap_or_default(),
+                });
+            }
+        }
+    }
+    Ok((observations, evidence, notes))
+}
+
+pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
+    let started = Instant::now();
+    let st = status::probe(&Root::system()).context("probing the machine")?;
+    let (plan, mut notes) = plan(&a, &st)?;
+    let mut obs = Stderr { quiet: a.quiet };
+    obs.stage(&format!(
+        "{} × sizes {} × backings {}, {} rounds, seed {}",
+        plan.workloads
+            .iter()
+            .map(|w| w.name())
+            .collect::<Vec<_>>()
+            .join(","),
+        plan.sizes
+            .iter()
+            .map(|s| Bytes(*s).to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+        plan.backings
+            .iter()
+            .map(|b| b.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+        plan.rounds,
+        plan.seed
+    ));
+    let mut guard = None;
+    let mut changed = Vec::new();
+    let mut skipped = prepare_system(&plan, &st, &mut guard, !a.no_grow, &mut changed)?;
+    let result = execute(&plan, &st, &mut skipped, &mut obs);
+    obs.done();
+    if let Some(mut g) = guard.take() {
+        for r in g.restore() {
+            if !r.ok() {
+                notes.push(format!("restore: {}", r.describe()));
+            }
+        }
+    }
+    let (observations, evidence, run_notes) = result?;
+    notes.extend(run_notes);
+    let mut cells = analyse(&observations, Backing::Base, plan.confidence);
+    let rank = |b: &Backing| {
+        plan.backings
+            .iter()
+            .position(|x| x == b)
+            .unwrap_or(usize::MAX)
+    };
+    cells.sort_by_key(|c| (c.metric, c.size, rank(&c.backing)));
+    let res = BenchResult {
+        schema: SCHEMA,
+        kernel: st.kernel.clone(),
+        cpu: st.cpu.model_name.clone(),
+        plan,
+        observations,
+        cells,
+        evidence,
+        skipped,
+        settings_changed: changed,
+        notes,
+        elapsed_s: started.elapsed().as_secs_f64(),
+    };
+    if a.json {
+        print_json(&res)?;
+    } else {
+        print!("{}", crate::render::bench::render(&res));
+    }
+    Ok(0)
+}
