@@ -60,8 +60,11 @@ pub fn huge_coverage(backing: Backing, e: &RegionEvidence) -> Coverage {
     let fraction = fraction.map(|f| f.clamp(0.0, 1.0));
     let degraded = fraction.is_some_and(|f| f < DEGRADED_BELOW);
     if degraded {
+        let folios = e.folios.as_ref().map_or(String::new(), |h| {
+            format!("; folios: {}", folio_summary(h, e.mapped_bytes))
+        });
         note = Some(format!(
-            "only {:.0}% of the region is on {} pages (AnonHugePages {} B, hugetlb {} B, Rss {} B of {} B mapped)",
+            "only {:.0}% of the region is on {} pages (AnonHugePages {} B, hugetlb {} B, Rss {} B of {} B mapped{folios})",
             fraction.unwrap_or(0.0) * 100.0,
             crate::units::Bytes(backing.page_size()),
             e.anon_huge_bytes,
@@ -76,6 +79,24 @@ pub fn huge_coverage(backing: Backing, e: &RegionEvidence) -> Coverage {
         degraded,
         note,
     }
+}
+
+/// `4K 2%, 64K 98%` — share of the region per folio size (`absent` for pages not present).
+pub fn folio_summary(h: &std::collections::BTreeMap<u64, u64>, mapped: u64) -> String {
+    h.iter()
+        .map(|(size, bytes)| {
+            let name = if *size == 0 {
+                "absent".to_string()
+            } else {
+                crate::units::Bytes(*size).to_string()
+            };
+            format!(
+                "{name} {:.0}%",
+                *bytes as f64 * 100.0 / mapped.max(1) as f64
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]

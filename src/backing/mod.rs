@@ -261,11 +261,16 @@ impl Region {
     pub fn prepare(&mut self) -> std::io::Result<()> {
         self.populate()?;
         if self.backing == Backing::ThpCollapse {
-            // MADV_COLLAPSE refuses VM_NOHUGEPAGE regions; the 4 KiB fault-in is done.
-            self.madvise(libc::MADV_HUGEPAGE, "madvise(MADV_HUGEPAGE)")?;
-            self.madvise(MADV_COLLAPSE, "MADV_COLLAPSE")?;
+            self.collapse()?;
         }
         Ok(())
+    }
+
+    /// Promote the faulted-in 4 KiB pages to huge pages now (MADV_COLLAPSE, Linux 6.1+).
+    pub fn collapse(&mut self) -> std::io::Result<()> {
+        // MADV_COLLAPSE refuses VM_NOHUGEPAGE regions; lift it first.
+        self.madvise(libc::MADV_HUGEPAGE, "madvise(MADV_HUGEPAGE)")?;
+        self.madvise(MADV_COLLAPSE, "MADV_COLLAPSE")
     }
 
     pub fn backing(&self) -> Backing {

@@ -406,10 +406,9 @@ fn prepare_system(
                     });
                     continue;
                 }
-                let knob = Knob::MthpEnabled { size };
-                guard_mut(guard)?.set(knob, "always")?;
                 changed.push(format!(
-                    "{knob}: {} → always (affects the whole machine during the run)",
+                    "mthp.{}: {} → always while each of its regions faults in (one mTHP size at a time; this affects the whole machine meanwhile)",
+                    Bytes(size),
                     m.enabled.as_ref().map_or("-", |e| e.selected.as_str())
                 ));
             }
@@ -417,6 +416,32 @@ fn prepare_system(
         }
     }
     Ok(skipped)
+}
+
+/// Turn one mTHP size on to `always` while `f` faults memory in, then back, so each
+/// mthp-<size> region gets exactly its size (the kernel prefers the largest enabled size).
+fn with_mthp<T>(
+    b: Backing,
+    st: &Status,
+    guard: &mut Option<Guard>,
+    f: impl FnOnce() -> T,
+) -> anyhow::Result<T> {
+    let Backing::Mthp { size } = b else {
+        return Ok(f());
+    };
+    let knob = Knob::MthpEnabled { size };
+    let already = st.thp.mthp.iter().any(|m| {
+        m.size_bytes == size && m.enabled.as_ref().is_some_and(|e| e.selected == "always")
+    });
+    if already || !st.is_root {
+        return Ok(f());
+    }
+    let g = guard_mut(guard)?;
+    g.set(knob, "always")?;
+    let out = f();
+    let original = g.original(&knob).unwrap_or("never").to_string();
+    g.set(knob, &original)?;
+    Ok(out)
 }
 
 fn guard_mut(guard: &mut Option<Guard>) -> anyhow::Result<&mut Guard> {
@@ -465,6 +490,7 @@ pub fn execute(
     plan: &Plan,
     st: &Status,
     skipped: &mut Vec<Skipped>,
+    guard: &mut Option<Guard>,
     obs: &mut dyn Observer,
 ) -> anyhow::Result<(Vec<Observation>, Vec<CellEvidence>, Vec<String>)> {
     let root = Root::system();
@@ -511,7 +537,9 @@ pub fn execute(
                 .collect();
             for b in usable {
                 let before = huge_counters(&root);
-                let r = Region::map(size, b).and_then(|mut r| r.prepare().map(|_| r));
+                let r = with_mthp(b, st, guard, || {
+                    Region::map(size, b).and_then(|mut r| r.prepare().map(|_| r))
+                })?;
                 match r {
                     Ok(r) => {
                         setup_counters.push(deltas(&before, &huge_counters(&root)));
@@ -663,8 +691,20 @@ pub fn execute(
                     if failed.contains(&b) {
                         continue;
                     }
-                    let region = match Region::map(size, b) {
-                        Ok(r) => r,
+                    let want_evidence = round == 1;
+                    let before = want_evidence.then(|| huge_counters(&root));
+                    let mut ev = None;
+                    let samples = with_mthp(b, st, guard, || {
+                        let region = Region::map(size, b)?;
+                        counters.start();
+                        Ok::<_, std::io::Error>(workload::run_pretouch(region, w, |r| {
+                            if want_evidence {
+                                ev = Some(region_evidence(r.start(), r.mapped_len() as u64));
+                            }
+                        }))
+                    })?;
+                    let samples = match samples {
+                        Ok(s) => s,
                         Err(e) => {
                             skipped.push(Skipped {
                                 backing: b,
@@ -675,15 +715,6 @@ pub fn execute(
                             continue;
                         }
                     };
-                    let want_evidence = round == 1;
-                    let before = want_evidence.then(|| huge_counters(&root));
-                    counters.start();
-                    let mut ev = None;
-                    let samples = workload::run_pretouch(region, w, |r| {
-                        if want_evidence {
-                            ev = Some(region_evidence(r.start(), r.mapped_len() as u64));
-                        }
-                    });
                     let counts = counters.stop();
                     if round == 0 {
                         continue;
@@ -756,7 +787,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     let mut guard = None;
     let mut changed = Vec::new();
     let mut skipped = prepare_system(&plan, &st, &mut guard, !a.no_grow, &mut changed)?;
-    let result = execute(&plan, &st, &mut skipped, &mut obs);
+    let result = execute(&plan, &st, &mut skipped, &mut guard, &mut obs);
     obs.done();
     if let Some(mut g) = guard.take() {
         for r in g.restore() {

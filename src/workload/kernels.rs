@@ -28,6 +28,7 @@ impl XorShift {
 }
 
 /// Independent random byte reads (the JVM article's ByteArrayTouch). Returns a checksum.
+#[inline(never)]
 pub fn touch(data: &[u8], ops: u64, seed: u64) -> u64 {
     let mut rng = XorShift::new(seed);
     let n = data.len();
@@ -60,6 +61,7 @@ pub fn build_chase(words: &mut [u64], seed: u64) {
 }
 
 /// Follow the chain for `loads` dependent loads; returns where it ended.
+#[inline(never)]
 pub fn chase(words: &[u64], loads: u64) -> u64 {
     let mut p = 0usize;
     for _ in 0..loads {

@@ -203,6 +203,10 @@ pub fn run_pretouch(
     let pages = bytes.div_ceil(4096) as u64;
     let t = Instant::now();
     kernels::first_touch(region.as_mut_slice(), 4096);
+    if region.backing() == crate::backing::Backing::ThpCollapse {
+        // Commit means "resident on huge pages" here; a failed collapse shows in the coverage.
+        let _ = region.collapse();
+    }
     let commit = t.elapsed();
     inspect(&region);
     let free = region.unmap_timed();

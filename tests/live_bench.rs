@@ -1,0 +1,256 @@
+//! Live bench runs: every backing verified on this kernel, the TLB effect's direction at 1 GiB,
+//! Ctrl-C restores pools and knobs, and the non-root path skips what needs root with reasons.
+
+mod common;
+
+use assert_cmd::Command;
+use common::{read_trim, selected};
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+const POOL_2M: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
+const POOL_1G: &str = "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages";
+const MTHP_64K: &str = "/sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled";
+
+fn state() -> (String, String, String) {
+    (read_trim(POOL_2M), read_trim(POOL_1G), selected(MTHP_64K))
+}
+
+fn bench_json(args: &[&str]) -> serde_json::Value {
+    let out = Command::cargo_bin("hugelab")
+        .unwrap()
+        .arg("bench")
+        .args(args)
+        .args(["--json", "-q"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn every_backing_is_verified() {
+    require_root!();
+    let _lock = common::knob_lock();
+    let before = state();
+    let v = bench_json(&[
+        "touch",
+        "pretouch",
+        "--sizes",
+        "8M",
+        "--backings",
+        "4k,thp,thp-collapse,hugetlb-2m,mthp-64k,hugetlb-1g",
+        "--rounds",
+        "3",
+    ]);
+    assert_eq!(state(), before, "pools and knobs restored");
+    assert_eq!(v["schema"], "hugelab.bench/1");
+    let skipped = v["skipped"].as_array().unwrap();
+    for e in v["evidence"].as_array().unwrap() {
+        let (b, w) = (
+            e["backing"].as_str().unwrap(),
+            e["workload"].as_str().unwrap(),
+        );
+        let cov = e["coverage"]["fraction"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{b} {w} unverified: {e}"));
+        assert!(cov >= 0.9, "{b} {w} coverage {cov}: {}", e["coverage"]);
+        if b == "mthp-64k" {
+            assert_eq!(
+                e["coverage"]["source"], "folios",
+                "mTHP is only visible in folio sizes"
+            );
+        }
+    }
+    for want in ["4k", "thp", "thp-collapse", "hugetlb-2m", "mthp-64k"] {
+        assert!(
+            v["evidence"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["backing"] == want && e["workload"] == "touch"),
+            "{want} missing"
+        );
+    }
+    // A 1 GiB page may not be obtainable on a fragmented machine: then it must say why.
+    if !v["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["backing"] == "hugetlb-1g")
+    {
+        assert!(
+            skipped
+                .iter()
+                .any(|s| s["backing"] == "hugetlb-1g" && !s["reason"].as_str().unwrap().is_empty())
+        );
+    }
+    // Pretouch of a 8M region on 1G pages is not measured (smaller than one page), with a reason.
+    assert!(
+        skipped.iter().any(|s| s["backing"] == "hugetlb-1g"
+            && s["reason"]
+                .as_str()
+                .unwrap()
+                .contains("smaller than one 1G page"))
+            || skipped.iter().any(|s| s["backing"] == "hugetlb-1g")
+    );
+    // thp-collapse faulted 4 KiB pages then collapsed them: the counters show the collapse.
+    let collapse = v["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["backing"] == "thp-collapse" && e["workload"] == "touch")
+        .unwrap();
+    assert!(
+        collapse["kernel_counters"]["thp_collapse_alloc"]
+            .as_u64()
+            .unwrap_or(0)
+            >= 4,
+        "{}",
+        collapse["kernel_counters"]
+    );
+    // 4K pretouch faults once per page; THP once per 512 pages.
+    let faults = |b: &str| {
+        v["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["backing"] == b && e["workload"] == "pretouch")
+            .unwrap()["per_op"]["page_faults"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(
+        faults("4k") > 0.9 && faults("thp") < 0.05,
+        "{} {}",
+        faults("4k"),
+        faults("thp")
+    );
+}
+
+#[test]
+fn huge_pages_shorten_the_chase_at_1g() {
+    require_root!();
+    let _lock = common::knob_lock();
+    let v = bench_json(&[
+        "chase",
+        "--sizes",
+        "1G",
+        "--backings",
+        "4k,hugetlb-2m",
+        "--rounds",
+        "11",
+    ]);
+    let cell = v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["backing"] == "hugetlb-2m")
+        .unwrap();
+    let ratio = cell["vs_baseline"]["point"].as_f64().unwrap();
+    assert!(
+        ratio < 1.0,
+        "hugetlb-2m chase / 4k chase = {ratio}: expected fewer page walks to make it faster"
+    );
+}
+
+#[test]
+fn ctrl_c_restores_pools_and_knobs() {
+    require_root!();
+    let _lock = common::knob_lock();
+    let before = state();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("hugelab"))
+        .args([
+            "bench",
+            "touch",
+            "pretouch",
+            "--sizes",
+            "64M",
+            "--backings",
+            "4k,hugetlb-2m,mthp-64k",
+            "--rounds",
+            "500",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    loop {
+        let l = lines.next().expect("bench ended early").unwrap();
+        if l.contains("pretouch round 2/") {
+            break;
+        }
+    }
+    assert_eq!(read_trim(POOL_2M), "32", "the pool was grown for the run");
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(state(), before);
+    assert!(!std::path::Path::new("/run/hugelab/journal.json").exists());
+}
+
+#[test]
+fn without_root_what_needs_root_is_skipped_with_reasons() {
+    require_root!(); // to switch to `nobody`
+    let _lock = common::knob_lock(); // pool sizes must be the machine's own, not another test's
+    if std::process::Command::new("runuser")
+        .arg("--help")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: runuser not available");
+        return;
+    }
+    let bin = assert_cmd::cargo::cargo_bin("hugelab");
+    let out = std::process::Command::new("runuser")
+        .args(["-u", "nobody", "--"])
+        .arg(&bin)
+        .args([
+            "bench",
+            "touch",
+            "--sizes",
+            "4M",
+            "--backings",
+            "4k,thp,hugetlb-2m,mthp-64k",
+            "--rounds",
+            "2",
+            "--json",
+            "-q",
+        ])
+        .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let skipped = v["skipped"].as_array().unwrap();
+    let reason = |b: &str| {
+        skipped
+            .iter()
+            .find(|s| s["backing"] == b)
+            .map(|s| s["reason"].as_str().unwrap().to_string())
+    };
+    assert!(
+        reason("hugetlb-2m").unwrap().contains("run as root"),
+        "{skipped:?}"
+    );
+    assert!(
+        reason("mthp-64k").unwrap().contains("needs root"),
+        "{skipped:?}"
+    );
+    // 4k and thp run unprivileged, and their coverage is still verified from smaps.
+    let ev = v["evidence"].as_array().unwrap();
+    assert!(
+        ev.iter()
+            .any(|e| e["backing"] == "thp" && e["coverage"]["fraction"].as_f64().unwrap() >= 0.9)
+    );
+}
