@@ -95,6 +95,8 @@ pub struct Skipped {
     pub backing: Backing,
     pub size: Option<u64>,
     pub reason: String,
+    /// The region is below one page of the backing (expected in a size sweep).
+    pub below_page: bool,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -354,6 +356,7 @@ fn prepare_system(
                 let short = need - pool.available();
                 if !grow || !st.is_root {
                     skipped.push(Skipped {
+                        below_page: false,
                         backing: b,
                         size: None,
                         reason: format!(
@@ -379,6 +382,7 @@ fn prepare_system(
                 ));
                 if applied.actual.parse::<u64>().unwrap_or(0) < want {
                     skipped.push(Skipped {
+                        below_page: false,
                         backing: b,
                         size: None,
                         reason: format!("the kernel could only grow the {} pool to {} of {want} pages (memory too fragmented or too little free)", Bytes(page_size), applied.actual),
@@ -397,6 +401,7 @@ fn prepare_system(
                 }
                 if !st.is_root {
                     skipped.push(Skipped {
+                        below_page: false,
                         backing: b,
                         size: None,
                         reason: format!(
@@ -546,6 +551,7 @@ pub fn execute(
                         regions.push(r);
                     }
                     Err(e) => skipped.push(Skipped {
+                        below_page: false,
                         backing: b,
                         size: Some(size),
                         reason: e.to_string(),
@@ -660,6 +666,7 @@ pub fn execute(
                 let fits = b.page_size() <= size;
                 if !fits {
                     skipped.push(Skipped {
+                        below_page: true,
                         backing: *b,
                         size: Some(size),
                         reason: format!(
@@ -707,6 +714,7 @@ pub fn execute(
                         Ok(s) => s,
                         Err(e) => {
                             skipped.push(Skipped {
+                                below_page: false,
                                 backing: b,
                                 size: Some(size),
                                 reason: e.to_string(),

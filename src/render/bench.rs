@@ -119,12 +119,31 @@ backing's page size (smaps, or folio sizes from pagemap). vs 4k: ratio to the 4k
             );
         }
     }
-    for s in &r.skipped {
+    for s in r.skipped.iter().filter(|s| !s.below_page) {
         let at = s
             .size
             .map(|x| format!(" at {}", Bytes(x)))
             .unwrap_or_default();
         let _ = writeln!(o, "skipped {}{at}: {}", s.backing, s.reason);
+    }
+    let mut small: Vec<(Backing, u64)> = Vec::new();
+    for s in r.skipped.iter().filter(|s| s.below_page) {
+        let size = s.size.unwrap_or(0);
+        match small.iter_mut().find(|(b, _)| *b == s.backing) {
+            Some((_, max)) => *max = (*max).max(size),
+            None => small.push((s.backing, size)),
+        }
+    }
+    if !small.is_empty() {
+        let list: Vec<String> = small
+            .iter()
+            .map(|(b, max)| format!("{b} up to {}", Bytes(*max)))
+            .collect();
+        let _ = writeln!(
+            o,
+            "pretouch/fault not measured where the region is smaller than one page of the backing: {}",
+            list.join(", ")
+        );
     }
     for c in &r.settings_changed {
         let _ = writeln!(o, "changed for the run and restored: {c}");
