@@ -27,6 +27,13 @@ pub struct Summary {
     pub skewness: f64,
     /// Values with robust z = |x − median| / (1.4826 · MAD) above 5: kept, counted.
     pub outliers: usize,
+    /// SD / (1.4826 · MAD): near 1 for normal data, large with heavy tails or outliers.
+    pub sd_mad_ratio: Option<f64>,
+    /// 95% distribution-free intervals for p5, p95 and p99 (`None` when n is too small).
+    pub p5_interval: Option<(f64, f64)>,
+    pub p95_interval: Option<(f64, f64)>,
+    pub p99_interval: Option<(f64, f64)>,
+    pub histogram: Option<Histogram>,
 }
 
 /// Quantile by linear interpolation between order statistics (Hyndman & Fan type 7). `sorted` non-empty.
@@ -90,6 +97,11 @@ pub fn summarize(xs: &[f64]) -> Option<Summary> {
         p99: quantile_sorted(&s, 0.99),
         skewness,
         outliers,
+        sd_mad_ratio: (scale > 0.0).then(|| sd / scale),
+        p5_interval: quantile_interval(&s, 0.05, 0.95),
+        p95_interval: quantile_interval(&s, 0.95, 0.95),
+        p99_interval: quantile_interval(&s, 0.99, 0.95),
+        histogram: histogram(&s, 30),
     })
 }
 
@@ -246,6 +258,262 @@ pub fn hodges_lehmann(d: &[f64], confidence: f64) -> Option<Estimate> {
     })
 }
 
+/// Distribution-free interval for the q-quantile from order statistics: ranks (1-based) l and u
+/// with P(X_(l) ≤ ξ_q ≤ X_(u)) ≥ confidence, from the Binomial(n, q) distribution.
+/// `None` when n is too small for that confidence.
+pub fn quantile_interval(sorted: &[f64], q: f64, confidence: f64) -> Option<(f64, f64)> {
+    use statrs::distribution::{Binomial, DiscreteCDF};
+    let n = sorted.len();
+    if n == 0 {
+        return None;
+    }
+    let b = Binomial::new(q.clamp(0.0, 1.0), n as u64).ok()?;
+    let tail = (1.0 - confidence) / 2.0;
+    // l: largest rank with P(B ≤ l − 1) ≤ tail; u: smallest rank with P(B ≥ u) ≤ tail.
+    let mut l = 0usize;
+    while l < n && b.cdf(l as u64) <= tail {
+        l += 1;
+    }
+    let mut u = n;
+    while u > 0 && 1.0 - b.cdf((u - 1) as u64) <= tail {
+        u -= 1;
+    }
+    let u = u + 1;
+    (l >= 1 && u <= n && l <= u).then(|| (sorted[l - 1], sorted[u - 1]))
+}
+
+/// Histogram with Freedman–Diaconis bin width (at least 1, at most `max_bins` bins).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Histogram {
+    pub start: f64,
+    pub width: f64,
+    pub counts: Vec<u64>,
+}
+
+pub fn histogram(xs: &[f64], max_bins: usize) -> Option<Histogram> {
+    let s = sorted(xs);
+    if s.is_empty() || s.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let (lo, hi) = (s[0], s[s.len() - 1]);
+    let iqr = quantile_sorted(&s, 0.75) - quantile_sorted(&s, 0.25);
+    let fd = 2.0 * iqr / (s.len() as f64).cbrt();
+    let span = (hi - lo).max(f64::MIN_POSITIVE);
+    let bins = if fd > 0.0 {
+        ((span / fd).ceil() as usize).clamp(1, max_bins.max(1))
+    } else {
+        1
+    };
+    let width = span / bins as f64;
+    let mut counts = vec![0u64; bins];
+    for x in &s {
+        let i = (((x - lo) / width) as usize).min(bins - 1);
+        counts[i] += 1;
+    }
+    Some(Histogram {
+        start: lo,
+        width,
+        counts,
+    })
+}
+
+/// The standardized Wilcoxon signed-rank statistic of `d` against 0 (average ranks for ties,
+/// zeros dropped, tie-corrected variance). Asymptotically N(0, 1) under a symmetric null.
+pub fn signed_rank_z(d: &[f64]) -> f64 {
+    let mut a: Vec<(f64, bool)> = d
+        .iter()
+        .filter(|x| **x != 0.0 && x.is_finite())
+        .map(|x| (x.abs(), *x > 0.0))
+        .collect();
+    let n = a.len();
+    if n == 0 {
+        return 0.0;
+    }
+    a.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let (mut w, mut tie_adj, mut i) = (0.0, 0.0, 0);
+    while i < n {
+        let mut j = i;
+        while j + 1 < n && a[j + 1].0 == a[i].0 {
+            j += 1;
+        }
+        let rank = (i + j + 2) as f64 / 2.0;
+        let t = (j - i + 1) as f64;
+        tie_adj += t * t * t - t;
+        w += a[i..=j].iter().filter(|x| x.1).count() as f64 * rank;
+        i = j + 1;
+    }
+    let nf = n as f64;
+    let var = nf * (nf + 1.0) * (2.0 * nf + 1.0) / 24.0 - tie_adj / 48.0;
+    if var <= 0.0 {
+        0.0
+    } else {
+        (w - nf * (nf + 1.0) / 4.0) / var.sqrt()
+    }
+}
+
+/// Two-sided p-value of the signed-rank test of `d` against 0: exact for n ≤ 60 without ties
+/// or zeros, the normal approximation otherwise.
+pub fn signed_rank_p(d: &[f64]) -> f64 {
+    let nz: Vec<f64> = d.iter().copied().filter(|x| *x != 0.0).collect();
+    let n = nz.len();
+    if n == 0 {
+        return 1.0;
+    }
+    let mut abs: Vec<f64> = nz.iter().map(|x| x.abs()).collect();
+    abs.sort_by(f64::total_cmp);
+    let ties = abs.windows(2).any(|w| w[0] == w[1]);
+    if n <= 60 && !ties {
+        let cdf = signed_rank_cdf_exact(n);
+        let w: usize = nz
+            .iter()
+            .map(|x| abs.partition_point(|a| *a < x.abs()) + 1)
+            .zip(nz.iter())
+            .filter(|(_, x)| **x > 0.0)
+            .map(|(r, _)| r)
+            .sum();
+        let lower = cdf[w];
+        let upper = if w == 0 { 1.0 } else { 1.0 - cdf[w - 1] };
+        return (2.0 * lower.min(upper)).min(1.0);
+    }
+    let z = signed_rank_z(d);
+    2.0 * (1.0 - Normal::standard().cdf(z.abs()))
+}
+
+/// The mean of `x` with a BCa bootstrap interval (Efron 1987; DiCiccio & Efron 1996):
+/// `resamples` resamples from a fixed seed, jackknife acceleration. n ≥ 3.
+pub fn bootstrap_bca_mean(
+    x: &[f64],
+    confidence: f64,
+    resamples: usize,
+    seed: u64,
+) -> Option<Estimate> {
+    let n = x.len();
+    if n < 3 || x.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    let theta = mean(x);
+    let mut rng = crate::workload::kernels::XorShift::new(seed);
+    let mut boot: Vec<f64> = (0..resamples.max(100))
+        .map(|_| (0..n).map(|_| x[rng.below(n)]).sum::<f64>() / n as f64)
+        .collect();
+    boot.sort_by(f64::total_cmp);
+    let std_normal = Normal::standard();
+    let below = boot.iter().filter(|b| **b < theta).count() as f64 / boot.len() as f64;
+    let z0 =
+        std_normal.inverse_cdf(below.clamp(0.5 / boot.len() as f64, 1.0 - 0.5 / boot.len() as f64));
+    let total: f64 = x.iter().sum();
+    let jack: Vec<f64> = x.iter().map(|v| (total - v) / (n - 1) as f64).collect();
+    let jm = mean(&jack);
+    let num: f64 = jack.iter().map(|j| (jm - j).powi(3)).sum();
+    let den: f64 = jack.iter().map(|j| (jm - j).powi(2)).sum::<f64>().powf(1.5);
+    let a = if den > 0.0 { num / (6.0 * den) } else { 0.0 };
+    let adj = |alpha: f64| {
+        let z = std_normal.inverse_cdf(alpha);
+        std_normal.cdf(z0 + (z0 + z) / (1.0 - a * (z0 + z)))
+    };
+    let tail = (1.0 - confidence) / 2.0;
+    Some(Estimate {
+        point: theta,
+        lo: Some(quantile_sorted(&boot, adj(tail))),
+        hi: Some(quantile_sorted(&boot, adj(1.0 - tail))),
+        confidence,
+    })
+}
+
+/// Number of differences x_i − y_j ≤ t, for sorted `x` and `y`.
+fn diff_count_le(x: &[f64], y: &[f64], t: f64) -> u64 {
+    // For each x_i, count y_j ≥ x_i − t; as x_i grows the threshold grows.
+    let mut j = 0usize;
+    let mut c = 0u64;
+    for xi in x {
+        while j < y.len() && y[j] < xi - t {
+            j += 1;
+        }
+        c += (y.len() - j) as u64;
+    }
+    c
+}
+
+/// Number of differences x_i − y_j < t, for sorted `x` and `y`.
+fn diff_count_lt(x: &[f64], y: &[f64], t: f64) -> u64 {
+    let mut j = 0usize;
+    let mut c = 0u64;
+    for xi in x {
+        while j < y.len() && y[j] <= xi - t {
+            j += 1;
+        }
+        c += (y.len() - j) as u64;
+    }
+    c
+}
+
+fn diff_order_stat(x: &[f64], y: &[f64], k: u64) -> f64 {
+    let (mut lo, mut hi) = (x[0] - y[y.len() - 1], x[x.len() - 1] - y[0]);
+    if diff_count_le(x, y, lo) >= k {
+        return lo;
+    }
+    for _ in 0..200 {
+        let mid = lo + (hi - lo) / 2.0;
+        if mid <= lo || mid >= hi {
+            break;
+        }
+        if diff_count_le(x, y, mid) >= k {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    hi
+}
+
+/// Unpaired comparison: Hodges–Lehmann shift x − y with the Mann–Whitney interval and the
+/// two-sided p-value (normal approximation with continuity correction; exact-enough for the
+/// sample sizes hugelab compares). Both samples need at least 2 values.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Shift {
+    pub estimate: Estimate,
+    pub p_value: f64,
+}
+
+pub fn mann_whitney_shift(x: &[f64], y: &[f64], confidence: f64) -> Option<Shift> {
+    if x.len() < 2 || y.len() < 2 || x.iter().chain(y).any(|v| !v.is_finite()) {
+        return None;
+    }
+    let (xs, ys) = (sorted(x), sorted(y));
+    let (m, n) = (xs.len() as f64, ys.len() as f64);
+    let mn = (xs.len() * ys.len()) as u64;
+    let point = if mn % 2 == 1 {
+        diff_order_stat(&xs, &ys, mn.div_ceil(2))
+    } else {
+        0.5 * (diff_order_stat(&xs, &ys, mn / 2) + diff_order_stat(&xs, &ys, mn / 2 + 1))
+    };
+    let sd = (m * n * (m + n + 1.0) / 12.0).sqrt();
+    let z = Normal::standard().inverse_cdf(0.5 + confidence / 2.0);
+    let k = ((m * n / 2.0 - z * sd - 0.5).floor().max(0.0) as u64) + 1;
+    let (lo, hi) = if k <= mn / 2 {
+        (
+            Some(diff_order_stat(&xs, &ys, k)),
+            Some(diff_order_stat(&xs, &ys, mn + 1 - k)),
+        )
+    } else {
+        (None, None)
+    };
+    // U = #(x_i > y_j) + ½ #(ties)
+    let le = diff_count_le(&xs, &ys, 0.0) as f64;
+    let ties = le - diff_count_lt(&xs, &ys, 0.0) as f64;
+    let u = mn as f64 - le + ties / 2.0;
+    let zu = ((u - m * n / 2.0).abs() - 0.5).max(0.0) / sd;
+    Some(Shift {
+        estimate: Estimate {
+            point,
+            lo,
+            hi,
+            confidence,
+        },
+        p_value: (2.0 * (1.0 - Normal::standard().cdf(zu))).min(1.0),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -341,6 +609,9 @@ mod tests {
         assert_eq!(s.mad, 1.0);
         assert_eq!(s.outliers, 1); // 100 is (97 / 1.4826) ≈ 65 robust-z away
         assert!(s.skewness > 1.0);
+        assert!(s.sd_mad_ratio.unwrap() > 10.0, "one outlier inflates SD, not MAD");
+        assert!(s.p99_interval.is_none(), "5 values cannot bound p99");
+        assert_eq!(s.histogram.as_ref().unwrap().counts.iter().sum::<u64>(), 5);
         assert!(summarize(&[1.0, f64::NAN]).is_none());
         assert!(summarize(&[]).is_none());
     }
@@ -350,6 +621,69 @@ mod tests {
         // t(0.975, 9) = 2.262157; sd 1, n 10 → 0.7153
         let h = t_half_width(1.0, 10, 0.95).unwrap();
         assert!((h - 2.262157 / 10f64.sqrt()).abs() < 1e-5, "{h}");
+    }
+
+    #[test]
+    fn quantile_interval_brackets_the_quantile() {
+        let x: Vec<f64> = (1..=100).map(f64::from).collect();
+        let (lo, hi) = quantile_interval(&x, 0.5, 0.95).unwrap();
+        // Binomial(100, 0.5): the 95% order-statistic interval for the median is X(40)..X(61).
+        assert_eq!((lo, hi), (40.0, 61.0));
+        assert!(
+            quantile_interval(&x[..5], 0.99, 0.95).is_none(),
+            "p99 needs more than 5 values"
+        );
+    }
+
+    #[test]
+    fn histogram_counts_everything() {
+        let x: Vec<f64> = (0..1000).map(|i| (i % 37) as f64).collect();
+        let h = histogram(&x, 50).unwrap();
+        assert_eq!(h.counts.iter().sum::<u64>(), 1000);
+        assert!(h.counts.len() > 1);
+    }
+
+    #[test]
+    fn signed_rank_p_known_values() {
+        // All 10 positive: exact two-sided p = 2 / 2^10.
+        let d: Vec<f64> = (1..=10).map(f64::from).collect();
+        assert!((signed_rank_p(&d) - 2.0 / 1024.0).abs() < 1e-12);
+        // Symmetric around 0: p = 1.
+        let s = [-3.0, -2.0, -1.0, 1.0, 2.0, 3.0];
+        assert!((signed_rank_p(&s) - 1.0).abs() < 1e-12);
+        assert!(signed_rank_z(&d) > 2.8);
+    }
+
+    #[test]
+    fn bca_brackets_the_mean() {
+        let mut r = crate::workload::kernels::XorShift::new(9);
+        let x: Vec<f64> = (0..200)
+            .map(|_| ((r.next_u64() >> 11) as f64 / (1u64 << 53) as f64).powi(3))
+            .collect();
+        let e = bootstrap_bca_mean(&x, 0.95, 2000, 1).unwrap();
+        assert!(e.lo.unwrap() < e.point && e.point < e.hi.unwrap());
+        // Right-skewed data: BCa shifts the interval right of the symmetric one.
+        assert!(e.hi.unwrap() - e.point > e.point - e.lo.unwrap());
+    }
+
+    #[test]
+    fn mann_whitney_shift_matches_brute_force() {
+        let x = [1.1, 2.3, 3.0, 4.8, 5.2, 6.9, 7.4];
+        let y = [0.2, 0.9, 1.5, 2.8, 3.3];
+        let mut diffs: Vec<f64> = x
+            .iter()
+            .flat_map(|a| y.iter().map(move |b| a - b))
+            .collect();
+        diffs.sort_by(f64::total_cmp);
+        let s = mann_whitney_shift(&x, &y, 0.9).unwrap();
+        let med = diffs[17]; // 35 differences: the 18th is the median
+        assert!((s.estimate.point - med).abs() < 1e-9);
+        assert!(
+            s.estimate.lo.unwrap() <= s.estimate.point
+                && s.estimate.point <= s.estimate.hi.unwrap()
+        );
+        let same = mann_whitney_shift(&x, &x, 0.9).unwrap();
+        assert!(same.p_value > 0.9 && same.estimate.point.abs() < 1e-9);
     }
 
     proptest! {

@@ -1,0 +1,121 @@
+//! Diagnostics of a series of blocks, each with a plain-language warning when it matters:
+//! drift across blocks (least-squares slope), lag-1 autocorrelation, and a bimodality hint
+//! (Sarle's bimodality coefficient, SAS/STAT manual; > 0.555 suggests two modes, e.g. runs
+//! that did and did not get huge pages).
+
+use super::stats::{mean, summarize};
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Diagnostics {
+    /// Relative change per 100 blocks of the series (least-squares slope / mean).
+    pub drift_per_100_blocks: Option<f64>,
+    pub lag1_autocorrelation: Option<f64>,
+    pub bimodality_coefficient: Option<f64>,
+    pub warnings: Vec<String>,
+}
+
+pub fn slope(y: &[f64]) -> Option<f64> {
+    let n = y.len();
+    if n < 3 {
+        return None;
+    }
+    let xm = (n - 1) as f64 / 2.0;
+    let ym = mean(y);
+    let (mut sxy, mut sxx) = (0.0, 0.0);
+    for (i, v) in y.iter().enumerate() {
+        sxy += (i as f64 - xm) * (v - ym);
+        sxx += (i as f64 - xm).powi(2);
+    }
+    Some(sxy / sxx)
+}
+
+pub fn lag1(y: &[f64]) -> Option<f64> {
+    if y.len() < 4 {
+        return None;
+    }
+    let m = mean(y);
+    let den: f64 = y.iter().map(|v| (v - m).powi(2)).sum();
+    if den == 0.0 {
+        return Some(0.0);
+    }
+    Some(y.windows(2).map(|w| (w[0] - m) * (w[1] - m)).sum::<f64>() / den)
+}
+
+pub fn bimodality(y: &[f64]) -> Option<f64> {
+    let n = y.len() as f64;
+    if y.len() < 8 {
+        return None;
+    }
+    let m = mean(y);
+    let m2 = y.iter().map(|v| (v - m).powi(2)).sum::<f64>() / n;
+    if m2 == 0.0 {
+        return Some(0.0);
+    }
+    let g = y.iter().map(|v| (v - m).powi(3)).sum::<f64>() / n / m2.powf(1.5);
+    let k = y.iter().map(|v| (v - m).powi(4)).sum::<f64>() / n / (m2 * m2) - 3.0;
+    Some((g * g + 1.0) / (k + 3.0 * (n - 1.0).powi(2) / ((n - 2.0) * (n - 3.0))))
+}
+
+/// Diagnose one arm's raw values in block order.
+pub fn diagnose(values: &[f64]) -> Diagnostics {
+    let mut warnings = Vec::new();
+    let level = summarize(values).map(|s| s.mean).filter(|m| *m != 0.0);
+    let drift = slope(values).zip(level).map(|(s, m)| s * 100.0 / m);
+    if let Some(d) = drift
+        && d.abs() > 0.02
+    {
+        warnings.push(format!(
+            "values drift by {:+.1}% per 100 blocks: the machine changed during the run (thermal, other load, memory fragmentation); the paired design cancels drift shared by all arms",
+            d * 100.0
+        ));
+    }
+    let ac = lag1(values);
+    if let Some(a) = ac
+        && a > 0.3
+    {
+        warnings.push(format!("consecutive blocks are correlated (lag-1 autocorrelation {a:.2}): intervals may be too narrow; interleave longer or add --prepare steps"));
+    }
+    let bc = bimodality(values);
+    if let Some(b) = bc
+        && b > 0.555
+    {
+        warnings.push(format!("the values look bimodal (bimodality coefficient {b:.2} > 0.555): some runs may have got huge pages and others not; check the coverage evidence"));
+    }
+    Diagnostics {
+        drift_per_100_blocks: drift,
+        lag1_autocorrelation: ac,
+        bimodality_coefficient: bc,
+        warnings,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detects_drift_autocorrelation_and_two_modes() {
+        let drifting: Vec<f64> = (0..100).map(|i| 100.0 + i as f64 * 0.1).collect();
+        let d = diagnose(&drifting);
+        assert!((d.drift_per_100_blocks.unwrap() - 10.0 / 104.95).abs() < 0.01);
+        assert!(d.warnings.iter().any(|w| w.contains("drift")));
+        assert!(d.lag1_autocorrelation.unwrap() > 0.9);
+        let two: Vec<f64> = (0..100)
+            .map(|i| if i % 2 == 0 { 100.0 } else { 160.0 } + (i % 7) as f64 * 0.1)
+            .collect();
+        assert!(
+            diagnose(&two)
+                .warnings
+                .iter()
+                .any(|w| w.contains("bimodal"))
+        );
+        let flat: Vec<f64> = (0..100)
+            .map(|i| 100.0 + ((i * 37) % 11) as f64 * 0.01)
+            .collect();
+        assert!(
+            diagnose(&flat).warnings.is_empty(),
+            "{:?}",
+            diagnose(&flat).warnings
+        );
+    }
+}

@@ -1,0 +1,340 @@
+//! The simulation study behind the statistics engine: coverage of the paired intervals on
+//! skewed, bimodal and outlier-ridden data; the false-positive rate of sequential stopping in
+//! A/A runs, with and without drift; runs to a verdict against the fixed designs; power lost to
+//! outliers. Deterministic (seeded) and pure; `examples/stats_simulation.rs` prints the table,
+//! `tests/stats_simulation.rs` checks it at a size that fits CI.
+
+use super::sequential::{Decision, GroupSequential};
+use super::stats::{hodges_lehmann, signed_rank_p};
+use super::verdict::{blocks_needed, unpaired_runs_needed};
+use crate::workload::kernels::XorShift;
+use statrs::distribution::{ContinuousCDF, Normal};
+
+/// Run-level noise on the log scale.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub enum Noise {
+    /// Lognormal run times: N(0, σ) on the log scale.
+    Lognormal { sigma: f64 },
+    /// "THP hit or miss": with probability `p` a run pays `penalty` (log) more, plus N(0, σ).
+    Bimodal { sigma: f64, p: f64, penalty: f64 },
+    /// N(0, σ), and 1% of runs at +22σ.
+    Outliers { sigma: f64 },
+}
+
+pub struct Rng {
+    x: XorShift,
+    normal: Normal,
+}
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng {
+            x: XorShift::new(seed),
+            normal: Normal::standard(),
+        }
+    }
+    pub fn uniform(&mut self) -> f64 {
+        ((self.x.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+    pub fn gauss(&mut self) -> f64 {
+        let u = self.uniform();
+        self.normal.inverse_cdf(u)
+    }
+    pub fn noise(&mut self, n: Noise) -> f64 {
+        match n {
+            Noise::Lognormal { sigma } => sigma * self.gauss(),
+            Noise::Bimodal { sigma, p, penalty } => {
+                sigma * self.gauss() + if self.uniform() < p { penalty } else { 0.0 }
+            }
+            Noise::Outliers { sigma } => {
+                sigma * self.gauss()
+                    + if self.uniform() < 0.01 {
+                        22.0 * sigma
+                    } else {
+                        0.0
+                    }
+            }
+        }
+    }
+}
+
+/// A paired experiment: per block a shared block level (`sd_block`), then one run per arm.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Scenario {
+    /// True log-ratio of arm to baseline.
+    pub effect: f64,
+    pub sd_block: f64,
+    pub noise: Noise,
+    /// Multiplicative drift per block, over time (0.05 / 100 = +5% over 100 blocks).
+    pub drift_per_block: f64,
+}
+
+impl Scenario {
+    /// Per-block log-ratios d = ln(arm) − ln(baseline) for `n` blocks.
+    pub fn blocks(&self, n: usize, rng: &mut Rng) -> Vec<f64> {
+        (0..n)
+            .map(|i| {
+                // Drift moves with time: the two runs of a block happen one after the other,
+                // in random order, so each sees a slightly different level.
+                let level = self.sd_block * rng.gauss();
+                let base_first = rng.uniform() < 0.5;
+                let at = |slot: usize| {
+                    (1.0 + self.drift_per_block * (i as f64 + slot as f64 / 2.0)).ln()
+                };
+                let (base_drift, arm_drift) = if base_first {
+                    (at(0), at(1))
+                } else {
+                    (at(1), at(0))
+                };
+                let base = level + base_drift + rng.noise(self.noise);
+                let arm = level + arm_drift + self.effect + rng.noise(self.noise);
+                arm - base
+            })
+            .collect()
+    }
+}
+
+/// Fraction of Hodges–Lehmann signed-rank intervals that contain the true effect.
+pub fn coverage(s: Scenario, blocks: usize, confidence: f64, reps: usize, seed: u64) -> f64 {
+    let mut rng = Rng::new(seed);
+    let mut hit = 0;
+    for _ in 0..reps {
+        let d = s.blocks(blocks, &mut rng);
+        let e = hodges_lehmann(&d, confidence).expect("enough blocks");
+        if e.lo.unwrap() <= s.effect && s.effect <= e.hi.unwrap() {
+            hit += 1;
+        }
+    }
+    hit as f64 / reps as f64
+}
+
+/// Outcome of running one design many times.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct SequentialOutcome {
+    /// Fraction of runs that crossed a boundary (false positives under no effect, power otherwise).
+    pub reject_rate: f64,
+    /// Average runs (blocks × 2 arms) until the design stopped.
+    pub mean_runs: f64,
+}
+
+pub fn run_sequential(
+    s: Scenario,
+    design: &GroupSequential,
+    reps: usize,
+    seed: u64,
+) -> SequentialOutcome {
+    let mut rng = Rng::new(seed);
+    let (mut rejected, mut runs) = (0usize, 0usize);
+    for _ in 0..reps {
+        let all = s.blocks(design.max_blocks, &mut rng);
+        for &n in &design.look_blocks {
+            match design.look(&all[..n]) {
+                Decision::Reject { .. } => {
+                    rejected += 1;
+                    runs += 2 * n;
+                    break;
+                }
+                Decision::Complete { .. } => {
+                    runs += 2 * n;
+                    break;
+                }
+                Decision::Continue => {}
+            }
+        }
+    }
+    SequentialOutcome {
+        reject_rate: rejected as f64 / reps as f64,
+        mean_runs: runs as f64 / reps as f64,
+    }
+}
+
+/// Fraction of runs in which the open-ended confidence sequence for the mean log-ratio ever
+/// excludes zero, checking after every 5 blocks up to `max_blocks`.
+pub fn cs_false_positives(
+    s: Scenario,
+    alpha: f64,
+    max_blocks: usize,
+    reps: usize,
+    seed: u64,
+) -> f64 {
+    let mut rng = Rng::new(seed);
+    let mut hits = 0;
+    for _ in 0..reps {
+        let d = s.blocks(max_blocks, &mut rng);
+        let mut cs = super::sequential::ConfidenceSequence::new(alpha, 100.0);
+        let mut crossed = false;
+        for (i, x) in d.iter().enumerate() {
+            cs.push(*x);
+            if (i + 1) % 5 == 0 && cs.excludes(s.effect) {
+                crossed = true;
+                break;
+            }
+        }
+        hits += crossed as usize;
+    }
+    hits as f64 / reps as f64
+}
+
+/// Power of a fixed-size signed-rank test at level `alpha`.
+pub fn fixed_power(s: Scenario, blocks: usize, alpha: f64, reps: usize, seed: u64) -> f64 {
+    let mut rng = Rng::new(seed);
+    (0..reps)
+        .filter(|_| signed_rank_p(&s.blocks(blocks, &mut rng)) < alpha)
+        .count() as f64
+        / reps as f64
+}
+
+/// One line of the study's table.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Row {
+    pub study: String,
+    pub measured: f64,
+    pub target: String,
+    pub pass: bool,
+}
+
+/// The whole study at `reps` replications (CI uses a few hundred; the example a few thousand).
+pub fn study(reps: usize) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let se = |p: f64, n: usize| (p * (1.0 - p) / n as f64).sqrt();
+    let noises = [
+        ("lognormal", Noise::Lognormal { sigma: 0.05 }),
+        (
+            "bimodal THP hit/miss",
+            Noise::Bimodal {
+                sigma: 0.02,
+                p: 0.3,
+                penalty: 0.25,
+            },
+        ),
+        ("1% at +22σ", Noise::Outliers { sigma: 0.05 }),
+    ];
+    for (i, (name, noise)) in noises.iter().enumerate() {
+        for conf in [0.95, 0.99] {
+            let s = Scenario {
+                effect: 0.03,
+                sd_block: 0.1,
+                noise: *noise,
+                drift_per_block: 0.0,
+            };
+            let c = coverage(s, 30, conf, reps, 100 + i as u64);
+            rows.push(Row {
+                study: format!("coverage, {name}, 30 blocks, {:.0}%", conf * 100.0),
+                measured: c,
+                target: format!("≥ {:.3}", conf - 0.01),
+                pass: c >= conf - 0.01,
+            });
+        }
+    }
+    for (alpha, drift) in [
+        (0.05, 0.0),
+        (0.01, 0.0),
+        (0.05, 0.05 / 100.0),
+        (0.01, 0.05 / 100.0),
+    ] {
+        let design = GroupSequential::new(5, 100, alpha);
+        let s = Scenario {
+            effect: 0.0,
+            sd_block: 0.1,
+            noise: Noise::Lognormal { sigma: 0.05 },
+            drift_per_block: drift,
+        };
+        let o = run_sequential(s, &design, reps * 4, 7 + (alpha * 1000.0) as u64);
+        let limit = alpha + 2.0 * se(alpha, reps * 4);
+        rows.push(Row {
+            study: format!(
+                "A/A false positives, sequential K=5, α={alpha}{}",
+                if drift > 0.0 { ", +5% drift" } else { "" }
+            ),
+            measured: o.reject_rate,
+            target: format!("≤ {limit:.4}"),
+            pass: o.reject_rate <= limit,
+        });
+    }
+    for alpha in [0.05, 0.01] {
+        let s = Scenario {
+            effect: 0.0,
+            sd_block: 0.1,
+            noise: Noise::Lognormal { sigma: 0.05 },
+            drift_per_block: 0.05 / 100.0,
+        };
+        let fp = cs_false_positives(s, alpha, 500, reps, 11);
+        let limit = alpha + 2.0 * se(alpha, reps);
+        rows.push(Row {
+            study: format!(
+                "A/A false positives, confidence sequence checked every 5 blocks to 500, α={alpha}"
+            ),
+            measured: fp,
+            target: format!("≤ {limit:.4}"),
+            pass: fp <= limit,
+        });
+    }
+    // BACKGROUND.md: 1.1% effect, 10% CV, within-block correlation 0.9, 99.99%, 80% power.
+    let (cv, rho, effect, conf, power) = (0.1f64, 0.9f64, 0.011f64, 0.9999f64, 0.8f64);
+    let sd_d = (2.0 * (1.0 - rho)).sqrt() * cv;
+    let design = GroupSequential::plan(5, sd_d, effect, 1.0 - conf, power);
+    let s = Scenario {
+        effect: -(1.0 + effect).ln(),
+        sd_block: (rho).sqrt() * cv,
+        noise: Noise::Lognormal {
+            sigma: (1.0 - rho).sqrt() * cv,
+        },
+        drift_per_block: 0.0,
+    };
+    let o = run_sequential(s, &design, reps.max(100), 99);
+    rows.push(Row {
+        study: format!(
+            "runs to verdict, 1.1% effect, sequential paired (max {} runs)",
+            2 * design.max_blocks
+        ),
+        measured: o.mean_runs,
+        target: "≤ 800".into(),
+        pass: o.mean_runs <= 800.0,
+    });
+    rows.push(Row {
+        study: "power of that design".into(),
+        measured: o.reject_rate,
+        target: "≥ 0.75".into(),
+        pass: o.reject_rate >= 0.75,
+    });
+    rows.push(Row {
+        study: "runs, fixed paired design (formula)".into(),
+        measured: (2 * blocks_needed(sd_d, effect, conf, power)) as f64,
+        target: "for reference".into(),
+        pass: true,
+    });
+    rows.push(Row {
+        study: "runs, fixed unpaired design (formula)".into(),
+        measured: unpaired_runs_needed(cv, effect, conf, power) as f64,
+        target: "≈ 7,412".into(),
+        pass: (7_300.0..7_500.0).contains(&(unpaired_runs_needed(cv, effect, conf, power) as f64)),
+    });
+    // Power lost to 1% of runs at +22σ, at a size with about 80% power on clean data.
+    let clean = Scenario {
+        effect: 0.02,
+        sd_block: 0.1,
+        noise: Noise::Lognormal { sigma: 0.05 },
+        drift_per_block: 0.0,
+    };
+    let n = blocks_needed((2.0f64).sqrt() * 0.05, (0.02f64).exp() - 1.0, 0.95, 0.8);
+    let p_clean = fixed_power(clean, n, 0.05, reps * 2, 5);
+    let p_dirty = fixed_power(
+        Scenario {
+            noise: Noise::Outliers { sigma: 0.05 },
+            ..clean
+        },
+        n,
+        0.05,
+        reps * 2,
+        5,
+    );
+    rows.push(Row {
+        study: format!(
+            "power lost to 1% outliers at +22σ ({n} blocks, {p_clean:.3} → {p_dirty:.3})"
+        ),
+        measured: p_clean - p_dirty,
+        target: "≤ 0.10".into(),
+        pass: p_clean - p_dirty <= 0.10,
+    });
+    rows
+}
