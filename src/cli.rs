@@ -24,11 +24,20 @@ pub enum Command {
     Status(StatusArgs),
     /// Memory microbenchmarks across page backings (4k, thp, hugetlb-2m, hugetlb-1g, mthp-*), each verified
     Bench(crate::commands::bench::BenchArgs),
+    /// Page sizes a running process really has, per mapping, and why memory is not huge
+    Inspect(crate::commands::inspect::InspectArgs),
+    /// Processes by resident memory or huge-page coverage
+    Top(crate::commands::inspect::TopArgs),
+    /// Promote a running process's anonymous memory to huge pages (MADV_COLLAPSE) and report before/after
+    Collapse(crate::commands::inspect::CollapseArgs),
     /// Undo system settings left changed by an interrupted hugelab run
     Restore(RestoreArgs),
     /// Hold settings changed until killed (for testing the restore path)
     #[command(hide = true)]
     Hold(HoldArgs),
+    /// Map memory with a known backing and wait (test helper)
+    #[command(hide = true)]
+    HoldMemory(crate::commands::inspect::HoldMemoryArgs),
 }
 
 #[derive(Debug, Args)]

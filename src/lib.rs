@@ -13,5 +13,6 @@ pub mod control;
 pub mod error;
 pub mod probe;
 pub mod render;
+pub mod sys;
 pub mod units;
 pub mod workload;

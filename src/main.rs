@@ -14,6 +14,10 @@ fn main() {
         Command::Status(a) => commands::status::run(a),
         Command::Bench(a) => commands::bench::run(a),
 
+        Command::Inspect(a) => commands::inspect::run(a),
+        Command::Top(a) => commands::inspect::top(a),
+        Command::Collapse(a) => commands::inspect::collapse(a),
+        Command::HoldMemory(a) => commands::inspect::hold_memory(a),
         Command::Restore(a) => commands::restore::run(a),
         Command::Hold(a) => commands::restore::hold(a),
     };

@@ -14,6 +14,7 @@ pub mod bench;
 pub mod coverage;
 pub mod diagnostics;
 pub mod findings;
+pub mod inspect;
 pub mod sequential;
 pub mod simulate;
 pub mod stats;

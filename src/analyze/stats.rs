@@ -609,7 +609,10 @@ mod tests {
         assert_eq!(s.mad, 1.0);
         assert_eq!(s.outliers, 1); // 100 is (97 / 1.4826) ≈ 65 robust-z away
         assert!(s.skewness > 1.0);
-        assert!(s.sd_mad_ratio.unwrap() > 10.0, "one outlier inflates SD, not MAD");
+        assert!(
+            s.sd_mad_ratio.unwrap() > 10.0,
+            "one outlier inflates SD, not MAD"
+        );
         assert!(s.p99_interval.is_none(), "5 values cannot bound p99");
         assert_eq!(s.histogram.as_ref().unwrap().counts.iter().sum::<u64>(), 5);
         assert!(summarize(&[1.0, f64::NAN]).is_none());

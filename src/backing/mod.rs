@@ -146,6 +146,10 @@ impl Region {
     /// faulted in. hugetlb pages are reserved at mmap time (no MAP_NORESERVE), so a short pool
     /// fails here with ENOMEM instead of raising SIGBUS later.
     pub fn map(size: u64, backing: Backing) -> std::io::Result<Region> {
+        Region::map_inner(size, backing, true)
+    }
+
+    fn map_inner(size: u64, backing: Backing, advise: bool) -> std::io::Result<Region> {
         let page = backing.page_size().max(4096) as usize;
         let len = (size.max(1) as usize).next_multiple_of(page);
         let ptr = match backing {
@@ -228,10 +232,61 @@ impl Region {
             Backing::Thp => Some(libc::MADV_HUGEPAGE),
             Backing::Hugetlb { .. } | Backing::Mthp { .. } => None,
         };
-        if let Some(a) = advice {
+        if let Some(a) = advice.filter(|_| advise) {
             region.madvise(a, "madvise")?;
         }
         Ok(region)
+    }
+
+    /// A 2 MiB-aligned anonymous region with no madvise at all (what a plain `malloc` of a
+    /// large block gets), or with `unaligned` starting 4 KiB past a 2 MiB boundary. For helper
+    /// processes that show how the system-wide THP mode treats ordinary memory.
+    pub fn map_plain(size: u64, unaligned: bool) -> std::io::Result<Region> {
+        let shift = if unaligned { 4096 } else { 0 };
+        let r = Region::map_inner(size + shift, Backing::Base, false)?;
+        if shift == 0 {
+            return Ok(r);
+        }
+        let me = std::mem::ManuallyDrop::new(r);
+        // SAFETY: unmapping the first page of our own mapping; the rest stays owned below.
+        unsafe { libc::munmap(me.ptr as *mut libc::c_void, shift as usize) };
+        Ok(Region {
+            // SAFETY: still inside the original mapping.
+            ptr: unsafe { me.ptr.add(shift as usize) },
+            mapped: me.mapped - shift as usize,
+            working: (size as usize).min(me.mapped - shift as usize),
+            backing: Backing::Base,
+        })
+    }
+
+    /// A huge, mostly untouched anonymous region (MAP_NORESERVE, 4 KiB pages): `touch` writes one
+    /// byte every `stride` bytes. For showing that inspection costs what is resident, not the
+    /// virtual size.
+    pub fn map_sparse(size: u64, stride: u64) -> std::io::Result<Region> {
+        let len = size.next_multiple_of(4096) as usize;
+        // SAFETY: a fresh anonymous mapping at an address of the kernel's choosing.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(last_os_error("mmap MAP_NORESERVE", len));
+        }
+        let mut r = Region {
+            ptr: p as *mut u8,
+            mapped: len,
+            working: len,
+            backing: Backing::Base,
+        };
+        r.madvise(libc::MADV_NOHUGEPAGE, "madvise")?;
+        crate::workload::kernels::first_touch(r.as_mut_slice(), stride.max(4096) as usize);
+        Ok(r)
     }
 
     fn madvise(&self, advice: libc::c_int, what: &str) -> std::io::Result<()> {

@@ -53,60 +53,179 @@ pub fn from_smaps(
     Ok(e)
 }
 
-/// Folio sizes of `[start, start + len)` of this process, from pagemap PFNs and kpageflags.
-/// `Ok(None)` with a reason when PFNs are hidden (not CAP_SYS_ADMIN) or kpageflags is unreadable.
-pub fn folio_histogram(
-    start: u64,
-    len: u64,
-) -> std::io::Result<Result<BTreeMap<u64, u64>, String>> {
-    let pages = len.div_ceil(PAGE) as usize;
-    let pagemap = File::open("/proc/self/pagemap")?;
-    let mut raw = vec![0u8; pages * 8];
-    pagemap.read_exact_at(&mut raw, start / PAGE * 8)?;
-    let entries: Vec<u64> = raw
-        .chunks_exact(8)
-        .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
-        .collect();
-    let pfn = |e: u64| (e & PM_PRESENT != 0).then_some(e & PM_PFN_MASK);
-    if entries.iter().any(|&e| e & PM_PRESENT != 0)
-        && entries.iter().all(|&e| pfn(e).unwrap_or(0) == 0)
-    {
-        return Ok(Err(
-            "page frame numbers are hidden without CAP_SYS_ADMIN: run as root to see folio sizes"
-                .into(),
-        ));
+/// A process's pagemap, with /proc/kpageflags where readable: folio sizes per address range.
+pub struct PageMap {
+    pagemap: File,
+    kpageflags: Result<File, String>,
+    /// PAGEMAP_SCAN works here (Linux 6.7+): only present ranges are read.
+    scan: bool,
+    /// Threads for large scans (kpageflags is computed page by page in the kernel).
+    pub workers: usize,
+}
+
+impl PageMap {
+    /// `None` for this process.
+    pub fn open(pid: Option<u32>) -> std::io::Result<PageMap> {
+        let path = pid.map_or("/proc/self/pagemap".to_string(), |p| {
+            format!("/proc/{p}/pagemap")
+        });
+        let pagemap =
+            File::open(&path).map_err(|e| std::io::Error::new(e.kind(), format!("{path}: {e}")))?;
+        let kpageflags = File::open("/proc/kpageflags").map_err(|e| {
+            format!("/proc/kpageflags is unreadable ({e}): run as root to see folio sizes")
+        });
+        Ok(PageMap {
+            pagemap,
+            kpageflags,
+            scan: true,
+            workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        })
     }
-    let kpageflags = match File::open("/proc/kpageflags") {
-        Ok(f) => f,
-        Err(e) => {
-            return Ok(Err(format!(
-                "/proc/kpageflags is unreadable ({e}): run as root to see folio sizes"
-            )));
+
+    fn present(&mut self, start: u64, end: u64) -> Vec<(u64, u64)> {
+        if self.scan {
+            match crate::sys::present_ranges(&self.pagemap, start, end) {
+                Ok(r) => return r,
+                Err(_) => self.scan = false,
+            }
         }
-    };
-    // Read flags per run of physically contiguous pages: one pread for a whole huge page.
-    let mut flags = vec![0u64; pages];
-    let mut i = 0;
-    while i < pages {
-        let Some(p0) = pfn(entries[i]) else {
-            i += 1;
-            continue;
+        vec![(start, end)]
+    }
+
+    /// Folio size (bytes) → bytes of `[start, end)` in folios of that size, over present pages.
+    /// `Ok(Err(reason))` when folio sizes cannot be read here (not root).
+    pub fn folios(
+        &mut self,
+        start: u64,
+        end: u64,
+    ) -> std::io::Result<Result<BTreeMap<u64, u64>, String>> {
+        if let Err(why) = &self.kpageflags {
+            return Ok(Err(why.clone()));
+        }
+        let ranges = self.present(start, end);
+        let Ok(kpf) = &self.kpageflags else {
+            unreachable!("checked above")
         };
-        let mut j = i + 1;
-        while j < pages && pfn(entries[j]) == Some(p0 + (j - i) as u64) {
-            j += 1;
+        let mut total = BTreeMap::new();
+        // Bounded memory: at most CHUNK pages at a time, cut at CHUNK-aligned addresses so no
+        // folio up to 2 MiB straddles a cut.
+        const CHUNK: u64 = 65536;
+        let mut chunks = Vec::new();
+        for (a, b) in ranges {
+            let mut at = a;
+            while at < b {
+                let cut = ((at / PAGE / CHUNK + 1) * CHUNK * PAGE).min(b);
+                chunks.push((at, cut));
+                at = cut;
+            }
         }
-        let mut buf = vec![0u8; (j - i) * 8];
-        kpageflags.read_exact_at(&mut buf, p0 * 8)?;
-        for (k, c) in buf.chunks_exact(8).enumerate() {
-            flags[i + k] = u64::from_ne_bytes(c.try_into().unwrap());
+        // The kernel computes kpageflags page by page: spread large scans over the CPUs.
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(chunks.len())
+            .max(1);
+        let this = &*self;
+        let results: Vec<std::io::Result<Result<BTreeMap<u64, u64>, String>>> =
+            std::thread::scope(|s| {
+                let handles: Vec<_> = (0..workers)
+                    .map(|w| {
+                        let mine: Vec<(u64, u64)> =
+                            chunks.iter().copied().skip(w).step_by(workers).collect();
+                        s.spawn(move || {
+                            let mut part = BTreeMap::new();
+                            for (a, b) in mine {
+                                if let Err(why) = this.chunk(kpf, a, b, &mut part)? {
+                                    return Ok(Err(why));
+                                }
+                            }
+                            Ok(Ok(part))
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("pagemap worker panicked"))
+                    .collect()
+            });
+        for r in results {
+            match r? {
+                Ok(part) => {
+                    for (k, v) in part {
+                        *total.entry(k).or_insert(0) += v;
+                    }
+                }
+                Err(why) => return Ok(Err(why)),
+            }
         }
-        i = j;
+        Ok(Ok(total))
     }
-    Ok(Ok(histogram(
-        &entries.iter().map(|&e| pfn(e)).collect::<Vec<_>>(),
-        &flags,
-    )))
+}
+
+impl PageMap {
+    fn chunk(
+        &self,
+        kpf: &File,
+        a: u64,
+        b: u64,
+        total: &mut BTreeMap<u64, u64>,
+    ) -> std::io::Result<Result<(), String>> {
+        let pages = ((b - a) / PAGE) as usize;
+        let mut raw = vec![0u8; pages * 8];
+        self.pagemap.read_exact_at(&mut raw, a / PAGE * 8)?;
+        let pfns: Vec<Option<u64>> = raw
+            .chunks_exact(8)
+            .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
+            .map(|e| (e & PM_PRESENT != 0).then_some(e & PM_PFN_MASK))
+            .collect();
+        if pfns.iter().any(|p| p.is_some()) && pfns.iter().all(|p| p.unwrap_or(0) == 0) {
+            return Ok(Err("page frame numbers are hidden without CAP_SYS_ADMIN: run as root to see folio sizes".into()));
+        }
+        // Runs of physically contiguous pages, then one pread per group of runs that lie
+        // close together in physical memory (a whole huge page, or neighbouring small folios).
+        let mut runs: Vec<(usize, usize, u64)> = Vec::new();
+        let mut i = 0;
+        while i < pages {
+            let Some(p0) = pfns[i] else {
+                i += 1;
+                continue;
+            };
+            let mut j = i + 1;
+            while j < pages && pfns[j] == Some(p0 + (j - i) as u64) {
+                j += 1;
+            }
+            runs.push((i, j, p0));
+            i = j;
+        }
+        let mut flags = vec![0u64; pages];
+        let mut g = 0;
+        while g < runs.len() {
+            let (first_pfn, mut end_pfn) = (runs[g].2, runs[g].2 + (runs[g].1 - runs[g].0) as u64);
+            let mut h = g + 1;
+            while h < runs.len()
+                && runs[h].2 >= end_pfn
+                && runs[h].2 - end_pfn <= 64
+                && runs[h].2 + ((runs[h].1 - runs[h].0) as u64) - first_pfn <= 1 << 16
+            {
+                end_pfn = runs[h].2 + (runs[h].1 - runs[h].0) as u64;
+                h += 1;
+            }
+            let mut buf = vec![0u8; ((end_pfn - first_pfn) * 8) as usize];
+            kpf.read_exact_at(&mut buf, first_pfn * 8)?;
+            for &(ri, rj, p0) in &runs[g..h] {
+                let off = ((p0 - first_pfn) * 8) as usize;
+                for (k, c) in buf[off..off + (rj - ri) * 8].chunks_exact(8).enumerate() {
+                    flags[ri + k] = u64::from_ne_bytes(c.try_into().unwrap());
+                }
+            }
+            g = h;
+        }
+        for (size, bytes) in histogram(&pfns, &flags) {
+            if size > 0 {
+                *total.entry(size).or_insert(0) += bytes;
+            }
+        }
+        Ok(Ok(()))
+    }
 }
 
 /// Pure folio grouping: a compound head plus the physically contiguous tails after it form one
@@ -152,7 +271,7 @@ pub fn region_evidence(start: u64, len: u64) -> std::io::Result<RegionEvidence> 
     let smaps = std::fs::read_to_string("/proc/self/smaps")?;
     let mut e = from_smaps(&smaps, start, len)
         .map_err(|err| std::io::Error::other(format!("/proc/self/smaps: {err}")))?;
-    match folio_histogram(start, len)? {
+    match PageMap::open(None)?.folios(start, start + len)? {
         Ok(h) => e.folios = Some(h),
         Err(note) => e.folio_note = Some(note),
     }

@@ -1,6 +1,7 @@
 //! Stage 8, render: terminal tables and JSON from the records the other stages return.
 
 pub mod bench;
+pub mod inspect;
 pub mod status;
 
 use comfy_table::{ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};

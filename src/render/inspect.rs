@@ -1,0 +1,183 @@
+//! `inspect`, `top` and `collapse` for people.
+
+use super::table;
+use crate::commands::inspect::{CollapseResult, InspectResult, TopRow};
+use crate::units::Bytes;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or("-".into(), |c| format!("{:.1}%", c * 100.0))
+}
+
+fn folio_line(h: &BTreeMap<u64, u64>) -> String {
+    let total: u64 = h.values().sum();
+    h.iter()
+        .map(|(s, b)| {
+            format!(
+                "{} {} ({:.1}%)",
+                Bytes(*s),
+                Bytes(*b),
+                *b as f64 * 100.0 / total.max(1) as f64
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub fn render(r: &InspectResult, maps: bool) -> String {
+    let mut o = String::new();
+    for p in &r.processes {
+        let thp = match p.thp_enabled {
+            Some(false) => " — THP disabled for this process (PR_SET_THP_DISABLE)",
+            _ => "",
+        };
+        let _ = writeln!(o, "pid {} ({}){thp}", p.pid, p.name);
+        let _ = writeln!(
+            o,
+            "  resident {} (hugetlb counted once), on huge pages {} = {} coverage",
+            Bytes(p.resident),
+            Bytes(p.huge_bytes),
+            pct(p.coverage)
+        );
+        match &p.folios {
+            Some(h) if !h.is_empty() => {
+                let _ = writeln!(o, "  folio sizes: {}", folio_line(h));
+            }
+            _ => {}
+        }
+        let _ = writeln!(
+            o,
+            "  TLB reach: {} translations now; {} if all 4 KiB; {} if all 2 MiB",
+            p.tlb.now, p.tlb.all_4k, p.tlb.all_2m
+        );
+        if !p.mappings.is_empty() {
+            let mut t = table(&[
+                "range",
+                "perm",
+                "kind",
+                "size",
+                "resident",
+                "huge",
+                "coverage",
+                "page",
+                "flags",
+                "why not huge",
+            ]);
+            for m in &p.mappings {
+                let flags: Vec<&str> = m
+                    .vm_flags
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|f| matches!(*f, "hg" | "nh" | "ht"))
+                    .collect();
+                let huge = match &m.folios {
+                    Some(h) if h.keys().any(|s| *s > 4096 && *s < (2 << 20)) => {
+                        format!("{} ({})", Bytes(m.huge_bytes), folio_line(h))
+                    }
+                    _ => Bytes(m.huge_bytes).to_string(),
+                };
+                t.add_row(vec![
+                    format!("{:x}-{:x}", m.start, m.end),
+                    m.perms.clone(),
+                    if m.path.is_empty() {
+                        m.kind.name().to_string()
+                    } else {
+                        format!("{} {}", m.kind.name(), m.path)
+                    },
+                    Bytes(m.size).to_string(),
+                    Bytes(m.resident).to_string(),
+                    huge,
+                    pct(m.coverage),
+                    Bytes(m.kernel_page_size).to_string(),
+                    flags.join(" "),
+                    m.why_not_huge.join("; "),
+                ]);
+            }
+            let what = if maps {
+                "mappings"
+            } else {
+                "mappings with ≥ 1 MiB resident not on huge pages (all: --maps)"
+            };
+            let _ = writeln!(o, "  {what}\n{t}");
+        }
+        for n in &p.notes {
+            let _ = writeln!(o, "  note: {n}");
+        }
+        let _ = writeln!(o, "  ({:.0} ms)", p.elapsed_ms);
+    }
+    for e in &r.errors {
+        let _ = writeln!(o, "error: {e}");
+    }
+    o
+}
+
+pub fn render_top(rows: &[TopRow], unreadable: usize, full: bool) -> String {
+    let mut t = table(&[
+        "pid",
+        "name",
+        "resident",
+        "AnonHugePages",
+        "hugetlb",
+        "huge",
+        "coverage",
+        "THP",
+    ]);
+    for r in rows {
+        t.add_row(vec![
+            r.pid.to_string(),
+            r.name.clone(),
+            Bytes(r.resident).to_string(),
+            Bytes(r.anon_huge_pages).to_string(),
+            Bytes(r.hugetlb).to_string(),
+            Bytes(r.huge_bytes).to_string(),
+            pct(r.coverage),
+            match r.thp_enabled {
+                Some(false) => "disabled".into(),
+                Some(true) => "on".into(),
+                None => "-".into(),
+            },
+        ]);
+    }
+    let mut o = format!("{t}\n");
+    if !full {
+        o.push_str("from smaps_rollup (cheap; mTHP folios not visible: use --full as root)\n");
+    }
+    if unreadable > 0 {
+        let _ = writeln!(o, "{unreadable} processes not readable without root");
+    }
+    o
+}
+
+pub fn render_collapse(r: &CollapseResult) -> String {
+    let mut t = table(&[
+        "range",
+        "kind",
+        "requested",
+        "resident",
+        "huge before",
+        "huge after",
+        "time",
+        "result",
+    ]);
+    for x in &r.rows {
+        t.add_row(vec![
+            format!("{:x}-{:x}", x.start, x.end),
+            x.kind.name().to_string(),
+            Bytes(x.requested).to_string(),
+            Bytes(x.resident).to_string(),
+            Bytes(x.huge_before).to_string(),
+            Bytes(x.huge_after).to_string(),
+            format!("{:.1} ms", x.elapsed_ms),
+            x.error.clone().unwrap_or_else(|| "collapsed".into()),
+        ]);
+    }
+    format!(
+        "pid {} ({}): MADV_COLLAPSE through process_madvise\n{t}\ncoverage of the requested ranges: {} → {} ({:.0} ms)\n",
+        r.pid,
+        r.name,
+        pct(r.coverage_before),
+        pct(r.coverage_after),
+        r.elapsed_ms
+    )
+}

@@ -1,1 +1,0 @@
-//! Stage placeholder, filled by later work.

@@ -1,0 +1,226 @@
+//! `inspect`, `collapse` and `top` against helper processes with known memory.
+
+mod common;
+
+use assert_cmd::Command;
+use hugelab::control::{Guard, Knob};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+
+struct Helper {
+    child: Child,
+    start: u64,
+}
+
+impl Drop for Helper {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn helper(args: &[&str]) -> Helper {
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("hugelab"))
+        .arg("hold-memory")
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let line = BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .next()
+        .expect("helper output")
+        .unwrap();
+    let start =
+        u64::from_str_radix(line.split_whitespace().nth(1).expect("ready START END"), 16).unwrap();
+    Helper { child, start }
+}
+
+fn inspect(pid: u32) -> serde_json::Value {
+    let out = Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(["inspect", "--maps", "--all", "--json"])
+        .arg(pid.to_string())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["processes"][0].clone()
+}
+
+fn mapping(p: &serde_json::Value, start: u64) -> serde_json::Value {
+    p["mappings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["start"].as_u64().unwrap() <= start && start < m["end"].as_u64().unwrap())
+        .cloned()
+        .unwrap_or_else(|| panic!("no mapping at {start:x}"))
+}
+
+fn reasons(m: &serde_json::Value) -> String {
+    m["why_not_huge"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[test]
+fn coverage_and_reasons_per_backing() {
+    let _lock = common::knob_lock(); // helpers fault under the machine's own THP knobs
+    let thp = helper(&["--backing", "thp", "--size", "64M"]);
+    let plain = helper(&["--backing", "plain", "--size", "64M"]);
+    let nh = helper(&["--backing", "4k", "--size", "64M"]);
+    let disabled = helper(&["--backing", "thp", "--size", "64M", "--thp-disable"]);
+    let small = helper(&["--backing", "plain", "--size", "1M", "--unaligned"]);
+
+    let m = mapping(&inspect(thp.child.id()), thp.start);
+    assert!(m["coverage"].as_f64().unwrap() > 0.95, "{m}");
+    assert_eq!(m["anon_huge_pages"].as_u64().unwrap(), 64 << 20);
+    assert!(reasons(&m).is_empty());
+    assert_eq!(m["tlb"]["now"].as_u64().unwrap(), 32);
+
+    let m = mapping(&inspect(plain.child.id()), plain.start);
+    assert_eq!(m["coverage"].as_f64().unwrap(), 0.0);
+    assert!(reasons(&m).contains("no MADV_HUGEPAGE"), "{}", reasons(&m));
+
+    let m = mapping(&inspect(nh.child.id()), nh.start);
+    assert!(reasons(&m).contains("MADV_NOHUGEPAGE"), "{}", reasons(&m));
+
+    let p = inspect(disabled.child.id());
+    assert_eq!(p["thp_enabled"], false);
+    assert!(reasons(&mapping(&p, disabled.start)).contains("PR_SET_THP_DISABLE"));
+
+    let m = mapping(&inspect(small.child.id()), small.start);
+    assert!(
+        reasons(&m).contains("smaller than 2 MiB"),
+        "{}",
+        reasons(&m)
+    );
+}
+
+#[test]
+fn hugetlb_and_mthp_are_seen() {
+    require_root!();
+    let _lock = common::knob_lock();
+    let mut g = Guard::system().unwrap();
+    g.set(
+        Knob::HugetlbPages {
+            size: 2 << 20,
+            node: None,
+        },
+        "8",
+    )
+    .unwrap();
+    let h2m = helper(&["--backing", "hugetlb-2m", "--size", "16M"]);
+    g.set(Knob::MthpEnabled { size: 65536 }, "always").unwrap();
+    let m64 = helper(&["--backing", "mthp-64k", "--size", "32M"]);
+    g.set(Knob::MthpEnabled { size: 65536 }, "never").unwrap();
+
+    let p = inspect(h2m.child.id());
+    let m = mapping(&p, h2m.start);
+    assert_eq!(m["kind"], "hugetlb");
+    assert_eq!(m["private_hugetlb"].as_u64().unwrap(), 16 << 20);
+    assert_eq!(m["coverage"].as_f64().unwrap(), 1.0);
+    assert_eq!(m["tlb"]["now"].as_u64().unwrap(), 8);
+    assert!(reasons(&m).is_empty());
+    // hugetlb is outside Rss; the process total counts it once.
+    assert!(p["resident"].as_u64().unwrap() >= 16 << 20);
+    assert!(p["folios"][(2u64 << 20).to_string()].as_u64().unwrap() >= 16 << 20);
+
+    let m = mapping(&inspect(m64.child.id()), m64.start);
+    let folios = &m["folios"];
+    assert!(
+        folios["65536"].as_u64().unwrap() >= 30 << 20,
+        "mTHP 64K folios from pagemap+kpageflags: {folios}"
+    );
+    assert_eq!(
+        m["anon_huge_pages"].as_u64().unwrap(),
+        0,
+        "mTHP shows in no smaps field"
+    );
+    assert!(m["coverage"].as_f64().unwrap() > 0.9);
+    drop((h2m, m64));
+    drop(g);
+}
+
+#[test]
+fn collapse_promotes_a_running_process() {
+    let _lock = common::knob_lock(); // helpers fault under the machine's own THP knobs
+    let plain = helper(&["--backing", "plain", "--size", "32M"]);
+    let pid = plain.child.id();
+    let range = format!("{:x}-{:x}", plain.start, plain.start + (32 << 20));
+    let out = Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(["collapse", "--json", "--range", &range])
+        .arg(pid.to_string())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["coverage_before"].as_f64().unwrap(), 0.0);
+    assert!(v["coverage_after"].as_f64().unwrap() > 0.9, "{v}");
+    let m = mapping(&inspect(pid), plain.start);
+    assert!(m["coverage"].as_f64().unwrap() > 0.9);
+
+    // Under MADV_NOHUGEPAGE the kernel refuses, and the error says why.
+    let nh = helper(&["--backing", "4k", "--size", "8M"]);
+    let out = Command::cargo_bin("hugelab")
+        .unwrap()
+        .args([
+            "collapse",
+            "--range",
+            &format!("{:x}-{:x}", nh.start, nh.start + (8 << 20)),
+        ])
+        .arg(nh.child.id().to_string())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("EINVAL") && text.contains("MADV_NOHUGEPAGE"),
+        "{text}"
+    );
+}
+
+#[test]
+fn top_lists_processes_and_bad_pids_are_clear() {
+    let _lock = common::knob_lock(); // helpers fault under the machine's own THP knobs
+    let thp = helper(&["--backing", "thp", "--size", "32M"]);
+    let out = Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(["top", "--json", "-n", "1000"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["pid"] == thp.child.id())
+        .expect("helper listed");
+    assert!(row["anon_huge_pages"].as_u64().unwrap() >= 32 << 20);
+    let out = Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(["inspect", "999999999"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("process 999999999 does not exist"));
+    let out = Command::cargo_bin("hugelab")
+        .unwrap()
+        .arg("inspect")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
