@@ -144,7 +144,10 @@ pub fn render_top(rows: &[TopRow], unreadable: usize, full: bool) -> String {
         o.push_str("from smaps_rollup (cheap; mTHP folios not visible: use --full as root)\n");
     }
     if unreadable > 0 {
-        let _ = writeln!(o, "{unreadable} processes not readable without root");
+        let _ = writeln!(
+            o,
+            "{unreadable} process(es) could not be read (exited meanwhile, or another user's without root)"
+        );
     }
     o
 }
