@@ -24,6 +24,14 @@ pub enum Command {
     Status(StatusArgs),
     /// Memory microbenchmarks across page backings (4k, thp, hugetlb-2m, hugetlb-1g, mthp-*), each verified
     Bench(crate::commands::bench::BenchArgs),
+    /// A/B/n experiment of any command under page configurations, with evidence and a verdict
+    Run(Box<crate::commands::run::RunArgs>),
+    /// Stored results: list, show (re-analyse), export (json, csv, md)
+    Results(crate::commands::results::ResultsArgs),
+    /// Import hyperfine --export-json results into the results database
+    Import(crate::commands::results::ImportArgs),
+    /// Compare two runs (stored ids or exported files), e.g. one benchmark on two machines
+    Compare(crate::commands::results::CompareArgs),
     /// Page sizes a running process really has, per mapping, and why memory is not huge
     Inspect(crate::commands::inspect::InspectArgs),
     /// Processes by resident memory or huge-page coverage

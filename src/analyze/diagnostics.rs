@@ -61,7 +61,10 @@ pub fn diagnose(values: &[f64]) -> Diagnostics {
     let mut warnings = Vec::new();
     let level = summarize(values).map(|s| s.mean).filter(|m| *m != 0.0);
     let drift = slope(values).zip(level).map(|(s, m)| s * 100.0 / m);
+    // Too few blocks make slopes and correlations noise: warn from 10 on.
+    let enough = values.len() >= 10;
     if let Some(d) = drift
+        && enough
         && d.abs() > 0.02
     {
         warnings.push(format!(
@@ -71,6 +74,7 @@ pub fn diagnose(values: &[f64]) -> Diagnostics {
     }
     let ac = lag1(values);
     if let Some(a) = ac
+        && enough
         && a > 0.3
     {
         warnings.push(format!("consecutive blocks are correlated (lag-1 autocorrelation {a:.2}): intervals may be too narrow; interleave longer or add --prepare steps"));

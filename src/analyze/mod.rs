@@ -13,6 +13,7 @@
 pub mod bench;
 pub mod coverage;
 pub mod diagnostics;
+pub mod experiment;
 pub mod findings;
 pub mod inspect;
 pub mod sequential;

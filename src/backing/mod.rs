@@ -6,6 +6,8 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
+pub mod arm;
+
 pub const TWO_MIB: u64 = 2 << 20;
 pub const ONE_GIB: u64 = 1 << 30;
 /// Kernel ABI values, spelled out so older libc crates and headers do not matter.

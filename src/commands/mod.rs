@@ -4,6 +4,8 @@
 pub mod bench;
 pub mod inspect;
 pub mod restore;
+pub mod results;
+pub mod run;
 pub mod status;
 
 /// Bad arguments discovered after parsing (exit code 2).

@@ -150,6 +150,36 @@ pub fn restore_changes(settings: &dyn Settings, changes: &[journal::Change]) -> 
         .collect()
 }
 
+static DEFER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static SEEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Let the command handle the first SIGINT/SIGTERM/SIGHUP itself (stop, analyse, then drop the
+/// guard); a second signal still restores and exits immediately.
+pub fn defer_first_signal() {
+    DEFER.store(true, std::sync::atomic::Ordering::SeqCst);
+    install_signal_handler();
+}
+
+/// Actions on the kernel that are not settings (nothing to restore): both need root.
+pub fn drop_caches() -> Result<(), ControlError> {
+    write_action("/proc/sys/vm/drop_caches", "3")
+}
+
+pub fn compact_memory() -> Result<(), ControlError> {
+    write_action("/proc/sys/vm/compact_memory", "1")
+}
+
+fn write_action(path: &str, value: &str) -> Result<(), ControlError> {
+    // SAFETY: sync has no preconditions.
+    unsafe { libc::sync() };
+    std::fs::write(path, value).map_err(|source| ControlError::Write {
+        path: PathBuf::from(path),
+        value: value.into(),
+        source,
+        hint: " (needs root)",
+    })
+}
+
 /// Journals of guards alive in this process, for the signal handler.
 static ACTIVE: Mutex<Vec<(Root, PathBuf)>> = Mutex::new(Vec::new());
 
@@ -166,7 +196,14 @@ fn install_signal_handler() {
             return;
         };
         std::thread::spawn(move || {
-            if let Some(sig) = signals.forever().next() {
+            for sig in signals.forever() {
+                // A command that stops gracefully (run) handles the first signal itself; its
+                // guard restores on drop. A second signal restores and exits at once.
+                if DEFER.load(std::sync::atomic::Ordering::SeqCst)
+                    && !SEEN.swap(true, std::sync::atomic::Ordering::SeqCst)
+                {
+                    continue;
+                }
                 let active = lock_active();
                 for (root, path) in active.iter() {
                     if let Ok(Some(j)) = Journal::load(path) {

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod inspect;
+pub mod run;
 pub mod status;
 
 use comfy_table::{ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};

@@ -1,5 +1,6 @@
 //! Stage 4, workload: the built-in memory kernels and what each one measures.
 
+pub mod child;
 pub mod kernels;
 
 use crate::backing::Region;

@@ -1,0 +1,291 @@
+//! Arms for `run`: named page configurations (shared DESIGN.md, "Arms"). System-wide keys
+//! become allowlisted knob settings applied through the guard between trials; per-process keys
+//! configure only the child (prctl before exec, GLIBC_TUNABLES, JAVA_TOOL_OPTIONS, a delayed
+//! MADV_COLLAPSE, extra environment).
+
+use crate::control::Knob;
+use crate::units::{Bytes, parse_duration};
+use std::time::Duration;
+
+pub const ARM_KEYS: &str = "thp, defrag, mthp.<size>, hugetlb.<size>, process.thp, malloc, jvm, jvm.pretouch, jvm.pagesize, collapse, env.<NAME>";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Malloc {
+    Thp,
+    Hugetlb,
+    #[serde(rename = "hugetlb-1G")]
+    Hugetlb1G,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Jvm {
+    Off,
+    Thp,
+    Hugetlbfs,
+}
+
+/// What an arm does to the child process only.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ProcessConfig {
+    /// PR_SET_THP_DISABLE before exec (inherited).
+    pub thp_disable: bool,
+    pub malloc: Option<Malloc>,
+    pub jvm: Option<Jvm>,
+    pub jvm_pretouch: Option<bool>,
+    pub jvm_pagesize: Option<u64>,
+    /// MADV_COLLAPSE the child's anonymous memory this long after start.
+    pub collapse_after: Option<Duration>,
+    pub env: Vec<(String, String)>,
+}
+
+impl ProcessConfig {
+    /// Environment variables this configuration adds (GLIBC_TUNABLES, JAVA_TOOL_OPTIONS, env.*).
+    pub fn environment(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        if let Some(m) = self.malloc {
+            let v = match m {
+                Malloc::Thp => "1",
+                Malloc::Hugetlb => "2",
+                Malloc::Hugetlb1G => "2:glibc.malloc.hugetlb_size=1073741824",
+            };
+            out.push(("GLIBC_TUNABLES".into(), format!("glibc.malloc.hugetlb={v}")));
+        }
+        let mut java = Vec::new();
+        match self.jvm {
+            Some(Jvm::Off) => java
+                .extend(["-XX:-UseTransparentHugePages", "-XX:-UseLargePages"].map(String::from)),
+            Some(Jvm::Thp) => java.extend(["-XX:+UseTransparentHugePages"].map(String::from)),
+            Some(Jvm::Hugetlbfs) => java
+                .extend(["-XX:+UseLargePages", "-XX:-UseTransparentHugePages"].map(String::from)),
+            None => {}
+        }
+        match self.jvm_pretouch {
+            Some(true) => java.push("-XX:+AlwaysPreTouch".into()),
+            Some(false) => java.push("-XX:-AlwaysPreTouch".into()),
+            None => {}
+        }
+        if let Some(p) = self.jvm_pagesize {
+            java.push(format!(
+                "-XX:LargePageSizeInBytes={}",
+                Bytes(p).to_string().to_lowercase()
+            ));
+        }
+        if !java.is_empty() {
+            out.push(("JAVA_TOOL_OPTIONS".into(), java.join(" ")));
+        }
+        out.extend(self.env.iter().cloned());
+        out
+    }
+}
+
+/// One arm: a name, system-wide settings and per-process configuration.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Arm {
+    pub name: String,
+    pub spec: String,
+    pub system: Vec<(Knob, String)>,
+    pub process: ProcessConfig,
+}
+
+impl Arm {
+    /// Whether the arm asks for huge pages, so evidence of none means it did not take effect.
+    pub fn expects_huge(&self) -> bool {
+        let p = &self.process;
+        p.malloc.is_some()
+            || matches!(p.jvm, Some(Jvm::Thp) | Some(Jvm::Hugetlbfs))
+            || p.collapse_after.is_some()
+            || self
+                .system
+                .iter()
+                .any(|(k, v)| matches!(k, Knob::ThpEnabled) && v == "always")
+    }
+    pub fn needs_root(&self) -> bool {
+        !self.system.is_empty()
+    }
+}
+
+fn one_of<'a>(key: &str, v: &str, choices: &[&'a str]) -> Result<&'a str, String> {
+    choices.iter().find(|c| **c == v).copied().ok_or_else(|| {
+        format!(
+            "arm key {key}: invalid value {v:?}; valid: {}",
+            choices.join(", ")
+        )
+    })
+}
+
+/// Parse `NAME=SPEC` where SPEC is comma-separated `key=value` items (an empty SPEC is the
+/// machine as it is).
+pub fn parse_arm(s: &str) -> Result<Arm, String> {
+    let (name, spec) = s.split_once('=').ok_or_else(|| {
+        format!("arm {s:?}: expected NAME=SPEC, e.g. thp=thp=always or off=process.thp=off")
+    })?;
+    let name = name.trim();
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        return Err(format!(
+            "arm name {name:?}: use letters, digits, '-', '_' or '.'"
+        ));
+    }
+    let mut arm = Arm {
+        name: name.into(),
+        spec: spec.into(),
+        system: Vec::new(),
+        process: ProcessConfig::default(),
+    };
+    for item in spec.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (k, v) = item.split_once('=').ok_or_else(|| {
+            format!("arm {name}: item {item:?} is not key=value; keys: {ARM_KEYS}")
+        })?;
+        let p = &mut arm.process;
+        match k {
+            "thp" => arm.system.push((
+                Knob::ThpEnabled,
+                one_of(k, v, &["always", "madvise", "never"])?.into(),
+            )),
+            "defrag" => arm.system.push((
+                Knob::ThpDefrag,
+                one_of(
+                    k,
+                    v,
+                    &["always", "defer", "defer+madvise", "madvise", "never"],
+                )?
+                .into(),
+            )),
+            "process.thp" => {
+                one_of(k, v, &["off"])?;
+                p.thp_disable = true;
+            }
+            "malloc" => {
+                p.malloc = Some(match one_of(k, v, &["thp", "hugetlb", "hugetlb-1G"])? {
+                    "thp" => Malloc::Thp,
+                    "hugetlb" => Malloc::Hugetlb,
+                    _ => Malloc::Hugetlb1G,
+                })
+            }
+            "jvm" => {
+                p.jvm = Some(match one_of(k, v, &["off", "thp", "hugetlbfs"])? {
+                    "off" => Jvm::Off,
+                    "thp" => Jvm::Thp,
+                    _ => Jvm::Hugetlbfs,
+                })
+            }
+            "jvm.pretouch" => p.jvm_pretouch = Some(one_of(k, v, &["on", "off"])? == "on"),
+            "jvm.pagesize" => {
+                p.jvm_pagesize = Some(if one_of(k, v, &["2M", "1G"])? == "2M" {
+                    2 << 20
+                } else {
+                    1 << 30
+                })
+            }
+            "collapse" => {
+                let d = v.strip_prefix("after:").ok_or_else(|| {
+                    format!(
+                        "arm key collapse: use after:<duration>, e.g. collapse=after:2s (got {v:?})"
+                    )
+                })?;
+                p.collapse_after = Some(parse_duration(d)?);
+            }
+            _ if k.starts_with("env.") && k.len() > 4 => {
+                p.env.push((k[4..].to_string(), v.to_string()))
+            }
+            _ if k.starts_with("mthp.") => {
+                let size = k[5..].parse::<Bytes>().map_err(|e| e.to_string())?.0;
+                arm.system.push((
+                    Knob::MthpEnabled { size },
+                    one_of(k, v, &["always", "inherit", "madvise", "never"])?.into(),
+                ));
+            }
+            _ if k.starts_with("hugetlb.") => {
+                let size = k[8..].parse::<Bytes>().map_err(|e| e.to_string())?.0;
+                let n: u64 = v
+                    .parse()
+                    .map_err(|_| format!("arm key {k}: {v:?} is not a page count"))?;
+                arm.system
+                    .push((Knob::HugetlbPages { size, node: None }, n.to_string()));
+            }
+            _ => {
+                return Err(format!(
+                    "arm {name}: unknown key {k:?}; valid keys: {ARM_KEYS}"
+                ));
+            }
+        }
+    }
+    Ok(arm)
+}
+
+pub const PRESETS: &str = "thp, malloc, jvm";
+
+/// `--preset`: thp (never / madvise / always), malloc (process.thp=off / malloc=thp /
+/// malloc=hugetlb), jvm (jvm=off / jvm=thp / jvm=hugetlbfs).
+pub fn preset(name: &str) -> Result<Vec<Arm>, String> {
+    let specs: &[&str] = match name {
+        "thp" => &[
+            "never=thp=never",
+            "madvise=thp=madvise",
+            "always=thp=always",
+        ],
+        "malloc" => &[
+            "off=process.thp=off",
+            "thp=malloc=thp",
+            "hugetlb=malloc=hugetlb",
+        ],
+        "jvm" => &["off=jvm=off", "thp=jvm=thp", "hugetlbfs=jvm=hugetlbfs"],
+        _ => return Err(format!("unknown preset {name:?}; valid presets: {PRESETS}")),
+    };
+    specs.iter().map(|s| parse_arm(s)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_key() {
+        let a = parse_arm("x=thp=always,defrag=defer+madvise,mthp.64K=always,hugetlb.2M=512,process.thp=off,malloc=hugetlb,jvm=hugetlbfs,jvm.pretouch=on,jvm.pagesize=1G,collapse=after:2s,env.FOO=bar").unwrap();
+        assert_eq!(a.system.len(), 4);
+        assert!(a.process.thp_disable && a.process.collapse_after == Some(Duration::from_secs(2)));
+        let env = a.process.environment();
+        assert!(env.contains(&("GLIBC_TUNABLES".into(), "glibc.malloc.hugetlb=2".into())));
+        assert!(env.contains(&("JAVA_TOOL_OPTIONS".into(), "-XX:+UseLargePages -XX:-UseTransparentHugePages -XX:+AlwaysPreTouch -XX:LargePageSizeInBytes=1g".into())));
+        assert!(env.contains(&("FOO".into(), "bar".into())));
+        assert!(a.needs_root() && a.expects_huge());
+        let base = parse_arm("base=").unwrap();
+        assert!(!base.needs_root() && !base.expects_huge());
+    }
+
+    #[test]
+    fn errors_list_valid_values() {
+        assert!(
+            parse_arm("x=thp=sometimes")
+                .unwrap_err()
+                .contains("valid: always, madvise, never")
+        );
+        assert!(
+            parse_arm("x=swap=on")
+                .unwrap_err()
+                .contains("valid keys: thp, defrag")
+        );
+        assert!(parse_arm("noequals").unwrap_err().contains("NAME=SPEC"));
+        assert!(parse_arm("x=collapse=2s").unwrap_err().contains("after:"));
+        assert!(preset("db").unwrap_err().contains("thp, malloc, jvm"));
+    }
+
+    #[test]
+    fn presets_expand() {
+        let names: Vec<String> = preset("malloc")
+            .unwrap()
+            .into_iter()
+            .map(|a| a.name)
+            .collect();
+        assert_eq!(names, vec!["off", "thp", "hugetlb"]);
+        assert_eq!(
+            preset("thp").unwrap()[2].system,
+            vec![(Knob::ThpEnabled, "always".into())]
+        );
+    }
+}

@@ -1,0 +1,495 @@
+//! `hugelab results list|show|export`, `hugelab import` (hyperfine JSON) and
+//! `hugelab compare A B` (unpaired, e.g. the same benchmark on two machines).
+
+use super::{UsageError, print_json};
+use crate::analyze::experiment::{self, MetricDef, TrialData};
+use crate::analyze::stats::{mann_whitney_shift, summarize};
+use crate::analyze::verdict::{Better, decide, to_percent};
+use crate::store::{ArmRow, Store, TrialRow};
+use clap::{Args, Subcommand};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct ResultsArgs {
+    #[command(subcommand)]
+    pub action: ResultsAction,
+    /// Results database (default $XDG_DATA_HOME/hugelab/results.db)
+    #[arg(long, global = true)]
+    pub db: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ResultsAction {
+    /// Every stored run
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-analyse a stored run
+    Show {
+        run: i64,
+        #[arg(long, default_value_t = 0.01)]
+        effect: f64,
+        #[arg(long, default_value_t = 0.99)]
+        confidence: f64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Export a run: json (a superset of hyperfine's --export-json), csv (one row per trial) or md
+    Export {
+        run: i64,
+        #[arg(long, default_value = "json", value_parser = ["json", "csv", "md"])]
+        format: String,
+        /// Write here instead of stdout
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+    },
+}
+
+fn open(db: &Option<PathBuf>) -> anyhow::Result<Store> {
+    Store::open(&db.clone().unwrap_or_else(crate::store::default_path))
+}
+
+fn metric_defs(meta: &serde_json::Value, trials: &[TrialRow]) -> Vec<MetricDef> {
+    if let Ok(m) = serde_json::from_value::<Vec<MetricDef>>(meta["metrics"].clone())
+        && !m.is_empty()
+    {
+        return m;
+    }
+    let mut names: Vec<String> = trials
+        .iter()
+        .flat_map(|t| t.metrics.keys().cloned())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .map(|name| MetricDef {
+            better: Better::Lower,
+            name,
+        })
+        .collect()
+}
+
+fn data(trials: &[TrialRow]) -> Vec<TrialData> {
+    trials
+        .iter()
+        .filter(|t| t.block >= 0)
+        .map(|t| TrialData {
+            block: t.block as usize,
+            arm: t.arm_idx as usize,
+            ok: t.ok,
+            flagged: t.flagged.clone(),
+            metrics: t.metrics.clone(),
+            coverage_at_peak: t.evidence["memory"]["coverage_at_peak"].as_f64(),
+        })
+        .collect()
+}
+
+/// hyperfine-compatible export: `results[]` with command, mean, stddev, median, user, system,
+/// min, max, times, exit_codes (seconds), plus hugelab's arm, spec, trials and evidence.
+pub fn export_json(
+    meta: &crate::store::RunMeta,
+    arms: &[ArmRow],
+    trials: &[TrialRow],
+) -> serde_json::Value {
+    let results: Vec<serde_json::Value> = arms
+        .iter()
+        .map(|a| {
+            let ts: Vec<&TrialRow> = trials.iter().filter(|t| t.arm_idx == a.idx && t.block >= 0).collect();
+            let times: Vec<f64> = ts.iter().filter(|t| t.ok).filter_map(|t| t.metrics.get("wall_s").copied()).collect();
+            let s = summarize(&times);
+            let secs = |k: &str| ts.iter().filter(|t| t.ok).filter_map(|t| t.evidence[k].as_f64()).sum::<f64>() / 1e9 / times.len().max(1) as f64;
+            serde_json::json!({
+                "command": format!("{} ({})", a.name, meta.command.join(" ")),
+                "mean": s.as_ref().map(|s| s.mean),
+                "stddev": s.as_ref().map(|s| s.sd),
+                "median": s.as_ref().map(|s| s.median),
+                "user": secs("user_ns"),
+                "system": secs("sys_ns"),
+                "min": s.as_ref().map(|s| s.min),
+                "max": s.as_ref().map(|s| s.max),
+                "times": times,
+                "exit_codes": ts.iter().map(|t| t.evidence["exit_code"].clone()).collect::<Vec<_>>(),
+                "hugelab": {
+                    "arm": a.name, "spec": a.spec,
+                    "trials": ts.iter().map(|t| serde_json::json!({"block": t.block, "ok": t.ok, "flagged": t.flagged, "metrics": t.metrics, "evidence": t.evidence})).collect::<Vec<_>>(),
+                },
+            })
+        })
+        .collect();
+    serde_json::json!({"results": results, "hugelab": {"schema": "hugelab.export/1", "run": meta}})
+}
+
+pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
+    let store = open(&a.db)?;
+    match a.action {
+        ResultsAction::List { json } => {
+            let runs = store.runs()?;
+            if json {
+                print_json(
+                    &runs
+                        .iter()
+                        .map(|(m, n)| serde_json::json!({"run": m, "trials": n}))
+                        .collect::<Vec<_>>(),
+                )?;
+            } else {
+                let mut t = crate::render::table(&[
+                    "run", "created", "status", "trials", "label", "command",
+                ]);
+                for (m, n) in &runs {
+                    t.add_row(vec![
+                        m.id.to_string(),
+                        m.created.clone(),
+                        m.status.clone(),
+                        n.to_string(),
+                        m.label.clone().unwrap_or_default(),
+                        m.command.join(" "),
+                    ]);
+                }
+                println!("{t}\n{}", store.path.display());
+            }
+        }
+        ResultsAction::Show {
+            run,
+            effect,
+            confidence,
+            json,
+        } => {
+            let (meta, arms, trials) = store.load(run)?;
+            let names: Vec<String> = arms.iter().map(|a| a.name.clone()).collect();
+            let baseline = meta.plan["baseline"].as_u64().unwrap_or(0) as usize;
+            let report = experiment::analyse(
+                &names,
+                baseline.min(names.len().saturating_sub(1)),
+                &data(&trials),
+                &metric_defs(&meta.plan, &trials),
+                effect,
+                confidence,
+            );
+            if json {
+                print_json(
+                    &serde_json::json!({"schema": "hugelab.results-show/1", "run": meta, "report": report}),
+                )?;
+            } else {
+                println!(
+                    "run {} ({}, {}): {}",
+                    meta.id,
+                    meta.created,
+                    meta.status,
+                    meta.command.join(" ")
+                );
+                print!("{}", crate::render::run::render_report(&report));
+            }
+        }
+        ResultsAction::Export { run, format, out } => {
+            let (meta, arms, trials) = store.load(run)?;
+            let text = match format.as_str() {
+                "json" => serde_json::to_string_pretty(&export_json(&meta, &arms, &trials))?,
+                "csv" => {
+                    let names: Vec<String> = trials
+                        .iter()
+                        .flat_map(|t| t.metrics.keys().cloned())
+                        .collect::<std::collections::BTreeSet<_>>()
+                        .into_iter()
+                        .collect();
+                    let mut s = format!(
+                        "run,block,seq,arm,ok,flagged,coverage_at_peak,{}\n",
+                        names.join(",")
+                    );
+                    for t in &trials {
+                        let arm = arms
+                            .iter()
+                            .find(|a| a.idx == t.arm_idx)
+                            .map_or("", |a| a.name.as_str());
+                        let vals: Vec<String> = names
+                            .iter()
+                            .map(|n| t.metrics.get(n).map_or(String::new(), |v| v.to_string()))
+                            .collect();
+                        let flag = t.flagged.as_deref().unwrap_or("").replace('"', "'");
+                        s += &format!(
+                            "{},{},{},{},{},\"{}\",{},{}\n",
+                            run,
+                            t.block,
+                            t.seq,
+                            arm,
+                            t.ok,
+                            flag,
+                            t.evidence["memory"]["coverage_at_peak"]
+                                .as_f64()
+                                .map_or(String::new(), |c| c.to_string()),
+                            vals.join(",")
+                        );
+                    }
+                    s
+                }
+                _ => {
+                    let names: Vec<String> = arms.iter().map(|a| a.name.clone()).collect();
+                    let baseline = meta.plan["baseline"].as_u64().unwrap_or(0) as usize;
+                    let report = experiment::analyse(
+                        &names,
+                        baseline.min(names.len().saturating_sub(1)),
+                        &data(&trials),
+                        &metric_defs(&meta.plan, &trials),
+                        0.01,
+                        0.99,
+                    );
+                    let mut s = format!(
+                        "## hugelab run {}: `{}`\n\n",
+                        meta.id,
+                        meta.command.join(" ")
+                    );
+                    for m in &report.metrics {
+                        s += &format!(
+                            "### {}\n\n| arm | n | median | mean | sd | vs baseline | verdict |\n|---|---|---|---|---|---|---|\n",
+                            m.metric.name
+                        );
+                        for a in &m.arms {
+                            let Some(sm) = &a.summary else { continue };
+                            let (vs, v) = match m.contrasts.iter().find(|(n, _)| *n == a.arm) {
+                                Some((_, Some(c))) => (
+                                    match (c.percent.lo, c.percent.hi) {
+                                        (Some(lo), Some(hi)) => {
+                                            format!("{:+.2}% [{lo:+.2}, {hi:+.2}]", c.percent.point)
+                                        }
+                                        _ => format!("{:+.2}%", c.percent.point),
+                                    },
+                                    format!("{:?}", c.verdict).to_uppercase(),
+                                ),
+                                Some((_, None)) => ("-".into(), "INCONCLUSIVE".into()),
+                                None => ("baseline".into(), String::new()),
+                            };
+                            s += &format!(
+                                "| {} | {} | {:.4} | {:.4} | {:.4} | {vs} | {v} |\n",
+                                a.arm, sm.n, sm.median, sm.mean, sm.sd
+                            );
+                        }
+                        s += "\n";
+                    }
+                    s
+                }
+            };
+            match out {
+                Some(p) => std::fs::write(&p, text)
+                    .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?,
+                None => println!("{text}"),
+            }
+        }
+    }
+    Ok(0)
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// A hyperfine --export-json file (or a hugelab JSON export)
+    pub file: PathBuf,
+    #[arg(long)]
+    pub label: Option<String>,
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+}
+
+/// Import hyperfine JSON: one arm per `results[]` entry, one trial per element of `times`.
+/// hyperfine runs commands one after another, so these trials are not paired: compare them
+/// with `hugelab compare` (unpaired), not as blocks.
+pub fn import(a: ImportArgs) -> anyhow::Result<i32> {
+    let text = std::fs::read_to_string(&a.file)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", a.file.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| UsageError(format!("{} is not JSON: {e}", a.file.display())))?;
+    let results = v["results"].as_array().ok_or_else(|| {
+        UsageError(format!(
+            "{}: no `results` array (expected hyperfine --export-json output)",
+            a.file.display()
+        ))
+    })?;
+    let mut store = open(&a.db)?;
+    let arms: Vec<ArmRow> = results
+        .iter()
+        .enumerate()
+        .map(|(i, r)| ArmRow {
+            idx: i as i64,
+            name: r["hugelab"]["arm"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("cmd{}", i + 1)),
+            spec: r["command"].as_str().unwrap_or("").to_string(),
+        })
+        .collect();
+    let command: Vec<String> = arms.iter().map(|a| a.spec.clone()).collect();
+    let plan = serde_json::json!({"imported_from": a.file.display().to_string(), "paired": false, "baseline": 0, "metrics": [{"name": "wall_s", "better": "lower"}]});
+    let id = store.create_run(a.label.as_deref(), &command, None, "imported", &plan, &arms)?;
+    let mut seq = 0;
+    for (i, r) in results.iter().enumerate() {
+        let times = r["times"]
+            .as_array()
+            .ok_or_else(|| UsageError(format!("results[{i}] has no `times` array")))?;
+        let codes = r["exit_codes"].as_array();
+        for (k, t) in times.iter().enumerate() {
+            let Some(t) = t.as_f64() else { continue };
+            let code = codes
+                .and_then(|c| c.get(k))
+                .and_then(|c| c.as_i64())
+                .unwrap_or(0);
+            store.add_trial(
+                id,
+                &TrialRow {
+                    block: k as i64,
+                    arm_idx: i as i64,
+                    seq,
+                    ok: code == 0,
+                    flagged: None,
+                    metrics: BTreeMap::from([("wall_s".to_string(), t)]),
+                    evidence: serde_json::json!({"exit_code": code, "imported": true}),
+                },
+            )?;
+            seq += 1;
+        }
+    }
+    println!(
+        "imported {} commands, {seq} trials from {} as run {id}",
+        arms.len(),
+        a.file.display()
+    );
+    Ok(0)
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// A stored run id or an exported JSON file
+    pub a: String,
+    /// A stored run id or an exported JSON file
+    pub b: String,
+    /// Metric to compare
+    #[arg(long, default_value = "wall_s")]
+    pub metric: String,
+    /// Higher values are better for this metric
+    #[arg(long)]
+    pub higher: bool,
+    #[arg(long, default_value_t = 0.01)]
+    pub effect: f64,
+    #[arg(long, default_value_t = 0.99)]
+    pub confidence: f64,
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arm name → successful values of `metric`, from a run id or an exported file.
+fn values_of(
+    src: &str,
+    metric: &str,
+    db: &Option<PathBuf>,
+) -> anyhow::Result<(String, BTreeMap<String, Vec<f64>>)> {
+    let mut out: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    if let Ok(id) = src.parse::<i64>() {
+        let (meta, arms, trials) = open(db)?.load(id)?;
+        for t in trials.iter().filter(|t| t.ok && t.block >= 0) {
+            if let (Some(a), Some(v)) = (
+                arms.iter().find(|a| a.idx == t.arm_idx),
+                t.metrics.get(metric),
+            ) {
+                out.entry(a.name.clone()).or_default().push(*v);
+            }
+        }
+        return Ok((format!("run {} ({})", meta.id, meta.host), out));
+    }
+    let text = std::fs::read_to_string(src).map_err(|e| {
+        UsageError(format!(
+            "{src:?} is neither a run id nor a readable file: {e}"
+        ))
+    })?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| UsageError(format!("{src}: not JSON: {e}")))?;
+    for (i, r) in v["results"].as_array().into_iter().flatten().enumerate() {
+        let name = r["hugelab"]["arm"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("cmd{}", i + 1));
+        let vals: Vec<f64> = if metric == "wall_s" {
+            r["times"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|t| t.as_f64())
+                .collect()
+        } else {
+            r["hugelab"]["trials"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|t| t["ok"] == true)
+                .filter_map(|t| t["metrics"][metric].as_f64())
+                .collect()
+        };
+        out.insert(name, vals);
+    }
+    Ok((src.to_string(), out))
+}
+
+pub fn compare(a: CompareArgs) -> anyhow::Result<i32> {
+    let (la, va) = values_of(&a.a, &a.metric, &a.db)?;
+    let (lb, vb) = values_of(&a.b, &a.metric, &a.db)?;
+    let better = if a.higher {
+        Better::Higher
+    } else {
+        Better::Lower
+    };
+    let mut rows = Vec::new();
+    for (arm, xa) in &va {
+        let Some(xb) = vb.get(arm) else { continue };
+        let la_: Vec<f64> = xb.iter().filter(|v| **v > 0.0).map(|v| v.ln()).collect();
+        let lref: Vec<f64> = xa.iter().filter(|v| **v > 0.0).map(|v| v.ln()).collect();
+        let shift = mann_whitney_shift(&la_, &lref, a.confidence);
+        let verdict =
+            shift.and_then(|s| Some(decide(s.estimate.lo?, s.estimate.hi?, a.effect, better).0));
+        rows.push(serde_json::json!({
+            "arm": arm, "n_a": xa.len(), "n_b": xb.len(),
+            "median_a": summarize(xa).map(|s| s.median), "median_b": summarize(xb).map(|s| s.median),
+            "b_vs_a_percent": shift.map(|s| to_percent(s.estimate)), "p_value": shift.map(|s| s.p_value), "verdict": verdict,
+        }));
+    }
+    if rows.is_empty() {
+        return Err(UsageError(format!(
+            "{} and {} share no arm names with values of {:?}",
+            a.a, a.b, a.metric
+        ))
+        .into());
+    }
+    if a.json {
+        print_json(
+            &serde_json::json!({"schema": "hugelab.compare/1", "a": la, "b": lb, "metric": a.metric, "rows": rows}),
+        )?;
+    } else {
+        let mut t = crate::render::table(&[
+            "arm", "n (A, B)", "median A", "median B", "B vs A", "p", "verdict",
+        ]);
+        for r in &rows {
+            let p = &r["b_vs_a_percent"];
+            t.add_row(vec![
+                r["arm"].as_str().unwrap_or("").to_string(),
+                format!("{}, {}", r["n_a"], r["n_b"]),
+                format!("{:.4}", r["median_a"].as_f64().unwrap_or(f64::NAN)),
+                format!("{:.4}", r["median_b"].as_f64().unwrap_or(f64::NAN)),
+                match (p["point"].as_f64(), p["lo"].as_f64(), p["hi"].as_f64()) {
+                    (Some(x), Some(lo), Some(hi)) => format!("{x:+.2}% [{lo:+.2}, {hi:+.2}]"),
+                    (Some(x), _, _) => format!("{x:+.2}%"),
+                    _ => "-".into(),
+                },
+                r["p_value"]
+                    .as_f64()
+                    .map_or("-".into(), |p| format!("{p:.4}")),
+                r["verdict"].as_str().unwrap_or("INCONCLUSIVE").to_string(),
+            ]);
+        }
+        println!(
+            "A = {la}\nB = {lb}\nmetric {} (unpaired: Hodges–Lehmann shift of log values, Mann–Whitney {}% interval; δ = {}%)\n{t}",
+            a.metric,
+            a.confidence * 100.0,
+            a.effect * 100.0
+        );
+    }
+    Ok(0)
+}

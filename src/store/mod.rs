@@ -1,0 +1,324 @@
+//! Stage 7, store: the SQLite results database. Each finished trial is written in its own
+//! transaction before the next starts (WAL, synchronous=FULL), so killing hugelab loses at
+//! most the trial in flight and the database stays valid.
+
+use rusqlite::{Connection, OptionalExtension, params};
+use std::path::{Path, PathBuf};
+
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// `$XDG_DATA_HOME/hugelab/results.db`, default `~/.local/share/hugelab/results.db`.
+pub fn default_path() -> PathBuf {
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("/root"))
+                .join(".local/share")
+        });
+    base.join("hugelab/results.db")
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RunMeta {
+    pub id: i64,
+    pub created: String,
+    pub label: Option<String>,
+    pub command: Vec<String>,
+    pub host: String,
+    pub kernel: Option<String>,
+    /// `running`, `complete`, `interrupted`, `failed`, `imported`.
+    pub status: String,
+    /// Plan and options as JSON.
+    pub plan: serde_json::Value,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ArmRow {
+    pub idx: i64,
+    pub name: String,
+    pub spec: String,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TrialRow {
+    pub block: i64,
+    pub arm_idx: i64,
+    pub seq: i64,
+    pub ok: bool,
+    pub flagged: Option<String>,
+    /// Metric name → value (`wall_s` always).
+    pub metrics: std::collections::BTreeMap<String, f64>,
+    pub evidence: serde_json::Value,
+}
+
+pub struct Store {
+    conn: Connection,
+    pub path: PathBuf,
+}
+
+fn now_utc() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    // Civil date from days since 1970 (Howard Hinnant's algorithm), no time-zone crate needed.
+    let (days, rem) = ((secs / 86400) as i64, secs % 86400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + (m <= 2) as i64;
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+impl Store {
+    pub fn open(path: &Path) -> anyhow::Result<Store> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                anyhow::anyhow!("cannot create {}: {e} (use --db PATH)", dir.display())
+            })?;
+        }
+        let conn = Connection::open(path)
+            .map_err(|e| anyhow::anyhow!("cannot open results database {}: {e}", path.display()))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             CREATE TABLE IF NOT EXISTS runs (
+                id INTEGER PRIMARY KEY, created TEXT NOT NULL, label TEXT, command TEXT NOT NULL,
+                host TEXT NOT NULL, kernel TEXT, status TEXT NOT NULL, plan TEXT NOT NULL, summary TEXT);
+             CREATE TABLE IF NOT EXISTS arms (
+                run_id INTEGER NOT NULL REFERENCES runs(id), idx INTEGER NOT NULL, name TEXT NOT NULL,
+                spec TEXT NOT NULL, PRIMARY KEY (run_id, idx));
+             CREATE TABLE IF NOT EXISTS trials (
+                id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), block INTEGER NOT NULL,
+                arm_idx INTEGER NOT NULL, seq INTEGER NOT NULL, ok INTEGER NOT NULL, flagged TEXT,
+                evidence TEXT NOT NULL);
+             CREATE TABLE IF NOT EXISTS metrics (
+                trial_id INTEGER NOT NULL REFERENCES trials(id), name TEXT NOT NULL, value REAL NOT NULL);
+             CREATE INDEX IF NOT EXISTS trials_run ON trials(run_id);",
+        )?;
+        let v: Option<String> = conn
+            .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        match v {
+            None => {
+                conn.execute(
+                    "INSERT INTO meta VALUES ('schema', ?1)",
+                    [SCHEMA_VERSION.to_string()],
+                )?;
+            }
+            Some(v) if v != SCHEMA_VERSION.to_string() => {
+                anyhow::bail!(
+                    "{} has schema version {v}; this hugelab reads version {SCHEMA_VERSION} (use another --db)",
+                    path.display()
+                )
+            }
+            _ => {}
+        }
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn create_run(
+        &mut self,
+        label: Option<&str>,
+        command: &[String],
+        kernel: Option<&str>,
+        status: &str,
+        plan: &serde_json::Value,
+        arms: &[ArmRow],
+    ) -> anyhow::Result<i64> {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT INTO runs (created, label, command, host, kernel, status, plan) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![now_utc(), label, serde_json::to_string(command)?, host, kernel, status, plan.to_string()],
+        )?;
+        let id = tx.last_insert_rowid();
+        for a in arms {
+            tx.execute(
+                "INSERT INTO arms VALUES (?1, ?2, ?3, ?4)",
+                params![id, a.idx, a.name, a.spec],
+            )?;
+        }
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// One trial and its metrics, atomically.
+    pub fn add_trial(&mut self, run: i64, t: &TrialRow) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT INTO trials (run_id, block, arm_idx, seq, ok, flagged, evidence) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![run, t.block, t.arm_idx, t.seq, t.ok, t.flagged, t.evidence.to_string()],
+        )?;
+        let tid = tx.last_insert_rowid();
+        for (k, v) in &t.metrics {
+            tx.execute(
+                "INSERT INTO metrics VALUES (?1, ?2, ?3)",
+                params![tid, k, v],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    pub fn finish_run(
+        &mut self,
+        run: i64,
+        status: &str,
+        summary: Option<&serde_json::Value>,
+    ) -> anyhow::Result<()> {
+        self.conn.execute(
+            "UPDATE runs SET status = ?1, summary = ?2 WHERE id = ?3",
+            params![status, summary.map(|s| s.to_string()), run],
+        )?;
+        Ok(())
+    }
+
+    pub fn runs(&self) -> anyhow::Result<Vec<(RunMeta, i64)>> {
+        let mut st = self.conn.prepare(
+            "SELECT r.id, r.created, r.label, r.command, r.host, r.kernel, r.status, r.plan, (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id) FROM runs r ORDER BY r.id",
+        )?;
+        let rows = st.query_map([], |r| {
+            Ok((
+                RunMeta {
+                    id: r.get(0)?,
+                    created: r.get(1)?,
+                    label: r.get(2)?,
+                    command: serde_json::from_str(&r.get::<_, String>(3)?).unwrap_or_default(),
+                    host: r.get(4)?,
+                    kernel: r.get(5)?,
+                    status: r.get(6)?,
+                    plan: serde_json::from_str(&r.get::<_, String>(7)?)
+                        .unwrap_or(serde_json::Value::Null),
+                },
+                r.get(8)?,
+            ))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    pub fn load(&self, run: i64) -> anyhow::Result<(RunMeta, Vec<ArmRow>, Vec<TrialRow>)> {
+        let meta = self
+            .runs()?
+            .into_iter()
+            .map(|(m, _)| m)
+            .find(|m| m.id == run)
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "no run {run} in {} (see `hugelab results list`)",
+                    self.path.display()
+                )
+            })?;
+        let mut st = self
+            .conn
+            .prepare("SELECT idx, name, spec FROM arms WHERE run_id = ?1 ORDER BY idx")?;
+        let arms = st
+            .query_map([run], |r| {
+                Ok(ArmRow {
+                    idx: r.get(0)?,
+                    name: r.get(1)?,
+                    spec: r.get(2)?,
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut st = self.conn.prepare("SELECT id, block, arm_idx, seq, ok, flagged, evidence FROM trials WHERE run_id = ?1 ORDER BY seq")?;
+        let mut mst = self
+            .conn
+            .prepare("SELECT name, value FROM metrics WHERE trial_id = ?1")?;
+        let mut trials = Vec::new();
+        let rows: Vec<(i64, TrialRow)> = st
+            .query_map([run], |r| {
+                Ok((
+                    r.get(0)?,
+                    TrialRow {
+                        block: r.get(1)?,
+                        arm_idx: r.get(2)?,
+                        seq: r.get(3)?,
+                        ok: r.get(4)?,
+                        flagged: r.get(5)?,
+                        metrics: Default::default(),
+                        evidence: serde_json::from_str(&r.get::<_, String>(6)?)
+                            .unwrap_or(serde_json::Value::Null),
+                    },
+                ))
+            })?
+            .collect::<Result<_, _>>()?;
+        for (tid, mut t) in rows {
+            t.metrics = mst
+                .query_map([tid], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?)))?
+                .collect::<Result<_, _>>()?;
+            trials.push(t);
+        }
+        Ok((meta, arms, trials))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roundtrip() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(&dir.path().join("x/results.db")).unwrap();
+        let arms = vec![
+            ArmRow {
+                idx: 0,
+                name: "a".into(),
+                spec: "".into(),
+            },
+            ArmRow {
+                idx: 1,
+                name: "b".into(),
+                spec: "thp=always".into(),
+            },
+        ];
+        let id = s
+            .create_run(
+                Some("t"),
+                &["true".into()],
+                None,
+                "running",
+                &serde_json::json!({"blocks": 2}),
+                &arms,
+            )
+            .unwrap();
+        let t = TrialRow {
+            block: 0,
+            arm_idx: 1,
+            seq: 0,
+            ok: true,
+            flagged: None,
+            metrics: [("wall_s".to_string(), 1.5)].into(),
+            evidence: serde_json::json!({"x": 1}),
+        };
+        s.add_trial(id, &t).unwrap();
+        s.finish_run(id, "complete", None).unwrap();
+        let (m, a, tr) = s.load(id).unwrap();
+        assert_eq!((m.status.as_str(), a.len(), tr.len()), ("complete", 2, 1));
+        assert_eq!(tr[0], t);
+        assert!(s.load(99).unwrap_err().to_string().contains("no run 99"));
+        assert!(now_utc().len() == 20 && now_utc().starts_with("20"));
+    }
+}
