@@ -7,8 +7,8 @@ use super::stats::{mean, summarize};
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Diagnostics {
-    /// Relative change per 100 blocks of the series (least-squares slope / mean).
-    pub drift_per_100_blocks: Option<f64>,
+    /// Relative change from the first to the last block (least-squares slope × (n − 1) / mean).
+    pub drift_over_run: Option<f64>,
     pub lag1_autocorrelation: Option<f64>,
     pub bimodality_coefficient: Option<f64>,
     pub warnings: Vec<String>,
@@ -60,15 +60,17 @@ pub fn bimodality(y: &[f64]) -> Option<f64> {
 pub fn diagnose(values: &[f64]) -> Diagnostics {
     let mut warnings = Vec::new();
     let level = summarize(values).map(|s| s.mean).filter(|m| *m != 0.0);
-    let drift = slope(values).zip(level).map(|(s, m)| s * 100.0 / m);
+    let drift = slope(values)
+        .zip(level)
+        .map(|(s, m)| s * (values.len() - 1) as f64 / m);
     // Too few blocks make slopes and correlations noise: warn from 10 on.
     let enough = values.len() >= 10;
     if let Some(d) = drift
         && enough
-        && d.abs() > 0.02
+        && d.abs() > 0.05
     {
         warnings.push(format!(
-            "values drift by {:+.1}% per 100 blocks: the machine changed during the run (thermal, other load, memory fragmentation); the paired design cancels drift shared by all arms",
+            "values drift by {:+.1}% from first to last block: the machine changed during the run (thermal, other load, memory fragmentation); the paired design cancels drift shared by all arms",
             d * 100.0
         ));
     }
@@ -86,7 +88,7 @@ pub fn diagnose(values: &[f64]) -> Diagnostics {
         warnings.push(format!("the values look bimodal (bimodality coefficient {b:.2} > 0.555): some runs may have got huge pages and others not; check the coverage evidence"));
     }
     Diagnostics {
-        drift_per_100_blocks: drift,
+        drift_over_run: drift,
         lag1_autocorrelation: ac,
         bimodality_coefficient: bc,
         warnings,
@@ -101,7 +103,7 @@ mod tests {
     fn detects_drift_autocorrelation_and_two_modes() {
         let drifting: Vec<f64> = (0..100).map(|i| 100.0 + i as f64 * 0.1).collect();
         let d = diagnose(&drifting);
-        assert!((d.drift_per_100_blocks.unwrap() - 10.0 / 104.95).abs() < 0.01);
+        assert!((d.drift_over_run.unwrap() - 9.9 / 104.95).abs() < 0.01);
         assert!(d.warnings.iter().any(|w| w.contains("drift")));
         assert!(d.lag1_autocorrelation.unwrap() > 0.9);
         let two: Vec<f64> = (0..100)

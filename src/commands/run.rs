@@ -300,30 +300,43 @@ fn apply_system(arm: &Arm, all: &[Arm], guard: &mut Option<Guard>) -> anyhow::Re
     Ok(short)
 }
 
-/// Why an arm's configuration visibly did not take effect in this trial, if it did not.
-pub fn flag(arm: &Arm, o: &TrialOutcome) -> Option<String> {
+/// Why an arm's configuration visibly did not take effect in this trial, if it did not: it
+/// asked for huge pages, yet sampling saw (almost) none and the kernel allocated no THP for
+/// anyone during the trial (sampling can miss a short-lived peak; the counters cannot).
+pub fn flag(arm: &Arm, o: &TrialOutcome, kernel: &BTreeMap<String, u64>) -> Option<String> {
     if !arm.expects_huge() || o.memory.peak_rss < (8 << 20) {
         return None;
     }
     let cov = o.memory.coverage_at_peak.unwrap_or(0.0);
-    if cov >= 0.1 || o.memory.peak_hugetlb > 0 {
+    let thp_allocated = ["thp_fault_alloc", "thp_collapse_alloc"]
+        .iter()
+        .any(|k| kernel.get(*k).copied().unwrap_or(0) > 0);
+    if cov >= 0.1 || o.memory.peak_hugetlb > 0 || thp_allocated {
         return None;
     }
-    let hint = o
+    // The program's own words about it, warnings first (e.g. the JVM's "UseLargePages disabled").
+    let lines: Vec<&str> = o
         .stderr
         .lines()
         .chain(o.stdout.lines())
-        .find(|l| {
-            let l = l.to_ascii_lowercase();
-            l.contains("large page")
-                || l.contains("hugetlb")
-                || l.contains("huge page")
-                || l.contains("uselargepages")
-        })
+        .filter(|l| !l.starts_with("Picked up JAVA_TOOL_OPTIONS"))
+        .collect();
+    let about = |l: &&&str| {
+        let l = l.to_ascii_lowercase();
+        l.contains("large page")
+            || l.contains("hugetlb")
+            || l.contains("huge page")
+            || l.contains("uselargepages")
+    };
+    let hint = lines
+        .iter()
+        .filter(about)
+        .find(|l| l.to_ascii_lowercase().contains("warn"))
+        .or_else(|| lines.iter().find(about))
         .map(|l| format!("; the program said: {}", l.trim()))
         .unwrap_or_default();
     Some(format!(
-        "asked for huge pages but got almost none: at peak, {:.1}% of {} MiB resident was huge (AnonHugePages {} MiB, hugetlb 0){hint}",
+        "asked for huge pages but got none: at peak, {:.1}% of {} MiB resident was huge (AnonHugePages {} MiB, hugetlb 0) and the kernel allocated no THP during the trial{hint}",
         cov * 100.0,
         o.memory.peak_rss >> 20,
         o.memory.peak_anon_huge >> 20
@@ -453,7 +466,7 @@ pub fn execute(
             }
         }
         let ok = o.succeeded() && missing.is_empty();
-        let flagged = flag(arm, &o);
+        let flagged = flag(arm, &o, &kernel);
         let mut evidence = serde_json::to_value(&o)?;
         evidence["kernel_counters"] = serde_json::to_value(&kernel)?;
         if !missing.is_empty() {
