@@ -21,7 +21,7 @@ fn bench_json(args: &[&str]) -> serde_json::Value {
         .unwrap()
         .arg("bench")
         .args(args)
-        .args(["--json", "-q"])
+        .args(["--json", "-q", "--no-save"])
         .output()
         .unwrap();
     assert!(
@@ -174,6 +174,7 @@ fn ctrl_c_restores_pools_and_knobs() {
             "4k,hugetlb-2m,mthp-64k",
             "--rounds",
             "500",
+            "--no-save",
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -222,6 +223,7 @@ fn without_root_what_needs_root_is_skipped_with_reasons() {
             "2",
             "--json",
             "-q",
+            "--no-save",
         ])
         .env("XDG_RUNTIME_DIR", std::env::temp_dir())
         .output()
@@ -253,4 +255,38 @@ fn without_root_what_needs_root_is_skipped_with_reasons() {
         ev.iter()
             .any(|e| e["backing"] == "thp" && e["coverage"]["fraction"].as_f64().unwrap() >= 0.9)
     );
+}
+
+#[test]
+fn bench_is_saved_and_can_be_reanalysed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let out = Command::cargo_bin("hugelab")
+        .unwrap()
+        .args([
+            "bench",
+            "touch",
+            "--sizes",
+            "4M",
+            "--backings",
+            "4k,thp",
+            "--rounds",
+            "3",
+            "-q",
+            "--db",
+        ])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("saved as run 1"));
+    let out = Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(["results", "--db"])
+        .arg(&db)
+        .args(["show", "1", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["report"]["metrics"][0]["metric"]["name"], "touch@4M");
+    assert_eq!(v["report"]["metrics"][0]["complete_blocks"], 3);
 }

@@ -525,3 +525,81 @@ fn a_missing_command_is_a_clear_error() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("process.thp=off"));
     }
 }
+
+#[test]
+fn sequential_stops_when_every_contrast_is_settled() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = args(&[
+        "--arm",
+        "fast=",
+        "--arm",
+        "slow=process.thp=off",
+        "--blocks",
+        "200",
+        "--warmup",
+        "0",
+        "--sequential",
+        "--",
+        "prog",
+    ]);
+    let (p, outputs) = plan(&a).unwrap();
+    let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+    let id = store
+        .create_run(
+            None,
+            &a.command,
+            None,
+            "running",
+            &serde_json::json!({}),
+            &[],
+        )
+        .unwrap();
+    let mut fake = Fake {
+        calls: vec![],
+        fail_at: None,
+    };
+    let (_, blocks, reason, _) = execute(
+        &a,
+        &p,
+        &outputs,
+        &mut fake,
+        &mut store,
+        id,
+        &AtomicBool::new(false),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert!(reason.starts_with("sequential"), "{reason}");
+    assert!(
+        (20..60).contains(&blocks),
+        "a 2× difference settles soon after the confidence sequence starts: {blocks}"
+    );
+}
+
+#[test]
+fn user_drops_privileges() {
+    require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let v = run_json(
+        &[
+            "--arm",
+            "a=",
+            "--arm",
+            "b=",
+            "--blocks",
+            "2",
+            "--warmup",
+            "0",
+            "--user",
+            "nobody",
+            "--metric",
+            "uid=([0-9]+)",
+        ],
+        &["id", "-u"],
+        &dir.path().join("r.db"),
+    );
+    let med = v["report"]["metrics"][1]["arms"][0]["summary"]["median"]
+        .as_f64()
+        .unwrap();
+    assert_eq!(med, 65534.0);
+}

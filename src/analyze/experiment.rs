@@ -15,6 +15,9 @@ pub struct TrialData {
     pub metrics: BTreeMap<String, f64>,
     /// Huge coverage of the child's memory at its peak resident size.
     pub coverage_at_peak: Option<f64>,
+    /// perf counts of the trial (page_faults, dtlb_load_misses, …).
+    #[serde(default)]
+    pub counters: BTreeMap<String, f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -47,6 +50,8 @@ pub struct ArmEvidence {
     pub flagged: usize,
     pub first_flag: Option<String>,
     pub mean_coverage_at_peak: Option<f64>,
+    /// Mean perf counts per trial, over trials where they were counted.
+    pub mean_counters: BTreeMap<String, f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -60,11 +65,13 @@ pub struct ExperimentReport {
 
 /// Per-block log-ratios of `arm` vs `baseline` for `metric` over blocks where both succeeded.
 pub fn log_ratios(trials: &[TrialData], arm: usize, baseline: usize, metric: &str) -> Vec<f64> {
+    // The trial of arm `a` in block `b` that measured this metric (a bench stores one trial
+    // per metric and size, so a block can hold several trials of one arm).
     let value = |b: usize, a: usize| {
         trials
             .iter()
-            .find(|t| t.block == b && t.arm == a && t.ok)
-            .and_then(|t| t.metrics.get(metric).copied())
+            .filter(|t| t.block == b && t.arm == a && t.ok)
+            .find_map(|t| t.metrics.get(metric).copied())
             .filter(|v| *v > 0.0)
     };
     let mut blocks: Vec<usize> = trials.iter().map(|t| t.block).collect();
@@ -126,7 +133,19 @@ pub fn analyse(
         .map(|a| {
             let ts: Vec<&TrialData> = trials.iter().filter(|t| t.arm == a).collect();
             let covs: Vec<f64> = ts.iter().filter_map(|t| t.coverage_at_peak).collect();
+            let mut sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
+            for t in &ts {
+                for (k, v) in &t.counters {
+                    let e = sums.entry(k.clone()).or_insert((0.0, 0));
+                    e.0 += v;
+                    e.1 += 1;
+                }
+            }
             ArmEvidence {
+                mean_counters: sums
+                    .into_iter()
+                    .map(|(k, (s, n))| (k, s / n as f64))
+                    .collect(),
                 arm: arms[a].clone(),
                 trials: ts.len(),
                 failed: ts.iter().filter(|t| !t.ok).count(),
@@ -159,6 +178,7 @@ mod tests {
             flagged: None,
             metrics: [("wall_s".to_string(), wall)].into(),
             coverage_at_peak: None,
+            counters: BTreeMap::new(),
         }
     }
 

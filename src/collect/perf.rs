@@ -12,7 +12,12 @@ pub struct Counters {
     pub unavailable: Vec<(PerfEvent, String)>,
 }
 
-fn build(event: PerfEvent, cpu: &Cpu, inherit: bool) -> std::io::Result<perf_event::Counter> {
+fn build(
+    event: PerfEvent,
+    cpu: &Cpu,
+    inherit: bool,
+    pid: Option<i32>,
+) -> std::io::Result<perf_event::Counter> {
     let enc = event
         .encoding(cpu)
         .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOENT))?;
@@ -20,23 +25,28 @@ fn build(event: PerfEvent, cpu: &Cpu, inherit: bool) -> std::io::Result<perf_eve
     let a = b.attrs_mut();
     a.type_ = enc.type_;
     a.config = enc.config;
-    b.observe_self()
-        .any_cpu()
-        .inherit(inherit)
-        .enabled(false)
-        .build()
+    match pid {
+        Some(p) => b.observe_pid(p),
+        None => b.observe_self(),
+    };
+    b.any_cpu().inherit(inherit).enabled(false).build()
 }
 
 impl Counters {
     /// Open what can be opened. `inherit` counts threads spawned after opening as well.
     pub fn open(events: &[PerfEvent], cpu: &Cpu, inherit: bool) -> Counters {
+        Counters::open_for(events, cpu, inherit, None)
+    }
+
+    /// Count another process (`pid`) and, with `inherit`, the children it starts afterwards.
+    pub fn open_for(events: &[PerfEvent], cpu: &Cpu, inherit: bool, pid: Option<i32>) -> Counters {
         let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
             .ok()
             .and_then(|s| s.trim().parse().ok());
         let mut open = Vec::new();
         let mut unavailable = Vec::new();
         for &e in events {
-            match build(e, cpu, inherit) {
+            match build(e, cpu, inherit, pid) {
                 Ok(c) => open.push((e, c)),
                 Err(err) => {
                     let why = if e.encoding(cpu).is_none() {
@@ -87,6 +97,24 @@ mod tests {
         crate::workload::kernels::first_touch(&mut v, 4096);
         let r = c.stop();
         assert!(r[&PerfEvent::PageFaults] >= 1000, "{r:?}");
+    }
+
+    #[test]
+    fn counts_another_process() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("0.2")
+            .spawn()
+            .unwrap();
+        let mut c = Counters::open_for(
+            &[PerfEvent::PageFaults],
+            &Cpu::default(),
+            true,
+            Some(child.id() as i32),
+        );
+        assert!(c.unavailable.is_empty(), "{:?}", c.unavailable);
+        c.start();
+        child.wait().unwrap();
+        assert!(c.stop().contains_key(&PerfEvent::PageFaults));
     }
 
     #[test]

@@ -61,6 +61,12 @@ pub struct BenchArgs {
     /// No progress on stderr
     #[arg(long, short)]
     pub quiet: bool,
+    /// Results database to save the run in (default $XDG_DATA_HOME/hugelab/results.db)
+    #[arg(long)]
+    pub db: Option<std::path::PathBuf>,
+    /// Do not save the run in the results database
+    #[arg(long)]
+    pub no_save: bool,
 }
 
 /// A validated bench plan.
@@ -814,7 +820,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
             .unwrap_or(usize::MAX)
     };
     cells.sort_by_key(|c| (c.metric, c.size, rank(&c.backing)));
-    let res = BenchResult {
+    let mut res = BenchResult {
         schema: SCHEMA,
         kernel: st.kernel.clone(),
         cpu: st.cpu.model_name.clone(),
@@ -827,10 +833,93 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         notes,
         elapsed_s: started.elapsed().as_secs_f64(),
     };
+    if !a.no_save {
+        match save(&res, a.db.as_deref()) {
+            Ok(note) => res.notes.push(note),
+            Err(e) => res
+                .notes
+                .push(format!("not saved to the results database: {e:#}")),
+        }
+    }
     if a.json {
         print_json(&res)?;
     } else {
         print!("{}", crate::render::bench::render(&res));
     }
     Ok(0)
+}
+
+/// Store a bench as a run: arms are the backings, one trial per observation, metrics named
+/// `<metric>@<size>` (so `results show/export` and `compare` work on benches too).
+pub fn save(res: &BenchResult, db: Option<&std::path::Path>) -> anyhow::Result<String> {
+    use crate::analyze::experiment::MetricDef;
+    use crate::analyze::verdict::Better;
+    let path = db
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_else(crate::store::default_path);
+    let mut store = crate::store::Store::open(&path)?;
+    let name = |m: crate::workload::Metric, size: u64| {
+        format!("{}@{}", m.label().replace(' ', "_"), Bytes(size))
+    };
+    let mut metrics: Vec<MetricDef> = Vec::new();
+    for c in &res.cells {
+        let n = name(c.metric, c.size);
+        if !metrics.iter().any(|m| m.name == n) {
+            metrics.push(MetricDef {
+                name: n,
+                better: if c.metric.higher_is_better() {
+                    Better::Higher
+                } else {
+                    Better::Lower
+                },
+            });
+        }
+    }
+    let arms: Vec<crate::store::ArmRow> = res
+        .plan
+        .backings
+        .iter()
+        .enumerate()
+        .map(|(i, b)| crate::store::ArmRow {
+            idx: i as i64,
+            name: b.to_string(),
+            spec: format!("bench backing {b}"),
+        })
+        .collect();
+    let plan = serde_json::json!({"bench": res.plan, "baseline": 0, "metrics": metrics});
+    let command = vec!["hugelab".to_string(), "bench".to_string()];
+    let id = store.create_run(
+        Some("bench"),
+        &command,
+        res.kernel.as_deref(),
+        "running",
+        &plan,
+        &arms,
+    )?;
+    for (seq, o) in res.observations.iter().enumerate() {
+        let arm = res
+            .plan
+            .backings
+            .iter()
+            .position(|b| *b == o.backing)
+            .unwrap_or(0);
+        let evidence = res.evidence.iter().find(|e| e.backing == o.backing && e.size == o.size && e.workload.metrics().contains(&o.metric)).map(|e| serde_json::json!({"coverage": e.coverage, "memory": {"coverage_at_peak": e.coverage.fraction}})).unwrap_or(serde_json::Value::Null);
+        store.add_trial(
+            id,
+            &crate::store::TrialRow {
+                block: o.round as i64,
+                arm_idx: arm as i64,
+                seq: seq as i64,
+                ok: true,
+                flagged: None,
+                metrics: [(name(o.metric, o.size), o.value)].into(),
+                evidence,
+            },
+        )?;
+    }
+    store.finish_run(id, "complete", None)?;
+    Ok(format!(
+        "saved as run {id} in {} (`hugelab results show {id}`)",
+        path.display()
+    ))
 }

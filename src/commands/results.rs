@@ -76,14 +76,7 @@ fn data(trials: &[TrialRow]) -> Vec<TrialData> {
     trials
         .iter()
         .filter(|t| t.block >= 0)
-        .map(|t| TrialData {
-            block: t.block as usize,
-            arm: t.arm_idx as usize,
-            ok: t.ok,
-            flagged: t.flagged.clone(),
-            metrics: t.metrics.clone(),
-            coverage_at_peak: t.evidence["memory"]["coverage_at_peak"].as_f64(),
-        })
+        .map(super::run::trial_data)
         .collect()
 }
 

@@ -355,7 +355,8 @@ fn user_ids(name: &str) -> anyhow::Result<(u32, u32)> {
         .ok_or_else(|| UsageError(format!("--user {name:?}: no such user in /etc/passwd")).into())
 }
 
-fn trial_data(t: &TrialRow) -> TrialData {
+/// A stored trial as the analysis sees it.
+pub fn trial_data(t: &TrialRow) -> TrialData {
     TrialData {
         block: t.block.max(0) as usize,
         arm: t.arm_idx as usize,
@@ -363,6 +364,14 @@ fn trial_data(t: &TrialRow) -> TrialData {
         flagged: t.flagged.clone(),
         metrics: t.metrics.clone(),
         coverage_at_peak: t.evidence["memory"]["coverage_at_peak"].as_f64(),
+        counters: t.evidence["perf"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
+                    .collect()
+            })
+            .unwrap_or_default(),
     }
 }
 
@@ -466,6 +475,18 @@ pub fn execute(
             }
         }
         let ok = o.succeeded() && missing.is_empty();
+        if let Some(first) = o.perf_unavailable.first()
+            && !notes.iter().any(|n| n.starts_with("not counted"))
+        {
+            notes.push(format!(
+                "not counted for the child: {first}{}",
+                if o.perf_unavailable.len() > 1 {
+                    " (and more; see the trial evidence)"
+                } else {
+                    ""
+                }
+            ));
+        }
         let flagged = flag(arm, &o, &kernel);
         let mut evidence = serde_json::to_value(&o)?;
         evidence["kernel_counters"] = serde_json::to_value(&kernel)?;
@@ -668,11 +689,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
             eprintln!("{m}");
         }
     };
+    let cpu = crate::probe::cpu::read(&Root::system()).unwrap_or_default();
     let result = execute(
         &a,
         &plan,
         &outputs,
-        &mut ProcessRunner,
+        &mut ProcessRunner { cpu },
         &mut store,
         run_id,
         &stop,

@@ -121,8 +121,15 @@ pub fn render_report(r: &ExperimentReport) -> String {
         "failed",
         "flagged",
         "huge coverage at peak RSS",
+        "page faults",
+        "dTLB misses",
     ]);
     for e in &r.evidence {
+        let count = |k: &str| {
+            e.mean_counters
+                .get(k)
+                .map_or("-".into(), |v| format!("{v:.0}"))
+        };
         t.add_row(vec![
             e.arm.clone(),
             e.trials.to_string(),
@@ -130,6 +137,8 @@ pub fn render_report(r: &ExperimentReport) -> String {
             e.flagged.to_string(),
             e.mean_coverage_at_peak
                 .map_or("-".into(), |c| format!("{:.1}%", c * 100.0)),
+            count("page_faults"),
+            count("dtlb_load_misses"),
         ]);
     }
     let _ = writeln!(

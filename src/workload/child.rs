@@ -57,6 +57,10 @@ pub struct TrialOutcome {
     pub memory: MemorySamples,
     /// What the delayed MADV_COLLAPSE did, if the arm asked for it.
     pub collapse: Option<String>,
+    /// perf counts for the child and its descendants (from just after it started).
+    pub perf: BTreeMap<crate::probe::pmu::PerfEvent, u64>,
+    /// perf events that could not be opened, with the reason.
+    pub perf_unavailable: Vec<String>,
     #[serde(skip)]
     pub stdout: String,
     #[serde(skip)]
@@ -74,7 +78,17 @@ pub trait Runner {
 }
 
 /// Starts real processes.
-pub struct ProcessRunner;
+pub struct ProcessRunner {
+    pub cpu: crate::probe::cpu::Cpu,
+}
+
+/// Counted for every trial where the kernel allows: faults always, TLB and cycles with a PMU.
+const CHILD_EVENTS: [crate::probe::pmu::PerfEvent; 4] = [
+    crate::probe::pmu::PerfEvent::PageFaults,
+    crate::probe::pmu::PerfEvent::DtlbLoadMisses,
+    crate::probe::pmu::PerfEvent::Cycles,
+    crate::probe::pmu::PerfEvent::DtlbWalkCycles,
+];
 
 fn group_members(pgid: i32) -> Vec<i32> {
     let Ok(rd) = std::fs::read_dir("/proc") else {
@@ -225,6 +239,10 @@ impl Runner for ProcessRunner {
             )
         })?;
         let pid = child.id() as i32;
+        // Opened just after the exec; inherit follows the children it starts from now on.
+        let mut counters =
+            crate::collect::perf::Counters::open_for(&CHILD_EVENTS, &self.cpu, true, Some(pid));
+        counters.start();
         let out = reader(child.stdout.take().expect("piped"));
         let err = reader(child.stderr.take().expect("piped"));
         let mut o = TrialOutcome::default();
@@ -285,6 +303,12 @@ impl Runner for ProcessRunner {
             std::thread::sleep(SAMPLE_EVERY);
         }
         o.wall_ns = start.elapsed().as_nanos() as u64;
+        o.perf = counters.stop();
+        o.perf_unavailable = counters
+            .unavailable
+            .iter()
+            .map(|(e, why)| format!("{}: {why}", e.name()))
+            .collect();
         // SAFETY: the group may have members left (daemonized grandchildren); end them too.
         unsafe { libc::killpg(pid, libc::SIGKILL) };
         let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
