@@ -294,12 +294,7 @@ pub fn plan(a: &BenchArgs, st: &Status) -> Result<(Plan, Vec<String>), UsageErro
             a.rounds
         )));
     }
-    if !(0.5..=0.9999).contains(&a.confidence) {
-        return Err(UsageError(format!(
-            "--confidence {} must be between 0.5 and 0.9999",
-            a.confidence
-        )));
-    }
+    super::check_confidence(a.confidence)?;
     if a.threads == 0 || a.threads > 1024 {
         return Err(UsageError(format!(
             "--threads {} must be between 1 and 1024",

@@ -18,3 +18,14 @@ pub fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string_pretty(v)?);
     Ok(())
 }
+
+/// `--confidence` must be a usable level.
+pub fn check_confidence(c: f64) -> Result<(), UsageError> {
+    if (0.5..=0.9999).contains(&c) {
+        Ok(())
+    } else {
+        Err(UsageError(format!(
+            "--confidence {c} must be between 0.5 and 0.9999"
+        )))
+    }
+}

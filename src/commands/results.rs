@@ -80,6 +80,27 @@ fn data(trials: &[TrialRow]) -> Vec<TrialData> {
         .collect()
 }
 
+/// Analyse a stored run again, with its stored baseline and metric directions.
+fn reanalyse(
+    meta: &crate::store::RunMeta,
+    arms: &[ArmRow],
+    trials: &[TrialRow],
+    effect: f64,
+    confidence: f64,
+) -> experiment::ExperimentReport {
+    let names: Vec<String> = arms.iter().map(|a| a.name.clone()).collect();
+    let baseline =
+        (meta.plan["baseline"].as_u64().unwrap_or(0) as usize).min(names.len().saturating_sub(1));
+    experiment::analyse(
+        &names,
+        baseline,
+        &data(trials),
+        &metric_defs(&meta.plan, trials),
+        effect,
+        confidence,
+    )
+}
+
 /// hyperfine-compatible export: `results[]` with command, mean, stddev, median, user, system,
 /// min, max, times, exit_codes (seconds), plus hugelab's arm, spec, trials and evidence.
 pub fn export_json(
@@ -151,16 +172,7 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
             json,
         } => {
             let (meta, arms, trials) = store.load(run)?;
-            let names: Vec<String> = arms.iter().map(|a| a.name.clone()).collect();
-            let baseline = meta.plan["baseline"].as_u64().unwrap_or(0) as usize;
-            let report = experiment::analyse(
-                &names,
-                baseline.min(names.len().saturating_sub(1)),
-                &data(&trials),
-                &metric_defs(&meta.plan, &trials),
-                effect,
-                confidence,
-            );
+            let report = reanalyse(&meta, &arms, &trials, effect, confidence);
             if json {
                 print_json(
                     &serde_json::json!({"schema": "hugelab.results-show/1", "run": meta, "report": report}),
@@ -218,16 +230,7 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
                     s
                 }
                 _ => {
-                    let names: Vec<String> = arms.iter().map(|a| a.name.clone()).collect();
-                    let baseline = meta.plan["baseline"].as_u64().unwrap_or(0) as usize;
-                    let report = experiment::analyse(
-                        &names,
-                        baseline.min(names.len().saturating_sub(1)),
-                        &data(&trials),
-                        &metric_defs(&meta.plan, &trials),
-                        0.01,
-                        0.99,
-                    );
+                    let report = reanalyse(&meta, &arms, &trials, 0.01, 0.99);
                     let mut s = format!(
                         "## hugelab run {}: `{}`\n\n",
                         meta.id,

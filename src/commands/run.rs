@@ -208,12 +208,7 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, Vec<OutputMetric>), UsageError> {
         .map(|m| parse_metric(m))
         .collect::<Result<Vec<_>, _>>()
         .map_err(UsageError)?;
-    if !(0.5..=0.9999).contains(&a.confidence) {
-        return Err(UsageError(format!(
-            "--confidence {} must be between 0.5 and 0.9999",
-            a.confidence
-        )));
-    }
+    super::check_confidence(a.confidence)?;
     if !(0.0001..=0.5).contains(&a.effect) {
         return Err(UsageError(format!(
             "--effect {} must be between 0.0001 and 0.5 (a fraction: 0.01 = 1%)",
