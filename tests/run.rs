@@ -603,3 +603,47 @@ fn user_drops_privileges() {
         .unwrap();
     assert_eq!(med, 65534.0);
 }
+
+#[test]
+fn timeout_prepare_and_cache_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let marks = dir.path().join("marks");
+    let prepare = format!("echo x >> {}", marks.display());
+    let mut extra = vec![
+        "--arm",
+        "a=",
+        "--arm",
+        "b=",
+        "--blocks",
+        "2",
+        "--warmup",
+        "1",
+        "--timeout",
+        "300ms",
+        "--keep-going",
+        "--prepare",
+        &prepare,
+    ];
+    if common::is_root() {
+        extra.extend(["--drop-caches", "--compact"]);
+    }
+    let t = std::time::Instant::now();
+    let v = run_json(&extra, &["sleep", "5"], &dir.path().join("r.db"));
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(4),
+        "timed-out trials were killed"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&marks).unwrap().lines().count(),
+        6,
+        "--prepare ran before every trial, warm-ups included"
+    );
+    let ev = &v["report"]["evidence"];
+    assert_eq!(ev[0]["failed"], 2);
+    assert_eq!(ev[1]["failed"], 2);
+    let (_, _, trials) = Store::open(&dir.path().join("r.db"))
+        .unwrap()
+        .load(1)
+        .unwrap();
+    assert!(trials.iter().all(|t| t.evidence["timed_out"] == true));
+}

@@ -422,6 +422,7 @@ pub fn execute(
     let names: Vec<String> = plan.arms.iter().map(|x| x.name.clone()).collect();
     let mut stop_reason = format!("{} blocks done", plan.blocks);
     let mut blocks_done = 0;
+    let mut flagged_arms: Vec<usize> = Vec::new();
     let mut one = |arm_idx: usize,
                    block: i64,
                    guard: &mut Option<Guard>,
@@ -555,11 +556,11 @@ pub fn execute(
             store.add_trial(run_id, &t)?;
             let failed = !t.ok;
             if let Some(f) = &t.flagged
-                && !notes
-                    .iter()
-                    .any(|n| n.starts_with(&format!("arm {}:", plan.arms[arm].name)))
+                && !flagged_arms.contains(&arm)
             {
-                notes.push(format!("arm {}: {f}", plan.arms[arm].name));
+                // Live, once per arm; the final report counts every flagged trial.
+                flagged_arms.push(arm);
+                progress(&format!("FLAGGED {}: {f}", plan.arms[arm].name));
             }
             trials.push(t);
             if failed {
@@ -678,10 +679,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     }
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let mut progress = |m: &str| {
-        if tty {
-            eprint!("\r\x1b[K{m}");
-        } else {
+        if !tty {
             eprintln!("{m}");
+        } else if m.starts_with("FLAGGED") {
+            eprintln!("\r\x1b[K{m}"); // stays on screen
+        } else {
+            eprint!("\r\x1b[K{m}");
         }
     };
     let cpu = crate::probe::cpu::read(&Root::system()).unwrap_or_default();
