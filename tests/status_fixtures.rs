@@ -161,3 +161,32 @@ fn empty_root_is_all_absent() {
     assert!(s.thp.enabled.is_none() && s.hugetlb.is_empty() && s.zones.is_empty());
     assert!(s.fragmentation.is_none());
 }
+
+#[test]
+fn interval_mode_repeats_with_deltas() {
+    let out = Command::cargo_bin("hugelab")
+        .unwrap()
+        .args([
+            "status",
+            "--json",
+            "--interval",
+            "50ms",
+            "--count",
+            "2",
+            "--root",
+        ])
+        .arg(common::fixture("linux-6.18"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let docs: Vec<serde_json::Value> = serde_json::Deserializer::from_slice(&out.stdout)
+        .into_iter()
+        .map(|d| d.unwrap())
+        .collect();
+    assert_eq!(docs.len(), 2);
+    assert!(docs[0].get("counter_deltas").is_none());
+    assert_eq!(
+        docs[1]["counter_deltas"]["thp_fault_alloc"], 0,
+        "a fixture does not change"
+    );
+}

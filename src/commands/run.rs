@@ -42,9 +42,10 @@ pub struct RunArgs {
     /// Unmeasured runs of each arm before the blocks
     #[arg(long, default_value_t = 1)]
     pub warmup: usize,
-    /// Blocks (each runs every arm once, in random order); with --sequential, the maximum
-    #[arg(long, default_value_t = 10)]
-    pub blocks: usize,
+    /// Blocks (each runs every arm once, in random order) [default: 10; with --sequential, a
+    /// maximum of 1000, usually bounded by --max-time]
+    #[arg(long)]
+    pub blocks: Option<usize>,
     /// Stop as soon as every contrast is settled (a confidence sequence: valid however often it looks)
     #[arg(long)]
     pub sequential: bool,
@@ -215,8 +216,15 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, Vec<OutputMetric>), UsageError> {
             a.effect
         )));
     }
-    if a.blocks < 2 {
+    let blocks = a.blocks.unwrap_or(if a.sequential { 1000 } else { 10 });
+    if blocks < 2 {
         return Err(UsageError("--blocks must be at least 2".into()));
+    }
+    if a.sequential && blocks < ConfidenceSequence::MIN_BLOCKS {
+        return Err(UsageError(format!(
+            "--sequential needs --blocks of at least {} (the confidence sequence starts there)",
+            ConfidenceSequence::MIN_BLOCKS
+        )));
     }
     let mut metrics = vec![MetricDef {
         name: "wall_s".into(),
@@ -235,7 +243,7 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, Vec<OutputMetric>), UsageError> {
         Plan {
             arms,
             baseline,
-            blocks: a.blocks,
+            blocks,
             warmup: a.warmup,
             sequential: a.sequential,
             effect: a.effect,
