@@ -290,3 +290,45 @@ fn bench_is_saved_and_can_be_reanalysed() {
     assert_eq!(v["report"]["metrics"][0]["metric"]["name"], "touch@4M");
     assert_eq!(v["report"]["metrics"][0]["complete_blocks"], 3);
 }
+
+#[test]
+fn stream_and_fault_workloads_measure() {
+    let _lock = common::knob_lock();
+    let v = bench_json(&[
+        "stream",
+        "fault",
+        "--sizes",
+        "16M",
+        "--backings",
+        "4k,thp",
+        "--rounds",
+        "3",
+        "--threads",
+        "2",
+    ]);
+    let metrics: Vec<&str> = v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["metric"].as_str().unwrap())
+        .collect();
+    for m in ["read_gbs", "write_gbs", "fault_ns"] {
+        assert!(metrics.contains(&m), "{m} missing from {metrics:?}");
+    }
+    let fault = |b: &str| {
+        v["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["metric"] == "fault_ns" && c["backing"] == b)
+            .unwrap()["score"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(
+        fault("thp") < fault("4k"),
+        "first touch per 4 KiB is cheaper when one fault maps 2 MiB: thp {} vs 4k {}",
+        fault("thp"),
+        fault("4k")
+    );
+}

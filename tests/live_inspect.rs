@@ -148,6 +148,34 @@ fn hugetlb_and_mthp_are_seen() {
     );
     assert!(m["coverage"].as_f64().unwrap() > 0.9);
     drop((h2m, m64));
+
+    // 1 GiB pages, where the kernel can find one.
+    let applied = g
+        .set(
+            Knob::HugetlbPages {
+                size: 1 << 30,
+                node: None,
+            },
+            "1",
+        )
+        .unwrap();
+    if applied.actual == "1" {
+        let h1g = helper(&["--backing", "hugetlb-1g", "--size", "1G"]);
+        let m = mapping(&inspect(h1g.child.id()), h1g.start);
+        assert_eq!(m["kind"], "hugetlb");
+        assert_eq!(m["kernel_page_size"].as_u64().unwrap(), 1 << 30);
+        assert_eq!(
+            m["tlb"]["now"].as_u64().unwrap(),
+            1,
+            "one translation for 1 GiB"
+        );
+        assert_eq!(m["tlb"]["all_4k"].as_u64().unwrap(), 262_144);
+    } else {
+        eprintln!(
+            "skipped the 1 GiB part: no 1 GiB page could be had ({})",
+            applied.actual
+        );
+    }
     drop(g);
 }
 

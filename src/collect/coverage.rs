@@ -58,7 +58,7 @@ pub struct PageMap {
     pagemap: File,
     kpageflags: Result<File, String>,
     /// PAGEMAP_SCAN works here (Linux 6.7+): only present ranges are read.
-    scan: bool,
+    scan: std::sync::atomic::AtomicBool,
     /// Threads for large scans (kpageflags is computed page by page in the kernel).
     pub workers: usize,
 }
@@ -77,16 +77,17 @@ impl PageMap {
         Ok(PageMap {
             pagemap,
             kpageflags,
-            scan: true,
+            scan: std::sync::atomic::AtomicBool::new(true),
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
         })
     }
 
-    fn present(&mut self, start: u64, end: u64) -> Vec<(u64, u64)> {
-        if self.scan {
+    fn present(&self, start: u64, end: u64) -> Vec<(u64, u64)> {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.scan.load(Relaxed) {
             match crate::sys::present_ranges(&self.pagemap, start, end) {
                 Ok(r) => return r,
-                Err(_) => self.scan = false,
+                Err(_) => self.scan.store(false, Relaxed),
             }
         }
         vec![(start, end)]
@@ -95,23 +96,23 @@ impl PageMap {
     /// Folio size (bytes) → bytes of `[start, end)` in folios of that size, over present pages.
     /// `Ok(Err(reason))` when folio sizes cannot be read here (not root).
     pub fn folios(
-        &mut self,
+        &self,
         start: u64,
         end: u64,
     ) -> std::io::Result<Result<BTreeMap<u64, u64>, String>> {
         if let Err(why) = &self.kpageflags {
             return Ok(Err(why.clone()));
         }
-        let ranges = self.present(start, end);
         let Ok(kpf) = &self.kpageflags else {
             unreachable!("checked above")
         };
         let mut total = BTreeMap::new();
         // Bounded memory: at most CHUNK pages at a time, cut at CHUNK-aligned addresses so no
         // folio up to 2 MiB straddles a cut.
+        // Each worker finds the present pages of its chunk (PAGEMAP_SCAN) itself, in parallel.
         const CHUNK: u64 = 65536;
         let mut chunks = Vec::new();
-        for (a, b) in ranges {
+        for (a, b) in [(start, end)] {
             let mut at = a;
             while at < b {
                 let cut = ((at / PAGE / CHUNK + 1) * CHUNK * PAGE).min(b);
@@ -119,21 +120,22 @@ impl PageMap {
                 at = cut;
             }
         }
-        // The kernel computes kpageflags page by page: spread large scans over the CPUs.
-        let workers = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(chunks.len())
-            .max(1);
-        let this = &*self;
+        // The kernel computes kpageflags page by page: spread large scans over the CPUs. Workers
+        // take the next chunk as they finish one, so a CPU shared with another reader does not
+        // hold the scan back.
+        let workers = self.workers.min(chunks.len()).max(1);
+        let this = self;
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let (chunks, next) = (&chunks, &next);
         let results: Vec<std::io::Result<Result<BTreeMap<u64, u64>, String>>> =
             std::thread::scope(|s| {
                 let handles: Vec<_> = (0..workers)
-                    .map(|w| {
-                        let mine: Vec<(u64, u64)> =
-                            chunks.iter().copied().skip(w).step_by(workers).collect();
+                    .map(|_| {
                         s.spawn(move || {
                             let mut part = BTreeMap::new();
-                            for (a, b) in mine {
+                            loop {
+                                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                let Some(&(a, b)) = chunks.get(i) else { break };
                                 if let Err(why) = this.chunk(kpf, a, b, &mut part)? {
                                     return Ok(Err(why));
                                 }
@@ -163,6 +165,21 @@ impl PageMap {
 
 impl PageMap {
     fn chunk(
+        &self,
+        kpf: &File,
+        a: u64,
+        b: u64,
+        total: &mut BTreeMap<u64, u64>,
+    ) -> std::io::Result<Result<(), String>> {
+        for (pa, pb) in self.present(a, b) {
+            if let Err(why) = self.range(kpf, pa, pb, total)? {
+                return Ok(Err(why));
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    fn range(
         &self,
         kpf: &File,
         a: u64,

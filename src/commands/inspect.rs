@@ -120,7 +120,7 @@ pub fn inspect_pid(
     let (smaps, mut scanned) = std::thread::scope(|s| {
         let smaps = s.spawn(|| read_proc(pid, "smaps"));
         let mut scanned: Option<BTreeMap<(u64, u64), BTreeMap<u64, u64>>> = None;
-        if let Some(mut pm) = pagemap {
+        if let Some(pm) = pagemap {
             let mut out = BTreeMap::new();
             let mut ok = true;
             for &(a, b) in &ranges {
