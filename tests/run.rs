@@ -41,6 +41,49 @@ impl Runner for Fake {
     }
 }
 
+/// Plan `a` and execute it with a fake runner into a fresh store in `dir`.
+fn fake_execute(
+    a: &RunArgs,
+    dir: &std::path::Path,
+    fail_at: Option<usize>,
+) -> (
+    Fake,
+    Vec<hugelab::store::TrialRow>,
+    usize,
+    String,
+    Store,
+    i64,
+) {
+    let (p, outputs) = plan(a).unwrap();
+    let mut store = Store::open(&dir.join("r.db")).unwrap();
+    let id = store
+        .create_run(
+            None,
+            &a.command,
+            None,
+            "running",
+            &serde_json::json!({}),
+            &[],
+        )
+        .unwrap();
+    let mut fake = Fake {
+        calls: vec![],
+        fail_at,
+    };
+    let (trials, blocks, reason, _) = execute(
+        a,
+        &p,
+        &outputs,
+        &mut fake,
+        &mut store,
+        id,
+        &AtomicBool::new(false),
+        &mut |_| {},
+    )
+    .unwrap();
+    (fake, trials, blocks, reason, store, id)
+}
+
 #[test]
 fn block_order_is_a_seeded_permutation() {
     for b in 0..20 {
@@ -115,34 +158,7 @@ fn fake_runner_interleaves_stores_and_stops_on_failure() {
         "prog",
         "x",
     ]);
-    let (p, outputs) = plan(&a).unwrap();
-    let mut store = Store::open(&dir.path().join("r.db")).unwrap();
-    let id = store
-        .create_run(
-            None,
-            &a.command,
-            None,
-            "running",
-            &serde_json::json!({}),
-            &[],
-        )
-        .unwrap();
-    let mut fake = Fake {
-        calls: vec![],
-        fail_at: None,
-    };
-    let stop = AtomicBool::new(false);
-    let (trials, blocks, reason, _) = execute(
-        &a,
-        &p,
-        &outputs,
-        &mut fake,
-        &mut store,
-        id,
-        &stop,
-        &mut |_| {},
-    )
-    .unwrap();
+    let (fake, trials, blocks, reason, store, id) = fake_execute(&a, dir.path(), None);
     assert_eq!(fake.calls.len(), 2 + 24, "2 warm-up + 12 blocks × 2 arms");
     assert_eq!((trials.len(), blocks), (24, 12), "{reason}");
     assert_eq!(fake.calls[0].argv, vec!["prog", "x"]);
@@ -165,31 +181,8 @@ fn fake_runner_interleaves_stores_and_stops_on_failure() {
     assert_eq!(stored.len(), 24, "every trial was written as it finished");
 
     // The fifth call fails (the third measured trial): without --keep-going the run stops there.
-    let id2 = store
-        .create_run(
-            None,
-            &a.command,
-            None,
-            "running",
-            &serde_json::json!({}),
-            &[],
-        )
-        .unwrap();
-    let mut fake = Fake {
-        calls: vec![],
-        fail_at: Some(5),
-    };
-    let (trials, _, reason, _) = execute(
-        &a,
-        &p,
-        &outputs,
-        &mut fake,
-        &mut store,
-        id2,
-        &stop,
-        &mut |_| {},
-    )
-    .unwrap();
+    let dir2 = tempfile::tempdir().unwrap();
+    let (_, trials, _, reason, _, _) = fake_execute(&a, dir2.path(), Some(5));
     assert_eq!(trials.len(), 3);
     assert!(!trials[2].ok && reason.contains("--keep-going"), "{reason}");
 }
@@ -542,33 +535,7 @@ fn sequential_stops_when_every_contrast_is_settled() {
         "--",
         "prog",
     ]);
-    let (p, outputs) = plan(&a).unwrap();
-    let mut store = Store::open(&dir.path().join("r.db")).unwrap();
-    let id = store
-        .create_run(
-            None,
-            &a.command,
-            None,
-            "running",
-            &serde_json::json!({}),
-            &[],
-        )
-        .unwrap();
-    let mut fake = Fake {
-        calls: vec![],
-        fail_at: None,
-    };
-    let (_, blocks, reason, _) = execute(
-        &a,
-        &p,
-        &outputs,
-        &mut fake,
-        &mut store,
-        id,
-        &AtomicBool::new(false),
-        &mut |_| {},
-    )
-    .unwrap();
+    let (_, _, blocks, reason, _, _) = fake_execute(&a, dir.path(), None);
     assert!(reason.starts_with("sequential"), "{reason}");
     assert!(
         (20..60).contains(&blocks),

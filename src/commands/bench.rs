@@ -312,11 +312,7 @@ pub fn plan(a: &BenchArgs, st: &Status) -> Result<(Plan, Vec<String>), UsageErro
     {
         notes.push("THP is `never` system-wide: thp backings will get 4 KiB pages (their coverage shows it)".into());
     }
-    let seed = a.seed.unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_nanos() as u64)
-    });
+    let seed = super::seed_or_clock(a.seed);
     Ok((
         Plan {
             workloads,

@@ -234,11 +234,7 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, Vec<OutputMetric>), UsageError> {
         name: m.name.clone(),
         better: m.better,
     }));
-    let seed = a.seed.unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_nanos() as u64)
-    });
+    let seed = super::seed_or_clock(a.seed);
     Ok((
         Plan {
             arms,
