@@ -614,3 +614,20 @@ fn timeout_prepare_and_cache_options() {
         .unwrap();
     assert!(trials.iter().all(|t| t.evidence["timed_out"] == true));
 }
+
+#[test]
+fn system_arms_without_root_point_to_per_process_arms() {
+    require_root!(); // to become `nobody`
+    let out = std::process::Command::new("runuser")
+        .args(["-u", "nobody", "--"])
+        .arg(assert_cmd::cargo::cargo_bin("hugelab"))
+        .args(["run", "--preset", "thp", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("needs root") && e.contains("process.thp=off"),
+        "{e}"
+    );
+}
