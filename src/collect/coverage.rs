@@ -11,7 +11,7 @@ const PM_PRESENT: u64 = 1 << 63;
 const PM_PFN_MASK: u64 = (1 << 55) - 1;
 const KPF_COMPOUND_HEAD: u64 = 1 << 15;
 const KPF_COMPOUND_TAIL: u64 = 1 << 16;
-const KPF_HUGE: u64 = 1 << 17;
+#[cfg(test)]
 const KPF_THP: u64 = 1 << 22;
 
 /// Raw evidence of one region's backing.
@@ -276,11 +276,6 @@ pub fn histogram(pfns: &[Option<u64>], flags: &[u64]) -> BTreeMap<u64, u64> {
         i = j;
     }
     out
-}
-
-/// Whether kpageflags marks a page as hugetlb or THP (exposed for tests and inspect).
-pub fn is_huge_flag(flags: u64) -> bool {
-    flags & (KPF_HUGE | KPF_THP) != 0
 }
 
 /// Evidence for a region of this process: smaps always, folio sizes where readable.
