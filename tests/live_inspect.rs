@@ -252,3 +252,32 @@ fn top_lists_processes_and_bad_pids_are_clear() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn without_root_inspect_falls_back_to_smaps_and_says_why() {
+    require_root!(); // to become `nobody`
+    let _lock = common::knob_lock();
+    let bin = assert_cmd::cargo::cargo_bin("hugelab");
+    let script = format!(
+        "{b} hold-memory --backing thp --size 32M --seconds 10 > /dev/null & sleep 0.7; {b} inspect $! --json; kill $!",
+        b = bin.display()
+    );
+    let out = std::process::Command::new("runuser")
+        .args(["-u", "nobody", "--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p = &v["processes"][0];
+    assert!(p["folios"].is_null(), "folio sizes need root");
+    let notes = p["notes"].to_string();
+    assert!(notes.contains("run as root"), "{notes}");
+    assert!(
+        p["coverage"].as_f64().unwrap() > 0.5,
+        "coverage still comes from smaps: {p}"
+    );
+}
