@@ -186,20 +186,43 @@ impl PageMap {
         b: u64,
         total: &mut BTreeMap<u64, u64>,
     ) -> std::io::Result<Result<(), String>> {
+        // Scratch buffers live per thread: fresh buffers per chunk would fault in (and zero)
+        // new pages every time, which costs as much as a good part of the scan.
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+        }
+        let mut scratch = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
+        let result = self.range_with(kpf, a, b, total, &mut scratch);
+        SCRATCH.with(|s| *s.borrow_mut() = scratch);
+        result
+    }
+
+    fn range_with(
+        &self,
+        kpf: &File,
+        a: u64,
+        b: u64,
+        total: &mut BTreeMap<u64, u64>,
+        sc: &mut Scratch,
+    ) -> std::io::Result<Result<(), String>> {
         let pages = ((b - a) / PAGE) as usize;
-        let mut raw = vec![0u8; pages * 8];
-        self.pagemap.read_exact_at(&mut raw, a / PAGE * 8)?;
-        let pfns: Vec<Option<u64>> = raw
-            .chunks_exact(8)
-            .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
-            .map(|e| (e & PM_PRESENT != 0).then_some(e & PM_PFN_MASK))
-            .collect();
+        sc.raw.resize(pages * 8, 0);
+        self.pagemap
+            .read_exact_at(&mut sc.raw[..pages * 8], a / PAGE * 8)?;
+        sc.pfns.clear();
+        sc.pfns.extend(
+            sc.raw[..pages * 8]
+                .chunks_exact(8)
+                .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
+                .map(|e| (e & PM_PRESENT != 0).then_some(e & PM_PFN_MASK)),
+        );
+        let pfns = &sc.pfns;
         if pfns.iter().any(|p| p.is_some()) && pfns.iter().all(|p| p.unwrap_or(0) == 0) {
             return Ok(Err("page frame numbers are hidden without CAP_SYS_ADMIN: run as root to see folio sizes".into()));
         }
         // Runs of physically contiguous pages, then one pread per group of runs that lie
         // close together in physical memory (a whole huge page, or neighbouring small folios).
-        let mut runs: Vec<(usize, usize, u64)> = Vec::new();
+        sc.runs.clear();
         let mut i = 0;
         while i < pages {
             let Some(p0) = pfns[i] else {
@@ -210,39 +233,52 @@ impl PageMap {
             while j < pages && pfns[j] == Some(p0 + (j - i) as u64) {
                 j += 1;
             }
-            runs.push((i, j, p0));
+            sc.runs.push((i, j, p0));
             i = j;
         }
-        let mut flags = vec![0u64; pages];
+        sc.flags.clear();
+        sc.flags.resize(pages, 0);
+        let runs = &sc.runs;
         let mut g = 0;
         while g < runs.len() {
             let (first_pfn, mut end_pfn) = (runs[g].2, runs[g].2 + (runs[g].1 - runs[g].0) as u64);
             let mut h = g + 1;
             while h < runs.len()
                 && runs[h].2 >= end_pfn
-                && runs[h].2 - end_pfn <= 64
+                && runs[h].2 - end_pfn <= 16
                 && runs[h].2 + ((runs[h].1 - runs[h].0) as u64) - first_pfn <= 1 << 16
             {
                 end_pfn = runs[h].2 + (runs[h].1 - runs[h].0) as u64;
                 h += 1;
             }
-            let mut buf = vec![0u8; ((end_pfn - first_pfn) * 8) as usize];
-            kpf.read_exact_at(&mut buf, first_pfn * 8)?;
+            let len = ((end_pfn - first_pfn) * 8) as usize;
+            sc.buf.resize(len, 0);
+            kpf.read_exact_at(&mut sc.buf[..len], first_pfn * 8)?;
             for &(ri, rj, p0) in &runs[g..h] {
                 let off = ((p0 - first_pfn) * 8) as usize;
-                for (k, c) in buf[off..off + (rj - ri) * 8].chunks_exact(8).enumerate() {
-                    flags[ri + k] = u64::from_ne_bytes(c.try_into().unwrap());
+                for (k, c) in sc.buf[off..off + (rj - ri) * 8].chunks_exact(8).enumerate() {
+                    sc.flags[ri + k] = u64::from_ne_bytes(c.try_into().unwrap());
                 }
             }
             g = h;
         }
-        for (size, bytes) in histogram(&pfns, &flags) {
+        for (size, bytes) in histogram(&sc.pfns, &sc.flags) {
             if size > 0 {
                 *total.entry(size).or_insert(0) += bytes;
             }
         }
         Ok(Ok(()))
     }
+}
+
+/// Reused per-thread buffers for [`PageMap`] scans.
+#[derive(Default)]
+struct Scratch {
+    raw: Vec<u8>,
+    pfns: Vec<Option<u64>>,
+    runs: Vec<(usize, usize, u64)>,
+    flags: Vec<u64>,
+    buf: Vec<u8>,
 }
 
 /// Pure folio grouping: a compound head plus the physically contiguous tails after it form one
