@@ -17,19 +17,10 @@ fn state() -> (String, String, String) {
 }
 
 fn bench_json(args: &[&str]) -> serde_json::Value {
-    let out = Command::cargo_bin("hugelab")
-        .unwrap()
-        .arg("bench")
-        .args(args)
-        .args(["--json", "-q", "--no-save"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let mut all = vec!["bench"];
+    all.extend_from_slice(args);
+    all.extend(["--json", "-q", "--no-save"]);
+    common::hugelab_json(all)
 }
 
 #[test]

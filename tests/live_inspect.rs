@@ -37,19 +37,8 @@ fn helper(args: &[&str]) -> Helper {
 }
 
 fn inspect(pid: u32) -> serde_json::Value {
-    let out = Command::cargo_bin("hugelab")
-        .unwrap()
-        .args(["inspect", "--maps", "--all", "--json"])
-        .arg(pid.to_string())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    v["processes"][0].clone()
+    let pid = pid.to_string();
+    common::hugelab_json(["inspect", "--maps", "--all", "--json", &pid])["processes"][0].clone()
 }
 
 fn mapping(p: &serde_json::Value, start: u64) -> serde_json::Value {

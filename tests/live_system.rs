@@ -14,17 +14,7 @@ const THP_ENABLED: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
 const MTHP_64K: &str = "/sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled";
 
 fn status_json() -> serde_json::Value {
-    let out = Command::cargo_bin("hugelab")
-        .unwrap()
-        .args(["status", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    common::hugelab_json(["status", "--json"])
 }
 
 fn meminfo_kb(field: &str) -> u64 {

@@ -196,22 +196,12 @@ fn python_alloc() -> Vec<&'static str> {
 }
 
 fn run_json(extra: &[&str], cmd: &[&str], db: &std::path::Path) -> serde_json::Value {
-    let out = Command::cargo_bin("hugelab")
-        .unwrap()
-        .arg("run")
-        .args(extra)
-        .args(["--json", "--db"])
-        .arg(db)
-        .arg("--")
-        .args(cmd)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let db = db.display().to_string();
+    let mut all = vec!["run"];
+    all.extend_from_slice(extra);
+    all.extend(["--json", "--db", &db, "--"]);
+    all.extend_from_slice(cmd);
+    common::hugelab_json(all)
 }
 
 fn coverage(v: &serde_json::Value, arm: &str) -> f64 {

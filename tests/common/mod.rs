@@ -52,3 +52,22 @@ pub fn selected(path: &str) -> String {
         .unwrap_or_else(|| panic!("no selection in {path}: {t}"))
         .to_string()
 }
+
+/// Run `hugelab ARGS…`, require success, and parse its JSON output.
+pub fn hugelab_json<I, S>(args: I) -> serde_json::Value
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let out = assert_cmd::Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
