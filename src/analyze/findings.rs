@@ -203,7 +203,8 @@ pub fn explain(s: &Status) -> Vec<Finding> {
             None,
         );
     }
-    if !s.pmu.hardware_counters {
+    // Only when perf was really probed (software events open) and hardware ones did not.
+    if !s.pmu.hardware_counters && s.pmu.software_counters {
         add(
             "no-pmu",
             Severity::Info,

@@ -453,6 +453,22 @@ fn guard_mut(guard: &mut Option<Guard>) -> anyhow::Result<&mut Guard> {
     Ok(guard.as_mut().expect("just set"))
 }
 
+fn record(
+    observations: &mut Vec<Observation>,
+    samples: Vec<Sample>,
+    size: u64,
+    backing: Backing,
+    round: usize,
+) {
+    observations.extend(samples.into_iter().map(|s| Observation {
+        metric: s.metric,
+        size,
+        backing,
+        round,
+        value: s.value,
+    }));
+}
+
 struct PerOp {
     sums: BTreeMap<PerfEvent, f64>,
     n: usize,
@@ -625,15 +641,13 @@ pub fn execute(
                             .entry(w)
                             .or_insert_with(PerOp::new)
                             .add(&counts, samples[0].ops);
-                        for s in samples {
-                            observations.push(Observation {
-                                metric: s.metric,
-                                size,
-                                backing: regions[i].backing(),
-                                round: round - 1,
-                                value: s.value,
-                            });
-                        }
+                        record(
+                            &mut observations,
+                            samples,
+                            size,
+                            regions[i].backing(),
+                            round - 1,
+                        );
                     }
                 }
             }
@@ -737,15 +751,7 @@ pub fn execute(
                         .entry(b)
                         .or_insert_with(PerOp::new)
                         .add(&counts, samples[0].ops);
-                    for s in samples {
-                        observations.push(Observation {
-                            metric: s.metric,
-                            size,
-                            backing: b,
-                            round: round - 1,
-                            value: s.value,
-                        });
-                    }
+                    record(&mut observations, samples, size, b, round - 1);
                 }
             }
             for (b, (ev, kc)) in first {

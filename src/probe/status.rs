@@ -119,7 +119,21 @@ pub fn probe(root: &Root) -> Result<Status, ProbeError> {
         kernel: or_note(cpu::kernel_release(root), &mut unreadable)?,
         base_page_size,
         cpu_page_sizes: cpu.page_sizes(base_page_size),
-        pmu: pmu::probe(root, &cpu),
+        // perf_event_open probes this process's kernel: meaningless for a captured tree.
+        pmu: if root.is_system() {
+            pmu::probe(root, &cpu)
+        } else {
+            pmu::PmuCapability {
+                hardware_counters: false,
+                tlb_counters: false,
+                walk_cycle_events: false,
+                software_counters: false,
+                reason: Some(
+                    "not probed: reading a captured tree (--root), not this machine".into(),
+                ),
+                perf_event_paranoid: None,
+            }
+        },
         tracing: tracing(root),
         hugetlb: or_note(hugetlb::read(root), &mut unreadable)?,
         hugetlbfs_mounts: or_note(

@@ -143,7 +143,7 @@ pub fn render_report(r: &ExperimentReport) -> String {
     }
     let _ = writeln!(
         o,
-        "backing evidence (the child's process group, sampled every 25 ms)\n{t}"
+        "backing evidence (run: the child's process group sampled every 25 ms; bench: the verified region)\n{t}"
     );
     for e in &r.evidence {
         if let Some(f) = &e.first_flag {
