@@ -117,12 +117,12 @@ fn rounds_and_confidence_are_checked() {
             .to_string()
             .contains("--rounds 1")
     );
-    assert!(
-        plan(&args(&["--confidence", "1.5"]), &machine())
-            .unwrap_err()
-            .to_string()
-            .contains("--confidence")
-    );
+    // Rejected by the shared parser before planning (exit 2, the allowed range named).
+    let e = T::try_parse_from(["bench", "--confidence", "1.5"])
+        .err()
+        .expect("1.5 is refused");
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("0.5–0.9999"), "{e}");
     assert!(
         plan(&args(&["--threads", "0"]), &machine())
             .unwrap_err()

@@ -1,9 +1,12 @@
 //! Analysis of an A/B/n experiment (`run`, `results show`): per arm and metric a summary and
-//! diagnostics; per non-baseline arm the paired contrast and verdict over complete blocks.
+//! diagnostics; per non-baseline arm the contrast and verdict (paired over complete blocks, or
+//! unpaired for imported runs); per arm the backing evidence, the flag for a configuration
+//! that did not take effect, and how much of the spread the machine's noise explains.
 
 use super::diagnostics::{Diagnostics, diagnose};
 use super::stats::{Summary, summarize};
-use super::verdict::{Better, Contrast, contrasts};
+use super::verdict::{Better, Contrast, Design, contrasts, unpaired_contrasts};
+use crate::collect::sampler::MemorySamples;
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -18,6 +21,179 @@ pub struct TrialData {
     /// perf counts of the trial (page_faults, dtlb_load_misses, …).
     #[serde(default)]
     pub counters: BTreeMap<String, f64>,
+    /// What else the machine did during the trial, seconds: `steal_s`, `other_cpu_s`,
+    /// `psi_cpu_some_s`.
+    #[serde(default)]
+    pub noise: BTreeMap<String, f64>,
+}
+
+/// A stored trial's evidence (the JSON `run` writes) as the analysis sees it.
+pub fn trial_data(
+    block: i64,
+    arm: i64,
+    ok: bool,
+    flagged: Option<String>,
+    metrics: BTreeMap<String, f64>,
+    evidence: &serde_json::Value,
+) -> TrialData {
+    let nums = |v: &serde_json::Value, scale: f64, rename: &dyn Fn(&str) -> String| {
+        v.as_object()
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| Some((rename(k), v.as_f64()? * scale)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    TrialData {
+        block: block.max(0) as usize,
+        arm: arm as usize,
+        ok,
+        flagged,
+        metrics,
+        coverage_at_peak: evidence["memory"]["coverage_at_peak"].as_f64(),
+        counters: nums(&evidence["perf"], 1.0, &|k| k.to_string()),
+        noise: nums(&evidence["noise"], 1e-9, &|k| {
+            k.strip_suffix("_ns").unwrap_or(k).to_string() + "_s"
+        }),
+    }
+}
+
+/// Why an arm's configuration visibly did not take effect in a trial, if it did not: it asked
+/// for huge pages (`expects_huge`), yet sampling saw (almost) none and the kernel allocated no
+/// THP for anyone during the trial (sampling can miss a short-lived peak; the counters cannot).
+pub fn flag(
+    expects_huge: bool,
+    memory: &MemorySamples,
+    kernel: &BTreeMap<String, u64>,
+    stdout: &str,
+    stderr: &str,
+) -> Option<String> {
+    if !expects_huge || memory.peak_rss < (8 << 20) {
+        return None;
+    }
+    let cov = memory.coverage_at_peak.unwrap_or(0.0);
+    let thp_allocated = ["thp_fault_alloc", "thp_collapse_alloc"]
+        .iter()
+        .any(|k| kernel.get(*k).copied().unwrap_or(0) > 0);
+    if cov >= 0.1 || memory.peak_hugetlb > 0 || thp_allocated {
+        return None;
+    }
+    // The program's own words about it, warnings first (e.g. the JVM's "UseLargePages disabled").
+    let lines: Vec<&str> = stderr
+        .lines()
+        .chain(stdout.lines())
+        .filter(|l| !l.starts_with("Picked up JAVA_TOOL_OPTIONS"))
+        .collect();
+    let about = |l: &&&str| {
+        let l = l.to_ascii_lowercase();
+        l.contains("large page")
+            || l.contains("hugetlb")
+            || l.contains("huge page")
+            || l.contains("uselargepages")
+    };
+    let hint = lines
+        .iter()
+        .filter(about)
+        .find(|l| l.to_ascii_lowercase().contains("warn"))
+        .or_else(|| lines.iter().find(about))
+        .map(|l| format!("; the program said: {}", l.trim()))
+        .unwrap_or_default();
+    let sampled = if memory.walks == 0 {
+        "memory was not sampled (--no-sample)".to_string()
+    } else {
+        format!(
+            "at peak, {:.1}% of {} MiB resident was huge (AnonHugePages {} MiB, hugetlb 0)",
+            cov * 100.0,
+            memory.peak_rss >> 20,
+            memory.peak_anon_huge >> 20
+        )
+    };
+    Some(format!(
+        "asked for huge pages but got none: {sampled} and the kernel allocated no THP during the trial{hint}"
+    ))
+}
+
+/// Steal above this share of the trial's CPU capacity marks a trial as taken during heavy steal.
+pub const HEAVY_STEAL: f64 = 0.05;
+
+/// How much of one arm's spread the machine's noise sources explain.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct NoiseAttribution {
+    pub arm: String,
+    /// Trials with noise readings.
+    pub trials: usize,
+    /// Share of the variance of log(primary metric) explained by each source alone (R² of a
+    /// one-variable least-squares fit), for sources that varied.
+    pub r2: BTreeMap<String, f64>,
+    /// Mean seconds per trial of each source.
+    pub mean_s: BTreeMap<String, f64>,
+    /// Trials during which more than [`HEAVY_STEAL`] of the CPU time was stolen.
+    pub heavy_steal_trials: usize,
+}
+
+fn r_squared(x: &[f64], y: &[f64]) -> Option<f64> {
+    let n = x.len() as f64;
+    if x.len() < 3 {
+        return None;
+    }
+    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
+    let sxy: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
+    let sxx: f64 = x.iter().map(|a| (a - mx).powi(2)).sum();
+    let syy: f64 = y.iter().map(|b| (b - my).powi(2)).sum();
+    (sxx > 0.0 && syy > 0.0).then(|| sxy * sxy / (sxx * syy))
+}
+
+/// Per arm: how much of the spread of `metric` steal, other processes' CPU and CPU pressure
+/// explain; `cpus` is the machine's CPU count (for the steal share).
+pub fn noise_attribution(
+    arms: &[String],
+    trials: &[TrialData],
+    metric: &str,
+    cpus: usize,
+) -> Vec<NoiseAttribution> {
+    (0..arms.len())
+        .map(|a| {
+            let ts: Vec<&TrialData> = trials
+                .iter()
+                .filter(|t| t.arm == a && t.ok && !t.noise.is_empty())
+                .collect();
+            let y: Vec<f64> = ts
+                .iter()
+                .filter_map(|t| t.metrics.get(metric).filter(|v| **v > 0.0).map(|v| v.ln()))
+                .collect();
+            let mut out = NoiseAttribution {
+                arm: arms[a].clone(),
+                trials: ts.len(),
+                ..Default::default()
+            };
+            for src in ["steal_s", "other_cpu_s", "psi_cpu_some_s"] {
+                let x: Vec<f64> = ts
+                    .iter()
+                    .filter_map(|t| t.noise.get(src).copied())
+                    .collect();
+                if x.is_empty() {
+                    continue;
+                }
+                out.mean_s
+                    .insert(src.into(), x.iter().sum::<f64>() / x.len() as f64);
+                if x.len() == y.len()
+                    && let Some(r2) = r_squared(&x, &y)
+                {
+                    out.r2.insert(src.into(), r2);
+                }
+            }
+            out.heavy_steal_trials = ts
+                .iter()
+                .filter(|t| {
+                    let wall = t.metrics.get("wall_s").copied().unwrap_or(0.0);
+                    let steal = t.noise.get("steal_s").copied().unwrap_or(0.0);
+                    wall > 0.0 && steal / (wall * cpus.max(1) as f64) > HEAVY_STEAL
+                })
+                .count();
+            out
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -59,6 +235,9 @@ pub struct ExperimentReport {
     pub baseline: String,
     pub effect: f64,
     pub confidence: f64,
+    /// How the contrasts were computed (fixed, sequential, group-sequential, unpaired).
+    #[serde(default)]
+    pub design: Design,
     pub metrics: Vec<MetricReport>,
     pub evidence: Vec<ArmEvidence>,
 }
@@ -83,6 +262,15 @@ pub fn log_ratios(trials: &[TrialData], arm: usize, baseline: usize, metric: &st
         .collect()
 }
 
+/// Every arm's successful values of `metric`, in block order.
+fn values(trials: &[TrialData], arm: usize, metric: &str) -> Vec<f64> {
+    let mut ts: Vec<&TrialData> = trials.iter().filter(|t| t.arm == arm && t.ok).collect();
+    ts.sort_by_key(|t| t.block);
+    ts.iter()
+        .filter_map(|t| t.metrics.get(metric).copied())
+        .collect()
+}
+
 pub fn analyse(
     arms: &[String],
     baseline: usize,
@@ -90,6 +278,7 @@ pub fn analyse(
     metrics: &[MetricDef],
     effect: f64,
     confidence: f64,
+    design: &Design,
 ) -> ExperimentReport {
     let others: Vec<usize> = (0..arms.len()).filter(|a| *a != baseline).collect();
     let metric_reports = metrics
@@ -97,13 +286,7 @@ pub fn analyse(
         .map(|m| {
             let arm_metrics = (0..arms.len())
                 .map(|a| {
-                    let mut ts: Vec<&TrialData> =
-                        trials.iter().filter(|t| t.arm == a && t.ok).collect();
-                    ts.sort_by_key(|t| t.block);
-                    let v: Vec<f64> = ts
-                        .iter()
-                        .filter_map(|t| t.metrics.get(&m.name).copied())
-                        .collect();
+                    let v = values(trials, a, &m.name);
                     ArmMetric {
                         arm: arms[a].clone(),
                         summary: summarize(&v),
@@ -111,12 +294,37 @@ pub fn analyse(
                     }
                 })
                 .collect();
-            let d: Vec<Vec<f64>> = others
-                .iter()
-                .map(|&a| log_ratios(trials, a, baseline, &m.name))
-                .collect();
-            let complete = d.iter().map(Vec::len).min().unwrap_or(0);
-            let cs = contrasts(&d, effect, confidence, m.better);
+            let (cs, complete) = if *design == Design::Unpaired {
+                let logs = |a: usize| -> Vec<f64> {
+                    values(trials, a, &m.name)
+                        .into_iter()
+                        .filter(|v| *v > 0.0)
+                        .map(f64::ln)
+                        .collect()
+                };
+                let x: Vec<Vec<f64>> = others.iter().map(|&a| logs(a)).collect();
+                let base = logs(baseline);
+                let n = x
+                    .iter()
+                    .map(Vec::len)
+                    .chain([base.len()])
+                    .min()
+                    .unwrap_or(0);
+                (
+                    unpaired_contrasts(&x, &base, effect, confidence, m.better),
+                    n,
+                )
+            } else {
+                let d: Vec<Vec<f64>> = others
+                    .iter()
+                    .map(|&a| log_ratios(trials, a, baseline, &m.name))
+                    .collect();
+                let complete = d.iter().map(Vec::len).min().unwrap_or(0);
+                (
+                    contrasts(&d, effect, confidence, m.better, design),
+                    complete,
+                )
+            };
             MetricReport {
                 metric: m.clone(),
                 arms: arm_metrics,
@@ -160,6 +368,7 @@ pub fn analyse(
         baseline: arms[baseline].clone(),
         effect,
         confidence,
+        design: design.clone(),
         metrics: metric_reports,
         evidence,
     }
@@ -179,6 +388,7 @@ mod tests {
             metrics: [("wall_s".to_string(), wall)].into(),
             coverage_at_peak: None,
             counters: BTreeMap::new(),
+            noise: BTreeMap::new(),
         }
     }
 
@@ -202,6 +412,7 @@ mod tests {
             }],
             0.01,
             0.99,
+            &Design::Fixed,
         );
         let m = &r.metrics[0];
         assert_eq!(m.complete_blocks, 29);

@@ -11,6 +11,7 @@
 //! * [`simulate`] — the simulation study that checks all of the above.
 
 pub mod bench;
+pub mod calibrate;
 pub mod coverage;
 pub mod diagnostics;
 pub mod experiment;

@@ -1,9 +1,13 @@
-//! Verdicts for paired contrasts: FASTER / SLOWER / EQUIVALENT / INCONCLUSIVE against a
-//! smallest effect that matters δ, with Holm correction across several arms, sample-size
-//! planning, and the primary (Hodges–Lehmann) and secondary (BCa mean ratio) estimates side
-//! by side.
+//! Verdicts for contrasts: FASTER / SLOWER / EQUIVALENT / INCONCLUSIVE against a smallest
+//! effect that matters δ. Fixed paired designs use Hodges–Lehmann with signed-rank intervals
+//! and Holm's step-down procedure across arms (each interval printed at the level it was
+//! computed at); sequential designs use the rule that stopped them; imported unpaired runs use
+//! Mann–Whitney. Sample-size planning, and the primary (Hodges–Lehmann) and secondary (BCa
+//! mean ratio) estimates side by side.
 
-use super::stats::{Estimate, bootstrap_bca_mean, hodges_lehmann, signed_rank_p};
+use super::stats::{
+    Estimate, bootstrap_bca_mean, hodges_lehmann, mann_whitney_shift, signed_rank_p,
+};
 use statrs::distribution::{ContinuousCDF, Normal};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -39,8 +43,16 @@ pub struct Contrast {
     /// For INCONCLUSIVE: the half-width of the interval, percent — the smallest effect this
     /// experiment could have detected.
     pub min_detectable_percent: Option<f64>,
-    /// For INCONCLUSIVE: roughly how many more blocks would resolve δ.
+    /// For INCONCLUSIVE: how many more blocks would resolve δ with 80% probability
+    /// ([`blocks_to_resolve`] at the SD seen so far).
     pub more_blocks: Option<usize>,
+    /// The confidence level this contrast's interval really has (after Holm's step or the
+    /// Bonferroni split, and the sequential boundary).
+    #[serde(default)]
+    pub level: f64,
+    /// How the interval was computed.
+    #[serde(default)]
+    pub method: String,
     pub warnings: Vec<String>,
 }
 
@@ -81,70 +93,324 @@ pub fn holm(p: &[f64]) -> Vec<f64> {
     out
 }
 
-/// Contrasts of several arms vs the baseline from per-block log-ratios `d[arm]`, at
-/// `confidence` with Holm correction of the decisions and Bonferroni-level intervals.
+/// How the blocks were collected, and so how they must be analysed. Stored with a run, so
+/// that re-analysis uses the rule the run used.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Design {
+    /// A fixed number of paired blocks: Hodges–Lehmann with signed-rank intervals, Holm
+    /// step-down across contrasts.
+    #[default]
+    Fixed,
+    /// Looked at after every block and stopped when every contrast was settled: an open-ended
+    /// confidence sequence for the mean per-block log-ratio (valid at every n at once), with α
+    /// split evenly across contrasts (Bonferroni).
+    Sequential { n_opt: f64 },
+    /// O'Brien–Fleming group-sequential design: `looks` equally spaced looks up to
+    /// `max_blocks`; repeated confidence intervals at each look's boundary level, α split
+    /// evenly across contrasts (Bonferroni).
+    GroupSequential { looks: usize, max_blocks: usize },
+    /// Independent samples (imported runs): Hodges–Lehmann shift of log values with the
+    /// Mann–Whitney interval, Holm step-down across contrasts.
+    Unpaired,
+}
+
+/// n_opt of the confidence sequence `run --sequential` uses (tightest near 30 blocks).
+pub const SEQUENTIAL_N_OPT: f64 = 30.0;
+
+impl Design {
+    /// How intervals are computed and corrected, in words (printed above the table).
+    pub fn describe(&self, contrasts: usize, confidence: f64) -> String {
+        let lvl = fmt_level(confidence);
+        let fam = |what: &str| {
+            if contrasts > 1 {
+                format!("{what} across {contrasts} contrasts at {lvl} family-wise")
+            } else {
+                lvl.clone()
+            }
+        };
+        match self {
+            Design::Fixed => format!(
+                "Hodges–Lehmann, signed-rank intervals, {}",
+                fam("Holm step-down")
+            ),
+            Design::Sequential { .. } => format!(
+                "sequential: confidence sequence for the mean log-ratio (valid at every look), {}",
+                fam("Bonferroni")
+            ),
+            Design::GroupSequential { looks, max_blocks } => format!(
+                "O'Brien–Fleming, {looks} looks up to {max_blocks} blocks: repeated confidence intervals, {}",
+                fam("Bonferroni")
+            ),
+            Design::Unpaired => format!(
+                "unpaired: Hodges–Lehmann shift, Mann–Whitney intervals, {}",
+                fam("Holm step-down")
+            ),
+        }
+    }
+}
+
+/// A confidence level as people write it: 99%, 99.5%, 99.67%.
+pub fn fmt_level(c: f64) -> String {
+    let p = c * 100.0;
+    let s = if (p - p.round()).abs() < 1e-9 {
+        format!("{p:.0}")
+    } else if (p * 10.0 - (p * 10.0).round()).abs() < 1e-9 {
+        format!("{p:.1}")
+    } else {
+        format!("{p:.2}")
+    };
+    format!("{s}%")
+}
+
+/// Holm's step-down procedure (Holm 1979) carried out on intervals: contrasts in order of
+/// their raw p-values; the j-th (from 0) gets its interval at 1 − α/(m − j); while intervals
+/// exclude 0 a direction is declared and the next contrast is tested; at the first interval
+/// that does not, that contrast and every later one keep that step's level and no direction.
+/// Returns the level each contrast's interval was computed at — the level it really has.
+pub fn holm_levels(
+    p: &[f64],
+    alpha: f64,
+    mut excludes_zero: impl FnMut(usize, f64) -> bool,
+) -> Vec<f64> {
+    let m = p.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|a, b| p[*a].total_cmp(&p[*b]));
+    let mut levels = vec![1.0 - alpha; m];
+    let mut stopped: Option<f64> = None;
+    for (j, &i) in order.iter().enumerate() {
+        let level = stopped.unwrap_or(1.0 - alpha / (m - j) as f64);
+        levels[i] = level;
+        if stopped.is_none() && !excludes_zero(i, level) {
+            stopped = Some(level);
+        }
+    }
+    levels
+}
+
+/// Blocks a paired design needs so that, with probability `power`, the interval at `level`
+/// resolves δ whatever the truth: FASTER/SLOWER for an effect of ±δ and EQUIVALENT for none.
+/// Equivalence is the harder of the two: (z_{1−α/2} + z_{1−(1−power)/2}) σ/√n ≤ ln(1+δ),
+/// divided by the signed-rank test's efficiency 3/π.
+pub fn blocks_to_resolve(sd_log_ratio: f64, effect: f64, level: f64, power: f64) -> usize {
+    let n = Normal::standard();
+    let z = n.inverse_cdf(0.5 + level / 2.0) + n.inverse_cdf(0.5 + power / 2.0);
+    let band = (1.0 + effect).ln();
+    ((z * sd_log_ratio / band).powi(2) / (3.0 / std::f64::consts::PI))
+        .ceil()
+        .max(2.0) as usize
+}
+
+/// The same for a confidence sequence: the smallest n whose radius is at most
+/// ln(1+δ) · z_{1−α/2} / (z_{1−α/2} + z_{1−(1−power)/2}) (the fixed design's radius at its n).
+pub fn cs_blocks_to_resolve(sd: f64, effect: f64, level: f64, power: f64, n_opt: f64) -> usize {
+    let nd = Normal::standard();
+    let za = nd.inverse_cdf(0.5 + level / 2.0);
+    let target = (1.0 + effect).ln() * za / (za + nd.inverse_cdf(0.5 + power / 2.0));
+    let mut n = 2usize;
+    while n < 10_000_000 && super::sequential::cs_radius(n, sd, 1.0 - level, n_opt) > target {
+        n = (n as f64 * 1.1).ceil() as usize;
+    }
+    n
+}
+
+fn sample_sd(x: &[f64]) -> f64 {
+    let n = x.len() as f64;
+    let m = x.iter().sum::<f64>() / n;
+    (x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1.0).max(1.0)).sqrt()
+}
+
+/// The interval a paired design gives for one contrast at `level`, on the log scale.
+fn paired_interval(x: &[f64], level: f64, design: &Design) -> Option<Estimate> {
+    match design {
+        Design::Sequential { n_opt } => {
+            let mut cs = super::sequential::ConfidenceSequence::new(1.0 - level, *n_opt);
+            for v in x {
+                cs.push(*v);
+            }
+            let point = x.iter().sum::<f64>() / x.len().max(1) as f64;
+            let iv = cs.interval();
+            (!x.is_empty()).then_some(Estimate {
+                point,
+                lo: iv.map(|i| i.0),
+                hi: iv.map(|i| i.1),
+                confidence: level,
+            })
+        }
+        _ => hodges_lehmann(x, level),
+    }
+}
+
+/// The repeated-confidence-interval level of an O'Brien–Fleming design after `n` blocks: the
+/// boundary of the last look reached (the first look's, before it), at α per contrast.
+pub fn group_sequential_level(looks: usize, max_blocks: usize, alpha: f64, n: usize) -> f64 {
+    let g = super::sequential::GroupSequential::new(looks, max_blocks, alpha);
+    let k = g.look_blocks.iter().rposition(|&b| b <= n).unwrap_or(0);
+    2.0 * Normal::standard().cdf(g.bounds[k]) - 1.0
+}
+
+/// Contrasts of several arms vs the baseline from per-block log-ratios `d[arm]`, analysed as
+/// `design` says, at family-wise `confidence`.
 pub fn contrasts(
     d: &[Vec<f64>],
     effect: f64,
     confidence: f64,
     better: Better,
+    design: &Design,
 ) -> Vec<Option<Contrast>> {
     let m = d.len().max(1);
-    let level = 1.0 - (1.0 - confidence) / m as f64;
+    let alpha = 1.0 - confidence;
     let raw: Vec<f64> = d.iter().map(|x| signed_rank_p(x)).collect();
-    let adjusted = if m > 1 { holm(&raw) } else { raw };
+    let adjusted = if m > 1 { holm(&raw) } else { raw.clone() };
+    let levels: Vec<f64> = match design {
+        Design::Fixed | Design::Unpaired => holm_levels(&raw, alpha, |i, level| {
+            paired_interval(&d[i], level, design).is_some_and(|e| e.excludes(0.0))
+        }),
+        Design::Sequential { .. } => vec![1.0 - alpha / m as f64; d.len()],
+        Design::GroupSequential { looks, max_blocks } => d
+            .iter()
+            .map(|x| group_sequential_level(*looks, *max_blocks, alpha / m as f64, x.len()))
+            .collect(),
+    };
+    let method = match design {
+        Design::Sequential { .. } => "confidence sequence (mean log-ratio)",
+        Design::GroupSequential { .. } => "O'Brien–Fleming repeated CI (Hodges–Lehmann)",
+        _ => "Hodges–Lehmann, signed-rank",
+    };
     d.iter()
         .zip(adjusted)
-        .map(|(x, p)| {
-            let e = hodges_lehmann(x, level)?;
+        .zip(levels)
+        .map(|((x, p), level)| {
+            let e = paired_interval(x, level, design)?;
             let ratios: Vec<f64> = x.iter().map(|v| v.exp()).collect();
-            let boot = bootstrap_bca_mean(&ratios, level, 2000, 0x5eed).map(|b| b.map(|r| (r - 1.0) * 100.0));
-            let mut warnings = Vec::new();
-            let (verdict, clears, half) = match (e.lo, e.hi) {
-                (Some(lo), Some(hi)) => {
-                    let (mut v, c) = decide(lo, hi, effect, better);
-                    // Holm: a direction needs the adjusted p-value to agree.
-                    if matches!(v, Verdict::Faster | Verdict::Slower) && p >= 1.0 - confidence {
-                        v = Verdict::Inconclusive;
+            let boot = bootstrap_bca_mean(&ratios, level, 2000, 0x5eed)
+                .map(|b| b.map(|r| (r - 1.0) * 100.0));
+            let sd = sample_sd(x);
+            let more = |n: usize| {
+                match design {
+                    Design::Sequential { n_opt } => {
+                        cs_blocks_to_resolve(sd, effect, level, 0.8, *n_opt)
                     }
-                    (v, c, Some((hi - lo) / 2.0))
+                    _ => blocks_to_resolve(sd, effect, level, 0.8),
                 }
-                _ => {
-                    warnings.push(format!("{} blocks are too few for a {:.2}% interval", x.len(), level * 100.0));
-                    (Verdict::Inconclusive, false, None)
-                }
+                .saturating_sub(n)
+                .max(1)
             };
-            let pct = to_percent(e);
-            if let (Some(b), Some(lo), Some(hi)) = (&boot, pct.lo, pct.hi)
-                && let (Some(blo), Some(bhi)) = (b.lo, b.hi)
-                && ((lo > 0.0 && bhi < 0.0) || (hi < 0.0 && blo > 0.0) || (lo > 0.0) != (blo > 0.0) || (hi < 0.0) != (bhi < 0.0))
-            {
-                warnings.push(format!(
-                    "the median-based estimate ({:+.2}% [{:+.2}, {:+.2}]) and the mean ratio ({:+.2}% [{:+.2}, {:+.2}]) disagree: the distribution is skewed or has outliers; trust the median-based verdict, and look at the histogram",
-                    pct.point, lo, hi, b.point, blo, bhi
-                ));
-            }
-            let band = (1.0 + effect).ln();
-            let (mde, more) = match (verdict, half) {
-                (Verdict::Inconclusive, Some(h)) => {
-                    let need = (x.len() as f64 * (h / band).powi(2)).ceil() as usize;
-                    (Some(((h).exp() - 1.0) * 100.0), Some(need.saturating_sub(x.len()).max(1)))
-                }
-                _ => (None, None),
-            };
-            Some(Contrast {
-                blocks: x.len(),
-                percent: pct,
-                mean_ratio_percent: boot,
-                p_value: p,
-                verdict,
-                clears_effect: clears,
-                min_detectable_percent: mde,
-                more_blocks: more,
-                warnings,
-            })
+            Some(build(
+                x.len(),
+                e,
+                boot,
+                p,
+                level,
+                method,
+                effect,
+                better,
+                more,
+            ))
         })
         .collect()
+}
+
+/// Unpaired contrasts: `arms[i]` and `baseline` are log values of independent runs.
+pub fn unpaired_contrasts(
+    arms: &[Vec<f64>],
+    baseline: &[f64],
+    effect: f64,
+    confidence: f64,
+    better: Better,
+) -> Vec<Option<Contrast>> {
+    let alpha = 1.0 - confidence;
+    let m = arms.len().max(1);
+    let raw: Vec<f64> = arms
+        .iter()
+        .map(|x| mann_whitney_shift(x, baseline, 0.5).map_or(1.0, |s| s.p_value))
+        .collect();
+    let adjusted = if m > 1 { holm(&raw) } else { raw.clone() };
+    let levels = holm_levels(&raw, alpha, |i, level| {
+        mann_whitney_shift(&arms[i], baseline, level).is_some_and(|s| s.estimate.excludes(0.0))
+    });
+    arms.iter()
+        .zip(adjusted)
+        .zip(levels)
+        .map(|((x, p), level)| {
+            let s = mann_whitney_shift(x, baseline, level)?;
+            // Unpaired runs need about twice the runs of a paired design per arm, at the
+            // pooled SD of log values.
+            let sd = ((sample_sd(x).powi(2) + sample_sd(baseline).powi(2)) / 2.0).sqrt();
+            let need = 2 * blocks_to_resolve(sd * 2f64.sqrt(), effect, level, 0.8);
+            let have = x.len().min(baseline.len());
+            let more = |_: usize| need.saturating_sub(have).max(1);
+            Some(build(
+                have,
+                s.estimate,
+                None,
+                p,
+                level,
+                "Mann–Whitney (unpaired)",
+                effect,
+                better,
+                more,
+            ))
+        })
+        .collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build(
+    n: usize,
+    e: Estimate,
+    boot: Option<Estimate>,
+    p: f64,
+    level: f64,
+    method: &str,
+    effect: f64,
+    better: Better,
+    more: impl Fn(usize) -> usize,
+) -> Contrast {
+    let mut warnings = Vec::new();
+    let (verdict, clears, half) = match (e.lo, e.hi) {
+        (Some(lo), Some(hi)) => {
+            let (v, c) = decide(lo, hi, effect, better);
+            (v, c, Some((hi - lo) / 2.0))
+        }
+        _ => {
+            warnings.push(format!(
+                "{n} blocks are too few for a {} interval",
+                fmt_level(level)
+            ));
+            (Verdict::Inconclusive, false, None)
+        }
+    };
+    let pct = to_percent(e);
+    if let (Some(b), Some(lo), Some(hi)) = (&boot, pct.lo, pct.hi)
+        && let (Some(blo), Some(bhi)) = (b.lo, b.hi)
+        && ((lo > 0.0) != (blo > 0.0) || (hi < 0.0) != (bhi < 0.0))
+    {
+        warnings.push(format!(
+            "the median-based estimate ({:+.2}% [{:+.2}, {:+.2}]) and the mean ratio ({:+.2}% [{:+.2}, {:+.2}]) disagree: the distribution is skewed or has outliers; trust the median-based verdict, and look at the histogram",
+            pct.point, lo, hi, b.point, blo, bhi
+        ));
+    }
+    let (mde, more_blocks) = match (verdict, half) {
+        (Verdict::Inconclusive, Some(h)) => (Some((h.exp() - 1.0) * 100.0), Some(more(n))),
+        _ => (None, None),
+    };
+    Contrast {
+        blocks: n,
+        percent: Estimate {
+            confidence: level,
+            ..pct
+        },
+        mean_ratio_percent: boot,
+        p_value: p,
+        verdict,
+        clears_effect: clears,
+        min_detectable_percent: mde,
+        more_blocks,
+        level,
+        method: method.into(),
+        warnings,
+    }
 }
 
 /// Blocks needed to detect a relative effect `effect` with a two-sided test at `confidence`
@@ -209,6 +475,95 @@ mod tests {
     }
 
     #[test]
+    fn holm_step_down_by_hand() {
+        // α = 0.05, m = 3, raw p = (0.004, 0.03, 0.012). By hand: step 1 tests p = 0.004 at
+        // α/3 = 0.0167 (reject), step 2 p = 0.012 at α/2 = 0.025 (reject), step 3 p = 0.03 at
+        // α = 0.05 (reject). Bonferroni (all at 0.0167) would reject only the first.
+        let p = [0.004, 0.03, 0.012];
+        let l = holm_levels(&p, 0.05, |i, level| p[i] < 1.0 - level);
+        let want = [1.0 - 0.05 / 3.0, 0.95, 0.975];
+        for (a, b) in l.iter().zip(want) {
+            assert!((a - b).abs() < 1e-12, "{l:?}");
+        }
+        // p = (0.02, 0.04, 0.03): step 1 fails (0.02 ≥ 0.0167): nothing is rejected, and every
+        // interval stays at the first step's level, 98.33%.
+        let p = [0.02, 0.04, 0.03];
+        let mut tested = Vec::new();
+        let l = holm_levels(&p, 0.05, |i, level| {
+            tested.push(i);
+            p[i] < 1.0 - level
+        });
+        assert_eq!(
+            tested,
+            vec![0],
+            "the step-down stops at the first acceptance"
+        );
+        assert!(
+            l.iter().all(|x| (x - (1.0 - 0.05 / 3.0)).abs() < 1e-12),
+            "{l:?}"
+        );
+    }
+
+    #[test]
+    fn holm_declares_what_bonferroni_would_miss_and_prints_the_level_it_used() {
+        let mut r = crate::workload::kernels::XorShift::new(11);
+        let mut noise = || ((r.next_u64() >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 0.02;
+        let strong: Vec<f64> = (0..30).map(|_| -0.08 + noise()).collect();
+        let base: Vec<f64> = (0..30).map(|_| noise()).collect();
+        // The smallest shift whose 99% interval excludes 0 while its 99.5% (Bonferroni for two
+        // contrasts) interval does not.
+        let shift = (1..2000)
+            .map(|k| -(k as f64) * 1e-5)
+            .find(|s| {
+                let x: Vec<f64> = base.iter().map(|v| v + s).collect();
+                hodges_lehmann(&x, 0.99).unwrap().excludes(0.0)
+                    && !hodges_lehmann(&x, 0.995).unwrap().excludes(0.0)
+            })
+            .expect("a borderline shift exists");
+        let borderline: Vec<f64> = base.iter().map(|v| v + shift).collect();
+        let c = contrasts(
+            &[strong, borderline],
+            0.001,
+            0.99,
+            Better::Lower,
+            &Design::Fixed,
+        );
+        let (a, b) = (c[0].as_ref().unwrap(), c[1].as_ref().unwrap());
+        assert_eq!((a.verdict, b.verdict), (Verdict::Faster, Verdict::Faster));
+        assert!((a.level - 0.995).abs() < 1e-12 && (b.level - 0.99).abs() < 1e-12);
+        assert_eq!(a.percent.confidence, a.level);
+        assert!(Design::Fixed.describe(2, 0.99).contains("Holm step-down"));
+    }
+
+    #[test]
+    fn sequential_reports_the_confidence_sequence_at_alpha_over_m() {
+        let d: Vec<f64> = (0..40).map(|i| -0.05 + 0.001 * (i % 7) as f64).collect();
+        let design = Design::Sequential {
+            n_opt: SEQUENTIAL_N_OPT,
+        };
+        let c = contrasts(&[d.clone(), d.clone()], 0.01, 0.99, Better::Lower, &design);
+        let c0 = c[0].as_ref().unwrap();
+        assert!((c0.level - 0.995).abs() < 1e-12);
+        let mut cs = crate::analyze::sequential::ConfidenceSequence::new(0.005, SEQUENTIAL_N_OPT);
+        d.iter().for_each(|v| cs.push(*v));
+        let (lo, hi) = cs.interval().unwrap();
+        assert!((c0.percent.lo.unwrap() - (lo.exp() - 1.0) * 100.0).abs() < 1e-9);
+        assert!((c0.percent.hi.unwrap() - (hi.exp() - 1.0) * 100.0).abs() < 1e-9);
+        assert!(c0.method.contains("confidence sequence"));
+    }
+
+    #[test]
+    fn unpaired_uses_mann_whitney() {
+        let x: Vec<f64> = (0..20).map(|i| (1.1f64).ln() + 0.001 * i as f64).collect();
+        let y: Vec<f64> = (0..25).map(|i| 0.001 * i as f64).collect();
+        let c = unpaired_contrasts(&[x], &y, 0.01, 0.99, Better::Lower);
+        let c = c[0].as_ref().unwrap();
+        assert_eq!(c.verdict, Verdict::Slower);
+        assert!(c.method.contains("Mann–Whitney"));
+        assert!((c.percent.point - 10.0).abs() < 1.0, "{:?}", c.percent);
+    }
+
+    #[test]
     fn planning_matches_the_published_numbers() {
         // BACKGROUND.md: a 1.1% effect, 10% CV, within-block correlation 0.9, 99.99% confidence,
         // 80% power: about 7,412 runs unpaired; the paired design needs about ten times fewer.
@@ -225,12 +580,18 @@ mod tests {
         let mut noise = || ((r.next_u64() >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 0.01;
         let faster: Vec<f64> = (0..40).map(|_| -0.05 + noise()).collect();
         let same: Vec<f64> = (0..40).map(|_| noise()).collect();
-        let c = contrasts(&[faster, same], 0.01, 0.99, Better::Lower);
+        let c = contrasts(&[faster, same], 0.01, 0.99, Better::Lower, &Design::Fixed);
         let (a, b) = (c[0].as_ref().unwrap(), c[1].as_ref().unwrap());
         assert_eq!(a.verdict, Verdict::Faster);
         assert!(a.clears_effect && a.percent.point < -4.0);
         assert_eq!(b.verdict, Verdict::Equivalent);
-        let few = contrasts(&[vec![0.1, 0.2, 0.3]], 0.01, 0.99, Better::Lower);
+        let few = contrasts(
+            &[vec![0.1, 0.2, 0.3]],
+            0.01,
+            0.99,
+            Better::Lower,
+            &Design::Fixed,
+        );
         let f = few[0].as_ref().unwrap();
         assert_eq!(f.verdict, Verdict::Inconclusive);
         assert!(f.warnings[0].contains("too few"));

@@ -7,7 +7,7 @@ use crate::control::Knob;
 use crate::units::{Bytes, parse_duration};
 use std::time::Duration;
 
-pub const ARM_KEYS: &str = "thp, defrag, mthp.<size>, hugetlb.<size>, process.thp, malloc, jvm, jvm.pretouch, jvm.pagesize, collapse, env.<NAME>";
+pub const ARM_KEYS: &str = "thp, defrag, mthp.<size>, hugetlb.<size>, process.thp, malloc, jvm, jvm.pretouch, jvm.pagesize, collapse, sample, env.<NAME>";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -38,6 +38,10 @@ pub struct ProcessConfig {
     /// MADV_COLLAPSE the child's anonymous memory this long after start.
     pub collapse_after: Option<Duration>,
     pub env: Vec<(String, String)>,
+    /// `sample=off`: do not sample this arm's memory (to measure what sampling costs, as an
+    /// A/A run of `sample=on` against `sample=off`).
+    #[serde(default)]
+    pub no_sample: bool,
 }
 
 impl ProcessConfig {
@@ -181,6 +185,9 @@ pub fn parse_arm(s: &str) -> Result<Arm, String> {
                 } else {
                     1 << 30
                 })
+            }
+            "sample" => {
+                p.no_sample = one_of(k, v, &["on", "off"])? == "off";
             }
             "collapse" => {
                 let d = v.strip_prefix("after:").ok_or_else(|| {

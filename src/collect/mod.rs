@@ -2,7 +2,10 @@
 //! (smaps, pagemap + kpageflags), perf counters, and kernel counter deltas.
 
 pub mod coverage;
+pub mod noise;
 pub mod perf;
+pub mod sampler;
+pub mod trial;
 
 use crate::probe::Root;
 use std::collections::BTreeMap;

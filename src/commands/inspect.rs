@@ -452,19 +452,6 @@ pub struct CollapseResult {
     pub elapsed_ms: f64,
 }
 
-/// What an errno from MADV_COLLAPSE means for this mapping.
-pub fn explain_collapse_error(e: &std::io::Error) -> String {
-    match e.raw_os_error() {
-        Some(libc::EINVAL) => "EINVAL: not collapsible — MADV_NOHUGEPAGE on the range, THP disabled for the process (prctl), or not anonymous/eligible memory".into(),
-        Some(libc::EAGAIN) => "EAGAIN: pages were busy (locked or under migration); try again".into(),
-        Some(libc::ENOMEM) => "ENOMEM: no free 2 MiB page could be found, even after compaction (memory fragmented)".into(),
-        Some(libc::EPERM) | Some(libc::EACCES) => "EPERM: no permission to advise this process (same user with ptrace access, or root)".into(),
-        Some(libc::ESRCH) => "ESRCH: the process exited".into(),
-        Some(libc::ENOSYS) => "ENOSYS: process_madvise is not supported by this kernel (needs Linux 5.10, MADV_COLLAPSE 6.1)".into(),
-        _ => format!("{e}"),
-    }
-}
-
 fn parse_range(s: &str) -> Result<(u64, u64), UsageError> {
     let bad = || {
         UsageError(format!(
@@ -485,8 +472,13 @@ pub fn collapse(a: CollapseArgs) -> anyhow::Result<i32> {
     let range = a.range.as_deref().map(parse_range).transpose()?;
     let status: ProcStatus = parse_status(&read_proc(a.pid, "status")?)?;
     let maps: Vec<Mapping> = parse_smaps(&read_proc(a.pid, "smaps")?)?;
-    let pidfd = crate::sys::pidfd_open(a.pid)
-        .map_err(|e| anyhow::anyhow!("pidfd_open({}): {}", a.pid, explain_collapse_error(&e)))?;
+    let pidfd = crate::sys::pidfd_open(a.pid).map_err(|e| {
+        anyhow::anyhow!(
+            "pidfd_open({}): {}",
+            a.pid,
+            crate::backing::collapse::explain_error(&e)
+        )
+    })?;
     let targets: Vec<(u64, u64, Kind)> = maps
         .iter()
         .filter_map(|m| {
@@ -495,14 +487,9 @@ pub fn collapse(a: CollapseArgs) -> anyhow::Result<i32> {
                 Some((rs, re)) => (m.start.max(rs), m.end.min(re)),
                 None => (m.start, m.end),
             };
-            let anon = matches!(k, Kind::Anonymous | Kind::Heap | Kind::JavaHeap);
             let wanted = match range {
                 Some(_) => s < e,
-                None => {
-                    anon && m.perms.starts_with("rw")
-                        && inspect::has_aligned_2m(m)
-                        && m.field("Rss") > 0
-                }
+                None => crate::backing::collapse::eligible(m),
             };
             wanted.then_some((s, e, k))
         })
@@ -531,7 +518,7 @@ pub fn collapse(a: CollapseArgs) -> anyhow::Result<i32> {
     for (s, e, k) in targets {
         let (before, resident) = huge_in(&maps, s, e);
         let t = Instant::now();
-        let r = crate::sys::process_madvise(&pidfd, s, e - s, crate::sys::MADV_COLLAPSE);
+        let r = crate::backing::collapse::collapse_range(&pidfd, s, e);
         rows.push(CollapseRow {
             start: s,
             end: e,
@@ -541,7 +528,7 @@ pub fn collapse(a: CollapseArgs) -> anyhow::Result<i32> {
             huge_after: 0,
             resident,
             elapsed_ms: t.elapsed().as_secs_f64() * 1000.0,
-            error: r.err().map(|e| explain_collapse_error(&e)),
+            error: r.err().map(|e| crate::backing::collapse::explain_error(&e)),
         });
     }
     let after: Vec<Mapping> = parse_smaps(&read_proc(a.pid, "smaps")?)?;

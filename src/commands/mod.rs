@@ -21,12 +21,48 @@ pub fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
 
 /// `--confidence` must be a usable level.
 pub fn check_confidence(c: f64) -> Result<(), UsageError> {
+    parse_confidence(&c.to_string())
+        .map(|_| ())
+        .map_err(UsageError)
+}
+
+/// The one parser of `--confidence` for every command (clap `value_parser`): a fraction in
+/// [0.5, 0.9999]; a bad value is a usage error (exit 2) naming the range.
+pub fn parse_confidence(s: &str) -> Result<f64, String> {
+    let c: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number; give a level such as 0.99"))?;
     if (0.5..=0.9999).contains(&c) {
-        Ok(())
+        Ok(c)
     } else {
-        Err(UsageError(format!(
-            "--confidence {c} must be between 0.5 and 0.9999"
-        )))
+        Err(format!(
+            "{s} is outside 0.5–0.9999 (a fraction: 0.99 means 99%)"
+        ))
+    }
+}
+
+/// The one parser of `--effect` (the smallest effect that matters): a fraction in
+/// [0.0001, 0.5].
+pub fn parse_effect(s: &str) -> Result<f64, String> {
+    let e: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number; give a fraction such as 0.01 (1%)"))?;
+    if (0.0001..=0.5).contains(&e) {
+        Ok(e)
+    } else {
+        Err(format!(
+            "{s} is outside 0.0001–0.5 (a fraction: 0.01 means 1%)"
+        ))
+    }
+}
+
+/// `--env NAME=VALUE`: NAME non-empty, without `=`.
+pub fn parse_env(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!(
+            "{s:?} is not NAME=VALUE (to pass an empty value write {s}=)"
+        )),
     }
 }
 

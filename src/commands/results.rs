@@ -4,7 +4,7 @@
 use super::{UsageError, print_json};
 use crate::analyze::experiment::{self, MetricDef, TrialData};
 use crate::analyze::stats::{mann_whitney_shift, summarize};
-use crate::analyze::verdict::{Better, decide, to_percent};
+use crate::analyze::verdict::{Better, Design, decide, to_percent};
 use crate::store::{ArmRow, Store, TrialRow};
 use clap::{Args, Subcommand};
 use std::collections::BTreeMap;
@@ -29,9 +29,9 @@ pub enum ResultsAction {
     /// Re-analyse a stored run
     Show {
         run: i64,
-        #[arg(long, default_value_t = 0.01)]
+        #[arg(long, default_value_t = 0.01, value_parser = super::parse_effect)]
         effect: f64,
-        #[arg(long, default_value_t = 0.99)]
+        #[arg(long, default_value_t = 0.99, value_parser = super::parse_confidence)]
         confidence: f64,
         #[arg(long)]
         json: bool,
@@ -98,7 +98,17 @@ fn reanalyse(
         &metric_defs(&meta.plan, trials),
         effect,
         confidence,
+        &stored_design(&meta.plan),
     )
+}
+
+/// The design a stored run was collected with: imported runs are unpaired; runs stored before
+/// designs were recorded are fixed paired blocks.
+pub fn stored_design(plan: &serde_json::Value) -> Design {
+    if plan["paired"] == false {
+        return Design::Unpaired;
+    }
+    serde_json::from_value(plan["design"].clone()).unwrap_or_default()
 }
 
 /// hyperfine-compatible export: `results[]` with command, mean, stddev, median, user, system,
@@ -363,9 +373,9 @@ pub struct CompareArgs {
     /// Higher values are better for this metric
     #[arg(long)]
     pub higher: bool,
-    #[arg(long, default_value_t = 0.01)]
+    #[arg(long, default_value_t = 0.01, value_parser = super::parse_effect)]
     pub effect: f64,
-    #[arg(long, default_value_t = 0.99)]
+    #[arg(long, default_value_t = 0.99, value_parser = super::parse_confidence)]
     pub confidence: f64,
     #[arg(long)]
     pub db: Option<PathBuf>,

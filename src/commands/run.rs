@@ -1,27 +1,29 @@
 //! `hugelab run`: A/B/n experiments of any command under page configurations ("arms"),
-//! interleaved in randomized complete blocks, each trial stored as it finishes, with the
-//! backing evidence checked and a verdict from the statistics engine.
+//! interleaved in randomized complete blocks. Plan (arguments + arms → a validated [`Plan`]),
+//! execute (one trial at a time through the injected [`Context`]: runner, settings guard,
+//! probe root; each trial stored as it finishes), then analyse with the design the plan chose
+//! and render.
 
 use super::{UsageError, print_json};
 use crate::analyze::experiment::{self, ExperimentReport, MetricDef, TrialData};
 use crate::analyze::sequential::ConfidenceSequence;
-use crate::analyze::verdict::{Better, Verdict};
+use crate::analyze::verdict::{self, Better, Design, Verdict};
 use crate::backing::arm::{Arm, parse_arm, preset};
-use crate::collect::{deltas, huge_counters};
+use crate::collect::sampler::Schedule;
+use crate::collect::trial::{Gatherer, TrialEvidence};
 use crate::control::{self, Guard, Knob};
 use crate::probe::Root;
+use crate::probe::cpu::Cpu;
 use crate::store::{ArmRow, Store, TrialRow};
 use crate::units::parse_duration;
 use crate::workload::child::{ProcessRunner, Runner, TrialOutcome, TrialSpec};
-use anyhow::Context;
+use anyhow::Context as _;
 use clap::Args;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use regex::Regex;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 pub const SCHEMA: &str = "hugelab.run/1";
@@ -46,14 +48,23 @@ pub struct RunArgs {
     /// maximum of 1000, usually bounded by --max-time]
     #[arg(long)]
     pub blocks: Option<usize>,
-    /// Stop as soon as every contrast is settled (a confidence sequence: valid however often it looks)
-    #[arg(long)]
+    /// Stop as soon as every contrast is settled (a confidence sequence: valid however often it
+    /// looks; α split across contrasts)
+    #[arg(long, conflicts_with = "looks")]
     pub sequential: bool,
+    /// Group-sequential O'Brien–Fleming design: K equally spaced looks up to --blocks (the
+    /// maximum); stops at the first look where every contrast is settled
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(2..=20))]
+    pub looks: Option<u32>,
+    /// A/A calibration: run the command as two identical arms for this long and print the
+    /// machine's noise floor (the smallest effect it can resolve per minute of running)
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with_all = ["preset", "sequential", "looks"])]
+    pub calibrate: Option<Duration>,
     /// Smallest effect that matters (0.01 = 1%)
-    #[arg(long, default_value_t = 0.01)]
+    #[arg(long, default_value_t = 0.01, value_parser = super::parse_effect)]
     pub effect: f64,
     /// Confidence level
-    #[arg(long, default_value_t = 0.99)]
+    #[arg(long, default_value_t = 0.99, value_parser = super::parse_confidence)]
     pub confidence: f64,
     /// Stop starting new blocks after this long (e.g. 10m)
     #[arg(long, value_parser = parse_duration)]
@@ -73,8 +84,18 @@ pub struct RunArgs {
     #[arg(long)]
     pub cwd: Option<PathBuf>,
     /// Extra environment for the command, NAME=VALUE (repeatable)
-    #[arg(long = "env", value_name = "NAME=VALUE")]
-    pub env: Vec<String>,
+    #[arg(long = "env", value_name = "NAME=VALUE", value_parser = super::parse_env)]
+    pub env: Vec<(String, String)>,
+    /// Period of the cheap memory reads of the child (/proc/PID/status); the page-table walk of
+    /// smaps_rollup backs off from 4× this (at most 10 walks per trial), the same for every arm
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "20ms")]
+    pub sample_every: Duration,
+    /// Do not sample the child's memory (flags then rest on the kernel's THP counters alone)
+    #[arg(long)]
+    pub no_sample: bool,
+    /// Run the child on this CPU only and hugelab on the others (less cross-talk; see README)
+    #[arg(long, value_name = "CPU")]
+    pub pin: Option<usize>,
     /// Run the command through /bin/sh -c
     #[arg(long)]
     pub shell: bool,
@@ -154,10 +175,17 @@ pub struct Plan {
     pub blocks: usize,
     pub warmup: usize,
     pub sequential: bool,
+    /// How the blocks are analysed and when the run may stop early.
+    pub design: Design,
     pub effect: f64,
     pub confidence: f64,
     pub seed: u64,
     pub metrics: Vec<MetricDef>,
+    pub sampling: Schedule,
+    pub pin: Option<usize>,
+    pub max_time: Option<Duration>,
+    /// An A/A calibration run.
+    pub calibrate: bool,
 }
 
 pub fn plan(a: &RunArgs) -> Result<(Plan, Vec<OutputMetric>), UsageError> {
@@ -167,6 +195,23 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, Vec<OutputMetric>), UsageError> {
     };
     for s in &a.arms {
         arms.push(parse_arm(s).map_err(UsageError)?);
+    }
+    if a.calibrate.is_some() {
+        // Two identical arms: the given one (or the plain command) twice.
+        let spec = a
+            .arms
+            .first()
+            .and_then(|s| s.split_once('=').map(|x| x.1.to_string()))
+            .unwrap_or_default();
+        if a.arms.len() > 1 {
+            return Err(UsageError(
+                "--calibrate runs one configuration against itself: give at most one --arm".into(),
+            ));
+        }
+        arms = vec![
+            parse_arm(&format!("A={spec}")).map_err(UsageError)?,
+            parse_arm(&format!("A'={spec}")).map_err(UsageError)?,
+        ];
     }
     if arms.len() < 2 {
         return Err(UsageError("give at least two arms (--arm NAME=SPEC, repeated) or a --preset (thp, malloc, jvm); an A/A check is two arms with the same spec".into()));
@@ -210,13 +255,9 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, Vec<OutputMetric>), UsageError> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(UsageError)?;
     super::check_confidence(a.confidence)?;
-    if !(0.0001..=0.5).contains(&a.effect) {
-        return Err(UsageError(format!(
-            "--effect {} must be between 0.0001 and 0.5 (a fraction: 0.01 = 1%)",
-            a.effect
-        )));
-    }
-    let blocks = a.blocks.unwrap_or(if a.sequential { 1000 } else { 10 });
+    super::parse_effect(&a.effect.to_string()).map_err(|e| UsageError(format!("--effect {e}")))?;
+    let open_ended = a.sequential || a.calibrate.is_some();
+    let blocks = a.blocks.unwrap_or(if open_ended { 1000 } else { 10 });
     if blocks < 2 {
         return Err(UsageError("--blocks must be at least 2".into()));
     }
@@ -225,6 +266,38 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, Vec<OutputMetric>), UsageError> {
             "--sequential needs --blocks of at least {} (the confidence sequence starts there)",
             ConfidenceSequence::MIN_BLOCKS
         )));
+    }
+    let design = match (a.sequential, a.looks) {
+        (true, _) => Design::Sequential {
+            n_opt: verdict::SEQUENTIAL_N_OPT,
+        },
+        (false, Some(k)) => {
+            let Some(max) = a.blocks else {
+                return Err(UsageError(
+                    "--looks needs --blocks N, the planned maximum (plan it from a pilot: `hugelab run --calibrate 2m` prints the blocks δ needs)".into(),
+                ));
+            };
+            if max < 2 * k as usize {
+                return Err(UsageError(format!(
+                    "--looks {k} needs --blocks of at least {} (two blocks per look)",
+                    2 * k
+                )));
+            }
+            Design::GroupSequential {
+                looks: k as usize,
+                max_blocks: max,
+            }
+        }
+        _ => Design::Fixed,
+    };
+    if let Some(cpu) = a.pin {
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if cpu >= n {
+            return Err(UsageError(format!(
+                "--pin {cpu}: this machine has CPUs 0–{} ",
+                n - 1
+            )));
+        }
     }
     let mut metrics = vec![MetricDef {
         name: "wall_s".into(),
@@ -242,10 +315,22 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, Vec<OutputMetric>), UsageError> {
             blocks,
             warmup: a.warmup,
             sequential: a.sequential,
+            design,
             effect: a.effect,
             confidence: a.confidence,
             seed,
             metrics,
+            sampling: if a.no_sample {
+                Schedule::off()
+            } else {
+                Schedule {
+                    every: a.sample_every.max(Duration::from_millis(1)),
+                    ..Schedule::default()
+                }
+            },
+            pin: a.pin,
+            max_time: a.calibrate.or(a.max_time),
+            calibrate: a.calibrate.is_some(),
         },
         outputs,
     ))
@@ -261,22 +346,99 @@ pub fn block_order(arms: usize, block: usize, seed: u64) -> Vec<usize> {
     o
 }
 
+fn user_ids(name: &str) -> anyhow::Result<(u32, u32)> {
+    let passwd =
+        std::fs::read_to_string("/etc/passwd").context("reading /etc/passwd for --user")?;
+    passwd
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            (f.len() > 3 && f[0] == name).then(|| Some((f[2].parse().ok()?, f[3].parse().ok()?)))?
+        })
+        .ok_or_else(|| UsageError(format!("--user {name:?}: no such user in /etc/passwd")).into())
+}
+
+/// A stored trial as the analysis sees it.
+pub fn trial_data(t: &TrialRow) -> TrialData {
+    experiment::trial_data(
+        t.block,
+        t.arm_idx,
+        t.ok,
+        t.flagged.clone(),
+        t.metrics.clone(),
+        &t.evidence,
+    )
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunResult {
+    pub schema: &'static str,
+    pub run_id: i64,
+    pub db: String,
+    pub command: Vec<String>,
+    pub plan: Plan,
+    pub blocks_done: usize,
+    pub stop_reason: String,
+    pub report: ExperimentReport,
+    /// Per arm: how much of the primary metric's spread the machine's noise explains.
+    pub noise: Vec<experiment::NoiseAttribution>,
+    /// For `--calibrate`: the machine's noise floor for this command.
+    pub calibration: Option<crate::analyze::calibrate::Calibration>,
+    pub notes: Vec<String>,
+    pub elapsed_s: f64,
+}
+
+/// The side effects `execute` works through: injected so that planning, block order, arm
+/// switching and storage are testable against a fake runner and a fake sysfs.
+pub struct Context<'a> {
+    pub runner: &'a mut dyn Runner,
+    pub store: &'a mut Store,
+    pub run_id: i64,
+    /// Where kernel counters and noise are read (the live `/` in production).
+    pub root: Root,
+    pub cpu: Cpu,
+    /// Makes the settings guard the first time an arm changes a system setting.
+    pub guard: Box<dyn FnMut() -> anyhow::Result<Guard> + 'a>,
+    /// True once the user asked to stop (first Ctrl-C): finish the trial in flight, then stop.
+    pub stop: &'a dyn Fn() -> bool,
+    pub progress: &'a mut dyn FnMut(&str),
+}
+
+/// What `execute` did.
+#[derive(Debug, Default)]
+pub struct Executed {
+    pub trials: Vec<TrialRow>,
+    pub blocks_done: usize,
+    pub stop_reason: String,
+    pub notes: Vec<String>,
+    /// Stopped by the user (Ctrl-C) rather than by the plan.
+    pub interrupted: bool,
+}
+
+/// Every system knob any arm sets, once each.
+fn touched_knobs(all: &[Arm]) -> Vec<Knob> {
+    let mut v: Vec<Knob> = Vec::new();
+    for k in all.iter().flat_map(|a| a.system.iter().map(|(k, _)| *k)) {
+        if !v.contains(&k) {
+            v.push(k);
+        }
+    }
+    v
+}
+
 /// Apply one arm's system-wide settings; knobs other arms set go back to their originals.
-fn apply_system(arm: &Arm, all: &[Arm], guard: &mut Option<Guard>) -> anyhow::Result<Vec<String>> {
-    let touched: Vec<Knob> = all
-        .iter()
-        .flat_map(|a| a.system.iter().map(|(k, _)| *k))
-        .fold(Vec::new(), |mut v, k| {
-            if !v.contains(&k) {
-                v.push(k);
-            }
-            v
-        });
+fn apply_system(
+    arm: &Arm,
+    all: &[Arm],
+    ctx: &mut Context,
+    guard: &mut Option<Guard>,
+) -> anyhow::Result<Vec<String>> {
+    let touched = touched_knobs(all);
     if touched.is_empty() {
         return Ok(Vec::new());
     }
     if guard.is_none() {
-        *guard = Some(Guard::system()?);
+        *guard = Some((ctx.guard)()?);
     }
     let g = guard.as_mut().expect("just set");
     let mut short = Vec::new();
@@ -299,239 +461,220 @@ fn apply_system(arm: &Arm, all: &[Arm], guard: &mut Option<Guard>) -> anyhow::Re
     Ok(short)
 }
 
-/// Why an arm's configuration visibly did not take effect in this trial, if it did not: it
-/// asked for huge pages, yet sampling saw (almost) none and the kernel allocated no THP for
-/// anyone during the trial (sampling can miss a short-lived peak; the counters cannot).
-pub fn flag(arm: &Arm, o: &TrialOutcome, kernel: &BTreeMap<String, u64>) -> Option<String> {
-    if !arm.expects_huge() || o.memory.peak_rss < (8 << 20) {
-        return None;
+/// The evidence stored with a trial: the outcome, what was gathered around it, and why it failed.
+fn evidence_json(
+    o: &TrialOutcome,
+    ev: &TrialEvidence,
+    missing: &[String],
+) -> anyhow::Result<serde_json::Value> {
+    let mut v = serde_json::to_value(o)?;
+    let e = serde_json::to_value(ev)?;
+    if let (Some(v), Some(e)) = (v.as_object_mut(), e.as_object()) {
+        v.extend(e.iter().map(|(k, x)| (k.clone(), x.clone())));
     }
-    let cov = o.memory.coverage_at_peak.unwrap_or(0.0);
-    let thp_allocated = ["thp_fault_alloc", "thp_collapse_alloc"]
-        .iter()
-        .any(|k| kernel.get(*k).copied().unwrap_or(0) > 0);
-    if cov >= 0.1 || o.memory.peak_hugetlb > 0 || thp_allocated {
-        return None;
+    if !missing.is_empty() {
+        v["missing_metrics"] = serde_json::to_value(missing)?;
     }
-    // The program's own words about it, warnings first (e.g. the JVM's "UseLargePages disabled").
-    let lines: Vec<&str> = o
-        .stderr
-        .lines()
-        .chain(o.stdout.lines())
-        .filter(|l| !l.starts_with("Picked up JAVA_TOOL_OPTIONS"))
-        .collect();
-    let about = |l: &&&str| {
-        let l = l.to_ascii_lowercase();
-        l.contains("large page")
-            || l.contains("hugetlb")
-            || l.contains("huge page")
-            || l.contains("uselargepages")
+    if !o.succeeded() {
+        let tail: Vec<&str> = o.stderr.lines().rev().take(5).collect();
+        v["stderr_tail"] = serde_json::to_value(tail.into_iter().rev().collect::<Vec<_>>())?;
+    }
+    Ok(v)
+}
+
+/// What every trial of one run shares.
+struct Job<'a> {
+    a: &'a RunArgs,
+    plan: &'a Plan,
+    outputs: &'a [OutputMetric],
+    base_spec: TrialSpec,
+}
+
+/// One trial of arm `arm_idx` in `block` (−1: warm-up), not yet stored.
+fn trial(
+    job: &Job,
+    arm_idx: usize,
+    block: i64,
+    ctx: &mut Context,
+    guard: &mut Option<Guard>,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<TrialRow> {
+    let (a, plan, outputs, base_spec) = (job.a, job.plan, job.outputs, &job.base_spec);
+    let arm = &plan.arms[arm_idx];
+    for s in apply_system(arm, &plan.arms, ctx, guard)? {
+        if !notes.contains(&s) {
+            notes.push(s);
+        }
+    }
+    if let Some(p) = &a.prepare {
+        let st = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(p)
+            .status()
+            .with_context(|| format!("--prepare {p:?}"))?;
+        if !st.success() {
+            anyhow::bail!("--prepare {p:?} failed ({st})");
+        }
+    }
+    if a.drop_caches {
+        control::drop_caches()?;
+    }
+    if a.compact {
+        control::compact_memory()?;
+    }
+    let spec = TrialSpec {
+        config: arm.process.clone(),
+        ..base_spec.clone()
     };
-    let hint = lines
-        .iter()
-        .filter(about)
-        .find(|l| l.to_ascii_lowercase().contains("warn"))
-        .or_else(|| lines.iter().find(about))
-        .map(|l| format!("; the program said: {}", l.trim()))
-        .unwrap_or_default();
-    Some(format!(
-        "asked for huge pages but got none: at peak, {:.1}% of {} MiB resident was huge (AnonHugePages {} MiB, hugetlb 0) and the kernel allocated no THP during the trial{hint}",
-        cov * 100.0,
-        o.memory.peak_rss >> 20,
-        o.memory.peak_anon_huge >> 20
-    ))
+    let schedule = if arm.process.no_sample {
+        Schedule::off()
+    } else {
+        plan.sampling
+    };
+    let mut gatherer = Gatherer::new(&ctx.root, &ctx.cpu, schedule);
+    let o = ctx.runner.run(&spec, &mut gatherer)?;
+    let ev = gatherer.finish(o.user_ns + o.sys_ns);
+    let mut metrics = BTreeMap::from([("wall_s".to_string(), o.wall_ns as f64 / 1e9)]);
+    let mut missing = Vec::new();
+    for m in outputs {
+        match extract(m, &o.stdout, &o.stderr) {
+            Some(v) => {
+                metrics.insert(m.name.clone(), v);
+            }
+            None => missing.push(m.name.clone()),
+        }
+    }
+    if let Some(first) = ev.perf_unavailable.first()
+        && !notes.iter().any(|n| n.starts_with("not counted"))
+    {
+        notes.push(format!(
+            "not counted for the child: {first}{}",
+            if ev.perf_unavailable.len() > 1 {
+                " (and more; see the trial evidence)"
+            } else {
+                ""
+            }
+        ));
+    }
+    let flagged = experiment::flag(
+        arm.expects_huge(),
+        &ev.memory,
+        &ev.kernel_counters,
+        &o.stdout,
+        &o.stderr,
+    );
+    Ok(TrialRow {
+        block,
+        arm_idx: arm_idx as i64,
+        seq: 0,
+        ok: o.succeeded() && missing.is_empty(),
+        flagged,
+        metrics,
+        evidence: evidence_json(&o, &ev, &missing)?,
+    })
 }
 
-fn user_ids(name: &str) -> anyhow::Result<(u32, u32)> {
-    let passwd =
-        std::fs::read_to_string("/etc/passwd").context("reading /etc/passwd for --user")?;
-    passwd
-        .lines()
-        .find_map(|l| {
-            let f: Vec<&str> = l.split(':').collect();
-            (f.len() > 3 && f[0] == name).then(|| Some((f[2].parse().ok()?, f[3].parse().ok()?)))?
-        })
-        .ok_or_else(|| UsageError(format!("--user {name:?}: no such user in /etc/passwd")).into())
+/// Whether every contrast of the primary metric is settled by the plan's design.
+fn settled(plan: &Plan, trials: &[TrialRow]) -> bool {
+    let primary = &plan.metrics[plan.metrics.len().min(2) - 1];
+    let data: Vec<TrialData> = trials.iter().map(trial_data).collect();
+    let d: Vec<Vec<f64>> = (0..plan.arms.len())
+        .filter(|i| *i != plan.baseline)
+        .map(|i| experiment::log_ratios(&data, i, plan.baseline, &primary.name))
+        .collect();
+    verdict::contrasts(
+        &d,
+        plan.effect,
+        plan.confidence,
+        primary.better,
+        &plan.design,
+    )
+    .iter()
+    .all(|c| {
+        c.as_ref()
+            .is_some_and(|c| c.verdict != Verdict::Inconclusive)
+    })
 }
 
-/// A stored trial as the analysis sees it.
-pub fn trial_data(t: &TrialRow) -> TrialData {
-    TrialData {
-        block: t.block.max(0) as usize,
-        arm: t.arm_idx as usize,
-        ok: t.ok,
-        flagged: t.flagged.clone(),
-        metrics: t.metrics.clone(),
-        coverage_at_peak: t.evidence["memory"]["coverage_at_peak"].as_f64(),
-        counters: t.evidence["perf"]
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
-                    .collect()
-            })
-            .unwrap_or_default(),
+/// Whether the design looks after `blocks` complete blocks.
+fn is_look(design: &Design, blocks: usize) -> bool {
+    match design {
+        Design::Sequential { .. } => blocks >= ConfidenceSequence::MIN_BLOCKS,
+        Design::GroupSequential { looks, max_blocks } => {
+            crate::analyze::sequential::GroupSequential::new(*looks, *max_blocks, 0.05)
+                .look_blocks
+                .contains(&blocks)
+        }
+        _ => false,
     }
 }
 
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct RunResult {
-    pub schema: &'static str,
-    pub run_id: i64,
-    pub db: String,
-    pub command: Vec<String>,
-    pub plan: Plan,
-    pub blocks_done: usize,
-    pub stop_reason: String,
-    pub report: ExperimentReport,
-    pub notes: Vec<String>,
-    pub elapsed_s: f64,
-}
-
-/// Run the experiment with `runner` (a real process runner in production).
-#[allow(clippy::too_many_arguments)]
+/// Run the experiment through `ctx`, storing each trial as it finishes.
 pub fn execute(
     a: &RunArgs,
     plan: &Plan,
     outputs: &[OutputMetric],
-    runner: &mut dyn Runner,
-    store: &mut Store,
-    run_id: i64,
-    stop: &AtomicBool,
-    progress: &mut dyn FnMut(&str),
-) -> anyhow::Result<(Vec<TrialRow>, usize, String, Vec<String>)> {
+    ctx: &mut Context,
+) -> anyhow::Result<Executed> {
     let started = Instant::now();
     let user = a.user.as_deref().map(user_ids).transpose()?;
     let base_spec = TrialSpec {
         argv: a.command.clone(),
         shell: a.shell,
         cwd: a.cwd.clone(),
-        env: a
-            .env
-            .iter()
-            .filter_map(|e| {
-                e.split_once('=')
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-            })
-            .collect(),
+        env: a.env.clone(),
         config: Default::default(),
         timeout: a.timeout,
         user,
+        pin_cpu: plan.pin,
+    };
+    let job = Job {
+        a,
+        plan,
+        outputs,
+        base_spec,
     };
     let mut guard: Option<Guard> = None;
-    let mut notes = Vec::new();
-    let mut trials = Vec::new();
-    let mut seq = 0i64;
-    let root = Root::system();
+    let mut x = Executed {
+        stop_reason: format!("{} blocks done", plan.blocks),
+        ..Default::default()
+    };
     let names: Vec<String> = plan.arms.iter().map(|x| x.name.clone()).collect();
-    let mut stop_reason = format!("{} blocks done", plan.blocks);
-    let mut blocks_done = 0;
     let mut flagged_arms: Vec<usize> = Vec::new();
-    let mut one = |arm_idx: usize,
-                   block: i64,
-                   guard: &mut Option<Guard>,
-                   notes: &mut Vec<String>|
-     -> anyhow::Result<Option<TrialRow>> {
-        let arm = &plan.arms[arm_idx];
-        for s in apply_system(arm, &plan.arms, guard)? {
-            if !notes.contains(&s) {
-                notes.push(s);
-            }
+    let mut seq = 0i64;
+    let stopped = |ctx: &Context, x: &mut Executed, what: String| {
+        let stop = (ctx.stop)();
+        if stop {
+            x.interrupted = true;
+            x.stop_reason = what;
         }
-        if let Some(p) = &a.prepare {
-            let st = std::process::Command::new("/bin/sh")
-                .arg("-c")
-                .arg(p)
-                .status()
-                .with_context(|| format!("--prepare {p:?}"))?;
-            if !st.success() {
-                anyhow::bail!("--prepare {p:?} failed ({st})");
-            }
-        }
-        if a.drop_caches {
-            control::drop_caches()?;
-        }
-        if a.compact {
-            control::compact_memory()?;
-        }
-        let spec = TrialSpec {
-            config: arm.process.clone(),
-            ..base_spec.clone()
-        };
-        let before = huge_counters(&root);
-        let o = runner.run(&spec, stop)?;
-        let kernel = deltas(&before, &huge_counters(&root));
-        if o.interrupted {
-            return Ok(None);
-        }
-        let mut metrics = BTreeMap::from([("wall_s".to_string(), o.wall_ns as f64 / 1e9)]);
-        let mut missing = Vec::new();
-        for m in outputs {
-            match extract(m, &o.stdout, &o.stderr) {
-                Some(v) => {
-                    metrics.insert(m.name.clone(), v);
-                }
-                None => missing.push(m.name.clone()),
-            }
-        }
-        let ok = o.succeeded() && missing.is_empty();
-        if let Some(first) = o.perf_unavailable.first()
-            && !notes.iter().any(|n| n.starts_with("not counted"))
-        {
-            notes.push(format!(
-                "not counted for the child: {first}{}",
-                if o.perf_unavailable.len() > 1 {
-                    " (and more; see the trial evidence)"
-                } else {
-                    ""
-                }
-            ));
-        }
-        let flagged = flag(arm, &o, &kernel);
-        let mut evidence = serde_json::to_value(&o)?;
-        evidence["kernel_counters"] = serde_json::to_value(&kernel)?;
-        if !missing.is_empty() {
-            evidence["missing_metrics"] = serde_json::to_value(&missing)?;
-        }
-        if !o.succeeded() {
-            let tail: Vec<&str> = o.stderr.lines().rev().take(5).collect();
-            evidence["stderr_tail"] =
-                serde_json::to_value(tail.into_iter().rev().collect::<Vec<_>>())?;
-        }
-        Ok(Some(TrialRow {
-            block,
-            arm_idx: arm_idx as i64,
-            seq: 0,
-            ok,
-            flagged,
-            metrics,
-            evidence,
-        }))
+        stop
     };
     for w in 0..plan.warmup {
         for arm in 0..plan.arms.len() {
-            progress(&format!(
+            (ctx.progress)(&format!(
                 "warm-up {}/{} · {}",
                 w + 1,
                 plan.warmup,
                 plan.arms[arm].name
             ));
-            if one(arm, -1, &mut guard, &mut notes)?.is_none() || stop.load(Ordering::Relaxed) {
-                return Ok((trials, 0, "interrupted during warm-up".into(), notes));
+            trial(&job, arm, -1, ctx, &mut guard, &mut x.notes)?;
+            if stopped(ctx, &mut x, "interrupted (Ctrl-C) during warm-up".into()) {
+                return Ok(x);
             }
         }
     }
-    let mut cs: Vec<ConfidenceSequence> = plan
-        .arms
-        .iter()
-        .map(|_| ConfidenceSequence::new(1.0 - plan.confidence, 30.0))
-        .collect();
     'blocks: for block in 0..plan.blocks {
-        if let Some(max) = a.max_time
+        if let Some(max) = plan.max_time
             && started.elapsed() >= max
         {
-            stop_reason = format!(
-                "--max-time {} s reached after {block} blocks",
+            x.stop_reason = format!(
+                "{} {} s reached after {block} blocks",
+                if plan.calibrate {
+                    "--calibrate"
+                } else {
+                    "--max-time"
+                },
                 max.as_secs()
             );
             break;
@@ -539,42 +682,40 @@ pub fn execute(
         let order = block_order(plan.arms.len(), block, plan.seed);
         let mut block_ok = true;
         for arm in order {
-            let est = estimate_line(&names, plan, &trials);
-            progress(&format!(
+            let est = estimate_line(&names, plan, &x.trials);
+            (ctx.progress)(&format!(
                 "block {}/{} · {} · {:.0} s{est}",
                 block + 1,
                 plan.blocks,
                 plan.arms[arm].name,
                 started.elapsed().as_secs_f64()
             ));
-            let Some(mut t) = one(arm, block as i64, &mut guard, &mut notes)? else {
-                stop_reason = format!(
-                    "interrupted during block {}; {} complete blocks analysed",
-                    block + 1,
-                    blocks_done
-                );
-                break 'blocks;
-            };
+            let mut t = trial(&job, arm, block as i64, ctx, &mut guard, &mut x.notes)?;
             t.seq = seq;
             seq += 1;
-            store.add_trial(run_id, &t)?;
-            let failed = !t.ok;
+            ctx.store.add_trial(ctx.run_id, &t)?;
             if let Some(f) = &t.flagged
                 && !flagged_arms.contains(&arm)
             {
                 // Live, once per arm; the final report counts every flagged trial.
                 flagged_arms.push(arm);
-                progress(&format!("FLAGGED {}: {f}", plan.arms[arm].name));
+                (ctx.progress)(&format!("FLAGGED {}: {f}", plan.arms[arm].name));
             }
-            trials.push(t);
+            let failed = !t.ok;
+            x.trials.push(t);
             if failed {
                 block_ok = false;
                 if !a.keep_going {
-                    let last = trials.last().expect("just pushed");
-                    stop_reason = format!(
-                        "trial of arm {} failed (exit {:?}{}); use --keep-going to continue past failures",
+                    let last = x.trials.last().expect("just pushed");
+                    x.stop_reason = format!(
+                        "trial of arm {} failed (exit {:?}{}{}); use --keep-going to continue past failures",
                         plan.arms[arm].name,
                         last.evidence["exit_code"],
+                        if last.evidence["timed_out"] == true {
+                            ", killed by --timeout"
+                        } else {
+                            ""
+                        },
                         last.evidence
                             .get("missing_metrics")
                             .map(|m| format!(", metric not found in output: {m}"))
@@ -583,44 +724,30 @@ pub fn execute(
                     break 'blocks;
                 }
             }
-            if stop.load(Ordering::Relaxed) {
-                stop_reason = format!(
-                    "interrupted during block {}; {} complete blocks analysed",
-                    block + 1,
-                    blocks_done
-                );
+            let done = x.blocks_done;
+            if stopped(
+                ctx,
+                &mut x,
+                format!(
+                    "interrupted (Ctrl-C) in block {}; the trial in flight finished and was kept; {done} complete blocks analysed",
+                    block + 1
+                ),
+            ) {
                 break 'blocks;
             }
         }
-        blocks_done += 1;
-        if plan.sequential && block_ok {
-            let primary = &plan.metrics[plan.metrics.len().min(2) - 1].name;
-            let data: Vec<TrialData> = trials.iter().map(trial_data).collect();
-            let band = (1.0 + plan.effect).ln();
-            let mut settled = true;
-            for (i, c) in cs.iter_mut().enumerate() {
-                if i == plan.baseline {
-                    continue;
-                }
-                if let Some(d) = experiment::log_ratios(&data, i, plan.baseline, primary).last() {
-                    c.push(*d);
-                }
-                settled &= match c.interval() {
-                    Some((lo, hi)) => lo > 0.0 || hi < 0.0 || (lo > -band && hi < band),
-                    None => false,
-                };
-            }
-            if settled {
-                stop_reason = format!(
-                    "sequential: every contrast settled after {blocks_done} blocks (confidence sequence at {:.2}%)",
-                    plan.confidence * 100.0
-                );
-                break;
-            }
+        x.blocks_done += 1;
+        if block_ok && is_look(&plan.design, x.blocks_done) && settled(plan, &x.trials) {
+            x.stop_reason = format!(
+                "every contrast settled after {} blocks ({})",
+                x.blocks_done,
+                plan.design.describe(plan.arms.len() - 1, plan.confidence)
+            );
+            break;
         }
     }
     drop(guard); // restores every system setting the arms changed
-    Ok((trials, blocks_done, stop_reason, notes))
+    Ok(x)
 }
 
 fn estimate_line(names: &[String], plan: &Plan, trials: &[TrialRow]) -> String {
@@ -642,8 +769,27 @@ fn estimate_line(names: &[String], plan: &Plan, trials: &[TrialRow]) -> String {
     if parts.is_empty() {
         String::new()
     } else {
-        format!(" · {}", parts.join(", "))
+        format!(" · {} (unadjusted, for orientation)", parts.join(", "))
     }
+}
+
+/// Keep hugelab's own threads off the child's CPU (`--pin`).
+fn pin_self_away_from(cpu: usize) -> anyhow::Result<()> {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if n < 2 {
+        return Ok(());
+    }
+    // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET writes within it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for c in (0..n).filter(|c| *c != cpu) {
+        // SAFETY: c < n ≤ CPU_SETSIZE.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    // SAFETY: setting this thread's affinity with a valid set; threads started later inherit it.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("sched_setaffinity for --pin");
+    }
+    Ok(())
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<i32> {
@@ -672,14 +818,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         &serde_json::to_value(&plan)?,
         &arm_rows,
     )?;
-    let stop: Arc<AtomicBool> = crate::workload::child::stop_flag();
     control::defer_first_signal();
-    for sig in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
-        signal_hook::flag::register(sig, stop.clone()).context("installing the Ctrl-C handler")?;
+    if let Some(cpu) = plan.pin {
+        pin_self_away_from(cpu)?;
     }
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let mut progress = |m: &str| {
@@ -692,20 +833,24 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         }
     };
     let cpu = crate::probe::cpu::read(&Root::system()).unwrap_or_default();
-    let result = execute(
-        &a,
-        &plan,
-        &outputs,
-        &mut ProcessRunner { cpu },
-        &mut store,
+    let mut runner = ProcessRunner;
+    let stop = control::stop_requested;
+    let mut ctx = Context {
+        runner: &mut runner,
+        store: &mut store,
         run_id,
-        &stop,
-        &mut progress,
-    );
+        root: Root::system(),
+        cpu,
+        guard: Box::new(|| Ok(Guard::system()?)),
+        stop: &stop,
+        progress: &mut progress,
+    };
+    let result = execute(&a, &plan, &outputs, &mut ctx);
+    drop(ctx);
     if tty {
         eprint!("\r\x1b[K");
     }
-    let (trials, blocks_done, stop_reason, notes) = match result {
+    let x = match result {
         Ok(r) => r,
         Err(e) => {
             store.finish_run(run_id, "failed", None)?;
@@ -716,7 +861,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         }
     };
     let names: Vec<String> = plan.arms.iter().map(|x| x.name.clone()).collect();
-    let data: Vec<TrialData> = trials.iter().map(trial_data).collect();
+    let data: Vec<TrialData> = x.trials.iter().map(trial_data).collect();
     let report = experiment::analyse(
         &names,
         plan.baseline,
@@ -724,8 +869,17 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         &plan.metrics,
         plan.effect,
         plan.confidence,
+        &plan.design,
     );
-    let interrupted = stop.load(Ordering::Relaxed);
+    let primary = &plan.metrics[plan.metrics.len().min(2) - 1].name;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let noise = experiment::noise_attribution(&names, &data, primary, cpus);
+    let calibration = plan.calibrate.then(|| {
+        let d = experiment::log_ratios(&data, 1, 0, primary);
+        let secs = started.elapsed().as_secs_f64() / x.blocks_done.max(1) as f64;
+        crate::analyze::calibrate::calibrate(&d, secs, plan.effect, plan.confidence)
+    });
+    let interrupted = x.interrupted;
     let status = if interrupted {
         "interrupted"
     } else {
@@ -738,10 +892,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         db: db.display().to_string(),
         command: a.command.clone(),
         plan,
-        blocks_done,
-        stop_reason,
+        blocks_done: x.blocks_done,
+        stop_reason: x.stop_reason,
         report,
-        notes,
+        noise,
+        calibration,
+        notes: x.notes,
         elapsed_s: started.elapsed().as_secs_f64(),
     };
     if a.json {

@@ -154,10 +154,37 @@ static DEFER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new
 static SEEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Let the command handle the first SIGINT/SIGTERM/SIGHUP itself (stop, analyse, then drop the
-/// guard); a second signal still restores and exits immediately.
+/// guard); a second signal kills the trial in flight, restores and exits immediately.
 pub fn defer_first_signal() {
     DEFER.store(true, std::sync::atomic::Ordering::SeqCst);
     install_signal_handler();
+}
+
+/// Whether the first, deferred signal has arrived.
+pub fn stop_requested() -> bool {
+    SEEN.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// The trial in flight, so that a second Ctrl-C can end it: its child's process group.
+pub mod signals {
+    use std::sync::Mutex;
+
+    pub(super) static IN_FLIGHT: Mutex<Option<i32>> = Mutex::new(None);
+
+    /// A child (and its process group `pgid`) started.
+    pub fn trial_started(pgid: i32) {
+        *IN_FLIGHT.lock().unwrap_or_else(|p| p.into_inner()) = Some(pgid);
+    }
+
+    /// The child has exited but is not reaped: end what is left of its group (daemonized
+    /// members) while the zombie leader still holds the group id, so no signal can reach a
+    /// process that reused it.
+    pub fn trial_ended(pgid: i32) {
+        let mut g = IN_FLIGHT.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: signalling a process group whose leader we have not reaped yet.
+        unsafe { libc::killpg(pgid, libc::SIGKILL) };
+        *g = None;
+    }
 }
 
 /// Actions on the kernel that are not settings (nothing to restore): both need root.
@@ -202,7 +229,16 @@ fn install_signal_handler() {
                 if DEFER.load(std::sync::atomic::Ordering::SeqCst)
                     && !SEEN.swap(true, std::sync::atomic::Ordering::SeqCst)
                 {
+                    eprintln!(
+                        "\nhugelab: stopping after the trial in flight (it is kept); settings are then restored and the completed blocks analysed — press Ctrl-C again to kill that trial and exit now"
+                    );
                     continue;
+                }
+                if let Some(pgid) = *signals::IN_FLIGHT.lock().unwrap_or_else(|p| p.into_inner())
+                {
+                    // SAFETY: the leader is not reaped while IN_FLIGHT holds its group id.
+                    unsafe { libc::killpg(pgid, libc::SIGKILL) };
+                    eprintln!("hugelab: killed the trial in flight; it is discarded");
                 }
                 let active = lock_active();
                 for (root, path) in active.iter() {

@@ -10,6 +10,7 @@ pub mod hugetlb;
 pub mod kv;
 pub mod meminfo;
 pub mod mounts;
+pub mod noise;
 pub mod pmu;
 pub mod process;
 pub mod status;

@@ -131,6 +131,32 @@ pub fn parse_status(text: &str) -> Result<ProcStatus, ParseError> {
     Ok(s)
 }
 
+/// The process group id in a /proc/PID/stat text (the field after the state).
+pub fn parse_stat_pgid(text: &str) -> Option<i32> {
+    let i = text.rfind(')')?;
+    text[i + 1..].split_whitespace().nth(2)?.parse().ok()
+}
+
+/// The live processes in process group `pgid` (a child of `run` and what it started).
+pub fn group_members(pgid: i32) -> Vec<i32> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return vec![pgid];
+    };
+    let mut out: Vec<i32> = rd
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| parse_stat_pgid(&s))
+                == Some(pgid)
+        })
+        .collect();
+    if out.is_empty() {
+        out.push(pgid);
+    }
+    out
+}
+
 /// `key value kB` lines of /proc/PID/smaps_rollup (after its header line), bytes.
 pub fn parse_rollup(text: &str) -> Result<BTreeMap<String, u64>, ParseError> {
     let body: String = text.lines().skip(1).map(|l| format!("{l}\n")).collect();
@@ -174,6 +200,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(r["Rss"], 8192);
+    }
+
+    #[test]
+    fn stat_pgid() {
+        assert_eq!(parse_stat_pgid("42 (a) b) S 1 42 42 0 -1"), Some(42));
+        assert_eq!(parse_stat_pgid("42 (a"), None);
     }
 
     proptest! {

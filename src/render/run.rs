@@ -2,7 +2,7 @@
 
 use super::table;
 use crate::analyze::experiment::ExperimentReport;
-use crate::analyze::verdict::Verdict;
+use crate::analyze::verdict::{Design, Verdict, fmt_level};
 use crate::commands::run::RunResult;
 use std::fmt::Write;
 
@@ -12,7 +12,6 @@ fn unit(metric: &str) -> &str {
 
 pub fn render_report(r: &ExperimentReport) -> String {
     let mut o = String::new();
-    let level = format!("{}%", r.confidence * 100.0);
     for m in &r.metrics {
         let mut t = table(&[
             "arm",
@@ -46,8 +45,17 @@ pub fn render_report(r: &ExperimentReport) -> String {
                 ),
                 Some((_, Some(c))) => {
                     let p = &c.percent;
+                    // An interval computed at another level than the family-wise one (a Holm
+                    // step, a Bonferroni share, a sequential boundary) says which.
+                    let at = if c.level > 0.0 && (c.level - r.confidence).abs() > 1e-9 {
+                        format!(" @{}", fmt_level(c.level))
+                    } else {
+                        String::new()
+                    };
                     let iv = match (p.lo, p.hi) {
-                        (Some(lo), Some(hi)) => format!("{:+.2}% [{lo:+.2}, {hi:+.2}]", p.point),
+                        (Some(lo), Some(hi)) => {
+                            format!("{:+.2}% [{lo:+.2}, {hi:+.2}]{at}", p.point)
+                        }
                         _ => format!("{:+.2}%", p.point),
                     };
                     let v = match c.verdict {
@@ -79,19 +87,29 @@ pub fn render_report(r: &ExperimentReport) -> String {
             crate::analyze::verdict::Better::Lower => "lower is better",
             crate::analyze::verdict::Better::Higher => "higher is better",
         };
+        let blocks = if r.design == Design::Unpaired {
+            format!("{} runs per arm", m.complete_blocks)
+        } else {
+            format!("{} complete blocks", m.complete_blocks)
+        };
         let _ = writeln!(
             o,
-            "{} ({better}; {} complete blocks; Hodges–Lehmann, {level} signed-rank interval, δ = {}%)\n{t}",
+            "{} ({better}; {blocks}; {}; δ = {}%)\n{t}",
             m.metric.name,
-            m.complete_blocks,
+            r.design.describe(m.contrasts.len(), r.confidence),
             r.effect * 100.0
         );
         for (arm, c) in &m.contrasts {
             if let Some(c) = c {
                 if let (Some(mde), Some(more)) = (c.min_detectable_percent, c.more_blocks) {
+                    let unit = if r.design == Design::Unpaired {
+                        "runs per arm"
+                    } else {
+                        "blocks"
+                    };
                     let _ = writeln!(
                         o,
-                        "  {arm}: the smallest effect this run could detect is ±{mde:.2}%; about {more} more blocks would resolve δ = {}%",
+                        "  {arm}: the interval's half-width is ±{mde:.2}%; about {more} more {unit} would resolve δ = {}% with 80% probability (at the spread seen so far)",
                         r.effect * 100.0
                     );
                 }
@@ -100,8 +118,9 @@ pub fn render_report(r: &ExperimentReport) -> String {
                 {
                     let _ = writeln!(
                         o,
-                        "  {arm}: mean ratio {:+.2}% [{lo:+.2}, {hi:+.2}] (BCa bootstrap)",
-                        b.point
+                        "  {arm}: mean ratio {:+.2}% [{lo:+.2}, {hi:+.2}] ({} BCa bootstrap)",
+                        b.point,
+                        fmt_level(c.level)
                     );
                 }
                 for w in &c.warnings {
@@ -143,7 +162,7 @@ pub fn render_report(r: &ExperimentReport) -> String {
     }
     let _ = writeln!(
         o,
-        "backing evidence (run: the child's process group sampled every 25 ms; bench: the verified region)\n{t}"
+        "backing evidence (run: the child's process group, sampled on the same schedule for every arm; bench: the verified region)\n{t}"
     );
     for e in &r.evidence {
         if let Some(f) = &e.first_flag {
@@ -153,8 +172,89 @@ pub fn render_report(r: &ExperimentReport) -> String {
     o
 }
 
+fn render_noise(r: &RunResult) -> String {
+    let mut o = String::new();
+    if r.noise.iter().all(|n| n.trials == 0) {
+        return o;
+    }
+    let mut t = table(&[
+        "arm",
+        "steal/trial",
+        "other CPU/trial",
+        "CPU pressure/trial",
+        "spread explained (R²): steal · other CPU · pressure",
+        "heavy-steal trials",
+    ]);
+    let ms = |v: Option<&f64>| v.map_or("-".to_string(), |s| format!("{:.1} ms", s * 1000.0));
+    let r2 = |v: Option<&f64>| v.map_or("-".to_string(), |x| format!("{:.0}%", x * 100.0));
+    for n in &r.noise {
+        t.add_row(vec![
+            n.arm.clone(),
+            ms(n.mean_s.get("steal_s")),
+            ms(n.mean_s.get("other_cpu_s")),
+            ms(n.mean_s.get("psi_cpu_some_s")),
+            format!(
+                "{} · {} · {}",
+                r2(n.r2.get("steal_s")),
+                r2(n.r2.get("other_cpu_s")),
+                r2(n.r2.get("psi_cpu_some_s"))
+            ),
+            n.heavy_steal_trials.to_string(),
+        ]);
+    }
+    let _ = writeln!(
+        o,
+        "machine noise during the trials (steal: the host ran someone else; other CPU: processes other than the child and hugelab; R²: share of the primary metric's log-variance each explains alone)\n{t}"
+    );
+    let heavy: usize = r.noise.iter().map(|n| n.heavy_steal_trials).sum();
+    if heavy > 0 {
+        let _ = writeln!(
+            o,
+            "  {heavy} trials ran while more than {:.0}% of the CPU time was stolen by the host: their times say more about the host than about the arms",
+            crate::analyze::experiment::HEAVY_STEAL * 100.0
+        );
+    }
+    o
+}
+
+fn render_calibration(c: &crate::analyze::calibrate::Calibration, r: &RunResult) -> String {
+    let mut o = String::new();
+    let mut t = table(&["running", "blocks", "smallest effect resolved (80% power)"]);
+    for row in &c.rows {
+        t.add_row(vec![
+            format!("{:.0} min", row.minutes),
+            row.blocks.to_string(),
+            format!("±{:.2}%", row.detectable_percent),
+        ]);
+    }
+    let _ = writeln!(
+        o,
+        "noise floor of this machine for this command (A/A, {} blocks of {:.2} s; per-block log-ratio SD {:.2}%, robust {:.2}%; {} two-sided)\n{t}",
+        c.blocks,
+        c.seconds_per_block,
+        c.sd_log_ratio * 100.0,
+        c.robust_sd_log_ratio * 100.0,
+        fmt_level(r.plan.confidence)
+    );
+    let _ = writeln!(
+        o,
+        "  δ = {}% needs about {} blocks ({:.0} min) for an 80% chance of a verdict; the A/A contrast itself: {}",
+        r.plan.effect * 100.0,
+        c.blocks_for_effect,
+        c.minutes_for_effect,
+        c.aa_verdict
+            .map_or("too few blocks".to_string(), |v| format!("{v:?}")
+                .to_uppercase())
+    );
+    o
+}
+
 pub fn render(r: &RunResult) -> String {
     let mut o = render_report(&r.report);
+    o.push_str(&render_noise(r));
+    if let Some(c) = &r.calibration {
+        o.push_str(&render_calibration(c, r));
+    }
     for n in &r.notes {
         let _ = writeln!(o, "note: {n}");
     }

@@ -1,7 +1,9 @@
 //! Shared helpers for integration tests.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use hugelab::control::{self, Knob, Settings, SysfsSettings};
+use hugelab::error::ControlError;
+use std::path::{Path, PathBuf};
 
 pub fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -70,4 +72,52 @@ where
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A fake sysfs with the knobs a guard test needs.
+pub fn fake_sysfs(dir: &Path) {
+    let thp = dir.join("sys/kernel/mm/transparent_hugepage");
+    std::fs::create_dir_all(thp.join("hugepages-64kB")).unwrap();
+    std::fs::write(thp.join("enabled"), "always [madvise] never\n").unwrap();
+    std::fs::write(
+        thp.join("defrag"),
+        "always defer defer+madvise [madvise] never\n",
+    )
+    .unwrap();
+    std::fs::write(
+        thp.join("hugepages-64kB/enabled"),
+        "always inherit madvise [never]\n",
+    )
+    .unwrap();
+    let pool = dir.join("sys/kernel/mm/hugepages/hugepages-2048kB");
+    std::fs::create_dir_all(&pool).unwrap();
+    std::fs::write(pool.join("nr_hugepages"), "0\n").unwrap();
+}
+
+/// Sysfs writes replace the file; emulate the kernel re-rendering selectors.
+pub struct FakeKernel(pub SysfsSettings);
+
+impl Settings for FakeKernel {
+    fn read(&self, knob: &Knob) -> Result<String, ControlError> {
+        self.0.read(knob)
+    }
+    fn write(&self, knob: &Knob, value: &str) -> Result<(), ControlError> {
+        let text = match knob.kind() {
+            control::knob::ValueKind::Selector(choices) => choices
+                .iter()
+                .map(|c| {
+                    if *c == value {
+                        format!("[{c}]")
+                    } else {
+                        c.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+            control::knob::ValueKind::Number => value.to_string(),
+        };
+        knob.validate(value)?;
+        std::fs::write(self.0.root.path(knob.path()), text + "\n").unwrap();
+        Ok(())
+    }
 }

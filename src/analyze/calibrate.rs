@@ -1,0 +1,123 @@
+//! The machine's noise floor for one command, from an A/A run (`run --calibrate`): two
+//! identical arms interleaved in blocks. The spread of their per-block log-ratios is pure
+//! noise, so it says how small an effect this machine can resolve for this command per minute
+//! of running, before anyone spends an hour on an experiment.
+
+use super::verdict::{Better, Design, Verdict, blocks_to_resolve, contrasts};
+use statrs::distribution::{ContinuousCDF, Normal};
+
+/// The smallest effect resolvable after `minutes` of running.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FloorRow {
+    pub minutes: f64,
+    pub blocks: usize,
+    /// An effect this large (percent, either direction) is declared FASTER/SLOWER with 80%
+    /// probability at the run's confidence (fixed paired design, signed-rank efficiency).
+    pub detectable_percent: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Calibration {
+    pub blocks: usize,
+    /// Wall-clock seconds one block took (both arms, with hugelab's overhead).
+    pub seconds_per_block: f64,
+    /// SD of the per-block log-ratios (the paired noise).
+    pub sd_log_ratio: f64,
+    /// The same from the MAD (robust to a few wild blocks).
+    pub robust_sd_log_ratio: f64,
+    pub rows: Vec<FloorRow>,
+    /// Blocks (and minutes) for 80% probability of resolving δ whatever the truth.
+    pub blocks_for_effect: usize,
+    pub minutes_for_effect: f64,
+    /// The A/A verdict itself (it should never be FASTER or SLOWER).
+    pub aa_verdict: Option<Verdict>,
+}
+
+/// Detectable effect (percent) after `n` blocks at noise `sd`, two-sided `confidence`, 80% power.
+pub fn detectable_percent(sd: f64, n: usize, confidence: f64) -> f64 {
+    let nd = Normal::standard();
+    let z = nd.inverse_cdf(0.5 + confidence / 2.0) + nd.inverse_cdf(0.8);
+    let log = z * sd / (n as f64 * 3.0 / std::f64::consts::PI).sqrt();
+    (log.exp() - 1.0) * 100.0
+}
+
+/// Calibrate from A/A log-ratios `d` whose blocks took `seconds_per_block` each.
+pub fn calibrate(d: &[f64], seconds_per_block: f64, effect: f64, confidence: f64) -> Calibration {
+    let n = d.len();
+    let mean = d.iter().sum::<f64>() / n.max(1) as f64;
+    let sd = (d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n.max(2) - 1) as f64).sqrt();
+    let s = super::stats::sorted(d);
+    let med = if n > 0 {
+        super::stats::quantile_sorted(&s, 0.5)
+    } else {
+        0.0
+    };
+    let dev: Vec<f64> =
+        super::stats::sorted(&d.iter().map(|x| (x - med).abs()).collect::<Vec<_>>());
+    let mad = if n > 0 {
+        super::stats::quantile_sorted(&dev, 0.5)
+    } else {
+        0.0
+    };
+    let per_min = 60.0 / seconds_per_block.max(1e-9);
+    let rows = [1.0, 5.0, 15.0, 60.0]
+        .into_iter()
+        .map(|minutes| {
+            let blocks = ((minutes * per_min).floor() as usize).max(2);
+            FloorRow {
+                minutes,
+                blocks,
+                detectable_percent: detectable_percent(sd, blocks, confidence),
+            }
+        })
+        .collect();
+    let need = blocks_to_resolve(sd, effect, confidence, 0.8);
+    let aa = contrasts(
+        &[d.to_vec()],
+        effect,
+        confidence,
+        Better::Lower,
+        &Design::Fixed,
+    );
+    Calibration {
+        blocks: n,
+        seconds_per_block,
+        sd_log_ratio: sd,
+        robust_sd_log_ratio: 1.4826 * mad,
+        rows,
+        blocks_for_effect: need,
+        minutes_for_effect: need as f64 / per_min,
+        aa_verdict: aa.first().cloned().flatten().map(|c| c.verdict),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floor_shrinks_with_time_and_matches_the_formula() {
+        // 5% per-block noise, 2 s blocks: 30 blocks a minute.
+        let mut r = crate::analyze::simulate::Rng::new(4);
+        let d: Vec<f64> = (0..200).map(|_| 0.05 * r.gauss()).collect();
+        let c = calibrate(&d, 2.0, 0.01, 0.99);
+        assert_eq!(c.rows[0].blocks, 30);
+        assert!(
+            c.rows
+                .windows(2)
+                .all(|w| w[1].detectable_percent < w[0].detectable_percent)
+        );
+        assert!((c.sd_log_ratio - 0.05).abs() < 0.01, "{}", c.sd_log_ratio);
+        // (2.576 + 0.842) · 0.05 / √(30 · 3/π) = 0.0319 → 3.25%
+        assert!(
+            (c.rows[0].detectable_percent - 3.25).abs() < 0.7,
+            "{:?}",
+            c.rows[0]
+        );
+        assert!(matches!(
+            c.aa_verdict,
+            Some(Verdict::Inconclusive | Verdict::Equivalent)
+        ));
+        assert!(c.blocks_for_effect > 200);
+    }
+}

@@ -1,0 +1,90 @@
+//! Per-trial noise evidence: what else the machine did while a trial ran. CPU steal (the host
+//! ran another guest), CPU pressure stalls (PSI `cpu some`: something runnable waited), and
+//! the CPU time of every other process (busy time minus the child's and hugelab's own).
+
+use crate::probe::Root;
+use crate::probe::noise::NoiseReading;
+
+/// Nanoseconds per USER_HZ tick of /proc/stat.
+fn tick_ns() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    1_000_000_000 / if hz > 0 { hz as u64 } else { 100 }
+}
+
+/// CPU time (user + system) hugelab itself has used, all threads, ns.
+pub fn self_cpu_ns() -> u64 {
+    // SAFETY: zeroed rusage is a valid out-parameter for getrusage.
+    let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_SELF with a valid pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut r) };
+    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+    tv(r.ru_utime) + tv(r.ru_stime)
+}
+
+/// A reading taken just before a trial starts (outside its timed span).
+#[derive(Debug, Clone, Copy)]
+pub struct Mark {
+    reading: Option<NoiseReading>,
+    self_cpu_ns: u64,
+}
+
+pub fn mark(root: &Root) -> Mark {
+    Mark {
+        reading: crate::probe::noise::read(root).ok(),
+        self_cpu_ns: self_cpu_ns(),
+    }
+}
+
+/// What else happened on the machine during one trial.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TrialNoise {
+    /// CPU time stolen by the hypervisor, all CPUs, ns (10 ms resolution).
+    pub steal_ns: u64,
+    /// Time some runnable task waited for a CPU (PSI `cpu some`), ns; absent without PSI.
+    pub psi_cpu_some_ns: Option<u64>,
+    /// CPU time of processes other than the child and hugelab, ns (10 ms resolution).
+    pub other_cpu_ns: u64,
+    /// hugelab's own CPU time during the trial (sampler, readers, waiter), ns.
+    pub self_cpu_ns: u64,
+}
+
+/// The noise between `before` and now, given the child's own CPU time.
+pub fn since(root: &Root, before: &Mark, child_cpu_ns: u64) -> Option<TrialNoise> {
+    let after = crate::probe::noise::read(root).ok()?;
+    let b = before.reading?;
+    let t = tick_ns();
+    let self_ns = self_cpu_ns().saturating_sub(before.self_cpu_ns);
+    let busy = after.cpu.busy().saturating_sub(b.cpu.busy()) * t;
+    Some(TrialNoise {
+        steal_ns: after.cpu.steal.saturating_sub(b.cpu.steal) * t,
+        psi_cpu_some_ns: match (b.psi_cpu_some_us, after.psi_cpu_some_us) {
+            (Some(x), Some(y)) => Some(y.saturating_sub(x) * 1000),
+            _ => None,
+        },
+        other_cpu_ns: busy.saturating_sub(child_cpu_ns + self_ns),
+        self_cpu_ns: self_ns,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn other_processes_cpu_is_seen() {
+        let root = Root::system();
+        let m = mark(&root);
+        // Another process burns CPU for ~300 ms; hugelab itself only waits.
+        std::process::Command::new("sh")
+            .args([
+                "-c",
+                "end=$(($(date +%s%N)+300000000)); while [ $(date +%s%N) -lt $end ]; do :; done",
+            ])
+            .status()
+            .unwrap();
+        let n = since(&root, &m, 0).unwrap();
+        assert!(n.other_cpu_ns >= 100_000_000, "{n:?}");
+        assert!(n.self_cpu_ns < n.other_cpu_ns, "{n:?}");
+    }
+}

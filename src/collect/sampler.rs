@@ -1,0 +1,244 @@
+//! Memory evidence of a running child, gathered on a thread of its own so that the thread
+//! timing the trial only waits. Two sources, on a schedule that is the same for every arm:
+//!
+//! * cheap reads of `/proc/PID/status` (RSS and hugetlb from the mm's counters: no page-table
+//!   walk, no mmap lock) every `every`;
+//! * the page-table walk of `/proc/PID/smaps_rollup` (which takes the child's mmap lock and costs
+//!   more the more 4 KiB pages it maps, so it disturbs a 4K arm more than a huge-page arm) only
+//!   at `4·every`, `8·every`, `16·every`, … — a geometric back-off, at most `max_walks` per
+//!   trial, so its share of a trial's time shrinks as the trial grows.
+
+use crate::probe::process::{group_members, parse_rollup};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+/// When to sample. `Schedule::off()` samples nothing.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Schedule {
+    pub enabled: bool,
+    /// Period of the cheap `/proc/PID/status` reads.
+    pub every: Duration,
+    /// At most this many smaps_rollup walks per trial (the first at 4·`every`, then doubling).
+    pub max_walks: u32,
+}
+
+impl Default for Schedule {
+    fn default() -> Self {
+        Schedule {
+            enabled: true,
+            every: Duration::from_millis(20),
+            max_walks: 10,
+        }
+    }
+}
+
+impl Schedule {
+    pub fn off() -> Self {
+        Schedule {
+            enabled: false,
+            ..Schedule::default()
+        }
+    }
+
+    /// Offsets from the child's start at which smaps_rollup is walked.
+    pub fn walk_times(&self) -> Vec<Duration> {
+        (0..self.max_walks)
+            .map(|k| self.every * 4 * 2u32.saturating_pow(k))
+            .collect()
+    }
+}
+
+/// Memory of the child's process group over its life.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct MemorySamples {
+    /// Cheap status reads that found the group alive.
+    pub samples: u64,
+    /// smaps_rollup walks done (each one took the child's mmap lock).
+    #[serde(default)]
+    pub walks: u64,
+    /// Time spent in those walks, ns (hugelab's side of the disturbance).
+    #[serde(default)]
+    pub walk_ns: u64,
+    /// Largest resident memory (RSS + hugetlb) seen by any read.
+    pub peak_rss: u64,
+    pub peak_anon_huge: u64,
+    pub peak_hugetlb: u64,
+    /// Time-weighted mean of (AnonHugePages + hugetlb) / (Rss + hugetlb) over the walks.
+    pub mean_huge_coverage: Option<f64>,
+    /// Huge coverage at the walk with the largest resident memory.
+    pub coverage_at_peak: Option<f64>,
+}
+
+/// (Rss, AnonHugePages, hugetlb) of one smaps_rollup text: the one summation of it.
+pub fn rollup_totals(text: &str) -> Option<(u64, u64, u64)> {
+    let m = parse_rollup(text).ok()?;
+    let g = |k: &str| m.get(k).copied().unwrap_or(0);
+    Some((
+        g("Rss"),
+        g("AnonHugePages"),
+        g("Private_Hugetlb") + g("Shared_Hugetlb"),
+    ))
+}
+
+/// (VmRSS, HugetlbPages) of one /proc/PID/status text, bytes.
+fn status_totals(text: &str) -> (u64, u64) {
+    let kb = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .unwrap_or(0)
+            * 1024
+    };
+    (kb("VmRSS:"), kb("HugetlbPages:"))
+}
+
+fn sum<T: Default + Copy>(
+    pids: &[i32],
+    file: &str,
+    f: impl Fn(&str) -> Option<T>,
+    add: impl Fn(T, T) -> T,
+) -> Option<T> {
+    pids.iter()
+        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/{file}")).ok())
+        .filter_map(|t| f(&t))
+        .reduce(add)
+}
+
+/// Sample group `pgid` (started at `start`) until `stop` delivers or disconnects.
+pub fn sample(pgid: i32, start: Instant, schedule: Schedule, stop: Receiver<()>) -> MemorySamples {
+    let mut m = MemorySamples::default();
+    if !schedule.enabled {
+        let _ = stop.recv();
+        return m;
+    }
+    let walks = schedule.walk_times();
+    let mut next_walk = 0usize;
+    let mut next_cheap = start + schedule.every;
+    let mut members = vec![pgid];
+    let (mut weighted, mut weight) = (0.0f64, 0.0f64);
+    let mut last_walk: Option<(Instant, f64)> = None;
+    loop {
+        let walk_at = walks.get(next_walk).map(|d| start + *d);
+        let due = walk_at.map_or(next_cheap, |w| w.min(next_cheap));
+        match stop.recv_timeout(due.saturating_duration_since(Instant::now())) {
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        let now = Instant::now();
+        if walk_at.is_some_and(|w| now >= w) {
+            next_walk += 1;
+            members = group_members(pgid);
+            let t0 = Instant::now();
+            let totals = sum(&members, "smaps_rollup", rollup_totals, |a, b| {
+                (a.0 + b.0, a.1 + b.1, a.2 + b.2)
+            });
+            m.walk_ns += t0.elapsed().as_nanos() as u64;
+            m.walks += 1;
+            if let Some((rss, anon, htlb)) = totals {
+                let resident = rss + htlb;
+                m.peak_anon_huge = m.peak_anon_huge.max(anon);
+                m.peak_hugetlb = m.peak_hugetlb.max(htlb);
+                if resident > 0 {
+                    let cov = (anon + htlb) as f64 / resident as f64;
+                    if let Some((t, c)) = last_walk {
+                        let dt = now.duration_since(t).as_secs_f64();
+                        weighted += c * dt;
+                        weight += dt;
+                    }
+                    last_walk = Some((now, cov));
+                    if m.coverage_at_peak.is_none() || resident >= m.peak_rss {
+                        m.coverage_at_peak = Some(cov);
+                    }
+                    m.peak_rss = m.peak_rss.max(resident);
+                }
+            }
+        } else {
+            next_cheap += schedule.every;
+            if m.samples % 10 == 9 {
+                members = group_members(pgid);
+            }
+            if let Some((rss, htlb)) = sum(
+                &members,
+                "status",
+                |t| Some(status_totals(t)),
+                |a, b| (a.0 + b.0, a.1 + b.1),
+            ) {
+                m.samples += 1;
+                m.peak_rss = m.peak_rss.max(rss + htlb);
+                m.peak_hugetlb = m.peak_hugetlb.max(htlb);
+            }
+            // A slow read (a busy machine) must not make the schedule try to catch up.
+            if next_cheap < Instant::now() {
+                next_cheap = Instant::now() + schedule.every;
+            }
+        }
+    }
+    if let Some((t, c)) = last_walk {
+        weighted += c * t.elapsed().as_secs_f64();
+        weight += t.elapsed().as_secs_f64();
+    }
+    if weight > 0.0 {
+        m.mean_huge_coverage = Some(weighted / weight);
+    } else if let Some((_, c)) = last_walk {
+        m.mean_huge_coverage = Some(c);
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn walks_back_off_geometrically() {
+        let s = Schedule::default();
+        let w = s.walk_times();
+        assert_eq!(w.len(), 10);
+        assert_eq!(w[0], Duration::from_millis(80));
+        assert_eq!(w[1], Duration::from_millis(160));
+        assert!(w.windows(2).all(|p| p[1] == p[0] * 2));
+        // A 10 s trial is walked 7 times (80 ms … 5.12 s), not 400 times as at a fixed 25 ms.
+        assert_eq!(
+            w.iter().filter(|d| **d <= Duration::from_secs(10)).count(),
+            7
+        );
+    }
+
+    #[test]
+    fn parses_status_and_rollup() {
+        assert_eq!(
+            status_totals("Name:\tx\nVmRSS:\t  2048 kB\nHugetlbPages:\t 4096 kB\n"),
+            (2 << 20, 4 << 20)
+        );
+        let r = rollup_totals(
+            "00400000-7fff rw-p 00000000 00:00 0 [rollup]\nRss: 8 kB\nAnonHugePages: 4 kB\nPrivate_Hugetlb: 2 kB\n",
+        )
+        .unwrap();
+        assert_eq!(r, (8192, 4096, 2048));
+    }
+
+    #[test]
+    fn samples_a_live_child_and_stops_on_request() {
+        let child = std::process::Command::new("sleep")
+            .arg("0.5")
+            .spawn()
+            .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let start = Instant::now();
+        let pid = child.id() as i32;
+        let h = std::thread::spawn(move || sample(pid, start, Schedule::default(), rx));
+        std::thread::sleep(Duration::from_millis(300));
+        tx.send(()).unwrap();
+        let m = h.join().unwrap();
+        let mut child = child;
+        child.wait().unwrap();
+        assert!(m.samples >= 3, "{m:?}");
+        assert!(m.walks >= 1 && m.peak_rss > 0, "{m:?}");
+        let off = {
+            let (tx, rx) = std::sync::mpsc::channel();
+            drop(tx);
+            sample(pid, start, Schedule::off(), rx)
+        };
+        assert_eq!(off, MemorySamples::default());
+    }
+}

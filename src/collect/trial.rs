@@ -1,0 +1,110 @@
+//! Evidence around one trial of `run`, gathered on the same schedule for every arm and never on
+//! the thread that waits for the child: the memory sampler on its own thread, the perf group
+//! opened just after the spawn, the noise readings just outside the timed span, and the
+//! kernel's huge-page counter deltas.
+
+use super::noise::{Mark, TrialNoise};
+use super::perf::Counters;
+use super::sampler::{MemorySamples, Schedule};
+use crate::probe::Root;
+use crate::probe::cpu::Cpu;
+use crate::probe::pmu::PerfEvent;
+use crate::workload::child::TrialHooks;
+use std::collections::BTreeMap;
+use std::sync::mpsc::Sender;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+/// Counted for every trial where the kernel allows: faults always, TLB and cycles with a PMU.
+pub const CHILD_EVENTS: [PerfEvent; 5] = [
+    PerfEvent::PageFaults,
+    PerfEvent::DtlbLoads,
+    PerfEvent::DtlbLoadMisses,
+    PerfEvent::Cycles,
+    PerfEvent::DtlbWalkCycles,
+];
+
+/// Everything gathered around one trial (stored with it as evidence).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TrialEvidence {
+    pub memory: MemorySamples,
+    /// perf counts of the child and its descendants (one group, scaled).
+    pub perf: BTreeMap<PerfEvent, u64>,
+    /// perf events that could not be opened, with the reason.
+    pub perf_unavailable: Vec<String>,
+    /// time_running / time_enabled of the perf group (1 = never multiplexed).
+    pub perf_running_fraction: Option<f64>,
+    /// `thp_*`, `compact_*` and mTHP counters that changed during the trial (system-wide).
+    pub kernel_counters: BTreeMap<String, u64>,
+    pub noise: Option<TrialNoise>,
+}
+
+/// Implements the runner's hooks for one trial; [`Gatherer::finish`] returns the evidence.
+pub struct Gatherer {
+    root: Root,
+    cpu: Cpu,
+    schedule: Schedule,
+    noise: Mark,
+    kernel_before: BTreeMap<String, u64>,
+    sampler: Option<(Sender<()>, JoinHandle<MemorySamples>)>,
+    counters: Option<Counters>,
+    evidence: TrialEvidence,
+}
+
+impl Gatherer {
+    /// Take the "before" readings now: call just before starting the trial.
+    pub fn new(root: &Root, cpu: &Cpu, schedule: Schedule) -> Gatherer {
+        Gatherer {
+            root: root.clone(),
+            cpu: cpu.clone(),
+            schedule,
+            kernel_before: super::huge_counters(root),
+            noise: super::noise::mark(root),
+            sampler: None,
+            counters: None,
+            evidence: TrialEvidence::default(),
+        }
+    }
+
+    /// The evidence, once the child is reaped (`child_cpu_ns` from its rusage).
+    pub fn finish(mut self, child_cpu_ns: u64) -> TrialEvidence {
+        self.exited();
+        self.evidence.noise = super::noise::since(&self.root, &self.noise, child_cpu_ns);
+        self.evidence.kernel_counters =
+            super::deltas(&self.kernel_before, &super::huge_counters(&self.root));
+        self.evidence
+    }
+}
+
+impl TrialHooks for Gatherer {
+    fn started(&mut self, pid: i32, start: Instant) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let schedule = self.schedule;
+        let h = std::thread::Builder::new()
+            .name("hugelab-sampler".into())
+            .spawn(move || super::sampler::sample(pid, start, schedule, rx));
+        if let Ok(h) = h {
+            self.sampler = Some((tx, h));
+        }
+        // Opened just after the exec; inherit follows the children it starts from now on.
+        let mut c = Counters::open_for(&CHILD_EVENTS, &self.cpu, true, Some(pid));
+        c.start();
+        self.counters = Some(c);
+    }
+
+    fn exited(&mut self) {
+        if let Some(mut c) = self.counters.take() {
+            self.evidence.perf = c.stop();
+            self.evidence.perf_running_fraction = c.running_fraction;
+            self.evidence.perf_unavailable = c
+                .unavailable
+                .iter()
+                .map(|(e, why)| format!("{}: {why}", e.name()))
+                .collect();
+        }
+        if let Some((tx, h)) = self.sampler.take() {
+            let _ = tx.send(());
+            self.evidence.memory = h.join().unwrap_or_default();
+        }
+    }
+}
