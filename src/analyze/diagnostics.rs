@@ -85,7 +85,7 @@ pub fn diagnose(values: &[f64]) -> Diagnostics {
     if let Some(b) = bc
         && b > 0.555
     {
-        warnings.push(format!("the values look bimodal (bimodality coefficient {b:.2} > 0.555): some runs may have got huge pages and others not; check the coverage evidence"));
+        warnings.push(format!("the values look bimodal (bimodality coefficient {b:.2} > 0.555): some runs may have got huge pages and others not; check the coverage evidence; with one arm bimodal, paired intervals cover up to about 1 point less than their printed level (simulation study)"));
     }
     Diagnostics {
         drift_over_run: drift,

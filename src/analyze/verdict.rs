@@ -214,6 +214,16 @@ pub fn cs_blocks_to_resolve(sd: f64, effect: f64, level: f64, power: f64, n_opt:
     n
 }
 
+/// The SD to plan with: the sample SD inflated to its one-sided 80% upper confidence bound
+/// (σ̂·√((n−1)/χ²₀.₂(n−1)), Browne 1995), so that a plan from a short pilot keeps its promised
+/// power although the pilot's SD is itself uncertain.
+pub fn planning_sd(x: &[f64]) -> f64 {
+    use statrs::distribution::ChiSquared;
+    let df = (x.len().max(2) - 1) as f64;
+    let q = ChiSquared::new(df).map_or(df, |c| c.inverse_cdf(0.2));
+    sample_sd(x) * (df / q).sqrt()
+}
+
 fn sample_sd(x: &[f64]) -> f64 {
     let n = x.len() as f64;
     let m = x.iter().sum::<f64>() / n;
@@ -221,7 +231,7 @@ fn sample_sd(x: &[f64]) -> f64 {
 }
 
 /// The interval a paired design gives for one contrast at `level`, on the log scale.
-fn paired_interval(x: &[f64], level: f64, design: &Design) -> Option<Estimate> {
+pub fn paired_interval(x: &[f64], level: f64, design: &Design) -> Option<Estimate> {
     match design {
         Design::Sequential { n_opt } => {
             let mut cs = super::sequential::ConfidenceSequence::new(1.0 - level, *n_opt);
