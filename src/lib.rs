@@ -13,6 +13,7 @@ pub mod control;
 pub mod error;
 pub mod probe;
 pub mod render;
+pub mod rng;
 pub mod store;
 pub mod sys;
 pub mod units;

@@ -10,7 +10,7 @@ use super::verdict::{
     Design, SEQUENTIAL_N_OPT, blocks_needed, blocks_to_resolve, decide, holm_levels,
     paired_interval, planning_sd, unpaired_runs_needed,
 };
-use crate::workload::kernels::XorShift;
+use crate::rng::XorShift;
 use statrs::distribution::{ContinuousCDF, Normal};
 
 /// Run-level noise on the log scale.

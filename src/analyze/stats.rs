@@ -392,7 +392,7 @@ pub fn bootstrap_bca_mean(
         return None;
     }
     let theta = mean(x);
-    let mut rng = crate::workload::kernels::XorShift::new(seed);
+    let mut rng = crate::rng::XorShift::new(seed);
     let mut boot: Vec<f64> = (0..resamples.max(100))
         .map(|_| (0..n).map(|_| x[rng.below(n)]).sum::<f64>() / n as f64)
         .collect();
@@ -659,7 +659,7 @@ mod tests {
 
     #[test]
     fn bca_brackets_the_mean() {
-        let mut r = crate::workload::kernels::XorShift::new(9);
+        let mut r = crate::rng::XorShift::new(9);
         let x: Vec<f64> = (0..200)
             .map(|_| ((r.next_u64() >> 11) as f64 / (1u64 << 53) as f64).powi(3))
             .collect();

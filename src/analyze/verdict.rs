@@ -516,7 +516,7 @@ mod tests {
 
     #[test]
     fn holm_declares_what_bonferroni_would_miss_and_prints_the_level_it_used() {
-        let mut r = crate::workload::kernels::XorShift::new(11);
+        let mut r = crate::rng::XorShift::new(11);
         let mut noise = || ((r.next_u64() >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 0.02;
         let strong: Vec<f64> = (0..30).map(|_| -0.08 + noise()).collect();
         let base: Vec<f64> = (0..30).map(|_| noise()).collect();
@@ -586,7 +586,7 @@ mod tests {
 
     #[test]
     fn contrasts_with_holm_and_warnings() {
-        let mut r = crate::workload::kernels::XorShift::new(3);
+        let mut r = crate::rng::XorShift::new(3);
         let mut noise = || ((r.next_u64() >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 0.01;
         let faster: Vec<f64> = (0..40).map(|_| -0.05 + noise()).collect();
         let same: Vec<f64> = (0..40).map(|_| noise()).collect();

@@ -288,7 +288,7 @@ impl Region {
             backing: Backing::Base,
         };
         r.madvise(libc::MADV_NOHUGEPAGE, "madvise")?;
-        crate::workload::kernels::first_touch(r.as_mut_slice(), stride.max(4096) as usize);
+        first_touch(r.as_mut_slice(), stride.max(4096) as usize);
         Ok(r)
     }
 
@@ -308,7 +308,7 @@ impl Region {
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) && !self.backing.is_hugetlb() => {
                 // SAFETY: the whole mapping is ours and writable.
                 let all = unsafe { std::slice::from_raw_parts_mut(self.ptr, self.mapped) };
-                crate::workload::kernels::first_touch(all, 4096);
+                first_touch(all, 4096);
                 Ok(())
             }
             r => r,
@@ -385,6 +385,16 @@ impl Drop for Region {
         // SAFETY: the mapping is ours; nothing borrows it once drop runs.
         unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.mapped) };
     }
+}
+
+/// Write one byte in every `stride` bytes: the first touch that faults memory in.
+pub fn first_touch(data: &mut [u8], stride: usize) {
+    let mut i = 0;
+    while i < data.len() {
+        data[i] = 1;
+        i += stride;
+    }
+    std::hint::black_box(&data);
 }
 
 #[cfg(test)]

@@ -138,7 +138,7 @@ mod tests {
         assert!(c.unavailable.is_empty(), "{:?}", c.unavailable);
         c.start();
         let mut v = vec![0u8; 64 << 20];
-        crate::workload::kernels::first_touch(&mut v, 4096);
+        crate::backing::first_touch(&mut v, 4096);
         let r = c.stop();
         assert!(r[&PerfEvent::PageFaults] >= 1000, "{r:?}");
     }
@@ -172,7 +172,7 @@ mod tests {
         assert_eq!(c.events().len(), 2, "{:?}", c.unavailable);
         c.start();
         let mut v = vec![0u8; 16 << 20];
-        crate::workload::kernels::first_touch(&mut v, 4096);
+        crate::backing::first_touch(&mut v, 4096);
         c.stop();
         assert!(
             c.running_fraction.is_some_and(|f| f > 0.99),

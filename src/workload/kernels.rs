@@ -3,29 +3,7 @@
 
 use std::hint::black_box;
 
-/// xorshift64* (Vigna 2016): fast enough not to dominate an L1-resident `touch`.
-#[derive(Debug, Clone)]
-pub struct XorShift(u64);
-
-impl XorShift {
-    pub fn new(seed: u64) -> Self {
-        XorShift(seed | 1)
-    }
-    #[inline(always)]
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    /// Uniform in 0..n without division (Lemire's multiply-high reduction).
-    #[inline(always)]
-    pub fn below(&mut self, n: usize) -> usize {
-        ((self.next_u64() as u128 * n as u128) >> 64) as usize
-    }
-}
+pub use crate::rng::XorShift;
 
 /// Independent random byte reads (the JVM article's ByteArrayTouch). Returns a checksum.
 #[inline(never)]
@@ -70,15 +48,7 @@ pub fn chase(words: &[u64], loads: u64) -> u64 {
     black_box(p as u64)
 }
 
-/// Write one byte in every `stride` bytes: the first touch that faults memory in.
-pub fn first_touch(data: &mut [u8], stride: usize) {
-    let mut i = 0;
-    while i < data.len() {
-        data[i] = 1;
-        i += stride;
-    }
-    black_box(&data);
-}
+pub use crate::backing::first_touch;
 
 /// Sequential read of every word.
 pub fn stream_read(words: &[u64]) -> u64 {
