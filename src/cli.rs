@@ -1,7 +1,6 @@
 //! Command-line syntax only (clap derive). Planning and validation happen in `commands`.
 
-use clap::{Args, Parser, Subcommand};
-use std::path::PathBuf;
+use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -21,7 +20,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Show the machine's page-size state: THP/mTHP knobs, hugetlb pools, fragmentation, counters
-    Status(StatusArgs),
+    Status(crate::commands::status::StatusArgs),
     /// Memory microbenchmarks across page backings (4k, thp, hugetlb-2m, hugetlb-1g, mthp-*), each verified
     Bench(crate::commands::bench::BenchArgs),
     /// A/B/n experiment of any command under page configurations, with evidence and a verdict
@@ -39,50 +38,11 @@ pub enum Command {
     /// Promote a running process's anonymous memory to huge pages (MADV_COLLAPSE) and report before/after
     Collapse(crate::commands::inspect::CollapseArgs),
     /// Undo system settings left changed by an interrupted hugelab run
-    Restore(RestoreArgs),
+    Restore(crate::commands::restore::RestoreArgs),
     /// Hold settings changed until killed (for testing the restore path)
     #[command(hide = true)]
-    Hold(HoldArgs),
+    Hold(crate::commands::restore::HoldArgs),
     /// Map memory with a known backing and wait (test helper)
     #[command(hide = true)]
     HoldMemory(crate::commands::inspect::HoldMemoryArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct StatusArgs {
-    /// Add findings, each with its evidence and the reason it matters
-    #[arg(long)]
-    pub explain: bool,
-    /// Print JSON (schema `hugelab.status/1`, see docs/json.md)
-    #[arg(long)]
-    pub json: bool,
-    /// Repeat every interval (e.g. 2s) and show counter changes since the previous sample; Ctrl-C stops
-    #[arg(long, value_parser = crate::units::parse_duration)]
-    pub interval: Option<std::time::Duration>,
-    /// Stop after this many samples in --interval mode
-    #[arg(long, requires = "interval")]
-    pub count: Option<u64>,
-    /// Read /proc and /sys under this directory instead of / (for captured fixtures)
-    #[arg(long, hide = true)]
-    pub root: Option<PathBuf>,
-}
-
-#[derive(Debug, Args)]
-pub struct RestoreArgs {
-    /// Restore even if the journal's owner is still running
-    #[arg(long)]
-    pub force: bool,
-    /// Print JSON
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct HoldArgs {
-    /// SETTING=VALUE, e.g. thp.enabled=always or hugetlb.2M=4
-    #[arg(required = true)]
-    pub settings: Vec<String>,
-    /// Seconds to hold before restoring by itself
-    #[arg(long, default_value_t = 3600)]
-    pub seconds: u64,
 }

@@ -1,8 +1,28 @@
 //! `hugelab restore`, the recovery every command runs first, and the hidden `hold` used by tests.
 
 use super::{UsageError, print_json};
-use crate::cli::{HoldArgs, RestoreArgs};
 use crate::control::{self, Guard, Knob, Recovery, Restored, default_journal_path};
+use clap::Args;
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// Restore even if the journal's owner is still running
+    #[arg(long)]
+    pub force: bool,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HoldArgs {
+    /// SETTING=VALUE, e.g. thp.enabled=always or hugetlb.2M=4
+    #[arg(required = true)]
+    pub settings: Vec<String>,
+    /// Seconds to hold before restoring by itself
+    #[arg(long, default_value_t = 3600)]
+    pub seconds: u64,
+}
 use crate::probe::Root;
 
 fn print_restored(restored: &[Restored]) {

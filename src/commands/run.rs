@@ -600,10 +600,9 @@ fn settled(plan: &Plan, trials: &[TrialRow]) -> bool {
 fn is_look(design: &Design, blocks: usize) -> bool {
     match design {
         Design::Sequential { .. } => blocks >= ConfidenceSequence::MIN_BLOCKS,
+        // The looks of GroupSequential::new, without computing its boundaries every block.
         Design::GroupSequential { looks, max_blocks } => {
-            crate::analyze::sequential::GroupSequential::new(*looks, *max_blocks, 0.05)
-                .look_blocks
-                .contains(&blocks)
+            (1..=*looks).any(|i| (max_blocks * i).div_ceil(*looks).max(2) == blocks)
         }
         _ => false,
     }

@@ -2,9 +2,29 @@
 
 use super::print_json;
 use crate::analyze::findings::{self, Finding};
-use crate::cli::StatusArgs;
 use crate::probe::{Root, status};
 use anyhow::Context;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Add findings, each with its evidence and the reason it matters
+    #[arg(long)]
+    pub explain: bool,
+    /// Print JSON (schema `hugelab.status/1`, see docs/json.md)
+    #[arg(long)]
+    pub json: bool,
+    /// Repeat every interval (e.g. 2s) and show counter changes since the previous sample; Ctrl-C stops
+    #[arg(long, value_parser = crate::units::parse_duration)]
+    pub interval: Option<std::time::Duration>,
+    /// Stop after this many samples in --interval mode
+    #[arg(long, requires = "interval")]
+    pub count: Option<u64>,
+    /// Read /proc and /sys under this directory instead of / (for captured fixtures)
+    #[arg(long, hide = true)]
+    pub root: Option<PathBuf>,
+}
 use std::collections::BTreeMap;
 
 #[derive(serde::Serialize)]
