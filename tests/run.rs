@@ -633,23 +633,29 @@ fn sigkill_mid_run_keeps_the_database_and_settings_are_restored() {
         ])
         .arg(&db)
         .args(["--", "sleep", "0.05"])
-        .stderr(std::process::Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    // Wait for five stored trials, or for the run to end by itself (a failure, shown below).
     loop {
         let n = Store::open(&db)
             .ok()
             .and_then(|s| s.load(1).ok())
             .map_or(0, |(_, _, t)| t.len());
-        if n >= 5 || std::time::Instant::now() > deadline {
+        if n >= 5 || child.try_wait().unwrap().is_some() {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
+    let exited_early = child.try_wait().unwrap();
     child.kill().unwrap();
     child.wait().unwrap();
+    let stderr = std::fs::read_to_string(dir.path().join("stderr")).unwrap_or_default();
+    assert!(
+        exited_early.is_none(),
+        "run ended by itself ({exited_early:?}): {stderr}"
+    );
     let (meta, arms, trials) = Store::open(&db).unwrap().load(1).unwrap();
     assert_eq!(meta.status, "running", "killed runs stay marked as running");
     assert_eq!(arms.len(), 2);

@@ -81,6 +81,26 @@ fn now_utc() -> String {
     )
 }
 
+/// How long an opener or writer waits for another hugelab's lock on the database.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Switch to WAL. SQLite does not call the busy handler when two connections convert a new
+/// database at once (one would deadlock the other), so the loser retries for the busy timeout.
+fn set_wal(conn: &Connection) -> rusqlite::Result<()> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            r => return r,
+        }
+    }
+}
+
 impl Store {
     pub fn open(path: &Path) -> anyhow::Result<Store> {
         if let Some(dir) = path.parent() {
@@ -90,10 +110,16 @@ impl Store {
         }
         let conn = Connection::open(path)
             .map_err(|e| anyhow::anyhow!("cannot open results database {}: {e}", path.display()))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        // The timeout first: switching to WAL and creating the schema take write locks, and
+        // another hugelab (a `results list` while a run writes) may hold one for a moment.
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        set_wal(&conn)?;
         conn.pragma_update(None, "synchronous", "FULL")?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        conn.execute_batch(
+        // One immediate transaction: it takes the write lock up front (waiting through the busy
+        // timeout), so two openers never both read "no schema" and then race to write it.
+        let tx =
+            rusqlite::Transaction::new_unchecked(&conn, rusqlite::TransactionBehavior::Immediate)?;
+        tx.execute_batch(
             "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
              CREATE TABLE IF NOT EXISTS runs (
                 id INTEGER PRIMARY KEY, created TEXT NOT NULL, label TEXT, command TEXT NOT NULL,
@@ -109,14 +135,14 @@ impl Store {
                 trial_id INTEGER NOT NULL REFERENCES trials(id), name TEXT NOT NULL, value REAL NOT NULL);
              CREATE INDEX IF NOT EXISTS trials_run ON trials(run_id);",
         )?;
-        let v: Option<String> = conn
+        let v: Option<String> = tx
             .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| {
                 r.get(0)
             })
             .optional()?;
         match v {
             None => {
-                conn.execute(
+                tx.execute(
                     "INSERT INTO meta VALUES ('schema', ?1)",
                     [SCHEMA_VERSION.to_string()],
                 )?;
@@ -129,6 +155,7 @@ impl Store {
             }
             _ => {}
         }
+        tx.commit()?;
         Ok(Store {
             conn,
             path: path.to_path_buf(),
@@ -320,5 +347,24 @@ mod tests {
         assert_eq!(tr[0], t);
         assert!(s.load(99).unwrap_err().to_string().contains("no run 99"));
         assert!(now_utc().len() == 20 && now_utc().starts_with("20"));
+    }
+
+    #[test]
+    fn processes_opening_one_new_database_at_once_all_succeed() {
+        // A run creating its database while `results list` (or a test) opens it: both
+        // switch to WAL and create the schema; neither may fail with "database is locked".
+        for round in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join(format!("r{round}.db"));
+            let handles: Vec<_> = (0..6)
+                .map(|_| {
+                    let path = path.clone();
+                    std::thread::spawn(move || Store::open(&path).map(|_| ()))
+                })
+                .collect();
+            for h in handles {
+                h.join().unwrap().unwrap();
+            }
+        }
     }
 }
