@@ -18,8 +18,13 @@ d = sys.argv[1]
 w = [r[0] for r in sqlite3.connect(f"{d}/h.db").execute(
     "select m.value from metrics m join trials t on t.id = m.trial_id where t.block >= 0 and m.name = 'wall_s'")]
 h = [t for f in sorted(glob.glob(f"{d}/hf*.json")) for t in json.load(open(f))["results"][0]["times"]]
+def iqr(x):
+    q = st.quantiles(x, n=4)
+    return q[2] - q[0]
 hm, hs = st.mean(h), st.stdev(h)
-print(f"hugelab   n={len(w)}  median {st.median(w)*1e3:.3f} ms  mean {st.mean(w)*1e3:.3f} ms  sd {st.stdev(w)*1e3:.3f} ms")
-print(f"hyperfine n={len(h)}  median {st.median(h)*1e3:.3f} ms  mean {hm*1e3:.3f} ms  sd {hs*1e3:.3f} ms")
-print(f"hugelab median / hyperfine mean: {st.median(w)/hm:.3f}   spread ratio (sd): {st.stdev(w)/hs:.2f}")
+for name, x in (("hugelab  ", w), ("hyperfine", h)):
+    print(f"{name} n={len(x)}  median {st.median(x)*1e3:.3f} ms  mean {st.mean(x)*1e3:.3f} ms"
+          f"  sd {st.stdev(x)*1e3:.3f} ms  IQR {iqr(x)*1e3:.3f} ms")
+print(f"hugelab median / hyperfine mean: {st.median(w)/hm:.3f}   spread ratio: sd {st.stdev(w)/hs:.2f},"
+      f" IQR {iqr(w)/iqr(h):.2f}")
 PY
