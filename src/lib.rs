@@ -1,8 +1,8 @@
 //! hugelab: measure what huge pages do for a workload, and what they cost.
 //!
 //! The modules are the stages of the data flow (shared DESIGN.md), in dependency order:
-//! probe → control → backing → workload → collect → analyze → store → render; `commands`
-//! plans and runs each CLI command on top of them.
+//! probe → control → backing → workload → collect → analyze → store → model → render;
+//! `commands` plans and runs each CLI command on top of them, producing `model` records.
 
 pub mod analyze;
 pub mod backing;
@@ -11,6 +11,7 @@ pub mod collect;
 pub mod commands;
 pub mod control;
 pub mod error;
+pub mod model;
 pub mod probe;
 pub mod render;
 pub mod rng;

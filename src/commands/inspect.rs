@@ -1,6 +1,7 @@
 //! `hugelab inspect`, `top`, `collapse` and the hidden `hold-memory` test helper.
 
 use super::{UsageError, print_json};
+pub use crate::model::inspect::{CollapseResult, CollapseRow, InspectResult, MappingReport, ProcessReport, TopRow};
 use crate::analyze::inspect::{self, Context, Kind, TlbReach};
 use crate::backing::{Backing, Region};
 use crate::collect::coverage::PageMap;
@@ -33,51 +34,6 @@ pub struct InspectArgs {
     /// Print JSON (schema hugelab.inspect/1)
     #[arg(long)]
     pub json: bool,
-}
-
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct MappingReport {
-    pub start: u64,
-    pub end: u64,
-    pub perms: String,
-    pub kind: Kind,
-    pub path: String,
-    pub size: u64,
-    pub resident: u64,
-    pub anon_huge_pages: u64,
-    pub private_hugetlb: u64,
-    pub shared_hugetlb: u64,
-    pub kernel_page_size: u64,
-    pub thp_eligible: Option<bool>,
-    pub vm_flags: Vec<String>,
-    /// Folio size → resident bytes; `None` when not readable.
-    pub folios: Option<BTreeMap<u64, u64>>,
-    pub huge_bytes: u64,
-    pub coverage: Option<f64>,
-    pub tlb: TlbReach,
-    pub why_not_huge: Vec<String>,
-}
-
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ProcessReport {
-    pub pid: u32,
-    pub name: String,
-    pub thp_enabled: Option<bool>,
-    pub resident: u64,
-    pub huge_bytes: u64,
-    pub coverage: Option<f64>,
-    pub folios: Option<BTreeMap<u64, u64>>,
-    pub tlb: TlbReach,
-    pub mappings: Vec<MappingReport>,
-    pub notes: Vec<String>,
-    pub elapsed_ms: f64,
-}
-
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct InspectResult {
-    pub schema: &'static str,
-    pub processes: Vec<ProcessReport>,
-    pub errors: Vec<String>,
 }
 
 fn read_proc(pid: u32, file: &str) -> anyhow::Result<String> {
@@ -317,19 +273,6 @@ pub struct TopArgs {
     pub json: bool,
 }
 
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct TopRow {
-    pub pid: u32,
-    pub name: String,
-    pub thp_enabled: Option<bool>,
-    pub resident: u64,
-    pub anon_huge_pages: u64,
-    pub hugetlb: u64,
-    /// Includes mTHP only with --full as root.
-    pub huge_bytes: u64,
-    pub coverage: Option<f64>,
-}
-
 pub fn top(a: TopArgs) -> anyhow::Result<i32> {
     let thp = crate::probe::thp::read(&Root::system()).context("reading THP settings")?;
     let mut rows = Vec::new();
@@ -426,30 +369,6 @@ pub struct CollapseArgs {
     /// Print JSON (schema hugelab.collapse/1)
     #[arg(long)]
     pub json: bool,
-}
-
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct CollapseRow {
-    pub start: u64,
-    pub end: u64,
-    pub kind: Kind,
-    pub requested: u64,
-    pub huge_before: u64,
-    pub huge_after: u64,
-    pub resident: u64,
-    pub elapsed_ms: f64,
-    pub error: Option<String>,
-}
-
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct CollapseResult {
-    pub schema: &'static str,
-    pub pid: u32,
-    pub name: String,
-    pub rows: Vec<CollapseRow>,
-    pub coverage_before: Option<f64>,
-    pub coverage_after: Option<f64>,
-    pub elapsed_ms: f64,
 }
 
 fn parse_range(s: &str) -> Result<(u64, u64), UsageError> {

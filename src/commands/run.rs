@@ -5,7 +5,8 @@
 //! and render.
 
 use super::{UsageError, print_json};
-use crate::analyze::experiment::{self, ExperimentReport, MetricDef, TrialData};
+pub use crate::model::run::{Plan, RunResult};
+use crate::analyze::experiment::{self, MetricDef, TrialData};
 use crate::analyze::sequential::ConfidenceSequence;
 use crate::analyze::verdict::{self, Better, Design, Verdict};
 use crate::backing::arm::{Arm, parse_arm, preset};
@@ -166,26 +167,6 @@ pub fn extract(m: &OutputMetric, stdout: &str, stderr: &str) -> Option<f64> {
     [stdout, stderr]
         .iter()
         .find_map(|t| m.re.captures(t)?.get(1)?.as_str().trim().parse().ok())
-}
-
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Plan {
-    pub arms: Vec<Arm>,
-    pub baseline: usize,
-    pub blocks: usize,
-    pub warmup: usize,
-    pub sequential: bool,
-    /// How the blocks are analysed and when the run may stop early.
-    pub design: Design,
-    pub effect: f64,
-    pub confidence: f64,
-    pub seed: u64,
-    pub metrics: Vec<MetricDef>,
-    pub sampling: Schedule,
-    pub pin: Option<usize>,
-    pub max_time: Option<Duration>,
-    /// An A/A calibration run.
-    pub calibrate: bool,
 }
 
 pub fn plan(a: &RunArgs) -> Result<(Plan, Vec<OutputMetric>), UsageError> {
@@ -368,24 +349,6 @@ pub fn trial_data(t: &TrialRow) -> TrialData {
         t.metrics.clone(),
         &t.evidence,
     )
-}
-
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct RunResult {
-    pub schema: &'static str,
-    pub run_id: i64,
-    pub db: String,
-    pub command: Vec<String>,
-    pub plan: Plan,
-    pub blocks_done: usize,
-    pub stop_reason: String,
-    pub report: ExperimentReport,
-    /// Per arm: how much of the primary metric's spread the machine's noise explains.
-    pub noise: Vec<experiment::NoiseAttribution>,
-    /// For `--calibrate`: the machine's noise floor for this command.
-    pub calibration: Option<crate::analyze::calibrate::Calibration>,
-    pub notes: Vec<String>,
-    pub elapsed_s: f64,
 }
 
 /// The side effects `execute` works through: injected so that planning, block order, arm

@@ -3,7 +3,7 @@
 use super::table;
 use crate::analyze::bench::{Direction, direction};
 use crate::backing::Backing;
-use crate::commands::bench::{BenchResult, CellEvidence};
+use crate::model::bench::{BenchResult, CellEvidence};
 use crate::probe::pmu::PerfEvent;
 use crate::units::Bytes;
 use crate::workload::{Metric, Workload};

@@ -1,7 +1,7 @@
 //! `inspect`, `top` and `collapse` for people.
 
 use super::table;
-use crate::commands::inspect::{CollapseResult, InspectResult, TopRow};
+use crate::model::inspect::{CollapseResult, InspectResult, TopRow};
 use crate::units::Bytes;
 use std::collections::BTreeMap;
 use std::fmt::Write;

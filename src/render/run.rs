@@ -3,7 +3,7 @@
 use super::table;
 use crate::analyze::experiment::ExperimentReport;
 use crate::analyze::verdict::{Design, Verdict, fmt_level};
-use crate::commands::run::RunResult;
+use crate::model::run::RunResult;
 use std::fmt::Write;
 
 fn unit(metric: &str) -> &str {

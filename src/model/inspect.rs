@@ -1,0 +1,86 @@
+//! Records of `hugelab inspect`, `top` and `collapse`.
+
+use crate::analyze::inspect::{Kind, TlbReach};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct MappingReport {
+    pub start: u64,
+    pub end: u64,
+    pub perms: String,
+    pub kind: Kind,
+    pub path: String,
+    pub size: u64,
+    pub resident: u64,
+    pub anon_huge_pages: u64,
+    pub private_hugetlb: u64,
+    pub shared_hugetlb: u64,
+    pub kernel_page_size: u64,
+    pub thp_eligible: Option<bool>,
+    pub vm_flags: Vec<String>,
+    /// Folio size → resident bytes; `None` when not readable.
+    pub folios: Option<BTreeMap<u64, u64>>,
+    pub huge_bytes: u64,
+    pub coverage: Option<f64>,
+    pub tlb: TlbReach,
+    pub why_not_huge: Vec<String>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ProcessReport {
+    pub pid: u32,
+    pub name: String,
+    pub thp_enabled: Option<bool>,
+    pub resident: u64,
+    pub huge_bytes: u64,
+    pub coverage: Option<f64>,
+    pub folios: Option<BTreeMap<u64, u64>>,
+    pub tlb: TlbReach,
+    pub mappings: Vec<MappingReport>,
+    pub notes: Vec<String>,
+    pub elapsed_ms: f64,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct InspectResult {
+    pub schema: &'static str,
+    pub processes: Vec<ProcessReport>,
+    pub errors: Vec<String>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TopRow {
+    pub pid: u32,
+    pub name: String,
+    pub thp_enabled: Option<bool>,
+    pub resident: u64,
+    pub anon_huge_pages: u64,
+    pub hugetlb: u64,
+    /// Includes mTHP only with --full as root.
+    pub huge_bytes: u64,
+    pub coverage: Option<f64>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CollapseRow {
+    pub start: u64,
+    pub end: u64,
+    pub kind: Kind,
+    pub requested: u64,
+    pub huge_before: u64,
+    pub huge_after: u64,
+    pub resident: u64,
+    pub elapsed_ms: f64,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CollapseResult {
+    pub schema: &'static str,
+    pub pid: u32,
+    pub name: String,
+    pub rows: Vec<CollapseRow>,
+    pub coverage_before: Option<f64>,
+    pub coverage_after: Option<f64>,
+    pub elapsed_ms: f64,
+}

@@ -1,0 +1,6 @@
+//! Plain result records: what commands produce and every renderer consumes (serde structs, no
+//! behaviour beyond derived data). Renderers import these, never `commands`.
+
+pub mod bench;
+pub mod inspect;
+pub mod run;
