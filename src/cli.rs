@@ -31,6 +31,8 @@ pub enum Command {
     Import(crate::commands::results::ImportArgs),
     /// Compare two runs (stored ids or exported files), e.g. one benchmark on two machines
     Compare(crate::commands::results::CompareArgs),
+    /// One offline HTML file (inline SVG charts) or Markdown for stored runs, benches, or a comparison
+    Report(crate::commands::report::ReportArgs),
     /// Page sizes a running process really has, per mapping, and why memory is not huge
     Inspect(crate::commands::inspect::InspectArgs),
     /// Processes by resident memory or huge-page coverage

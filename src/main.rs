@@ -13,11 +13,11 @@ fn main() {
     let result = match cli.command {
         Command::Status(a) => commands::status::run(a),
         Command::Bench(a) => commands::bench::run(a),
-
         Command::Run(a) => commands::run::run(*a),
         Command::Results(a) => commands::results::run(a),
         Command::Import(a) => commands::results::import(a),
         Command::Compare(a) => commands::results::compare(a),
+        Command::Report(a) => commands::report::run(a),
         Command::Inspect(a) => commands::inspect::run(a),
         Command::Top(a) => commands::inspect::top(a),
         Command::Collapse(a) => commands::inspect::collapse(a),

@@ -2,7 +2,6 @@
 //! machine), set up verified regions, run interleaved randomized rounds, analyse, render.
 
 use super::{UsageError, print_json};
-pub use crate::model::bench::{BenchResult, CellEvidence, Plan, Skipped};
 use crate::analyze::bench::{Observation, analyse};
 use crate::analyze::coverage::huge_coverage;
 use crate::backing::{Backing, Region};
@@ -10,6 +9,7 @@ use crate::collect::coverage::{RegionEvidence, region_evidence};
 use crate::collect::perf::Counters;
 use crate::collect::{deltas, huge_counters};
 use crate::control::{Guard, Knob};
+pub use crate::model::bench::{BenchResult, CellEvidence, Plan, Skipped};
 use crate::probe::Root;
 use crate::probe::pmu::PerfEvent;
 use crate::probe::status::{self, Status};
@@ -780,7 +780,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         elapsed_s: started.elapsed().as_secs_f64(),
     };
     if !a.no_save {
-        match save(&res, a.db.as_deref()) {
+        match save(&res, Some(&st), a.db.as_deref()) {
             Ok(note) => res.notes.push(note),
             Err(e) => res
                 .notes
@@ -797,7 +797,11 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
 
 /// Store a bench as a run: arms are the backings, one trial per observation, metrics named
 /// `<metric>@<size>` (so `results show/export` and `compare` work on benches too).
-pub fn save(res: &BenchResult, db: Option<&std::path::Path>) -> anyhow::Result<String> {
+pub fn save(
+    res: &BenchResult,
+    system: Option<&Status>,
+    db: Option<&std::path::Path>,
+) -> anyhow::Result<String> {
     use crate::analyze::experiment::MetricDef;
     use crate::analyze::verdict::Better;
     let path = db
@@ -832,7 +836,8 @@ pub fn save(res: &BenchResult, db: Option<&std::path::Path>) -> anyhow::Result<S
             spec: format!("bench backing {b}"),
         })
         .collect();
-    let plan = serde_json::json!({"bench": res.plan, "baseline": 0, "metrics": metrics});
+    let plan =
+        serde_json::json!({"bench": res.plan, "baseline": 0, "metrics": metrics, "system": system});
     let command = vec!["hugelab".to_string(), "bench".to_string()];
     let id = store.create_run(
         Some("bench"),

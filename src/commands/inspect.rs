@@ -1,10 +1,12 @@
 //! `hugelab inspect`, `top`, `collapse` and the hidden `hold-memory` test helper.
 
 use super::{UsageError, print_json};
-pub use crate::model::inspect::{CollapseResult, CollapseRow, InspectResult, MappingReport, ProcessReport, TopRow};
 use crate::analyze::inspect::{self, Context, Kind, TlbReach};
 use crate::backing::{Backing, Region};
 use crate::collect::coverage::PageMap;
+pub use crate::model::inspect::{
+    CollapseResult, CollapseRow, InspectResult, MappingReport, ProcessReport, TopRow,
+};
 use crate::probe::Root;
 use crate::probe::process::{Mapping, ProcStatus, parse_rollup, parse_smaps, parse_status};
 use crate::units::{Bytes, parse_duration};

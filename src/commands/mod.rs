@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod inspect;
+pub mod report;
 pub mod restore;
 pub mod results;
 pub mod run;

@@ -5,6 +5,7 @@ use super::{UsageError, print_json};
 use crate::analyze::experiment::{self, MetricDef, TrialData};
 use crate::analyze::stats::{mann_whitney_shift, summarize};
 use crate::analyze::verdict::{Better, Design, decide, to_percent};
+use crate::model::report::{CompareResult, CompareRow};
 use crate::store::{ArmRow, Store, TrialRow};
 use clap::{Args, Subcommand};
 use std::collections::BTreeMap;
@@ -47,7 +48,7 @@ pub enum ResultsAction {
     },
 }
 
-fn open(db: &Option<PathBuf>) -> anyhow::Result<Store> {
+pub(crate) fn open(db: &Option<PathBuf>) -> anyhow::Result<Store> {
     Store::open(&db.clone().unwrap_or_else(crate::store::default_path))
 }
 
@@ -81,7 +82,7 @@ fn data(trials: &[TrialRow]) -> Vec<TrialData> {
 }
 
 /// Analyse a stored run again, with its stored baseline and metric directions.
-fn reanalyse(
+pub(crate) fn reanalyse(
     meta: &crate::store::RunMeta,
     arms: &[ArmRow],
     trials: &[TrialRow],
@@ -202,79 +203,10 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
             let (meta, arms, trials) = store.load(run)?;
             let text = match format.as_str() {
                 "json" => serde_json::to_string_pretty(&export_json(&meta, &arms, &trials))?,
-                "csv" => {
-                    let names: Vec<String> = trials
-                        .iter()
-                        .flat_map(|t| t.metrics.keys().cloned())
-                        .collect::<std::collections::BTreeSet<_>>()
-                        .into_iter()
-                        .collect();
-                    let mut s = format!(
-                        "run,block,seq,arm,ok,flagged,coverage_at_peak,{}\n",
-                        names.join(",")
-                    );
-                    for t in &trials {
-                        let arm = arms
-                            .iter()
-                            .find(|a| a.idx == t.arm_idx)
-                            .map_or("", |a| a.name.as_str());
-                        let vals: Vec<String> = names
-                            .iter()
-                            .map(|n| t.metrics.get(n).map_or(String::new(), |v| v.to_string()))
-                            .collect();
-                        let flag = t.flagged.as_deref().unwrap_or("").replace('"', "'");
-                        s += &format!(
-                            "{},{},{},{},{},\"{}\",{},{}\n",
-                            run,
-                            t.block,
-                            t.seq,
-                            arm,
-                            t.ok,
-                            flag,
-                            t.evidence["memory"]["coverage_at_peak"]
-                                .as_f64()
-                                .map_or(String::new(), |c| c.to_string()),
-                            vals.join(",")
-                        );
-                    }
-                    s
-                }
-                _ => {
-                    let report = reanalyse(&meta, &arms, &trials, 0.01, 0.99);
-                    let mut s = format!(
-                        "## hugelab run {}: `{}`\n\n",
-                        meta.id,
-                        meta.command.join(" ")
-                    );
-                    for m in &report.metrics {
-                        s += &format!(
-                            "### {}\n\n| arm | n | median | mean | sd | vs baseline | verdict |\n|---|---|---|---|---|---|---|\n",
-                            m.metric.name
-                        );
-                        for a in &m.arms {
-                            let Some(sm) = &a.summary else { continue };
-                            let (vs, v) = match m.contrasts.iter().find(|(n, _)| *n == a.arm) {
-                                Some((_, Some(c))) => (
-                                    match (c.percent.lo, c.percent.hi) {
-                                        (Some(lo), Some(hi)) => {
-                                            format!("{:+.2}% [{lo:+.2}, {hi:+.2}]", c.percent.point)
-                                        }
-                                        _ => format!("{:+.2}%", c.percent.point),
-                                    },
-                                    format!("{:?}", c.verdict).to_uppercase(),
-                                ),
-                                Some((_, None)) => ("-".into(), "INCONCLUSIVE".into()),
-                                None => ("baseline".into(), String::new()),
-                            };
-                            s += &format!(
-                                "| {} | {} | {:.4} | {:.4} | {:.4} | {vs} | {v} |\n",
-                                a.arm, sm.n, sm.median, sm.mean, sm.sd
-                            );
-                        }
-                        s += "\n";
-                    }
-                    s
-                }
+                "csv" => crate::render::csv::trials(run, &arms, &trials),
+                _ => crate::render::markdown::runs(&[super::report::view(
+                    meta, &arms, &trials, 0.01, 0.99,
+                )]),
             };
             match out {
                 Some(p) => std::fs::write(&p, text)
@@ -435,10 +367,19 @@ fn values_of(
     Ok((src.to_string(), out))
 }
 
-pub fn compare(a: CompareArgs) -> anyhow::Result<i32> {
-    let (la, va) = values_of(&a.a, &a.metric, &a.db)?;
-    let (lb, vb) = values_of(&a.b, &a.metric, &a.db)?;
-    let better = if a.higher {
+/// The arms two runs share, compared unpaired on `metric` (B vs A).
+pub(crate) fn compare_runs(
+    a: &str,
+    b: &str,
+    metric: &str,
+    higher: bool,
+    effect: f64,
+    confidence: f64,
+    db: &Option<PathBuf>,
+) -> anyhow::Result<CompareResult> {
+    let (la, va) = values_of(a, metric, db)?;
+    let (lb, vb) = values_of(b, metric, db)?;
+    let better = if higher {
         Better::Higher
     } else {
         Better::Lower
@@ -446,56 +387,55 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<i32> {
     let mut rows = Vec::new();
     for (arm, xa) in &va {
         let Some(xb) = vb.get(arm) else { continue };
-        let la_: Vec<f64> = xb.iter().filter(|v| **v > 0.0).map(|v| v.ln()).collect();
-        let lref: Vec<f64> = xa.iter().filter(|v| **v > 0.0).map(|v| v.ln()).collect();
-        let shift = mann_whitney_shift(&la_, &lref, a.confidence);
-        let verdict =
-            shift.and_then(|s| Some(decide(s.estimate.lo?, s.estimate.hi?, a.effect, better).0));
-        rows.push(serde_json::json!({
-            "arm": arm, "n_a": xa.len(), "n_b": xb.len(),
-            "median_a": summarize(xa).map(|s| s.median), "median_b": summarize(xb).map(|s| s.median),
-            "b_vs_a_percent": shift.map(|s| to_percent(s.estimate)), "p_value": shift.map(|s| s.p_value), "verdict": verdict,
-        }));
+        let lb_: Vec<f64> = xb.iter().filter(|v| **v > 0.0).map(|v| v.ln()).collect();
+        let la_: Vec<f64> = xa.iter().filter(|v| **v > 0.0).map(|v| v.ln()).collect();
+        let shift = mann_whitney_shift(&lb_, &la_, confidence);
+        rows.push(CompareRow {
+            arm: arm.clone(),
+            n_a: xa.len(),
+            n_b: xb.len(),
+            median_a: summarize(xa).map(|s| s.median),
+            median_b: summarize(xb).map(|s| s.median),
+            b_vs_a_percent: shift.map(|s| to_percent(s.estimate)),
+            p_value: shift.map(|s| s.p_value),
+            verdict: shift
+                .and_then(|s| Some(decide(s.estimate.lo?, s.estimate.hi?, effect, better).0)),
+            values_a: xa.clone(),
+            values_b: xb.clone(),
+        });
     }
     if rows.is_empty() {
         return Err(UsageError(format!(
-            "{} and {} share no arm names with values of {:?}",
-            a.a, a.b, a.metric
+            "{a} and {b} share no arm names with values of {metric:?}"
         ))
         .into());
     }
+    Ok(CompareResult {
+        schema: "hugelab.compare/1",
+        a: la,
+        b: lb,
+        metric: metric.to_string(),
+        better,
+        effect,
+        confidence,
+        rows,
+    })
+}
+
+pub fn compare(a: CompareArgs) -> anyhow::Result<i32> {
+    let c = compare_runs(
+        &a.a,
+        &a.b,
+        &a.metric,
+        a.higher,
+        a.effect,
+        a.confidence,
+        &a.db,
+    )?;
     if a.json {
-        print_json(
-            &serde_json::json!({"schema": "hugelab.compare/1", "a": la, "b": lb, "metric": a.metric, "rows": rows}),
-        )?;
+        print_json(&c)?;
     } else {
-        let mut t = crate::render::table(&[
-            "arm", "n (A, B)", "median A", "median B", "B vs A", "p", "verdict",
-        ]);
-        for r in &rows {
-            let p = &r["b_vs_a_percent"];
-            t.add_row(vec![
-                r["arm"].as_str().unwrap_or("").to_string(),
-                format!("{}, {}", r["n_a"], r["n_b"]),
-                format!("{:.4}", r["median_a"].as_f64().unwrap_or(f64::NAN)),
-                format!("{:.4}", r["median_b"].as_f64().unwrap_or(f64::NAN)),
-                match (p["point"].as_f64(), p["lo"].as_f64(), p["hi"].as_f64()) {
-                    (Some(x), Some(lo), Some(hi)) => format!("{x:+.2}% [{lo:+.2}, {hi:+.2}]"),
-                    (Some(x), _, _) => format!("{x:+.2}%"),
-                    _ => "-".into(),
-                },
-                r["p_value"]
-                    .as_f64()
-                    .map_or("-".into(), |p| format!("{p:.4}")),
-                r["verdict"].as_str().unwrap_or("INCONCLUSIVE").to_string(),
-            ]);
-        }
-        println!(
-            "A = {la}\nB = {lb}\nmetric {} (unpaired: Hodges–Lehmann shift of log values, Mann–Whitney {}% interval; δ = {}%)\n{t}",
-            a.metric,
-            a.confidence * 100.0,
-            a.effect * 100.0
-        );
+        print!("{}", crate::render::run::compare_grid(&c).terminal());
     }
     Ok(0)
 }

@@ -5,7 +5,6 @@
 //! and render.
 
 use super::{UsageError, print_json};
-pub use crate::model::run::{Plan, RunResult};
 use crate::analyze::experiment::{self, MetricDef, TrialData};
 use crate::analyze::sequential::ConfidenceSequence;
 use crate::analyze::verdict::{self, Better, Design, Verdict};
@@ -13,6 +12,7 @@ use crate::backing::arm::{Arm, parse_arm, preset};
 use crate::collect::sampler::Schedule;
 use crate::collect::trial::{Gatherer, TrialEvidence};
 use crate::control::{self, Guard, Knob};
+pub use crate::model::run::{Plan, RunResult};
 use crate::probe::Root;
 use crate::probe::cpu::Cpu;
 use crate::store::{ArmRow, Store, TrialRow};
@@ -772,12 +772,17 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
             spec: x.spec.clone(),
         })
         .collect();
+    // The machine's huge-page state as the run starts, for the report.
+    let mut stored_plan = serde_json::to_value(&plan)?;
+    if let Ok(s) = crate::probe::status::probe(&Root::system()) {
+        stored_plan["system"] = serde_json::to_value(s)?;
+    }
     let run_id = store.create_run(
         a.label.as_deref(),
         &a.command,
         kernel.as_deref(),
         "running",
-        &serde_json::to_value(&plan)?,
+        &stored_plan,
         &arm_rows,
     )?;
     control::defer_first_signal();

@@ -3,4 +3,5 @@
 
 pub mod bench;
 pub mod inspect;
+pub mod report;
 pub mod run;

@@ -1,8 +1,10 @@
 //! `hugelab run` for people: per arm summaries, contrasts with verdicts, evidence, warnings.
 
-use super::table;
-use crate::analyze::experiment::ExperimentReport;
-use crate::analyze::verdict::{Design, Verdict, fmt_level};
+use super::{Grid, table};
+use crate::analyze::experiment::{ExperimentReport, MetricReport};
+use crate::analyze::stats::Estimate;
+use crate::analyze::verdict::{Contrast, Design, Verdict, fmt_level};
+use crate::model::report::CompareResult;
 use crate::model::run::RunResult;
 use std::fmt::Write;
 
@@ -10,10 +12,33 @@ fn unit(metric: &str) -> &str {
     if metric == "wall_s" { "s" } else { "" }
 }
 
-pub fn render_report(r: &ExperimentReport) -> String {
-    let mut o = String::new();
-    for m in &r.metrics {
-        let mut t = table(&[
+/// The tables of an analysed experiment: one per metric (summaries, contrasts, verdicts) and
+/// the backing evidence per arm.
+pub fn report_grids(r: &ExperimentReport) -> Vec<Grid> {
+    let mut grids: Vec<Grid> = r.metrics.iter().map(|m| metric_grid(r, m)).collect();
+    grids.push(evidence_grid(r));
+    grids
+}
+
+/// One metric: per arm n, median, mean ± sd, p95, outliers, the contrast and its verdict.
+pub fn metric_grid(r: &ExperimentReport, m: &MetricReport) -> Grid {
+    let better = match m.metric.better {
+        crate::analyze::verdict::Better::Lower => "lower is better",
+        crate::analyze::verdict::Better::Higher => "higher is better",
+    };
+    let blocks = if r.design == Design::Unpaired {
+        format!("{} runs per arm", m.complete_blocks)
+    } else {
+        format!("{} complete blocks", m.complete_blocks)
+    };
+    let mut g = Grid::new(
+        format!(
+            "{} ({better}; {blocks}; {}; δ = {}%)",
+            m.metric.name,
+            r.design.describe(m.contrasts.len(), r.confidence),
+            r.effect * 100.0
+        ),
+        &[
             "arm",
             "n",
             "median",
@@ -22,134 +47,123 @@ pub fn render_report(r: &ExperimentReport) -> String {
             "outliers",
             "vs baseline",
             "verdict",
-        ]);
-        for a in &m.arms {
-            let Some(s) = &a.summary else {
-                t.add_row(vec![
-                    a.arm.clone(),
-                    "0".into(),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                    String::new(),
-                    String::new(),
-                ]);
-                continue;
-            };
-            let (vs, verdict) = match m.contrasts.iter().find(|(n, _)| *n == a.arm) {
-                None => ("baseline".to_string(), String::new()),
-                Some((_, None)) => (
-                    "too few complete blocks".to_string(),
-                    "INCONCLUSIVE".to_string(),
-                ),
-                Some((_, Some(c))) => {
-                    let p = &c.percent;
-                    // An interval computed at another level than the family-wise one (a Holm
-                    // step, a Bonferroni share, a sequential boundary) says which.
-                    let at = if c.level > 0.0 && (c.level - r.confidence).abs() > 1e-9 {
-                        format!(" @{}", fmt_level(c.level))
-                    } else {
-                        String::new()
-                    };
-                    let iv = match (p.lo, p.hi) {
-                        (Some(lo), Some(hi)) => {
-                            format!("{:+.2}% [{lo:+.2}, {hi:+.2}]{at}", p.point)
-                        }
-                        _ => format!("{:+.2}%", p.point),
-                    };
-                    let v = match c.verdict {
-                        Verdict::Faster => {
-                            format!("FASTER{}", if c.clears_effect { "" } else { " (< δ)" })
-                        }
-                        Verdict::Slower => {
-                            format!("SLOWER{}", if c.clears_effect { "" } else { " (< δ)" })
-                        }
-                        Verdict::Equivalent => "EQUIVALENT".into(),
-                        Verdict::Inconclusive => "INCONCLUSIVE".into(),
-                    };
-                    (iv, v)
-                }
-            };
-            let u = unit(&m.metric.name);
-            t.add_row(vec![
+        ],
+    );
+    for a in &m.arms {
+        let Some(s) = &a.summary else {
+            g.rows.push(vec![
                 a.arm.clone(),
-                s.n.to_string(),
-                format!("{:.4}{u}", s.median),
-                format!("{:.4} ± {:.4}", s.mean, s.sd),
-                format!("{:.4}", s.p95),
-                s.outliers.to_string(),
-                vs,
-                verdict,
+                "0".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                String::new(),
+                String::new(),
             ]);
-        }
-        let better = match m.metric.better {
-            crate::analyze::verdict::Better::Lower => "lower is better",
-            crate::analyze::verdict::Better::Higher => "higher is better",
+            continue;
         };
-        let blocks = if r.design == Design::Unpaired {
-            format!("{} runs per arm", m.complete_blocks)
-        } else {
-            format!("{} complete blocks", m.complete_blocks)
+        let (vs, verdict) = match m.contrasts.iter().find(|(n, _)| *n == a.arm) {
+            None => ("baseline".to_string(), String::new()),
+            Some((_, None)) => (
+                "too few complete blocks".to_string(),
+                "INCONCLUSIVE".to_string(),
+            ),
+            Some((_, Some(c))) => (contrast_cell(r, c), verdict_cell(c)),
         };
-        let _ = writeln!(
-            o,
-            "{} ({better}; {blocks}; {}; δ = {}%)\n{t}",
-            m.metric.name,
-            r.design.describe(m.contrasts.len(), r.confidence),
-            r.effect * 100.0
-        );
-        for (arm, c) in &m.contrasts {
-            if let Some(c) = c {
-                if let (Some(mde), Some(more)) = (c.min_detectable_percent, c.more_blocks) {
-                    let unit = if r.design == Design::Unpaired {
-                        "runs per arm"
-                    } else {
-                        "blocks"
-                    };
-                    let _ = writeln!(
-                        o,
-                        "  {arm}: the interval's half-width is ±{mde:.2}%; about {more} more {unit} would resolve δ = {}% with 80% probability (at the spread seen so far)",
-                        r.effect * 100.0
-                    );
-                }
-                if let Some(b) = &c.mean_ratio_percent
-                    && let (Some(lo), Some(hi)) = (b.lo, b.hi)
-                {
-                    let _ = writeln!(
-                        o,
-                        "  {arm}: mean ratio {:+.2}% [{lo:+.2}, {hi:+.2}] ({} BCa bootstrap)",
-                        b.point,
-                        fmt_level(c.level)
-                    );
-                }
-                for w in &c.warnings {
-                    let _ = writeln!(o, "  {arm}: warning: {w}");
-                }
+        let u = unit(&m.metric.name);
+        g.rows.push(vec![
+            a.arm.clone(),
+            s.n.to_string(),
+            format!("{:.4}{u}", s.median),
+            format!("{:.4} ± {:.4}", s.mean, s.sd),
+            format!("{:.4}", s.p95),
+            s.outliers.to_string(),
+            vs,
+            verdict,
+        ]);
+    }
+    for (arm, c) in &m.contrasts {
+        if let Some(c) = c {
+            if let (Some(mde), Some(more)) = (c.min_detectable_percent, c.more_blocks) {
+                let unit = if r.design == Design::Unpaired {
+                    "runs per arm"
+                } else {
+                    "blocks"
+                };
+                g.notes.push(format!(
+                    "  {arm}: the interval's half-width is ±{mde:.2}%; about {more} more {unit} would resolve δ = {}% with 80% probability (at the spread seen so far)",
+                    r.effect * 100.0
+                ));
             }
-        }
-        for a in &m.arms {
-            for w in &a.diagnostics.warnings {
-                let _ = writeln!(o, "  {}: {w}", a.arm);
+            if let Some(b) = &c.mean_ratio_percent
+                && let (Some(lo), Some(hi)) = (b.lo, b.hi)
+            {
+                g.notes.push(format!(
+                    "  {arm}: mean ratio {:+.2}% [{lo:+.2}, {hi:+.2}] ({} BCa bootstrap)",
+                    b.point,
+                    fmt_level(c.level)
+                ));
+            }
+            for w in &c.warnings {
+                g.notes.push(format!("  {arm}: warning: {w}"));
             }
         }
     }
-    let mut t = table(&[
-        "arm",
-        "trials",
-        "failed",
-        "flagged",
-        "huge coverage at peak RSS",
-        "page faults",
-        "dTLB misses",
-    ]);
+    for a in &m.arms {
+        for w in &a.diagnostics.warnings {
+            g.notes.push(format!("  {}: {w}", a.arm));
+        }
+    }
+    g
+}
+
+/// "+1.23% [+0.50, +2.00]", with "@98.3%" when the interval's level is not the family's.
+pub fn contrast_cell(r: &ExperimentReport, c: &Contrast) -> String {
+    let p = &c.percent;
+    // An interval computed at another level than the family-wise one (a Holm step, a
+    // Bonferroni share, a sequential boundary) says which.
+    let at = if c.level > 0.0 && (c.level - r.confidence).abs() > 1e-9 {
+        format!(" @{}", fmt_level(c.level))
+    } else {
+        String::new()
+    };
+    match (p.lo, p.hi) {
+        (Some(lo), Some(hi)) => format!("{:+.2}% [{lo:+.2}, {hi:+.2}]{at}", p.point),
+        _ => format!("{:+.2}%", p.point),
+    }
+}
+
+pub fn verdict_cell(c: &Contrast) -> String {
+    match c.verdict {
+        Verdict::Faster => format!("FASTER{}", if c.clears_effect { "" } else { " (< δ)" }),
+        Verdict::Slower => format!("SLOWER{}", if c.clears_effect { "" } else { " (< δ)" }),
+        Verdict::Equivalent => "EQUIVALENT".into(),
+        Verdict::Inconclusive => "INCONCLUSIVE".into(),
+    }
+}
+
+/// Per arm: trials, failures, flags, huge coverage at peak, faults and dTLB misses.
+pub fn evidence_grid(r: &ExperimentReport) -> Grid {
+    let mut g = Grid::new(
+        "backing evidence (run: the child's process group, sampled on the same schedule for every arm; bench: the verified region)",
+        &[
+            "arm",
+            "trials",
+            "failed",
+            "flagged",
+            "huge coverage at peak RSS",
+            "page faults",
+            "dTLB misses",
+        ],
+    );
     for e in &r.evidence {
         let count = |k: &str| {
             e.mean_counters
                 .get(k)
                 .map_or("-".into(), |v| format!("{v:.0}"))
         };
-        t.add_row(vec![
+        g.rows.push(vec![
             e.arm.clone(),
             e.trials.to_string(),
             e.failed.to_string(),
@@ -160,16 +174,16 @@ pub fn render_report(r: &ExperimentReport) -> String {
             count("dtlb_load_misses"),
         ]);
     }
-    let _ = writeln!(
-        o,
-        "backing evidence (run: the child's process group, sampled on the same schedule for every arm; bench: the verified region)\n{t}"
-    );
     for e in &r.evidence {
         if let Some(f) = &e.first_flag {
-            let _ = writeln!(o, "  FLAGGED {}: {f}", e.arm);
+            g.notes.push(format!("  FLAGGED {}: {f}", e.arm));
         }
     }
-    o
+    g
+}
+
+pub fn render_report(r: &ExperimentReport) -> String {
+    report_grids(r).iter().map(Grid::terminal).collect()
 }
 
 fn render_noise(r: &RunResult) -> String {
@@ -264,4 +278,44 @@ pub fn render(r: &RunResult) -> String {
         r.blocks_done, r.stop_reason, r.run_id, r.db, r.elapsed_s
     );
     o
+}
+
+/// `compare A B`: per shared arm, both medians and B vs A with its unpaired interval.
+pub fn compare_grid(c: &CompareResult) -> Grid {
+    let mut g = Grid::new(
+        format!(
+            "A = {}\nB = {}\nmetric {} (unpaired: Hodges–Lehmann shift of log values, Mann–Whitney {}% interval; δ = {}%)",
+            c.a,
+            c.b,
+            c.metric,
+            c.confidence * 100.0,
+            c.effect * 100.0
+        ),
+        &[
+            "arm", "n (A, B)", "median A", "median B", "B vs A", "p", "verdict",
+        ],
+    );
+    for r in &c.rows {
+        g.rows.push(vec![
+            r.arm.clone(),
+            format!("{}, {}", r.n_a, r.n_b),
+            format!("{:.4}", r.median_a.unwrap_or(f64::NAN)),
+            format!("{:.4}", r.median_b.unwrap_or(f64::NAN)),
+            match r.b_vs_a_percent {
+                Some(Estimate {
+                    point,
+                    lo: Some(lo),
+                    hi: Some(hi),
+                    ..
+                }) => format!("{point:+.2}% [{lo:+.2}, {hi:+.2}]"),
+                Some(e) => format!("{:+.2}%", e.point),
+                None => "-".into(),
+            },
+            r.p_value.map_or("-".into(), |p| format!("{p:.4}")),
+            r.verdict.map_or("INCONCLUSIVE".to_string(), |v| {
+                format!("{v:?}").to_uppercase()
+            }),
+        ]);
+    }
+    g
 }

@@ -244,3 +244,59 @@ pub fn counter_lines(c: &BTreeMap<String, u64>) -> String {
     }
     o
 }
+
+/// The huge-page state of a machine as one table (a report's "system at the time of the run").
+pub fn snapshot_grid(s: &Status) -> super::Grid {
+    let mut g = super::Grid::new("system when the run started", &["setting", "value"]);
+    let sel = |x: &Option<crate::probe::kv::Selector>| {
+        x.as_ref().map_or("-".to_string(), |s| s.selected.clone())
+    };
+    let mut row = |k: &str, v: String| g.rows.push(vec![k.to_string(), v]);
+    row("kernel", s.kernel.clone().unwrap_or_else(|| "-".into()));
+    row(
+        "CPU",
+        format!(
+            "{} ({} logical CPUs; 1 GiB pages: {})",
+            s.cpu.model_name.clone().unwrap_or_else(|| "-".into()),
+            s.cpu.logical_cpus,
+            if s.cpu.pdpe1gb { "yes" } else { "no" }
+        ),
+    );
+    row("THP enabled", sel(&s.thp.enabled));
+    row("THP defrag", sel(&s.thp.defrag));
+    let mthp: Vec<String> = s
+        .thp
+        .mthp
+        .iter()
+        .filter_map(|m| {
+            let mode = m.enabled.as_ref()?.selected.clone();
+            (mode != "never").then(|| format!("{} {mode}", Bytes(m.size_bytes)))
+        })
+        .collect();
+    row(
+        "mTHP sizes not `never`",
+        if mthp.is_empty() {
+            "none".into()
+        } else {
+            mthp.join(", ")
+        },
+    );
+    for p in &s.hugetlb {
+        row(
+            &format!("hugetlb {} pool", Bytes(p.page_size)),
+            format!(
+                "{} pages ({} free, {} reserved, {} surplus)",
+                p.total, p.free, p.reserved, p.surplus
+            ),
+        );
+    }
+    row(
+        "PMU",
+        if s.pmu.hardware_counters {
+            "hardware counters available".into()
+        } else {
+            "no hardware counters (TLB and cycle counts unavailable)".into()
+        },
+    );
+    g
+}

@@ -1,0 +1,120 @@
+//! Records of `hugelab report` and `hugelab compare`: a stored run or bench with everything its
+//! charts and tables show, and an unpaired comparison of two runs.
+
+use crate::analyze::experiment::ExperimentReport;
+use crate::analyze::stats::Estimate;
+use crate::analyze::verdict::{Better, Verdict};
+use crate::store::RunMeta;
+
+pub const SCHEMA: &str = "hugelab.report/1";
+
+/// What a stored run was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunKind {
+    /// `hugelab run`: arms interleaved in blocks.
+    Run,
+    /// `hugelab bench`: backings × sizes × workloads, in rounds.
+    Bench,
+    /// Imported from another tool (unpaired).
+    Imported,
+}
+
+/// One stored run, analysed, with the values behind every chart.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunView {
+    pub meta: RunMeta,
+    pub kind: RunKind,
+    pub arms: Vec<String>,
+    /// The analysis, at the level and δ of the report (the terminal's `results show`).
+    pub report: ExperimentReport,
+    /// Per metric, every measured trial in run order (distributions, progression).
+    pub series: Vec<Series>,
+    /// For a bench: per workload metric, one line per backing over the region sizes.
+    pub curves: Vec<BenchCurve>,
+    /// The machine's huge-page state when the run started (`hugelab status`), if stored.
+    pub system: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Series {
+    pub metric: String,
+    pub better: Better,
+    pub points: Vec<Point>,
+}
+
+/// One measured trial of one metric.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Point {
+    pub arm: usize,
+    pub block: i64,
+    /// Position in the run's order (0 = first trial).
+    pub seq: i64,
+    pub value: f64,
+    pub flagged: bool,
+}
+
+/// A bench workload metric over region sizes.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct BenchCurve {
+    /// e.g. "ns/op" of the touch workload, as stored (`touch_ns/op`).
+    pub metric: String,
+    pub better: Better,
+    /// The backing the ratios are taken against (the run's baseline, normally 4k).
+    pub baseline: String,
+    pub lines: Vec<BenchLine>,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct BenchLine {
+    pub backing: String,
+    pub points: Vec<BenchPoint>,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct BenchPoint {
+    pub size: u64,
+    pub n: usize,
+    pub median: f64,
+    /// Distribution-free interval of the median at the report's level.
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
+    /// This backing vs the baseline at this size, percent (the paired contrast).
+    pub vs_baseline: Option<Estimate>,
+    pub verdict: Option<Verdict>,
+    /// Huge coverage of the region (mean over the cell's rounds).
+    pub coverage: Option<f64>,
+    /// A huge backing whose region was not fully huge.
+    pub degraded: bool,
+}
+
+/// `hugelab compare A B`: the same arms in two runs, unpaired.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CompareResult {
+    pub schema: &'static str,
+    pub a: String,
+    pub b: String,
+    pub metric: String,
+    pub better: Better,
+    pub effect: f64,
+    pub confidence: f64,
+    pub rows: Vec<CompareRow>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CompareRow {
+    pub arm: String,
+    pub n_a: usize,
+    pub n_b: usize,
+    pub median_a: Option<f64>,
+    pub median_b: Option<f64>,
+    /// B vs A, percent: Hodges–Lehmann shift of log values, Mann–Whitney interval.
+    pub b_vs_a_percent: Option<Estimate>,
+    pub p_value: Option<f64>,
+    pub verdict: Option<Verdict>,
+    /// The values themselves (for the report's distributions).
+    #[serde(skip)]
+    pub values_a: Vec<f64>,
+    #[serde(skip)]
+    pub values_b: Vec<f64>,
+}

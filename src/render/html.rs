@@ -1,0 +1,607 @@
+//! One self-contained HTML report: inline CSS, inline SVG charts (plotters' SVG backend), no
+//! JavaScript, nothing loaded from the network. Tables are the terminal's cells ([`Grid`]);
+//! every chart names its units, the level of its intervals and n. Colours are the Okabe–Ito
+//! palette, which stays distinguishable with the common colour-vision deficiencies.
+
+use super::Grid;
+use super::markdown::{heading, run_grids, system};
+use crate::analyze::verdict::Better;
+use crate::model::report::{BenchCurve, CompareResult, RunKind, RunView, Series};
+use crate::units::Bytes;
+use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
+use plotters::prelude::*;
+
+/// Okabe–Ito, without its yellow (too light on white).
+const PALETTE: [RGBColor; 7] = [
+    RGBColor(0, 114, 178),
+    RGBColor(230, 159, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(213, 94, 0),
+    RGBColor(86, 180, 233),
+    RGBColor(204, 121, 167),
+    RGBColor(0, 0, 0),
+];
+
+pub fn colour(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
+const CSS: &str = "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}\
+h1{font-size:1.5em}h2{font-size:1.25em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}\
+h3{font-size:1.05em;margin-bottom:.3em}table{border-collapse:collapse;margin:.5em 0 1em;font-size:.9em}\
+th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;font-variant-numeric:tabular-nums}\
+th{background:#f2f2f2}ul.notes{font-size:.9em;color:#444}figure{margin:1em 0}\
+figcaption{font-size:.85em;color:#444;max-width:900px}.meta{color:#555;font-size:.9em}";
+
+/// Text for HTML element content and attributes.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{CSS}</style></head>\n<body>\n<h1>{}</h1>\n{body}</body></html>\n",
+        esc(title),
+        esc(title)
+    )
+}
+
+/// A grid as an HTML table with its title above and notes below.
+pub fn table(g: &Grid) -> String {
+    let mut o = String::new();
+    for (i, l) in g.title.lines().enumerate() {
+        if i == 0 {
+            o += &format!("<h3>{}</h3>\n", esc(l));
+        } else {
+            o += &format!("<p class=\"meta\">{}</p>\n", esc(l));
+        }
+    }
+    o += "<table><thead><tr>";
+    for h in &g.header {
+        o += &format!("<th>{}</th>", esc(h));
+    }
+    o += "</tr></thead><tbody>\n";
+    for r in &g.rows {
+        o += "<tr>";
+        for c in r {
+            o += &format!("<td>{}</td>", esc(c));
+        }
+        o += "</tr>\n";
+    }
+    o += "</tbody></table>\n";
+    if !g.notes.is_empty() {
+        o += "<ul class=\"notes\">";
+        for n in &g.notes {
+            o += &format!("<li>{}</li>", esc(n.trim()));
+        }
+        o += "</ul>\n";
+    }
+    o
+}
+
+type DrawResult = Result<(), Box<dyn std::error::Error>>;
+
+/// Draw one chart into an SVG string.
+fn svg(w: u32, h: u32, draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> DrawResult) -> String {
+    let mut s = String::new();
+    let failed = {
+        let root = SVGBackend::with_string(&mut s, (w, h)).into_drawing_area();
+        let _ = root.fill(&WHITE);
+        let r = draw(&root).err().map(|e| e.to_string());
+        let _ = root.present();
+        r
+    };
+    match failed {
+        Some(e) => format!("<p>chart not drawn: {}</p>", esc(&e)),
+        None => s,
+    }
+}
+
+fn figure(svg: String, caption: &str) -> String {
+    format!(
+        "<figure>{svg}<figcaption>{}</figcaption></figure>\n",
+        esc(caption)
+    )
+}
+
+/// Padded range over values (never empty).
+fn span(vals: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (lo, hi) = vals
+        .filter(|v| v.is_finite())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+            (a.min(v), b.max(v))
+        });
+    if !lo.is_finite() {
+        return (0.0, 1.0);
+    }
+    let pad = ((hi - lo) * 0.08)
+        .max(hi.abs().max(lo.abs()) * 1e-3)
+        .max(1e-12);
+    (lo - pad, hi + pad)
+}
+
+type Rows<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// A chart with one named row per category (arms) on the y axis and a value axis along x.
+fn rows_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    names: &[String],
+    x: std::ops::Range<f64>,
+    x_desc: &str,
+) -> Result<Rows<'a, 'b>, Box<dyn std::error::Error>> {
+    let n = names.len();
+    let mut c = ChartBuilder::on(root)
+        .margin(10)
+        .x_label_area_size(35)
+        .y_label_area_size(170)
+        .build_cartesian_2d(x, -0.5f64..(n as f64 - 0.5))?;
+    c.configure_mesh()
+        .light_line_style(RGBColor(238, 238, 238))
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 14))
+        .disable_y_mesh()
+        .y_labels(n.max(1))
+        .y_label_formatter(&|y| {
+            let i = y.round();
+            if (y - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
+                names[i as usize].clone()
+            } else {
+                String::new()
+            }
+        })
+        .x_desc(x_desc)
+        .draw()?;
+    Ok(c)
+}
+
+/// What a forest plot draws for one arm: its interval vs the baseline, percent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForestRow {
+    pub arm: String,
+    pub point: f64,
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
+    pub verdict: String,
+    pub level: f64,
+}
+
+/// The forest plot's rows for one metric of a run (the stored contrasts, unchanged).
+pub fn forest_rows(v: &RunView, metric: usize) -> Vec<ForestRow> {
+    let m = &v.report.metrics[metric];
+    m.contrasts
+        .iter()
+        .filter_map(|(arm, c)| {
+            let c = c.as_ref()?;
+            Some(ForestRow {
+                arm: arm.clone(),
+                point: c.percent.point,
+                lo: c.percent.lo,
+                hi: c.percent.hi,
+                verdict: super::run::verdict_cell(c),
+                level: c.level,
+            })
+        })
+        .collect()
+}
+
+fn forest(rows: &[ForestRow], effect_percent: f64, caption: &str) -> String {
+    let h = 70 + 40 * rows.len() as u32;
+    let (lo, hi) = span(
+        rows.iter()
+            .flat_map(|r| [Some(r.point), r.lo, r.hi])
+            .flatten()
+            .chain([-effect_percent * 1.5, effect_percent * 1.5]),
+    );
+    let n = rows.len();
+    let svg = svg(900, h, |root| {
+        let mut c = rows_chart(
+            root,
+            &rows.iter().map(|r| r.arm.clone()).collect::<Vec<_>>(),
+            lo..hi,
+            "change vs baseline, % (interval at the level shown)",
+        )?;
+        // The equivalence band ±δ and the zero line.
+        c.draw_series(std::iter::once(Rectangle::new(
+            [(-effect_percent, -0.5), (effect_percent, n as f64 - 0.5)],
+            RGBColor(0, 158, 115).mix(0.12).filled(),
+        )))?;
+        c.draw_series(std::iter::once(PathElement::new(
+            vec![(0.0, -0.5), (0.0, n as f64 - 0.5)],
+            BLACK.stroke_width(1),
+        )))?;
+        for (i, r) in rows.iter().enumerate() {
+            let y = i as f64;
+            let col = colour(i + 1);
+            if let (Some(a), Some(b)) = (r.lo, r.hi) {
+                c.draw_series(std::iter::once(PathElement::new(
+                    vec![(a, y), (b, y)],
+                    col.stroke_width(3),
+                )))?;
+            }
+            c.draw_series(std::iter::once(Circle::new((r.point, y), 5, col.filled())))?;
+            c.draw_series(std::iter::once(Text::new(
+                format!(
+                    "{} @{}",
+                    r.verdict,
+                    crate::analyze::verdict::fmt_level(r.level)
+                ),
+                (r.point, y + 0.3),
+                ("sans-serif", 13).into_font(),
+            )))?;
+        }
+        Ok(())
+    });
+    figure(svg, caption)
+}
+
+/// Deterministic jitter in [-0.25, 0.25] from a trial's position in the run.
+fn jitter(seq: i64) -> f64 {
+    let h = (seq as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
+    (h as f64 / (1u64 << 24) as f64 - 0.5) * 0.5
+}
+
+/// Every trial's value per arm on one shared axis; flagged trials as crosses; the median as a bar.
+fn strip(s: &Series, arms: &[String], unit: &str) -> String {
+    let n = arms.len();
+    let (lo, hi) = span(s.points.iter().map(|p| p.value));
+    svg(900, 60 + 45 * n as u32, |root| {
+        let mut c = rows_chart(root, arms, lo..hi, &format!("{} ({unit})", s.metric))?;
+        for (ai, _) in arms.iter().enumerate() {
+            let col = colour(ai);
+            let pts: Vec<_> = s.points.iter().filter(|p| p.arm == ai).collect();
+            c.draw_series(pts.iter().filter(|p| !p.flagged).map(|p| {
+                Circle::new(
+                    (p.value, ai as f64 + jitter(p.seq)),
+                    3,
+                    col.mix(0.7).filled(),
+                )
+            }))?;
+            c.draw_series(pts.iter().filter(|p| p.flagged).map(|p| {
+                Cross::new((p.value, ai as f64 + jitter(p.seq)), 5, RED.stroke_width(2))
+            }))?;
+            let mut v: Vec<f64> = pts.iter().map(|p| p.value).collect();
+            if !v.is_empty() {
+                v.sort_by(f64::total_cmp);
+                let med = crate::analyze::stats::quantile_sorted(&v, 0.5);
+                c.draw_series(std::iter::once(PathElement::new(
+                    vec![(med, ai as f64 - 0.35), (med, ai as f64 + 0.35)],
+                    BLACK.stroke_width(3),
+                )))?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Value by position in the run, one colour per arm: drift and bursts of host noise show here.
+fn progression(s: &Series, arms: &[String], unit: &str) -> String {
+    let (lo, hi) = span(s.points.iter().map(|p| p.value));
+    let max_seq = s.points.iter().map(|p| p.seq).max().unwrap_or(1).max(1) as f64;
+    svg(900, 300, |root| {
+        let mut c = ChartBuilder::on(root)
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0f64..max_seq, lo..hi)?;
+        c.configure_mesh()
+            .light_line_style(RGBColor(238, 238, 238))
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 14))
+            .x_desc("trial, in run order")
+            .y_desc(format!("{} ({unit})", s.metric))
+            .draw()?;
+        for (ai, name) in arms.iter().enumerate() {
+            let col = colour(ai);
+            let mut pts: Vec<(f64, f64)> = s
+                .points
+                .iter()
+                .filter(|p| p.arm == ai)
+                .map(|p| (p.seq as f64, p.value))
+                .collect();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            c.draw_series(LineSeries::new(pts.clone(), col.mix(0.6).stroke_width(1)))?
+                .label(name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], col.stroke_width(3))
+                });
+            c.draw_series(pts.iter().map(|p| Circle::new(*p, 2, col.filled())))?;
+        }
+        c.configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()?;
+        Ok(())
+    })
+}
+
+/// Huge coverage at peak per arm, 0–100 %.
+fn coverage_bars(v: &RunView) -> Option<String> {
+    let rows: Vec<(String, f64)> = v
+        .report
+        .evidence
+        .iter()
+        .filter_map(|e| Some((e.arm.clone(), e.mean_coverage_at_peak? * 100.0)))
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let n = rows.len();
+    let svg = svg(900, 60 + 35 * n as u32, |root| {
+        let mut c = rows_chart(
+            root,
+            &rows.iter().map(|r| r.0.clone()).collect::<Vec<_>>(),
+            0f64..100f64,
+            "huge coverage at peak resident memory, % (mean over trials)",
+        )?;
+        for (i, (_, pct)) in rows.iter().enumerate() {
+            let y = i as f64;
+            c.draw_series(std::iter::once(Rectangle::new(
+                [(0.0, y - 0.3), (*pct, y + 0.3)],
+                colour(i).filled(),
+            )))?;
+        }
+        Ok(())
+    });
+    Some(svg)
+}
+
+/// Score vs region size (log axis), one line per backing, with the median's interval.
+fn bench_chart(c: &BenchCurve, level: &str) -> String {
+    let sizes = c
+        .lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.size as f64));
+    let (xmin, xmax) = sizes.fold((f64::INFINITY, 0f64), |(a, b), s| (a.min(s), b.max(s)));
+    let (lo, hi) = span(
+        c.lines
+            .iter()
+            .flat_map(|l| l.points.iter().flat_map(|p| [Some(p.median), p.lo, p.hi]))
+            .flatten(),
+    );
+    let score = svg(900, 360, |root| {
+        let mut ch = ChartBuilder::on(root)
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(80)
+            .build_cartesian_2d((xmin * 0.8..xmax * 1.25).log_scale(), lo..hi)?;
+        ch.configure_mesh()
+            .light_line_style(RGBColor(238, 238, 238))
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 14))
+            .x_label_formatter(&|x| Bytes(*x as u64).to_string())
+            .x_desc("region size (log scale)")
+            .y_desc(c.metric.clone())
+            .draw()?;
+        for (i, l) in c.lines.iter().enumerate() {
+            let col = colour(i);
+            let pts: Vec<(f64, f64)> = l.points.iter().map(|p| (p.size as f64, p.median)).collect();
+            ch.draw_series(LineSeries::new(pts.clone(), col.stroke_width(2)))?
+                .label(l.backing.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], col.stroke_width(3))
+                });
+            ch.draw_series(l.points.iter().filter_map(|p| {
+                Some(ErrorBar::new_vertical(
+                    p.size as f64,
+                    p.lo?,
+                    p.median,
+                    p.hi?,
+                    col.stroke_width(1),
+                    8,
+                ))
+            }))?;
+            ch.draw_series(l.points.iter().map(|p| {
+                let style = if p.degraded {
+                    RED.stroke_width(2)
+                } else {
+                    col.filled()
+                };
+                Circle::new((p.size as f64, p.median), 4, style)
+            }))?;
+        }
+        ch.configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()?;
+        Ok(())
+    });
+    let others: Vec<_> = c.lines.iter().filter(|l| l.backing != c.baseline).collect();
+    let (rlo, rhi) = span(
+        others
+            .iter()
+            .flat_map(|l| l.points.iter())
+            .filter_map(|p| p.vs_baseline)
+            .flat_map(|e| [Some(e.point), e.lo, e.hi])
+            .flatten()
+            .chain([0.0]),
+    );
+    let ratio = svg(900, 300, |root| {
+        let mut ch = ChartBuilder::on(root)
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(80)
+            .build_cartesian_2d((xmin * 0.8..xmax * 1.25).log_scale(), rlo..rhi)?;
+        ch.configure_mesh()
+            .light_line_style(RGBColor(238, 238, 238))
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 14))
+            .x_label_formatter(&|x| Bytes(*x as u64).to_string())
+            .x_desc("region size (log scale)")
+            .y_desc(format!("% vs {}", c.baseline))
+            .draw()?;
+        ch.draw_series(std::iter::once(PathElement::new(
+            vec![(xmin * 0.8, 0.0), (xmax * 1.25, 0.0)],
+            BLACK.stroke_width(1),
+        )))?;
+        for l in &others {
+            let i = c
+                .lines
+                .iter()
+                .position(|x| x.backing == l.backing)
+                .unwrap_or(0);
+            let col = colour(i);
+            let pts: Vec<(f64, f64)> = l
+                .points
+                .iter()
+                .filter_map(|p| Some((p.size as f64, p.vs_baseline?.point)))
+                .collect();
+            ch.draw_series(LineSeries::new(pts, col.stroke_width(2)))?
+                .label(l.backing.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], col.stroke_width(3))
+                });
+            ch.draw_series(l.points.iter().filter_map(|p| {
+                let e = p.vs_baseline?;
+                Some(ErrorBar::new_vertical(
+                    p.size as f64,
+                    e.lo?,
+                    e.point,
+                    e.hi?,
+                    col.stroke_width(1),
+                    8,
+                ))
+            }))?;
+        }
+        ch.configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()?;
+        Ok(())
+    });
+    let n = c
+        .lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.n))
+        .max()
+        .unwrap_or(0);
+    let better = match c.better {
+        Better::Lower => "lower is better",
+        Better::Higher => "higher is better",
+    };
+    figure(
+        score,
+        &format!(
+            "{} by region size, one line per backing ({better}): median of up to {n} rounds per point, whiskers the distribution-free {level} interval of the median; red rings mark huge backings whose region was not fully huge.",
+            c.metric
+        ),
+    ) + &figure(
+        ratio,
+        &format!(
+            "Change vs {} by region size, % ({better} for the metric): Hodges–Lehmann estimate of the paired per-round ratio, whiskers its {level} interval (Holm-adjusted level per contrast as in the tables).",
+            c.baseline
+        ),
+    )
+}
+
+fn unit(metric: &str) -> &'static str {
+    if metric == "wall_s" {
+        "s"
+    } else {
+        "as measured"
+    }
+}
+
+/// The body of one run's section.
+fn run_section(v: &RunView) -> String {
+    let mut o = format!("<h2>{}</h2>\n", esc(&heading(v)));
+    let level = crate::analyze::verdict::fmt_level(v.report.confidence);
+    for c in &v.curves {
+        o += &bench_chart(c, &level);
+    }
+    if v.kind != RunKind::Bench {
+        for (mi, m) in v.report.metrics.iter().enumerate() {
+            let rows = forest_rows(v, mi);
+            if !rows.is_empty() {
+                o += &forest(
+                    &rows,
+                    v.report.effect * 100.0,
+                    &format!(
+                        "{}: each arm's change vs {} (point: Hodges–Lehmann estimate; bar: its interval at the level printed beside it; green band: ±δ = ±{}%); {} complete blocks.",
+                        m.metric.name,
+                        v.report.baseline,
+                        v.report.effect * 100.0,
+                        m.complete_blocks
+                    ),
+                );
+            }
+            if let Some(s) = v.series.iter().find(|s| s.metric == m.metric.name) {
+                let u = unit(&s.metric);
+                o += &figure(
+                    strip(s, &v.arms, u),
+                    &format!(
+                        "{}: every successful trial per arm ({u}; n = {} in all; black bar: median; red crosses: flagged trials). Outliers are kept and visible.",
+                        s.metric,
+                        s.points.len()
+                    ),
+                );
+                o += &figure(
+                    progression(s, &v.arms, u),
+                    &format!(
+                        "{} by position in the run (n = {}): the arms are interleaved in randomized blocks, so drift or a burst of host noise shows up in every arm at once.",
+                        s.metric,
+                        s.points.len()
+                    ),
+                );
+            }
+        }
+        if let Some(svg) = coverage_bars(v) {
+            o += &figure(
+                svg,
+                "Backing evidence: huge coverage of the child's memory at its peak resident size, per arm, % (mean over the trials that were sampled).",
+            );
+        }
+    }
+    for g in run_grids(v) {
+        o += &table(&g);
+    }
+    if v.system.is_some() && system(v).is_none() {
+        o += "<p class=\"meta\">The stored system snapshot is from another hugelab version and is not shown.</p>\n";
+    }
+    o
+}
+
+pub fn runs(views: &[RunView]) -> String {
+    let ids: Vec<String> = views.iter().map(|v| v.meta.id.to_string()).collect();
+    let title = format!("hugelab report: run {}", ids.join(", "));
+    page(&title, &views.iter().map(run_section).collect::<String>())
+}
+
+pub fn compare(c: &CompareResult) -> String {
+    let n = c.rows.len();
+    let rows: Vec<ForestRow> = c
+        .rows
+        .iter()
+        .filter_map(|r| {
+            let e = r.b_vs_a_percent?;
+            Some(ForestRow {
+                arm: r.arm.clone(),
+                point: e.point,
+                lo: e.lo,
+                hi: e.hi,
+                verdict: r
+                    .verdict
+                    .map_or("INCONCLUSIVE".into(), |v| format!("{v:?}").to_uppercase()),
+                level: c.confidence,
+            })
+        })
+        .collect();
+    let mut body = String::new();
+    if !rows.is_empty() {
+        body += &forest(
+            &rows,
+            c.effect * 100.0,
+            &format!(
+                "B vs A per arm, % of {} (unpaired: Hodges–Lehmann shift of log values, Mann–Whitney interval at {}; green band ±δ = ±{}%); {n} arms.",
+                c.metric,
+                crate::analyze::verdict::fmt_level(c.confidence),
+                c.effect * 100.0
+            ),
+        );
+    }
+    body += &table(&super::run::compare_grid(c));
+    page("hugelab compare", &body)
+}

@@ -1,0 +1,151 @@
+//! Markdown reports (tables, no images) for pull requests and issues: the same cells as the
+//! terminal tables, drawn as pipe tables.
+
+use super::Grid;
+use crate::model::report::{CompareResult, RunKind, RunView};
+use crate::units::Bytes;
+
+/// A cell safe inside a pipe table.
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// A grid as a titled pipe table with its notes as a list.
+pub fn grid(g: &Grid, level: &str) -> String {
+    let mut o = String::new();
+    let mut title = g.title.lines();
+    if let Some(first) = title.next() {
+        o += &format!("{level} {}\n\n", cell(first));
+    }
+    for l in title {
+        o += &format!("{}\n\n", cell(l));
+    }
+    o += &format!(
+        "| {} |\n|{}\n",
+        g.header
+            .iter()
+            .map(|h| cell(h))
+            .collect::<Vec<_>>()
+            .join(" | "),
+        "---|".repeat(g.header.len())
+    );
+    for r in &g.rows {
+        o += &format!(
+            "| {} |\n",
+            r.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | ")
+        );
+    }
+    o.push('\n');
+    for n in &g.notes {
+        o += &format!("- {}\n", n.trim());
+    }
+    if !g.notes.is_empty() {
+        o.push('\n');
+    }
+    o
+}
+
+/// The heading line of one stored run.
+pub fn heading(v: &RunView) -> String {
+    let what = match v.kind {
+        RunKind::Run => "run",
+        RunKind::Bench => "bench",
+        RunKind::Imported => "imported run",
+    };
+    format!(
+        "hugelab {what} {}: {} ({}, {}, {}, kernel {})",
+        v.meta.id,
+        v.meta.command.join(" "),
+        v.meta.created,
+        v.meta.status,
+        v.meta.host,
+        v.meta.kernel.as_deref().unwrap_or("-")
+    )
+}
+
+/// Per bench workload metric: one row per size, one column per backing (median and, for the
+/// others, the change vs the baseline backing).
+pub fn bench_grids(v: &RunView) -> Vec<Grid> {
+    v.curves
+        .iter()
+        .map(|c| {
+            let mut header = vec!["size".to_string()];
+            header.extend(c.lines.iter().map(|l| l.backing.clone()));
+            let mut sizes: Vec<u64> = c
+                .lines
+                .iter()
+                .flat_map(|l| l.points.iter().map(|p| p.size))
+                .collect();
+            sizes.sort_unstable();
+            sizes.dedup();
+            let mut g = Grid {
+                title: format!(
+                    "{} by region size (median; vs {}: Hodges–Lehmann change with its interval; * coverage below 99%)",
+                    c.metric, c.baseline
+                ),
+                header,
+                rows: Vec::new(),
+                notes: Vec::new(),
+            };
+            for s in sizes {
+                let mut row = vec![Bytes(s).to_string()];
+                for l in &c.lines {
+                    row.push(match l.points.iter().find(|p| p.size == s) {
+                        None => "-".into(),
+                        Some(p) => {
+                            let vs = p.vs_baseline.map_or(String::new(), |e| match (e.lo, e.hi) {
+                                (Some(lo), Some(hi)) => {
+                                    format!(" ({:+.1}% [{lo:+.1}, {hi:+.1}])", e.point)
+                                }
+                                _ => format!(" ({:+.1}%)", e.point),
+                            });
+                            format!(
+                                "{:.4}{vs}{}",
+                                p.median,
+                                if p.degraded { " *" } else { "" }
+                            )
+                        }
+                    });
+                }
+                g.rows.push(row);
+            }
+            g
+        })
+        .collect()
+}
+
+/// Every table of one run's report, in order.
+pub fn run_grids(v: &RunView) -> Vec<Grid> {
+    let mut grids = Vec::new();
+    if v.kind == RunKind::Bench {
+        grids.extend(bench_grids(v));
+    }
+    grids.extend(super::run::report_grids(&v.report));
+    if let Some(s) = system(v) {
+        grids.push(super::status::snapshot_grid(&s));
+    }
+    grids
+}
+
+/// The stored `status` snapshot, when the run has one this version can read.
+pub fn system(v: &RunView) -> Option<crate::probe::status::Status> {
+    serde_json::from_value(v.system.clone()?).ok()
+}
+
+pub fn runs(views: &[RunView]) -> String {
+    let mut o = String::new();
+    for v in views {
+        o += &format!("## {}\n\n", cell(&heading(v)));
+        for g in run_grids(v) {
+            o += &grid(&g, "###");
+        }
+    }
+    o
+}
+
+pub fn compare(c: &CompareResult) -> String {
+    format!(
+        "## hugelab compare\n\n{}",
+        grid(&super::run::compare_grid(c), "###")
+    )
+}

@@ -1,0 +1,390 @@
+//! `hugelab report`: the charts plot the stored values, the HTML and Markdown carry the
+//! terminal's cells, and a real headless Chromium renders the file.
+
+mod common;
+
+use assert_cmd::Command;
+use hugelab::commands::report::view;
+use hugelab::store::{ArmRow, Store, TrialRow};
+use std::path::Path;
+
+/// A stored two-arm run with known values: arm b is 10% faster in every block but one.
+fn stored_run(db: &Path) -> i64 {
+    let mut s = Store::open(db).unwrap();
+    let arms = vec![
+        ArmRow {
+            idx: 0,
+            name: "4k".into(),
+            spec: "process.thp=off".into(),
+        },
+        ArmRow {
+            idx: 1,
+            name: "thp".into(),
+            spec: "malloc=thp".into(),
+        },
+    ];
+    let plan = serde_json::json!({"baseline": 0, "metrics": [{"name": "wall_s", "better": "lower"}],
+        "system": hugelab::probe::status::probe(&hugelab::probe::Root::system()).ok()});
+    let id = s
+        .create_run(
+            Some("t"),
+            &["prog".into()],
+            Some("6.18"),
+            "running",
+            &plan,
+            &arms,
+        )
+        .unwrap();
+    let mut seq = 0;
+    for b in 0..20i64 {
+        for a in [0i64, 1] {
+            let base = 1.0 + 0.01 * ((b * 7) % 5) as f64;
+            let v = if a == 0 {
+                base
+            } else {
+                base * if b == 3 { 1.02 } else { 0.9 }
+            };
+            s.add_trial(id, &TrialRow {
+                block: b,
+                arm_idx: a,
+                seq,
+                ok: true,
+                flagged: (a == 1 && b == 5).then(|| "no huge pages".to_string()),
+                metrics: [("wall_s".to_string(), v)].into(),
+                evidence: serde_json::json!({"memory": {"coverage_at_peak": if a == 1 { 0.75 } else { 0.0 }}}),
+            }).unwrap();
+            seq += 1;
+        }
+    }
+    s.finish_run(id, "complete", None).unwrap();
+    id
+}
+
+#[test]
+fn run_charts_plot_the_stored_values_and_tables_match_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let id = stored_run(&db);
+    let (meta, arms, trials) = Store::open(&db).unwrap().load(id).unwrap();
+    let v = view(meta, &arms, &trials, 0.01, 0.99);
+    // Distributions and progression: every stored trial, with its arm, order and flag.
+    let s = &v.series[0];
+    assert_eq!(s.points.len(), trials.len());
+    for (p, t) in s.points.iter().zip(&trials) {
+        assert_eq!(
+            (p.value, p.seq, p.arm as i64),
+            (t.metrics["wall_s"], t.seq, t.arm_idx)
+        );
+        assert_eq!(p.flagged, t.flagged.is_some());
+    }
+    // The forest plot draws the stored contrast, unchanged.
+    let rows = hugelab::render::html::forest_rows(&v, 0);
+    let c = v.report.metrics[0].contrasts[0].1.as_ref().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        (rows[0].point, rows[0].lo, rows[0].hi),
+        (c.percent.point, c.percent.lo, c.percent.hi)
+    );
+    assert!(
+        rows[0].point < -5.0 && rows[0].verdict.starts_with("FASTER"),
+        "{rows:?}"
+    );
+
+    // HTML and Markdown carry exactly the terminal's cells.
+    let html = hugelab::render::html::runs(std::slice::from_ref(&v));
+    let md = hugelab::render::markdown::runs(std::slice::from_ref(&v));
+    for g in hugelab::render::run::report_grids(&v.report) {
+        for row in &g.rows {
+            for cell in row {
+                assert!(
+                    html.contains(&format!("<td>{}</td>", hugelab::render::html::esc(cell))),
+                    "{cell}"
+                );
+                assert!(
+                    md.contains(&format!("| {cell} ")) || md.contains(&format!(" {cell} |")),
+                    "{cell}"
+                );
+            }
+        }
+        assert!(hugelab::render::run::render_report(&v.report).contains(&g.rows[0][0]));
+    }
+    // Forest, distribution, progression, coverage: four charts; no script, nothing remote.
+    assert_eq!(html.matches("<svg").count(), 4, "one chart of each kind");
+    assert!(!html.contains("<script"));
+    // Nothing loaded: the only URLs are the SVG namespace names, which are never fetched.
+    let without_ns = html.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
+    assert!(!without_ns.contains("http://") && !without_ns.contains("https://"));
+    assert!(html.contains("system when the run started") && md.contains("THP enabled"));
+    assert!(!md.contains("<svg"));
+}
+
+#[test]
+fn a_thousand_trial_report_stays_under_a_megabyte() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let mut s = Store::open(&db).unwrap();
+    let arms: Vec<ArmRow> = (0..2)
+        .map(|i| ArmRow {
+            idx: i,
+            name: format!("arm{i}"),
+            spec: String::new(),
+        })
+        .collect();
+    let plan = serde_json::json!({"baseline": 0});
+    let id = s
+        .create_run(None, &["prog".into()], None, "running", &plan, &arms)
+        .unwrap();
+    for seq in 0..1000i64 {
+        s.add_trial(
+            id,
+            &TrialRow {
+                block: seq / 2,
+                arm_idx: seq % 2,
+                seq,
+                ok: true,
+                flagged: None,
+                metrics: [("wall_s".to_string(), 1.0 + (seq % 17) as f64 * 0.003)].into(),
+                evidence: serde_json::json!({}),
+            },
+        )
+        .unwrap();
+    }
+    let out = dir.path().join("big.html");
+    Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(["report", &id.to_string(), "--db"])
+        .arg(&db)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let n = std::fs::metadata(&out).unwrap().len();
+    assert!(n < 1 << 20, "{n} bytes");
+}
+
+#[test]
+fn bench_report_has_lines_per_backing_over_sizes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let mut s = Store::open(&db).unwrap();
+    let arms = vec![
+        ArmRow {
+            idx: 0,
+            name: "4k".into(),
+            spec: "bench backing 4k".into(),
+        },
+        ArmRow {
+            idx: 1,
+            name: "thp".into(),
+            spec: "bench backing thp".into(),
+        },
+    ];
+    let sizes = ["64 KiB", "16 MiB", "1 GiB"];
+    let metrics: Vec<_> = sizes
+        .iter()
+        .map(|z| serde_json::json!({"name": format!("touch_ns/op@{z}"), "better": "lower"}))
+        .collect();
+    let plan = serde_json::json!({"bench": {}, "baseline": 0, "metrics": metrics});
+    let id = s
+        .create_run(
+            Some("bench"),
+            &["hugelab".into(), "bench".into()],
+            None,
+            "running",
+            &plan,
+            &arms,
+        )
+        .unwrap();
+    let mut seq = 0;
+    for round in 0..8i64 {
+        for (zi, z) in sizes.iter().enumerate() {
+            for a in 0..2i64 {
+                let v = (zi as f64 + 1.0) * if a == 1 { 0.5 } else { 1.0 } + round as f64 * 0.01;
+                s.add_trial(id, &TrialRow {
+                    block: round, arm_idx: a, seq, ok: true, flagged: None,
+                    metrics: [(format!("touch_ns/op@{z}"), v)].into(),
+                    evidence: serde_json::json!({"memory": {"coverage_at_peak": if a == 1 && zi == 2 { 0.5 } else if a == 1 { 1.0 } else { 0.0 }}}),
+                }).unwrap();
+                seq += 1;
+            }
+        }
+    }
+    let (meta, arms, trials) = s.load(id).unwrap();
+    let v = view(meta, &arms, &trials, 0.01, 0.95);
+    assert_eq!(v.curves.len(), 1);
+    let c = &v.curves[0];
+    assert_eq!(c.metric, "touch_ns/op");
+    let thp = c.lines.iter().find(|l| l.backing == "thp").unwrap();
+    assert_eq!(
+        thp.points.iter().map(|p| p.size).collect::<Vec<_>>(),
+        vec![64 << 10, 16 << 20, 1 << 30]
+    );
+    // The plotted median is the median of the stored rounds.
+    assert!(
+        (thp.points[1].median - (1.0 + 0.035)).abs() < 1e-9,
+        "{:?}",
+        thp.points[1]
+    );
+    assert!(thp.points[0].vs_baseline.unwrap().point < -40.0);
+    assert!(thp.points[2].degraded && !thp.points[1].degraded);
+    let out = dir.path().join("b.html");
+    Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(["report", &id.to_string(), "--db"])
+        .arg(&db)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(html.matches("<svg").count(), 2, "score and ratio vs size");
+    assert!(html.contains("touch_ns/op by region size"));
+}
+
+#[test]
+fn compare_report_and_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let a = stored_run(&db);
+    let b = stored_run(&db);
+    let out = dir.path().join("c.md");
+    Command::cargo_bin("hugelab")
+        .unwrap()
+        .args([
+            "report",
+            "--compare",
+            &a.to_string(),
+            &b.to_string(),
+            "--format",
+            "md",
+            "--db",
+        ])
+        .arg(&db)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let md = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        md.contains("| 4k | 20, 20 |") && md.contains("| thp | 20, 20 |"),
+        "{md}"
+    );
+    // Unknown run: a clear error naming it, exit 1; bad level: exit 2.
+    let o = Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(["report", "99", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no run 99"));
+    Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(["report", "1", "--confidence", "1.5", "--db"])
+        .arg(&db)
+        .assert()
+        .code(2);
+}
+
+/// Chromium, if this machine has it (`.ci/run` installs Debian's `chromium`).
+fn chromium() -> Option<&'static str> {
+    [
+        "/usr/bin/chromium",
+        "/usr/bin/chromium-browser",
+        "/usr/bin/google-chrome",
+    ]
+    .into_iter()
+    .find(|p| Path::new(p).exists())
+}
+
+fn headless(bin: &str, profile: &Path) -> std::process::Command {
+    let mut c = std::process::Command::new(bin);
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--enable-logging=stderr",
+        "--v=0",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()));
+    c
+}
+
+#[test]
+fn a_real_browser_renders_the_report() {
+    let Some(bin) = chromium() else {
+        eprintln!("skipped: no Chromium on this machine (apt-get install chromium; .ci/run does)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let id = stored_run(&db);
+    let html = dir.path().join("report.html");
+    Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(["report", &id.to_string(), "--db"])
+        .arg(&db)
+        .arg("-o")
+        .arg(&html)
+        .assert()
+        .success();
+    let url = format!("file://{}", html.display());
+    // The DOM as the browser built it: every chart parsed as SVG.
+    let dom = headless(bin, &dir.path().join("p1"))
+        .arg("--dump-dom")
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(
+        dom.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
+    let dom_text = String::from_utf8_lossy(&dom.stdout);
+    assert_eq!(
+        dom_text.matches("<svg").count(),
+        4,
+        "{}",
+        &dom_text[..dom_text.len().min(500)]
+    );
+    let log = String::from_utf8_lossy(&dom.stderr);
+    assert!(
+        !log.lines()
+            .any(|l| l.contains("CONSOLE") && l.to_lowercase().contains("error")),
+        "console errors: {log}"
+    );
+    // A screenshot, and it is not blank: many distinct colours (charts, text, table lines).
+    let png = dir.path().join("shot.png");
+    let shot = headless(bin, &dir.path().join("p2"))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg("--window-size=1200,2400")
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(
+        shot.status.success(),
+        "{}",
+        String::from_utf8_lossy(&shot.stderr)
+    );
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&png).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let px = info.color_type.samples();
+    let colours: std::collections::HashSet<&[u8]> = buf[..info.buffer_size()].chunks(px).collect();
+    assert!((info.width, info.height) == (1200, 2400), "{info:?}");
+    assert!(
+        colours.len() > 50,
+        "only {} colours: a blank page",
+        colours.len()
+    );
+    let non_white = buf[..info.buffer_size()]
+        .chunks(px)
+        .filter(|c| c[..3] != [255, 255, 255])
+        .count();
+    assert!(non_white > 10_000, "{non_white} non-white pixels");
+}
