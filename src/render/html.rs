@@ -351,11 +351,17 @@ fn coverage_bars(v: &RunView) -> Option<String> {
 
 /// Score vs region size (log axis), one line per backing, with the median's interval.
 fn bench_chart(c: &BenchCurve, level: &str) -> String {
-    let sizes = c
+    // Ticks at the measured sizes, labelled as sizes (not at powers of ten).
+    let mut ticks: Vec<f64> = c
         .lines
         .iter()
-        .flat_map(|l| l.points.iter().map(|p| p.size as f64));
-    let (xmin, xmax) = sizes.fold((f64::INFINITY, 0f64), |(a, b), s| (a.min(s), b.max(s)));
+        .flat_map(|l| l.points.iter().map(|p| p.size as f64))
+        .collect();
+    ticks.sort_by(f64::total_cmp);
+    ticks.dedup();
+    let (Some(&xmin), Some(&xmax)) = (ticks.first(), ticks.last()) else {
+        return String::new();
+    };
     let (lo, hi) = span(
         c.lines
             .iter()
@@ -367,7 +373,12 @@ fn bench_chart(c: &BenchCurve, level: &str) -> String {
             .margin(10)
             .x_label_area_size(40)
             .y_label_area_size(80)
-            .build_cartesian_2d((xmin * 0.8..xmax * 1.25).log_scale(), lo..hi)?;
+            .build_cartesian_2d(
+                (xmin * 0.8..xmax * 1.25)
+                    .log_scale()
+                    .with_key_points(ticks.clone()),
+                lo..hi,
+            )?;
         ch.configure_mesh()
             .light_line_style(RGBColor(238, 238, 238))
             .label_style(("sans-serif", 14))
@@ -404,6 +415,7 @@ fn bench_chart(c: &BenchCurve, level: &str) -> String {
             }))?;
         }
         ch.configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .draw()?;
@@ -424,7 +436,12 @@ fn bench_chart(c: &BenchCurve, level: &str) -> String {
             .margin(10)
             .x_label_area_size(40)
             .y_label_area_size(80)
-            .build_cartesian_2d((xmin * 0.8..xmax * 1.25).log_scale(), rlo..rhi)?;
+            .build_cartesian_2d(
+                (xmin * 0.8..xmax * 1.25)
+                    .log_scale()
+                    .with_key_points(ticks.clone()),
+                rlo..rhi,
+            )?;
         ch.configure_mesh()
             .light_line_style(RGBColor(238, 238, 238))
             .label_style(("sans-serif", 14))
@@ -467,6 +484,7 @@ fn bench_chart(c: &BenchCurve, level: &str) -> String {
             }))?;
         }
         ch.configure_series_labels()
+            .position(SeriesLabelPosition::LowerLeft)
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .draw()?;

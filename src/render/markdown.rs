@@ -52,8 +52,13 @@ pub fn heading(v: &RunView) -> String {
         RunKind::Bench => "bench",
         RunKind::Imported => "imported run",
     };
+    let label = v
+        .meta
+        .label
+        .as_deref()
+        .map_or(String::new(), |l| format!("“{l}” "));
     format!(
-        "hugelab {what} {}: {} ({}, {}, {}, kernel {})",
+        "hugelab {what} {}: {label}{} ({}, {}, {}, kernel {})",
         v.meta.id,
         v.meta.command.join(" "),
         v.meta.created,
