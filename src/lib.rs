@@ -4,6 +4,8 @@
 //! probe → control → backing → workload → collect → analyze → store → model → render;
 //! `commands` plans and runs each CLI command on top of them, producing `model` records.
 
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 pub mod analyze;
 pub mod backing;
 pub mod cli;

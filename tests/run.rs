@@ -114,7 +114,7 @@ fn execute_with(
             )?)
         }),
         stop: &stop,
-        progress: &mut |_| {},
+        progress: &mut hugelab::render::progress::Silent,
     };
     let x = execute(a, p, outputs, &mut ctx).unwrap();
     drop(ctx);

@@ -13,6 +13,7 @@ pub use crate::model::bench::{BenchResult, CellEvidence, Plan, Skipped};
 use crate::probe::Root;
 use crate::probe::pmu::PerfEvent;
 use crate::probe::status::{self, Status};
+use crate::render::progress::{Observer, Progress};
 use crate::units::{Bytes, parse_duration};
 use crate::workload::{self, Sample, Workload, kernels};
 use anyhow::Context;
@@ -68,34 +69,6 @@ pub struct BenchArgs {
     /// Do not save the run in the results database
     #[arg(long)]
     pub no_save: bool,
-}
-
-/// Progress reporting, kept out of the measuring code (STYLE.md §9).
-pub trait Observer {
-    fn stage(&mut self, _msg: &str) {}
-    fn done(&mut self) {}
-}
-
-struct Stderr {
-    quiet: bool,
-}
-
-impl Observer for Stderr {
-    fn stage(&mut self, msg: &str) {
-        if self.quiet {
-            return;
-        }
-        if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-            eprint!("\r\x1b[Khugelab bench: {msg}");
-        } else {
-            eprintln!("hugelab bench: {msg}");
-        }
-    }
-    fn done(&mut self) {
-        if !self.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-            eprint!("\r\x1b[K");
-        }
-    }
 }
 
 fn parse_list<T: std::str::FromStr<Err = String>>(items: &[String]) -> Result<Vec<T>, UsageError> {
@@ -489,7 +462,7 @@ pub fn execute(
             .filter(|w| w.uses_resident_region())
             .collect();
         if !resident.is_empty() {
-            obs.stage(&format!(
+            obs.message(&format!(
                 "{}: setting up {} regions",
                 Bytes(size),
                 plan.backings.len()
@@ -563,7 +536,7 @@ pub fn execute(
             for round in 0..=plan.rounds {
                 let warmup = round == 0;
                 if !warmup {
-                    obs.stage(&format!("{}: round {round}/{}", Bytes(size), plan.rounds));
+                    obs.step(&format!("{}: round {round}/{}", Bytes(size), plan.rounds));
                 }
                 order.shuffle(&mut rng);
                 for &i in &order {
@@ -646,7 +619,7 @@ pub fn execute(
             let mut order = backings.clone();
             for round in 0..=plan.rounds {
                 if round > 0 {
-                    obs.stage(&format!(
+                    obs.step(&format!(
                         "{}: {} round {round}/{}",
                         Bytes(size),
                         w.name(),
@@ -723,8 +696,18 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     let started = Instant::now();
     let st = status::probe(&Root::system()).context("probing the machine")?;
     let (plan, mut notes) = plan(&a, &st)?;
-    let mut obs = Stderr { quiet: a.quiet };
-    obs.stage(&format!(
+    let mut obs = Progress::stderr("hugelab bench", a.quiet);
+    // One step per measured round of each size: the resident workloads share a round, each
+    // fresh-memory workload has its own.
+    let resident = plan.workloads.iter().any(|w| w.uses_resident_region()) as usize;
+    let fresh = plan
+        .workloads
+        .iter()
+        .filter(|w| !w.uses_resident_region())
+        .count();
+    let steps = plan.sizes.len() * plan.rounds * (resident + fresh);
+    obs.phase("rounds", Some(steps as u64));
+    obs.message(&format!(
         "{} × sizes {} × backings {}, {} rounds, seed {}",
         plan.workloads
             .iter()

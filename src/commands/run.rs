@@ -15,6 +15,7 @@ use crate::control::{self, Guard, Knob};
 pub use crate::model::run::{Plan, RunResult};
 use crate::probe::Root;
 use crate::probe::cpu::Cpu;
+use crate::render::progress::{Observer, Progress};
 use crate::store::{ArmRow, Store, TrialRow};
 use crate::units::parse_duration;
 use crate::workload::child::{ProcessRunner, Runner, TrialOutcome, TrialSpec};
@@ -364,7 +365,7 @@ pub struct Context<'a> {
     pub guard: Box<dyn FnMut() -> anyhow::Result<Guard> + 'a>,
     /// True once the user asked to stop (first Ctrl-C): finish the trial in flight, then stop.
     pub stop: &'a dyn Fn() -> bool,
-    pub progress: &'a mut dyn FnMut(&str),
+    pub progress: &'a mut dyn Observer,
 }
 
 /// What `execute` did.
@@ -612,20 +613,29 @@ pub fn execute(
         }
         stop
     };
+    if plan.warmup > 0 {
+        let n = (plan.warmup * plan.arms.len()) as u64;
+        ctx.progress.phase("warm-up", Some(n));
+    }
     for w in 0..plan.warmup {
         for arm in 0..plan.arms.len() {
-            (ctx.progress)(&format!(
+            ctx.progress.message(&format!(
                 "warm-up {}/{} · {}",
                 w + 1,
                 plan.warmup,
                 plan.arms[arm].name
             ));
             trial(&job, arm, -1, ctx, &mut guard, &mut x.notes)?;
+            ctx.progress.step("");
             if stopped(ctx, &mut x, "interrupted (Ctrl-C) during warm-up".into()) {
                 return Ok(x);
             }
         }
     }
+    // A fixed number of trials has a length (and an ETA); a run that may stop early has not.
+    let open_ended = plan.max_time.is_some() || !matches!(plan.design, Design::Fixed);
+    let total = (plan.blocks * plan.arms.len()) as u64;
+    ctx.progress.phase("trials", (!open_ended).then_some(total));
     'blocks: for block in 0..plan.blocks {
         if let Some(max) = plan.max_time
             && started.elapsed() >= max
@@ -645,14 +655,14 @@ pub fn execute(
         let mut block_ok = true;
         for arm in order {
             let est = estimate_line(&names, plan, &x.trials);
-            (ctx.progress)(&format!(
-                "block {}/{} · {} · {:.0} s{est}",
+            ctx.progress.message(&format!(
+                "block {}/{} · {}{est}",
                 block + 1,
                 plan.blocks,
                 plan.arms[arm].name,
-                started.elapsed().as_secs_f64()
             ));
             let mut t = trial(&job, arm, block as i64, ctx, &mut guard, &mut x.notes)?;
+            ctx.progress.step("");
             t.seq = seq;
             seq += 1;
             ctx.store.add_trial(ctx.run_id, &t)?;
@@ -661,7 +671,8 @@ pub fn execute(
             {
                 // Live, once per arm; the final report counts every flagged trial.
                 flagged_arms.push(arm);
-                (ctx.progress)(&format!("FLAGGED {}: {f}", plan.arms[arm].name));
+                ctx.progress
+                    .note(&format!("FLAGGED {}: {f}", plan.arms[arm].name));
             }
             let failed = !t.ok;
             x.trials.push(t);
@@ -789,16 +800,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     if let Some(cpu) = plan.pin {
         pin_self_away_from(cpu)?;
     }
-    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let mut progress = |m: &str| {
-        if !tty {
-            eprintln!("{m}");
-        } else if m.starts_with("FLAGGED") {
-            eprintln!("\r\x1b[K{m}"); // stays on screen
-        } else {
-            eprint!("\r\x1b[K{m}");
-        }
-    };
+    let mut progress = Progress::stderr("hugelab run", false);
     let cpu = crate::probe::cpu::read(&Root::system()).unwrap_or_default();
     let mut runner = ProcessRunner;
     let stop = control::stop_requested;
@@ -814,9 +816,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     };
     let result = execute(&a, &plan, &outputs, &mut ctx);
     drop(ctx);
-    if tty {
-        eprint!("\r\x1b[K");
-    }
+    progress.done();
     let x = match result {
         Ok(r) => r,
         Err(e) => {

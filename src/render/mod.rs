@@ -5,6 +5,7 @@ pub mod csv;
 pub mod html;
 pub mod inspect;
 pub mod markdown;
+pub mod progress;
 pub mod run;
 pub mod status;
 
