@@ -1,0 +1,147 @@
+//! Golden outputs: the terminal, Markdown and CSV renderings of fixed stored data are
+//! byte-identical to the files in tests/golden/, so a refactor that changes what a user reads
+//! shows up as a diff. `HUGELAB_UPDATE_GOLDEN=1 cargo test --test golden` rewrites them (then
+//! read the diff before committing).
+
+use assert_cmd::Command;
+use hugelab::store::{ArmRow, Store, TrialRow};
+use std::path::Path;
+
+/// Three arms over 12 blocks with fixed values: one clearly faster, one the same.
+fn fixture(db: &Path) {
+    let mut s = Store::open(db).unwrap();
+    let arms: Vec<ArmRow> = ["4k", "thp", "same"]
+        .iter()
+        .enumerate()
+        .map(|(i, n)| ArmRow {
+            idx: i as i64,
+            name: n.to_string(),
+            spec: String::new(),
+        })
+        .collect();
+    let plan =
+        serde_json::json!({"baseline": 0, "metrics": [{"name": "wall_s", "better": "lower"}]});
+    for _ in 0..2 {
+        let id = s
+            .create_run(
+                Some("golden"),
+                &["prog".into(), "--x".into()],
+                Some("6.18"),
+                "running",
+                &plan,
+                &arms,
+            )
+            .unwrap();
+        let mut seq = 0;
+        for b in 0..12i64 {
+            for a in 0..3i64 {
+                let base = 1.0 + 0.013 * ((b * 5 + a) % 7) as f64;
+                let v = match a {
+                    1 => base * 0.9,
+                    2 => base * (1.0 + 0.001 * ((b % 3) as f64 - 1.0)),
+                    _ => base,
+                };
+                s.add_trial(
+                    id,
+                    &TrialRow {
+                        block: b,
+                        arm_idx: a,
+                        seq,
+                        ok: true,
+                        flagged: None,
+                        metrics: [("wall_s".to_string(), v)].into(),
+                        evidence: serde_json::json!({"memory": {"coverage_at_peak": if a == 1 { 0.98 } else { 0.0 }}}),
+                    },
+                )
+                .unwrap();
+                seq += 1;
+            }
+        }
+        s.finish_run(id, "complete", None).unwrap();
+    }
+}
+
+fn check(name: &str, got: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("HUGELAB_UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, got).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (HUGELAB_UPDATE_GOLDEN=1 writes it)",
+            path.display()
+        )
+    });
+    assert!(
+        got == want,
+        "{name} differs from {}:\n--- want\n{want}\n--- got\n{got}",
+        path.display()
+    );
+}
+
+fn hugelab(db: &Path, args: &[&str]) -> String {
+    let out = Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(args)
+        .arg("--db")
+        .arg(db)
+        .env("COLUMNS", "200")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Drop lines that name the time of storing or the temporary database.
+fn stable(s: &str) -> String {
+    s.lines()
+        .map(|l| {
+            if l.contains("T") && l.contains("Z") && (l.starts_with("run ") || l.starts_with("## "))
+            {
+                l.split(" (").next().unwrap_or(l).to_string() + " (…)"
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
+
+#[test]
+fn stored_results_render_exactly_as_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("g.db");
+    fixture(&db);
+    check(
+        "results-show.txt",
+        &stable(&hugelab(&db, &["results", "show", "1"])),
+    );
+    check(
+        "results-export.md",
+        &stable(&hugelab(&db, &["results", "export", "1", "--format", "md"])),
+    );
+    check(
+        "results-export.csv",
+        &hugelab(&db, &["results", "export", "1", "--format", "csv"]),
+    );
+    let cmp = hugelab(&db, &["compare", "1", "2"]);
+    check(
+        "compare.txt",
+        &cmp.replace(&format!("({})", hostname()), "(HOST)"),
+    );
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
