@@ -161,6 +161,8 @@ fn ctrl_c_restores_pools_and_knobs() {
     require_root!();
     let _lock = common::knob_lock();
     let before = state();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("b.db");
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("hugelab"))
         .args([
             "bench",
@@ -172,8 +174,9 @@ fn ctrl_c_restores_pools_and_knobs() {
             "4k,hugetlb-2m,mthp-64k",
             "--rounds",
             "500",
-            "--no-save",
+            "--db",
         ])
+        .arg(&db)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -192,6 +195,29 @@ fn ctrl_c_restores_pools_and_knobs() {
     assert_eq!(status.code(), Some(130));
     assert_eq!(state(), before);
     assert!(!std::path::Path::new("/run/hugelab/journal.json").exists());
+    // Saved as it went: every touch round (done before pretouch began) is in the database,
+    // with its cell's coverage; the run stays marked as running.
+    let (meta, _, trials) = hugelab::store::Store::open(&db).unwrap().load(1).unwrap();
+    assert_eq!(meta.status, "running");
+    let touch: Vec<_> = trials
+        .iter()
+        .filter(|t| {
+            t.metrics
+                .keys()
+                .any(|k| k.starts_with("touch") && k.ends_with("@64M"))
+        })
+        .collect();
+    let measured: std::collections::BTreeSet<i64> = touch.iter().map(|t| t.arm_idx).collect();
+    assert!(
+        measured.len() >= 2,
+        "4k and hugetlb-2m at least: {measured:?}"
+    );
+    assert_eq!(touch.len(), 500 * measured.len());
+    assert!(
+        touch
+            .iter()
+            .all(|t| t.evidence["memory"]["coverage_at_peak"].is_number())
+    );
 }
 
 #[test]

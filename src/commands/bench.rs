@@ -432,6 +432,7 @@ pub fn execute(
     skipped: &mut Vec<Skipped>,
     guard: &mut Option<Guard>,
     obs: &mut dyn Observer,
+    sink: &mut dyn FnMut(&[Observation], &[CellEvidence]),
 ) -> anyhow::Result<(Vec<Observation>, Vec<CellEvidence>, Vec<String>)> {
     let root = Root::system();
     let mut rng = rand::rngs::SmallRng::seed_from_u64(plan.seed);
@@ -508,6 +509,21 @@ pub fn execute(
                 .map(|r| region_evidence(r.start(), r.mapped_len() as u64))
                 .collect::<std::io::Result<_>>()
                 .context("reading the regions' smaps and pagemap")?;
+            // The cells' evidence now, so that each round is saved with its coverage.
+            let ev0 = evidence.len();
+            for (i, r) in regions.iter().enumerate() {
+                for &w in &resident {
+                    evidence.push(CellEvidence {
+                        workload: w,
+                        size,
+                        backing: r.backing(),
+                        coverage: huge_coverage(r.backing(), &region_ev[i]),
+                        region: region_ev[i].clone(),
+                        kernel_counters: setup_counters[i].clone(),
+                        per_op: BTreeMap::new(),
+                    });
+                }
+            }
             // Calibrate op counts on the baseline so every backing does the same work.
             let mut ops: BTreeMap<Workload, u64> = BTreeMap::new();
             if let Some(base) = regions.first() {
@@ -538,6 +554,7 @@ pub fn execute(
                 if !warmup {
                     obs.step(&format!("{}: round {round}/{}", Bytes(size), plan.rounds));
                 }
+                let saved = observations.len();
                 order.shuffle(&mut rng);
                 for &i in &order {
                     for &w in &resident {
@@ -572,22 +589,19 @@ pub fn execute(
                         );
                     }
                 }
+                sink(&observations[saved..], &evidence);
             }
+            // The per-operation counts are known once the rounds are done.
             for (i, r) in regions.iter().enumerate() {
-                for &w in &resident {
-                    evidence.push(CellEvidence {
-                        workload: w,
-                        size,
-                        backing: r.backing(),
-                        coverage: huge_coverage(r.backing(), &region_ev[i]),
-                        region: region_ev[i].clone(),
-                        kernel_counters: setup_counters[i].clone(),
-                        per_op: per_op[i].get(&w).map(PerOp::mean).unwrap_or_default(),
-                    });
+                for (wi, w) in resident.iter().enumerate() {
+                    evidence[ev0 + i * resident.len() + wi].per_op =
+                        per_op[i].get(w).map(PerOp::mean).unwrap_or_default();
+                    debug_assert_eq!(evidence[ev0 + i * resident.len() + wi].backing, r.backing());
                 }
             }
         }
         for &w in plan.workloads.iter().filter(|w| !w.uses_resident_region()) {
+            let fresh_saved = observations.len();
             let mut backings: Vec<Backing> = plan
                 .backings
                 .iter()
@@ -687,6 +701,9 @@ pub fn execute(
                     per_op: per_op.get(&b).map(PerOp::mean).unwrap_or_default(),
                 });
             }
+            // Fresh-memory rounds are short: saved when this workload's rounds at this size end
+            // (their coverage is known from the first round).
+            sink(&observations[fresh_saved..], &evidence);
         }
     }
     Ok((observations, evidence, notes))
@@ -730,8 +747,37 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     let mut guard = None;
     let mut changed = Vec::new();
     let mut skipped = prepare_system(&plan, &st, &mut guard, !a.no_grow, &mut changed)?;
-    let result = execute(&plan, &st, &mut skipped, &mut guard, &mut obs);
+    let mut saver = if a.no_save {
+        None
+    } else {
+        match Saver::start(&plan, Some(&st), st.kernel.as_deref(), a.db.as_deref()) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                notes.push(format!("not saved to the results database: {e:#}"));
+                None
+            }
+        }
+    };
+    let mut save_error: Option<String> = None;
+    let mut sink = |o: &[Observation], e: &[CellEvidence]| {
+        if let Some(s) = saver.as_mut()
+            && let Err(err) = s.add(o, e)
+        {
+            save_error = Some(format!("{err:#}"));
+            saver = None;
+        }
+    };
+    let result = execute(&plan, &st, &mut skipped, &mut guard, &mut obs, &mut sink);
     obs.done();
+    if let Some(e) = save_error {
+        notes.push(format!("saving stopped: {e}"));
+    }
+    if let Some(s) = saver.take() {
+        match s.finish(if result.is_ok() { "complete" } else { "failed" }) {
+            Ok(n) => notes.push(n),
+            Err(e) => notes.push(format!("not saved to the results database: {e:#}")),
+        }
+    }
     if let Some(mut g) = guard.take() {
         for r in g.restore() {
             if !r.ok() {
@@ -749,7 +795,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
             .unwrap_or(usize::MAX)
     };
     cells.sort_by_key(|c| (c.metric, c.size, rank(&c.backing)));
-    let mut res = BenchResult {
+    let res = BenchResult {
         schema: SCHEMA,
         kernel: st.kernel.clone(),
         cpu: st.cpu.model_name.clone(),
@@ -762,14 +808,6 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         notes,
         elapsed_s: started.elapsed().as_secs_f64(),
     };
-    if !a.no_save {
-        match save(&res, Some(&st), a.db.as_deref()) {
-            Ok(note) => res.notes.push(note),
-            Err(e) => res
-                .notes
-                .push(format!("not saved to the results database: {e:#}")),
-        }
-    }
     if a.json {
         print_json(&res)?;
     } else {
@@ -778,82 +816,116 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// Store a bench as a run: arms are the backings, one trial per observation, metrics named
-/// `<metric>@<size>` (so `results show/export` and `compare` work on benches too).
-pub fn save(
-    res: &BenchResult,
-    system: Option<&Status>,
-    db: Option<&std::path::Path>,
-) -> anyhow::Result<String> {
-    use crate::analyze::experiment::MetricDef;
-    use crate::analyze::verdict::Better;
-    let path = db
-        .map(std::path::Path::to_path_buf)
-        .unwrap_or_else(crate::store::default_path);
-    let mut store = crate::store::Store::open(&path)?;
-    let name = |m: crate::workload::Metric, size: u64| {
-        format!("{}@{}", m.label().replace(' ', "_"), Bytes(size))
-    };
-    let mut metrics: Vec<MetricDef> = Vec::new();
-    for c in &res.cells {
-        let n = name(c.metric, c.size);
-        if !metrics.iter().any(|m| m.name == n) {
-            metrics.push(MetricDef {
-                name: n,
-                better: if c.metric.higher_is_better() {
-                    Better::Higher
-                } else {
-                    Better::Lower
-                },
-            });
+/// A bench stored as a run while it runs: the run row at the start, each round's observations as
+/// the round ends, so an interrupted bench keeps what it measured. Arms are the backings, one
+/// trial per observation, metrics named `<metric>@<size>` (so `results show/export`, `compare`
+/// and `report` work on benches too).
+pub struct Saver {
+    store: crate::store::Store,
+    path: std::path::PathBuf,
+    id: i64,
+    backings: Vec<Backing>,
+    seq: i64,
+}
+
+fn metric_name(m: crate::workload::Metric, size: u64) -> String {
+    format!("{}@{}", m.label().replace(' ', "_"), Bytes(size))
+}
+
+impl Saver {
+    pub fn start(
+        plan: &Plan,
+        system: Option<&Status>,
+        kernel: Option<&str>,
+        db: Option<&std::path::Path>,
+    ) -> anyhow::Result<Saver> {
+        use crate::analyze::experiment::MetricDef;
+        use crate::analyze::verdict::Better;
+        let path = db
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_else(crate::store::default_path);
+        let mut store = crate::store::Store::open(&path)?;
+        let mut metrics: Vec<MetricDef> = Vec::new();
+        for w in &plan.workloads {
+            for &m in w.metrics() {
+                for &size in &plan.sizes {
+                    metrics.push(MetricDef {
+                        name: metric_name(m, size),
+                        better: if m.higher_is_better() {
+                            Better::Higher
+                        } else {
+                            Better::Lower
+                        },
+                    });
+                }
+            }
         }
-    }
-    let arms: Vec<crate::store::ArmRow> = res
-        .plan
-        .backings
-        .iter()
-        .enumerate()
-        .map(|(i, b)| crate::store::ArmRow {
-            idx: i as i64,
-            name: b.to_string(),
-            spec: format!("bench backing {b}"),
-        })
-        .collect();
-    let plan =
-        serde_json::json!({"bench": res.plan, "baseline": 0, "metrics": metrics, "system": system});
-    let command = vec!["hugelab".to_string(), "bench".to_string()];
-    let id = store.create_run(
-        Some("bench"),
-        &command,
-        res.kernel.as_deref(),
-        "running",
-        &plan,
-        &arms,
-    )?;
-    for (seq, o) in res.observations.iter().enumerate() {
-        let arm = res
-            .plan
+        let arms: Vec<crate::store::ArmRow> = plan
             .backings
             .iter()
-            .position(|b| *b == o.backing)
-            .unwrap_or(0);
-        let evidence = res.evidence.iter().find(|e| e.backing == o.backing && e.size == o.size && e.workload.metrics().contains(&o.metric)).map(|e| serde_json::json!({"coverage": e.coverage, "memory": {"coverage_at_peak": e.coverage.fraction}})).unwrap_or(serde_json::Value::Null);
-        store.add_trial(
+            .enumerate()
+            .map(|(i, b)| crate::store::ArmRow {
+                idx: i as i64,
+                name: b.to_string(),
+                spec: format!("bench backing {b}"),
+            })
+            .collect();
+        let stored =
+            serde_json::json!({"bench": plan, "baseline": 0, "metrics": metrics, "system": system});
+        let command = vec!["hugelab".to_string(), "bench".to_string()];
+        let id = store.create_run(Some("bench"), &command, kernel, "running", &stored, &arms)?;
+        Ok(Saver {
+            store,
+            path,
             id,
-            &crate::store::TrialRow {
-                block: o.round as i64,
-                arm_idx: arm as i64,
-                seq: seq as i64,
-                ok: true,
-                flagged: None,
-                metrics: [(name(o.metric, o.size), o.value)].into(),
-                evidence,
-            },
-        )?;
+            backings: plan.backings.clone(),
+            seq: 0,
+        })
     }
-    store.finish_run(id, "complete", None)?;
-    Ok(format!(
-        "saved as run {id} in {} (`hugelab results show {id}`)",
-        path.display()
-    ))
+
+    /// Store observations, each with its cell's coverage evidence where it is known.
+    pub fn add(&mut self, obs: &[Observation], evidence: &[CellEvidence]) -> anyhow::Result<()> {
+        for o in obs {
+            let arm = self
+                .backings
+                .iter()
+                .position(|b| *b == o.backing)
+                .unwrap_or(0);
+            let ev = evidence
+                .iter()
+                .find(|e| {
+                    e.backing == o.backing
+                        && e.size == o.size
+                        && e.workload.metrics().contains(&o.metric)
+                })
+                .map(|e| {
+                    serde_json::json!({"coverage": e.coverage, "memory": {"coverage_at_peak": e.coverage.fraction}})
+                })
+                .unwrap_or(serde_json::Value::Null);
+            self.store.add_trial(
+                self.id,
+                &crate::store::TrialRow {
+                    block: o.round as i64,
+                    arm_idx: arm as i64,
+                    seq: self.seq,
+                    ok: true,
+                    flagged: None,
+                    metrics: [(metric_name(o.metric, o.size), o.value)].into(),
+                    evidence: ev,
+                },
+            )?;
+            self.seq += 1;
+        }
+        Ok(())
+    }
+
+    pub fn finish(mut self, status: &str) -> anyhow::Result<String> {
+        self.store.finish_run(self.id, status, None)?;
+        Ok(format!(
+            "saved as run {} in {} (`hugelab results show {}`)",
+            self.id,
+            self.path.display(),
+            self.id
+        ))
+    }
 }
