@@ -239,6 +239,13 @@ fn bench_report_has_lines_per_backing_over_sizes() {
     let html = std::fs::read_to_string(&out).unwrap();
     assert_eq!(html.matches("<svg").count(), 2, "score and ratio vs size");
     assert!(html.contains("touch_ns/op by region size"));
+    // Coverage per cell, the degraded one marked; the same cells in Markdown.
+    let md = hugelab::render::markdown::runs(std::slice::from_ref(&v));
+    assert!(
+        md.contains("· 50% huge *") && md.contains("· 100% huge |"),
+        "{md}"
+    );
+    assert!(html.contains("· 50% huge *"));
 }
 
 #[test]

@@ -154,6 +154,37 @@ fn block_order_is_a_seeded_permutation() {
 }
 
 #[test]
+fn calibrate_runs_the_command_against_itself() {
+    // With no arm and with one arm: two identical arms, A1 and A2.
+    for extra in [&[][..], &["--arm", "x=env.FOO=1"][..]] {
+        let mut v = vec!["--calibrate", "1m"];
+        v.extend_from_slice(extra);
+        v.extend_from_slice(&["--", "true"]);
+        let (p, _) = plan(&args(&v)).unwrap();
+        assert!(p.calibrate);
+        let names: Vec<&str> = p.arms.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["A1", "A2"]);
+        assert_eq!(p.arms[0].spec, p.arms[1].spec);
+    }
+    // End to end, for a few seconds: the noise floor table comes out.
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(["run", "--calibrate", "3s", "--warmup", "0", "--db"])
+        .arg(dir.path().join("c.db"))
+        .args(["--", "sleep", "0.01"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("noise floor of this machine"), "{text}");
+}
+
+#[test]
 fn planning_errors_name_the_fix() {
     let e = plan(&args(&["--arm", "a=", "--", "true"]))
         .unwrap_err()

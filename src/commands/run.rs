@@ -191,8 +191,8 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, Vec<OutputMetric>), UsageError> {
             ));
         }
         arms = vec![
-            parse_arm(&format!("A={spec}")).map_err(UsageError)?,
-            parse_arm(&format!("A'={spec}")).map_err(UsageError)?,
+            parse_arm(&format!("A1={spec}")).map_err(UsageError)?,
+            parse_arm(&format!("A2={spec}")).map_err(UsageError)?,
         ];
     }
     if arms.len() < 2 {

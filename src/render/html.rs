@@ -567,9 +567,18 @@ fn run_section(v: &RunView) -> String {
             }
         }
         if let Some(svg) = coverage_bars(v) {
+            let n: Vec<String> = v
+                .report
+                .evidence
+                .iter()
+                .map(|e| format!("{} {}", e.arm, e.trials))
+                .collect();
             o += &figure(
                 svg,
-                "Backing evidence: huge coverage of the child's memory at its peak resident size, per arm, % (mean over the trials that were sampled).",
+                &format!(
+                    "Backing evidence: huge coverage of the child's memory at its peak resident size, per arm, % (mean over the sampled trials; trials: {}).",
+                    n.join(", ")
+                ),
             );
         }
     }

@@ -85,13 +85,14 @@ pub fn bench_grids(v: &RunView) -> Vec<Grid> {
             sizes.dedup();
             let mut g = Grid {
                 title: format!(
-                    "{} by region size (median; vs {}: Hodges–Lehmann change with its interval; * coverage below 99%)",
+                    "{} by region size (median; vs {}: Hodges–Lehmann change with its interval; huge coverage of the region; * below 99%)",
                     c.metric, c.baseline
                 ),
                 header,
                 rows: Vec::new(),
                 notes: Vec::new(),
             };
+            let baseline = c.baseline.as_str();
             for s in sizes {
                 let mut row = vec![Bytes(s).to_string()];
                 for l in &c.lines {
@@ -104,8 +105,15 @@ pub fn bench_grids(v: &RunView) -> Vec<Grid> {
                                 }
                                 _ => format!(" ({:+.1}%)", e.point),
                             });
+                            // Huge backings show the coverage they really got.
+                            let cov = match p.coverage {
+                                Some(c) if l.backing != baseline => {
+                                    format!(" · {:.0}% huge", c * 100.0)
+                                }
+                                _ => String::new(),
+                            };
                             format!(
-                                "{:.4}{vs}{}",
+                                "{:.4}{vs}{cov}{}",
                                 p.median,
                                 if p.degraded { " *" } else { "" }
                             )
