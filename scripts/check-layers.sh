@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The stages in src/ depend only on stages above them in this list (DESIGN.md "Data flow and
-# layout"); utilities (error, units, rng, sys) may be used anywhere. Fails on any upward import.
+# layout"); utilities (error, units, rng, metric, sys) may be used anywhere. Fails on any upward import.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stages=(probe control backing workload collect analyze store model render commands cli)
@@ -23,5 +23,12 @@ for i in "${!stages[@]}"; do
     fi
   done
 done
+# analyze is pure statistics: it may read records of the stages before it, but never the code
+# that runs workloads.
+if hits=$(grep -rnE "crate::workload\b" src/analyze); then
+  echo "analyze imports workload (move the shared type to a utility module such as src/metric.rs):"
+  echo "$hits"
+  status=1
+fi
 [ $status -eq 0 ] && echo "layers: every import points down (${stages[*]})"
 exit $status

@@ -13,6 +13,7 @@ pub mod collect;
 pub mod commands;
 pub mod control;
 pub mod error;
+pub mod metric;
 pub mod model;
 pub mod probe;
 pub mod render;

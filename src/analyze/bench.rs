@@ -3,7 +3,7 @@
 
 use super::stats::{Estimate, Summary, hodges_lehmann, summarize, t_half_width};
 use crate::backing::Backing;
-use crate::workload::Metric;
+use crate::metric::Metric;
 
 /// One measured value: round `round` of `metric` at `size` on `backing`.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]

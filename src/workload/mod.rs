@@ -72,48 +72,7 @@ impl FromStr for Workload {
     }
 }
 
-/// One measured quantity, declared once: name, unit and direction (STYLE.md §10).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Metric {
-    TouchNs,
-    ChaseNs,
-    CommitGbs,
-    FreeGbs,
-    ReadGbs,
-    WriteGbs,
-    FaultNs,
-}
-
-impl Metric {
-    pub fn label(self) -> &'static str {
-        match self {
-            Metric::TouchNs => "touch",
-            Metric::ChaseNs => "chase",
-            Metric::CommitGbs => "pretouch commit",
-            Metric::FreeGbs => "pretouch free",
-            Metric::ReadGbs => "stream read",
-            Metric::WriteGbs => "stream write",
-            Metric::FaultNs => "fault",
-        }
-    }
-    pub fn unit(self) -> &'static str {
-        match self {
-            Metric::TouchNs => "ns/op",
-            Metric::ChaseNs => "ns/load",
-            Metric::CommitGbs | Metric::FreeGbs | Metric::ReadGbs | Metric::WriteGbs => "GB/s",
-            Metric::FaultNs => "ns/4KiB",
-        }
-    }
-    pub fn higher_is_better(self) -> bool {
-        matches!(
-            self,
-            Metric::CommitGbs | Metric::FreeGbs | Metric::ReadGbs | Metric::WriteGbs
-        )
-    }
-}
+pub use crate::metric::Metric;
 
 /// One iteration's result for one metric: the value and how many operations it covered.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
