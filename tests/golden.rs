@@ -3,7 +3,8 @@
 //! shows up as a diff. `HUGELAB_UPDATE_GOLDEN=1 cargo test --test golden` rewrites them (then
 //! read the diff before committing).
 
-use assert_cmd::Command;
+mod common;
+
 use hugelab::store::{ArmRow, Store, TrialRow};
 use std::path::Path;
 
@@ -83,28 +84,18 @@ fn check(name: &str, got: &str) {
 }
 
 fn hugelab(db: &Path, args: &[&str]) -> String {
-    let out = Command::cargo_bin("hugelab")
-        .unwrap()
-        .args(args)
-        .arg("--db")
-        .arg(db)
-        .env("COLUMNS", "200")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    let mut v: Vec<std::ffi::OsString> = args.iter().map(|a| a.into()).collect();
+    v.push("--db".into());
+    v.push(db.into());
+    common::hugelab_stdout(v)
 }
 
 /// Drop lines that name the time of storing or the temporary database.
 fn stable(s: &str) -> String {
     s.lines()
         .map(|l| {
-            if l.contains("T") && l.contains("Z") && (l.starts_with("run ") || l.starts_with("## "))
-            {
+            // "run 1 (2026-…Z, complete): …" and "## hugelab run 1: … (2026-…Z, …)".
+            if l.starts_with("run ") || l.starts_with("## hugelab ") {
                 l.split(" (").next().unwrap_or(l).to_string() + " (…)"
             } else {
                 l.to_string()

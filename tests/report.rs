@@ -8,6 +8,18 @@ use hugelab::commands::report::view;
 use hugelab::store::{ArmRow, Store, TrialRow};
 use std::path::Path;
 
+/// `hugelab report ID --db DB -o OUT`, which must succeed.
+fn report_to(db: &Path, id: i64, out: &Path) {
+    Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(["report", &id.to_string(), "--db"])
+        .arg(db)
+        .arg("-o")
+        .arg(out)
+        .assert()
+        .success();
+}
+
 /// A stored two-arm run with known values: arm b is 10% faster in every block but one.
 fn stored_run(db: &Path) -> i64 {
     let mut s = Store::open(db).unwrap();
@@ -150,14 +162,7 @@ fn a_thousand_trial_report_stays_under_a_megabyte() {
         .unwrap();
     }
     let out = dir.path().join("big.html");
-    Command::cargo_bin("hugelab")
-        .unwrap()
-        .args(["report", &id.to_string(), "--db"])
-        .arg(&db)
-        .arg("-o")
-        .arg(&out)
-        .assert()
-        .success();
+    report_to(&db, id, &out);
     let n = std::fs::metadata(&out).unwrap().len();
     assert!(n < 1 << 20, "{n} bytes");
 }
@@ -228,14 +233,7 @@ fn bench_report_has_lines_per_backing_over_sizes() {
     assert!(thp.points[0].vs_baseline.unwrap().point < -40.0);
     assert!(thp.points[2].degraded && !thp.points[1].degraded);
     let out = dir.path().join("b.html");
-    Command::cargo_bin("hugelab")
-        .unwrap()
-        .args(["report", &id.to_string(), "--db"])
-        .arg(&db)
-        .arg("-o")
-        .arg(&out)
-        .assert()
-        .success();
+    report_to(&db, id, &out);
     let html = std::fs::read_to_string(&out).unwrap();
     assert_eq!(html.matches("<svg").count(), 2, "score and ratio vs size");
     assert!(html.contains("touch_ns/op by region size"));
@@ -331,14 +329,7 @@ fn a_real_browser_renders_the_report() {
     let db = dir.path().join("r.db");
     let id = stored_run(&db);
     let html = dir.path().join("report.html");
-    Command::cargo_bin("hugelab")
-        .unwrap()
-        .args(["report", &id.to_string(), "--db"])
-        .arg(&db)
-        .arg("-o")
-        .arg(&html)
-        .assert()
-        .success();
+    report_to(&db, id, &html);
     let url = format!("file://{}", html.display());
     // The DOM as the browser built it: every chart parsed as SVG.
     let dom = headless(bin, &dir.path().join("p1"))

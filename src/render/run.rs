@@ -8,7 +8,8 @@ use crate::model::report::CompareResult;
 use crate::model::run::RunResult;
 use std::fmt::Write;
 
-fn unit(metric: &str) -> &str {
+/// The unit of a run metric: seconds for `wall_s`; a user's `--metric` has none hugelab knows.
+pub fn unit(metric: &str) -> &str {
     if metric == "wall_s" { "s" } else { "" }
 }
 

@@ -55,8 +55,8 @@ pub fn selected(path: &str) -> String {
         .to_string()
 }
 
-/// Run `hugelab ARGS…`, require success, and parse its JSON output.
-pub fn hugelab_json<I, S>(args: I) -> serde_json::Value
+/// Run `hugelab ARGS…`, require success, and return what it printed on stdout.
+pub fn hugelab_stdout<I, S>(args: I) -> String
 where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
@@ -71,7 +71,16 @@ where
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Run `hugelab ARGS…`, require success, and parse its JSON output.
+pub fn hugelab_json<I, S>(args: I) -> serde_json::Value
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    serde_json::from_str(&hugelab_stdout(args)).unwrap()
 }
 
 /// A fake sysfs with the knobs a guard test needs.
