@@ -4,7 +4,7 @@ mod common;
 
 use clap::Parser;
 use hugelab::backing::Backing;
-use hugelab::commands::bench::{BenchArgs, plan};
+use hugelab::commands::bench::{BenchArgs, System, plan};
 use hugelab::probe::{Root, status};
 
 #[derive(Parser)]
@@ -140,4 +140,96 @@ fn usage_errors_exit_2() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("valid backings"));
+}
+
+fn selected_in(root: &Root, path: &str) -> String {
+    let t = std::fs::read_to_string(root.path(path)).unwrap();
+    hugelab::probe::kv::parse_selector(&t).unwrap().selected
+}
+
+const POOL_2M: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
+const MTHP_64K: &str = "/sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled";
+
+#[test]
+fn as_root_pools_grow_and_mthp_switches_through_the_guard_on_a_fake_sysfs() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = common::writable_fixture("linux-6.18", dir.path());
+    let mut st = machine();
+    st.is_root = true;
+    let (p, _) = plan(
+        &args(&[
+            "touch",
+            "--sizes",
+            "4M",
+            "--backings",
+            "hugetlb-2m,mthp-64k",
+        ]),
+        &st,
+    )
+    .unwrap();
+    let mut sys = System::new(Box::new(|| Ok(common::fake_guard(&root))));
+    let skipped = sys.prepare(&p, &st, true).unwrap();
+    assert!(skipped.is_empty(), "{skipped:?}");
+    // 4 MiB needs two 2 MiB pages; the fixture pool has none.
+    assert_eq!(common::read_trim(root.path(POOL_2M).to_str().unwrap()), "2");
+    assert!(
+        sys.changed
+            .iter()
+            .any(|c| c == "hugetlb.2M: 0 → 2 (asked 2)"),
+        "{:?}",
+        sys.changed
+    );
+    // One mTHP size is `always` exactly while its region faults in.
+    let inside = sys
+        .with_mthp(Backing::Mthp { size: 64 << 10 }, &st, || {
+            selected_in(&root, MTHP_64K)
+        })
+        .unwrap();
+    assert_eq!(inside, "always");
+    assert_eq!(selected_in(&root, MTHP_64K), "never");
+    // The end of the bench puts the pool back and removes the journal.
+    assert!(sys.restore().iter().all(|r| r.ok()));
+    assert_eq!(common::read_trim(root.path(POOL_2M).to_str().unwrap()), "0");
+    assert!(!root.path("/run/journal.json").exists());
+}
+
+#[test]
+fn without_root_pools_and_mthp_are_skipped_with_the_fix_and_nothing_is_written() {
+    let mut st = machine();
+    st.is_root = false;
+    let (p, _) = plan(
+        &args(&[
+            "touch",
+            "--sizes",
+            "4M",
+            "--backings",
+            "4k,thp,hugetlb-2m,mthp-64k",
+        ]),
+        &st,
+    )
+    .unwrap();
+    let mut sys = System::new(Box::new(|| panic!("no setting may change without root")));
+    let skipped = sys.prepare(&p, &st, true).unwrap();
+    let reason = |b: &str| {
+        skipped
+            .iter()
+            .find(|s| s.backing.to_string() == b)
+            .map(|s| s.reason.clone())
+            .unwrap_or_default()
+    };
+    assert!(
+        reason("hugetlb-2m").contains("run as root")
+            && reason("hugetlb-2m")
+                .contains("echo 2 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages"),
+        "{skipped:?}"
+    );
+    assert!(reason("mthp-64k").contains("needs root"), "{skipped:?}");
+    assert_eq!(skipped.len(), 2, "4k and thp run unprivileged: {skipped:?}");
+    // Without root, with_mthp runs the set-up as it is (the backing is skipped anyway).
+    assert_eq!(
+        sys.with_mthp(Backing::Mthp { size: 64 << 10 }, &st, || 7)
+            .unwrap(),
+        7
+    );
+    assert!(sys.changed.is_empty());
 }

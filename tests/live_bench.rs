@@ -23,6 +23,10 @@ fn bench_json(args: &[&str]) -> serde_json::Value {
     common::hugelab_json(all)
 }
 
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: changes kernel settings or switches user"
+)]
 #[test]
 fn every_backing_is_verified() {
     require_root!();
@@ -130,6 +134,10 @@ fn every_backing_is_verified() {
     );
 }
 
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: changes kernel settings or switches user"
+)]
 #[test]
 fn huge_pages_shorten_the_chase_at_1g() {
     require_root!();
@@ -156,6 +164,10 @@ fn huge_pages_shorten_the_chase_at_1g() {
     );
 }
 
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: changes kernel settings or switches user"
+)]
 #[test]
 fn ctrl_c_restores_pools_and_knobs() {
     require_root!();
@@ -220,6 +232,10 @@ fn ctrl_c_restores_pools_and_knobs() {
     );
 }
 
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: changes kernel settings or switches user"
+)]
 #[test]
 fn without_root_what_needs_root_is_skipped_with_reasons() {
     require_root!(); // to switch to `nobody`

@@ -95,6 +95,10 @@ fn coverage_and_reasons_per_backing() {
     );
 }
 
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: changes kernel settings or switches user"
+)]
 #[test]
 fn hugetlb_and_mthp_are_seen() {
     require_root!();
@@ -242,6 +246,10 @@ fn top_lists_processes_and_bad_pids_are_clear() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: changes kernel settings or switches user"
+)]
 #[test]
 fn without_root_inspect_falls_back_to_smaps_and_says_why() {
     require_root!(); // to become `nobody`

@@ -45,6 +45,10 @@ fn start_hold(settings: &[&str]) -> std::process::Child {
     child
 }
 
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: changes kernel settings or switches user"
+)]
 #[test]
 fn status_agrees_with_kernel_files_and_hugeadm() {
     require_root!();
@@ -124,6 +128,10 @@ fn status_agrees_with_kernel_files_and_hugeadm() {
     assert_eq!(compared, pools.len());
 }
 
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: changes kernel settings or switches user"
+)]
 #[test]
 fn sigkill_then_restore_puts_back_exact_values() {
     require_root!();
@@ -179,6 +187,10 @@ fn sigkill_then_restore_puts_back_exact_values() {
     assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to restore"));
 }
 
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: changes kernel settings or switches user"
+)]
 #[test]
 fn any_command_recovers_a_dead_owner_first() {
     require_root!();
@@ -200,6 +212,10 @@ fn any_command_recovers_a_dead_owner_first() {
     assert_eq!(selected(THP_ENABLED), before);
 }
 
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: changes kernel settings or switches user"
+)]
 #[test]
 fn sigterm_and_sigint_restore_by_themselves() {
     require_root!();

@@ -6,7 +6,9 @@ mod common;
 use assert_cmd::Command;
 use clap::Parser;
 use hugelab::analyze::verdict::{Design, Verdict};
-use hugelab::commands::run::{Context, Executed, Plan, RunArgs, block_order, execute, plan};
+use hugelab::commands::run::{
+    Context, Executed, Plan, RunArgs, block_order, execute, plan, plan_as,
+};
 use hugelab::control::{Guard, SysfsSettings};
 use hugelab::probe::Root;
 use hugelab::store::Store;
@@ -582,6 +584,10 @@ fn malloc_hugetlb_with_an_empty_pool_is_flagged() {
     );
 }
 
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: changes kernel settings or switches user"
+)]
 #[test]
 fn thp_never_vs_always_as_root() {
     require_root!();
@@ -642,6 +648,10 @@ fn a_a_run_is_never_faster_or_slower() {
     );
 }
 
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: changes kernel settings or switches user"
+)]
 #[test]
 fn sigkill_mid_run_keeps_the_database_and_settings_are_restored() {
     require_root!();
@@ -807,18 +817,6 @@ fn a_missing_command_is_a_clear_error() {
         e.contains("cannot start \"no-such-program-xyz\"") && e.contains("not found"),
         "{e}"
     );
-    // System-wide arms without root point to the per-process arms.
-    if !common::is_root() {
-        let out = Command::cargo_bin("hugelab")
-            .unwrap()
-            .args(["run", "--preset", "thp", "--db"])
-            .arg(dir.path().join("r.db"))
-            .args(["--", "true"])
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2));
-        assert!(String::from_utf8_lossy(&out.stderr).contains("process.thp=off"));
-    }
 }
 
 #[test]
@@ -848,6 +846,10 @@ fn sequential_stops_when_every_contrast_is_settled() {
     );
 }
 
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: changes kernel settings or switches user"
+)]
 #[test]
 fn user_drops_privileges() {
     require_root!();
@@ -918,6 +920,10 @@ fn timeout_prepare_and_cache_options() {
         && t.metrics["wall_s"] < 5.0));
 }
 
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: changes kernel settings or switches user"
+)]
 #[test]
 fn system_arms_without_root_point_to_per_process_arms() {
     require_root!(); // to become `nobody`
@@ -933,4 +939,23 @@ fn system_arms_without_root_point_to_per_process_arms() {
         e.contains("needs root") && e.contains("process.thp=off"),
         "{e}"
     );
+}
+
+#[test]
+fn without_root_system_arms_and_root_options_are_refused_with_the_fix() {
+    let thp = args(&["--preset", "thp", "--", "true"]);
+    let e = plan_as(&thp, false).unwrap_err().to_string();
+    assert!(
+        e.contains("needs root") && e.contains("process.thp=off"),
+        "{e}"
+    );
+    assert!(plan_as(&thp, true).is_ok());
+    for opt in ["--drop-caches", "--compact"] {
+        let a = args(&["--arm", "a=", "--arm", "b=", opt, "--", "true"]);
+        let e = plan_as(&a, false).unwrap_err().to_string();
+        assert!(e.contains("need root"), "{opt}: {e}");
+    }
+    // Per-process arms need no privilege.
+    let a = args(&["--arm", "a=", "--arm", "b=process.thp=off", "--", "true"]);
+    assert!(plan_as(&a, false).is_ok());
 }

@@ -77,7 +77,7 @@ fn data(trials: &[TrialRow]) -> Vec<TrialData> {
     trials
         .iter()
         .filter(|t| t.block >= 0)
-        .map(super::run::trial_data)
+        .map(crate::store::trial_data)
         .collect()
 }
 

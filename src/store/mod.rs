@@ -301,6 +301,18 @@ impl Store {
     }
 }
 
+/// A stored trial as the analysis sees it.
+pub fn trial_data(t: &TrialRow) -> crate::analyze::experiment::TrialData {
+    crate::analyze::experiment::trial_data(
+        t.block,
+        t.arm_idx,
+        t.ok,
+        t.flagged.clone(),
+        t.metrics.clone(),
+        &t.evidence,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

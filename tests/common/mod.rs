@@ -16,14 +16,16 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// Skip (with a visible note) a test that changes live kernel settings when not root.
+/// A test that changes live kernel settings (or switches user) needs root. Non-root builds mark
+/// such tests `#[cfg_attr(unprivileged, ignore)]` (see build.rs), so `cargo test` reports them as
+/// ignored; this catches a test binary built as root and run by another user.
 #[macro_export]
 macro_rules! require_root {
     () => {
-        if !common::is_root() {
-            eprintln!("skipped: needs root to change kernel settings");
-            return;
-        }
+        assert!(
+            common::is_root(),
+            "needs root, but this test binary was built by root: rebuild it as this user (`cargo test` does)"
+        );
     };
 }
 
@@ -129,4 +131,32 @@ impl Settings for FakeKernel {
         std::fs::write(self.0.root.path(knob.path()), text + "\n").unwrap();
         Ok(())
     }
+}
+
+/// A fixture machine copied into `dir`, so that a guard can write to its sysfs.
+pub fn writable_fixture(name: &str, dir: &Path) -> hugelab::probe::Root {
+    fn copy(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            let target = to.join(e.file_name());
+            if e.file_type().unwrap().is_dir() {
+                copy(&e.path(), &target);
+            } else {
+                std::fs::copy(e.path(), target).unwrap();
+            }
+        }
+    }
+    copy(&fixture(name), dir);
+    hugelab::probe::Root::new(dir)
+}
+
+/// A settings guard over the fake sysfs under `root`, journaling into it.
+pub fn fake_guard(root: &hugelab::probe::Root) -> control::Guard {
+    control::Guard::new(
+        Box::new(FakeKernel(SysfsSettings::new(root.clone()))),
+        root.clone(),
+        root.path("/run/journal.json"),
+    )
+    .unwrap()
 }

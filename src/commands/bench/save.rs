@@ -1,0 +1,121 @@
+//! A bench saved in the results database as it runs.
+
+use super::{CellEvidence, Plan};
+use crate::analyze::bench::Observation;
+use crate::backing::Backing;
+use crate::probe::status::Status;
+use crate::units::Bytes;
+
+/// A bench stored as a run while it runs: the run row at the start, each round's observations as
+/// the round ends, so an interrupted bench keeps what it measured. Arms are the backings, one
+/// trial per observation, metrics named `<metric>@<size>` (so `results show/export`, `compare`
+/// and `report` work on benches too).
+pub struct Saver {
+    store: crate::store::Store,
+    path: std::path::PathBuf,
+    id: i64,
+    backings: Vec<Backing>,
+    seq: i64,
+}
+
+fn metric_name(m: crate::workload::Metric, size: u64) -> String {
+    format!("{}@{}", m.label().replace(' ', "_"), Bytes(size))
+}
+
+impl Saver {
+    pub fn start(
+        plan: &Plan,
+        system: Option<&Status>,
+        kernel: Option<&str>,
+        db: Option<&std::path::Path>,
+    ) -> anyhow::Result<Saver> {
+        use crate::analyze::experiment::MetricDef;
+        use crate::analyze::verdict::Better;
+        let path = db
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_else(crate::store::default_path);
+        let mut store = crate::store::Store::open(&path)?;
+        let mut metrics: Vec<MetricDef> = Vec::new();
+        for w in &plan.workloads {
+            for &m in w.metrics() {
+                for &size in &plan.sizes {
+                    metrics.push(MetricDef {
+                        name: metric_name(m, size),
+                        better: if m.higher_is_better() {
+                            Better::Higher
+                        } else {
+                            Better::Lower
+                        },
+                    });
+                }
+            }
+        }
+        let arms: Vec<crate::store::ArmRow> = plan
+            .backings
+            .iter()
+            .enumerate()
+            .map(|(i, b)| crate::store::ArmRow {
+                idx: i as i64,
+                name: b.to_string(),
+                spec: format!("bench backing {b}"),
+            })
+            .collect();
+        let stored =
+            serde_json::json!({"bench": plan, "baseline": 0, "metrics": metrics, "system": system});
+        let command = vec!["hugelab".to_string(), "bench".to_string()];
+        let id = store.create_run(Some("bench"), &command, kernel, "running", &stored, &arms)?;
+        Ok(Saver {
+            store,
+            path,
+            id,
+            backings: plan.backings.clone(),
+            seq: 0,
+        })
+    }
+
+    /// Store observations, each with its cell's coverage evidence where it is known.
+    pub fn add(&mut self, obs: &[Observation], evidence: &[CellEvidence]) -> anyhow::Result<()> {
+        for o in obs {
+            let arm = self
+                .backings
+                .iter()
+                .position(|b| *b == o.backing)
+                .unwrap_or(0);
+            let ev = evidence
+                .iter()
+                .find(|e| {
+                    e.backing == o.backing
+                        && e.size == o.size
+                        && e.workload.metrics().contains(&o.metric)
+                })
+                .map(|e| {
+                    serde_json::json!({"coverage": e.coverage, "memory": {"coverage_at_peak": e.coverage.fraction}})
+                })
+                .unwrap_or(serde_json::Value::Null);
+            self.store.add_trial(
+                self.id,
+                &crate::store::TrialRow {
+                    block: o.round as i64,
+                    arm_idx: arm as i64,
+                    seq: self.seq,
+                    ok: true,
+                    flagged: None,
+                    metrics: [(metric_name(o.metric, o.size), o.value)].into(),
+                    evidence: ev,
+                },
+            )?;
+            self.seq += 1;
+        }
+        Ok(())
+    }
+
+    pub fn finish(mut self, status: &str) -> anyhow::Result<String> {
+        self.store.finish_run(self.id, status, None)?;
+        Ok(format!(
+            "saved as run {} in {} (`hugelab results show {}`)",
+            self.id,
+            self.path.display(),
+            self.id
+        ))
+    }
+}

@@ -1,0 +1,427 @@
+//! A run's trials: blocks in seeded random order, one trial at a time through the injected
+//! [`Context`], each stored as it finishes; stops on the plan's design, failure or Ctrl-C.
+
+use super::plan::{OutputMetric, block_order, extract};
+use super::{Plan, RunArgs};
+use crate::analyze::experiment::{self, TrialData};
+use crate::analyze::sequential::ConfidenceSequence;
+use crate::analyze::verdict::{self, Design, Verdict};
+use crate::backing::arm::Arm;
+use crate::collect::sampler::Schedule;
+use crate::collect::trial::{Gatherer, TrialEvidence};
+use crate::commands::UsageError;
+use crate::control::{self, Guard, Knob};
+use crate::probe::Root;
+use crate::probe::cpu::Cpu;
+use crate::render::progress::Observer;
+use crate::store::{Store, TrialRow, trial_data};
+use crate::workload::child::{Runner, TrialOutcome, TrialSpec};
+use anyhow::Context as _;
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+fn user_ids(name: &str) -> anyhow::Result<(u32, u32)> {
+    let passwd =
+        std::fs::read_to_string("/etc/passwd").context("reading /etc/passwd for --user")?;
+    passwd
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            (f.len() > 3 && f[0] == name).then(|| Some((f[2].parse().ok()?, f[3].parse().ok()?)))?
+        })
+        .ok_or_else(|| UsageError(format!("--user {name:?}: no such user in /etc/passwd")).into())
+}
+
+/// The side effects `execute` works through: injected so that planning, block order, arm
+/// switching and storage are testable against a fake runner and a fake sysfs.
+pub struct Context<'a> {
+    pub runner: &'a mut dyn Runner,
+    pub store: &'a mut Store,
+    pub run_id: i64,
+    /// Where kernel counters and noise are read (the live `/` in production).
+    pub root: Root,
+    pub cpu: Cpu,
+    /// Makes the settings guard the first time an arm changes a system setting.
+    pub guard: Box<dyn FnMut() -> anyhow::Result<Guard> + 'a>,
+    /// True once the user asked to stop (first Ctrl-C): finish the trial in flight, then stop.
+    pub stop: &'a dyn Fn() -> bool,
+    pub progress: &'a mut dyn Observer,
+}
+
+/// What `execute` did.
+#[derive(Debug, Default)]
+pub struct Executed {
+    pub trials: Vec<TrialRow>,
+    pub blocks_done: usize,
+    pub stop_reason: String,
+    pub notes: Vec<String>,
+    /// Stopped by the user (Ctrl-C) rather than by the plan.
+    pub interrupted: bool,
+}
+
+/// Every system knob any arm sets, once each.
+fn touched_knobs(all: &[Arm]) -> Vec<Knob> {
+    let mut v: Vec<Knob> = Vec::new();
+    for k in all.iter().flat_map(|a| a.system.iter().map(|(k, _)| *k)) {
+        if !v.contains(&k) {
+            v.push(k);
+        }
+    }
+    v
+}
+
+/// Apply one arm's system-wide settings; knobs other arms set go back to their originals.
+fn apply_system(
+    arm: &Arm,
+    all: &[Arm],
+    ctx: &mut Context,
+    guard: &mut Option<Guard>,
+) -> anyhow::Result<Vec<String>> {
+    let touched = touched_knobs(all);
+    if touched.is_empty() {
+        return Ok(Vec::new());
+    }
+    if guard.is_none() {
+        *guard = Some((ctx.guard)()?);
+    }
+    let g = guard.as_mut().expect("just set");
+    let mut short = Vec::new();
+    for k in touched {
+        let want = match arm.system.iter().find(|(x, _)| *x == k) {
+            Some((_, v)) => v.clone(),
+            None => match g.original(&k) {
+                Some(o) => o.to_string(),
+                None => continue, // never changed: already the machine's own value
+            },
+        };
+        let applied = g.set(k, &want)?;
+        if !applied.honoured() {
+            short.push(format!(
+                "{k}: asked {want}, the kernel gave {}",
+                applied.actual
+            ));
+        }
+    }
+    Ok(short)
+}
+
+/// The evidence stored with a trial: the outcome, what was gathered around it, and why it failed.
+fn evidence_json(
+    o: &TrialOutcome,
+    ev: &TrialEvidence,
+    missing: &[String],
+) -> anyhow::Result<serde_json::Value> {
+    let mut v = serde_json::to_value(o)?;
+    let e = serde_json::to_value(ev)?;
+    if let (Some(v), Some(e)) = (v.as_object_mut(), e.as_object()) {
+        v.extend(e.iter().map(|(k, x)| (k.clone(), x.clone())));
+    }
+    if !missing.is_empty() {
+        v["missing_metrics"] = serde_json::to_value(missing)?;
+    }
+    if !o.succeeded() {
+        let tail: Vec<&str> = o.stderr.lines().rev().take(5).collect();
+        v["stderr_tail"] = serde_json::to_value(tail.into_iter().rev().collect::<Vec<_>>())?;
+    }
+    Ok(v)
+}
+
+/// What every trial of one run shares.
+struct Job<'a> {
+    a: &'a RunArgs,
+    plan: &'a Plan,
+    outputs: &'a [OutputMetric],
+    base_spec: TrialSpec,
+}
+
+/// One trial of arm `arm_idx` in `block` (−1: warm-up), not yet stored.
+fn trial(
+    job: &Job,
+    arm_idx: usize,
+    block: i64,
+    ctx: &mut Context,
+    guard: &mut Option<Guard>,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<TrialRow> {
+    let (a, plan, outputs, base_spec) = (job.a, job.plan, job.outputs, &job.base_spec);
+    let arm = &plan.arms[arm_idx];
+    for s in apply_system(arm, &plan.arms, ctx, guard)? {
+        if !notes.contains(&s) {
+            notes.push(s);
+        }
+    }
+    if let Some(p) = &a.prepare {
+        let st = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(p)
+            .status()
+            .with_context(|| format!("--prepare {p:?}"))?;
+        if !st.success() {
+            anyhow::bail!("--prepare {p:?} failed ({st})");
+        }
+    }
+    if a.drop_caches {
+        control::drop_caches()?;
+    }
+    if a.compact {
+        control::compact_memory()?;
+    }
+    let spec = TrialSpec {
+        config: arm.process.clone(),
+        ..base_spec.clone()
+    };
+    let schedule = if arm.process.no_sample {
+        Schedule::off()
+    } else {
+        plan.sampling
+    };
+    let mut gatherer = Gatherer::new(&ctx.root, &ctx.cpu, schedule);
+    let o = ctx.runner.run(&spec, &mut gatherer)?;
+    let ev = gatherer.finish(o.user_ns + o.sys_ns);
+    let mut metrics = BTreeMap::from([("wall_s".to_string(), o.wall_ns as f64 / 1e9)]);
+    let mut missing = Vec::new();
+    for m in outputs {
+        match extract(m, &o.stdout, &o.stderr) {
+            Some(v) => {
+                metrics.insert(m.name.clone(), v);
+            }
+            None => missing.push(m.name.clone()),
+        }
+    }
+    if let Some(first) = ev.perf_unavailable.first()
+        && !notes.iter().any(|n| n.starts_with("not counted"))
+    {
+        notes.push(format!(
+            "not counted for the child: {first}{}",
+            if ev.perf_unavailable.len() > 1 {
+                " (and more; see the trial evidence)"
+            } else {
+                ""
+            }
+        ));
+    }
+    let flagged = experiment::flag(
+        arm.expects_huge(),
+        &ev.memory,
+        &ev.kernel_counters,
+        &o.stdout,
+        &o.stderr,
+    );
+    Ok(TrialRow {
+        block,
+        arm_idx: arm_idx as i64,
+        seq: 0,
+        ok: o.succeeded() && missing.is_empty(),
+        flagged,
+        metrics,
+        evidence: evidence_json(&o, &ev, &missing)?,
+    })
+}
+
+/// Whether every contrast of the primary metric is settled by the plan's design.
+fn settled(plan: &Plan, trials: &[TrialRow]) -> bool {
+    let primary = &plan.metrics[plan.metrics.len().min(2) - 1];
+    let data: Vec<TrialData> = trials.iter().map(trial_data).collect();
+    let d: Vec<Vec<f64>> = (0..plan.arms.len())
+        .filter(|i| *i != plan.baseline)
+        .map(|i| experiment::log_ratios(&data, i, plan.baseline, &primary.name))
+        .collect();
+    verdict::contrasts(
+        &d,
+        plan.effect,
+        plan.confidence,
+        primary.better,
+        &plan.design,
+    )
+    .iter()
+    .all(|c| {
+        c.as_ref()
+            .is_some_and(|c| c.verdict != Verdict::Inconclusive)
+    })
+}
+
+/// Whether the design looks after `blocks` complete blocks.
+fn is_look(design: &Design, blocks: usize) -> bool {
+    match design {
+        Design::Sequential { .. } => blocks >= ConfidenceSequence::MIN_BLOCKS,
+        // The looks of GroupSequential::new, without computing its boundaries every block.
+        Design::GroupSequential { looks, max_blocks } => {
+            (1..=*looks).any(|i| (max_blocks * i).div_ceil(*looks).max(2) == blocks)
+        }
+        _ => false,
+    }
+}
+
+/// Run the experiment through `ctx`, storing each trial as it finishes.
+pub fn execute(
+    a: &RunArgs,
+    plan: &Plan,
+    outputs: &[OutputMetric],
+    ctx: &mut Context,
+) -> anyhow::Result<Executed> {
+    let started = Instant::now();
+    let user = a.user.as_deref().map(user_ids).transpose()?;
+    let base_spec = TrialSpec {
+        argv: a.command.clone(),
+        shell: a.shell,
+        cwd: a.cwd.clone(),
+        env: a.env.clone(),
+        config: Default::default(),
+        timeout: a.timeout,
+        user,
+        pin_cpu: plan.pin,
+    };
+    let job = Job {
+        a,
+        plan,
+        outputs,
+        base_spec,
+    };
+    let mut guard: Option<Guard> = None;
+    let mut x = Executed {
+        stop_reason: format!("{} blocks done", plan.blocks),
+        ..Default::default()
+    };
+    let names: Vec<String> = plan.arms.iter().map(|x| x.name.clone()).collect();
+    let mut flagged_arms: Vec<usize> = Vec::new();
+    let mut seq = 0i64;
+    let stopped = |ctx: &Context, x: &mut Executed, what: String| {
+        let stop = (ctx.stop)();
+        if stop {
+            x.interrupted = true;
+            x.stop_reason = what;
+        }
+        stop
+    };
+    if plan.warmup > 0 {
+        let n = (plan.warmup * plan.arms.len()) as u64;
+        ctx.progress.phase("warm-up", Some(n));
+    }
+    for w in 0..plan.warmup {
+        for arm in 0..plan.arms.len() {
+            ctx.progress.message(&format!(
+                "warm-up {}/{} · {}",
+                w + 1,
+                plan.warmup,
+                plan.arms[arm].name
+            ));
+            trial(&job, arm, -1, ctx, &mut guard, &mut x.notes)?;
+            ctx.progress.step("");
+            if stopped(ctx, &mut x, "interrupted (Ctrl-C) during warm-up".into()) {
+                return Ok(x);
+            }
+        }
+    }
+    // A fixed number of trials has a length (and an ETA); a run that may stop early has not.
+    let open_ended = plan.max_time.is_some() || !matches!(plan.design, Design::Fixed);
+    let total = (plan.blocks * plan.arms.len()) as u64;
+    ctx.progress.phase("trials", (!open_ended).then_some(total));
+    'blocks: for block in 0..plan.blocks {
+        if let Some(max) = plan.max_time
+            && started.elapsed() >= max
+        {
+            x.stop_reason = format!(
+                "{} {} s reached after {block} blocks",
+                if plan.calibrate {
+                    "--calibrate"
+                } else {
+                    "--max-time"
+                },
+                max.as_secs()
+            );
+            break;
+        }
+        let order = block_order(plan.arms.len(), block, plan.seed);
+        let mut block_ok = true;
+        for arm in order {
+            let est = estimate_line(&names, plan, &x.trials);
+            ctx.progress.message(&format!(
+                "block {}/{} · {}{est}",
+                block + 1,
+                plan.blocks,
+                plan.arms[arm].name,
+            ));
+            let mut t = trial(&job, arm, block as i64, ctx, &mut guard, &mut x.notes)?;
+            ctx.progress.step("");
+            t.seq = seq;
+            seq += 1;
+            ctx.store.add_trial(ctx.run_id, &t)?;
+            if let Some(f) = &t.flagged
+                && !flagged_arms.contains(&arm)
+            {
+                // Live, once per arm; the final report counts every flagged trial.
+                flagged_arms.push(arm);
+                ctx.progress
+                    .note(&format!("FLAGGED {}: {f}", plan.arms[arm].name));
+            }
+            let failed = !t.ok;
+            x.trials.push(t);
+            if failed {
+                block_ok = false;
+                if !a.keep_going {
+                    let last = x.trials.last().expect("just pushed");
+                    x.stop_reason = format!(
+                        "trial of arm {} failed (exit {:?}{}{}); use --keep-going to continue past failures",
+                        plan.arms[arm].name,
+                        last.evidence["exit_code"],
+                        if last.evidence["timed_out"] == true {
+                            ", killed by --timeout"
+                        } else {
+                            ""
+                        },
+                        last.evidence
+                            .get("missing_metrics")
+                            .map(|m| format!(", metric not found in output: {m}"))
+                            .unwrap_or_default()
+                    );
+                    break 'blocks;
+                }
+            }
+            let done = x.blocks_done;
+            if stopped(
+                ctx,
+                &mut x,
+                format!(
+                    "interrupted (Ctrl-C) in block {}; the trial in flight finished and was kept; {done} complete blocks analysed",
+                    block + 1
+                ),
+            ) {
+                break 'blocks;
+            }
+        }
+        x.blocks_done += 1;
+        if block_ok && is_look(&plan.design, x.blocks_done) && settled(plan, &x.trials) {
+            x.stop_reason = format!(
+                "every contrast settled after {} blocks ({})",
+                x.blocks_done,
+                plan.design.describe(plan.arms.len() - 1, plan.confidence)
+            );
+            break;
+        }
+    }
+    drop(guard); // restores every system setting the arms changed
+    Ok(x)
+}
+
+fn estimate_line(names: &[String], plan: &Plan, trials: &[TrialRow]) -> String {
+    let data: Vec<TrialData> = trials.iter().map(trial_data).collect();
+    let mut parts = Vec::new();
+    for (i, n) in names.iter().enumerate() {
+        if i == plan.baseline {
+            continue;
+        }
+        let d = experiment::log_ratios(&data, i, plan.baseline, "wall_s");
+        if let Some(e) = crate::analyze::stats::hodges_lehmann(&d, plan.confidence) {
+            let p = crate::analyze::verdict::to_percent(e);
+            parts.push(match (p.lo, p.hi) {
+                (Some(lo), Some(hi)) => format!("{n} {:+.1}% [{lo:+.1}, {hi:+.1}]", p.point),
+                _ => format!("{n} {:+.1}%", p.point),
+            });
+        }
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" · {} (unadjusted, for orientation)", parts.join(", "))
+    }
+}

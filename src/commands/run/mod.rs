@@ -1,0 +1,269 @@
+//! `hugelab run`: A/B/n experiments of any command under page configurations ("arms"),
+//! interleaved in randomized complete blocks. Plan (arguments + arms → a validated [`Plan`]),
+//! execute (one trial at a time through the injected [`Context`]: runner, settings guard,
+//! probe root; each trial stored as it finishes), then analyse with the design the plan chose
+//! and render.
+
+use super::print_json;
+use crate::analyze::experiment::{self, TrialData};
+use crate::analyze::verdict::Verdict;
+use crate::control::{self, Guard};
+pub use crate::model::run::{Plan, RunResult};
+use crate::probe::Root;
+use crate::render::progress::{Observer, Progress};
+use crate::store::{ArmRow, Store};
+use crate::units::parse_duration;
+use crate::workload::child::ProcessRunner;
+use anyhow::Context as _;
+use clap::Args;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+mod execute;
+mod plan;
+
+pub use crate::store::trial_data;
+pub use execute::{Context, Executed, execute};
+pub use plan::{OutputMetric, block_order, extract, parse_metric, plan, plan_as};
+
+pub const SCHEMA: &str = "hugelab.run/1";
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// An arm NAME=SPEC (repeatable), SPEC = comma-separated key=value: thp, defrag, mthp.<size>,
+    /// hugetlb.<size>, process.thp=off, malloc=thp|hugetlb|hugetlb-1G, jvm=off|thp|hugetlbfs,
+    /// jvm.pretouch, jvm.pagesize, collapse=after:<duration>, env.<NAME>
+    #[arg(long = "arm", value_name = "NAME=SPEC")]
+    pub arms: Vec<String>,
+    /// Arms from a preset: thp (never/madvise/always), malloc (process.thp=off/malloc=thp/malloc=hugetlb), jvm (off/thp/hugetlbfs)
+    #[arg(long)]
+    pub preset: Option<String>,
+    /// The arm the others are compared with (default: the first)
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// Unmeasured runs of each arm before the blocks
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
+    /// Blocks (each runs every arm once, in random order) [default: 10; with --sequential, a
+    /// maximum of 1000, usually bounded by --max-time]
+    #[arg(long)]
+    pub blocks: Option<usize>,
+    /// Stop as soon as every contrast is settled (a confidence sequence: valid however often it
+    /// looks; α split across contrasts)
+    #[arg(long, conflicts_with = "looks")]
+    pub sequential: bool,
+    /// Group-sequential O'Brien–Fleming design: K equally spaced looks up to --blocks (the
+    /// maximum); stops at the first look where every contrast is settled
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(2..=20))]
+    pub looks: Option<u32>,
+    /// A/A calibration: run the command as two identical arms for this long and print the
+    /// machine's noise floor (the smallest effect it can resolve per minute of running)
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with_all = ["preset", "sequential", "looks"])]
+    pub calibrate: Option<Duration>,
+    /// Smallest effect that matters (0.01 = 1%)
+    #[arg(long, default_value_t = 0.01, value_parser = super::parse_effect)]
+    pub effect: f64,
+    /// Confidence level
+    #[arg(long, default_value_t = 0.99, value_parser = super::parse_confidence)]
+    pub confidence: f64,
+    /// Stop starting new blocks after this long (e.g. 10m)
+    #[arg(long, value_parser = parse_duration)]
+    pub max_time: Option<Duration>,
+    /// Shell command run before every trial (not measured)
+    #[arg(long)]
+    pub prepare: Option<String>,
+    /// Drop the page cache before every trial (root)
+    #[arg(long)]
+    pub drop_caches: bool,
+    /// Compact memory before every trial, so each arm starts from the same fragmentation (root)
+    #[arg(long)]
+    pub compact: bool,
+    /// Kill a trial (and its process group) after this long
+    #[arg(long, value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
+    /// Extra environment for the command, NAME=VALUE (repeatable)
+    #[arg(long = "env", value_name = "NAME=VALUE", value_parser = super::parse_env)]
+    pub env: Vec<(String, String)>,
+    /// Period of the cheap memory reads of the child (/proc/PID/status); the page-table walk of
+    /// smaps_rollup backs off from 4× this (at most 10 walks per trial), the same for every arm
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "20ms")]
+    pub sample_every: Duration,
+    /// Do not sample the child's memory (flags then rest on the kernel's THP counters alone)
+    #[arg(long)]
+    pub no_sample: bool,
+    /// Run the child on this CPU only and hugelab on the others (less cross-talk; see README)
+    #[arg(long, value_name = "CPU")]
+    pub pin: Option<usize>,
+    /// Run the command through /bin/sh -c
+    #[arg(long)]
+    pub shell: bool,
+    /// Run the command as this user (when hugelab runs as root)
+    #[arg(long)]
+    pub user: Option<String>,
+    /// Extract a number from the command's output: NAME=REGEX[,higher|lower] (first capture group)
+    #[arg(long = "metric", value_name = "NAME=REGEX[,higher|lower]")]
+    pub metrics: Vec<String>,
+    /// Keep going when a trial fails (failed trials are kept, counted and excluded)
+    #[arg(long)]
+    pub keep_going: bool,
+    /// Exit with code 3 when any arm is SLOWER on the primary metric (for CI)
+    #[arg(long, value_parser = ["slower"])]
+    pub fail_on: Option<String>,
+    /// Results database (default $XDG_DATA_HOME/hugelab/results.db)
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// A label for this run in the results database
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Seed for the block order (default: from the clock; stored)
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Print JSON (schema hugelab.run/1)
+    #[arg(long)]
+    pub json: bool,
+    /// The command and its arguments (after --)
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}
+
+/// Keep hugelab's own threads off the child's CPU (`--pin`).
+fn pin_self_away_from(cpu: usize) -> anyhow::Result<()> {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if n < 2 {
+        return Ok(());
+    }
+    // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET writes within it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for c in (0..n).filter(|c| *c != cpu) {
+        // SAFETY: c < n ≤ CPU_SETSIZE.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    // SAFETY: setting this thread's affinity with a valid set; threads started later inherit it.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("sched_setaffinity for --pin");
+    }
+    Ok(())
+}
+
+pub fn run(a: RunArgs) -> anyhow::Result<i32> {
+    let started = Instant::now();
+    let (plan, outputs) = plan(&a)?;
+    let db = a.db.clone().unwrap_or_else(crate::store::default_path);
+    let mut store = Store::open(&db)?;
+    let kernel = crate::probe::cpu::kernel_release(&Root::system())
+        .ok()
+        .flatten();
+    let arm_rows: Vec<ArmRow> = plan
+        .arms
+        .iter()
+        .enumerate()
+        .map(|(i, x)| ArmRow {
+            idx: i as i64,
+            name: x.name.clone(),
+            spec: x.spec.clone(),
+        })
+        .collect();
+    // The machine's huge-page state as the run starts, for the report.
+    let mut stored_plan = serde_json::to_value(&plan)?;
+    if let Ok(s) = crate::probe::status::probe(&Root::system()) {
+        stored_plan["system"] = serde_json::to_value(s)?;
+    }
+    let run_id = store.create_run(
+        a.label.as_deref(),
+        &a.command,
+        kernel.as_deref(),
+        "running",
+        &stored_plan,
+        &arm_rows,
+    )?;
+    control::defer_first_signal();
+    if let Some(cpu) = plan.pin {
+        pin_self_away_from(cpu)?;
+    }
+    let mut progress = Progress::stderr("hugelab run", false);
+    let cpu = crate::probe::cpu::read(&Root::system()).unwrap_or_default();
+    let mut runner = ProcessRunner;
+    let stop = control::stop_requested;
+    let mut ctx = Context {
+        runner: &mut runner,
+        store: &mut store,
+        run_id,
+        root: Root::system(),
+        cpu,
+        guard: Box::new(|| Ok(Guard::system()?)),
+        stop: &stop,
+        progress: &mut progress,
+    };
+    let result = execute(&a, &plan, &outputs, &mut ctx);
+    drop(ctx);
+    progress.done();
+    let x = match result {
+        Ok(r) => r,
+        Err(e) => {
+            store.finish_run(run_id, "failed", None)?;
+            return Err(e.context(format!(
+                "run {run_id} stopped; its completed trials are in {}",
+                db.display()
+            )));
+        }
+    };
+    let names: Vec<String> = plan.arms.iter().map(|x| x.name.clone()).collect();
+    let data: Vec<TrialData> = x.trials.iter().map(trial_data).collect();
+    let report = experiment::analyse(
+        &names,
+        plan.baseline,
+        &data,
+        &plan.metrics,
+        plan.effect,
+        plan.confidence,
+        &plan.design,
+    );
+    let primary = &plan.metrics[plan.metrics.len().min(2) - 1].name;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let noise = experiment::noise_attribution(&names, &data, primary, cpus);
+    let calibration = plan.calibrate.then(|| {
+        let d = experiment::log_ratios(&data, 1, 0, primary);
+        let secs = started.elapsed().as_secs_f64() / x.blocks_done.max(1) as f64;
+        crate::analyze::calibrate::calibrate(&d, secs, plan.effect, plan.confidence)
+    });
+    let interrupted = x.interrupted;
+    let status = if interrupted {
+        "interrupted"
+    } else {
+        "complete"
+    };
+    store.finish_run(run_id, status, Some(&serde_json::to_value(&report)?))?;
+    let res = RunResult {
+        schema: SCHEMA,
+        run_id,
+        db: db.display().to_string(),
+        command: a.command.clone(),
+        plan,
+        blocks_done: x.blocks_done,
+        stop_reason: x.stop_reason,
+        report,
+        noise,
+        calibration,
+        notes: x.notes,
+        elapsed_s: started.elapsed().as_secs_f64(),
+    };
+    if a.json {
+        print_json(&res)?;
+    } else {
+        print!("{}", crate::render::run::render(&res));
+    }
+    let primary = &res.report.metrics[res.report.metrics.len().min(2) - 1];
+    let slower = primary
+        .contrasts
+        .iter()
+        .any(|(_, c)| c.as_ref().is_some_and(|c| c.verdict == Verdict::Slower));
+    Ok(if interrupted {
+        130
+    } else if a.fail_on.is_some() && slower {
+        3
+    } else {
+        0
+    })
+}

@@ -1,0 +1,218 @@
+//! A run's plan: arguments and arms checked, the design chosen, output metrics compiled.
+
+use super::{Plan, RunArgs};
+use crate::analyze::experiment::MetricDef;
+use crate::analyze::sequential::ConfidenceSequence;
+use crate::analyze::verdict::{self, Better, Design};
+use crate::backing::arm::{parse_arm, preset};
+use crate::collect::sampler::Schedule;
+use crate::commands::UsageError;
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use regex::Regex;
+use std::time::Duration;
+
+/// A custom metric extracted from output.
+#[derive(Debug, Clone)]
+pub struct OutputMetric {
+    pub name: String,
+    pub re: Regex,
+    pub better: Better,
+}
+
+pub fn parse_metric(s: &str) -> Result<OutputMetric, String> {
+    let (name, rest) = s
+        .split_once('=')
+        .ok_or_else(|| format!("--metric {s:?}: expected NAME=REGEX[,higher|lower]"))?;
+    let (pat, better) = match rest.rsplit_once(',') {
+        Some((p, "higher")) => (p, Better::Higher),
+        Some((p, "lower")) => (p, Better::Lower),
+        _ => (rest, Better::Lower),
+    };
+    let re = Regex::new(pat).map_err(|e| format!("--metric {name}: invalid regex: {e}"))?;
+    if re.captures_len() < 2 {
+        return Err(format!(
+            "--metric {name}: the regex needs a capture group around the number, e.g. '([0-9.]+) MiB/sec'"
+        ));
+    }
+    if name.is_empty() || name == "wall_s" {
+        return Err(format!("--metric name {name:?} is empty or reserved"));
+    }
+    Ok(OutputMetric {
+        name: name.into(),
+        re,
+        better,
+    })
+}
+
+/// The first capture group of the first match in stdout or stderr, as a number.
+pub fn extract(m: &OutputMetric, stdout: &str, stderr: &str) -> Option<f64> {
+    [stdout, stderr]
+        .iter()
+        .find_map(|t| m.re.captures(t)?.get(1)?.as_str().trim().parse().ok())
+}
+
+/// The plan for this process's privileges.
+pub fn plan(a: &RunArgs) -> Result<(Plan, Vec<OutputMetric>), UsageError> {
+    // SAFETY: geteuid has no preconditions.
+    plan_as(a, unsafe { libc::geteuid() } == 0)
+}
+
+/// The plan for a user who is root (`privileged`) or not: arms that change system-wide
+/// settings, `--drop-caches`, `--compact` and `--user` need root.
+pub fn plan_as(a: &RunArgs, privileged: bool) -> Result<(Plan, Vec<OutputMetric>), UsageError> {
+    let mut arms = match &a.preset {
+        Some(p) => preset(p).map_err(UsageError)?,
+        None => Vec::new(),
+    };
+    for s in &a.arms {
+        arms.push(parse_arm(s).map_err(UsageError)?);
+    }
+    if a.calibrate.is_some() {
+        // Two identical arms: the given one (or the plain command) twice.
+        let spec = a
+            .arms
+            .first()
+            .and_then(|s| s.split_once('=').map(|x| x.1.to_string()))
+            .unwrap_or_default();
+        if a.arms.len() > 1 {
+            return Err(UsageError(
+                "--calibrate runs one configuration against itself: give at most one --arm".into(),
+            ));
+        }
+        arms = vec![
+            parse_arm(&format!("A1={spec}")).map_err(UsageError)?,
+            parse_arm(&format!("A2={spec}")).map_err(UsageError)?,
+        ];
+    }
+    if arms.len() < 2 {
+        return Err(UsageError("give at least two arms (--arm NAME=SPEC, repeated) or a --preset (thp, malloc, jvm); an A/A check is two arms with the same spec".into()));
+    }
+    for (i, x) in arms.iter().enumerate() {
+        if arms[..i].iter().any(|y| y.name == x.name) {
+            return Err(UsageError(format!("two arms are named {:?}", x.name)));
+        }
+    }
+    let baseline = match &a.baseline {
+        Some(b) => arms.iter().position(|x| &x.name == b).ok_or_else(|| {
+            UsageError(format!(
+                "--baseline {b:?} is not an arm; arms: {}",
+                arms.iter()
+                    .map(|x| x.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?,
+        None => 0,
+    };
+    if !privileged {
+        if let Some(x) = arms.iter().find(|x| x.needs_root()) {
+            return Err(UsageError(format!(
+                "arm {:?} changes system-wide settings ({}), which needs root; without root use per-process arms: process.thp=off, malloc=thp|hugetlb, jvm=…, collapse=after:…, env.*",
+                x.name, x.spec
+            )));
+        }
+        if a.drop_caches || a.compact || a.user.is_some() {
+            return Err(UsageError(
+                "--drop-caches, --compact and --user need root".into(),
+            ));
+        }
+    }
+    let outputs = a
+        .metrics
+        .iter()
+        .map(|m| parse_metric(m))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(UsageError)?;
+    crate::commands::check_confidence(a.confidence)?;
+    crate::commands::parse_effect(&a.effect.to_string())
+        .map_err(|e| UsageError(format!("--effect {e}")))?;
+    let open_ended = a.sequential || a.calibrate.is_some();
+    let blocks = a.blocks.unwrap_or(if open_ended { 1000 } else { 10 });
+    if blocks < 2 {
+        return Err(UsageError("--blocks must be at least 2".into()));
+    }
+    if a.sequential && blocks < ConfidenceSequence::MIN_BLOCKS {
+        return Err(UsageError(format!(
+            "--sequential needs --blocks of at least {} (the confidence sequence starts there)",
+            ConfidenceSequence::MIN_BLOCKS
+        )));
+    }
+    let design = match (a.sequential, a.looks) {
+        (true, _) => Design::Sequential {
+            n_opt: verdict::SEQUENTIAL_N_OPT,
+        },
+        (false, Some(k)) => {
+            let Some(max) = a.blocks else {
+                return Err(UsageError(
+                    "--looks needs --blocks N, the planned maximum (plan it from a pilot: `hugelab run --calibrate 2m` prints the blocks δ needs)".into(),
+                ));
+            };
+            if max < 2 * k as usize {
+                return Err(UsageError(format!(
+                    "--looks {k} needs --blocks of at least {} (two blocks per look)",
+                    2 * k
+                )));
+            }
+            Design::GroupSequential {
+                looks: k as usize,
+                max_blocks: max,
+            }
+        }
+        _ => Design::Fixed,
+    };
+    if let Some(cpu) = a.pin {
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if cpu >= n {
+            return Err(UsageError(format!(
+                "--pin {cpu}: this machine has CPUs 0–{} ",
+                n - 1
+            )));
+        }
+    }
+    let mut metrics = vec![MetricDef {
+        name: "wall_s".into(),
+        better: Better::Lower,
+    }];
+    metrics.extend(outputs.iter().map(|m| MetricDef {
+        name: m.name.clone(),
+        better: m.better,
+    }));
+    let seed = crate::commands::seed_or_clock(a.seed);
+    Ok((
+        Plan {
+            arms,
+            baseline,
+            blocks,
+            warmup: a.warmup,
+            sequential: a.sequential,
+            design,
+            effect: a.effect,
+            confidence: a.confidence,
+            seed,
+            metrics,
+            sampling: if a.no_sample {
+                Schedule::off()
+            } else {
+                Schedule {
+                    every: a.sample_every.max(Duration::from_millis(1)),
+                    ..Schedule::default()
+                }
+            },
+            pin: a.pin,
+            max_time: a.calibrate.or(a.max_time),
+            calibrate: a.calibrate.is_some(),
+        },
+        outputs,
+    ))
+}
+
+/// The order of trials: each block is every arm once, shuffled with the seed.
+pub fn block_order(arms: usize, block: usize, seed: u64) -> Vec<usize> {
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(
+        seed ^ (block as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+    );
+    let mut o: Vec<usize> = (0..arms).collect();
+    o.shuffle(&mut rng);
+    o
+}
