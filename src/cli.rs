@@ -39,6 +39,8 @@ pub enum Command {
     Top(crate::commands::inspect::TopArgs),
     /// Promote a running process's anonymous memory to huge pages (MADV_COLLAPSE) and report before/after
     Collapse(crate::commands::inspect::CollapseArgs),
+    /// Prometheus metrics for huge pages on this host: pools by state, THP/mTHP, compaction, fragmentation, watched processes
+    Exporter(crate::commands::exporter::ExporterArgs),
     /// Undo system settings left changed by an interrupted hugelab run
     Restore(crate::commands::restore::RestoreArgs),
     /// Hold settings changed until killed (for testing the restore path)

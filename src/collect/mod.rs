@@ -2,6 +2,7 @@
 //! (smaps, pagemap + kpageflags), perf counters, and kernel counter deltas.
 
 pub mod coverage;
+pub mod folio_scan;
 pub mod noise;
 pub mod perf;
 pub mod sampler;

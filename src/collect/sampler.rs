@@ -8,7 +8,7 @@
 //!   at `4·every`, `8·every`, `16·every`, … — a geometric back-off, at most `max_walks` per
 //!   trial, so its share of a trial's time shrinks as the trial grows.
 
-use crate::probe::process::{group_members, parse_rollup};
+use crate::probe::process::{Rollup, group_members};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -69,15 +69,10 @@ pub struct MemorySamples {
     pub coverage_at_peak: Option<f64>,
 }
 
-/// (Rss, AnonHugePages, hugetlb) of one smaps_rollup text: the one summation of it.
+/// (Rss, AnonHugePages, hugetlb) of one smaps_rollup text.
 pub fn rollup_totals(text: &str) -> Option<(u64, u64, u64)> {
-    let m = parse_rollup(text).ok()?;
-    let g = |k: &str| m.get(k).copied().unwrap_or(0);
-    Some((
-        g("Rss"),
-        g("AnonHugePages"),
-        g("Private_Hugetlb") + g("Shared_Hugetlb"),
-    ))
+    let r = Rollup::parse(text).ok()?;
+    Some((r.rss, r.anon_huge, r.hugetlb))
 }
 
 /// (VmRSS, HugetlbPages) of one /proc/PID/status text, bytes.

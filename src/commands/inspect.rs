@@ -8,7 +8,7 @@ pub use crate::model::inspect::{
     CollapseResult, CollapseRow, InspectResult, MappingReport, ProcessReport, TopRow,
 };
 use crate::probe::Root;
-use crate::probe::process::{Mapping, ProcStatus, parse_rollup, parse_smaps, parse_status};
+use crate::probe::process::{Mapping, ProcStatus, Rollup, parse_smaps, parse_status};
 use crate::units::{Bytes, parse_duration};
 use anyhow::Context as _;
 use clap::Args;
@@ -198,7 +198,8 @@ pub fn inspect_pid(
     })
 }
 
-fn all_pids() -> Vec<u32> {
+/// Every process id in /proc, ascending.
+pub fn all_pids() -> Vec<u32> {
     let mut v: Vec<u32> = std::fs::read_dir("/proc")
         .map(|rd| {
             rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
@@ -311,23 +312,21 @@ pub fn top(a: TopArgs) -> anyhow::Result<i32> {
             unreadable += (st.vm_rss.is_some()) as usize;
             continue;
         };
-        let Ok(r) = parse_rollup(&text) else { continue };
-        let g = |k: &str| r.get(k).copied().unwrap_or(0);
-        let hugetlb = g("Private_Hugetlb") + g("Shared_Hugetlb");
-        let resident = g("Rss") + hugetlb;
-        if resident == 0 {
+        let Ok(r) = Rollup::parse(&text) else {
+            continue;
+        };
+        if r.resident() == 0 {
             continue;
         }
-        let huge = g("AnonHugePages") + g("ShmemPmdMapped") + g("FilePmdMapped") + hugetlb;
         rows.push(TopRow {
             pid,
             name: st.name,
             thp_enabled: st.thp_enabled,
-            resident,
-            anon_huge_pages: g("AnonHugePages"),
-            hugetlb,
-            huge_bytes: huge,
-            coverage: Some(huge as f64 / resident as f64),
+            resident: r.resident(),
+            anon_huge_pages: r.anon_huge,
+            hugetlb: r.hugetlb,
+            huge_bytes: r.huge(),
+            coverage: Some(r.huge() as f64 / r.resident() as f64),
         });
     }
     match a.sort.as_str() {

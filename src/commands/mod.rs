@@ -2,6 +2,7 @@
 //! probed system into a plan, runs it through the stages, and renders the result.
 
 pub mod bench;
+pub mod exporter;
 pub mod inspect;
 pub mod report;
 pub mod restore;

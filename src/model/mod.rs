@@ -2,6 +2,7 @@
 //! behaviour beyond derived data). Renderers import these, never `commands`.
 
 pub mod bench;
+pub mod exporter;
 pub mod inspect;
 pub mod report;
 pub mod run;

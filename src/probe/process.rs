@@ -163,6 +163,41 @@ pub fn parse_rollup(text: &str) -> Result<BTreeMap<String, u64>, ParseError> {
     crate::probe::meminfo::parse_raw(&body)
 }
 
+/// The huge-page view of /proc/PID/smaps_rollup, bytes: the one summation of it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rollup {
+    pub rss: u64,
+    pub anon_huge: u64,
+    pub shmem_pmd: u64,
+    pub file_pmd: u64,
+    /// Private_Hugetlb + Shared_Hugetlb (not part of Rss).
+    pub hugetlb: u64,
+}
+
+impl Rollup {
+    pub fn parse(text: &str) -> Result<Rollup, ParseError> {
+        let m = parse_rollup(text)?;
+        let g = |k: &str| m.get(k).copied().unwrap_or(0);
+        Ok(Rollup {
+            rss: g("Rss"),
+            anon_huge: g("AnonHugePages"),
+            shmem_pmd: g("ShmemPmdMapped"),
+            file_pmd: g("FilePmdMapped"),
+            hugetlb: g("Private_Hugetlb") + g("Shared_Hugetlb"),
+        })
+    }
+
+    /// Resident bytes: Rss plus hugetlb.
+    pub fn resident(&self) -> u64 {
+        self.rss + self.hugetlb
+    }
+
+    /// Bytes on PMD-mapped THP or hugetlb pages (mTHP is not visible here).
+    pub fn huge(&self) -> u64 {
+        self.anon_huge + self.shmem_pmd + self.file_pmd + self.hugetlb
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

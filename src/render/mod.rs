@@ -6,6 +6,7 @@ pub mod html;
 pub mod inspect;
 pub mod markdown;
 pub mod progress;
+pub mod prometheus;
 pub mod run;
 pub mod status;
 

@@ -1,0 +1,372 @@
+//! `hugelab exporter`: Prometheus metrics for huge pages on this host, served over HTTP
+//! (or printed once). Read-only: it never changes a setting.
+//!
+//! Each scrape probes the machine (the same probes as `status`), reads the watched processes'
+//! smaps_rollup (less often for a process whose walk costs more than `--budget`) and, as root,
+//! advances each one's folio-size pass by at most `--budget` of page-table walking.
+
+use super::UsageError;
+use crate::collect::folio_scan::{FolioScan, ScanError};
+use crate::model::exporter::{ExporterHealth, Scrape, WatchedProcess};
+use crate::probe::Root;
+use crate::probe::process::{Rollup, parse_status};
+use crate::probe::status;
+use crate::render::prometheus;
+use crate::units::parse_duration;
+use clap::Args;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Args)]
+pub struct ExporterArgs {
+    /// Address to serve /metrics on (loopback by default; anything else exposes the metrics to the network)
+    #[arg(long, default_value = "127.0.0.1:9717")]
+    pub listen: String,
+    /// Watch these processes (repeat or comma-separate)
+    #[arg(long, value_delimiter = ',')]
+    pub pid: Vec<u32>,
+    /// Watch processes with this command name (/proc/PID/comm, exact; repeat or comma-separate)
+    #[arg(long, value_delimiter = ',')]
+    pub name: Vec<String>,
+    /// Watch the N processes with the most resident memory (re-chosen every scrape)
+    #[arg(long)]
+    pub top: Option<usize>,
+    /// Page-table walk time allowed per watched process per scrape
+    #[arg(long, default_value = "50ms", value_parser = parse_duration)]
+    pub budget: Duration,
+    /// Print one scrape on stdout and exit (e.g. for node_exporter's textfile collector)
+    #[arg(long)]
+    pub once: bool,
+    /// With --once: OpenMetrics text instead of the classic Prometheus format
+    #[arg(long)]
+    pub openmetrics: bool,
+}
+
+/// What the exporter remembers of one watched process between scrapes.
+struct Watch {
+    comm: String,
+    rollup: Option<(Rollup, Instant)>,
+    /// Scrapes to skip before the next smaps_rollup read (its last read cost more than the budget).
+    skip: u64,
+    scan: Option<FolioScan>,
+}
+
+pub struct Exporter {
+    root: Root,
+    pids: Vec<u32>,
+    names: Vec<String>,
+    top: Option<usize>,
+    budget: Duration,
+    watched: BTreeMap<u32, Watch>,
+    /// Why folio sizes are off (not root), said once in the errors and never retried.
+    folios_unavailable: Option<String>,
+    pub health: ExporterHealth,
+}
+
+fn comm(pid: u32) -> Option<String> {
+    Some(
+        std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .ok()?
+            .trim_end()
+            .to_string(),
+    )
+}
+
+impl Exporter {
+    pub fn new(a: &ExporterArgs) -> Result<Exporter, UsageError> {
+        Exporter::with_root(a, Root::system())
+    }
+
+    /// An exporter reading the machine under `root` (fixtures in tests; processes are always
+    /// this machine's).
+    pub fn with_root(a: &ExporterArgs, root: Root) -> Result<Exporter, UsageError> {
+        if a.budget.is_zero() || a.budget > Duration::from_secs(10) {
+            return Err(UsageError(format!(
+                "--budget {:?} must be between 1ms and 10s",
+                a.budget
+            )));
+        }
+        if a.top == Some(0) {
+            return Err(UsageError("--top 0 watches nothing; give N ≥ 1".into()));
+        }
+        Ok(Exporter {
+            root,
+            pids: a.pid.clone(),
+            names: a.name.clone(),
+            top: a.top,
+            budget: a.budget,
+            watched: BTreeMap::new(),
+            folios_unavailable: None,
+            health: ExporterHealth {
+                budget_s: a.budget.as_secs_f64(),
+                ..Default::default()
+            },
+        })
+    }
+
+    fn error(&mut self, source: &str) {
+        *self.health.errors.entry(source.into()).or_insert(0) += 1;
+    }
+
+    /// The processes to watch this scrape: named pids that still exist, processes by name, and
+    /// the largest by VmRSS.
+    fn selection(&self) -> Vec<(u32, String)> {
+        let mut out: BTreeMap<u32, String> = BTreeMap::new();
+        for &pid in &self.pids {
+            if let Some(c) = comm(pid) {
+                out.insert(pid, c);
+            }
+        }
+        if self.names.is_empty() && self.top.is_none() {
+            return out.into_iter().collect();
+        }
+        let mut by_rss = Vec::new();
+        for pid in super::inspect::all_pids() {
+            let Some(c) = comm(pid) else { continue };
+            if self.names.contains(&c) {
+                out.insert(pid, c.clone());
+            }
+            if self.top.is_some()
+                && let Ok(st) = std::fs::read_to_string(format!("/proc/{pid}/status"))
+                && let Ok(st) = parse_status(&st)
+                && let Some(rss) = st.vm_rss
+            {
+                by_rss.push((rss, pid, c));
+            }
+        }
+        if let Some(n) = self.top {
+            by_rss.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            for (_, pid, c) in by_rss.into_iter().take(n) {
+                out.insert(pid, c);
+            }
+        }
+        out.into_iter().collect()
+    }
+
+    /// One watched process's numbers, or `None` when it is gone (its series drop).
+    fn process(&mut self, pid: u32, comm: String) -> Option<WatchedProcess> {
+        let root_folios = self.folios_unavailable.is_none();
+        let budget = self.budget;
+        let w = self.watched.entry(pid).or_insert_with(|| Watch {
+            comm: comm.clone(),
+            rollup: None,
+            skip: 0,
+            scan: None,
+        });
+        if w.comm != comm {
+            // The pid was reused by another program.
+            *w = Watch {
+                comm: comm.clone(),
+                rollup: None,
+                skip: 0,
+                scan: None,
+            };
+        }
+        let mut walked = Duration::ZERO;
+        let mut errors: Vec<&str> = Vec::new();
+        if w.skip > 0 && w.rollup.is_some() {
+            w.skip -= 1;
+        } else {
+            let t = Instant::now();
+            match std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) {
+                Ok(text) => match Rollup::parse(&text) {
+                    Ok(r) => w.rollup = Some((r, Instant::now())),
+                    Err(_) => errors.push("process"),
+                },
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+                Err(_) => errors.push("process"),
+            }
+            let cost = t.elapsed();
+            walked += cost;
+            // Skip as many scrapes as this read cost budgets: the mean walk per scrape stays
+            // within --budget.
+            w.skip = (cost.as_secs_f64() / budget.as_secs_f64()).ceil() as u64 - 1;
+        }
+        let mut unavailable = None;
+        if root_folios && walked < budget {
+            if w.scan.is_none() {
+                match FolioScan::new(pid) {
+                    Ok(s) => w.scan = Some(s),
+                    Err(ScanError::Gone(_)) => return None,
+                    Err(_) => errors.push("folios"),
+                }
+            }
+            if let Some(scan) = w.scan.as_mut() {
+                match scan.advance(budget - walked) {
+                    Ok(d) => walked += d,
+                    Err(ScanError::Gone(_)) => return None,
+                    Err(ScanError::Unavailable(why)) => {
+                        unavailable = Some(why);
+                        w.scan = None;
+                    }
+                    Err(ScanError::Io { .. }) => {
+                        errors.push("folios");
+                        w.scan = None;
+                    }
+                }
+            }
+        }
+        let (r, at) = w.rollup?;
+        let folios = w.scan.as_ref().and_then(|s| s.last.clone());
+        let out = WatchedProcess {
+            pid,
+            comm,
+            resident: r.resident(),
+            huge: BTreeMap::from([
+                ("anon_thp".to_string(), r.anon_huge),
+                ("shmem_pmd".to_string(), r.shmem_pmd),
+                ("file_pmd".to_string(), r.file_pmd),
+                ("hugetlb".to_string(), r.hugetlb),
+            ]),
+            coverage: (r.resident() > 0).then(|| r.huge() as f64 / r.resident() as f64),
+            rollup_age_s: at.elapsed().as_secs_f64(),
+            folios_age_s: folios.as_ref().map(|(_, t)| t.elapsed().as_secs_f64()),
+            folios: folios.map(|(f, _)| f),
+        };
+        self.health.max_walk_s = self.health.max_walk_s.max(walked.as_secs_f64());
+        for e in errors {
+            self.error(e);
+        }
+        if let Some(why) = unavailable {
+            self.folios_unavailable = Some(why);
+            self.error("folios");
+        }
+        Some(out)
+    }
+
+    /// Collect one scrape.
+    pub fn scrape(&mut self) -> anyhow::Result<Scrape> {
+        let t = Instant::now();
+        let status = match status::probe(&self.root) {
+            Ok(s) => s,
+            Err(e) => {
+                self.error("status");
+                return Err(anyhow::Error::new(e).context("probing the machine"));
+            }
+        };
+        let selection = self.selection();
+        let mut processes = Vec::new();
+        for (pid, comm) in selection {
+            if let Some(p) = self.process(pid, comm) {
+                processes.push(p);
+            }
+        }
+        let live: Vec<u32> = processes.iter().map(|p| p.pid).collect();
+        self.watched.retain(|pid, _| live.contains(pid));
+        self.health.scrapes += 1;
+        self.health.last_duration_s = t.elapsed().as_secs_f64();
+        Ok(Scrape {
+            status,
+            processes,
+            health: self.health.clone(),
+            version: env!("CARGO_PKG_VERSION"),
+        })
+    }
+
+    /// Why folio sizes are not exported, if they are not.
+    pub fn folio_note(&self) -> Option<&str> {
+        self.folios_unavailable.as_deref()
+    }
+}
+
+fn wants_openmetrics(req: &tiny_http::Request) -> bool {
+    req.headers().iter().any(|h| {
+        h.field.equiv("Accept") && h.value.as_str().contains("application/openmetrics-text")
+    })
+}
+
+fn header(name: &str, value: &str) -> tiny_http::Header {
+    tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("valid header")
+}
+
+const INDEX: &str = "<!doctype html><title>hugelab exporter</title><h1>hugelab exporter</h1><p><a href=\"/metrics\">/metrics</a>: huge-page metrics of this host (hugetlb pools by state, THP and mTHP, compaction, fragmentation, watched processes).</p>";
+
+/// Answer one request: `/metrics`, `/` or 404.
+fn respond(ex: &mut Exporter, req: tiny_http::Request) -> std::io::Result<()> {
+    if *req.method() != tiny_http::Method::Get && *req.method() != tiny_http::Method::Head {
+        return req.respond(tiny_http::Response::from_string("GET only\n").with_status_code(405));
+    }
+    match req.url().split('?').next().unwrap_or("") {
+        "/metrics" => match ex.scrape() {
+            Ok(s) => {
+                let om = prometheus::openmetrics(&s);
+                let (body, ctype) = if wants_openmetrics(&req) {
+                    (om, prometheus::OPENMETRICS)
+                } else {
+                    (prometheus::classic(&om), prometheus::TEXT)
+                };
+                req.respond(
+                    tiny_http::Response::from_string(body)
+                        .with_header(header("Content-Type", ctype)),
+                )
+            }
+            Err(e) => req.respond(
+                tiny_http::Response::from_string(format!("{e:#}\n")).with_status_code(500),
+            ),
+        },
+        "/" => req.respond(
+            tiny_http::Response::from_string(INDEX)
+                .with_header(header("Content-Type", "text/html; charset=utf-8")),
+        ),
+        _ => req.respond(
+            tiny_http::Response::from_string("not found: try /metrics\n").with_status_code(404),
+        ),
+    }
+}
+
+fn parse_listen(s: &str) -> Result<SocketAddr, UsageError> {
+    s.parse().map_err(|_| {
+        UsageError(format!(
+            "--listen {s:?} is not an address:port such as 127.0.0.1:9717 or [::1]:9717"
+        ))
+    })
+}
+
+pub fn run(a: ExporterArgs) -> anyhow::Result<i32> {
+    let mut ex = Exporter::new(&a)?;
+    if a.once {
+        let s = ex.scrape()?;
+        let om = prometheus::openmetrics(&s);
+        print!(
+            "{}",
+            if a.openmetrics {
+                om
+            } else {
+                prometheus::classic(&om)
+            }
+        );
+        return Ok(0);
+    }
+    let addr = parse_listen(&a.listen)?;
+    let server = tiny_http::Server::http(addr).map_err(|e| {
+        let in_use = e
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::AddrInUse);
+        if in_use {
+            anyhow::anyhow!(
+                "{addr} is already in use (another hugelab exporter, or another service on that port): choose another with --listen"
+            )
+        } else {
+            anyhow::anyhow!("cannot listen on {addr}: {e}")
+        }
+    })?;
+    let addr = server.server_addr().to_ip().unwrap_or(addr); // the real port for --listen …:0
+    if !addr.ip().is_loopback() {
+        eprintln!(
+            "note: listening on {addr}, beyond loopback: anyone who can reach it can read this host's memory layout metrics"
+        );
+    }
+    eprintln!("hugelab exporter: http://{addr}/metrics (read-only; Ctrl-C stops)",);
+    let mut said_folios = false;
+    for req in server.incoming_requests() {
+        if let Err(e) = respond(&mut ex, req) {
+            eprintln!("hugelab exporter: answering a request: {e}");
+        }
+        if !said_folios && let Some(why) = ex.folio_note() {
+            eprintln!("note: folio sizes of watched processes are not exported: {why}");
+            said_folios = true;
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,47 @@
+//! Records of `hugelab exporter`: one scrape's machine state, watched processes and the
+//! exporter's own health, rendered by `render::prometheus`.
+
+use crate::probe::status::Status;
+use std::collections::BTreeMap;
+
+/// One watched process at scrape time. Absent (not zero) when it is gone: its series drop.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct WatchedProcess {
+    pub pid: u32,
+    pub comm: String,
+    /// Rss plus hugetlb (hugetlb is not in Rss), bytes, from the last smaps_rollup read.
+    pub resident: u64,
+    /// Huge bytes by kind: `anon_thp` (AnonHugePages), `shmem_pmd`, `file_pmd`, `hugetlb`.
+    pub huge: BTreeMap<String, u64>,
+    /// Huge bytes over resident bytes (PMD-mapped and hugetlb; mTHP is in `folios`).
+    pub coverage: Option<f64>,
+    /// Age of the smaps_rollup numbers: a process whose page-table walk costs more than the
+    /// budget is read less often.
+    pub rollup_age_s: f64,
+    /// Folio size → resident bytes from the last complete pagemap + kpageflags pass (root only).
+    pub folios: Option<BTreeMap<u64, u64>>,
+    /// Age of `folios`: the pass that produced them ended this long ago.
+    pub folios_age_s: Option<f64>,
+}
+
+/// The exporter's own health, accumulated over its life.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct ExporterHealth {
+    pub scrapes: u64,
+    /// Collection time of this scrape (before encoding), seconds.
+    pub last_duration_s: f64,
+    /// Errors by source (`status`, `process`, `folios`), counted since start.
+    pub errors: BTreeMap<String, u64>,
+    /// Longest time one watched process's page tables were walked in one scrape, seconds.
+    pub max_walk_s: f64,
+    pub budget_s: f64,
+}
+
+/// Everything one scrape exports.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Scrape {
+    pub status: Status,
+    pub processes: Vec<WatchedProcess>,
+    pub health: ExporterHealth,
+    pub version: &'static str,
+}

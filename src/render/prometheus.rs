@@ -1,0 +1,461 @@
+//! Prometheus metrics from one exporter scrape: OpenMetrics text (prometheus-client's encoder)
+//! or, for clients that do not ask for OpenMetrics, the classic text format 0.0.4.
+//!
+//! Naming: prefix `hugelab_`, units in names, `_total` on counters; page sizes, nodes, zones
+//! and states are labels. The hugetlb states of one size add up to its pool total.
+
+use crate::model::exporter::Scrape;
+use crate::units::Bytes;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::{Registry, Unit};
+use std::sync::atomic::AtomicU64;
+
+pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub const TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+type Labels = Vec<(&'static str, String)>;
+type Gauges = Family<Labels, Gauge>;
+type Ratios = Family<Labels, Gauge<f64, AtomicU64>>;
+type Counters = Family<Labels, Counter>;
+
+/// Families registered as they are first used, so one call per sample stays readable.
+struct Out {
+    reg: Registry,
+}
+
+impl Out {
+    fn gauge(&mut self, name: &str, help: &str, unit: Option<Unit>) -> Gauges {
+        let f = Gauges::default();
+        match unit {
+            Some(u) => self.reg.register_with_unit(name, help, u, f.clone()),
+            None => self.reg.register(name, help, f.clone()),
+        }
+        f
+    }
+    fn ratio(&mut self, name: &str, help: &str, unit: Option<Unit>) -> Ratios {
+        let f = Ratios::default();
+        match unit {
+            Some(u) => self.reg.register_with_unit(name, help, u, f.clone()),
+            None => self.reg.register(name, help, f.clone()),
+        }
+        f
+    }
+    fn counter(&mut self, name: &str, help: &str, unit: Option<Unit>) -> Counters {
+        let f = Counters::default();
+        match unit {
+            Some(u) => self.reg.register_with_unit(name, help, u, f.clone()),
+            None => self.reg.register(name, help, f.clone()),
+        }
+        f
+    }
+}
+
+impl Out {
+    /// A counter without labels.
+    fn count(&mut self, name: &str, help: &str, v: u64) {
+        let c = Counter::<u64>::default();
+        c.inc_by(v);
+        self.reg.register(name, help, c);
+    }
+    /// A gauge without labels.
+    fn value(&mut self, name: &str, help: &str, unit: Unit, v: f64) {
+        let g = Gauge::<f64, AtomicU64>::default();
+        g.set(v);
+        self.reg.register_with_unit(name, help, unit, g);
+    }
+}
+
+fn set(f: &Gauges, labels: Labels, v: u64) {
+    f.get_or_create(&labels).set(v.min(i64::MAX as u64) as i64);
+}
+
+fn size(b: u64) -> String {
+    Bytes(b).to_string()
+}
+
+/// The scrape as a registry of metric families.
+pub fn registry(s: &Scrape) -> Registry {
+    let mut o = Out {
+        reg: Registry::with_prefix("hugelab"),
+    };
+    hugetlb(&mut o, s);
+    thp(&mut o, s);
+    memory(&mut o, s);
+    processes(&mut o, s);
+    health(&mut o, s);
+    o.reg
+}
+
+fn hugetlb(o: &mut Out, s: &Scrape) {
+    let pages = o.gauge(
+        "hugetlb_pages",
+        "hugetlb pool pages by state; the states of one size add up to the pool (nr_hugepages, surplus included). reserved_free pages are promised to a mapping but not faulted in: free memory nobody else can use, not used memory",
+        None,
+    );
+    let surplus = o.gauge(
+        "hugetlb_surplus_pages",
+        "Pool pages above the persistent size, allocated on demand up to nr_overcommit_hugepages (part of hugetlb_pages)",
+        None,
+    );
+    let target = o.gauge(
+        "hugetlb_persistent_pages",
+        "The pool size asked for with nr_hugepages (persistent pages: pool minus surplus)",
+        None,
+    );
+    let overcommit = o.gauge(
+        "hugetlb_overcommit_limit_pages",
+        "nr_overcommit_hugepages: how many surplus pages the pool may add on demand",
+        None,
+    );
+    let bytes = o.gauge(
+        "hugetlb_pool",
+        "Memory held by the pool (pages × page size), whatever their state",
+        Some(Unit::Bytes),
+    );
+    let node_pages = o.gauge(
+        "hugetlb_node_pages",
+        "hugetlb pool pages per NUMA node by state (in_use, free; the kernel does not split reservations by node)",
+        None,
+    );
+    for p in &s.status.hugetlb {
+        let sz = size(p.page_size);
+        let free_unreserved = p.free.saturating_sub(p.reserved);
+        for (state, v) in [
+            ("in_use", p.total.saturating_sub(p.free)),
+            ("reserved_free", p.free.min(p.reserved)),
+            ("free_unreserved", free_unreserved),
+        ] {
+            set(
+                &pages,
+                vec![("size", sz.clone()), ("state", state.into())],
+                v,
+            );
+        }
+        set(&surplus, vec![("size", sz.clone())], p.surplus);
+        set(
+            &target,
+            vec![("size", sz.clone())],
+            p.total.saturating_sub(p.surplus),
+        );
+        set(&overcommit, vec![("size", sz.clone())], p.overcommit);
+        set(&bytes, vec![("size", sz.clone())], p.total * p.page_size);
+        for n in &p.nodes {
+            for (state, v) in [("in_use", n.total.saturating_sub(n.free)), ("free", n.free)] {
+                set(
+                    &node_pages,
+                    vec![
+                        ("size", sz.clone()),
+                        ("node", n.node.to_string()),
+                        ("state", state.into()),
+                    ],
+                    v,
+                );
+            }
+        }
+    }
+}
+
+fn thp(o: &mut Out, s: &Scrape) {
+    let t = &s.status.thp;
+    let mode = o.gauge(
+        "thp_setting_info",
+        "THP setting in force (value 1 on the selected mode)",
+        None,
+    );
+    for (name, sel) in [
+        ("enabled", &t.enabled),
+        ("defrag", &t.defrag),
+        ("shmem_enabled", &t.shmem_enabled),
+    ] {
+        if let Some(sel) = sel {
+            set(
+                &mode,
+                vec![("setting", name.into()), ("mode", sel.selected.clone())],
+                1,
+            );
+        }
+    }
+    let mthp_mode = o.gauge(
+        "mthp_setting_info",
+        "mTHP setting per folio size (value 1 on the selected mode; inherit follows thp enabled)",
+        None,
+    );
+    let mthp_events = o.counter(
+        "mthp_events",
+        "mTHP events per folio size since boot (/sys/kernel/mm/transparent_hugepage/hugepages-*/stats)",
+        None,
+    );
+    let mthp_folios = o.gauge(
+        "mthp_anon_folios",
+        "Anonymous mTHP folios of this size now (kind: all, partially_mapped)",
+        None,
+    );
+    for m in &t.mthp {
+        let sz = size(m.size_bytes);
+        for (name, sel) in [("enabled", &m.enabled), ("shmem_enabled", &m.shmem_enabled)] {
+            if let Some(sel) = sel {
+                set(
+                    &mthp_mode,
+                    vec![
+                        ("size", sz.clone()),
+                        ("setting", name.into()),
+                        ("mode", sel.selected.clone()),
+                    ],
+                    1,
+                );
+            }
+        }
+        for (k, v) in &m.stats {
+            match k.as_str() {
+                "nr_anon" => set(
+                    &mthp_folios,
+                    vec![("size", sz.clone()), ("kind", "all".into())],
+                    *v,
+                ),
+                "nr_anon_partially_mapped" => set(
+                    &mthp_folios,
+                    vec![("size", sz.clone()), ("kind", "partially_mapped".into())],
+                    *v,
+                ),
+                _ => {
+                    mthp_events
+                        .get_or_create(&vec![("size", sz.clone()), ("event", k.clone())])
+                        .inc_by(*v);
+                }
+            }
+        }
+    }
+    let thp_events = o.counter(
+        "thp_events",
+        "THP events since boot: /proc/vmstat thp_* (fault_alloc vs fault_fallback is the success rate)",
+        None,
+    );
+    let compaction = o.counter(
+        "compaction_events",
+        "Compaction events since boot: /proc/vmstat compact_* (stall = direct compaction in an allocating task)",
+        None,
+    );
+    for (k, v) in &s.status.counters {
+        let (fam, event) = if let Some(e) = k.strip_prefix("thp_") {
+            (&thp_events, e)
+        } else if let Some(e) = k.strip_prefix("compact_") {
+            (&compaction, e)
+        } else {
+            continue;
+        };
+        fam.get_or_create(&vec![("event", event.to_string())])
+            .inc_by(*v);
+    }
+    let k = &t.khugepaged;
+    if let Some(v) = k.full_scans {
+        o.count(
+            "khugepaged_full_scans",
+            "khugepaged passes over all eligible memory since boot",
+            v,
+        );
+    }
+    if let Some(v) = k.pages_collapsed {
+        o.count(
+            "khugepaged_pages_collapsed",
+            "Huge pages khugepaged has collapsed since boot",
+            v,
+        );
+    }
+}
+
+fn memory(o: &mut Out, s: &Scrape) {
+    let m = &s.status.memory;
+    let mem = o.gauge(
+        "memory",
+        "Memory by kind from /proc/meminfo (anon_huge, shmem_huge, file_huge: PMD-mapped THP; hugetlb: all hugetlb pools)",
+        Some(Unit::Bytes),
+    );
+    for (kind, v) in [
+        ("total", m.mem_total),
+        ("free", m.mem_free),
+        ("available", m.mem_available),
+        ("anon_huge", m.anon_huge_pages),
+        ("shmem_huge", m.shmem_huge_pages),
+        ("file_huge", m.file_huge_pages),
+        ("hugetlb", m.hugetlb),
+    ] {
+        if let Some(v) = v {
+            set(&mem, vec![("kind", kind.into())], v);
+        }
+    }
+    let blocks = o.gauge(
+        "buddy_free_blocks",
+        "Free blocks per order, zone and node (/proc/buddyinfo); a block of order n is 2^n base pages",
+        None,
+    );
+    for z in &s.status.zones {
+        for (order, n) in z.free_blocks.iter().enumerate() {
+            set(
+                &blocks,
+                vec![
+                    ("node", z.node.to_string()),
+                    ("zone", z.zone.clone()),
+                    ("order", order.to_string()),
+                ],
+                *n,
+            );
+        }
+    }
+    if let Some(f) = &s.status.fragmentation {
+        let huge = size(s.status.base_page_size << f.order);
+        let now = o.gauge(
+            "huge_pages_allocatable",
+            "Huge pages of this size the buddy allocator could hand out now without compaction",
+            None,
+        );
+        set(&now, vec![("size", huge.clone())], f.blocks_available);
+        if let Some(i) = f.unusable_index {
+            let idx = o.ratio(
+                "unusable_free_space_index",
+                "Share of free memory in blocks too small for a huge page of this size (0: none, 1: all; high means compaction is needed)",
+                Some(Unit::Other("ratio".into())),
+            );
+            idx.get_or_create(&vec![("size", huge)]).set(i);
+        }
+    }
+}
+
+fn processes(o: &mut Out, s: &Scrape) {
+    if s.processes.is_empty() {
+        return;
+    }
+    let resident = o.gauge(
+        "process_resident",
+        "Watched process: resident memory (Rss plus hugetlb) from smaps_rollup",
+        Some(Unit::Bytes),
+    );
+    let huge = o.gauge(
+        "process_huge",
+        "Watched process: huge-page-backed bytes by kind (anon_thp, shmem_pmd, file_pmd, hugetlb)",
+        Some(Unit::Bytes),
+    );
+    let coverage = o.ratio(
+        "process_huge_coverage",
+        "Watched process: huge bytes over resident bytes (PMD-mapped THP and hugetlb)",
+        Some(Unit::Other("ratio".into())),
+    );
+    let rollup_age = o.ratio(
+        "process_rollup_age",
+        "Watched process: age of the smaps_rollup numbers (read less often when its walk costs more than --budget)",
+        Some(Unit::Seconds),
+    );
+    let folios = o.gauge(
+        "process_folio",
+        "Watched process: resident bytes by folio size, from the last complete pagemap + kpageflags pass (root only; mTHP shows here)",
+        Some(Unit::Bytes),
+    );
+    let folio_age = o.ratio(
+        "process_folio_age",
+        "Watched process: age of the folio sizes (one pass spreads over scrapes within --budget)",
+        Some(Unit::Seconds),
+    );
+    for p in &s.processes {
+        let id = || vec![("pid", p.pid.to_string()), ("comm", p.comm.clone())];
+        set(&resident, id(), p.resident);
+        for (k, v) in &p.huge {
+            let mut l = id();
+            l.push(("kind", k.clone()));
+            set(&huge, l, *v);
+        }
+        if let Some(c) = p.coverage {
+            coverage.get_or_create(&id()).set(c);
+        }
+        rollup_age.get_or_create(&id()).set(p.rollup_age_s);
+        if let (Some(f), Some(age)) = (&p.folios, p.folios_age_s) {
+            for (sz, b) in f {
+                let mut l = id();
+                l.push(("folio_size", size(*sz)));
+                set(&folios, l, *b);
+            }
+            folio_age.get_or_create(&id()).set(age);
+        }
+    }
+}
+
+fn health(o: &mut Out, s: &Scrape) {
+    let h = &s.health;
+    let info = o.gauge("exporter_build_info", "hugelab version (value 1)", None);
+    set(&info, vec![("version", s.version.into())], 1);
+    o.value(
+        "exporter_scrape_duration",
+        "Time this scrape took to collect, before encoding",
+        Unit::Seconds,
+        h.last_duration_s,
+    );
+    o.count("exporter_scrapes", "Scrapes served", h.scrapes);
+    let errors = o.counter(
+        "exporter_errors",
+        "Errors while collecting, by source, since start",
+        None,
+    );
+    for (src, n) in &h.errors {
+        errors
+            .get_or_create(&vec![("source", src.clone())])
+            .inc_by(*n);
+    }
+    o.value(
+        "exporter_max_walk",
+        "Longest time one watched process's page tables were walked in one scrape (bounded by --budget)",
+        Unit::Seconds,
+        h.max_walk_s,
+    );
+    o.value(
+        "exporter_budget",
+        "--budget: the page-table walk time allowed per watched process per scrape",
+        Unit::Seconds,
+        h.budget_s,
+    );
+}
+
+/// OpenMetrics text, ending in `# EOF`.
+pub fn openmetrics(s: &Scrape) -> String {
+    let mut out = String::new();
+    encode(&mut out, &registry(s)).expect("writing to a String cannot fail");
+    out
+}
+
+/// The classic Prometheus text format (0.0.4) from OpenMetrics text: counter families take
+/// their samples' `_total` name, `info`/`unknown` become gauges/untyped, `# UNIT` and `# EOF` go.
+pub fn classic(openmetrics: &str) -> String {
+    let mut out = String::with_capacity(openmetrics.len());
+    let lines: Vec<&str> = openmetrics.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        if *line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let type_of = |name: &str| -> Option<&str> {
+            lines[i..].iter().take(3).find_map(|l| {
+                l.strip_prefix("# TYPE ")?
+                    .strip_prefix(name)?
+                    .strip_prefix(' ')
+            })
+        };
+        let rewritten = if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (name, help) = rest.split_once(' ').unwrap_or((rest, ""));
+            match type_of(name) {
+                Some("counter") => format!("# HELP {name}_total {help}"),
+                _ => line.to_string(),
+            }
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            match rest.split_once(' ') {
+                Some((name, "counter")) => format!("# TYPE {name}_total counter"),
+                Some((name, "unknown")) => format!("# TYPE {name} untyped"),
+                Some((name, "info")) => format!("# TYPE {name}_info gauge"),
+                _ => line.to_string(),
+            }
+        } else {
+            line.to_string()
+        };
+        out.push_str(&rewritten);
+        out.push('\n');
+    }
+    out
+}

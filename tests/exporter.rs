@@ -1,0 +1,430 @@
+//! The Prometheus exporter: metric values equal the kernel files they come from (fixture roots
+//! and the live kernel), watched processes come and go, HTTP content negotiation and errors,
+//! and a real Prometheus scraping it.
+
+mod common;
+
+use clap::Parser;
+use hugelab::commands::exporter::{Exporter, ExporterArgs};
+use hugelab::probe::Root;
+use hugelab::render::prometheus;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+
+#[derive(Parser)]
+struct T {
+    #[command(flatten)]
+    a: ExporterArgs,
+}
+
+fn args(extra: &[&str]) -> ExporterArgs {
+    T::parse_from(std::iter::once("exporter").chain(extra.iter().copied())).a
+}
+
+/// `name{labels} value` lines of classic text → (name{labels}, value).
+fn samples(text: &str) -> BTreeMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let (k, v) = l.rsplit_once(' ').unwrap();
+            (k.to_string(), v.parse().unwrap())
+        })
+        .collect()
+}
+
+fn scrape_text(ex: &mut Exporter) -> String {
+    prometheus::classic(&prometheus::openmetrics(&ex.scrape().unwrap()))
+}
+
+fn write(root: &Root, path: &str, v: &str) {
+    std::fs::write(root.path(path), format!("{v}\n")).unwrap();
+}
+
+const POOL: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB";
+
+#[test]
+fn pool_states_add_up_and_reserved_free_is_not_in_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = common::writable_fixture("linux-6.18", dir.path());
+    // 10 pages (1 surplus): 4 faulted in, 6 free of which 2 promised to a mapping.
+    for (f, v) in [
+        ("nr_hugepages", "10"),
+        ("free_hugepages", "6"),
+        ("resv_hugepages", "2"),
+        ("surplus_hugepages", "1"),
+        ("nr_overcommit_hugepages", "3"),
+    ] {
+        write(&root, &format!("{POOL}/{f}"), v);
+    }
+    let mut ex = Exporter::with_root(&args(&[]), root).unwrap();
+    let s = samples(&scrape_text(&mut ex));
+    let state = |st: &str| s[&format!("hugelab_hugetlb_pages{{size=\"2M\",state=\"{st}\"}}")];
+    assert_eq!(state("in_use"), 4.0);
+    assert_eq!(state("reserved_free"), 2.0);
+    assert_eq!(state("free_unreserved"), 4.0);
+    assert_eq!(
+        state("in_use") + state("reserved_free") + state("free_unreserved"),
+        10.0
+    );
+    assert_eq!(s["hugelab_hugetlb_surplus_pages{size=\"2M\"}"], 1.0);
+    assert_eq!(s["hugelab_hugetlb_persistent_pages{size=\"2M\"}"], 9.0);
+    assert_eq!(
+        s["hugelab_hugetlb_overcommit_limit_pages{size=\"2M\"}"],
+        3.0
+    );
+    assert_eq!(
+        s["hugelab_hugetlb_pool_bytes{size=\"2M\"}"],
+        10.0 * 2097152.0
+    );
+}
+
+#[test]
+fn fixture_values_equal_the_kernel_files() {
+    let root = Root::new(common::fixture("linux-6.18"));
+    let mut ex = Exporter::with_root(&args(&[]), root.clone()).unwrap();
+    let text = scrape_text(&mut ex);
+    let s = samples(&text);
+    let file = |p: &str| -> f64 {
+        common::read_trim(root.path(p).to_str().unwrap())
+            .parse()
+            .unwrap()
+    };
+    // Every mTHP stats counter, by size and event.
+    let thp = "/sys/kernel/mm/transparent_hugepage";
+    let mut checked = 0;
+    for dir in std::fs::read_dir(root.path(thp)).unwrap() {
+        let name = dir.unwrap().file_name().into_string().unwrap();
+        let Some(kb) = name
+            .strip_prefix("hugepages-")
+            .and_then(|n| n.strip_suffix("kB"))
+        else {
+            continue;
+        };
+        let size = hugelab::units::Bytes(kb.parse::<u64>().unwrap() * 1024).to_string();
+        for st in std::fs::read_dir(root.path(format!("{thp}/{name}/stats"))).unwrap() {
+            let ev = st.unwrap().file_name().into_string().unwrap();
+            let want = file(&format!("{thp}/{name}/stats/{ev}"));
+            let key = match ev.as_str() {
+                "nr_anon" => format!("hugelab_mthp_anon_folios{{size=\"{size}\",kind=\"all\"}}"),
+                "nr_anon_partially_mapped" => {
+                    format!("hugelab_mthp_anon_folios{{size=\"{size}\",kind=\"partially_mapped\"}}")
+                }
+                _ => format!("hugelab_mthp_events_total{{size=\"{size}\",event=\"{ev}\"}}"),
+            };
+            assert_eq!(s.get(&key), Some(&want), "{key}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 50, "only {checked} mTHP stats files");
+    // vmstat thp_* and compact_* counters.
+    let vmstat = std::fs::read_to_string(root.path("/proc/vmstat")).unwrap();
+    for l in vmstat.lines() {
+        let (k, v) = l.split_once(' ').unwrap();
+        let v: f64 = v.parse().unwrap();
+        let key = if let Some(e) = k.strip_prefix("thp_") {
+            format!("hugelab_thp_events_total{{event=\"{e}\"}}")
+        } else if let Some(e) = k.strip_prefix("compact_") {
+            format!("hugelab_compaction_events_total{{event=\"{e}\"}}")
+        } else {
+            continue;
+        };
+        assert_eq!(s.get(&key), Some(&v), "{key}");
+    }
+    // Buddy free blocks, every order of every zone.
+    let buddy = std::fs::read_to_string(root.path("/proc/buddyinfo")).unwrap();
+    for l in buddy.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let (node, zone) = (f[1].trim_end_matches(','), f[3]);
+        for (order, n) in f[4..].iter().enumerate() {
+            let key = format!(
+                "hugelab_buddy_free_blocks{{node=\"{node}\",zone=\"{zone}\",order=\"{order}\"}}"
+            );
+            assert_eq!(s.get(&key), Some(&n.parse::<f64>().unwrap()), "{key}");
+        }
+    }
+    // The mode in force is the bracketed word.
+    let enabled = common::selected(root.path(format!("{thp}/enabled")).to_str().unwrap());
+    assert_eq!(
+        s.get(&format!(
+            "hugelab_thp_setting_info{{setting=\"enabled\",mode=\"{enabled}\"}}"
+        )),
+        Some(&1.0)
+    );
+}
+
+#[test]
+fn live_values_equal_the_kernel_files() {
+    let text = common::hugelab_stdout(["exporter", "--once"]);
+    let s = samples(&text);
+    let sys = |p: &str| -> f64 { common::read_trim(p).parse().unwrap() };
+    let pool = "/sys/kernel/mm/hugepages/hugepages-2048kB";
+    assert_eq!(
+        s["hugelab_hugetlb_pool_bytes{size=\"2M\"}"],
+        sys(&format!("{pool}/nr_hugepages")) * 2097152.0
+    );
+    let mem_total = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let kb: f64 = mem_total
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .unwrap()
+        .trim()
+        .trim_end_matches(" kB")
+        .parse()
+        .unwrap();
+    assert_eq!(s["hugelab_memory_bytes{kind=\"total\"}"], kb * 1024.0);
+    let mode = common::selected("/sys/kernel/mm/transparent_hugepage/enabled");
+    assert_eq!(
+        s[&format!("hugelab_thp_setting_info{{setting=\"enabled\",mode=\"{mode}\"}}")],
+        1.0
+    );
+    // The classic format is what Prometheus's own linter accepts.
+    if let Ok(mut p) = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        p.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+        let out = p.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "promtool: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn a_watched_process_is_measured_and_its_series_drop_when_it_exits() {
+    // A child holding 64 MiB of THP-backed memory.
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("hugelab"))
+        .args(["hold-memory", "--backing", "thp", "--size", "64M"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("ready"), "{line}");
+    let pid = child.id();
+    let mut ex = Exporter::new(&args(&["--pid", &pid.to_string()])).unwrap();
+    let s = samples(&scrape_text(&mut ex));
+    let id = format!("pid=\"{pid}\",comm=\"hugelab\"");
+    let resident = s[&format!("hugelab_process_resident_bytes{{{id}}}")];
+    let thp = s[&format!("hugelab_process_huge_bytes{{{id},kind=\"anon_thp\"}}")];
+    assert!(resident >= (64 << 20) as f64, "{resident}");
+    assert!(thp >= (60 << 20) as f64, "THP-backed: {thp}");
+    if common::is_root() {
+        // The folio pass of a small process completes within one scrape's budget.
+        let folio_2m = s
+            .get(&format!(
+                "hugelab_process_folio_bytes{{{id},folio_size=\"2M\"}}"
+            ))
+            .copied()
+            .unwrap_or(0.0);
+        assert!(folio_2m >= (60 << 20) as f64, "{folio_2m}");
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let after = scrape_text(&mut ex);
+    assert!(!after.contains(&format!("pid=\"{pid}\"")), "{after}");
+}
+
+#[test]
+fn bad_arguments_are_usage_errors() {
+    for (extra, want) in [
+        (&["--budget", "0ms"][..], "--budget"),
+        (&["--top", "0"][..], "--top 0"),
+        (&["--listen", "localhost"][..], "--listen \"localhost\""),
+    ] {
+        let out = Command::new(assert_cmd::cargo::cargo_bin("hugelab"))
+            .arg("exporter")
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.contains(want), "{extra:?}: {e}");
+    }
+}
+
+/// A running exporter on a free loopback port.
+struct Served {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+fn serve(extra: &[&str]) -> Served {
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("hugelab"))
+        .args(["exporter", "--listen", "127.0.0.1:0"])
+        .args(extra)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    Served { child, addr }
+}
+
+/// (status line, headers and body) of one HTTP GET.
+fn get(addr: &str, path: &str, accept: Option<&str>) -> (String, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{}Connection: close\r\n\r\n",
+        accept
+            .map(|a| format!("Accept: {a}\r\n"))
+            .unwrap_or_default()
+    )
+    .unwrap();
+    let mut r = String::new();
+    s.read_to_string(&mut r).unwrap();
+    let (head, body) = r.split_once("\r\n\r\n").unwrap_or((&r, ""));
+    (head.to_string(), body.to_string())
+}
+
+#[test]
+fn http_negotiates_openmetrics_and_says_what_is_wrong() {
+    let ex = serve(&[]);
+    let (head, body) = get(&ex.addr, "/metrics", None);
+    assert!(
+        head.contains("200") && head.contains("text/plain; version=0.0.4"),
+        "{head}"
+    );
+    assert!(body.contains("# TYPE hugelab_thp_events_total counter") && !body.contains("# EOF"));
+    let (head, body) = get(
+        &ex.addr,
+        "/metrics",
+        Some("application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"),
+    );
+    assert!(head.contains("application/openmetrics-text"), "{head}");
+    assert!(body.contains("# TYPE hugelab_thp_events counter") && body.ends_with("# EOF\n"));
+    assert!(get(&ex.addr, "/nope", None).0.contains("404"));
+    // A second exporter on the same port says the port is taken.
+    let out = Command::new(assert_cmd::cargo::cargo_bin("hugelab"))
+        .args(["exporter", "--listen", &ex.addr])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains(&format!("{} is already in use", ex.addr)) && e.contains("--listen"),
+        "{e}"
+    );
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The values of one instant query, by the sample's labels.
+fn query(prom: &str, q: &str) -> Vec<serde_json::Value> {
+    let (_, body) = get(prom, &format!("/api/v1/query?query={q}"), None);
+    // Chunked or not, the JSON object is the body from its first brace.
+    let json = body
+        .find('{')
+        .and_then(|i| body.rfind('}').map(|j| &body[i..=j]))
+        .unwrap_or("{}");
+    serde_json::from_str::<serde_json::Value>(json)
+        .ok()
+        .and_then(|v| v["data"]["result"].as_array().cloned())
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_real_prometheus_scrapes_the_exporter() {
+    if Command::new("prometheus")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!(
+            "skipped: no prometheus on this machine (apt-get install prometheus; .ci/run does)"
+        );
+        return;
+    }
+    let ex = serve(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: hugelab\n    static_configs:\n      - targets: ['{}']\n",
+            ex.addr
+        ),
+    )
+    .unwrap();
+    let prom = format!("127.0.0.1:{}", free_port());
+    let mut p = Command::new("prometheus")
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address={prom}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    struct Kill<'a>(&'a mut Child);
+    impl Drop for Kill<'_> {
+        fn drop(&mut self) {
+            self.0.kill().ok();
+            self.0.wait().ok();
+        }
+    }
+    let _kill = Kill(&mut p);
+    // Wait for the first scrape to be queryable (a readiness wait, not a timing assert).
+    let mut pools = Vec::new();
+    for _ in 0..120 {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        if TcpStream::connect(&prom).is_err() {
+            continue;
+        }
+        pools = query(&prom, "hugelab_hugetlb_pages");
+        if !pools.is_empty() {
+            break;
+        }
+    }
+    assert!(!pools.is_empty(), "Prometheus never stored a scrape");
+    let states: Vec<&str> = pools
+        .iter()
+        .filter(|r| r["metric"]["size"] == "2M")
+        .map(|r| r["metric"]["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states.len(), 3, "{pools:?}");
+    let up = query(&prom, "up");
+    assert_eq!(up[0]["value"][1], "1", "{up:?}");
+    let thp = query(&prom, "hugelab_thp_events_total");
+    assert!(
+        thp.iter().any(|r| r["metric"]["event"] == "fault_alloc"),
+        "{thp:?}"
+    );
+    // Prometheus parsed the counter as a counter (OpenMetrics was negotiated).
+    let meta = get(&prom, "/api/v1/metadata?metric=hugelab_thp_events", None).1;
+    assert!(meta.contains("\"counter\""), "{meta}");
+}
