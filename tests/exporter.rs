@@ -341,18 +341,63 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// The values of one instant query, by the sample's labels.
-fn query(prom: &str, q: &str) -> Vec<serde_json::Value> {
-    let (_, body) = get(prom, &format!("/api/v1/query?query={q}"), None);
+fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"_.-".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// Prometheus's answer to one instant query.
+fn api(prom: &str, q: &str) -> serde_json::Value {
+    let (_, body) = get(
+        prom,
+        &format!("/api/v1/query?query={}", percent_encode(q)),
+        None,
+    );
     // Chunked or not, the JSON object is the body from its first brace.
     let json = body
         .find('{')
         .and_then(|i| body.rfind('}').map(|j| &body[i..=j]))
         .unwrap_or("{}");
-    serde_json::from_str::<serde_json::Value>(json)
-        .ok()
-        .and_then(|v| v["data"]["result"].as_array().cloned())
+    serde_json::from_str(json).unwrap_or_default()
+}
+
+/// The samples of one instant query.
+fn query(prom: &str, q: &str) -> Vec<serde_json::Value> {
+    api(prom, q)["data"]["result"]
+        .as_array()
+        .cloned()
         .unwrap_or_default()
+}
+
+/// Every PromQL expression of the Grafana dashboard, with its variables filled in.
+fn dashboard_exprs() -> Vec<String> {
+    let d: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/grafana/hugelab.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    d["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
+        .map(|t| {
+            t["expr"]
+                .as_str()
+                .unwrap()
+                .replace("$instance", ".*")
+                .replace("$__rate_interval", "1m")
+        })
+        .collect()
 }
 
 #[test]
@@ -367,7 +412,7 @@ fn a_real_prometheus_scrapes_the_exporter() {
         );
         return;
     }
-    let ex = serve(&[]);
+    let ex = serve(&["--top", "3"]);
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("prometheus.yml");
     std::fs::write(
@@ -427,4 +472,19 @@ fn a_real_prometheus_scrapes_the_exporter() {
     // Prometheus parsed the counter as a counter (OpenMetrics was negotiated).
     let meta = get(&prom, "/api/v1/metadata?metric=hugelab_thp_events", None).1;
     assert!(meta.contains("\"counter\""), "{meta}");
+    // Every dashboard query is valid PromQL, and every metric it names is one the exporter has.
+    let served = get(&ex.addr, "/metrics", None).1;
+    for e in dashboard_exprs() {
+        let v = api(&prom, &e);
+        assert_eq!(v["status"], "success", "{e}: {v}");
+        for name in e
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| w.starts_with("hugelab_"))
+        {
+            assert!(
+                served.contains(&format!("\n{name}")),
+                "{e}: the exporter serves no {name}"
+            );
+        }
+    }
 }

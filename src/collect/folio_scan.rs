@@ -93,19 +93,25 @@ impl FolioScan {
         Ok(())
     }
 
-    /// Walk for about `budget` (one step may run past it), publishing a pass when it completes.
-    /// Returns the time spent.
-    pub fn advance(&mut self, budget: Duration) -> Result<Duration, ScanError> {
+    /// Walk for about `budget` (one step may run past it), publishing a pass when it completes;
+    /// a new pass starts once the last one is `every` old. Returns the time spent.
+    pub fn advance(&mut self, budget: Duration, every: Duration) -> Result<Duration, ScanError> {
         let t = Instant::now();
         if self.ranges.is_empty() {
+            if self
+                .last
+                .as_ref()
+                .is_some_and(|(_, at)| at.elapsed() < every)
+            {
+                return Ok(Duration::ZERO);
+            }
             self.restart()?;
         }
         while t.elapsed() < budget {
             let Some(&(start, end)) = self.ranges.get(self.at.0) else {
                 // Pass complete.
                 self.last = Some((std::mem::take(&mut self.partial), Instant::now()));
-                // The next pass starts at the next call: one pass per call at most.
-                self.restart()?;
+                self.ranges.clear();
                 break;
             };
             let a = self.at.1.max(start);

@@ -35,6 +35,9 @@ pub struct ExporterArgs {
     /// Page-table walk time allowed per watched process per scrape
     #[arg(long, default_value = "50ms", value_parser = parse_duration)]
     pub budget: Duration,
+    /// Start a new folio-size pass over a watched process this long after the last one ended
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub folio_every: Duration,
     /// Print one scrape on stdout and exit (e.g. for node_exporter's textfile collector)
     #[arg(long)]
     pub once: bool,
@@ -58,6 +61,7 @@ pub struct Exporter {
     names: Vec<String>,
     top: Option<usize>,
     budget: Duration,
+    folio_every: Duration,
     watched: BTreeMap<u32, Watch>,
     /// Why folio sizes are off (not root), said once in the errors and never retried.
     folios_unavailable: Option<String>,
@@ -96,6 +100,7 @@ impl Exporter {
             names: a.name.clone(),
             top: a.top,
             budget: a.budget,
+            folio_every: a.folio_every,
             watched: BTreeMap::new(),
             folios_unavailable: None,
             health: ExporterHealth {
@@ -147,7 +152,7 @@ impl Exporter {
     /// One watched process's numbers, or `None` when it is gone (its series drop).
     fn process(&mut self, pid: u32, comm: String) -> Option<WatchedProcess> {
         let root_folios = self.folios_unavailable.is_none();
-        let budget = self.budget;
+        let (budget, every) = (self.budget, self.folio_every);
         let w = self.watched.entry(pid).or_insert_with(|| Watch {
             comm: comm.clone(),
             rollup: None,
@@ -193,7 +198,7 @@ impl Exporter {
                 }
             }
             if let Some(scan) = w.scan.as_mut() {
-                match scan.advance(budget - walked) {
+                match scan.advance(budget - walked, every) {
                     Ok(d) => walked += d,
                     Err(ScanError::Gone(_)) => return None,
                     Err(ScanError::Unavailable(why)) => {

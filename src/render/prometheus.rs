@@ -415,10 +415,31 @@ fn health(o: &mut Out, s: &Scrape) {
     );
 }
 
-/// OpenMetrics text, ending in `# EOF`.
+/// OpenMetrics text, ending in `# EOF`; each family's samples sorted by their labels (the
+/// registry keeps them in hash order), so that a scrape reads like a table.
 pub fn openmetrics(s: &Scrape) -> String {
-    let mut out = String::new();
-    encode(&mut out, &registry(s)).expect("writing to a String cannot fail");
+    let mut text = String::new();
+    encode(&mut text, &registry(s)).expect("writing to a String cannot fail");
+    let mut out = String::with_capacity(text.len());
+    let mut run: Vec<&str> = Vec::new();
+    for line in text.lines() {
+        if line.starts_with('#') {
+            run.sort_unstable();
+            for l in run.drain(..) {
+                out.push_str(l);
+                out.push('\n');
+            }
+            out.push_str(line);
+            out.push('\n');
+        } else {
+            run.push(line);
+        }
+    }
+    run.sort_unstable();
+    for l in run {
+        out.push_str(l);
+        out.push('\n');
+    }
     out
 }
 

@@ -160,3 +160,15 @@ pub fn fake_guard(root: &hugelab::probe::Root) -> control::Guard {
     )
     .unwrap()
 }
+
+/// Run a program, require success (showing what it printed if not), and return its output.
+pub fn succeed(cmd: &mut std::process::Command) -> std::process::Output {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}

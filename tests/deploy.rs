@@ -1,0 +1,136 @@
+//! The deployment files in deploy/: the Grafana dashboard's structure (the schema fields it
+//! uses), the alert rules and their unit tests under promtool, and the systemd unit under
+//! systemd-analyze. (The dashboard's queries run against a real Prometheus in tests/exporter.rs.)
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn deploy(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("deploy")
+        .join(rel)
+}
+
+#[test]
+fn grafana_dashboard_has_the_fields_grafana_needs() {
+    let d: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(deploy("grafana/hugelab.json")).unwrap())
+            .unwrap();
+    assert!(d["title"].is_string() && d["uid"].as_str().unwrap().len() <= 40);
+    assert!(d["schemaVersion"].as_u64().unwrap() >= 36);
+    let vars: Vec<&str> = d["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(vars, ["datasource", "instance"]);
+    let panels = d["panels"].as_array().unwrap();
+    let mut ids = Vec::new();
+    let mut cells = std::collections::HashSet::new();
+    let mut queries = 0;
+    for p in panels {
+        let t = p["type"].as_str().unwrap();
+        assert!(["timeseries", "row"].contains(&t), "panel type {t}");
+        ids.push(p["id"].as_u64().unwrap());
+        let g = &p["gridPos"];
+        let (x, y, w, h) = (
+            g["x"].as_u64().unwrap(),
+            g["y"].as_u64().unwrap(),
+            g["w"].as_u64().unwrap(),
+            g["h"].as_u64().unwrap(),
+        );
+        assert!(x + w <= 24 && w > 0 && h > 0, "{}: gridPos {g}", p["title"]);
+        // Panels do not overlap on Grafana's 24-column grid.
+        for cx in x..x + w {
+            for cy in y..y + h {
+                assert!(
+                    cells.insert((cx, cy)),
+                    "{} overlaps another panel",
+                    p["title"]
+                );
+            }
+        }
+        if t == "row" {
+            continue;
+        }
+        assert_eq!(p["datasource"]["uid"], "${datasource}");
+        let targets = p["targets"].as_array().unwrap();
+        assert!(!targets.is_empty(), "{} has no query", p["title"]);
+        let mut refs: Vec<&str> = targets
+            .iter()
+            .map(|q| q["refId"].as_str().unwrap())
+            .collect();
+        refs.sort_unstable();
+        refs.dedup();
+        assert_eq!(refs.len(), targets.len(), "refIds repeat in {}", p["title"]);
+        for q in targets {
+            let e = q["expr"].as_str().unwrap();
+            assert!(
+                e.contains("instance=~\"$instance\""),
+                "{e}: not filtered by host"
+            );
+            queries += 1;
+        }
+    }
+    let n = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), n, "panel ids repeat");
+    // The panels: pools by state, THP/mTHP success vs fallback, compaction stalls,
+    // coverage of watched processes.
+    let text = serde_json::to_string(&d).unwrap();
+    for want in [
+        "hugelab_hugetlb_pages",
+        "fault_fallback",
+        "anon_fault_fallback",
+        "event=\\\"stall\\\"",
+        "hugelab_process_huge_coverage_ratio",
+    ] {
+        assert!(text.contains(want), "the dashboard lacks {want}");
+    }
+    assert!(queries >= 15);
+}
+
+fn tool(name: &str) -> bool {
+    Command::new(name).arg("--version").output().is_ok()
+}
+
+#[test]
+fn alert_rules_pass_promtool_and_their_unit_tests() {
+    if !tool("promtool") {
+        eprintln!("skipped: no promtool (apt-get install prometheus; .ci/run does)");
+        return;
+    }
+    let dir = deploy("prometheus");
+    for args in [
+        ["check", "rules", "hugelab-alerts.yml"],
+        ["test", "rules", "hugelab-alerts.test.yml"],
+    ] {
+        common::succeed(Command::new("promtool").args(args).current_dir(&dir));
+    }
+}
+
+#[test]
+fn systemd_unit_verifies() {
+    if !tool("systemd-analyze") {
+        eprintln!("skipped: no systemd-analyze on this machine");
+        return;
+    }
+    let unit = std::fs::read_to_string(deploy("systemd/hugelab-exporter.service")).unwrap();
+    assert!(unit.contains("ExecStart=/usr/local/bin/hugelab exporter"));
+    // Verify it as installed, with this build's binary in place of /usr/local/bin/hugelab.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hugelab-exporter.service");
+    std::fs::write(
+        &path,
+        unit.replace(
+            "/usr/local/bin/hugelab",
+            assert_cmd::cargo::cargo_bin("hugelab").to_str().unwrap(),
+        ),
+    )
+    .unwrap();
+    common::succeed(Command::new("systemd-analyze").arg("verify").arg(&path));
+}
