@@ -39,6 +39,8 @@ pub enum Command {
     Top(crate::commands::inspect::TopArgs),
     /// Promote a running process's anonymous memory to huge pages (MADV_COLLAPSE) and report before/after
     Collapse(crate::commands::inspect::CollapseArgs),
+    /// Kernel latency histograms of huge pages' costs (compaction, reclaim, migration, khugepaged) from tracepoints
+    Trace(crate::commands::trace::TraceArgs),
     /// Prometheus metrics for huge pages on this host: pools by state, THP/mTHP, compaction, fragmentation, watched processes
     Exporter(crate::commands::exporter::ExporterArgs),
     /// Undo system settings left changed by an interrupted hugelab run
@@ -46,7 +48,6 @@ pub enum Command {
     /// Hold settings changed until killed (for testing the restore path)
     #[command(hide = true)]
     Hold(crate::commands::restore::HoldArgs),
-    /// Map memory with a known backing and wait (test helper)
-    #[command(hide = true)]
+    /// Map memory with a known backing and hold it (examples and tests; --fragment fragments free memory)
     HoldMemory(crate::commands::inspect::HoldMemoryArgs),
 }

@@ -21,6 +21,7 @@ fn main() {
         Command::Inspect(a) => commands::inspect::run(a),
         Command::Top(a) => commands::inspect::top(a),
         Command::Exporter(a) => commands::exporter::run(a),
+        Command::Trace(a) => commands::trace::run(a),
         Command::Collapse(a) => commands::inspect::collapse(a),
         Command::HoldMemory(a) => commands::inspect::hold_memory(a),
         Command::Restore(a) => commands::restore::run(a),

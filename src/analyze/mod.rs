@@ -20,4 +20,5 @@ pub mod inspect;
 pub mod sequential;
 pub mod simulate;
 pub mod stats;
+pub mod trace;
 pub mod verdict;

@@ -315,6 +315,32 @@ impl Region {
         }
     }
 
+    /// Give back three of every four 4 KiB pages (MADV_DONTNEED): a page faulted in comes from
+    /// anywhere in physical memory, so keeping one in four leaves a kept page in practically
+    /// every 2 MiB physical block the region used ((3/4)^512 of them come free whole): three
+    /// quarters of the region return to free memory, in pieces no huge page can be made of
+    /// without compaction.
+    pub fn fragment(&mut self) -> std::io::Result<()> {
+        const BLOCK: usize = 16 << 10;
+        let mut at = 0;
+        while at + 4096 < self.mapped {
+            let len = (BLOCK - 4096).min(self.mapped - at - 4096);
+            // SAFETY: [at + 4 KiB, at + 4 KiB + len) lies inside this region's mapping.
+            let rc = unsafe {
+                libc::madvise(
+                    self.ptr.add(at + 4096) as *mut libc::c_void,
+                    len,
+                    libc::MADV_DONTNEED,
+                )
+            };
+            if rc != 0 {
+                return Err(last_os_error("MADV_DONTNEED", len));
+            }
+            at += BLOCK;
+        }
+        Ok(())
+    }
+
     /// Prepare the region for measurement: fault it in, and for `thp-collapse` promote it.
     pub fn prepare(&mut self) -> std::io::Result<()> {
         self.populate()?;

@@ -6,6 +6,7 @@ pub mod folio_scan;
 pub mod noise;
 pub mod perf;
 pub mod sampler;
+pub mod tracepoints;
 pub mod trial;
 
 use crate::probe::Root;

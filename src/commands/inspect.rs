@@ -496,6 +496,10 @@ pub struct HoldMemoryArgs {
     /// Reserve nothing and touch one page per GiB (a huge, mostly empty mapping)
     #[arg(long)]
     pub sparse: bool,
+    /// After faulting in, give back three of every four 4 KiB pages (fragments free memory; with a
+    /// size near MemAvailable, later huge-page faults must compact)
+    #[arg(long)]
+    pub fragment: bool,
     #[arg(long, default_value_t = 3600)]
     pub seconds: u64,
 }
@@ -518,6 +522,9 @@ pub fn hold_memory(a: HoldMemoryArgs) -> anyhow::Result<i32> {
             Region::map(a.size.0, backing)?
         };
         r.populate()?;
+        if a.fragment {
+            r.fragment()?;
+        }
         r
     };
     println!(

@@ -9,6 +9,7 @@ pub mod restore;
 pub mod results;
 pub mod run;
 pub mod status;
+pub mod trace;
 
 /// Bad arguments discovered after parsing (exit code 2).
 #[derive(Debug, thiserror::Error)]

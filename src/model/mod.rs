@@ -6,3 +6,4 @@ pub mod exporter;
 pub mod inspect;
 pub mod report;
 pub mod run;
+pub mod trace;

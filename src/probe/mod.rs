@@ -15,6 +15,7 @@ pub mod pmu;
 pub mod process;
 pub mod status;
 pub mod thp;
+pub mod tracefs;
 
 use crate::error::{ParseError, ProbeError};
 use std::io::ErrorKind;

@@ -9,6 +9,7 @@ pub mod progress;
 pub mod prometheus;
 pub mod run;
 pub mod status;
+pub mod trace;
 
 use comfy_table::{ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};
 

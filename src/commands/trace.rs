@@ -1,0 +1,321 @@
+//! `hugelab trace`: the kernel's huge-page costs as latency histograms, from stable tracepoints
+//! only (perf_event_open, no BPF): system-wide for a duration, one process, or a command's
+//! process tree from exec to exit; one window or one per `--interval`.
+
+use super::{UsageError, print_json};
+use crate::analyze::trace::{Aggregator, DEFAULT_KINDS, KINDS, events, parse_kinds};
+use crate::collect::tracepoints::{Event, Tracefs, Tracer};
+use crate::model::trace::{MissingEvent, TraceResult};
+use crate::probe::Root;
+use crate::render::trace as render;
+use crate::units::parse_duration;
+use clap::Args;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+pub const SCHEMA: &str = "hugelab.trace/1";
+const FORK: &str = "sched:sched_process_fork";
+
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    /// What to trace, comma-separated: compaction, reclaim, migrate, khugepaged, alloc, tlb,
+    /// faults [default: compaction,reclaim,migrate,khugepaged,alloc]
+    #[arg(long, short)]
+    pub events: Option<String>,
+    /// How long to trace system-wide or a --pid [default: 10s; with --interval, until Ctrl-C]
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// One histogram per interval, like vmstat
+    #[arg(long, value_parser = parse_duration)]
+    pub interval: Option<Duration>,
+    /// Only this process (all its threads); the trace ends when it exits
+    #[arg(long)]
+    pub pid: Option<u32>,
+    /// Print JSON (schema hugelab.trace/1, see docs/json.md); a traced command's stdout goes to stderr
+    #[arg(long)]
+    pub json: bool,
+    /// A command to trace from exec to exit, with its children: `hugelab trace -- CMD ARGS…`
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+/// Which processes a trace keeps.
+enum Scope {
+    All,
+    Pid(u32),
+    /// The command's process tree, grown by fork events.
+    Tree(BTreeSet<u32>),
+}
+
+impl Scope {
+    fn keeps(&self, pid: u32) -> bool {
+        match self {
+            Scope::All => true,
+            Scope::Pid(p) => *p == pid,
+            Scope::Tree(s) => s.contains(&pid),
+        }
+    }
+}
+
+fn comm_of(pid: u32) -> Option<String> {
+    Some(
+        std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .ok()?
+            .trim_end()
+            .to_string(),
+    )
+}
+
+/// A process that still runs (a zombie has exited, even while its parent has not reaped it).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let state = s.rsplit_once(')')?.1.split_whitespace().next()?.to_string();
+            Some(state != "Z" && state != "X")
+        })
+        .unwrap_or(false)
+}
+
+fn cpu_time() -> f64 {
+    // SAFETY: getrusage fills a zeroed rusage for this process.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
+    t(u.ru_utime) + t(u.ru_stime)
+}
+
+/// What a trace needs besides its arguments: checked kinds, the scope and when it ends.
+struct Plan {
+    kinds: Vec<&'static str>,
+    duration: Option<Duration>,
+    interval: Option<Duration>,
+}
+
+fn plan(a: &TraceArgs) -> Result<Plan, UsageError> {
+    let kinds = match &a.events {
+        Some(s) => parse_kinds(s).map_err(UsageError)?,
+        None => DEFAULT_KINDS.to_vec(),
+    };
+    if a.pid.is_some() && !a.command.is_empty() {
+        return Err(UsageError(
+            "give --pid or a command after --, not both".into(),
+        ));
+    }
+    if let Some(i) = a.interval
+        && i < Duration::from_millis(100)
+    {
+        return Err(UsageError(format!(
+            "--interval {i:?} is too short: at least 100ms"
+        )));
+    }
+    if let Some(p) = a.pid
+        && !alive(p)
+    {
+        return Err(UsageError(format!("--pid {p}: no such process")));
+    }
+    let duration = match (a.duration, a.interval, a.command.is_empty()) {
+        (Some(d), _, _) => Some(d),
+        (None, None, true) => Some(Duration::from_secs(10)),
+        _ => None,
+    };
+    Ok(Plan {
+        kinds,
+        duration,
+        interval: a.interval,
+    })
+}
+
+pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
+    let p = plan(&a)?;
+    let tfs = Tracefs::open()?;
+    let mut wanted: Vec<(&str, Option<&str>)> = p
+        .kinds
+        .iter()
+        .flat_map(|k| events(k).iter().copied())
+        .collect();
+    if !a.command.is_empty() {
+        wanted.push((FORK, None));
+    }
+    let mut tracer = Tracer::open(&tfs, &wanted);
+    if tracer.sources.iter().all(|s| s.name == FORK) {
+        let why = tracer
+            .missing
+            .first()
+            .map(|m| format!("{}: {}", m.event, m.reason))
+            .unwrap_or_default();
+        anyhow::bail!("no tracepoint could be opened ({why})");
+    }
+    let fork = tracer.index(FORK);
+    let fork_format = fork.map(|i| tracer.sources[i].format.clone());
+    let names: Vec<String> = tracer.sources.iter().map(|s| s.name.clone()).collect();
+    let mut agg = Aggregator::new(names.clone(), tracer.formats());
+    let kernel = crate::probe::cpu::kernel_release(&Root::system())
+        .ok()
+        .flatten();
+    let mut notes: Vec<String> = tfs.note.iter().cloned().collect();
+    if !p.kinds.contains(&"faults") {
+        notes.push(format!(
+            "kinds: {} (also available: {})",
+            p.kinds.join(", "),
+            KINDS
+                .iter()
+                .map(|(k, _)| *k)
+                .filter(|k| !p.kinds.contains(k))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    crate::control::defer_first_signal();
+    tracer.enable()?;
+    let cpu0 = cpu_time();
+    let started = Instant::now();
+    let mut child = None;
+    let mut scope = match (a.pid, a.command.is_empty()) {
+        (Some(pid), _) => Scope::Pid(pid),
+        (None, true) => Scope::All,
+        (None, false) => {
+            let mut cmd = std::process::Command::new(&a.command[0]);
+            cmd.args(&a.command[1..]);
+            if a.json {
+                // stdout is the JSON document: the command's output goes to stderr.
+                use std::os::fd::AsFd;
+                cmd.stdout(std::io::stderr().as_fd().try_clone_to_owned()?);
+            }
+            let c = cmd
+                .spawn()
+                .map_err(|e| anyhow::anyhow!("cannot start {:?}: {e}", a.command[0]))?;
+            let s = Scope::Tree(BTreeSet::from([c.id()]));
+            child = Some(c);
+            s
+        }
+    };
+    let scope_text = match (&scope, a.pid) {
+        (Scope::All, _) => "system-wide".to_string(),
+        (Scope::Pid(_), Some(pid)) => {
+            format!("pid {pid} ({})", comm_of(pid).unwrap_or_else(|| "?".into()))
+        }
+        _ => format!("command {:?} and its children", a.command.join(" ")),
+    };
+    let mut comms: BTreeMap<u32, String> = BTreeMap::new();
+    if let Some(c) = &child {
+        comms.insert(c.id(), a.command[0].rsplit('/').next().unwrap_or("").into());
+    }
+    let mut result = TraceResult {
+        schema: SCHEMA,
+        kernel,
+        scope: scope_text,
+        events: names.iter().filter(|n| *n != FORK).cloned().collect(),
+        missing: tracer
+            .missing
+            .iter()
+            .map(|m| MissingEvent {
+                event: m.event.clone(),
+                reason: m.reason.clone(),
+            })
+            .collect(),
+        windows: Vec::new(),
+        lost: 0,
+        self_cpu_s: 0.0,
+        notes,
+        exit_code: None,
+        ended: String::new(),
+    };
+    if !a.json {
+        print!("{}", render::header(&result));
+    }
+    let mut window_start = started;
+    let feed = |batch: Vec<Event>,
+                scope: &mut Scope,
+                agg: &mut Aggregator,
+                comms: &mut BTreeMap<u32, String>| {
+        for e in batch {
+            if Some(e.source) == fork {
+                if let (Scope::Tree(set), Some(f)) = (&mut *scope, &fork_format)
+                    && set.contains(&e.pid)
+                    && let Some(child) = f.int(&e.raw, "child_pid")
+                {
+                    set.insert(child as u32);
+                }
+                continue;
+            }
+            if !scope.keeps(e.pid) {
+                continue;
+            }
+            if let std::collections::btree_map::Entry::Vacant(v) = comms.entry(e.pid) {
+                v.insert(comm_of(e.pid).unwrap_or_else(|| "?".into()));
+            }
+            agg.add(&e);
+        }
+    };
+    loop {
+        let batch = tracer.poll(Duration::from_millis(100));
+        feed(batch, &mut scope, &mut agg, &mut comms);
+        let now = Instant::now();
+        let mut done = false;
+        if crate::control::stop_requested() {
+            result.ended = "interrupted (Ctrl-C): what was collected is shown".into();
+            done = true;
+        }
+        if let Some(d) = p.duration
+            && now.duration_since(started) >= d
+        {
+            result.ended = format!("--duration {d:?} reached");
+            done = true;
+        }
+        if let Scope::Pid(pid) = scope
+            && !alive(pid)
+        {
+            result.ended = format!("pid {pid} exited: the trace ends with it");
+            done = true;
+        }
+        if let Some(c) = child.as_mut()
+            && let Some(st) = c.try_wait()?
+        {
+            result.exit_code = st.code();
+            result.ended = match st.code() {
+                Some(c) => format!("the command exited with {c}"),
+                None => format!("the command ended: {st}"),
+            };
+            done = true;
+        }
+        let window_due = p
+            .interval
+            .is_some_and(|i| now.duration_since(window_start) >= i);
+        if done || window_due {
+            if done {
+                tracer.disable();
+                let rest = tracer.drain();
+                feed(rest, &mut scope, &mut agg, &mut comms);
+            }
+            let w = agg.take(
+                window_start.duration_since(started).as_secs_f64(),
+                now.duration_since(window_start).as_secs_f64(),
+                &|pid| comms.get(&pid).cloned().unwrap_or_else(|| "?".into()),
+            );
+            if !a.json {
+                print!("{}", render::window(&w));
+            }
+            result.windows.push(w);
+            window_start = now;
+        }
+        if done {
+            break;
+        }
+    }
+    result.lost = tracer.lost;
+    result.self_cpu_s = cpu_time() - cpu0;
+    drop(tracer);
+    drop(tfs); // unmounts tracefs if this trace mounted it
+    if a.json {
+        print_json(&result)?;
+    } else {
+        print!("{}", render::footer(&result));
+    }
+    Ok(if crate::control::stop_requested() {
+        130
+    } else {
+        0
+    })
+}

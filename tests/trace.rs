@@ -1,0 +1,141 @@
+//! `hugelab trace` on the live kernel: a command's process tree is traced from exec to exit and
+//! its huge-page allocations are counted exactly; a traced pid that exits ends the trace;
+//! tracefs is left as it was found; bad kinds list the valid ones.
+
+mod common;
+
+use std::process::{Command, Stdio};
+
+/// One trace at a time: each may mount and unmount tracefs.
+static TRACING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn tracefs_mounted() -> bool {
+    std::fs::read_to_string("/proc/mounts")
+        .unwrap()
+        .lines()
+        .any(|l| l.split_whitespace().nth(2) == Some("tracefs"))
+}
+
+#[test]
+#[cfg_attr(unprivileged, ignore = "needs root: tracepoints")]
+fn a_commands_thp_faults_are_counted_exactly_and_tracefs_is_left_as_found() {
+    require_root!();
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let was_mounted = tracefs_mounted();
+    let bin = assert_cmd::cargo::cargo_bin("hugelab");
+    let v = common::hugelab_json([
+        "trace",
+        "-e",
+        "alloc,compaction",
+        "--json",
+        "--",
+        bin.to_str().unwrap(),
+        "hold-memory",
+        "--backing",
+        "thp",
+        "--size",
+        "64M",
+        "--seconds",
+        "0",
+    ]);
+    assert_eq!(v["schema"], "hugelab.trace/1");
+    assert_eq!(v["exit_code"], 0);
+    assert_eq!(v["ended"], "the command exited with 0");
+    assert_eq!(v["lost"], 0, "no record may be lost for an exact count");
+    let w = &v["windows"][0];
+    let alloc = w["counts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["event"] == "kmem:mm_page_alloc")
+        .unwrap();
+    // 64 MiB of 2 MiB-aligned THP is 32 order-9 allocations, all by the command; the kernel-side
+    // filter (order > 0) kept every order-0 fault out.
+    assert_eq!(alloc["by_key"]["9"], 32, "{alloc}");
+    assert_eq!(alloc["total"], 32, "{alloc}");
+    assert_eq!(alloc["by_process"][0]["comm"], "hugelab", "{alloc}");
+    // Only the command's tree: no kcompactd or other process in any row.
+    for l in w["latencies"].as_array().unwrap() {
+        for p in l["by_process"].as_array().unwrap() {
+            assert_eq!(p["comm"], "hugelab", "{l}");
+        }
+    }
+    assert_eq!(
+        tracefs_mounted(),
+        was_mounted,
+        "tracefs left as it was found"
+    );
+}
+
+#[test]
+#[cfg_attr(unprivileged, ignore = "needs root: tracepoints")]
+fn a_traced_pid_that_exits_ends_the_trace_with_what_was_collected() {
+    require_root!();
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let mut sleeper = Command::new("sleep").arg("1").spawn().unwrap();
+    let out = Command::new(assert_cmd::cargo::cargo_bin("hugelab"))
+        .args(["trace", "--duration", "10m", "--pid"])
+        .arg(sleeper.id().to_string())
+        .stdout(Stdio::piped())
+        .output()
+        .unwrap();
+    sleeper.wait().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("exited: the trace ends with it"), "{text}");
+    assert!(text.contains("direct compaction:"), "{text}");
+}
+
+#[test]
+fn bad_input_names_the_fix() {
+    for (args, want) in [
+        (
+            &["trace", "-e", "compact"][..],
+            "valid: compaction, reclaim",
+        ),
+        (&["trace", "--interval", "10ms"][..], "at least 100ms"),
+        (&["trace", "--pid", "999999999"][..], "no such process"),
+    ] {
+        let out = Command::new(assert_cmd::cargo::cargo_bin("hugelab"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.contains(want), "{args:?}: {e}");
+    }
+}
+
+#[test]
+#[cfg_attr(unprivileged, ignore = "needs root: tracepoints")]
+fn a_missing_event_or_bad_filter_is_named_and_the_rest_still_works() {
+    require_root!();
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    use hugelab::collect::tracepoints::{Tracefs, Tracer};
+    let tfs = Tracefs::open().unwrap();
+    let t = Tracer::open(
+        &tfs,
+        &[
+            ("kmem:mm_page_alloc", Some("order > 0")),
+            ("nosuchgroup:nosuchevent", None),
+            ("kmem:mm_page_free", Some("nosuchfield > 1")),
+        ],
+    );
+    assert_eq!(t.sources.len(), 1);
+    assert_eq!(t.sources[0].format.field("order").unwrap().size, 4);
+    let kernel = common::read_trim("/proc/sys/kernel/osrelease");
+    let m = |e: &str| {
+        t.missing
+            .iter()
+            .find(|m| m.event == e)
+            .unwrap()
+            .reason
+            .clone()
+    };
+    assert!(
+        m("nosuchgroup:nosuchevent").contains(&format!("not in this kernel ({kernel})")),
+        "{:?}",
+        t.missing
+    );
+    assert!(m("kmem:mm_page_free").contains("filter \"nosuchfield > 1\" refused"));
+}
