@@ -107,6 +107,7 @@ fn execute_with(
         run_id: id,
         root: Root::new(dir),
         cpu: Default::default(),
+        trace: None,
         guard: Box::new(move || {
             let root = Root::new(sysfs.clone().expect("a system arm needs the fake sysfs"));
             Ok(Guard::new(
@@ -955,6 +956,26 @@ fn without_root_system_arms_and_root_options_are_refused_with_the_fix() {
         let e = plan_as(&a, false).unwrap_err().to_string();
         assert!(e.contains("need root"), "{opt}: {e}");
     }
+    let traced = args(&[
+        "--arm",
+        "a=",
+        "--arm",
+        "b=",
+        "--trace",
+        "compaction",
+        "--",
+        "true",
+    ]);
+    let e = plan_as(&traced, false).unwrap_err().to_string();
+    assert!(e.contains("--trace needs root"), "{e}");
+    let bad = args(&[
+        "--arm", "a=", "--arm", "b=", "--trace", "compact", "--", "true",
+    ]);
+    let e = plan_as(&bad, true).unwrap_err().to_string();
+    assert!(
+        e.contains("--trace: unknown trace kind \"compact\"; valid: compaction"),
+        "{e}"
+    );
     // Per-process arms need no privilege.
     let a = args(&["--arm", "a=", "--arm", "b=process.thp=off", "--", "true"]);
     assert!(plan_as(&a, false).is_ok());

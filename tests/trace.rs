@@ -139,3 +139,72 @@ fn a_missing_event_or_bad_filter_is_named_and_the_rest_still_works() {
     );
     assert!(m("kmem:mm_page_free").contains("filter \"nosuchfield > 1\" refused"));
 }
+
+#[test]
+#[cfg_attr(unprivileged, ignore = "needs root: tracepoints")]
+fn run_trace_stores_each_trials_events_of_its_own_process_tree() {
+    require_root!();
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("hugelab");
+    let v = common::hugelab_json([
+        "run",
+        "--trace",
+        "alloc",
+        "--arm",
+        "small=env.X=1",
+        "--arm",
+        "big=env.X=2",
+        "--blocks",
+        "2",
+        "--warmup",
+        "0",
+        "--json",
+        "--db",
+        dir.path().join("r.db").to_str().unwrap(),
+        "--shell",
+        "--",
+        &format!(
+            "exec {} hold-memory --backing thp --size $((X*16))M --seconds 0",
+            bin.display()
+        ),
+    ]);
+    // Each trial's order-9 allocations are its own: 8 for 16 MiB, 16 for 32 MiB (the run's other
+    // trials, and every other process, are not in its tree).
+    let out = Command::new(&bin)
+        .args(["results", "export", "1", "--format", "json", "--db"])
+        .arg(dir.path().join("r.db"))
+        .output()
+        .unwrap();
+    let export: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut seen = 0;
+    for (arm, want) in [(0, 8), (1, 16)] {
+        for t in export["results"][arm]["hugelab"]["trials"]
+            .as_array()
+            .unwrap()
+        {
+            seen += 1;
+            let alloc = t["evidence"]["trace"]["counts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["event"] == "kmem:mm_page_alloc")
+                .unwrap()
+                .clone();
+            assert_eq!(alloc["by_key"]["9"], want, "{alloc}");
+            assert_eq!(t["evidence"]["trace_lost"], 0);
+        }
+    }
+    assert_eq!(seen, 4);
+    let notes: Vec<&str> = v["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(
+        notes
+            .contains(&"trace, mean per trial: page allocations (order ≥ 1): small 8.0 · big 16.0"),
+        "{notes:?}"
+    );
+}

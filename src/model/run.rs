@@ -26,6 +26,8 @@ pub struct Plan {
     pub max_time: Option<Duration>,
     /// An A/A calibration run.
     pub calibrate: bool,
+    /// Trace kinds recorded per trial (`--trace`), empty when not tracing.
+    pub trace: Vec<&'static str>,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]

@@ -46,6 +46,8 @@ pub struct Context<'a> {
     /// True once the user asked to stop (first Ctrl-C): finish the trial in flight, then stop.
     pub stop: &'a dyn Fn() -> bool,
     pub progress: &'a mut dyn Observer,
+    /// `--trace`: the tracepoints read around each trial.
+    pub trace: Option<&'a mut super::tracing::TrialTrace>,
 }
 
 /// What `execute` did.
@@ -176,8 +178,18 @@ fn trial(
         plan.sampling
     };
     let mut gatherer = Gatherer::new(&ctx.root, &ctx.cpu, schedule);
+    if let Some(t) = ctx.trace.as_deref_mut() {
+        t.start();
+    }
     let o = ctx.runner.run(&spec, &mut gatherer)?;
     let ev = gatherer.finish(o.user_ns + o.sys_ns);
+    let traced = ctx.trace.as_deref_mut().map(|t| {
+        let comm = spec
+            .argv
+            .first()
+            .map_or("child", |c| c.rsplit('/').next().unwrap_or(c));
+        t.finish(o.start_mono_ns, o.end_mono_ns, comm)
+    });
     let mut metrics = BTreeMap::from([("wall_s".to_string(), o.wall_ns as f64 / 1e9)]);
     let mut missing = Vec::new();
     for m in outputs {
@@ -207,6 +219,11 @@ fn trial(
         &o.stdout,
         &o.stderr,
     );
+    let mut evidence = evidence_json(&o, &ev, &missing)?;
+    if let Some((w, lost)) = traced {
+        evidence["trace"] = serde_json::to_value(&w)?;
+        evidence["trace_lost"] = lost.into();
+    }
     Ok(TrialRow {
         block,
         arm_idx: arm_idx as i64,
@@ -214,7 +231,7 @@ fn trial(
         ok: o.succeeded() && missing.is_empty(),
         flagged,
         metrics,
-        evidence: evidence_json(&o, &ev, &missing)?,
+        evidence,
     })
 }
 

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 mod execute;
 mod plan;
+pub mod tracing;
 
 pub use crate::store::trial_data;
 pub use execute::{Context, Executed, execute};
@@ -93,6 +94,11 @@ pub struct RunArgs {
     /// Do not sample the child's memory (flags then rest on the kernel's THP counters alone)
     #[arg(long)]
     pub no_sample: bool,
+    /// Trace the kernel's costs per trial (root): compaction, reclaim, migrate, khugepaged, alloc,
+    /// tlb, faults, comma-separated; each trial's histograms are stored with it and the stall
+    /// time per trial is summarised per arm
+    #[arg(long, value_name = "KINDS")]
+    pub trace: Option<String>,
     /// Run the child on this CPU only and hugelab on the others (less cross-talk; see README)
     #[arg(long, value_name = "CPU")]
     pub pin: Option<usize>,
@@ -126,6 +132,82 @@ pub struct RunArgs {
     /// The command and its arguments (after --)
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
+}
+
+/// `--trace`: per latency and count kind that saw anything, the mean per trial of each arm.
+fn trace_summary(plan: &Plan, trials: &[crate::store::TrialRow]) -> Vec<String> {
+    use std::collections::BTreeMap;
+    // kind → arm → (trials, total ns or count, stalls)
+    let mut lat: BTreeMap<String, BTreeMap<usize, (u64, f64, f64)>> = BTreeMap::new();
+    let mut cnt: BTreeMap<String, BTreeMap<usize, (u64, f64)>> = BTreeMap::new();
+    let mut lost = 0u64;
+    for t in trials.iter().filter(|t| t.block >= 0) {
+        let w = &t.evidence["trace"];
+        lost += t.evidence["trace_lost"].as_u64().unwrap_or(0);
+        let arm = t.arm_idx as usize;
+        for l in w["latencies"].as_array().into_iter().flatten() {
+            let e = lat
+                .entry(l["kind"].as_str().unwrap_or("?").into())
+                .or_default()
+                .entry(arm)
+                .or_default();
+            e.0 += 1;
+            e.1 += l["hist"]["total_ns"].as_f64().unwrap_or(0.0);
+            e.2 += l["hist"]["count"].as_f64().unwrap_or(0.0);
+        }
+        for c in w["counts"].as_array().into_iter().flatten() {
+            let e = cnt
+                .entry(c["kind"].as_str().unwrap_or("?").into())
+                .or_default()
+                .entry(arm)
+                .or_default();
+            e.0 += 1;
+            e.1 += c["total"].as_f64().unwrap_or(0.0);
+        }
+    }
+    let name = |i: &usize| plan.arms[*i].name.clone();
+    let mut out = Vec::new();
+    for (kind, arms) in &lat {
+        if arms.values().all(|v| v.2 == 0.0) {
+            continue;
+        }
+        let parts: Vec<String> = arms
+            .iter()
+            .map(|(i, (n, ns, k))| {
+                let n = (*n).max(1) as f64;
+                format!("{} {:.1} ms ({:.1} stalls)", name(i), ns / n / 1e6, k / n)
+            })
+            .collect();
+        out.push(format!(
+            "trace, mean per trial: {kind}: {}",
+            parts.join(" · ")
+        ));
+    }
+    for (kind, arms) in &cnt {
+        if arms.values().all(|v| v.1 == 0.0) {
+            continue;
+        }
+        let parts: Vec<String> = arms
+            .iter()
+            .map(|(i, (n, c))| format!("{} {:.1}", name(i), c / (*n).max(1) as f64))
+            .collect();
+        out.push(format!(
+            "trace, mean per trial: {kind}: {}",
+            parts.join(" · ")
+        ));
+    }
+    if out.is_empty() {
+        out.push(format!(
+            "trace ({}): no events in any trial's process tree",
+            plan.trace.join(",")
+        ));
+    }
+    if lost > 0 {
+        out.push(format!(
+            "trace: the kernel dropped {lost} records during trials (ring buffers full): the means above are lower bounds"
+        ));
+    }
+    out
 }
 
 /// Keep hugelab's own threads off the child's CPU (`--pin`).
@@ -186,6 +268,18 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     let cpu = crate::probe::cpu::read(&Root::system()).unwrap_or_default();
     let mut runner = ProcessRunner;
     let stop = control::stop_requested;
+    let mut trace = if plan.trace.is_empty() {
+        None
+    } else {
+        match tracing::TrialTrace::open(&plan.trace) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                store.finish_run(run_id, "failed", None)?;
+                return Err(e);
+            }
+        }
+    };
+    let trace_notes = trace.as_ref().map(|t| t.notes.clone()).unwrap_or_default();
     let mut ctx = Context {
         runner: &mut runner,
         store: &mut store,
@@ -195,9 +289,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         guard: Box::new(|| Ok(Guard::system()?)),
         stop: &stop,
         progress: &mut progress,
+        trace: trace.as_mut(),
     };
     let result = execute(&a, &plan, &outputs, &mut ctx);
     drop(ctx);
+    drop(trace);
     progress.done();
     let x = match result {
         Ok(r) => r,
@@ -235,6 +331,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         "complete"
     };
     store.finish_run(run_id, status, Some(&serde_json::to_value(&report)?))?;
+    let mut notes = trace_notes;
+    notes.extend(x.notes);
+    if !plan.trace.is_empty() {
+        notes.extend(trace_summary(&plan, &x.trials));
+    }
     let res = RunResult {
         schema: SCHEMA,
         run_id,
@@ -246,7 +347,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         report,
         noise,
         calibration,
-        notes: x.notes,
+        notes,
         elapsed_s: started.elapsed().as_secs_f64(),
     };
     if a.json {

@@ -117,6 +117,11 @@ pub fn plan_as(a: &RunArgs, privileged: bool) -> Result<(Plan, Vec<OutputMetric>
                 "--drop-caches, --compact and --user need root".into(),
             ));
         }
+        if a.trace.is_some() {
+            return Err(UsageError(
+                "--trace needs root (tracepoints through perf_event_open)".into(),
+            ));
+        }
     }
     let outputs = a
         .metrics
@@ -202,6 +207,11 @@ pub fn plan_as(a: &RunArgs, privileged: bool) -> Result<(Plan, Vec<OutputMetric>
             pin: a.pin,
             max_time: a.calibrate.or(a.max_time),
             calibrate: a.calibrate.is_some(),
+            trace: match &a.trace {
+                Some(k) => crate::analyze::trace::parse_kinds(k)
+                    .map_err(|e| UsageError(format!("--trace: {e}")))?,
+                None => Vec::new(),
+            },
         },
         outputs,
     ))
