@@ -50,10 +50,11 @@ fn run(label: &str, extra: &[String], n: usize) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let mut err = BufReader::new(c.stderr.take().unwrap());
     let mut line = String::new();
-    BufReader::new(c.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    err.read_line(&mut line).unwrap();
+    // Keep reading its stderr, so that later notes never hit a closed pipe.
+    std::thread::spawn(move || err.lines().for_each(drop));
     let ex = Killed(c);
     let addr = line
         .split("http://")

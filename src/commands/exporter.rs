@@ -38,6 +38,10 @@ pub struct ExporterArgs {
     /// Start a new folio-size pass over a watched process this long after the last one ended
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub folio_every: Duration,
+    /// Also export kernel stall histograms from tracepoints (root): compaction, reclaim, migrate,
+    /// comma-separated (e.g. `compaction,reclaim`)
+    #[arg(long, value_name = "KINDS")]
+    pub trace: Option<String>,
     /// Print one scrape on stdout and exit (e.g. for node_exporter's textfile collector)
     #[arg(long)]
     pub once: bool,
@@ -66,6 +70,117 @@ pub struct Exporter {
     /// Why folio sizes are off (not root), said once in the errors and never retried.
     folios_unavailable: Option<String>,
     pub health: ExporterHealth,
+    /// `--trace`: the stall histograms the trace thread keeps.
+    stalls: Option<std::sync::Arc<std::sync::Mutex<Stalls>>>,
+}
+
+/// Stall histograms since start, filled by the trace thread.
+#[derive(Debug, Default)]
+pub struct Stalls {
+    /// kind → (sum ns, count, count per power-of-two bucket by its lower edge in ns).
+    kinds: BTreeMap<String, (u64, u64, BTreeMap<u64, u64>)>,
+    lost: u64,
+}
+
+/// Bucket upper bounds: 1 µs to 16 s in powers of two, then +Inf.
+fn bounds() -> Vec<f64> {
+    let mut v: Vec<f64> = (10..=34).map(|k| (1u64 << k) as f64 / 1e9).collect();
+    v.push(f64::INFINITY);
+    v
+}
+
+impl Stalls {
+    fn add(&mut self, w: &crate::analyze::trace::TraceWindow) {
+        for l in &w.latencies {
+            let e = self.kinds.entry(l.kind.clone()).or_default();
+            e.0 += l.hist.total_ns;
+            e.1 += l.hist.count;
+            for (lo, n) in &l.hist.log2 {
+                *e.2.entry(*lo).or_insert(0) += n;
+            }
+        }
+    }
+
+    fn histograms(&self) -> Vec<crate::model::exporter::StallHistogram> {
+        let b = bounds();
+        self.kinds
+            .iter()
+            .map(|(kind, (sum, count, log2))| {
+                let mut buckets: Vec<(f64, u64)> = b.iter().map(|u| (*u, 0)).collect();
+                for (lo, n) in log2 {
+                    // A log2 row [lo, 2·lo) falls under the first bound ≥ 2·lo.
+                    let hi = (*lo).max(1) as f64 * 2.0 / 1e9;
+                    let i = b.iter().position(|u| *u >= hi).unwrap_or(b.len() - 1);
+                    buckets[i].1 += n;
+                }
+                crate::model::exporter::StallHistogram {
+                    kind: kind.clone(),
+                    sum_s: *sum as f64 / 1e9,
+                    count: *count,
+                    buckets,
+                }
+            })
+            .collect()
+    }
+}
+
+/// The trace thread: stops (and unmounts tracefs if it mounted it) when told.
+struct TraceThread {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    handle: std::thread::JoinHandle<()>,
+}
+
+impl TraceThread {
+    fn stop(self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.handle.join().ok();
+    }
+}
+
+/// Trace `kinds` system-wide until stopped, adding each half second's stalls.
+fn start_trace(
+    kinds: &[&'static str],
+) -> anyhow::Result<(std::sync::Arc<std::sync::Mutex<Stalls>>, TraceThread)> {
+    use crate::analyze::trace::{Aggregator, events};
+    use crate::collect::tracepoints::{Tracefs, Tracer};
+    let tfs = Tracefs::open()?;
+    let wanted: Vec<(&str, Option<&str>)> = kinds
+        .iter()
+        .flat_map(|k| events(k).iter().copied())
+        .collect();
+    let mut tracer = Tracer::open(&tfs, &wanted);
+    for m in &tracer.missing {
+        eprintln!("note: --trace: {} not traced: {}", m.event, m.reason);
+    }
+    if tracer.sources.is_empty() {
+        anyhow::bail!("--trace: no tracepoint could be opened");
+    }
+    if let Some(n) = &tfs.note {
+        eprintln!("note: {n}");
+    }
+    tracer.enable()?;
+    let shared = std::sync::Arc::new(std::sync::Mutex::new(Stalls::default()));
+    let out = shared.clone();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopped = stop.clone();
+    let handle = std::thread::Builder::new()
+        .name("hugelab-trace".into())
+        .spawn(move || {
+            let _tfs = tfs; // mounted for as long as the exporter runs
+            let names: Vec<String> = tracer.sources.iter().map(|s| s.name.clone()).collect();
+            let mut agg = Aggregator::new(names, tracer.formats());
+            while !stopped.load(std::sync::atomic::Ordering::SeqCst) {
+                for e in tracer.poll(Duration::from_millis(500)) {
+                    agg.add(&e);
+                }
+                let w = agg.take(0.0, 0.0, &|_| String::new());
+                let mut s = out.lock().unwrap_or_else(|e| e.into_inner());
+                s.add(&w);
+                s.lost = tracer.lost;
+            }
+            drop(tracer);
+        })?;
+    Ok((shared, TraceThread { stop, handle }))
 }
 
 fn comm(pid: u32) -> Option<String> {
@@ -91,6 +206,18 @@ impl Exporter {
                 a.budget
             )));
         }
+        if let Some(k) = &a.trace {
+            let kinds = crate::analyze::trace::parse_kinds(k)
+                .map_err(|e| UsageError(format!("--trace: {e}")))?;
+            if let Some(x) = kinds
+                .iter()
+                .find(|k| !["compaction", "reclaim", "migrate"].contains(k))
+            {
+                return Err(UsageError(format!(
+                    "--trace {x}: the exporter keeps stall histograms only: compaction, reclaim, migrate"
+                )));
+            }
+        }
         if a.top == Some(0) {
             return Err(UsageError("--top 0 watches nothing; give N ≥ 1".into()));
         }
@@ -103,6 +230,7 @@ impl Exporter {
             folio_every: a.folio_every,
             watched: BTreeMap::new(),
             folios_unavailable: None,
+            stalls: None,
             health: ExporterHealth {
                 budget_s: a.budget.as_secs_f64(),
                 ..Default::default()
@@ -261,11 +389,20 @@ impl Exporter {
         self.watched.retain(|pid, _| live.contains(pid));
         self.health.scrapes += 1;
         self.health.last_duration_s = t.elapsed().as_secs_f64();
+        let (stalls, trace_lost) = match &self.stalls {
+            Some(s) => {
+                let s = s.lock().unwrap_or_else(|e| e.into_inner());
+                (s.histograms(), Some(s.lost))
+            }
+            None => (Vec::new(), None),
+        };
         Ok(Scrape {
             status,
             processes,
             health: self.health.clone(),
             version: env!("CARGO_PKG_VERSION"),
+            stalls,
+            trace_lost,
         })
     }
 
@@ -330,6 +467,20 @@ fn parse_listen(s: &str) -> Result<SocketAddr, UsageError> {
 
 pub fn run(a: ExporterArgs) -> anyhow::Result<i32> {
     let mut ex = Exporter::new(&a)?;
+    let mut trace_thread = None;
+    if let Some(k) = &a.trace {
+        if a.once {
+            return Err(UsageError(
+                "--trace needs a running exporter (its histograms grow over time), not --once"
+                    .into(),
+            )
+            .into());
+        }
+        let kinds = crate::analyze::trace::parse_kinds(k).map_err(UsageError)?;
+        let (stalls, thread) = start_trace(&kinds)?;
+        ex.stalls = Some(stalls);
+        trace_thread = Some(thread);
+    }
     if a.once {
         let s = ex.scrape()?;
         let om = prometheus::openmetrics(&s);
@@ -364,7 +515,17 @@ pub fn run(a: ExporterArgs) -> anyhow::Result<i32> {
     }
     eprintln!("hugelab exporter: http://{addr}/metrics (read-only; Ctrl-C stops)",);
     let mut said_folios = false;
-    for req in server.incoming_requests() {
+    // Ctrl-C/SIGTERM end the loop, so that the trace thread can unmount tracefs.
+    crate::control::defer_first_signal("stopping the exporter");
+    while !crate::control::stop_requested() {
+        let req = match server.recv_timeout(Duration::from_millis(250)) {
+            Ok(Some(r)) => r,
+            Ok(None) => continue,
+            Err(e) => {
+                eprintln!("hugelab exporter: {e}");
+                continue;
+            }
+        };
         if let Err(e) = respond(&mut ex, req) {
             eprintln!("hugelab exporter: answering a request: {e}");
         }
@@ -372,6 +533,9 @@ pub fn run(a: ExporterArgs) -> anyhow::Result<i32> {
             eprintln!("note: folio sizes of watched processes are not exported: {why}");
             said_folios = true;
         }
+    }
+    if let Some(t) = trace_thread {
+        t.stop();
     }
     Ok(0)
 }

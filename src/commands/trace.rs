@@ -167,7 +167,7 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
                 .join(", ")
         ));
     }
-    crate::control::defer_first_signal();
+    crate::control::defer_first_signal("stopping: the histograms so far follow");
     tracer.enable()?;
     let cpu0 = cpu_time();
     let started = Instant::now();

@@ -152,10 +152,14 @@ pub fn restore_changes(settings: &dyn Settings, changes: &[journal::Change]) -> 
 
 static DEFER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 static SEEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// What the command does on the first signal, said when it arrives.
+static ON_STOP: std::sync::Mutex<&'static str> = std::sync::Mutex::new("stopping");
 
 /// Let the command handle the first SIGINT/SIGTERM/SIGHUP itself (stop, analyse, then drop the
-/// guard); a second signal kills the trial in flight, restores and exits immediately.
-pub fn defer_first_signal() {
+/// guard), saying `what` it does then; a second signal kills the trial in flight (if any),
+/// restores and exits immediately.
+pub fn defer_first_signal(what: &'static str) {
+    *ON_STOP.lock().unwrap_or_else(|p| p.into_inner()) = what;
     DEFER.store(true, std::sync::atomic::Ordering::SeqCst);
     install_signal_handler();
 }
@@ -229,13 +233,11 @@ fn install_signal_handler() {
                 if DEFER.load(std::sync::atomic::Ordering::SeqCst)
                     && !SEEN.swap(true, std::sync::atomic::Ordering::SeqCst)
                 {
-                    eprintln!(
-                        "\nhugelab: stopping after the trial in flight (it is kept); settings are then restored and the completed blocks analysed — press Ctrl-C again to kill that trial and exit now"
-                    );
+                    let what = *ON_STOP.lock().unwrap_or_else(|p| p.into_inner());
+                    eprintln!("\nhugelab: {what} — press Ctrl-C again to exit now");
                     continue;
                 }
-                if let Some(pgid) = *signals::IN_FLIGHT.lock().unwrap_or_else(|p| p.into_inner())
-                {
+                if let Some(pgid) = *signals::IN_FLIGHT.lock().unwrap_or_else(|p| p.into_inner()) {
                     // SAFETY: the leader is not reaped while IN_FLIGHT holds its group id.
                     unsafe { libc::killpg(pgid, libc::SIGKILL) };
                     eprintln!("hugelab: killed the trial in flight; it is discarded");

@@ -37,6 +37,16 @@ pub struct ExporterHealth {
     pub budget_s: f64,
 }
 
+/// One kind of kernel stall since the exporter started (`--trace`), as a Prometheus histogram.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StallHistogram {
+    pub kind: String,
+    pub sum_s: f64,
+    pub count: u64,
+    /// (upper bound in seconds, stalls in this bucket — not cumulative); the last bound is +Inf.
+    pub buckets: Vec<(f64, u64)>,
+}
+
 /// Everything one scrape exports.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Scrape {
@@ -44,4 +54,7 @@ pub struct Scrape {
     pub processes: Vec<WatchedProcess>,
     pub health: ExporterHealth,
     pub version: &'static str,
+    /// `--trace`: stall histograms since start, and records the kernel dropped.
+    pub stalls: Vec<StallHistogram>,
+    pub trace_lost: Option<u64>,
 }

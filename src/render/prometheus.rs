@@ -76,6 +76,62 @@ fn size(b: u64) -> String {
     Bytes(b).to_string()
 }
 
+/// Histograms whose buckets were counted elsewhere (the trace thread): per label set the sum,
+/// the count and (upper bound, count in bucket) pairs.
+#[derive(Debug)]
+struct Stalls(Vec<(Labels, f64, u64, Buckets)>);
+
+type Buckets = Vec<(f64, u64)>;
+
+impl prometheus_client::encoding::EncodeMetric for Stalls {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::MetricEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        for (labels, sum, count, buckets) in &self.0 {
+            encoder
+                .encode_family(labels)?
+                .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+                    *sum, *count, buckets, None,
+                )?;
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> prometheus_client::metrics::MetricType {
+        prometheus_client::metrics::MetricType::Histogram
+    }
+}
+
+fn stalls(o: &mut Out, s: &Scrape) {
+    if let Some(lost) = s.trace_lost {
+        let h = Stalls(
+            s.stalls
+                .iter()
+                .map(|h| {
+                    (
+                        vec![("kind", h.kind.clone())],
+                        h.sum_s,
+                        h.count,
+                        h.buckets.clone(),
+                    )
+                })
+                .collect(),
+        );
+        o.reg.register_with_unit(
+            "kernel_stall",
+            "Kernel stalls since the exporter started, from tracepoints (--trace): direct and background compaction, direct and memcg reclaim, page migration; begin → end of one thread",
+            Unit::Seconds,
+            h,
+        );
+        o.count(
+            "trace_lost_records",
+            "Trace records the kernel dropped (ring buffers full): the stall histograms undercount when this grows",
+            lost,
+        );
+    }
+}
+
 /// The scrape as a registry of metric families.
 pub fn registry(s: &Scrape) -> Registry {
     let mut o = Out {
@@ -85,6 +141,7 @@ pub fn registry(s: &Scrape) -> Registry {
     thp(&mut o, s);
     memory(&mut o, s);
     processes(&mut o, s);
+    stalls(&mut o, s);
     health(&mut o, s);
     o.reg
 }
@@ -422,9 +479,16 @@ pub fn openmetrics(s: &Scrape) -> String {
     encode(&mut text, &registry(s)).expect("writing to a String cannot fail");
     let mut out = String::with_capacity(text.len());
     let mut run: Vec<&str> = Vec::new();
+    // Histogram samples stay as encoded: each series' buckets in order, together.
+    let mut sortable = true;
     for line in text.lines() {
         if line.starts_with('#') {
-            run.sort_unstable();
+            if sortable {
+                run.sort_unstable();
+            }
+            if let Some(t) = line.strip_prefix("# TYPE ") {
+                sortable = !t.ends_with(" histogram");
+            }
             for l in run.drain(..) {
                 out.push_str(l);
                 out.push('\n');
@@ -435,7 +499,9 @@ pub fn openmetrics(s: &Scrape) -> String {
             run.push(line);
         }
     }
-    run.sort_unstable();
+    if sortable {
+        run.sort_unstable();
+    }
     for l in run {
         out.push_str(l);
         out.push('\n');

@@ -260,7 +260,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         &stored_plan,
         &arm_rows,
     )?;
-    control::defer_first_signal();
+    control::defer_first_signal(
+        "stopping after the trial in flight (it is kept); settings are then restored and the completed blocks analysed; a second Ctrl-C kills that trial",
+    );
     if let Some(cpu) = plan.pin {
         pin_self_away_from(cpu)?;
     }
