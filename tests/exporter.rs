@@ -257,6 +257,13 @@ fn bad_arguments_are_usage_errors() {
     }
 }
 
+fn tracefs_mounted() -> bool {
+    std::fs::read_to_string("/proc/mounts")
+        .unwrap()
+        .lines()
+        .any(|l| l.split_whitespace().nth(2) == Some("tracefs"))
+}
+
 /// A running exporter on a free loopback port.
 struct Served {
     child: Child,
@@ -265,6 +272,15 @@ struct Served {
 
 impl Drop for Served {
     fn drop(&mut self) {
+        // SIGINT first: an exporter with --trace then unmounts the tracefs it mounted.
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        for _ in 0..100 {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
         self.child.kill().ok();
         self.child.wait().ok();
     }
@@ -409,6 +425,7 @@ fn dashboard_exprs() -> Vec<String> {
 
 #[test]
 fn a_real_prometheus_scrapes_the_exporter() {
+    let tracefs_before = tracefs_mounted();
     if Command::new("prometheus")
         .arg("--version")
         .output()
@@ -509,6 +526,9 @@ fn a_real_prometheus_scrapes_the_exporter() {
             );
         }
     }
+    // The exporter stops on SIGINT and leaves tracefs as it found it.
+    drop(ex);
+    assert_eq!(tracefs_mounted(), tracefs_before);
 }
 
 #[test]
@@ -534,13 +554,7 @@ fn an_old_kernel_without_mthp_or_node_pools_exports_what_exists() {
 #[cfg_attr(unprivileged, ignore = "needs root: tracepoints")]
 fn trace_exports_stall_histograms_and_unmounts_what_it_mounted() {
     require_root!();
-    let mounted = |_: ()| {
-        std::fs::read_to_string("/proc/mounts")
-            .unwrap()
-            .lines()
-            .any(|l| l.split_whitespace().nth(2) == Some("tracefs"))
-    };
-    let before = mounted(());
+    let before = tracefs_mounted();
     let mut ex = serve(&["--trace", "compaction"]);
     // Compacting all memory on request runs compact_zone in this writer: background compaction.
     let mut count = 0.0;
@@ -564,5 +578,5 @@ fn trace_exports_stall_histograms_and_unmounts_what_it_mounted() {
     unsafe { libc::kill(ex.child.id() as i32, libc::SIGINT) };
     let status = ex.child.wait().unwrap();
     assert!(status.success(), "{status}");
-    assert_eq!(mounted(()), before);
+    assert_eq!(tracefs_mounted(), before);
 }

@@ -19,7 +19,8 @@ const FORK: &str = "sched:sched_process_fork";
 #[derive(Debug, Args)]
 pub struct TraceArgs {
     /// What to trace, comma-separated: compaction, reclaim, migrate, khugepaged, alloc, tlb,
-    /// faults [default: compaction,reclaim,migrate,khugepaged,alloc]
+    /// faults [default: compaction,reclaim,migrate,khugepaged; alloc, tlb and faults fire on hot
+    /// paths and cost more]
     #[arg(long, short)]
     pub events: Option<String>,
     /// How long to trace system-wide or a --pid [default: 10s; with --interval, until Ctrl-C]
