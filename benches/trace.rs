@@ -78,7 +78,7 @@ fn overhead(kinds: &str, pairs: usize) {
     let mut logs = Vec::new();
     let (mut on, mut off) = (Vec::new(), Vec::new());
     for i in 0..pairs {
-        let mut one = |traced: bool| {
+        let one = |traced: bool| {
             if traced {
                 let mut t = tracer(kinds);
                 let s = child_seconds();
