@@ -101,13 +101,13 @@ impl FolioScan {
             if self
                 .last
                 .as_ref()
-                .is_some_and(|(_, at)| at.elapsed() < every)
+                .is_some_and(|(_, at)| every > at.elapsed())
             {
                 return Ok(Duration::ZERO);
             }
             self.restart()?;
         }
-        while t.elapsed() < budget {
+        while budget > t.elapsed() {
             let Some(&(start, end)) = self.ranges.get(self.at.0) else {
                 // Pass complete.
                 self.last = Some((std::mem::take(&mut self.partial), Instant::now()));

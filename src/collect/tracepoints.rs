@@ -45,14 +45,7 @@ impl Tracefs {
                 note: None,
             });
         }
-        let known = root
-            .read_opt("/proc/filesystems")
-            .ok()
-            .flatten()
-            .is_some_and(|t| {
-                t.lines()
-                    .any(|l| l.split_whitespace().any(|w| w == "tracefs"))
-            });
+        let known = tracefs::in_kernel(&root);
         if !known {
             return Err(TraceError::NoKernelSupport);
         }

@@ -59,14 +59,7 @@ fn tracing(root: &Root) -> Tracing {
             };
         }
     }
-    let mountable = root
-        .read_opt("/proc/filesystems")
-        .ok()
-        .flatten()
-        .is_some_and(|t| {
-            t.lines()
-                .any(|l| l.split_whitespace().any(|w| w == "tracefs"))
-        });
+    let mountable = super::tracefs::in_kernel(root);
     let note = if mountable {
         "tracefs is not mounted: `mount -t tracefs nodev /sys/kernel/tracing` (as root) enables tracepoints"
     } else {

@@ -146,6 +146,17 @@ impl Format {
     }
 }
 
+/// Whether the kernel has tracefs (it is listed in /proc/filesystems), mounted or not.
+pub fn in_kernel(root: &Root) -> bool {
+    root.read_opt("/proc/filesystems")
+        .ok()
+        .flatten()
+        .is_some_and(|t| {
+            t.lines()
+                .any(|l| l.split_whitespace().any(|w| w == "tracefs"))
+        })
+}
+
 /// Where tracefs is mounted under `root`, if it is.
 pub fn find(root: &Root) -> Option<&'static str> {
     TRACEFS_PATHS
