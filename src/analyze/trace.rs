@@ -135,6 +135,14 @@ pub fn events(kind: &str) -> &'static [(&'static str, Option<&'static str>)] {
     }
 }
 
+/// The tracepoints of several kinds, in order.
+pub fn tracepoints(kinds: &[&str]) -> Vec<(&'static str, Option<&'static str>)> {
+    kinds
+        .iter()
+        .flat_map(|k| events(k).iter().copied())
+        .collect()
+}
+
 /// `compaction,reclaim` → kinds, or an error listing the valid ones.
 pub fn parse_kinds(s: &str) -> Result<Vec<&'static str>, String> {
     let mut out = Vec::new();
@@ -340,11 +348,12 @@ const COUNTS: [(&str, &str, &str, &str); 7] = [
     ("user page faults", "exceptions:page_fault_user", "", "all"),
 ];
 
-/// An open begin: when, and the order/reason it carried.
-#[derive(Debug, Clone, Copy)]
+/// An open begin: when, the order it carried, and (migration) its reason by name.
+#[derive(Debug, Clone)]
 struct Open {
     at: u64,
     key: Option<i64>,
+    reason: Option<String>,
 }
 
 pub struct Aggregator {
@@ -395,10 +404,17 @@ impl Aggregator {
                 let key = match i {
                     0 => self.direct.get(&e.tid).copied(),
                     2 | 3 => f.int(raw, "order"),
-                    4 => f.int(raw, "reason"),
                     _ => None,
                 };
-                self.open.insert((i, e.tid), Open { at: e.time_ns, key });
+                let reason = (i == 4).then(|| f.symbol(raw, "reason")).flatten();
+                self.open.insert(
+                    (i, e.tid),
+                    Open {
+                        at: e.time_ns,
+                        key,
+                        reason,
+                    },
+                );
             } else if name == *end {
                 let Some(o) = self.open.remove(&(i, e.tid)) else {
                     self.unpaired += 1;
@@ -422,24 +438,11 @@ impl Aggregator {
                     },
                     _ => None,
                 };
-                let order = match i {
-                    4 => None,
-                    _ => o.key,
+                let outcome = match o.reason {
+                    Some(r) => Some(format!("{} ({r})", outcome.unwrap_or_default())),
+                    None => outcome,
                 };
-                let outcome = match (i, o.key) {
-                    (4, Some(r)) => Some(format!(
-                        "{} ({})",
-                        outcome.unwrap_or_default(),
-                        self.formats
-                            .iter()
-                            .zip(&self.names)
-                            .find(|(_, n)| n.as_str() == "migrate:mm_migrate_pages_start")
-                            .and_then(|(f, _)| f.symbols.get("reason")?.get(&r).cloned())
-                            .unwrap_or_else(|| format!("reason {r}"))
-                    )),
-                    _ => outcome,
-                };
-                self.lat[i].add(e.pid, ns, order, outcome);
+                self.lat[i].add(e.pid, ns, o.key, outcome);
                 if i == 0 {
                     self.direct.remove(&e.tid);
                 }

@@ -9,7 +9,7 @@ use super::UsageError;
 use crate::collect::folio_scan::{FolioScan, ScanError};
 use crate::model::exporter::{ExporterHealth, Scrape, WatchedProcess};
 use crate::probe::Root;
-use crate::probe::process::{Rollup, parse_status};
+use crate::probe::process::{Rollup, comm, parse_status};
 use crate::probe::status;
 use crate::render::prometheus;
 use crate::units::parse_duration;
@@ -141,13 +141,10 @@ impl TraceThread {
 fn start_trace(
     kinds: &[&'static str],
 ) -> anyhow::Result<(std::sync::Arc<std::sync::Mutex<Stalls>>, TraceThread)> {
-    use crate::analyze::trace::{Aggregator, events};
+    use crate::analyze::trace::{Aggregator, tracepoints};
     use crate::collect::tracepoints::{Tracefs, Tracer};
     let tfs = Tracefs::open()?;
-    let wanted: Vec<(&str, Option<&str>)> = kinds
-        .iter()
-        .flat_map(|k| events(k).iter().copied())
-        .collect();
+    let wanted: Vec<(&str, Option<&str>)> = tracepoints(kinds);
     let mut tracer = Tracer::open(&tfs, &wanted);
     for m in &tracer.missing {
         eprintln!("note: --trace: {} not traced: {}", m.event, m.reason);
@@ -181,15 +178,6 @@ fn start_trace(
             drop(tracer);
         })?;
     Ok((shared, TraceThread { stop, handle }))
-}
-
-fn comm(pid: u32) -> Option<String> {
-    Some(
-        std::fs::read_to_string(format!("/proc/{pid}/comm"))
-            .ok()?
-            .trim_end()
-            .to_string(),
-    )
 }
 
 impl Exporter {

@@ -3,10 +3,11 @@
 //! process tree from exec to exit; one window or one per `--interval`.
 
 use super::{UsageError, print_json};
-use crate::analyze::trace::{Aggregator, DEFAULT_KINDS, KINDS, events, parse_kinds};
+use crate::analyze::trace::{Aggregator, DEFAULT_KINDS, KINDS, parse_kinds, tracepoints};
 use crate::collect::tracepoints::{Event, Tracefs, Tracer};
 use crate::model::trace::{MissingEvent, TraceResult};
 use crate::probe::Root;
+use crate::probe::process::comm;
 use crate::render::trace as render;
 use crate::units::parse_duration;
 use clap::Args;
@@ -56,15 +57,6 @@ impl Scope {
             Scope::Tree(s) => s.contains(&pid),
         }
     }
-}
-
-fn comm_of(pid: u32) -> Option<String> {
-    Some(
-        std::fs::read_to_string(format!("/proc/{pid}/comm"))
-            .ok()?
-            .trim_end()
-            .to_string(),
-    )
 }
 
 /// A process that still runs (a zombie has exited, even while its parent has not reaped it).
@@ -131,11 +123,7 @@ fn plan(a: &TraceArgs) -> Result<Plan, UsageError> {
 pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
     let p = plan(&a)?;
     let tfs = Tracefs::open()?;
-    let mut wanted: Vec<(&str, Option<&str>)> = p
-        .kinds
-        .iter()
-        .flat_map(|k| events(k).iter().copied())
-        .collect();
+    let mut wanted: Vec<(&str, Option<&str>)> = tracepoints(&p.kinds);
     if !a.command.is_empty() {
         wanted.push((FORK, None));
     }
@@ -195,7 +183,7 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
     let scope_text = match (&scope, a.pid) {
         (Scope::All, _) => "system-wide".to_string(),
         (Scope::Pid(_), Some(pid)) => {
-            format!("pid {pid} ({})", comm_of(pid).unwrap_or_else(|| "?".into()))
+            format!("pid {pid} ({})", comm(pid).unwrap_or_else(|| "?".into()))
         }
         _ => format!("command {:?} and its children", a.command.join(" ")),
     };
@@ -245,7 +233,7 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
                 continue;
             }
             if let std::collections::btree_map::Entry::Vacant(v) = comms.entry(e.pid) {
-                v.insert(comm_of(e.pid).unwrap_or_else(|| "?".into()));
+                v.insert(comm(e.pid).unwrap_or_else(|| "?".into()));
             }
             agg.add(&e);
         }

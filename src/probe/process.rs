@@ -163,6 +163,16 @@ pub fn parse_rollup(text: &str) -> Result<BTreeMap<String, u64>, ParseError> {
     crate::probe::meminfo::parse_raw(&body)
 }
 
+/// A process's command name (/proc/PID/comm), or `None` when it is gone.
+pub fn comm(pid: u32) -> Option<String> {
+    Some(
+        std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .ok()?
+            .trim_end()
+            .to_string(),
+    )
+}
+
 /// The huge-page view of /proc/PID/smaps_rollup, bytes: the one summation of it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Rollup {

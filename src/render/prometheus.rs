@@ -27,29 +27,26 @@ struct Out {
 }
 
 impl Out {
-    fn gauge(&mut self, name: &str, help: &str, unit: Option<Unit>) -> Gauges {
-        let f = Gauges::default();
+    /// Register a new family under `name` (with its unit suffix) and return a handle to it.
+    fn family<M>(&mut self, name: &str, help: &str, unit: Option<Unit>) -> M
+    where
+        M: Default + Clone + prometheus_client::registry::Metric,
+    {
+        let f = M::default();
         match unit {
             Some(u) => self.reg.register_with_unit(name, help, u, f.clone()),
             None => self.reg.register(name, help, f.clone()),
         }
         f
+    }
+    fn gauge(&mut self, name: &str, help: &str, unit: Option<Unit>) -> Gauges {
+        self.family(name, help, unit)
     }
     fn ratio(&mut self, name: &str, help: &str, unit: Option<Unit>) -> Ratios {
-        let f = Ratios::default();
-        match unit {
-            Some(u) => self.reg.register_with_unit(name, help, u, f.clone()),
-            None => self.reg.register(name, help, f.clone()),
-        }
-        f
+        self.family(name, help, unit)
     }
     fn counter(&mut self, name: &str, help: &str, unit: Option<Unit>) -> Counters {
-        let f = Counters::default();
-        match unit {
-            Some(u) => self.reg.register_with_unit(name, help, u, f.clone()),
-            None => self.reg.register(name, help, f.clone()),
-        }
-        f
+        self.family(name, help, unit)
     }
 }
 

@@ -4,7 +4,7 @@
 //! trial's histograms. Reading happens after the exit, off the measuring path, the same for
 //! every arm.
 
-use crate::analyze::trace::{Aggregator, TraceWindow, events};
+use crate::analyze::trace::{Aggregator, TraceWindow, tracepoints};
 use crate::collect::tracepoints::{Tracefs, Tracer};
 use crate::probe::tracefs::Format;
 use std::collections::BTreeSet;
@@ -26,10 +26,7 @@ pub struct TrialTrace {
 impl TrialTrace {
     pub fn open(kinds: &[&str]) -> anyhow::Result<TrialTrace> {
         let tfs = Tracefs::open()?;
-        let mut wanted: Vec<(&str, Option<&str>)> = kinds
-            .iter()
-            .flat_map(|k| events(k).iter().copied())
-            .collect();
+        let mut wanted: Vec<(&str, Option<&str>)> = tracepoints(kinds);
         wanted.push((FORK, None));
         let mut tracer = Tracer::open(&tfs, &wanted);
         let fork = tracer.index(FORK);
