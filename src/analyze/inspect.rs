@@ -19,6 +19,8 @@ pub enum Kind {
     SharedMemory,
     Hugetlb,
     JavaHeap,
+    /// A VM's guest RAM in its hypervisor process (see `analyze::vm`).
+    GuestRam,
     Special,
 }
 
@@ -32,6 +34,7 @@ impl Kind {
             Kind::SharedMemory => "shm",
             Kind::Hugetlb => "hugetlb",
             Kind::JavaHeap => "java-heap",
+            Kind::GuestRam => "guest-ram",
             Kind::Special => "special",
         }
     }

@@ -22,3 +22,4 @@ pub mod simulate;
 pub mod stats;
 pub mod trace;
 pub mod verdict;
+pub mod vm;

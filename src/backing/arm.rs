@@ -3,11 +3,12 @@
 //! configure only the child (prctl before exec, GLIBC_TUNABLES, JAVA_TOOL_OPTIONS, a delayed
 //! MADV_COLLAPSE, extra environment).
 
+use super::qemu::{QemuBacking, QemuConfig};
 use crate::control::Knob;
 use crate::units::{Bytes, parse_duration};
 use std::time::Duration;
 
-pub const ARM_KEYS: &str = "thp, defrag, mthp.<size>, hugetlb.<size>, process.thp, malloc, jvm, jvm.pretouch, jvm.pagesize, collapse, sample, env.<NAME>";
+pub const ARM_KEYS: &str = "thp, defrag, mthp.<size>, hugetlb.<size>, process.thp, malloc, jvm, jvm.pretouch, jvm.pagesize, collapse, sample, qemu.backing, qemu.prealloc, watch, env.<NAME>";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -42,6 +43,12 @@ pub struct ProcessConfig {
     /// A/A run of `sample=on` against `sample=off`).
     #[serde(default)]
     pub no_sample: bool,
+    /// `qemu.backing` / `qemu.prealloc`: the QEMU command's guest RAM on this backend.
+    #[serde(default)]
+    pub qemu: Option<QemuConfig>,
+    /// `watch=<pid|comm>`: another process (a VM's QEMU) whose memory is evidence of this arm.
+    #[serde(default)]
+    pub watch: Option<String>,
 }
 
 impl ProcessConfig {
@@ -100,6 +107,7 @@ impl Arm {
         p.malloc.is_some()
             || matches!(p.jvm, Some(Jvm::Thp) | Some(Jvm::Hugetlbfs))
             || p.collapse_after.is_some()
+            || p.qemu.is_some_and(|q| q.backing != QemuBacking::FourK)
             || self
                 .system
                 .iter()
@@ -141,6 +149,7 @@ pub fn parse_arm(s: &str) -> Result<Arm, String> {
         system: Vec::new(),
         process: ProcessConfig::default(),
     };
+    let mut prealloc_seen = None;
     for item in spec.split(',').map(str::trim).filter(|i| !i.is_empty()) {
         let (k, v) = item.split_once('=').ok_or_else(|| {
             format!("arm {name}: item {item:?} is not key=value; keys: {ARM_KEYS}")
@@ -197,6 +206,30 @@ pub fn parse_arm(s: &str) -> Result<Arm, String> {
                 })?;
                 p.collapse_after = Some(parse_duration(d)?);
             }
+            "qemu.backing" => {
+                let b = QemuBacking::parse(v).ok_or_else(|| {
+                    format!(
+                        "arm key qemu.backing: invalid value {v:?}; valid: {}",
+                        QemuBacking::NAMES.join(", ")
+                    )
+                })?;
+                p.qemu = Some(QemuConfig {
+                    backing: b,
+                    prealloc: false,
+                });
+                // QEMU madvises all guest RAM MADV_HUGEPAGE; 4 KiB needs THP off for it.
+                p.thp_disable |= b == QemuBacking::FourK;
+            }
+            "qemu.prealloc" => {
+                let on = one_of(k, v, &["on", "off"])? == "on";
+                prealloc_seen = Some(on);
+            }
+            "watch" => {
+                if v.is_empty() {
+                    return Err("arm key watch: give a PID or a process name (comm), e.g. watch=qemu-system-x86".into());
+                }
+                p.watch = Some(v.to_string());
+            }
             _ if k.starts_with("env.") && k.len() > 4 => {
                 p.env.push((k[4..].to_string(), v.to_string()))
             }
@@ -221,6 +254,12 @@ pub fn parse_arm(s: &str) -> Result<Arm, String> {
                 ));
             }
         }
+    }
+    if let Some(on) = prealloc_seen {
+        let q = arm.process.qemu.as_mut().ok_or_else(|| {
+            format!("arm {name}: qemu.prealloc needs qemu.backing (e.g. qemu.backing=thp,qemu.prealloc=on)")
+        })?;
+        q.prealloc = on;
     }
     Ok(arm)
 }
@@ -263,6 +302,36 @@ mod tests {
         assert!(a.needs_root() && a.expects_huge());
         let base = parse_arm("base=").unwrap();
         assert!(!base.needs_root() && !base.expects_huge());
+    }
+
+    #[test]
+    fn qemu_and_watch_keys() {
+        let a =
+            parse_arm("g=qemu.prealloc=on,qemu.backing=hugetlb-1g,watch=qemu-system-x86").unwrap();
+        let q = a.process.qemu.unwrap();
+        assert_eq!((q.backing, q.prealloc), (QemuBacking::Hugetlb1G, true));
+        assert_eq!(a.process.watch.as_deref(), Some("qemu-system-x86"));
+        assert!(
+            a.expects_huge() && !a.needs_root(),
+            "the pool is sized by run, not by the arm"
+        );
+        let k = parse_arm("k=qemu.backing=4k").unwrap();
+        assert!(k.process.thp_disable && !k.expects_huge() && !k.process.qemu.unwrap().prealloc);
+        assert!(
+            parse_arm("x=qemu.backing=2m")
+                .unwrap_err()
+                .contains("valid: 4k, thp, hugetlb-2m, hugetlb-1g")
+        );
+        assert!(
+            parse_arm("x=qemu.prealloc=on")
+                .unwrap_err()
+                .contains("needs qemu.backing")
+        );
+        assert!(
+            parse_arm("x=watch=")
+                .unwrap_err()
+                .contains("PID or a process name")
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 use super::{UsageError, print_json};
 use crate::analyze::inspect::{self, Context, Kind, TlbReach};
+use crate::analyze::vm;
 use crate::backing::{Backing, Region};
 use crate::collect::coverage::PageMap;
 pub use crate::model::inspect::{
@@ -121,6 +122,12 @@ pub fn inspect_pid(
         .map(str::to_string)
         .collect();
     let heap = inspect::java_heap(&maps, &cmdline);
+    let vm = vm::hypervisor(&status.name, &cmdline)
+        .map(|hv| (hv, vm::locate(&vm::declared(hv, &cmdline), &maps)));
+    let guest: Vec<usize> = vm
+        .iter()
+        .flat_map(|(_, loc)| loc.iter().filter_map(|(_, i)| *i))
+        .collect();
     let ctx = Context {
         thp: thp.clone(),
         status: status.clone(),
@@ -131,10 +138,13 @@ pub fn inspect_pid(
     let mut folio_total: Option<BTreeMap<u64, u64>> = scanned.as_ref().map(|_| BTreeMap::new());
     let mut mappings = Vec::new();
     for (i, m) in maps.iter().enumerate() {
+        let base = inspect::kind(m);
         let kind = if Some(i) == heap {
             Kind::JavaHeap
+        } else if guest.contains(&i) && base != Kind::Hugetlb {
+            Kind::GuestRam
         } else {
-            inspect::kind(m)
+            base
         };
         let resident = inspect::resident_bytes(m);
         // hugetlb comes from smaps (its page size is exact there); the rest from folios.
@@ -168,7 +178,12 @@ pub fn inspect_pid(
             kernel_page_size: m.field("KernelPageSize"),
             thp_eligible: m.fields.get("THPeligible").map(|v| *v == 1),
             vm_flags: m.vm_flags.clone(),
-            why_not_huge: inspect::why_not_huge(m, kind, coverage.unwrap_or(1.0), &ctx),
+            why_not_huge: inspect::why_not_huge(
+                m,
+                if kind == Kind::GuestRam { base } else { kind },
+                coverage.unwrap_or(1.0),
+                &ctx,
+            ),
             tlb: inspect::tlb_reach(m, folios.as_ref()),
             folios,
             huge_bytes: huge,
@@ -176,6 +191,10 @@ pub fn inspect_pid(
         });
     }
     notes.dedup();
+    let guest_ram = vm.map(|(hv, located)| {
+        let regions: Vec<vm::Region> = mappings.iter().map(region).collect();
+        vm::guest_ram(hv, located, &regions, &pool_free())
+    });
     let resident: u64 = mappings.iter().map(|m| m.resident).sum();
     let huge: u64 = mappings.iter().map(|m| m.huge_bytes).sum();
     let tlb = mappings.iter().fold(TlbReach::default(), |a, m| TlbReach {
@@ -193,9 +212,60 @@ pub fn inspect_pid(
         folios: folio_total,
         tlb,
         mappings,
+        guest_ram,
         notes,
         elapsed_ms: t.elapsed().as_secs_f64() * 1000.0,
     })
+}
+
+/// A mapping's resident bytes by page size, for the guest-RAM summary.
+fn region(m: &MappingReport) -> vm::Region {
+    let pages = if m.kind == Kind::Hugetlb {
+        vec![vm::PageShare {
+            page_size: m.kernel_page_size,
+            hugetlb: true,
+            bytes: m.resident,
+        }]
+    } else {
+        match &m.folios {
+            Some(h) => h
+                .iter()
+                .map(|(&page_size, &bytes)| vm::PageShare {
+                    page_size,
+                    hugetlb: false,
+                    bytes,
+                })
+                .collect(),
+            None => vec![
+                vm::PageShare {
+                    page_size: 2 << 20,
+                    hugetlb: false,
+                    bytes: m.huge_bytes,
+                },
+                vm::PageShare {
+                    page_size: 4096,
+                    hugetlb: false,
+                    bytes: m.resident.saturating_sub(m.huge_bytes),
+                },
+            ],
+        }
+    };
+    vm::Region {
+        start: m.start,
+        end: m.end,
+        resident: m.resident,
+        pages,
+        reasons: m.why_not_huge.clone(),
+    }
+}
+
+/// Free bytes per hugetlb page size (HugePages_Free), empty where unreadable.
+fn pool_free() -> BTreeMap<u64, u64> {
+    crate::probe::hugetlb::read(&Root::system())
+        .unwrap_or_default()
+        .iter()
+        .map(|p| (p.page_size, p.bytes(p.free)))
+        .collect()
 }
 
 /// Every process id in /proc, ascending.
@@ -302,6 +372,7 @@ pub fn top(a: TopArgs) -> anyhow::Result<i32> {
                         .sum(),
                     huge_bytes: r.huge_bytes,
                     coverage: r.coverage,
+                    guest_ram: r.guest_ram,
                 }),
                 Ok(_) => {}
                 Err(_) => unreadable += 1,
@@ -327,6 +398,7 @@ pub fn top(a: TopArgs) -> anyhow::Result<i32> {
             hugetlb: r.hugetlb,
             huge_bytes: r.huge(),
             coverage: Some(r.huge() as f64 / r.resident() as f64),
+            guest_ram: None,
         });
     }
     match a.sort.as_str() {
@@ -340,6 +412,16 @@ pub fn top(a: TopArgs) -> anyhow::Result<i32> {
         _ => rows.sort_by_key(|r| std::cmp::Reverse(r.resident)),
     }
     rows.truncate(a.limit);
+    // A VM's guest RAM needs its smaps and command line: read for hypervisor processes only.
+    for r in rows.iter_mut().filter(|r| r.guest_ram.is_none()) {
+        let cmdline = read_proc(r.pid, "cmdline").unwrap_or_default();
+        let argv: Vec<String> = cmdline.split('\0').take(1).map(String::from).collect();
+        if vm::hypervisor(&r.name, &argv).is_some()
+            && let Ok(p) = inspect_pid(r.pid, &thp, Duration::from_millis(500))
+        {
+            r.guest_ram = p.guest_ram;
+        }
+    }
     if a.json {
         #[derive(serde::Serialize)]
         struct TopJson<'a> {

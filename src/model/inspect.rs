@@ -1,6 +1,7 @@
 //! Records of `hugelab inspect`, `top` and `collapse`.
 
 use crate::analyze::inspect::{Kind, TlbReach};
+pub use crate::analyze::vm::{GuestRam, HostAdvice};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -37,6 +38,8 @@ pub struct ProcessReport {
     pub folios: Option<BTreeMap<u64, u64>>,
     pub tlb: TlbReach,
     pub mappings: Vec<MappingReport>,
+    /// For a hypervisor process (QEMU, Firecracker, cloud-hypervisor): its guest RAM.
+    pub guest_ram: Option<GuestRam>,
     pub notes: Vec<String>,
     pub elapsed_ms: f64,
 }
@@ -59,6 +62,8 @@ pub struct TopRow {
     /// Includes mTHP only with --full as root.
     pub huge_bytes: u64,
     pub coverage: Option<f64>,
+    /// For a hypervisor process: its guest RAM (from smaps, read for VMs only).
+    pub guest_ram: Option<GuestRam>,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]

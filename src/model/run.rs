@@ -45,5 +45,7 @@ pub struct RunResult {
     /// For `--calibrate`: the machine's noise floor for this command.
     pub calibration: Option<crate::analyze::calibrate::Calibration>,
     pub notes: Vec<String>,
+    /// With `qemu.backing` arms: the host configuration for the backing measured best.
+    pub vm_advice: Option<crate::analyze::vm::VmAdvice>,
     pub elapsed_s: f64,
 }

@@ -51,6 +51,31 @@ pub fn render(r: &InspectResult, maps: bool) -> String {
             "  TLB reach: {} translations now; {} if all 4 KiB; {} if all 2 MiB",
             p.tlb.now, p.tlb.all_4k, p.tlb.all_2m
         );
+        if let Some(g) = &p.guest_ram {
+            let _ = writeln!(o, "  {} VM: {}", g.hypervisor.name(), g.summary);
+            for b in g.backends.iter().filter(|_| g.backends.len() > 1) {
+                let _ = writeln!(
+                    o,
+                    "    backend {} ({}, {}): {} resident",
+                    b.declared.id,
+                    Bytes(b.declared.size),
+                    serde_json::to_value(b.declared.kind)
+                        .ok()
+                        .and_then(|v| v.as_str().map(String::from))
+                        .unwrap_or_default(),
+                    Bytes(b.resident)
+                );
+            }
+            for why in &g.reasons {
+                let _ = writeln!(o, "    why: {why}");
+            }
+            if !g.declared {
+                let _ = writeln!(
+                    o,
+                    "    (size not on the command line: guest RAM taken as the large anonymous, shared and hugetlb mappings)"
+                );
+            }
+        }
         if !p.mappings.is_empty() {
             let mut t = table(&[
                 "range",
@@ -140,6 +165,14 @@ pub fn render_top(rows: &[TopRow], unreadable: usize, full: bool) -> String {
         ]);
     }
     let mut o = format!("{t}\n");
+    for r in rows {
+        if let Some(g) = &r.guest_ram {
+            let _ = writeln!(o, "VM pid {} ({}): {}", r.pid, r.name, g.summary);
+            for why in &g.reasons {
+                let _ = writeln!(o, "  why: {why}");
+            }
+        }
+    }
     if !full {
         o.push_str("from smaps_rollup (cheap; mTHP folios not visible: use --full as root)\n");
     }

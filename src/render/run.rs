@@ -4,8 +4,10 @@ use super::{Grid, table};
 use crate::analyze::experiment::{ExperimentReport, MetricReport};
 use crate::analyze::stats::Estimate;
 use crate::analyze::verdict::{Contrast, Design, Verdict, fmt_level};
+use crate::analyze::vm::VmAdvice;
 use crate::model::report::CompareResult;
 use crate::model::run::RunResult;
+use crate::units::Bytes;
 use std::fmt::Write;
 
 /// The unit of a run metric: seconds for `wall_s`; a user's `--metric` has none hugelab knows.
@@ -264,6 +266,30 @@ fn render_calibration(c: &crate::analyze::calibrate::Calibration, r: &RunResult)
     o
 }
 
+/// The host configuration for the backing a run measured best.
+pub fn render_vm_advice(v: &VmAdvice) -> String {
+    let a = &v.advice;
+    let mut o = format!(
+        "VM host advice: back guest RAM of {} with {} ({})\n",
+        Bytes(a.size),
+        a.backing.name(),
+        v.because
+    );
+    let indent = |s: &str| s.lines().map(|l| format!("    {l}\n")).collect::<String>();
+    let _ = write!(o, "  libvirt domain XML:\n{}", indent(&a.libvirt));
+    let _ = writeln!(o, "  QEMU: {}", a.qemu);
+    if let Some(c) = &a.kernel_cmdline {
+        let _ = writeln!(o, "  host kernel command line: {c}");
+    }
+    for r in &a.runtime {
+        let _ = writeln!(o, "  at run time: {r}");
+    }
+    for n in &a.notes {
+        let _ = writeln!(o, "  note: {n}");
+    }
+    o
+}
+
 pub fn render(r: &RunResult) -> String {
     let mut o = render_report(&r.report);
     o.push_str(&render_noise(r));
@@ -272,6 +298,9 @@ pub fn render(r: &RunResult) -> String {
     }
     for n in &r.notes {
         let _ = writeln!(o, "note: {n}");
+    }
+    if let Some(v) = &r.vm_advice {
+        o.push_str(&render_vm_advice(v));
     }
     let _ = writeln!(
         o,

@@ -2,11 +2,13 @@
 //! [`Context`], each stored as it finishes; stops on the plan's design, failure or Ctrl-C.
 
 use super::plan::{OutputMetric, block_order, extract};
+use super::watch;
 use super::{Plan, RunArgs};
 use crate::analyze::experiment::{self, TrialData};
 use crate::analyze::sequential::ConfidenceSequence;
 use crate::analyze::verdict::{self, Design, Verdict};
 use crate::backing::arm::Arm;
+use crate::backing::qemu;
 use crate::collect::sampler::Schedule;
 use crate::collect::trial::{Gatherer, TrialEvidence};
 use crate::commands::UsageError;
@@ -15,8 +17,10 @@ use crate::probe::Root;
 use crate::probe::cpu::Cpu;
 use crate::render::progress::Observer;
 use crate::store::{Store, TrialRow, trial_data};
+use crate::units::Bytes;
 use crate::workload::child::{Runner, TrialOutcome, TrialSpec};
 use anyhow::Context as _;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -134,6 +138,38 @@ struct Job<'a> {
     plan: &'a Plan,
     outputs: &'a [OutputMetric],
     base_spec: TrialSpec,
+    /// Per arm, the watched process's huge coverage after its first trial.
+    watch_first: RefCell<BTreeMap<usize, f64>>,
+}
+
+/// Why a QEMU arm's trial failed, when QEMU says it could not map its guest RAM: the pool it
+/// needed as the kernel reports it now (the arm's settings are still applied).
+fn qemu_failure(arm: &Arm, stderr: &str, root: &Root) -> Option<String> {
+    let q = arm.process.qemu?;
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("backing store for guest RAM") || l.contains("memory-backend"))?;
+    let what = match q.backing.hugetlb_page() {
+        Some(ps) => {
+            let pool = crate::probe::hugetlb::read(root)
+                .ok()?
+                .into_iter()
+                .find(|p| p.page_size == ps)?;
+            format!(
+                "on {} hugetlb pages: the pool has {} pages, {} available (HugePages_Free − Rsvd); the arm's hugetlb.{} setting leaves it short (without it, run grows the pool)",
+                Bytes(ps),
+                pool.total,
+                pool.available(),
+                Bytes(ps)
+            )
+        }
+        None => format!("on {}", q.backing.name()),
+    };
+    Some(format!(
+        "arm {}: QEMU could not get its guest RAM {what} — QEMU said: {}",
+        arm.name,
+        line.trim()
+    ))
 }
 
 /// One trial of arm `arm_idx` in `block` (−1: warm-up), not yet stored.
@@ -168,9 +204,16 @@ fn trial(
     if a.compact {
         control::compact_memory()?;
     }
-    let spec = TrialSpec {
+    let mut spec = TrialSpec {
         config: arm.process.clone(),
         ..base_spec.clone()
+    };
+    if let Some(q) = &arm.process.qemu {
+        spec.argv = qemu::rewrite(&spec.argv, spec.shell, q).map_err(UsageError)?;
+    }
+    let watched_pid = match &arm.process.watch {
+        Some(w) => Some((w.as_str(), watch::resolve(w).map_err(UsageError)?)),
+        None => None,
     };
     let schedule = if arm.process.no_sample {
         Schedule::off()
@@ -212,7 +255,7 @@ fn trial(
             }
         ));
     }
-    let flagged = experiment::flag(
+    let mut flagged = experiment::flag(
         arm.expects_huge(),
         &ev.memory,
         &ev.kernel_counters,
@@ -220,6 +263,27 @@ fn trial(
         &o.stderr,
     );
     let mut evidence = evidence_json(&o, &ev, &missing)?;
+    if let Some((w, pid)) = watched_pid {
+        let seen = watch::observe(w, pid);
+        let first = job.watch_first.borrow().get(&arm_idx).copied();
+        if first.is_none()
+            && let Some(c) = seen.coverage
+        {
+            job.watch_first.borrow_mut().insert(arm_idx, c);
+        }
+        if flagged.is_none() {
+            flagged = watch::flag(&seen, first);
+        }
+        evidence["watch"] = serde_json::to_value(&seen)?;
+    }
+    if !o.succeeded()
+        && let Some(why) = qemu_failure(arm, &o.stderr, &ctx.root)
+    {
+        if !notes.contains(&why) {
+            notes.push(why.clone());
+        }
+        evidence["failure_reason"] = why.into();
+    }
     if let Some((w, lost)) = traced {
         evidence["trace"] = serde_json::to_value(&w)?;
         evidence["trace_lost"] = lost.into();
@@ -288,11 +352,18 @@ pub fn execute(
         user,
         pin_cpu: plan.pin,
     };
+    let watched: Vec<&str> = plan
+        .arms
+        .iter()
+        .filter_map(|x| x.process.watch.as_deref())
+        .collect();
+    watch::check(&watched)?;
     let job = Job {
         a,
         plan,
         outputs,
         base_spec,
+        watch_first: RefCell::new(BTreeMap::new()),
     };
     let mut guard: Option<Guard> = None;
     let mut x = Executed {
@@ -391,6 +462,9 @@ pub fn execute(
                             .map(|m| format!(", metric not found in output: {m}"))
                             .unwrap_or_default()
                     );
+                    if let Some(w) = last.evidence["failure_reason"].as_str() {
+                        x.stop_reason = format!("{}; {w}", x.stop_reason);
+                    }
                     break 'blocks;
                 }
             }

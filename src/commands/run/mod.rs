@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 mod execute;
 mod plan;
 pub mod tracing;
+mod watch;
 
 pub use crate::store::trial_data;
 pub use execute::{Context, Executed, execute};
@@ -338,6 +339,21 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     if !plan.trace.is_empty() {
         notes.extend(trace_summary(&plan, &x.trials));
     }
+    let backings: Vec<_> = plan
+        .arms
+        .iter()
+        .map(|x| x.process.qemu.map(|q| q.backing))
+        .collect();
+    let vm_advice = match crate::backing::qemu::guest_size(&a.command, a.shell) {
+        Ok(guest) if backings.iter().any(Option::is_some) && x.blocks_done >= 2 => {
+            let nodes = crate::probe::hugetlb::read(&Root::system())
+                .ok()
+                .and_then(|p| p.first().map(|p| p.nodes.len()))
+                .unwrap_or(1);
+            crate::analyze::vm::advise(&report, &backings, guest, nodes)
+        }
+        _ => None,
+    };
     let res = RunResult {
         schema: SCHEMA,
         run_id,
@@ -350,6 +366,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         noise,
         calibration,
         notes,
+        vm_advice,
         elapsed_s: started.elapsed().as_secs_f64(),
     };
     if a.json {

@@ -4,9 +4,13 @@ use super::{Plan, RunArgs};
 use crate::analyze::experiment::MetricDef;
 use crate::analyze::sequential::ConfidenceSequence;
 use crate::analyze::verdict::{self, Better, Design};
-use crate::backing::arm::{parse_arm, preset};
+use crate::backing::arm::{Arm, parse_arm, preset};
+use crate::backing::qemu;
 use crate::collect::sampler::Schedule;
 use crate::commands::UsageError;
+use crate::control::Knob;
+use crate::probe::hugetlb::Pool;
+use crate::units::Bytes;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use regex::Regex;
@@ -52,10 +56,80 @@ pub fn extract(m: &OutputMetric, stdout: &str, stderr: &str) -> Option<f64> {
         .find_map(|t| m.re.captures(t)?.get(1)?.as_str().trim().parse().ok())
 }
 
-/// The plan for this process's privileges.
+/// The plan for this process's privileges and the machine's hugetlb pools.
 pub fn plan(a: &RunArgs) -> Result<(Plan, Vec<OutputMetric>), UsageError> {
     // SAFETY: geteuid has no preconditions.
-    plan_as(a, unsafe { libc::geteuid() } == 0)
+    let privileged = unsafe { libc::geteuid() } == 0;
+    let (mut p, outputs) = plan_as(a, privileged)?;
+    if p.arms.iter().any(|x| x.process.qemu.is_some()) {
+        let pools = crate::probe::hugetlb::read(&crate::probe::Root::system()).unwrap_or_default();
+        let size = qemu::guest_size(&a.command, a.shell).map_err(UsageError)?;
+        size_pools(&mut p.arms, size, &pools, privileged)?;
+    }
+    Ok((p, outputs))
+}
+
+/// Give each `qemu.backing=hugetlb-*` arm the pool its guest RAM needs: a `hugetlb.<size>` knob
+/// that grows the pool by what is missing (applied and restored by the guard), unless the pool
+/// already has the pages free or the arm sets that pool itself (its value is then kept, so a
+/// short pool can be shown failing).
+pub fn size_pools(
+    arms: &mut [Arm],
+    guest: u64,
+    pools: &[Pool],
+    privileged: bool,
+) -> Result<(), UsageError> {
+    for arm in arms.iter_mut() {
+        let Some(ps) = arm.process.qemu.and_then(|q| q.backing.hugetlb_page()) else {
+            continue;
+        };
+        let knob = Knob::HugetlbPages {
+            size: ps,
+            node: None,
+        };
+        if arm
+            .system
+            .iter()
+            .any(|(k, _)| matches!(k, Knob::HugetlbPages { size, .. } if *size == ps))
+        {
+            continue;
+        }
+        if !guest.is_multiple_of(ps) {
+            return Err(UsageError(format!(
+                "arm {}: guest RAM {} is not a whole number of {} pages; give -m a multiple of {}",
+                arm.name,
+                Bytes(guest),
+                Bytes(ps),
+                Bytes(ps)
+            )));
+        }
+        let need = guest / ps;
+        let pool = pools.iter().find(|p| p.page_size == ps);
+        let Some(pool) = pool else {
+            return Err(UsageError(format!(
+                "arm {}: this kernel has no {} hugetlb pool (/sys/kernel/mm/hugepages/hugepages-{}kB)",
+                arm.name,
+                Bytes(ps),
+                ps / 1024
+            )));
+        };
+        let have = pool.available();
+        if have >= need {
+            continue;
+        }
+        if !privileged {
+            return Err(UsageError(format!(
+                "arm {}: the guest needs {need} free {} hugetlb pages and the pool has {have}; run as root (run grows the pool and restores it) or grow it: echo {} > /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages",
+                arm.name,
+                Bytes(ps),
+                pool.total + need - have,
+                ps / 1024
+            )));
+        }
+        arm.system
+            .push((knob, (pool.total + need - have).to_string()));
+    }
+    Ok(())
 }
 
 /// The plan for a user who is root (`privileged`) or not: arms that change system-wide
@@ -122,6 +196,9 @@ pub fn plan_as(a: &RunArgs, privileged: bool) -> Result<(Plan, Vec<OutputMetric>
                 "--trace needs root (tracepoints through perf_event_open)".into(),
             ));
         }
+    }
+    if arms.iter().any(|x| x.process.qemu.is_some()) {
+        qemu::guest_size(&a.command, a.shell).map_err(UsageError)?;
     }
     let outputs = a
         .metrics
@@ -225,4 +302,84 @@ pub fn block_order(arms: usize, block: usize, seed: u64) -> Vec<usize> {
     let mut o: Vec<usize> = (0..arms).collect();
     o.shuffle(&mut rng);
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(page_size: u64, total: u64, free: u64, reserved: u64) -> Pool {
+        Pool {
+            page_size,
+            total,
+            free,
+            reserved,
+            surplus: 0,
+            overcommit: 0,
+            nodes: Vec::new(),
+        }
+    }
+
+    fn arms(specs: &[&str]) -> Vec<Arm> {
+        specs.iter().map(|s| parse_arm(s).unwrap()).collect()
+    }
+
+    #[test]
+    fn qemu_hugetlb_arms_grow_the_pool_by_what_is_missing() {
+        let pools = [pool(2 << 20, 10, 6, 2), pool(1 << 30, 0, 0, 0)];
+        let mut a = arms(&[
+            "t=qemu.backing=thp",
+            "h=qemu.backing=hugetlb-2m",
+            "g=qemu.backing=hugetlb-1g",
+            "keep=qemu.backing=hugetlb-2m,hugetlb.2M=0",
+        ]);
+        size_pools(&mut a, 1 << 30, &pools, true).unwrap();
+        assert!(a[0].system.is_empty());
+        // 512 pages needed, 4 available (6 free − 2 reserved): 10 + 508.
+        let h = Knob::HugetlbPages {
+            size: 2 << 20,
+            node: None,
+        };
+        assert_eq!(a[1].system, vec![(h, "518".to_string())]);
+        assert_eq!(a[2].system[0].1, "1");
+        assert_eq!(
+            a[3].system,
+            vec![(h, "0".to_string())],
+            "the arm's own value stays"
+        );
+        // Enough free pages: nothing to change, no root needed.
+        let mut b = arms(&["h=qemu.backing=hugetlb-2m"]);
+        size_pools(&mut b, 8 << 20, &pools, false).unwrap();
+        assert!(b[0].system.is_empty());
+        let e = size_pools(
+            &mut arms(&["h=qemu.backing=hugetlb-2m"]),
+            1 << 30,
+            &pools,
+            false,
+        )
+        .unwrap_err()
+        .0;
+        assert!(
+            e.contains("needs 512 free 2M") && e.contains("echo 518 >"),
+            "{e}"
+        );
+        let e = size_pools(
+            &mut arms(&["g=qemu.backing=hugetlb-1g"]),
+            3 << 29,
+            &pools,
+            true,
+        )
+        .unwrap_err()
+        .0;
+        assert!(e.contains("not a whole number of 1G pages"), "{e}");
+        let e = size_pools(
+            &mut arms(&["g=qemu.backing=hugetlb-1g"]),
+            1 << 30,
+            &pools[..1],
+            true,
+        )
+        .unwrap_err()
+        .0;
+        assert!(e.contains("no 1G hugetlb pool"), "{e}");
+    }
 }
