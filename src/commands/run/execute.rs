@@ -138,6 +138,8 @@ struct Job<'a> {
     plan: &'a Plan,
     outputs: &'a [OutputMetric],
     base_spec: TrialSpec,
+    /// Per arm, its `watch=` spec and the PID it named when the run started.
+    watched: BTreeMap<usize, (String, u32)>,
     /// Per arm, the watched process's huge coverage after its first trial.
     watch_first: RefCell<BTreeMap<usize, f64>>,
 }
@@ -211,10 +213,7 @@ fn trial(
     if let Some(q) = &arm.process.qemu {
         spec.argv = qemu::rewrite(&spec.argv, spec.shell, q).map_err(UsageError)?;
     }
-    let watched_pid = match &arm.process.watch {
-        Some(w) => Some((w.as_str(), watch::resolve(w).map_err(UsageError)?)),
-        None => None,
-    };
+    let watched_pid = job.watched.get(&arm_idx).map(|(w, p)| (w.as_str(), *p));
     let schedule = if arm.process.no_sample {
         Schedule::off()
     } else {
@@ -352,17 +351,19 @@ pub fn execute(
         user,
         pin_cpu: plan.pin,
     };
-    let watched: Vec<&str> = plan
-        .arms
-        .iter()
-        .filter_map(|x| x.process.watch.as_deref())
-        .collect();
-    watch::check(&watched)?;
+    // Resolved once: a watched process that exits mid-run flags its arm's trials.
+    let mut watched = BTreeMap::new();
+    for (i, x) in plan.arms.iter().enumerate() {
+        if let Some(w) = &x.process.watch {
+            watched.insert(i, (w.clone(), watch::resolve(w).map_err(UsageError)?));
+        }
+    }
     let job = Job {
         a,
         plan,
         outputs,
         base_spec,
+        watched,
         watch_first: RefCell::new(BTreeMap::new()),
     };
     let mut guard: Option<Guard> = None;

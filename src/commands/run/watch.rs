@@ -3,7 +3,6 @@
 //! schedule for every arm: its resident memory, huge coverage and, for a hypervisor, its guest
 //! RAM; an arm whose watched process vanished or lost its huge pages is flagged.
 
-use crate::commands::UsageError;
 use crate::commands::inspect::{all_pids, inspect_pid};
 use crate::probe::Root;
 use crate::probe::process::comm;
@@ -61,14 +60,6 @@ pub fn resolve(spec: &str) -> Result<u32, String> {
     }
 }
 
-/// Check every arm's watched process before the first trial.
-pub fn check(specs: &[&str]) -> Result<(), UsageError> {
-    for s in specs {
-        resolve(s).map_err(UsageError)?;
-    }
-    Ok(())
-}
-
 /// Read the watched process now.
 pub fn observe(spec: &str, pid: u32) -> Watched {
     let gone = Watched {
@@ -87,6 +78,8 @@ pub fn observe(spec: &str, pid: u32) -> Watched {
         return gone;
     };
     match inspect_pid(pid, &thp, BUDGET) {
+        // A zombie (exited, not yet reaped by its parent) has no memory left.
+        Ok(r) if r.mappings.is_empty() => gone,
         Ok(r) => {
             let g = r.guest_ram.as_ref();
             Watched {
