@@ -208,3 +208,83 @@ fn run_trace_stores_each_trials_events_of_its_own_process_tree() {
         "{notes:?}"
     );
 }
+
+/// The events a system-wide trace sees equal the deltas of the kernel's own /proc/vmstat
+/// counters over the same window: MADV_COLLAPSE of 64 MiB makes 32 anonymous collapses
+/// (thp_collapse_alloc), and direct compaction and reclaim stalls (compact_stall,
+/// allocstall_*) match whatever else the machine did meanwhile — exactly, with no record lost.
+#[test]
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: tracepoints, MADV_COLLAPSE of another process"
+)]
+fn traced_counts_equal_the_kernels_own_counters() {
+    require_root!();
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let bin = assert_cmd::cargo::cargo_bin("hugelab");
+    let mut holder = Command::new(&bin)
+        .args([
+            "hold-memory",
+            "--backing",
+            "plain",
+            "--size",
+            "64M",
+            "--seconds",
+            "60",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert!(line.starts_with("ready"), "{line}");
+    let trace = Command::new(&bin)
+        .args([
+            "trace",
+            "--duration",
+            "6s",
+            "-e",
+            "compaction,reclaim,khugepaged",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The trace is on well before this (it opens its events in milliseconds).
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let c = common::hugelab_json(["collapse", &holder.id().to_string(), "--json"]);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    let out = trace.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["lost"], 0, "an exact comparison needs every record");
+    let w = &v["windows"][0];
+    let checks = w["kernel"].as_array().unwrap();
+    let names: Vec<&str> = checks
+        .iter()
+        .map(|k| k["counter"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "compact_stall",
+            "allocstall_* (sum)",
+            "thp_collapse_alloc",
+            "thp_collapse_alloc_failed"
+        ]
+    );
+    for k in checks {
+        assert_eq!(k["vmstat_delta"], k["traced"], "{k}");
+        assert_eq!(k["equal"], true, "{k}");
+    }
+    let collapsed = checks[2]["traced"].as_u64().unwrap();
+    assert!(
+        collapsed >= 32,
+        "MADV_COLLAPSE of 64 MiB allocates 32 huge pages: {collapsed}; collapse said {c}"
+    );
+}

@@ -68,6 +68,87 @@ pub struct TraceWindow {
     /// still open when it ended.
     pub unpaired: u64,
     pub open_at_end: u64,
+    /// Direct compaction stalls: try_to_compact_pages calls that compacted a zone or found one
+    /// deferred — what /proc/vmstat `compact_stall` counts.
+    pub direct_compaction_stalls: u64,
+    /// Every event the window saw, by tracepoint.
+    pub events_seen: BTreeMap<String, u64>,
+    /// Traced counts next to the /proc/vmstat counters that count the same thing (system-wide
+    /// traces only; filled by the command, which reads /proc/vmstat at the window's edges).
+    pub kernel: Vec<KernelCheck>,
+}
+
+/// A traced count and the /proc/vmstat delta over the same window.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct KernelCheck {
+    pub counter: String,
+    pub vmstat_delta: u64,
+    pub traced: u64,
+    /// Which events were counted.
+    pub traced_as: String,
+    pub equal: bool,
+}
+
+/// The checks a window supports: compaction stalls against `compact_stall`, direct reclaim
+/// against the `allocstall_*` sum, anonymous collapses against `thp_collapse_alloc[_failed]`.
+/// `vmstat` holds the deltas over the window.
+pub fn kernel_checks(w: &TraceWindow, vmstat: &BTreeMap<String, u64>) -> Vec<KernelCheck> {
+    let mut out = Vec::new();
+    let mut check = |counter: &str, delta: u64, traced: u64, how: &str| {
+        out.push(KernelCheck {
+            counter: counter.into(),
+            vmstat_delta: delta,
+            traced,
+            traced_as: how.into(),
+            equal: delta == traced,
+        })
+    };
+    let seen = |e: &str| w.events_seen.get(e).copied();
+    let has = |e: &str| w.events_seen.contains_key(e);
+    if has("compaction:mm_compaction_try_to_compact_pages") {
+        check(
+            "compact_stall",
+            vmstat.get("compact_stall").copied().unwrap_or(0),
+            w.direct_compaction_stalls,
+            "try_to_compact_pages calls followed by a zone's mm_compaction_begin or mm_compaction_deferred",
+        );
+    }
+    if let Some(n) = seen("vmscan:mm_vmscan_direct_reclaim_begin") {
+        let stalls = vmstat
+            .iter()
+            .filter(|(k, _)| k.starts_with("allocstall_"))
+            .map(|(_, v)| v)
+            .sum();
+        check(
+            "allocstall_* (sum)",
+            stalls,
+            n,
+            "mm_vmscan_direct_reclaim_begin",
+        );
+    }
+    if let Some(c) = w
+        .counts
+        .iter()
+        .find(|c| c.event == "huge_memory:mm_collapse_huge_page")
+    {
+        let failed = c.by_key.get("alloc_huge_page_failed").copied().unwrap_or(0);
+        check(
+            "thp_collapse_alloc",
+            vmstat.get("thp_collapse_alloc").copied().unwrap_or(0),
+            c.total - failed,
+            "mm_collapse_huge_page, status other than alloc_huge_page_failed (anonymous collapses: khugepaged and MADV_COLLAPSE)",
+        );
+        check(
+            "thp_collapse_alloc_failed",
+            vmstat
+                .get("thp_collapse_alloc_failed")
+                .copied()
+                .unwrap_or(0),
+            failed,
+            "mm_collapse_huge_page, status alloc_huge_page_failed",
+        );
+    }
+    out
 }
 
 /// What can be traced, by kind name: (events, what they give).
@@ -109,6 +190,7 @@ pub fn events(kind: &str) -> &'static [(&'static str, Option<&'static str>)] {
             ("compaction:mm_compaction_begin", None),
             ("compaction:mm_compaction_end", None),
             ("compaction:mm_compaction_try_to_compact_pages", None),
+            ("compaction:mm_compaction_deferred", None),
         ],
         "reclaim" => &[
             ("vmscan:mm_vmscan_direct_reclaim_begin", None),
@@ -284,7 +366,7 @@ const PAIRS: [(&str, &str, &str, &str); 5] = [
         "direct compaction",
         "compaction:mm_compaction_begin",
         "compaction:mm_compaction_end",
-        "mm_compaction_begin → mm_compaction_end of a thread that entered try_to_compact_pages (an allocating task compacting one zone); order from mm_compaction_try_to_compact_pages",
+        "mm_compaction_begin → mm_compaction_end of a thread that has entered try_to_compact_pages (an allocating task compacting one zone; one stall can compact several zones); order from mm_compaction_try_to_compact_pages",
     ),
     (
         "background compaction",
@@ -363,8 +445,11 @@ pub struct Aggregator {
     counts: Vec<CountAgg>,
     /// (pair index, tid) → open begin.
     open: BTreeMap<(usize, u32), Open>,
-    /// tid → the order of its last try_to_compact_pages (a direct compactor).
-    direct: BTreeMap<u32, i64>,
+    /// tid → the order of its last try_to_compact_pages and whether that call has stalled yet.
+    /// kcompactd never calls it, so a thread in this map is an allocating task.
+    direct: BTreeMap<u32, (i64, bool)>,
+    stalls: u64,
+    seen: BTreeMap<String, u64>,
     unpaired: u64,
 }
 
@@ -378,6 +463,8 @@ impl Aggregator {
             counts: COUNTS.iter().map(|_| CountAgg::default()).collect(),
             open: BTreeMap::new(),
             direct: BTreeMap::new(),
+            stalls: 0,
+            seen: BTreeMap::new(),
             unpaired: 0,
         }
     }
@@ -388,12 +475,30 @@ impl Aggregator {
         };
         let name = name.as_str();
         let raw = &e.raw;
+        match self.seen.get_mut(name) {
+            Some(n) => *n += 1,
+            None => {
+                self.seen.insert(name.to_string(), 1);
+            }
+        }
         if name == "compaction:mm_compaction_try_to_compact_pages" {
-            self.direct.insert(e.tid, f.int(raw, "order").unwrap_or(-1));
+            self.direct
+                .insert(e.tid, (f.int(raw, "order").unwrap_or(-1), false));
             return;
         }
-        // Decided once per event: pairing a direct compaction's end forgets the thread's order.
         let is_direct = self.direct.contains_key(&e.tid);
+        // A try_to_compact_pages call stalls (compact_stall) once a zone compacts or is deferred.
+        if is_direct
+            && matches!(
+                name,
+                "compaction:mm_compaction_begin" | "compaction:mm_compaction_deferred"
+            )
+            && let Some((_, stalled)) = self.direct.get_mut(&e.tid)
+            && !*stalled
+        {
+            *stalled = true;
+            self.stalls += 1;
+        }
         for (i, (_, begin, end, _)) in PAIRS.iter().enumerate() {
             let direct_kind = i == 0;
             let background_kind = i == 1;
@@ -402,7 +507,7 @@ impl Aggregator {
             }
             if name == *begin {
                 let key = match i {
-                    0 => self.direct.get(&e.tid).copied(),
+                    0 => self.direct.get(&e.tid).map(|d| d.0),
                     2 | 3 => f.int(raw, "order"),
                     _ => None,
                 };
@@ -443,9 +548,6 @@ impl Aggregator {
                     None => outcome,
                 };
                 self.lat[i].add(e.pid, ns, o.key, outcome);
-                if i == 0 {
-                    self.direct.remove(&e.tid);
-                }
             }
         }
         for (i, (_, event, field, _)) in COUNTS.iter().enumerate() {
@@ -543,6 +645,16 @@ impl Aggregator {
             counts,
             unpaired: std::mem::take(&mut self.unpaired),
             open_at_end: self.open.len() as u64,
+            direct_compaction_stalls: std::mem::take(&mut self.stalls),
+            events_seen: {
+                // Every opened event has a row, so a count of 0 is a count, not an absence.
+                let mut seen = std::mem::take(&mut self.seen);
+                for n in &self.names {
+                    seen.entry(n.clone()).or_insert(0);
+                }
+                seen
+            },
+            kernel: Vec::new(),
         }
     }
 }
@@ -625,6 +737,16 @@ mod tests {
         let bg = &w.latencies[1];
         assert_eq!((bg.hist.count, bg.hist.total_ns), (1, 5_000));
         assert_eq!(w.unpaired, 1);
+        assert_eq!(
+            w.direct_compaction_stalls, 2,
+            "two try_to_compact_pages calls, each compacted"
+        );
+        assert_eq!(w.events_seen["compaction:mm_compaction_end"], 4);
+        let checks = kernel_checks(&w, &BTreeMap::from([("compact_stall".to_string(), 2)]));
+        assert_eq!(checks.len(), 1);
+        assert!(checks[0].equal && checks[0].counter == "compact_stall");
+        let checks = kernel_checks(&w, &BTreeMap::from([("compact_stall".to_string(), 3)]));
+        assert!(!checks[0].equal, "a check can fail");
         // A new window starts empty.
         let w2 = a.take(1.0, 1.0, &|p| format!("p{p}"));
         assert_eq!(w2.latencies[0].hist.count, 0);

@@ -521,15 +521,17 @@ pub fn host_advice(backing: QemuBacking, size: u64, nodes: usize, vms: u64) -> H
 /// Host advice for the backing a run measured best.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct VmAdvice {
-    pub arm: String,
-    /// Why this arm: its measured effect, or that no arm beat the baseline.
+    /// The arm measured better than the baseline, if one was.
+    pub arm: Option<String>,
+    /// Its measured effect, or that no arm was measurably better.
     pub because: String,
-    pub advice: HostAdvice,
+    pub advice: Option<HostAdvice>,
 }
 
 /// The backing to recommend from a run's report: the arm with the largest improvement over the
 /// baseline on the primary metric among those whose interval says better (FASTER) and whose
-/// trials were never flagged; otherwise the baseline. `backings[i]` is arm i's QEMU backing.
+/// trials were never flagged. Without one, no configuration is advised (keeping the baseline is
+/// not a measured improvement). `backings[i]` is arm i's QEMU backing.
 pub fn advise(
     report: &ExperimentReport,
     backings: &[Option<QemuBacking>],
@@ -545,33 +547,31 @@ pub fn advise(
         .filter_map(|(n, c)| c.as_ref().map(|c| (n, c)))
         .filter(|(n, c)| c.verdict == Verdict::Faster && !flagged(n))
         .max_by(|a, b| a.1.percent.point.abs().total_cmp(&b.1.percent.point.abs()));
-    let (arm, because) = match best {
-        Some((n, c)) => (
-            n.clone(),
-            format!(
-                "{n} was better than {} on {}: {:+.1}% [{}, {}] ({} blocks)",
-                report.baseline,
-                primary.metric.name,
-                c.percent.point,
-                c.percent.lo.map_or("-".into(), |v| format!("{v:+.1}")),
-                c.percent.hi.map_or("-".into(), |v| format!("{v:+.1}")),
-                c.blocks
-            ),
-        ),
-        None => (
-            report.baseline.clone(),
-            format!(
-                "no arm was measurably better than the baseline {} on {}",
+    let Some((arm, c)) = best else {
+        return Some(VmAdvice {
+            arm: None,
+            because: format!(
+                "no backing was measurably better than the baseline {} on {} (more blocks narrow the intervals)",
                 report.baseline, primary.metric.name
             ),
-        ),
+            advice: None,
+        });
     };
+    let because = format!(
+        "{arm} was better than {} on {}: {:+.1}% [{}, {}] ({} blocks)",
+        report.baseline,
+        primary.metric.name,
+        c.percent.point,
+        c.percent.lo.map_or("-".into(), |v| format!("{v:+.1}")),
+        c.percent.hi.map_or("-".into(), |v| format!("{v:+.1}")),
+        c.blocks
+    );
     let i = names.iter().position(|n| *n == arm)?;
     let backing = (*backings.get(i)?)?;
     Some(VmAdvice {
-        arm,
+        arm: Some(arm.clone()),
         because,
-        advice: host_advice(backing, guest, nodes, 1),
+        advice: Some(host_advice(backing, guest, nodes, 1)),
     })
 }
 
@@ -779,6 +779,58 @@ VmFlags: rd wr mr mw me ac
         let loc = locate(&[], &maps);
         assert_eq!(loc.len(), 2);
         assert!(loc.iter().all(|(d, _)| d.kind == BackendKind::Undeclared));
+    }
+
+    #[test]
+    fn advice_follows_the_measured_winner_only() {
+        use crate::analyze::experiment::{MetricDef, TrialData, analyse};
+        use crate::analyze::verdict::{Better, Design};
+        let arms: Vec<String> = ["4k", "thp", "h1g"].map(String::from).to_vec();
+        // thp a clear 30% faster than 4k in every block, h1g the same as 4k (± noise).
+        let mut trials = Vec::new();
+        for b in 0..12 {
+            let noise = 1.0 + 0.01 * ((b * 7 % 5) as f64 - 2.0);
+            for (arm, t) in [(0, 1.0), (1, 0.7 * noise), (2, noise)] {
+                trials.push(TrialData {
+                    block: b,
+                    arm,
+                    ok: true,
+                    flagged: None,
+                    metrics: BTreeMap::from([("wall_s".to_string(), t)]),
+                    coverage_at_peak: None,
+                    counters: BTreeMap::new(),
+                    noise: BTreeMap::new(),
+                });
+            }
+        }
+        let defs = [MetricDef {
+            name: "wall_s".into(),
+            better: Better::Lower,
+        }];
+        let backings = [
+            Some(QemuBacking::FourK),
+            Some(QemuBacking::Thp),
+            Some(QemuBacking::Hugetlb1G),
+        ];
+        let r = analyse(&arms, 0, &trials, &defs, 0.01, 0.99, &Design::Fixed);
+        let a = advise(&r, &backings, 4 << 30, 1).unwrap();
+        assert_eq!(a.arm.as_deref(), Some("thp"));
+        assert!(
+            a.because
+                .starts_with("thp was better than 4k on wall_s: -30.0%"),
+            "{}",
+            a.because
+        );
+        assert_eq!(a.advice.unwrap().backing, QemuBacking::Thp);
+        // Only two blocks: nothing is measurably better, nothing is advised.
+        trials.retain(|t| t.block < 2);
+        let r = analyse(&arms, 0, &trials, &defs, 0.01, 0.99, &Design::Fixed);
+        let a = advise(&r, &backings, 4 << 30, 1).unwrap();
+        assert!(a.arm.is_none() && a.advice.is_none());
+        assert!(
+            a.because
+                .starts_with("no backing was measurably better than the baseline 4k")
+        );
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! process tree from exec to exit; one window or one per `--interval`.
 
 use super::{UsageError, print_json};
-use crate::analyze::trace::{Aggregator, DEFAULT_KINDS, KINDS, parse_kinds, tracepoints};
+use crate::analyze::trace::{
+    Aggregator, DEFAULT_KINDS, KINDS, kernel_checks, parse_kinds, tracepoints,
+};
 use crate::collect::tracepoints::{Event, Tracefs, Tracer};
 use crate::model::trace::{MissingEvent, TraceResult};
 use crate::probe::Root;
@@ -158,6 +160,8 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
     }
     crate::control::defer_first_signal("stopping: the histograms so far follow");
     tracer.enable()?;
+    let vmstat = || crate::probe::thp::read_vmstat(&Root::system()).unwrap_or_default();
+    let mut vm_start = vmstat();
     let cpu0 = cpu_time();
     let started = Instant::now();
     let mut child = None;
@@ -273,16 +277,26 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
             .interval
             .is_some_and(|i| now.duration_since(window_start) >= i);
         if done || window_due {
+            // The kernel's own counts over the same window (read while the events are on).
+            let vm_now = vmstat();
             if done {
                 tracer.disable();
                 let rest = tracer.drain();
                 feed(rest, &mut scope, &mut agg, &mut comms);
             }
-            let w = agg.take(
+            let mut w = agg.take(
                 window_start.duration_since(started).as_secs_f64(),
                 now.duration_since(window_start).as_secs_f64(),
                 &|pid| comms.get(&pid).cloned().unwrap_or_else(|| "?".into()),
             );
+            if matches!(scope, Scope::All) {
+                let delta: BTreeMap<String, u64> = vm_now
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.saturating_sub(*vm_start.get(k).unwrap_or(v))))
+                    .collect();
+                w.kernel = kernel_checks(&w, &delta);
+            }
+            vm_start = vm_now;
             if !a.json {
                 print!("{}", render::window(&w));
             }

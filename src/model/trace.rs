@@ -1,7 +1,9 @@
 //! Records of `hugelab trace` (schema `hugelab.trace/1`): latency histograms of the kernel's
 //! huge-page costs and counts of related events, per window.
 
-pub use crate::analyze::trace::{Count, HistSummary, Latency, ProcessRow, TraceWindow};
+pub use crate::analyze::trace::{
+    Count, HistSummary, KernelCheck, Latency, ProcessRow, TraceWindow,
+};
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct MissingEvent {

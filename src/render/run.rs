@@ -268,7 +268,9 @@ fn render_calibration(c: &crate::analyze::calibrate::Calibration, r: &RunResult)
 
 /// The host configuration for the backing a run measured best.
 pub fn render_vm_advice(v: &VmAdvice) -> String {
-    let a = &v.advice;
+    let Some(a) = &v.advice else {
+        return format!("VM host advice: none — {}\n", v.because);
+    };
     let mut o = format!(
         "VM host advice: back guest RAM of {} with {} ({})\n",
         Bytes(a.size),

@@ -106,6 +106,29 @@ pub fn window(w: &TraceWindow) -> String {
             w.unpaired, w.open_at_end
         );
     }
+    if w.latencies.iter().any(|l| l.kind == "direct compaction") {
+        let _ = writeln!(
+            o,
+            "direct compaction stalls (try_to_compact_pages calls that compacted a zone or found one deferred): {}",
+            w.direct_compaction_stalls
+        );
+    }
+    if !w.kernel.is_empty() {
+        let rows: Vec<String> = w
+            .kernel
+            .iter()
+            .map(|k| {
+                format!(
+                    "{} +{} vs {} traced {}",
+                    k.counter,
+                    k.vmstat_delta,
+                    k.traced,
+                    if k.equal { "(equal)" } else { "(DIFFERENT)" }
+                )
+            })
+            .collect();
+        let _ = writeln!(o, "/proc/vmstat over the same window: {}", rows.join(" · "));
+    }
     o
 }
 

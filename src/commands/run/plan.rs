@@ -72,7 +72,9 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, Vec<OutputMetric>), UsageError> {
 /// Give each `qemu.backing=hugetlb-*` arm the pool its guest RAM needs: a `hugetlb.<size>` knob
 /// that grows the pool by what is missing (applied and restored by the guard), unless the pool
 /// already has the pages free or the arm sets that pool itself (its value is then kept, so a
-/// short pool can be shown failing).
+/// short pool can be shown failing). The other QEMU arms get the same pool: it stays reserved
+/// for the whole run, as on a VM host with a boot-time pool, instead of being released and
+/// grown again around every hugetlb trial (which would charge those trials for growing it).
 pub fn size_pools(
     arms: &mut [Arm],
     guest: u64,
@@ -128,6 +130,23 @@ pub fn size_pools(
         }
         arm.system
             .push((knob, (pool.total + need - have).to_string()));
+    }
+    let grown: Vec<(Knob, String)> = arms
+        .iter()
+        .filter(|x| {
+            x.process
+                .qemu
+                .is_some_and(|q| q.backing.hugetlb_page().is_some())
+        })
+        .flat_map(|x| x.system.iter().cloned())
+        .filter(|(k, _)| matches!(k, Knob::HugetlbPages { .. }))
+        .collect();
+    for (k, v) in grown {
+        for arm in arms.iter_mut().filter(|x| x.process.qemu.is_some()) {
+            if !arm.system.iter().any(|(x, _)| *x == k) {
+                arm.system.push((k, v.clone()));
+            }
+        }
     }
     Ok(())
 }
@@ -334,17 +353,33 @@ mod tests {
             "keep=qemu.backing=hugetlb-2m,hugetlb.2M=0",
         ]);
         size_pools(&mut a, 1 << 30, &pools, true).unwrap();
-        assert!(a[0].system.is_empty());
+        // The pools stay reserved for every QEMU arm of the run.
+        let g = Knob::HugetlbPages {
+            size: 1 << 30,
+            node: None,
+        };
+        assert_eq!(a[0].system.len(), 2);
+        assert!(
+            a[0].system.contains(&(g, "1".to_string())),
+            "{:?}",
+            a[0].system
+        );
         // 512 pages needed, 4 available (6 free − 2 reserved): 10 + 508.
         let h = Knob::HugetlbPages {
             size: 2 << 20,
             node: None,
         };
-        assert_eq!(a[1].system, vec![(h, "518".to_string())]);
-        assert_eq!(a[2].system[0].1, "1");
         assert_eq!(
-            a[3].system,
-            vec![(h, "0".to_string())],
+            a[1].system,
+            vec![(h, "518".to_string()), (g, "1".to_string())]
+        );
+        assert_eq!(
+            a[2].system,
+            vec![(g, "1".to_string()), (h, "518".to_string())]
+        );
+        assert_eq!(
+            a[3].system[0],
+            (h, "0".to_string()),
             "the arm's own value stays"
         );
         // Enough free pages: nothing to change, no root needed.
