@@ -260,15 +260,20 @@ fn run_times_paused_qemu_per_backing_with_evidence_from_qemu() {
             _ => assert!(cov > 0.5, "{arm}: {m}"),
         }
     }
+    // Advice follows a measured winner only (two blocks cannot give one at 99% with three
+    // contrasts: the smallest signed-rank p-value of two blocks is 0.5).
     let advice = &v["vm_advice"];
     assert!(
-        advice["advice"]["libvirt"]
-            .as_str()
-            .unwrap()
-            .contains("<memoryBacking>"),
+        advice["advice"].is_null() && advice["arm"].is_null(),
         "{advice}"
     );
-    assert_eq!(advice["advice"]["size"], 1u64 << 30);
+    assert!(
+        advice["because"]
+            .as_str()
+            .unwrap()
+            .starts_with("no backing was measurably better than the baseline 4k"),
+        "{advice}"
+    );
 
     // A 2 MiB pool the arm keeps empty: QEMU fails, and the run says why.
     let v = common::hugelab_json([

@@ -22,9 +22,9 @@ pub const SCHEMA: &str = "hugelab.inspect/1";
 pub struct InspectArgs {
     /// Process ids
     pub pids: Vec<u32>,
-    /// Inspect every process whose name (comm) is this
+    /// Inspect every process whose name (comm) is this (repeatable)
     #[arg(long)]
-    pub name: Option<String>,
+    pub name: Vec<String>,
     /// One row per mapping
     #[arg(long)]
     pub maps: bool,
@@ -282,7 +282,7 @@ pub fn all_pids() -> Vec<u32> {
 
 pub fn run(a: InspectArgs) -> anyhow::Result<i32> {
     let mut pids = a.pids.clone();
-    if let Some(name) = &a.name {
+    for name in &a.name {
         let found: Vec<u32> = all_pids()
             .into_iter()
             .filter(|p| {

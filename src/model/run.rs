@@ -45,6 +45,8 @@ pub struct RunResult {
     /// For `--calibrate`: the machine's noise floor for this command.
     pub calibration: Option<crate::analyze::calibrate::Calibration>,
     pub notes: Vec<String>,
+    /// With `--trace`: stall time per trial of each arm against the baseline.
+    pub trace_stalls: Vec<crate::analyze::trace::StallContrast>,
     /// With `qemu.backing` arms: the host configuration for the backing measured best.
     pub vm_advice: Option<crate::analyze::vm::VmAdvice>,
     pub elapsed_s: f64,

@@ -301,6 +301,21 @@ pub fn render(r: &RunResult) -> String {
     for n in &r.notes {
         let _ = writeln!(o, "note: {n}");
     }
+    for c in &r.trace_stalls {
+        let e = &c.difference_ms;
+        let interval = match (e.lo, e.hi) {
+            (Some(lo), Some(hi)) => format!(
+                " [{lo:+.1}, {hi:+.1}] ({} signed-rank interval, not adjusted across contrasts)",
+                fmt_level(e.confidence)
+            ),
+            _ => " (too few blocks for an interval)".into(),
+        };
+        let _ = writeln!(
+            o,
+            "trace: {} per trial, {} − {}: {:+.1} ms{interval}; means {:.1} vs {:.1} ms over {} paired blocks",
+            c.kind, c.arm, c.baseline, e.point, c.arm_mean_ms, c.baseline_mean_ms, c.blocks
+        );
+    }
     if let Some(v) = &r.vm_advice {
         o.push_str(&render_vm_advice(v));
     }

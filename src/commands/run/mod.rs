@@ -211,6 +211,33 @@ fn trace_summary(plan: &Plan, trials: &[crate::store::TrialRow]) -> Vec<String> 
     out
 }
 
+/// `--trace`: each arm's stall time per trial against the baseline's, by paired blocks.
+fn stall_contrasts_of(
+    plan: &Plan,
+    trials: &[crate::store::TrialRow],
+) -> Vec<crate::analyze::trace::StallContrast> {
+    use crate::analyze::trace::{TrialStall, stall_contrasts};
+    let mut stalls = Vec::new();
+    let mut traced = Vec::new();
+    for t in trials.iter().filter(|t| t.block >= 0 && t.ok) {
+        let w = &t.evidence["trace"];
+        if w.is_null() {
+            continue;
+        }
+        traced.push((t.block, t.arm_idx as usize));
+        for l in w["latencies"].as_array().into_iter().flatten() {
+            stalls.push(TrialStall {
+                block: t.block,
+                arm: t.arm_idx as usize,
+                kind: l["kind"].as_str().unwrap_or("?").into(),
+                ms: l["hist"]["total_ns"].as_f64().unwrap_or(0.0) / 1e6,
+            });
+        }
+    }
+    let names: Vec<String> = plan.arms.iter().map(|a| a.name.clone()).collect();
+    stall_contrasts(&stalls, &traced, &names, plan.baseline, plan.confidence)
+}
+
 /// Keep hugelab's own threads off the child's CPU (`--pin`).
 fn pin_self_away_from(cpu: usize) -> anyhow::Result<()> {
     let n = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -336,8 +363,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     store.finish_run(run_id, status, Some(&serde_json::to_value(&report)?))?;
     let mut notes = trace_notes;
     notes.extend(x.notes);
+    let mut trace_stalls = Vec::new();
     if !plan.trace.is_empty() {
         notes.extend(trace_summary(&plan, &x.trials));
+        trace_stalls = stall_contrasts_of(&plan, &x.trials);
     }
     let backings: Vec<_> = plan
         .arms
@@ -366,6 +395,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         noise,
         calibration,
         notes,
+        trace_stalls,
         vm_advice,
         elapsed_s: started.elapsed().as_secs_f64(),
     };
