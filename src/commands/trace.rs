@@ -297,6 +297,8 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
                 w.kernel = kernel_checks(&w, &delta);
             }
             vm_start = vm_now;
+            // Names are looked up again in the next window: the map stays as small as a window.
+            comms.retain(|pid, _| child.as_ref().is_some_and(|c| c.id() == *pid));
             if !a.json {
                 print!("{}", render::window(&w));
             }

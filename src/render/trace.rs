@@ -52,10 +52,16 @@ fn latency(o: &mut String, l: &Latency) {
     }
     let _ = writeln!(
         o,
-        "{}: {} in {} stalls · p50 ≤ {} · p99 ≤ {} · max {}",
+        "{}: {} in {} {} · p50 ≤ {} · p99 ≤ {} · max {}",
         l.kind,
         ns(h.total_ns),
         h.count,
+        // One direct compaction stall can compact several zones: each is timed on its own.
+        if l.kind.ends_with("compaction") {
+            "zone compactions"
+        } else {
+            "stalls"
+        },
         ns(h.p50_ns),
         ns(h.p99_ns),
         ns(h.max_ns)
@@ -159,8 +165,7 @@ pub fn footer(r: &TraceResult) -> String {
         "{} events from {} tracepoints · lost {} · hugelab CPU {:.3} s",
         r.windows
             .iter()
-            .map(|w| w.latencies.iter().map(|l| l.hist.count).sum::<u64>()
-                + w.counts.iter().map(|c| c.total).sum::<u64>())
+            .flat_map(|w| w.events_seen.values())
             .sum::<u64>(),
         r.events.len(),
         r.lost,

@@ -176,7 +176,12 @@ fn trace_summary(plan: &Plan, trials: &[crate::store::TrialRow]) -> Vec<String> 
             .iter()
             .map(|(i, (n, ns, k))| {
                 let n = (*n).max(1) as f64;
-                format!("{} {:.1} ms ({:.1} stalls)", name(i), ns / n / 1e6, k / n)
+                let what = if kind.ends_with("compaction") {
+                    "zone compactions"
+                } else {
+                    "stalls"
+                };
+                format!("{} {:.1} ms ({:.1} {what})", name(i), ns / n / 1e6, k / n)
             })
             .collect();
         out.push(format!(
