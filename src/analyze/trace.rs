@@ -251,7 +251,7 @@ pub const KINDS: [(&str, &str); 7] = [
     ),
     (
         "alloc",
-        "page allocations of order ≥ 1 by order and fallbacks (extfrag); filtered in the kernel, but every allocation runs the filter: +9% wall time on a 4 KiB-fault-heavy child here",
+        "page allocations of order ≥ 1 by order and fallbacks (extfrag); filtered in the kernel, but every allocation runs the filter: +7% wall time on a 4 KiB-fault-heavy child here",
     ),
     ("tlb", "TLB flushes by reason"),
     (

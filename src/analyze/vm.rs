@@ -91,6 +91,58 @@ fn size_of(v: Option<&&str>) -> Option<u64> {
     v.and_then(|s| s.parse::<Bytes>().ok()).map(|b| b.0)
 }
 
+/// A QEMU `-object` value as key → value, in either syntax: `qom-type,key=value,…` (the type
+/// may be bare) or JSON (`{"qom-type":"memory-backend-file","size":4294967296,…}`, as libvirt
+/// writes it). JSON numbers become decimal strings, booleans `on`/`off`.
+fn object_opts(v: &str) -> Option<BTreeMap<String, String>> {
+    if v.trim_start().starts_with('{') {
+        let m: serde_json::Map<String, serde_json::Value> = serde_json::from_str(v).ok()?;
+        return Some(
+            m.into_iter()
+                .filter_map(|(k, x)| {
+                    let s = match x {
+                        serde_json::Value::String(s) => s,
+                        serde_json::Value::Number(n) => n.to_string(),
+                        serde_json::Value::Bool(b) => if b { "on" } else { "off" }.to_string(),
+                        _ => return None,
+                    };
+                    Some((k, s))
+                })
+                .collect(),
+        );
+    }
+    let (ty, rest) = v.split_once(',').unwrap_or((v, ""));
+    let mut o: BTreeMap<String, String> = opts(rest)
+        .into_iter()
+        .map(|(k, x)| (k.to_string(), x.to_string()))
+        .collect();
+    let ty = ty.strip_prefix("qom-type=").unwrap_or(ty);
+    o.insert("qom-type".into(), ty.to_string());
+    Some(o)
+}
+
+/// Firecracker's guest RAM from its `--config-file` JSON: `machine-config.mem_size_mib` and
+/// `huge_pages` (`"None"` or `"2M"`, Firecracker 1.7+).
+pub fn firecracker_declared(config: &str) -> Vec<Declared> {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(config) else {
+        return Vec::new();
+    };
+    let m = &v["machine-config"];
+    let Some(mib) = m["mem_size_mib"].as_u64() else {
+        return Vec::new();
+    };
+    let huge = m["huge_pages"].as_str().filter(|h| *h != "None");
+    vec![Declared {
+        id: "guest-memory".into(),
+        kind: BackendKind::Undeclared,
+        size: mib << 20,
+        hugetlb_page: huge.and_then(|h| h.parse::<Bytes>().ok()).map(|b| b.0),
+        hugetlb: huge.is_some(),
+        path: None,
+        prealloc: false,
+    }]
+}
+
 /// The guest-RAM backends a hypervisor's command line declares (empty when it declares none
 /// that hugelab can read, e.g. Firecracker configured over its API socket).
 pub fn declared(hv: Hypervisor, cmdline: &[String]) -> Vec<Declared> {
@@ -112,26 +164,25 @@ pub fn declared(hv: Hypervisor, cmdline: &[String]) -> Vec<Declared> {
                 if a != "-object" {
                     continue;
                 }
-                let (ty, rest) = v.split_once(',').unwrap_or((v.as_str(), ""));
-                let ty = ty.strip_prefix("qom-type=").unwrap_or(ty);
-                let kind = match ty {
-                    "memory-backend-ram" => BackendKind::Ram,
-                    "memory-backend-memfd" => BackendKind::Memfd,
-                    "memory-backend-file" => BackendKind::File,
+                let Some(o) = object_opts(v) else { continue };
+                let kind = match o.get("qom-type").map(String::as_str) {
+                    Some("memory-backend-ram") => BackendKind::Ram,
+                    Some("memory-backend-memfd") => BackendKind::Memfd,
+                    Some("memory-backend-file") => BackendKind::File,
                     _ => continue,
                 };
-                let o = opts(rest);
-                let Some(size) = size_of(o.get("size")) else {
+                let get = |k: &str| o.get(k).map(String::as_str);
+                let Some(size) = size_of(get("size").as_ref()) else {
                     continue;
                 };
                 out.push(Declared {
-                    id: o.get("id").unwrap_or(&"").to_string(),
+                    id: get("id").unwrap_or("").to_string(),
                     kind,
                     size,
-                    hugetlb_page: size_of(o.get("hugetlbsize")),
-                    hugetlb: on(o.get("hugetlb")),
-                    path: o.get("mem-path").map(|p| p.to_string()),
-                    prealloc: on(o.get("prealloc")),
+                    hugetlb_page: size_of(get("hugetlbsize").as_ref()),
+                    hugetlb: on(get("hugetlb").as_ref()),
+                    path: get("mem-path").map(str::to_string),
+                    prealloc: on(get("prealloc").as_ref()),
                 });
             }
             for d in &mut out {
@@ -176,6 +227,7 @@ pub fn declared(hv: Hypervisor, cmdline: &[String]) -> Vec<Declared> {
                 prealloc: on(o.get("prealloc")),
             }]
         }
+        // Its size is in --config-file (see `firecracker_declared`) or came over its API socket.
         Hypervisor::Firecracker => Vec::new(),
     }
 }
@@ -601,6 +653,39 @@ Rss:                1024 kB
 AnonHugePages:         0 kB
 VmFlags: rd wr mr mw me ac
 ";
+
+    #[test]
+    fn libvirt_json_objects_and_firecracker_configs() {
+        let d = declared(
+            Hypervisor::Qemu,
+            &[
+                "/usr/bin/qemu-system-x86_64".to_string(),
+                "-m".into(),
+                "size=4194304k".into(),
+                "-object".into(),
+                r#"{"qom-type":"memory-backend-file","id":"pc.ram","mem-path":"/dev/hugepages/libvirt/qemu/1-vm","x-use-canonical-path-for-ramblock-id":false,"prealloc":true,"size":4294967296}"#.into(),
+            ],
+        );
+        assert_eq!(d.len(), 1);
+        assert_eq!(
+            (d[0].id.as_str(), d[0].kind, d[0].size, d[0].prealloc),
+            ("pc.ram", BackendKind::File, 4 << 30, true)
+        );
+        assert_eq!(
+            d[0].path.as_deref(),
+            Some("/dev/hugepages/libvirt/qemu/1-vm")
+        );
+        let f = firecracker_declared(
+            r#"{"boot-source":{},"machine-config":{"vcpu_count":2,"mem_size_mib":1024,"huge_pages":"2M"}}"#,
+        );
+        assert_eq!(
+            (f[0].size, f[0].hugetlb, f[0].hugetlb_page),
+            (1 << 30, true, Some(2 << 20))
+        );
+        let f = firecracker_declared(r#"{"machine-config":{"mem_size_mib":512}}"#);
+        assert_eq!((f[0].size, f[0].hugetlb), (512 << 20, false));
+        assert!(firecracker_declared("not json").is_empty());
+    }
 
     #[test]
     fn recognises_hypervisors() {

@@ -122,8 +122,22 @@ pub fn inspect_pid(
         .map(str::to_string)
         .collect();
     let heap = inspect::java_heap(&maps, &cmdline);
-    let vm = vm::hypervisor(&status.name, &cmdline)
-        .map(|hv| (hv, vm::locate(&vm::declared(hv, &cmdline), &maps)));
+    let vm = vm::hypervisor(&status.name, &cmdline).map(|hv| {
+        let mut decl = vm::declared(hv, &cmdline);
+        if hv == vm::Hypervisor::Firecracker
+            && let Some(f) = cmdline
+                .iter()
+                .position(|a| a == "--config-file")
+                .and_then(|i| cmdline.get(i + 1))
+        {
+            // Relative to the VMM's working directory.
+            let path = std::path::Path::new(&format!("/proc/{pid}/cwd")).join(f);
+            if let Ok(text) = std::fs::read_to_string(path) {
+                decl = vm::firecracker_declared(&text);
+            }
+        }
+        (hv, vm::locate(&decl, &maps))
+    });
     let guest: Vec<usize> = vm
         .iter()
         .flat_map(|(_, loc)| loc.iter().filter_map(|(_, i)| *i))
