@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # hugelab's per-trial wall time against hyperfine's on the same short command, interleaved
 # in rounds so both see the same machine. Needs hyperfine (apt-get install hyperfine) and a
-# release build. Usage: scripts/timing-vs-hyperfine.sh [COMMAND...]   (default: sleep 0.013)
+# release build. Usage: [ROUNDS=3] [HUGELAB_RUN_ARGS=…] scripts/timing-vs-hyperfine.sh [COMMAND...]
+# (default: sleep 0.013; each round is 40 hugelab trials then 40 hyperfine runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmd=("${@:-sleep}"); [ $# -eq 0 ] && cmd=(sleep 0.013)
 command -v hyperfine >/dev/null || { echo "hyperfine is not installed (apt-get install hyperfine)"; exit 1; }
 bin=target/release/hugelab; [ -x "$bin" ] || cargo build --release -q
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-for round in 1 2 3; do
-  "$bin" run --db "$tmp/h.db" --arm a= --arm b=env.HUGELAB_AA=1 --blocks 20 --warmup 2 --json -- "${cmd[@]}" >/dev/null 2>&1
+for round in $(seq "${ROUNDS:-3}"); do
+  "$bin" run --db "$tmp/h.db" --arm a= --arm b=env.HUGELAB_AA=1 --blocks 20 --warmup 2 --json ${HUGELAB_RUN_ARGS:-} -- "${cmd[@]}" >/dev/null 2>&1
   hyperfine -N -w 3 -r 40 --export-json "$tmp/hf$round.json" "${cmd[*]}" >/dev/null 2>&1
 done
 python3 - "$tmp" <<'PY'
