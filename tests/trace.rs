@@ -222,26 +222,7 @@ fn traced_counts_equal_the_kernels_own_counters() {
     require_root!();
     let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
     let bin = assert_cmd::cargo::cargo_bin("hugelab");
-    let mut holder = Command::new(&bin)
-        .args([
-            "hold-memory",
-            "--backing",
-            "plain",
-            "--size",
-            "64M",
-            "--seconds",
-            "60",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    assert!(line.starts_with("ready"), "{line}");
+    let holder = common::hold_memory(&["--backing", "plain", "--size", "64M", "--seconds", "60"]);
     let trace = Command::new(&bin)
         .args([
             "trace",
@@ -257,8 +238,7 @@ fn traced_counts_equal_the_kernels_own_counters() {
     // The trace is on well before this (it opens its events in milliseconds).
     std::thread::sleep(std::time::Duration::from_millis(1500));
     let c = common::hugelab_json(["collapse", &holder.id().to_string(), "--json"]);
-    let _ = holder.kill();
-    let _ = holder.wait();
+    drop(holder);
     let out = trace.wait_with_output().unwrap();
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -64,6 +64,16 @@ impl Drop for Pools {
     }
 }
 
+/// The knob lock and the pools to put back, or None (with a note) when QEMU is missing.
+fn qemu_test() -> Option<(common::KnobLock, Pools)> {
+    if !has_qemu() {
+        eprintln!("skipped: no {QEMU} (apt-get install qemu-system-x86)");
+        return None;
+    }
+    let lock = common::knob_lock();
+    Some((lock, Pools::save()))
+}
+
 struct Kill(Child);
 
 impl Drop for Kill {
@@ -116,12 +126,7 @@ fn start(backing: QemuBacking, mem: &str) -> (Kill, serde_json::Value) {
 #[cfg_attr(unprivileged, ignore = "needs root: hugetlb pools")]
 fn inspect_reports_each_qemu_backing_with_its_page_size() {
     require_root!();
-    if !has_qemu() {
-        eprintln!("skipped: no {QEMU} (apt-get install qemu-system-x86)");
-        return;
-    }
-    let _lock = common::knob_lock();
-    let _pools = Pools::save();
+    let Some(_held) = qemu_test() else { return };
     std::fs::write(POOL_2M, "128").unwrap();
     std::fs::write(POOL_1G, "1").unwrap();
     let cases = [
@@ -203,12 +208,7 @@ fn quit_script(mem: &str) -> String {
 #[cfg_attr(unprivileged, ignore = "needs root: hugetlb pools")]
 fn run_times_paused_qemu_per_backing_with_evidence_from_qemu() {
     require_root!();
-    if !has_qemu() {
-        eprintln!("skipped: no {QEMU} (apt-get install qemu-system-x86)");
-        return;
-    }
-    let _lock = common::knob_lock();
-    let _pools = Pools::save();
+    let Some(_held) = qemu_test() else { return };
     let before = (common::read_trim(POOL_2M), common::read_trim(POOL_1G));
     let db = tempfile::tempdir().unwrap();
     let db = db.path().join("r.db");
@@ -294,7 +294,8 @@ fn run_times_paused_qemu_per_backing_with_evidence_from_qemu() {
     let why = v["stop_reason"].as_str().unwrap();
     assert!(
         why.contains("QEMU could not get its guest RAM on 2M hugetlb pages: the pool has 0 pages, 0 available")
-            && why.contains("unable to map backing store for guest RAM"),
+            && why.contains("unable to map backing store for guest RAM")
+            && why.contains("the arm's own hugetlb.<size> setting leaves it short"),
         "{why}"
     );
     assert_eq!(common::read_trim(POOL_2M), before.0, "pool restored");
@@ -319,27 +320,14 @@ fn trials(db: &std::path::Path, v: &serde_json::Value) -> Vec<(String, serde_jso
     out
 }
 
-fn hold(extra: &[&str]) -> Kill {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_hugelab"))
-        .args(["hold-memory", "--size", "64M", "--seconds", "60"])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(c.stdout.as_mut().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    assert!(line.starts_with("ready"), "{line}");
-    Kill(c)
+fn hold(backing: &str) -> common::Holder {
+    common::hold_memory(&["--size", "64M", "--seconds", "60", "--backing", backing])
 }
 
 #[test]
 fn watch_arms_read_the_named_process_and_flag_one_that_is_gone() {
-    let thp = hold(&["--backing", "thp"]);
-    let small = hold(&["--backing", "4k"]);
+    let thp = hold("thp");
+    let small = hold("4k");
     // A process that exits during the run: the arm watching it is flagged from then on.
     let brief = Command::new("sleep").arg("0.6").spawn().unwrap();
     let db = tempfile::tempdir().unwrap();
@@ -354,9 +342,9 @@ fn watch_arms_read_the_named_process_and_flag_one_that_is_gone() {
         "--keep-going",
         "--json",
         "--arm",
-        &arm("thp", thp.0.id()),
+        &arm("thp", thp.id()),
         "--arm",
-        &arm("small", small.0.id()),
+        &arm("small", small.id()),
         "--arm",
         &arm("brief", brief.id()),
         "--",
@@ -369,7 +357,7 @@ fn watch_arms_read_the_named_process_and_flag_one_that_is_gone() {
         let w = &t["evidence"]["watch"];
         match arm.as_str() {
             "thp" => {
-                assert_eq!(w["pid"], thp.0.id());
+                assert_eq!(w["pid"], thp.id());
                 assert!(w["resident"].as_u64().unwrap() >= 64 << 20, "{w}");
                 assert!(w["coverage"].as_f64().unwrap() > 0.5, "{w}");
                 assert!(t["flagged"].is_null(), "{t}");

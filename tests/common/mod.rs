@@ -172,3 +172,45 @@ pub fn succeed(cmd: &mut std::process::Command) -> std::process::Output {
     );
     out
 }
+
+/// A `hugelab hold-memory` helper whose memory is faulted in (it printed `ready START END`);
+/// killed and reaped when dropped.
+pub struct Holder {
+    pub child: std::process::Child,
+    /// The `ready START END` line.
+    pub ready: String,
+}
+
+impl Holder {
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Start `hugelab hold-memory ARGS…` and wait until it is ready.
+pub fn hold_memory(args: &[&str]) -> Holder {
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("hugelab"))
+        .arg("hold-memory")
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut ready,
+    )
+    .unwrap();
+    assert!(
+        ready.starts_with("ready"),
+        "hold-memory {args:?}: {ready:?}"
+    );
+    Holder { child, ready }
+}

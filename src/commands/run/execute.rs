@@ -157,12 +157,20 @@ fn qemu_failure(arm: &Arm, stderr: &str, root: &Root) -> Option<String> {
                 .ok()?
                 .into_iter()
                 .find(|p| p.page_size == ps)?;
+            let why = if arm
+                .spec
+                .split(',')
+                .any(|kv| kv.trim().starts_with("hugetlb."))
+            {
+                "the arm's own hugetlb.<size> setting leaves it short (without it, run grows the pool)"
+            } else {
+                "the kernel could not grow the pool as far as asked (memory too fragmented or too full: reserve the pages at boot, or compact first)"
+            };
             format!(
-                "on {} hugetlb pages: the pool has {} pages, {} available (HugePages_Free − Rsvd); the arm's hugetlb.{} setting leaves it short (without it, run grows the pool)",
+                "on {} hugetlb pages: the pool has {} pages, {} available (HugePages_Free − Rsvd); {why}",
                 Bytes(ps),
                 pool.total,
                 pool.available(),
-                Bytes(ps)
             )
         }
         None => format!("on {}", q.backing.name()),
