@@ -15,6 +15,8 @@ use std::collections::BTreeMap;
 pub const QEMU_DEFAULT_RAM: u64 = 128 << 20;
 /// Without a declared size, anonymous/shared/hugetlb mappings at least this large are guest RAM.
 pub const UNDECLARED_MIN: u64 = 64 << 20;
+/// The id prefix of guest RAM found by size rather than declared.
+const FOUND: &str = "found-";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -302,7 +304,7 @@ pub fn locate(decl: &[Declared], maps: &[Mapping]) -> Vec<(Declared, Option<usiz
             {
                 out.push((
                     Declared {
-                        id: format!("{:x}", m.start),
+                        id: format!("{FOUND}{:x}", m.start),
                         kind: BackendKind::Undeclared,
                         size: m.size(),
                         hugetlb_page: None,
@@ -374,9 +376,7 @@ pub fn guest_ram(
     regions: &[Region],
     pool_free: &BTreeMap<u64, u64>,
 ) -> GuestRam {
-    let declared = located
-        .iter()
-        .any(|(d, _)| d.kind != BackendKind::Undeclared || hv == Hypervisor::CloudHypervisor);
+    let declared = located.iter().any(|(d, _)| !d.id.starts_with(FOUND));
     let mut reasons: Vec<String> = Vec::new();
     let mut add = |r: String| {
         if !reasons.contains(&r) {
@@ -864,6 +864,16 @@ VmFlags: rd wr mr mw me ac
         let loc = locate(&[], &maps);
         assert_eq!(loc.len(), 2);
         assert!(loc.iter().all(|(d, _)| d.kind == BackendKind::Undeclared));
+        let g = guest_ram(Hypervisor::Firecracker, loc, &[], &BTreeMap::new());
+        assert!(!g.declared, "found by size");
+        let fc = firecracker_declared(r#"{"machine-config":{"mem_size_mib":512}}"#);
+        let g = guest_ram(
+            Hypervisor::Firecracker,
+            locate(&fc, &maps),
+            &[],
+            &BTreeMap::new(),
+        );
+        assert!(g.declared, "from its config file");
     }
 
     #[test]
