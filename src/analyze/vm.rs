@@ -255,17 +255,18 @@ pub struct PageShare {
 
 impl PageShare {
     pub fn label(&self) -> String {
-        let size = Bytes(self.page_size)
-            .to_string()
-            .replace('K', " KiB")
-            .replace('M', " MiB")
-            .replace('G', " GiB");
-        match (self.hugetlb, self.page_size) {
-            (true, _) => format!("{size} hugetlb"),
-            (false, 4096) => size,
-            (false, s) if s == 2 << 20 => format!("{size} THP"),
-            (false, _) => format!("{size} mTHP"),
-        }
+        let (n, unit) = match self.page_size {
+            s if s >= 1 << 30 => (s >> 30, "GiB"),
+            s if s >= 1 << 20 => (s >> 20, "MiB"),
+            s => (s >> 10, "KiB"),
+        };
+        let kind = match (self.hugetlb, self.page_size) {
+            (true, _) => " hugetlb",
+            (false, 4096) => "",
+            (false, s) if s == 2 << 20 => " THP",
+            _ => " mTHP",
+        };
+        format!("{n} {unit}{kind}")
     }
 }
 
@@ -856,6 +857,23 @@ VmFlags: rd wr mr mw me ac
             g.summary,
             "guest RAM 8G (0B resident): nothing resident yet"
         );
+    }
+
+    #[test]
+    fn page_labels() {
+        let l = |page_size, hugetlb| {
+            PageShare {
+                page_size,
+                hugetlb,
+                bytes: 0,
+            }
+            .label()
+        };
+        assert_eq!(l(4096, false), "4 KiB");
+        assert_eq!(l(64 << 10, false), "64 KiB mTHP");
+        assert_eq!(l(2 << 20, false), "2 MiB THP");
+        assert_eq!(l(2 << 20, true), "2 MiB hugetlb");
+        assert_eq!(l(1 << 30, true), "1 GiB hugetlb");
     }
 
     #[test]

@@ -160,7 +160,15 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
     }
     crate::control::defer_first_signal("stopping: the histograms so far follow");
     tracer.enable()?;
-    let vmstat = || crate::probe::thp::read_vmstat(&Root::system()).unwrap_or_default();
+    // The kernel's counters are system-wide: compared only with a system-wide trace.
+    let system_wide = a.pid.is_none() && a.command.is_empty();
+    let vmstat = || {
+        if system_wide {
+            crate::probe::thp::read_vmstat(&Root::system()).unwrap_or_default()
+        } else {
+            BTreeMap::new()
+        }
+    };
     let mut vm_start = vmstat();
     let cpu0 = cpu_time();
     let started = Instant::now();
@@ -289,7 +297,7 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
                 now.duration_since(window_start).as_secs_f64(),
                 &|pid| comms.get(&pid).cloned().unwrap_or_else(|| "?".into()),
             );
-            if matches!(scope, Scope::All) {
+            if system_wide {
                 let delta: BTreeMap<String, u64> = vm_now
                     .iter()
                     .map(|(k, v)| (k.clone(), v.saturating_sub(*vm_start.get(k).unwrap_or(v))))
