@@ -396,3 +396,69 @@ fn watch_arms_read_the_named_process_and_flag_one_that_is_gone() {
     assert_eq!(out.status.code(), Some(2), "{e}");
     assert!(e.contains("no process named \"no-such-comm-x\""), "{e}");
 }
+
+/// The in-guest experiment (README, "Virtual machines"): the minimal guest of
+/// `examples/vm-guest` chases pointers through 1 GiB, once per boot, and prints its result in
+/// registers on the serial console; `run` boots it once per trial with the host backing as the
+/// arm and reads the result with `--metric`. Minutes per trial on this machine, and it needs the
+/// guest built first, so it is not part of `cargo test`:
+///
+/// ```sh
+/// examples/vm-guest/build.sh target/guest
+/// HUGELAB_GUEST=target/guest cargo test --release --test vm -- --ignored guest
+/// ```
+#[test]
+#[ignore = "needs a guest built by examples/vm-guest/build.sh (HUGELAB_GUEST=DIR) and ~15 minutes"]
+fn guest_pointer_chase_per_host_backing_is_read_from_the_serial_console() {
+    require_root!();
+    let dir =
+        std::env::var("HUGELAB_GUEST").expect("HUGELAB_GUEST=DIR of examples/vm-guest/build.sh");
+    let Some(_held) = qemu_test() else { return };
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/vm-guest/qemu.sh");
+    let db = tempfile::tempdir().unwrap();
+    let db = db.path().join("r.db");
+    let v = common::hugelab_json([
+        "run",
+        "--db",
+        db.to_str().unwrap(),
+        "--blocks",
+        "1",
+        "--warmup",
+        "0",
+        "--json",
+        "--timeout",
+        "20m",
+        "--arm",
+        "4k=qemu.backing=4k",
+        "--arm",
+        "thp=qemu.backing=thp",
+        "--metric",
+        "ticks_per_hop=R12: 0*([0-9]+),lower",
+        "--metric",
+        "touch_mticks=R13: 0*([0-9]+),lower",
+        "--",
+        script,
+        &dir,
+        "-m",
+        "2G",
+    ]);
+    assert_eq!(v["blocks_done"], 1, "{}", v["stop_reason"]);
+    for (arm, t) in trials(&db, &v) {
+        assert_eq!(t["ok"], true, "{arm}: {t}");
+        // The guest printed its registers: a chase of 1 GiB costs more than a cache hit.
+        let hop = t["metrics"]["ticks_per_hop"].as_f64().unwrap();
+        assert!(hop > 10.0, "{arm}: {t}");
+        assert!(
+            t["metrics"]["touch_mticks"].as_f64().unwrap() > 0.0,
+            "{arm}: {t}"
+        );
+        // The guest touched its 1 GiB, and the evidence is QEMU's (the script execs it).
+        let m = &t["evidence"]["memory"];
+        assert!(m["peak_rss"].as_u64().unwrap() > 1 << 30, "{arm}: {m}");
+        let cov = m["coverage_at_peak"].as_f64().unwrap();
+        match arm.as_str() {
+            "4k" => assert!(cov < 0.05, "{arm}: {m}"),
+            _ => assert!(cov > 0.5, "{arm}: {m}"),
+        }
+    }
+}
