@@ -85,8 +85,17 @@ impl Drop for Kill {
 
 /// Start a paused QEMU on `backing` (prealloc on) and wait until its guest RAM is resident.
 fn start(backing: QemuBacking, mem: &str) -> (Kill, serde_json::Value) {
+    start_named(backing, mem, None)
+}
+
+/// `start`, with `-name NAME,process=NAME` when named (the process name `watch=` finds).
+fn start_named(backing: QemuBacking, mem: &str, name: Option<&str>) -> (Kill, serde_json::Value) {
+    let mut argv = paused(mem);
+    if let Some(name) = name {
+        argv.extend(["-name".to_string(), format!("{name},process={name}")]);
+    }
     let argv = rewrite(
-        &paused(mem),
+        &argv,
         false,
         &QemuConfig {
             backing,
@@ -395,6 +404,61 @@ fn watch_arms_read_the_named_process_and_flag_one_that_is_gone() {
     let e = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{e}");
     assert!(e.contains("no process named \"no-such-comm-x\""), "{e}");
+}
+
+/// The two-VM recipe of README with paused QEMUs standing in for the booted guests: each QEMU is
+/// named with `-name NAME,process=NAME`, and each arm's `watch=NAME` stores that VM's guest-RAM
+/// coverage with every trial.
+#[test]
+fn watch_arms_read_named_qemu_vms_as_in_the_two_vm_recipe() {
+    let Some(_held) = qemu_test() else { return };
+    let (thp, _) = start_named(QemuBacking::Thp, "256M", Some("hl-vm-thp"));
+    let (small, _) = start_named(QemuBacking::FourK, "256M", Some("hl-vm-4k"));
+    let db = tempfile::tempdir().unwrap();
+    let db = db.path().join("r.db");
+    let v = common::hugelab_json([
+        "run",
+        "--db",
+        db.to_str().unwrap(),
+        "--blocks",
+        "2",
+        "--json",
+        "--arm",
+        "thp=watch=hl-vm-thp",
+        "--arm",
+        "4k=watch=hl-vm-4k",
+        "--",
+        "true",
+    ]);
+    assert_eq!(v["blocks_done"], 2, "{}", v["stop_reason"]);
+    for (arm, t) in trials(&db, &v) {
+        let w = &t["evidence"]["watch"];
+        let (pid, summary, low, high) = match arm.as_str() {
+            "thp" => (
+                thp.0.id(),
+                "guest RAM 256M: 100% on 2 MiB THP pages",
+                0.9,
+                1.0,
+            ),
+            _ => (
+                small.0.id(),
+                "guest RAM 256M: 100% on 4 KiB pages",
+                0.0,
+                0.05,
+            ),
+        };
+        assert_eq!(w["pid"], pid, "{arm}: {w}");
+        assert_eq!(w["alive"], true, "{arm}: {w}");
+        assert!(t["flagged"].is_null(), "{arm}: {t}");
+        // THP may leave a few 2 MiB ranges on 4 KiB when memory is fragmented.
+        let cov = w["coverage"].as_f64().unwrap();
+        assert!((low..=high).contains(&cov), "{arm}: {w}");
+        let got = w["guest_ram"].as_str().unwrap();
+        assert!(
+            got == summary || arm == "thp" && got.starts_with("guest RAM 256M: "),
+            "{arm}: {w}"
+        );
+    }
 }
 
 /// The in-guest experiment (README, "Virtual machines"): the minimal guest of
