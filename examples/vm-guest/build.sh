@@ -42,8 +42,10 @@ fi
 patch_line() {
     if grep -qxF "$3" "$tree/$1"; then return; fi
     [ "$(grep -cxF "$2" "$tree/$1")" = 1 ] || die "$1: expected exactly one line '$2' (is this Linux 6.1?)"
-    awk -v from="$2" -v to="$3" '$0 == from { print to; next } { print }' "$tree/$1" > "$tree/$1.new"
+    # ENVIRON, not awk -v: -v would turn the "\n" of a C string into a newline.
+    FROM=$2 TO=$3 awk '$0 == ENVIRON["FROM"] { print ENVIRON["TO"]; next } { print }' "$tree/$1" > "$tree/$1.new"
     mv "$tree/$1.new" "$tree/$1"
+    grep -qxF "$3" "$tree/$1" || die "$1: the change to '$3' did not apply"
 }
 if [ "$nested" = 1 ]; then
     tab=$(printf '\t')
