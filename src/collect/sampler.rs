@@ -5,8 +5,10 @@
 //!   walk, no mmap lock) every `every`;
 //! * the page-table walk of `/proc/PID/smaps_rollup` (which takes the child's mmap lock and costs
 //!   more the more 4 KiB pages it maps, so it disturbs a 4K arm more than a huge-page arm) only
-//!   at `4·every`, `8·every`, `16·every`, … — a geometric back-off, at most `max_walks` per
-//!   trial, so its share of a trial's time shrinks as the trial grows.
+//!   at `4·every`, `8·every`, `16·every`, … — a geometric back-off of `backoff_walks` steps
+//!   (80 ms … 41 s by default), then once per that last offset (every 41 s), so that its share of
+//!   a trial's time shrinks as the trial grows and a trial of minutes (a VM booting and touching
+//!   its RAM) is still seen at its peak.
 
 use crate::probe::process::{Rollup, group_members};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -18,8 +20,10 @@ pub struct Schedule {
     pub enabled: bool,
     /// Period of the cheap `/proc/PID/status` reads.
     pub every: Duration,
-    /// At most this many smaps_rollup walks per trial (the first at 4·`every`, then doubling).
-    pub max_walks: u32,
+    /// smaps_rollup walks with a doubling interval (the first at 4·`every`); later walks keep
+    /// the last offset as their period.
+    #[serde(alias = "max_walks")]
+    pub backoff_walks: u32,
 }
 
 impl Default for Schedule {
@@ -27,7 +31,7 @@ impl Default for Schedule {
         Schedule {
             enabled: true,
             every: Duration::from_millis(20),
-            max_walks: 10,
+            backoff_walks: 10,
         }
     }
 }
@@ -40,11 +44,15 @@ impl Schedule {
         }
     }
 
-    /// Offsets from the child's start at which smaps_rollup is walked.
-    pub fn walk_times(&self) -> Vec<Duration> {
-        (0..self.max_walks)
-            .map(|k| self.every * 4 * 2u32.saturating_pow(k))
-            .collect()
+    /// Offset from the child's start of its `k`-th smaps_rollup walk (k from 0).
+    pub fn walk_time(&self, k: u32) -> Duration {
+        let steps = self.backoff_walks.max(1);
+        let last = self.every * 4 * 2u32.saturating_pow(steps - 1);
+        if k < steps {
+            self.every * 4 * 2u32.saturating_pow(k)
+        } else {
+            last.saturating_mul(k - steps + 2)
+        }
     }
 }
 
@@ -106,8 +114,7 @@ pub fn sample(pgid: i32, start: Instant, schedule: Schedule, stop: Receiver<()>)
         let _ = stop.recv();
         return m;
     }
-    let walks = schedule.walk_times();
-    let mut next_walk = 0usize;
+    let mut next_walk = 0u32;
     let mut next_cheap = start + schedule.every;
     let mut members = vec![pgid];
     let (mut weighted, mut weight) = (0.0f64, 0.0f64);
@@ -118,14 +125,14 @@ pub fn sample(pgid: i32, start: Instant, schedule: Schedule, stop: Receiver<()>)
     let mut walk_peak = 0u64;
     let mut status_peak: (u64, f64) = (0, 0.0);
     loop {
-        let walk_at = walks.get(next_walk).map(|d| start + *d);
-        let due = walk_at.map_or(next_cheap, |w| w.min(next_cheap));
+        let walk_at = start + schedule.walk_time(next_walk);
+        let due = walk_at.min(next_cheap);
         match stop.recv_timeout(due.saturating_duration_since(Instant::now())) {
             Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
             Err(RecvTimeoutError::Timeout) => {}
         }
         let now = Instant::now();
-        if walk_at.is_some_and(|w| now >= w) {
+        if now >= walk_at {
             next_walk += 1;
             members = group_members(pgid);
             let t0 = Instant::now();
@@ -208,17 +215,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn walks_back_off_geometrically() {
+    fn walks_back_off_geometrically_then_keep_the_last_period() {
         let s = Schedule::default();
-        let w = s.walk_times();
-        assert_eq!(w.len(), 10);
+        let w: Vec<Duration> = (0..14).map(|k| s.walk_time(k)).collect();
         assert_eq!(w[0], Duration::from_millis(80));
         assert_eq!(w[1], Duration::from_millis(160));
-        assert!(w.windows(2).all(|p| p[1] == p[0] * 2));
-        // A 10 s trial is walked 7 times (80 ms … 5.12 s), not 400 times as at a fixed 25 ms.
+        assert!(w[..10].windows(2).all(|p| p[1] == p[0] * 2));
+        assert_eq!(w[9], Duration::from_millis(40_960));
+        // Then every 40.96 s: a trial of minutes is still walked near its end.
+        assert!(w[9..].windows(2).all(|p| p[1] - p[0] == w[9]));
+        // A 10 s trial is walked 7 times (80 ms … 5.12 s), not 400 times as at a fixed 25 ms;
+        // a 7-minute one (a VM booting and touching 1 GiB) 19 times, the last at 6.8 minutes.
+        let within = |t: u64| w.iter().filter(|d| **d <= Duration::from_secs(t)).count();
+        assert_eq!(within(10), 7);
+        let w: Vec<Duration> = (0..20).map(|k| s.walk_time(k)).collect();
         assert_eq!(
-            w.iter().filter(|d| **d <= Duration::from_secs(10)).count(),
-            7
+            w.iter().filter(|d| **d <= Duration::from_secs(420)).count(),
+            19
         );
     }
 
