@@ -1,12 +1,14 @@
 #!/bin/sh
 # Builds a minimal x86-64 guest for the in-guest huge-page experiment (README, "Virtual machines"):
 # a Linux 6.1 kernel with a tiny configuration (serial console, initramfs, THP, no modules) and
-# an initramfs whose /init is chase.c, a 1 GiB random pointer chase that prints its result on
-# the serial console and reboots the guest (QEMU with -no-reboot then exits).
+# an initramfs whose /init is chase.c, a 1 GiB random pointer chase that leaves its results in
+# registers; the guest kernel prints them on the serial console when init dies, then reboots
+# (and QEMU, with -no-reboot, exits). qemu.sh boots it.
 #
 #   examples/vm-guest/build.sh [OUT]        # OUT defaults to target/guest
 #
-# Kernel sources: $KERNEL_SRC (a 6.1 tree or tarball), else Debian's linux-source-6.1 package
+# Kernel sources: $KERNEL_SRC (a 6.1 tarball, or a tree, which is changed and built in place),
+# else Debian's linux-source-6.1 package
 # (/usr/src/linux-source-6.1.tar.xz; `apt-get install linux-source-6.1 bc flex bison
 # libelf-dev cpio gcc make`). NESTED=1 (the default) applies three one-line changes that let
 # the kernel boot under a nested emulator that implements neither the int3 self-test's trap
