@@ -980,3 +980,33 @@ fn without_root_system_arms_and_root_options_are_refused_with_the_fix() {
     let a = args(&["--arm", "a=", "--arm", "b=process.thp=off", "--", "true"]);
     assert!(plan_as(&a, false).is_ok());
 }
+
+#[test]
+fn progress_estimates_are_of_the_primary_metric() {
+    // b's metric is twice a's while their wall times are alike: the orientation line must
+    // follow the metric the verdicts are about, and name it.
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(["run", "--blocks", "3", "--warmup", "0", "--db"])
+        .arg(dir.path().join("p.db"))
+        .args([
+            "--arm",
+            "a=env.V=100",
+            "--arm",
+            "b=env.V=200",
+            "--metric",
+            "v=v=([0-9]+),higher",
+            "--shell",
+            "--",
+            "echo v=$V",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("· v: b +100.0% (unadjusted, for orientation)"),
+        "{err}"
+    );
+}

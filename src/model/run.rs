@@ -30,6 +30,13 @@ pub struct Plan {
     pub trace: Vec<&'static str>,
 }
 
+impl Plan {
+    /// The metric the verdicts are about: the first `--metric`, else wall time.
+    pub fn primary(&self) -> &MetricDef {
+        &self.metrics[self.metrics.len().min(2) - 1]
+    }
+}
+
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct RunResult {
     pub schema: &'static str,

@@ -308,7 +308,7 @@ fn trial(
 
 /// Whether every contrast of the primary metric is settled by the plan's design.
 fn settled(plan: &Plan, trials: &[TrialRow]) -> bool {
-    let primary = &plan.metrics[plan.metrics.len().min(2) - 1];
+    let primary = plan.primary();
     let data: Vec<TrialData> = trials.iter().map(trial_data).collect();
     let d: Vec<Vec<f64>> = (0..plan.arms.len())
         .filter(|i| *i != plan.baseline)
@@ -510,7 +510,7 @@ fn estimate_line(names: &[String], plan: &Plan, trials: &[TrialRow]) -> String {
         if i == plan.baseline {
             continue;
         }
-        let d = experiment::log_ratios(&data, i, plan.baseline, "wall_s");
+        let d = experiment::log_ratios(&data, i, plan.baseline, &plan.primary().name);
         if let Some(e) = crate::analyze::stats::hodges_lehmann(&d, plan.confidence) {
             let p = crate::analyze::verdict::to_percent(e);
             parts.push(match (p.lo, p.hi) {
@@ -522,6 +522,10 @@ fn estimate_line(names: &[String], plan: &Plan, trials: &[TrialRow]) -> String {
     if parts.is_empty() {
         String::new()
     } else {
-        format!(" · {} (unadjusted, for orientation)", parts.join(", "))
+        format!(
+            " · {}: {} (unadjusted, for orientation)",
+            plan.primary().name,
+            parts.join(", ")
+        )
     }
 }

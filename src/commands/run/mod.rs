@@ -351,7 +351,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         plan.confidence,
         &plan.design,
     );
-    let primary = &plan.metrics[plan.metrics.len().min(2) - 1].name;
+    let primary = &plan.primary().name;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let noise = experiment::noise_attribution(&names, &data, primary, cpus);
     let calibration = plan.calibrate.then(|| {
