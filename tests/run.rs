@@ -1010,3 +1010,44 @@ fn progress_estimates_are_of_the_primary_metric() {
         "{err}"
     );
 }
+
+#[test]
+fn ctrl_c_is_handled_when_stderr_is_gone() {
+    // The process that read hugelab's stderr has gone (a closed pipe): the Ctrl-C messages
+    // fail to write. That must not end the signal handling — a second Ctrl-C still kills the
+    // trial in flight (it is discarded) and exits.
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("c.db");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("hugelab"))
+        .args([
+            "run", "--arm", "a=", "--arm", "b=", "--blocks", "5", "--warmup", "0",
+        ])
+        .arg("--db")
+        .arg(&db)
+        .args(["--", "sleep", "600"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    loop {
+        let l = lines.next().expect("run ended early").unwrap();
+        if l.contains("block 1/5") {
+            break;
+        }
+    }
+    drop(lines);
+    for _ in 0..2 {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let (_, _, trials) = Store::open(&db).unwrap().load(1).unwrap();
+    assert!(
+        trials.is_empty(),
+        "the 10-minute trial was killed, not waited for"
+    );
+}

@@ -64,14 +64,16 @@ impl Drop for Pools {
     }
 }
 
-/// The knob lock and the pools to put back, or None (with a note) when QEMU is missing.
-fn qemu_test() -> Option<(common::KnobLock, Pools)> {
+/// The pools to put back and the knob lock, or None (with a note) when QEMU is missing. In this
+/// order: a tuple drops its first field first, so the pools are restored before the lock is
+/// released (the other order let the next test read this one's pools as the machine's).
+fn qemu_test() -> Option<(Pools, common::KnobLock)> {
     if !has_qemu() {
         eprintln!("skipped: no {QEMU} (apt-get install qemu-system-x86)");
         return None;
     }
     let lock = common::knob_lock();
-    Some((lock, Pools::save()))
+    Some((Pools::save(), lock))
 }
 
 struct Kill(Child);

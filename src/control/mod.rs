@@ -218,6 +218,13 @@ fn lock_active() -> std::sync::MutexGuard<'static, Vec<(Root, PathBuf)>> {
     ACTIVE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// A line on stderr that cannot fail: `eprintln!` panics when stderr is a closed pipe (the
+/// parent that read it died), and a panic here would end the thread that restores settings.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
 /// Restore every active guard's journal, then exit as the signal would have.
 fn install_signal_handler() {
     static ONCE: std::sync::Once = std::sync::Once::new();
@@ -234,13 +241,15 @@ fn install_signal_handler() {
                     && !SEEN.swap(true, std::sync::atomic::Ordering::SeqCst)
                 {
                     let what = *ON_STOP.lock().unwrap_or_else(|p| p.into_inner());
-                    eprintln!("\nhugelab: {what} — press Ctrl-C again to exit now");
+                    say(&format!(
+                        "\nhugelab: {what} — press Ctrl-C again to exit now"
+                    ));
                     continue;
                 }
                 if let Some(pgid) = *signals::IN_FLIGHT.lock().unwrap_or_else(|p| p.into_inner()) {
                     // SAFETY: the leader is not reaped while IN_FLIGHT holds its group id.
                     unsafe { libc::killpg(pgid, libc::SIGKILL) };
-                    eprintln!("hugelab: killed the trial in flight; it is discarded");
+                    say("hugelab: killed the trial in flight; it is discarded");
                 }
                 let active = lock_active();
                 for (root, path) in active.iter() {
@@ -248,7 +257,7 @@ fn install_signal_handler() {
                         let restored =
                             restore_changes(&SysfsSettings::new(root.clone()), &j.changes);
                         for r in &restored {
-                            eprintln!("hugelab: interrupted; restored {}", r.describe());
+                            say(&format!("hugelab: interrupted; restored {}", r.describe()));
                         }
                         // A pool that cannot shrink yet holds pages this process still maps;
                         // they become surplus and return to the system as it exits.
