@@ -265,7 +265,14 @@ fn run_times_paused_qemu_per_backing_with_evidence_from_qemu() {
         match arm {
             "4k" => assert!(cov < 0.05, "{arm}: {m}"),
             "h2m" | "h1g" => {
-                assert_eq!(m["peak_hugetlb"].as_u64().unwrap(), 1 << 30, "{arm}: {m}");
+                // Status reads come every 20 ms and QEMU quits as soon as it has preallocated,
+                // so the last read can miss the last few 2 MiB pages (1018 MiB was seen once);
+                // for 1 GiB pages this means all of it.
+                let peak = m["peak_hugetlb"].as_u64().unwrap();
+                assert!(
+                    (((1u64 << 30) * 95 / 100)..=1 << 30).contains(&peak),
+                    "{arm}: {m}"
+                );
                 assert!(cov > 0.9, "{arm}: {m}");
             }
             _ => assert!(cov > 0.5, "{arm}: {m}"),
