@@ -1,9 +1,9 @@
 /* /init of the minimal guest (examples/vm-guest/build.sh): a random pointer chase over 1 GiB.
  *
- * Under this project's nested emulator user mode cannot make system calls (`syscall` and
- * `int $0x80` both raise #UD), so the program reports without them: it leaves its results in
- * registers as decimal digits (each hex nibble one digit, so "R12: 0000000000000612" reads as
- * 612) and executes ud2. The kernel, booted with print-fatal-signals=1, prints the registers of
+ * Under this project's nested emulator user mode cannot make system calls (`int $0x80` raised
+ * #UD when tried; `syscall` was reported failing by the issue's setup), so the program reports
+ * without them: it leaves its results in registers as decimal digits (each hex nibble one
+ * digit, so "R12: 0000000000000612" reads as 612) and executes ud2. The kernel, booted with print-fatal-signals=1, prints the registers of
  * the dying init on the serial console, and then panics and reboots (QEMU with -no-reboot exits).
  *
  *   R12  TSC ticks per hop of the chase (16 Mi dependent loads, after a warm-up of 4 Mi)
