@@ -3,8 +3,9 @@
  * Under this project's nested emulator user mode cannot make system calls (`int $0x80` raised
  * #UD when tried; `syscall` was reported failing by the issue's setup), so the program reports
  * without them: it leaves its results in registers as decimal digits (each hex nibble one
- * digit, so "R12: 0000000000000612" reads as 612) and executes ud2. The kernel, booted with print-fatal-signals=1, prints the registers of
- * the dying init on the serial console, and then panics and reboots (QEMU with -no-reboot exits).
+ * digit, so "R12: 0000000000000612" reads as 612) and executes ud2. The kernel, booted with
+ * print-fatal-signals=1, prints the registers of the dying init on the serial console, and then
+ * panics and reboots (QEMU with -no-reboot exits).
  *
  *   R12  TSC ticks per hop of the chase (16 Mi dependent loads, after a warm-up of 4 Mi)
  *   R13  TSC ticks, in millions, of the first touch of the 1 GiB (one store per 4 KiB page)
