@@ -93,6 +93,17 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     Ok(std::time::Duration::from_secs_f64(secs))
 }
 
+/// A duration that must be more than zero (a timeout, a period, a length of time to run).
+pub fn parse_positive_duration(s: &str) -> Result<std::time::Duration, String> {
+    let d = parse_duration(s)?;
+    if d.is_zero() {
+        return Err(format!(
+            "{s:?} is zero; give a duration above 0, e.g. 500ms, 2s, 1m"
+        ));
+    }
+    Ok(d)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -880,6 +880,96 @@ fn user_drops_privileges() {
 }
 
 #[test]
+fn a_failed_run_exits_4_and_is_stored_as_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let dbs = db.display().to_string();
+    // The first trial fails: the run stops there, says how the trial ended, exits 4.
+    let out = common::hugelab_exits(
+        [
+            "run",
+            "--arm",
+            "a=",
+            "--arm",
+            "b=env.X=1",
+            "--blocks",
+            "2",
+            "--warmup",
+            "0",
+            "--json",
+            "--db",
+            &dbs,
+            "--",
+            "false",
+        ],
+        4,
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let why = v["stop_reason"].as_str().unwrap();
+    assert!(why.contains("failed (exit 1)"), "{why}");
+    assert_eq!(
+        Store::open(&db).unwrap().load(1).unwrap().0.status,
+        "failed"
+    );
+    // A warm-up that fails stops the run before anything is measured.
+    let out = common::hugelab_exits(
+        [
+            "run",
+            "--arm",
+            "a=",
+            "--arm",
+            "b=",
+            "--blocks",
+            "2",
+            "--json",
+            "--db",
+            &dbs,
+            "--",
+            "sh",
+            "-c",
+            "kill -9 $$",
+        ],
+        4,
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let why = v["stop_reason"].as_str().unwrap();
+    assert!(
+        why.contains("warm-up trial of arm") && why.contains("killed by SIGKILL"),
+        "{why}"
+    );
+    // --keep-going past a metric that is never printed: every trial failed, no complete block.
+    let out = common::hugelab_exits(
+        [
+            "run",
+            "--arm",
+            "a=",
+            "--arm",
+            "b=",
+            "--blocks",
+            "2",
+            "--warmup",
+            "0",
+            "--keep-going",
+            "--metric",
+            "x=never ([0-9]+)",
+            "--json",
+            "--db",
+            &dbs,
+            "--",
+            "true",
+        ],
+        4,
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let why = v["stop_reason"].as_str().unwrap();
+    assert!(why.contains("no block completed"), "{why}");
+    assert_eq!(
+        Store::open(&db).unwrap().load(3).unwrap().0.status,
+        "failed"
+    );
+}
+
+#[test]
 fn timeout_prepare_and_cache_options() {
     let dir = tempfile::tempdir().unwrap();
     let marks = dir.path().join("marks");
@@ -902,7 +992,17 @@ fn timeout_prepare_and_cache_options() {
     if common::is_root() {
         extra.extend(["--drop-caches", "--compact"]);
     }
-    let v = run_json(&extra, &["sleep", "5"], &dir.path().join("r.db"));
+    let db = dir.path().join("r.db");
+    let mut all = vec!["run"];
+    all.extend_from_slice(&extra);
+    let dbs = db.display().to_string();
+    all.extend(["--json", "--db", &dbs, "--", "sleep", "5"]);
+    // Every trial timed out: no complete block, a failed run (exit 4).
+    let v: serde_json::Value = serde_json::from_str(&common::hugelab_exits(all, 4)).unwrap();
+    assert_eq!(
+        Store::open(&db).unwrap().load(1).unwrap().0.status,
+        "failed"
+    );
     assert_eq!(
         std::fs::read_to_string(&marks).unwrap().lines().count(),
         6,

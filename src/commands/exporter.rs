@@ -12,7 +12,7 @@ use crate::probe::Root;
 use crate::probe::process::{Rollup, comm, parse_status};
 use crate::probe::status;
 use crate::render::prometheus;
-use crate::units::parse_duration;
+use crate::units::parse_positive_duration;
 use clap::Args;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -33,10 +33,10 @@ pub struct ExporterArgs {
     #[arg(long)]
     pub top: Option<usize>,
     /// Page-table walk time allowed per watched process per scrape
-    #[arg(long, default_value = "50ms", value_parser = parse_duration)]
+    #[arg(long, default_value = "50ms", value_parser = parse_positive_duration)]
     pub budget: Duration,
     /// Start a new folio-size pass over a watched process this long after the last one ended
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, default_value = "60s", value_parser = parse_positive_duration)]
     pub folio_every: Duration,
     /// Also export kernel stall histograms from tracepoints (root): compaction, reclaim, migrate,
     /// comma-separated (e.g. `compaction,reclaim`)

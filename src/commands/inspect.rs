@@ -10,7 +10,7 @@ pub use crate::model::inspect::{
 };
 use crate::probe::Root;
 use crate::probe::process::{Mapping, ProcStatus, Rollup, parse_smaps, parse_status};
-use crate::units::{Bytes, parse_duration};
+use crate::units::{Bytes, parse_positive_duration};
 use anyhow::Context as _;
 use clap::Args;
 use std::collections::BTreeMap;
@@ -32,7 +32,7 @@ pub struct InspectArgs {
     #[arg(long)]
     pub all: bool,
     /// Time budget per process for folio sizes (pagemap); beyond it, smaps only
-    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    #[arg(long, default_value = "2s", value_parser = parse_positive_duration)]
     pub budget: Duration,
     /// Print JSON (schema hugelab.inspect/1)
     #[arg(long)]

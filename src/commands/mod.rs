@@ -63,7 +63,10 @@ pub fn parse_effect(s: &str) -> Result<f64, String> {
 pub fn parse_env(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
-        _ => Err(format!(
+        Some(_) => Err(format!(
+            "{s:?} has no NAME before '='; give NAME=VALUE, e.g. MALLOC_ARENA_MAX=2"
+        )),
+        None => Err(format!(
             "{s:?} is not NAME=VALUE (to pass an empty value write {s}=)"
         )),
     }

@@ -3,6 +3,7 @@
 use super::print_json;
 use crate::analyze::findings::{self, Finding};
 use crate::probe::{Root, status};
+use crate::units::parse_positive_duration;
 use anyhow::Context;
 use clap::Args;
 use std::path::PathBuf;
@@ -16,7 +17,7 @@ pub struct StatusArgs {
     #[arg(long)]
     pub json: bool,
     /// Repeat every interval (e.g. 2s) and show counter changes since the previous sample; Ctrl-C stops
-    #[arg(long, value_parser = crate::units::parse_duration)]
+    #[arg(long, value_parser = parse_positive_duration)]
     pub interval: Option<std::time::Duration>,
     /// Stop after this many samples in --interval mode
     #[arg(long, requires = "interval")]

@@ -11,7 +11,7 @@ use crate::model::trace::{MissingEvent, TraceResult};
 use crate::probe::Root;
 use crate::probe::process::comm;
 use crate::render::trace as render;
-use crate::units::parse_duration;
+use crate::units::parse_positive_duration;
 use clap::Args;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -27,10 +27,10 @@ pub struct TraceArgs {
     #[arg(long, short)]
     pub events: Option<String>,
     /// How long to trace system-wide or a --pid [default: 10s; with --interval, until Ctrl-C]
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_positive_duration)]
     pub duration: Option<Duration>,
     /// One histogram per interval, like vmstat
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_positive_duration)]
     pub interval: Option<Duration>,
     /// Only this process (all its threads); the trace ends when it exits
     #[arg(long)]

@@ -174,6 +174,35 @@ pub mod signals {
     use std::sync::Mutex;
 
     pub(super) static IN_FLIGHT: Mutex<Option<i32>> = Mutex::new(None);
+    /// A `run --server` server that is up: killed with its process tree on an immediate exit.
+    pub(super) static SERVER: Mutex<Option<i32>> = Mutex::new(None);
+
+    pub fn server_started(pid: i32) {
+        *SERVER.lock().unwrap_or_else(|p| p.into_inner()) = Some(pid);
+    }
+
+    /// The server is stopped and reaped.
+    pub fn server_stopped() {
+        *SERVER.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// On an immediate exit: SIGKILL the server's group and tree, and reap it, so that its
+    /// hugetlb pages are free before the pools are restored.
+    pub(super) fn kill_server() -> bool {
+        let Some(pid) = *SERVER.lock().unwrap_or_else(|p| p.into_inner()) else {
+            return false;
+        };
+        let family = crate::probe::process::tree(pid);
+        // SAFETY: our unreaped child's group and its descendants, listed just now.
+        unsafe {
+            libc::killpg(pid, libc::SIGKILL);
+            for p in &family {
+                libc::kill(*p, libc::SIGKILL);
+            }
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        }
+        true
+    }
 
     /// A child (and its process group `pgid`) started.
     pub fn trial_started(pgid: i32) {
@@ -250,6 +279,9 @@ fn install_signal_handler() {
                     // SAFETY: the leader is not reaped while IN_FLIGHT holds its group id.
                     unsafe { libc::killpg(pgid, libc::SIGKILL) };
                     say("hugelab: killed the trial in flight; it is discarded");
+                }
+                if signals::kill_server() {
+                    say("hugelab: killed the server and its processes");
                 }
                 let active = lock_active();
                 for (root, path) in active.iter() {

@@ -28,6 +28,8 @@ pub struct Plan {
     pub calibrate: bool,
     /// Trace kinds recorded per trial (`--trace`), empty when not tracing.
     pub trace: Vec<&'static str>,
+    /// `--user`: the uid and gid the command (and server) run as.
+    pub user: Option<crate::probe::user::UserIds>,
 }
 
 impl Plan {

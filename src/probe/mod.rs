@@ -16,6 +16,7 @@ pub mod process;
 pub mod status;
 pub mod thp;
 pub mod tracefs;
+pub mod user;
 
 use crate::error::{ParseError, ProbeError};
 use std::io::ErrorKind;

@@ -71,6 +71,27 @@ pub trait TrialHooks {
     fn exited(&mut self);
 }
 
+/// A signal's name (`SIGKILL`), or its number when it has none.
+pub fn signal_name(sig: i32) -> String {
+    // The signals a trial meets; others print as numbers.
+    let name = match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        _ => return format!("signal {sig}"),
+    };
+    name.to_string()
+}
+
 /// Hooks that gather nothing.
 pub struct NoHooks;
 
@@ -188,7 +209,7 @@ fn ms_ceil(d: Duration) -> i32 {
 
 /// A pidfd for our child: readable once it has exited (it stays a zombie, its process group
 /// id reserved, until we reap it).
-fn pidfd_open(pid: i32) -> std::io::Result<std::os::fd::OwnedFd> {
+pub(crate) fn pidfd_open(pid: i32) -> std::io::Result<std::os::fd::OwnedFd> {
     use std::os::fd::FromRawFd;
     // SAFETY: pidfd_open takes a pid and flags; a non-negative result is a new fd we own.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
@@ -209,18 +230,18 @@ pub fn mono_ns() -> u64 {
 }
 
 /// Held from setting what a child inherits until it is spawned and put back.
-static SPAWN_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+pub(crate) static SPAWN_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// What a spawned child inherits from the spawning thread, set for one spawn: the process's
 /// THP-disable flag (`PR_SET_THP_DISABLE`, kept across fork and exec) and the thread's CPU mask.
 /// Dropping it puts back what was there before.
-struct Inherited {
+pub(crate) struct Inherited {
     thp_was: bool,
     mask_was: Option<libc::cpu_set_t>,
 }
 
 impl Inherited {
-    fn set(thp_disable: bool, pin: Option<usize>) -> std::io::Result<Inherited> {
+    pub(crate) fn set(thp_disable: bool, pin: Option<usize>) -> std::io::Result<Inherited> {
         let last = std::io::Error::last_os_error;
         // SAFETY: prctl with these options takes no pointers.
         let was = unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) };
@@ -282,47 +303,71 @@ impl Drop for Inherited {
     }
 }
 
+/// The command of a spec, in a process group of its own: program or `/bin/sh -c`, directory,
+/// environment (the spec's, then the arm's), and the user to run as.
+pub(crate) fn command(spec: &TrialSpec) -> Command {
+    let mut cmd = if spec.shell {
+        let mut c = Command::new("/bin/sh");
+        c.arg("-c").arg(spec.argv.join(" "));
+        c
+    } else {
+        let mut c = Command::new(&spec.argv[0]);
+        c.args(&spec.argv[1..]);
+        c
+    };
+    if let Some(d) = &spec.cwd {
+        cmd.current_dir(d);
+    }
+    cmd.envs(spec.env.iter().cloned())
+        .envs(spec.config.environment());
+    // The child starts as its own process group, by posix_spawn (vfork + exec, as hyperfine
+    // does): a pre_exec closure would force a full fork, +0.8 ms per trial measured here.
+    cmd.process_group(0);
+    if let Some((uid, gid)) = spec.user {
+        // SAFETY: the closure runs between fork and exec and calls only async-signal-safe
+        // functions (setgroups, setgid, setuid) on values computed before the fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::setgroups(0, std::ptr::null()) != 0
+                    || libc::setgid(gid) != 0
+                    || libc::setuid(uid) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    cmd
+}
+
+/// A spawn error that names the program and, when it was not found, the fix.
+pub(crate) fn spawn_error(spec: &TrialSpec, e: std::io::Error) -> std::io::Error {
+    let what = if spec.shell {
+        "/bin/sh".to_string()
+    } else {
+        spec.argv[0].clone()
+    };
+    let hint = match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            " (not found: give a path, or check PATH; use --shell for shell syntax)"
+        }
+        std::io::ErrorKind::PermissionDenied => " (not executable by the user it runs as)",
+        _ => "",
+    };
+    std::io::Error::new(e.kind(), format!("cannot start {what:?}: {e}{hint}"))
+}
+
 impl Runner for ProcessRunner {
     fn run(
         &mut self,
         spec: &TrialSpec,
         hooks: &mut dyn TrialHooks,
     ) -> std::io::Result<TrialOutcome> {
-        let mut cmd = if spec.shell {
-            let mut c = Command::new("/bin/sh");
-            c.arg("-c").arg(spec.argv.join(" "));
-            c
-        } else {
-            let mut c = Command::new(&spec.argv[0]);
-            c.args(&spec.argv[1..]);
-            c
-        };
-        if let Some(d) = &spec.cwd {
-            cmd.current_dir(d);
-        }
-        cmd.envs(spec.env.iter().cloned())
-            .envs(spec.config.environment());
+        let mut cmd = command(spec);
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        // The child starts as its own process group, by posix_spawn (vfork + exec, as hyperfine
-        // does): a pre_exec closure would force a full fork, +0.8 ms per trial measured here.
-        cmd.process_group(0);
-        if let Some((uid, gid)) = spec.user {
-            // SAFETY: the closure runs between fork and exec and calls only async-signal-safe
-            // functions (setgroups, setgid, setuid) on values computed before the fork.
-            unsafe {
-                cmd.pre_exec(move || {
-                    if libc::setgroups(0, std::ptr::null()) != 0
-                        || libc::setgid(gid) != 0
-                        || libc::setuid(uid) != 0
-                    {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
-        }
         // The THP-disable flag and the CPU mask are inherited at spawn: set on this thread
         // (and process) for the spawn, put back right after. Every arm makes the same calls.
         // The flag is per process, so concurrent spawns (a library user's threads) take turns.
@@ -333,24 +378,7 @@ impl Runner for ProcessRunner {
         let spawned = cmd.spawn();
         drop(inherit);
         drop(turn);
-        let mut child = spawned.map_err(|e| {
-            let what = if spec.shell {
-                "/bin/sh".to_string()
-            } else {
-                spec.argv[0].clone()
-            };
-            std::io::Error::new(
-                e.kind(),
-                format!(
-                    "cannot start {what:?}: {e}{}",
-                    if e.kind() == std::io::ErrorKind::NotFound {
-                        " (not found: give a path, or check PATH; use --shell for shell syntax)"
-                    } else {
-                        ""
-                    }
-                ),
-            )
-        })?;
+        let mut child = spawned.map_err(|e| spawn_error(spec, e))?;
         let pid = child.id() as i32;
         let pidfd = match pidfd_open(pid) {
             Ok(fd) => fd,

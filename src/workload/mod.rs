@@ -2,6 +2,7 @@
 
 pub mod child;
 pub mod kernels;
+pub mod server;
 
 use crate::backing::Region;
 use std::str::FromStr;

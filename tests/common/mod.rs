@@ -63,13 +63,23 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
+    hugelab_exits(args, 0)
+}
+
+/// Run `hugelab ARGS…`, require exit code `code`, and return what it printed on stdout.
+pub fn hugelab_exits<I, S>(args: I, code: i32) -> String
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
     let out = assert_cmd::Command::cargo_bin("hugelab")
         .unwrap()
         .args(args)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
+    assert_eq!(
+        out.status.code(),
+        Some(code),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

@@ -19,7 +19,7 @@ pub use crate::model::bench::{BenchResult, CellEvidence, Plan, Skipped};
 use crate::probe::Root;
 use crate::probe::status;
 use crate::render::progress::{Observer, Progress};
-use crate::units::{Bytes, parse_duration};
+use crate::units::{Bytes, parse_positive_duration};
 use anyhow::Context;
 use clap::Args;
 use std::time::{Duration, Instant};
@@ -41,7 +41,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 12)]
     pub rounds: usize,
     /// Target duration of one touch/chase iteration
-    #[arg(long, default_value = "20ms", value_parser = parse_duration)]
+    #[arg(long, default_value = "20ms", value_parser = parse_positive_duration)]
     pub iteration_time: Duration,
     /// Threads for touch and stream
     #[arg(long, default_value_t = 1)]

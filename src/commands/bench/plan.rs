@@ -27,12 +27,22 @@ fn parse_list<T: std::str::FromStr<Err = String>>(items: &[String]) -> Result<Ve
 pub fn plan(a: &BenchArgs, st: &Status) -> Result<(Plan, Vec<String>), UsageError> {
     let mut notes = Vec::new();
     let mut workloads: Vec<Workload> = parse_list(&a.workloads)?;
+    if workloads.is_empty() && !a.workloads.is_empty() {
+        return Err(UsageError(
+            "no workload given; name one or more of touch, chase, pretouch, stream, fault".into(),
+        ));
+    }
     if workloads.is_empty() {
         workloads = vec![Workload::Touch, Workload::Chase, Workload::Pretouch];
     }
     workloads.dedup();
     let explicit_backings = !a.backings.is_empty();
     let mut backings: Vec<Backing> = parse_list(&a.backings)?;
+    if explicit_backings && backings.is_empty() {
+        return Err(UsageError(
+            "--backings is empty; give one or more of 4k, thp, thp-collapse, hugetlb-2m, hugetlb-1g, mthp-<size>".into(),
+        ));
+    }
     if backings.is_empty() {
         backings = vec![
             Backing::Base,
@@ -128,6 +138,13 @@ pub fn plan(a: &BenchArgs, st: &Status) -> Result<(Plan, Vec<String>), UsageErro
                 .map_err(|e: crate::units::SizeError| UsageError(e.to_string()))?;
             if b.0 < 4096 {
                 return Err(UsageError(format!("size {s:?} is below one 4 KiB page")));
+            }
+            // Checked before any rounding to page multiples, which would wrap near u64::MAX.
+            if b.0 > available {
+                return Err(UsageError(format!(
+                    "size {s} is more than MemAvailable {}; use a smaller size",
+                    Bytes(available)
+                )));
             }
             if mapped(b.0) > budget {
                 return Err(UsageError(format!(

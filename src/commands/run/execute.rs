@@ -24,18 +24,6 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-fn user_ids(name: &str) -> anyhow::Result<(u32, u32)> {
-    let passwd =
-        std::fs::read_to_string("/etc/passwd").context("reading /etc/passwd for --user")?;
-    passwd
-        .lines()
-        .find_map(|l| {
-            let f: Vec<&str> = l.split(':').collect();
-            (f.len() > 3 && f[0] == name).then(|| Some((f[2].parse().ok()?, f[3].parse().ok()?)))?
-        })
-        .ok_or_else(|| UsageError(format!("--user {name:?}: no such user in /etc/passwd")).into())
-}
-
 /// The side effects `execute` works through: injected so that planning, block order, arm
 /// switching and storage are testable against a fake runner and a fake sysfs.
 pub struct Context<'a> {
@@ -63,6 +51,32 @@ pub struct Executed {
     pub notes: Vec<String>,
     /// Stopped by the user (Ctrl-C) rather than by the plan.
     pub interrupted: bool,
+    /// Stopped on a failed trial (without `--keep-going`): the run's status is `failed`.
+    pub failed: bool,
+}
+
+/// A trial's end in words: `exit 1`, `killed by SIGKILL`, with `--timeout` and a metric not
+/// found named.
+pub fn describe_end(evidence: &serde_json::Value) -> String {
+    let mut s = match (evidence["exit_code"].as_i64(), evidence["signal"].as_i64()) {
+        (_, Some(sig)) => format!(
+            "killed by {}",
+            crate::workload::child::signal_name(sig as i32)
+        ),
+        (Some(c), _) => format!("exit {c}"),
+        _ => "no exit status".to_string(),
+    };
+    if evidence["timed_out"] == true {
+        s.push_str(", killed by --timeout");
+    }
+    if let Some(m) = evidence["missing_metrics"].as_array() {
+        let names: Vec<&str> = m.iter().filter_map(|x| x.as_str()).collect();
+        s.push_str(&format!(
+            ", metric not found in the output: {}",
+            names.join(", ")
+        ));
+    }
+    s
 }
 
 /// Every system knob any arm sets, once each.
@@ -348,7 +362,6 @@ pub fn execute(
     ctx: &mut Context,
 ) -> anyhow::Result<Executed> {
     let started = Instant::now();
-    let user = a.user.as_deref().map(user_ids).transpose()?;
     let base_spec = TrialSpec {
         argv: a.command.clone(),
         shell: a.shell,
@@ -356,7 +369,7 @@ pub fn execute(
         env: a.env.clone(),
         config: Default::default(),
         timeout: a.timeout,
-        user,
+        user: plan.user.map(|u| (u.uid, u.gid)),
         pin_cpu: plan.pin,
     };
     // Resolved once: a watched process that exits mid-run flags its arm's trials.
@@ -402,8 +415,17 @@ pub fn execute(
                 plan.warmup,
                 plan.arms[arm].name
             ));
-            trial(&job, arm, -1, ctx, &mut guard, &mut x.notes)?;
+            let t = trial(&job, arm, -1, ctx, &mut guard, &mut x.notes)?;
             ctx.progress.step("");
+            if !t.ok && !a.keep_going {
+                x.failed = true;
+                x.stop_reason = format!(
+                    "warm-up trial of arm {} failed ({}); nothing was measured; use --keep-going to continue past failures",
+                    plan.arms[arm].name,
+                    describe_end(&t.evidence)
+                );
+                return Ok(x);
+            }
             if stopped(ctx, &mut x, "interrupted (Ctrl-C) during warm-up".into()) {
                 return Ok(x);
             }
@@ -457,19 +479,11 @@ pub fn execute(
                 block_ok = false;
                 if !a.keep_going {
                     let last = x.trials.last().expect("just pushed");
+                    x.failed = true;
                     x.stop_reason = format!(
-                        "trial of arm {} failed (exit {:?}{}{}); use --keep-going to continue past failures",
+                        "trial of arm {} failed ({}); use --keep-going to continue past failures",
                         plan.arms[arm].name,
-                        last.evidence["exit_code"],
-                        if last.evidence["timed_out"] == true {
-                            ", killed by --timeout"
-                        } else {
-                            ""
-                        },
-                        last.evidence
-                            .get("missing_metrics")
-                            .map(|m| format!(", metric not found in output: {m}"))
-                            .unwrap_or_default()
+                        describe_end(&last.evidence),
                     );
                     if let Some(w) = last.evidence["failure_reason"].as_str() {
                         x.stop_reason = format!("{}; {w}", x.stop_reason);

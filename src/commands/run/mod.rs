@@ -12,7 +12,7 @@ pub use crate::model::run::{Plan, RunResult};
 use crate::probe::Root;
 use crate::render::progress::{Observer, Progress};
 use crate::store::{ArmRow, Store};
-use crate::units::parse_duration;
+use crate::units::parse_positive_duration;
 use crate::workload::child::ProcessRunner;
 use anyhow::Context as _;
 use clap::Args;
@@ -30,7 +30,20 @@ pub use plan::{OutputMetric, block_order, extract, parse_metric, plan, plan_as};
 
 pub const SCHEMA: &str = "hugelab.run/1";
 
+/// Exit code of a run that stopped on a failed trial or completed no block with every trial
+/// ok (its status in the results database is `failed`).
+pub const EXIT_FAILED: i32 = 4;
+
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Exit codes: 0 the run completed (whatever the verdicts); 1 an error stopped it; \
+2 a usage error, found before anything ran or was stored; 3 --fail-on slower and an arm was SLOWER \
+on the primary metric; 4 the run failed: it stopped on a failed trial (a non-zero exit, a signal, \
+--timeout, a metric not found, a server that did not start or died) or no block completed with \
+every trial ok (stored with status `failed`); 130 interrupted by Ctrl-C (completed blocks analysed).\n\
+The primary metric is the first --metric (or a load parser's first metric), else wall time: \
+--fail-on, --sequential and --looks decide on it."
+)]
 pub struct RunArgs {
     /// An arm NAME=SPEC (repeatable), SPEC = comma-separated key=value: thp, defrag, mthp.<size>,
     /// hugetlb.<size>, process.thp=off, malloc=thp|hugetlb|hugetlb-1G, jvm=off|thp|hugetlbfs,
@@ -60,7 +73,7 @@ pub struct RunArgs {
     pub looks: Option<u32>,
     /// A/A calibration: run the command as two identical arms for this long and print the
     /// machine's noise floor (the smallest effect it can resolve per minute of running)
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with_all = ["preset", "sequential", "looks"])]
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, conflicts_with_all = ["preset", "sequential", "looks"])]
     pub calibrate: Option<Duration>,
     /// Smallest effect that matters (0.01 = 1%)
     #[arg(long, default_value_t = 0.01, value_parser = super::parse_effect)]
@@ -69,7 +82,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 0.99, value_parser = super::parse_confidence)]
     pub confidence: f64,
     /// Stop starting new blocks after this long (e.g. 10m)
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_positive_duration)]
     pub max_time: Option<Duration>,
     /// Shell command run before every trial (not measured)
     #[arg(long)]
@@ -81,7 +94,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub compact: bool,
     /// Kill a trial (and its process group) after this long
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_positive_duration)]
     pub timeout: Option<Duration>,
     #[arg(long)]
     pub cwd: Option<PathBuf>,
@@ -90,7 +103,7 @@ pub struct RunArgs {
     pub env: Vec<(String, String)>,
     /// Period of the cheap memory reads of the child (/proc/PID/status); the page-table walk of
     /// smaps_rollup backs off from 4× this (at most 10 walks per trial), the same for every arm
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "20ms")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, default_value = "20ms")]
     pub sample_every: Duration,
     /// Do not sample the child's memory (flags then rest on the kernel's THP counters alone)
     #[arg(long)]
@@ -360,8 +373,23 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         crate::analyze::calibrate::calibrate(&d, secs, plan.effect, plan.confidence)
     });
     let interrupted = x.interrupted;
+    let mut stop_reason = x.stop_reason;
+    let complete = report
+        .metrics
+        .iter()
+        .find(|m| m.metric.name == *primary)
+        .map_or(0, |m| m.complete_blocks);
+    let failed = x.failed || (!interrupted && complete == 0);
+    if failed && !x.failed {
+        stop_reason = format!(
+            "{stop_reason}; no block completed with every arm's trial ok ({} failed trials), so there is nothing to compare",
+            x.trials.iter().filter(|t| t.block >= 0 && !t.ok).count()
+        );
+    }
     let status = if interrupted {
         "interrupted"
+    } else if failed {
+        "failed"
     } else {
         "complete"
     };
@@ -395,7 +423,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         command: a.command.clone(),
         plan,
         blocks_done: x.blocks_done,
-        stop_reason: x.stop_reason,
+        stop_reason,
         report,
         noise,
         calibration,
@@ -409,13 +437,18 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     } else {
         print!("{}", crate::render::run::render(&res));
     }
-    let primary = &res.report.metrics[res.report.metrics.len().min(2) - 1];
-    let slower = primary
-        .contrasts
+    let primary = res.plan.primary().name.clone();
+    let slower = res
+        .report
+        .metrics
         .iter()
+        .filter(|m| m.metric.name == primary)
+        .flat_map(|m| m.contrasts.iter())
         .any(|(_, c)| c.as_ref().is_some_and(|c| c.verdict == Verdict::Slower));
     Ok(if interrupted {
         130
+    } else if failed {
+        EXIT_FAILED
     } else if a.fail_on.is_some() && slower {
         3
     } else {

@@ -31,6 +31,11 @@ pub fn parse_metric(s: &str) -> Result<OutputMetric, String> {
     let (pat, better) = match rest.rsplit_once(',') {
         Some((p, "higher")) => (p, Better::Higher),
         Some((p, "lower")) => (p, Better::Lower),
+        Some((_, w)) if !w.is_empty() && w.chars().all(|c| c.is_ascii_alphabetic()) => {
+            return Err(format!(
+                "--metric {name}: unknown direction {w:?} after the last comma; use higher or lower (write \\,{w} to match a literal ,{w})"
+            ));
+        }
         _ => (rest, Better::Lower),
     };
     let re = Regex::new(pat).map_err(|e| format!("--metric {name}: invalid regex: {e}"))?;
@@ -61,12 +66,68 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, Vec<OutputMetric>), UsageError> {
     // SAFETY: geteuid has no preconditions.
     let privileged = unsafe { libc::geteuid() } == 0;
     let (mut p, outputs) = plan_as(a, privileged)?;
+    let root = crate::probe::Root::system();
+    check_knobs_exist(
+        &p.arms,
+        &crate::probe::thp::read(&root).unwrap_or_default(),
+        &crate::probe::hugetlb::read(&root).unwrap_or_default(),
+    )?;
+    if let Some(d) = &a.cwd
+        && !d.is_dir()
+    {
+        return Err(UsageError(format!(
+            "--cwd {}: not a directory here; give an existing directory for the command to run in",
+            d.display()
+        )));
+    }
     if p.arms.iter().any(|x| x.process.qemu.is_some()) {
         let pools = crate::probe::hugetlb::read(&crate::probe::Root::system()).unwrap_or_default();
         let size = qemu::guest_size(&a.command, a.shell).map_err(UsageError)?;
         size_pools(&mut p.arms, size, &pools, privileged)?;
     }
     Ok((p, outputs))
+}
+
+/// Every mTHP and hugetlb size an arm sets must be one this kernel offers.
+pub fn check_knobs_exist(
+    arms: &[Arm],
+    thp: &crate::probe::thp::Thp,
+    pools: &[Pool],
+) -> Result<(), UsageError> {
+    let list = |v: Vec<u64>| {
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.into_iter()
+                .map(|b| Bytes(b).to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    for arm in arms {
+        for (k, _) in &arm.system {
+            match *k {
+                Knob::MthpEnabled { size } if !thp.mthp.iter().any(|m| m.size_bytes == size) => {
+                    return Err(UsageError(format!(
+                        "arm {}: mthp.{}: this kernel has no such mTHP size (offered: {}; mTHP needs Linux 6.8+)",
+                        arm.name,
+                        Bytes(size),
+                        list(thp.mthp.iter().map(|m| m.size_bytes).collect())
+                    )));
+                }
+                Knob::HugetlbPages { size, .. } if !pools.iter().any(|p| p.page_size == size) => {
+                    return Err(UsageError(format!(
+                        "arm {}: hugetlb.{}: this kernel has no hugetlb pool of that page size (offered: {})",
+                        arm.name,
+                        Bytes(size),
+                        list(pools.iter().map(|p| p.page_size).collect())
+                    )));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Give each `qemu.backing=hugetlb-*` arm the pool its guest RAM needs: a `hugetlb.<size>` knob
@@ -303,6 +364,14 @@ pub fn plan_as(a: &RunArgs, privileged: bool) -> Result<(Plan, Vec<OutputMetric>
             pin: a.pin,
             max_time: a.calibrate.or(a.max_time),
             calibrate: a.calibrate.is_some(),
+            user: match &a.user {
+                Some(u) => Some(crate::probe::user::lookup(u).ok_or_else(|| {
+                    UsageError(format!(
+                        "--user {u:?}: no such user on this system (see getent passwd)"
+                    ))
+                })?),
+                None => None,
+            },
             trace: match &a.trace {
                 Some(k) => crate::analyze::trace::parse_kinds(k)
                     .map_err(|e| UsageError(format!("--trace: {e}")))?,

@@ -1,0 +1,523 @@
+//! A server for one trial of `run --server`: started under the arm's per-process configuration
+//! in a process group of its own, waited for until ready, then stopped — SIGTERM to the server,
+//! a grace period, then SIGKILL of its group and of every descendant that regrouped itself
+//! (PostgreSQL's backends call setsid). Its output (stdout and stderr, one pipe) is read on a
+//! thread of its own, which also sees a `log:` readiness line the moment it is printed.
+
+use super::child::{Inherited, SPAWN_TURN, TrialSpec, command, mono_ns, pidfd_open, spawn_error};
+use regex::Regex;
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// How to tell that a server is ready for its load.
+#[derive(Debug, Clone)]
+pub enum Ready {
+    /// A TCP connection to HOST:PORT is accepted.
+    Tcp(String),
+    /// A connection to a unix socket is accepted.
+    Unix(PathBuf),
+    /// A shell command exits 0 (e.g. `pg_isready -h /tmp -p 5433`).
+    Cmd(String),
+    /// The server prints a line matching this regex.
+    Log(Regex),
+}
+
+impl Ready {
+    /// `tcp:HOST:PORT`, `unix:PATH`, `cmd:COMMAND`, `log:REGEX`.
+    pub fn parse(s: &str) -> Result<Ready, String> {
+        let bad = |why: &str| {
+            format!("--ready {s:?}: {why}; use tcp:HOST:PORT, unix:PATH, cmd:COMMAND or log:REGEX")
+        };
+        let (kind, v) = s.split_once(':').ok_or_else(|| bad("no kind"))?;
+        if v.is_empty() {
+            return Err(bad("nothing after the kind"));
+        }
+        match kind {
+            "tcp" => {
+                let (host, port) = v.rsplit_once(':').ok_or_else(|| bad("no :PORT"))?;
+                if host.is_empty() || port.parse::<u16>().map_or(true, |p| p == 0) {
+                    return Err(bad("HOST:PORT needs a host and a port 1–65535"));
+                }
+                Ok(Ready::Tcp(v.to_string()))
+            }
+            "unix" => Ok(Ready::Unix(PathBuf::from(v))),
+            "cmd" => Ok(Ready::Cmd(v.to_string())),
+            "log" => Regex::new(v)
+                .map(Ready::Log)
+                .map_err(|e| bad(&format!("invalid regex: {e}"))),
+            _ => Err(bad(&format!("unknown kind {kind:?}"))),
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Ready::Tcp(a) => format!("tcp:{a}"),
+            Ready::Unix(p) => format!("unix:{}", p.display()),
+            Ready::Cmd(c) => format!("cmd:{c}"),
+            Ready::Log(r) => format!("log:{}", r.as_str()),
+        }
+    }
+
+    /// Whether something already answers there: a server from before (or another program)
+    /// holds the address, so a trial's server cannot be told from it.
+    pub fn taken(&self) -> bool {
+        match self {
+            Ready::Tcp(a) => connect_tcp(a),
+            Ready::Unix(p) => std::os::unix::net::UnixStream::connect(p).is_ok(),
+            Ready::Cmd(_) | Ready::Log(_) => false,
+        }
+    }
+}
+
+fn connect_tcp(addr: &str) -> bool {
+    use std::net::ToSocketAddrs;
+    addr.to_socket_addrs().is_ok_and(|mut it| {
+        it.any(|a| std::net::TcpStream::connect_timeout(&a, Duration::from_millis(200)).is_ok())
+    })
+}
+
+/// The server's output: the head and the last lines, and when the readiness line was seen.
+#[derive(Debug, Default)]
+struct Log {
+    head: String,
+    tail: VecDeque<String>,
+    ready_at: Option<Instant>,
+    closed: bool,
+}
+
+const HEAD_BYTES: usize = 256 << 10;
+const TAIL_LINES: usize = 200;
+
+type Shared = Arc<(Mutex<Log>, Condvar)>;
+
+fn read_log(pipe: std::io::PipeReader, ready: Option<Regex>, shared: Shared) {
+    let mut r = BufReader::new(pipe);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = r.read_until(b'\n', &mut line).unwrap_or(0);
+        let (lock, cv) = &*shared;
+        let mut log = lock.lock().unwrap_or_else(|p| p.into_inner());
+        if n == 0 {
+            log.closed = true;
+            cv.notify_all();
+            return;
+        }
+        let text = String::from_utf8_lossy(&line).trim_end().to_string();
+        if log.ready_at.is_none() && ready.as_ref().is_some_and(|re| re.is_match(&text)) {
+            log.ready_at = Some(Instant::now());
+            cv.notify_all();
+        }
+        if log.head.len() + text.len() < HEAD_BYTES {
+            log.head.push_str(&text);
+            log.head.push('\n');
+        }
+        if log.tail.len() == TAIL_LINES {
+            log.tail.pop_front();
+        }
+        log.tail.push_back(text);
+    }
+}
+
+/// How a server's trial went wrong: a failed trial, with the server's last lines.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ServerFailure {
+    pub what: String,
+    pub log_tail: Vec<String>,
+}
+
+impl std::fmt::Display for ServerFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.what)?;
+        if let Some(l) = self.log_tail.iter().rev().find(|l| !l.trim().is_empty()) {
+            write!(f, "; its last line: {}", l.trim())?;
+        }
+        Ok(())
+    }
+}
+
+/// How the server ended when it was stopped.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ServerEnd {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// It had exited before it was asked to stop.
+    pub exited_early: bool,
+    /// It outlived the grace period after SIGTERM and was killed.
+    pub killed: bool,
+    /// From SIGTERM to its exit, ns (the stop cost of a restart per trial).
+    pub stop_ns: u64,
+    /// Descendants still alive after the server exited, killed then.
+    pub orphans_killed: usize,
+}
+
+/// A running server.
+pub struct Server {
+    pid: i32,
+    pidfd: OwnedFd,
+    log: Shared,
+    reader: Option<std::thread::JoinHandle<()>>,
+    pub started: Instant,
+    pub start_mono_ns: u64,
+}
+
+impl Server {
+    /// Start `spec` (the arm's configuration applies to it) with its output on a pipe.
+    pub fn start(spec: &TrialSpec, ready: &Ready) -> std::io::Result<Server> {
+        let mut cmd = command(spec);
+        let (reader, writer) = std::io::pipe()?;
+        cmd.stdin(std::process::Stdio::null())
+            .stdout(writer.try_clone()?)
+            .stderr(writer);
+        let turn = SPAWN_TURN.lock().unwrap_or_else(|p| p.into_inner());
+        let inherit = Inherited::set(spec.config.thp_disable, spec.pin_cpu)?;
+        let start_mono_ns = mono_ns();
+        let started = Instant::now();
+        let spawned = cmd.spawn();
+        drop(inherit);
+        drop(turn);
+        drop(cmd); // closes our copies of the pipe's write end
+        let child = spawned.map_err(|e| spawn_error(spec, e))?;
+        let pid = child.id() as i32;
+        std::mem::forget(child); // reaped by `stop` with wait4, which also gives its status
+        let pidfd = match pidfd_open(pid) {
+            Ok(fd) => fd,
+            Err(e) => {
+                kill_tree(pid, &crate::probe::process::tree(pid));
+                // SAFETY: reaping our own child.
+                unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+                return Err(e);
+            }
+        };
+        crate::control::signals::server_started(pid);
+        let log: Shared = Arc::default();
+        let re = match ready {
+            Ready::Log(re) => Some(re.clone()),
+            _ => None,
+        };
+        let shared = log.clone();
+        let reader = std::thread::Builder::new()
+            .name("hugelab-server-log".into())
+            .spawn(move || read_log(reader, re, shared))?;
+        Ok(Server {
+            pid,
+            pidfd,
+            log,
+            reader: Some(reader),
+            started,
+            start_mono_ns,
+        })
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// Whether the server process has exited (it stays a zombie until `stop` reaps it).
+    pub fn exited(&self) -> bool {
+        let mut p = libc::pollfd {
+            fd: self.pidfd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; timeout 0 does not block.
+        unsafe { libc::poll(&mut p, 1, 0) == 1 }
+    }
+
+    /// The head of the output (up to 256 KiB) and its last 200 lines.
+    pub fn output(&self) -> (String, Vec<String>) {
+        let log = self.log.0.lock().unwrap_or_else(|p| p.into_inner());
+        (log.head.clone(), log.tail.iter().cloned().collect())
+    }
+
+    fn failure(&self, what: String) -> ServerFailure {
+        ServerFailure {
+            what,
+            log_tail: self.output().1.into_iter().rev().take(10).rev().collect(),
+        }
+    }
+
+    /// Block until ready or `timeout`; the time from the spawn to ready.
+    pub fn wait_ready(&self, ready: &Ready, timeout: Duration) -> Result<Duration, ServerFailure> {
+        let deadline = self.started + timeout;
+        let died = || {
+            self.failure(format!(
+                "the server exited before it was ready ({})",
+                describe_status(self.pid)
+            ))
+        };
+        loop {
+            let now = Instant::now();
+            let at = match ready {
+                Ready::Log(_) => {
+                    let (lock, cv) = &*self.log;
+                    let log = lock.lock().unwrap_or_else(|p| p.into_inner());
+                    // Woken by the reader at the line; every 20 ms to notice an exit.
+                    let (log, _) = cv
+                        .wait_timeout_while(log, Duration::from_millis(20), |l| {
+                            l.ready_at.is_none() && !l.closed
+                        })
+                        .unwrap_or_else(|p| p.into_inner());
+                    log.ready_at
+                }
+                Ready::Tcp(a) => connect_tcp(a).then(Instant::now),
+                Ready::Unix(p) => std::os::unix::net::UnixStream::connect(p)
+                    .is_ok()
+                    .then(Instant::now),
+                Ready::Cmd(c) => std::process::Command::new("/bin/sh")
+                    .arg("-c")
+                    .arg(c)
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success())
+                    .then(Instant::now),
+            };
+            if let Some(at) = at {
+                if self.exited() {
+                    return Err(died());
+                }
+                return Ok(at.saturating_duration_since(self.started));
+            }
+            if self.exited() {
+                return Err(died());
+            }
+            if now >= deadline {
+                return Err(self.failure(format!(
+                    "the server was not ready after {:.1} s ({}); raise --ready-timeout or check the probe",
+                    timeout.as_secs_f64(),
+                    ready.describe()
+                )));
+            }
+            if !matches!(ready, Ready::Log(_)) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+
+    /// SIGTERM, up to `grace` for the exit, then SIGKILL of the group and of every descendant.
+    pub fn stop(mut self, grace: Duration) -> ServerEnd {
+        let mut end = ServerEnd {
+            exited_early: self.exited(),
+            ..ServerEnd::default()
+        };
+        let family = crate::probe::process::tree(self.pid);
+        let births: Vec<(i32, u64)> = family
+            .iter()
+            .filter_map(|p| Some((*p, crate::probe::process::stat(*p)?.start_ticks)))
+            .collect();
+        let t0 = Instant::now();
+        if !end.exited_early {
+            // SAFETY: our unreaped child: the pid cannot have been reused.
+            unsafe { libc::kill(self.pid, libc::SIGTERM) };
+            let mut p = libc::pollfd {
+                fd: self.pidfd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let ms = grace.as_millis().min(i32::MAX as u128) as i32;
+            // SAFETY: one valid pollfd; blocks until the exit or the grace period ends.
+            let exited = unsafe { libc::poll(&mut p, 1, ms) } == 1;
+            if !exited {
+                end.killed = true;
+                kill_tree(self.pid, &family);
+            }
+        }
+        // Workers that outlived the server (same pid and birth time as before: not reused).
+        for (pid, born) in births.iter().skip(1) {
+            if crate::probe::process::stat(*pid).is_some_and(|s| s.start_ticks == *born) {
+                // SAFETY: signalling a process identified by pid and start time just now.
+                unsafe { libc::kill(*pid, libc::SIGKILL) };
+                end.orphans_killed += 1;
+            }
+        }
+        // SAFETY: the leader is not reaped: its group id is ours to signal.
+        unsafe { libc::killpg(self.pid, libc::SIGKILL) };
+        let mut status = 0;
+        // SAFETY: reaping our own child; blocks until it has exited.
+        unsafe { libc::waitpid(self.pid, &mut status, 0) };
+        end.stop_ns = t0.elapsed().as_nanos() as u64;
+        if libc::WIFEXITED(status) {
+            end.exit_code = Some(libc::WEXITSTATUS(status));
+        } else if libc::WIFSIGNALED(status) {
+            end.signal = Some(libc::WTERMSIG(status));
+        }
+        crate::control::signals::server_stopped();
+        // The pipe closes once every holder has exited; a grandchild that escaped the tree
+        // could keep it open, so the reader is not waited for longer than a moment.
+        if let Some(r) = self.reader.take() {
+            let (lock, cv) = &*self.log;
+            let log = lock.lock().unwrap_or_else(|p| p.into_inner());
+            let (log, _) = cv
+                .wait_timeout_while(log, Duration::from_secs(2), |l| !l.closed)
+                .unwrap_or_else(|p| p.into_inner());
+            if log.closed {
+                drop(log);
+                let _ = r.join();
+            }
+        }
+        end
+    }
+}
+
+/// The status of an exited, unreaped child in words, without reaping it.
+fn describe_status(pid: i32) -> String {
+    // SAFETY: siginfo_t is plain data; all-zero is a valid value.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `info` is valid to write; WNOWAIT leaves the child unreaped.
+    let r = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOWAIT | libc::WNOHANG,
+        )
+    };
+    if r != 0 {
+        return "status unknown".into();
+    }
+    // SAFETY: filled in by waitid for an exited child.
+    let (code, status) = unsafe { (info.si_code, info.si_status()) };
+    if code == libc::CLD_EXITED {
+        format!("exit {status}")
+    } else {
+        format!("killed by {}", super::child::signal_name(status))
+    }
+}
+
+/// SIGKILL a server's process group and each process of its tree.
+pub fn kill_tree(pid: i32, family: &[i32]) {
+    // SAFETY: signalling our own server's group and the descendants just listed.
+    unsafe {
+        libc::killpg(pid, libc::SIGKILL);
+        for p in family {
+            libc::kill(*p, libc::SIGKILL);
+        }
+    }
+}
+
+impl ServerEnd {
+    /// The end in words when it is a failure: the server had died, or died from a signal.
+    pub fn failure(&self) -> Option<String> {
+        let how = match (self.exit_code, self.signal) {
+            (_, Some(s)) => format!("killed by {}", super::child::signal_name(s)),
+            (Some(c), _) => format!("exit {c}"),
+            (None, None) => "status unknown".to_string(),
+        };
+        let bus = if self.signal == Some(libc::SIGBUS) {
+            " — SIGBUS with huge pages means a hugetlb page was not there at first touch (a pool or a hugetlb cgroup limit ran out): a crash, not a fallback"
+        } else {
+            ""
+        };
+        if self.exited_early {
+            Some(format!("the server exited during the load ({how}){bus}"))
+        } else if self
+            .signal
+            .is_some_and(|s| s != libc::SIGTERM && s != libc::SIGKILL)
+        {
+            Some(format!("the server ended {how} when stopped{bus}"))
+        } else {
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(cmd: &str) -> TrialSpec {
+        TrialSpec {
+            argv: vec![cmd.to_string()],
+            shell: true,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn ready_probes_parse_and_reject_what_they_cannot_use() {
+        assert!(matches!(
+            Ready::parse("tcp:127.0.0.1:6379"),
+            Ok(Ready::Tcp(_))
+        ));
+        assert!(matches!(Ready::parse("unix:/tmp/s"), Ok(Ready::Unix(_))));
+        assert!(matches!(
+            Ready::parse("cmd:pg_isready -q"),
+            Ok(Ready::Cmd(_))
+        ));
+        assert!(matches!(
+            Ready::parse("log:ready (to|for)"),
+            Ok(Ready::Log(_))
+        ));
+        for bad in [
+            "tcp:localhost",
+            "tcp::80",
+            "tcp:h:0",
+            "tcp:h:99999",
+            "log:(",
+            "http:x",
+            "x",
+            "cmd:",
+        ] {
+            let e = Ready::parse(bad).err().unwrap_or_default();
+            assert!(e.contains("tcp:HOST:PORT"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_log_line_makes_it_ready_and_stop_ends_the_whole_tree() {
+        let ready = Ready::parse("log:^listening$").unwrap();
+        // A server that forks a worker into a session of its own (as PostgreSQL's backends do)
+        // and ignores nothing: SIGTERM ends the leader, the worker is killed as an orphan.
+        let s = Server::start(
+            &spec("setsid sleep 300 & sleep 0.2; echo listening; exec sleep 300"),
+            &ready,
+        )
+        .unwrap();
+        let t = s.wait_ready(&ready, Duration::from_secs(10)).unwrap();
+        assert!(t >= Duration::from_millis(200), "{t:?}");
+        let family = crate::probe::process::tree(s.pid());
+        assert!(family.len() >= 2, "{family:?}");
+        let end = s.stop(Duration::from_secs(5));
+        assert!(!end.exited_early && !end.killed, "{end:?}");
+        assert_eq!(end.signal, Some(libc::SIGTERM));
+        assert!(end.failure().is_none());
+        std::thread::sleep(Duration::from_millis(50));
+        for p in family {
+            // Gone, or a zombie waiting for init to reap it.
+            let state = std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .ok()
+                .and_then(|t| t[t.rfind(')')? + 2..].chars().next());
+            assert!(
+                matches!(state, None | Some('Z')),
+                "pid {p} left running: {state:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_server_that_dies_or_never_gets_ready_fails_with_its_words() {
+        let ready = Ready::parse("log:never printed").unwrap();
+        let s = Server::start(&spec("echo 'FATAL: port in use' >&2; exit 3"), &ready).unwrap();
+        let e = s.wait_ready(&ready, Duration::from_secs(10)).unwrap_err();
+        assert!(
+            e.what.contains("exited before it was ready (exit 3)"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("FATAL: port in use"), "{e}");
+        let end = s.stop(Duration::from_secs(1));
+        assert!(end.exited_early && end.exit_code == Some(3));
+        let s = Server::start(&spec("trap '' TERM; echo up; exec sleep 300"), &ready).unwrap();
+        let e = s
+            .wait_ready(&ready, Duration::from_millis(300))
+            .unwrap_err();
+        assert!(e.what.contains("not ready after 0.3 s"), "{e}");
+        // It ignores SIGTERM: killed after the grace period.
+        let end = s.stop(Duration::from_millis(200));
+        assert!(end.killed && end.signal == Some(libc::SIGKILL), "{end:?}");
+    }
+}
