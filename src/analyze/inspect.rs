@@ -9,66 +9,7 @@ use std::collections::BTreeMap;
 
 const TWO_MIB: u64 = 2 << 20;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Kind {
-    Heap,
-    Stack,
-    Anonymous,
-    File,
-    SharedMemory,
-    Hugetlb,
-    JavaHeap,
-    /// A VM's guest RAM in its hypervisor process (see `analyze::vm`).
-    GuestRam,
-    Special,
-}
-
-impl Kind {
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Heap => "heap",
-            Kind::Stack => "stack",
-            Kind::Anonymous => "anon",
-            Kind::File => "file",
-            Kind::SharedMemory => "shm",
-            Kind::Hugetlb => "hugetlb",
-            Kind::JavaHeap => "java-heap",
-            Kind::GuestRam => "guest-ram",
-            Kind::Special => "special",
-        }
-    }
-}
-
-pub fn is_hugetlb(m: &Mapping) -> bool {
-    m.has_flag("ht")
-        || m.field("KernelPageSize") > 4096
-        || m.field("Private_Hugetlb") + m.field("Shared_Hugetlb") > 0
-}
-
-pub fn kind(m: &Mapping) -> Kind {
-    let p = m.path.as_str();
-    if is_hugetlb(m) {
-        Kind::Hugetlb
-    } else if p == "[heap]" {
-        Kind::Heap
-    } else if p.starts_with("[stack") {
-        Kind::Stack
-    } else if p.starts_with('[') {
-        Kind::Special
-    } else if p.starts_with("/dev/shm")
-        || p.starts_with("/memfd:")
-        || p.starts_with("/SYSV")
-        || (m.perms.ends_with('s') && p.is_empty())
-        || p == "/dev/zero (deleted)"
-    {
-        Kind::SharedMemory
-    } else if p.is_empty() {
-        Kind::Anonymous
-    } else {
-        Kind::File
-    }
-}
+pub use crate::probe::process::{Kind, is_hugetlb, kind};
 
 /// The Java heap: in a JVM (`-Xmx` in its command line), the largest read-write anonymous
 /// mapping, if it is at least half of -Xmx (the JVM reserves the heap as one range).

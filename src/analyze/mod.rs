@@ -18,6 +18,7 @@ pub mod experiment;
 pub mod findings;
 pub mod inspect;
 pub mod sequential;
+pub mod server;
 pub mod simulate;
 pub mod stats;
 pub mod trace;

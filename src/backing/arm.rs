@@ -8,7 +8,47 @@ use crate::control::Knob;
 use crate::units::{Bytes, parse_duration};
 use std::time::Duration;
 
-pub const ARM_KEYS: &str = "thp, defrag, mthp.<size>, hugetlb.<size>, process.thp, malloc, jvm, jvm.pretouch, jvm.pagesize, collapse, sample, qemu.backing, qemu.prealloc, watch, env.<NAME>";
+pub const ARM_KEYS: &str = "thp, defrag, shmem, mthp.<size>, hugetlb.<size>, process.thp, malloc, jvm, jvm.pretouch, jvm.pagesize, collapse, sample, qemu.backing, qemu.prealloc, watch, server.arg, expect, env.<NAME>";
+
+/// What an arm's workload (or server) must end up on; an arm whose memory is not is FLAGGED.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Expect {
+    /// Hugetlb pages, of this page size when given.
+    Hugetlb(Option<u64>),
+    /// Transparent huge pages (anonymous, shared memory or file).
+    Thp,
+    /// Any huge pages: THP or hugetlb.
+    Huge,
+    /// Base pages only: more than a tenth of resident memory on huge pages is a surprise.
+    FourK,
+}
+
+impl Expect {
+    pub const NAMES: &str = "4k, thp, huge, hugetlb, hugetlb-2m, hugetlb-1g";
+
+    pub fn parse(v: &str) -> Option<Expect> {
+        Some(match v.to_ascii_lowercase().as_str() {
+            "4k" => Expect::FourK,
+            "thp" => Expect::Thp,
+            "huge" => Expect::Huge,
+            "hugetlb" => Expect::Hugetlb(None),
+            "hugetlb-2m" => Expect::Hugetlb(Some(2 << 20)),
+            "hugetlb-1g" => Expect::Hugetlb(Some(1 << 30)),
+            _ => return None,
+        })
+    }
+
+    pub fn describe(self) -> String {
+        match self {
+            Expect::Hugetlb(Some(s)) => format!("{} hugetlb pages", Bytes(s)),
+            Expect::Hugetlb(None) => "hugetlb pages".into(),
+            Expect::Thp => "transparent huge pages".into(),
+            Expect::Huge => "huge pages".into(),
+            Expect::FourK => "4 KiB pages".into(),
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -49,6 +89,9 @@ pub struct ProcessConfig {
     /// `watch=<pid|comm>`: another process (a VM's QEMU) whose memory is evidence of this arm.
     #[serde(default)]
     pub watch: Option<String>,
+    /// `server.arg=WORD` (repeatable): words appended to the `--server` command for this arm.
+    #[serde(default)]
+    pub server_args: Vec<String>,
 }
 
 impl ProcessConfig {
@@ -98,6 +141,9 @@ pub struct Arm {
     pub spec: String,
     pub system: Vec<(Knob, String)>,
     pub process: ProcessConfig,
+    /// `expect=`: what the workload or server must end up on.
+    #[serde(default)]
+    pub expect: Option<Expect>,
 }
 
 impl Arm {
@@ -112,7 +158,36 @@ impl Arm {
                 .system
                 .iter()
                 .any(|(k, v)| matches!(k, Knob::ThpEnabled) && v == "always")
+            || self.expect.is_some_and(|e| e != Expect::FourK)
     }
+    /// What a server run under this arm must end up on: `expect=` when given, else what the
+    /// arm asks for (a hugetlb pool given to the server, THP `always` for anonymous or shared
+    /// memory, a malloc or JVM page mode). `None`: the arm asks for nothing in particular.
+    pub fn server_expectation(&self) -> Option<Expect> {
+        if self.expect.is_some() {
+            return self.expect;
+        }
+        let p = &self.process;
+        let pool = self.system.iter().find_map(|(k, v)| match k {
+            Knob::HugetlbPages { size, .. } if v != "0" => Some(*size),
+            _ => None,
+        });
+        let thp = self.system.iter().any(|(k, v)| {
+            matches!(k, Knob::ThpEnabled) && v == "always"
+                || matches!(k, Knob::ThpShmemEnabled)
+                    && ["always", "within_size", "force"].contains(&v.as_str())
+        });
+        match (p.malloc, p.jvm) {
+            (Some(Malloc::Hugetlb), _) => Some(Expect::Hugetlb(Some(2 << 20))),
+            (Some(Malloc::Hugetlb1G), _) => Some(Expect::Hugetlb(Some(1 << 30))),
+            (_, Some(Jvm::Hugetlbfs)) => Some(Expect::Hugetlb(p.jvm_pagesize.or(pool))),
+            (Some(Malloc::Thp), _) | (_, Some(Jvm::Thp)) => Some(Expect::Thp),
+            _ if pool.is_some() => Some(Expect::Hugetlb(pool)),
+            _ if thp || p.collapse_after.is_some() => Some(Expect::Thp),
+            _ => None,
+        }
+    }
+
     pub fn needs_root(&self) -> bool {
         !self.system.is_empty()
     }
@@ -148,6 +223,7 @@ pub fn parse_arm(s: &str) -> Result<Arm, String> {
         spec: spec.into(),
         system: Vec::new(),
         process: ProcessConfig::default(),
+        expect: None,
     };
     let mut prealloc_seen = None;
     for item in spec.split(',').map(str::trim).filter(|i| !i.is_empty()) {
@@ -169,6 +245,29 @@ pub fn parse_arm(s: &str) -> Result<Arm, String> {
                 )?
                 .into(),
             )),
+            "shmem" => arm.system.push((
+                Knob::ThpShmemEnabled,
+                one_of(
+                    k,
+                    v,
+                    &["always", "within_size", "advise", "never", "deny", "force"],
+                )?
+                .into(),
+            )),
+            "expect" => {
+                arm.expect = Some(Expect::parse(v).ok_or_else(|| {
+                    format!(
+                        "arm key expect: invalid value {v:?}; valid: {}",
+                        Expect::NAMES
+                    )
+                })?)
+            }
+            "server.arg" => {
+                if v.is_empty() {
+                    return Err("arm key server.arg: give one word for the server's command line, e.g. server.arg=-L (repeat the key for more words)".into());
+                }
+                p.server_args.push(v.to_string())
+            }
             "process.thp" => {
                 one_of(k, v, &["off"])?;
                 p.thp_disable = true;

@@ -3,9 +3,11 @@
 
 pub mod coverage;
 pub mod folio_scan;
+pub mod load;
 pub mod noise;
 pub mod perf;
 pub mod sampler;
+pub mod server;
 pub mod tracepoints;
 pub mod trial;
 

@@ -6,7 +6,7 @@ use crate::probe::Root;
 use crate::probe::noise::NoiseReading;
 
 /// Nanoseconds per USER_HZ tick of /proc/stat.
-fn tick_ns() -> u64 {
+pub(crate) fn tick_ns() -> u64 {
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     1_000_000_000 / if hz > 0 { hz as u64 } else { 100 }

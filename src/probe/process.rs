@@ -95,6 +95,68 @@ pub fn parse_smaps(text: &str) -> Result<Vec<Mapping>, ParseError> {
     Ok(maps)
 }
 
+/// What a mapping is, from its path, permissions and page size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    Heap,
+    Stack,
+    Anonymous,
+    File,
+    SharedMemory,
+    Hugetlb,
+    JavaHeap,
+    /// A VM's guest RAM in its hypervisor process (see `analyze::vm`).
+    GuestRam,
+    Special,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Heap => "heap",
+            Kind::Stack => "stack",
+            Kind::Anonymous => "anon",
+            Kind::File => "file",
+            Kind::SharedMemory => "shm",
+            Kind::Hugetlb => "hugetlb",
+            Kind::JavaHeap => "java-heap",
+            Kind::GuestRam => "guest-ram",
+            Kind::Special => "special",
+        }
+    }
+}
+
+pub fn is_hugetlb(m: &Mapping) -> bool {
+    m.has_flag("ht")
+        || m.field("KernelPageSize") > 4096
+        || m.field("Private_Hugetlb") + m.field("Shared_Hugetlb") > 0
+}
+
+pub fn kind(m: &Mapping) -> Kind {
+    let p = m.path.as_str();
+    if is_hugetlb(m) {
+        Kind::Hugetlb
+    } else if p == "[heap]" {
+        Kind::Heap
+    } else if p.starts_with("[stack") {
+        Kind::Stack
+    } else if p.starts_with('[') {
+        Kind::Special
+    } else if p.starts_with("/dev/shm")
+        || p.starts_with("/memfd:")
+        || p.starts_with("/SYSV")
+        || (m.perms.ends_with('s') && p.is_empty())
+        || p == "/dev/zero (deleted)"
+    {
+        Kind::SharedMemory
+    } else if p.is_empty() {
+        Kind::Anonymous
+    } else {
+        Kind::File
+    }
+}
+
 /// Fields of /proc/PID/status that matter here.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProcStatus {

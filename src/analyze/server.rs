@@ -1,0 +1,288 @@
+//! Whether a server got the pages its arm asked for, judged from the server's own memory (its
+//! process tree, read after the load) and its own words: the messages with which servers
+//! announce that they fell back to 4 KiB pages or turned THP off for themselves. System-wide
+//! counters are never used here: other processes move them.
+
+use crate::backing::arm::Expect;
+use crate::collect::server::ServerMemory;
+use crate::units::Bytes;
+use regex::Regex;
+use std::sync::LazyLock;
+
+/// A server's message that it runs without the huge pages it was asked to use.
+pub struct Signature {
+    pub server: &'static str,
+    pub pattern: &'static str,
+    pub meaning: &'static str,
+}
+
+/// Known fallback and opt-out messages (case-insensitive regexes).
+pub const SIGNATURES: &[Signature] = &[
+    Signature {
+        server: "PostgreSQL",
+        pattern: r"with MAP_HUGETLB failed, huge pages disabled",
+        meaning: "huge_pages=try fell back to 4 KiB pages (logged at DEBUG1 only)",
+    },
+    Signature {
+        server: "PostgreSQL",
+        pattern: r"could not map anonymous shared memory",
+        meaning: "huge_pages=on and the hugetlb pool could not hold shared memory",
+    },
+    Signature {
+        server: "MariaDB/MySQL",
+        pattern: r"Using conventional memory pool",
+        meaning: "large-pages failed; the buffer pool is on 4 KiB pages",
+    },
+    Signature {
+        server: "MariaDB/MySQL",
+        pattern: r"Failed to allocate \d+ bytes from HugeTLB memory",
+        meaning: "large-pages failed (pool, vm.hugetlb_shm_group or memlock)",
+    },
+    Signature {
+        server: "HotSpot JVM",
+        pattern: r"UseLargePages disabled|Failed to reserve (and commit )?(shared|large pages) memory",
+        meaning: "the JVM runs on 4 KiB pages although large pages were asked for",
+    },
+    Signature {
+        server: "HotSpot JVM",
+        pattern: r"UseTransparentHugePages disabled",
+        meaning: "the JVM could not use THP (THP is not madvise or always)",
+    },
+    Signature {
+        server: "OpenJ9 JVM",
+        pattern: r"JVMJ9GC0\d\d[IW].*(large page|using 4K)",
+        meaning: "OpenJ9 did not get the large page size asked for",
+    },
+    Signature {
+        server: "memcached",
+        pattern: r"Transparent huge pages support not detected|Failed to set transparent hugepage hint|Cannot enable large pages",
+        meaning: "memcached -L could not use huge pages",
+    },
+    Signature {
+        server: "Redis",
+        pattern: r"WARNING you have Transparent Huge Pages \(THP\) support enabled",
+        meaning: "Redis warns that THP reaches it (latency and memory of fork/COW)",
+    },
+];
+
+static COMPILED: LazyLock<Vec<Regex>> = LazyLock::new(|| {
+    SIGNATURES
+        .iter()
+        .map(|s| Regex::new(&format!("(?i){}", s.pattern)).expect("a valid signature"))
+        .collect()
+});
+
+/// The first known fallback message in the server's output: (signature, the line).
+pub fn said<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option<(&'static Signature, String)> {
+    lines.into_iter().find_map(|l| {
+        COMPILED
+            .iter()
+            .position(|re| re.is_match(l))
+            .map(|i| (&SIGNATURES[i], l.trim().to_string()))
+    })
+}
+
+/// Why the server's memory does not match what the arm expected, or `None` when it does.
+/// `words`: the server's own fallback message, if it printed one.
+pub fn flag(
+    expect: Expect,
+    mem: &ServerMemory,
+    words: Option<&(&'static Signature, String)>,
+) -> Option<String> {
+    let hugetlb = |size: Option<u64>| match size {
+        Some(s) => mem.hugetlb.get(&s).copied().unwrap_or(0),
+        None => mem.hugetlb_total(),
+    };
+    let got = match expect {
+        Expect::Hugetlb(size) => hugetlb(size) > 0,
+        Expect::Thp => mem.thp() >= 2 << 20,
+        Expect::Huge => mem.thp() >= 2 << 20 || mem.hugetlb_total() > 0,
+        Expect::FourK => mem.coverage().is_none_or(|c| c <= 0.1),
+    };
+    if got {
+        return None;
+    }
+    let mut why = if expect == Expect::FourK {
+        format!(
+            "expected 4 KiB pages, but {:.0}% of the server's resident memory is on huge pages",
+            mem.coverage().unwrap_or(0.0) * 100.0
+        )
+    } else {
+        let largest = mem
+            .segments
+            .iter()
+            .max_by_key(|s| s.size.max(s.resident))
+            .map(|s| format!("; its largest region: {}", s.describe()))
+            .unwrap_or_default();
+        format!(
+            "asked for {} but the server has none: {} processes, {} resident, THP {}, hugetlb {}{largest}",
+            expect.describe(),
+            mem.processes,
+            Bytes(mem.rss + mem.hugetlb_total()),
+            Bytes(mem.thp()),
+            Bytes(mem.hugetlb_total()),
+        )
+    };
+    if matches!(expect, Expect::Thp | Expect::Huge) && !mem.thp_disabled.is_empty() {
+        why.push_str(&format!(
+            "; THP is disabled for the server process itself (THP_enabled: 0 in /proc/PID/status of {}: prctl(PR_SET_THP_DISABLE) — Redis ≥ 6.2 does this when THP is `always` unless `disable-thp no`; systemd's MemoryTHP= does it per unit)",
+            mem.thp_disabled.join(", ")
+        ));
+    }
+    if let Some((sig, line)) = words {
+        why.push_str(&format!(
+            "; {} said: {line:?} ({})",
+            sig.server, sig.meaning
+        ));
+    }
+    Some(why)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collect::server::Segment;
+    use std::collections::BTreeMap;
+
+    /// Lines as the servers print them (captured from PostgreSQL 15, MariaDB 10.11, OpenJDK
+    /// 17, memcached 1.6 and Redis 7 here, and from their sources for the rest).
+    const CAPTURED: &[(&str, &str)] = &[
+        (
+            "2026-11-23 22:10:01.123 UTC [812] DEBUG:  mmap(1084227584) with MAP_HUGETLB failed, huge pages disabled: Cannot allocate memory",
+            "PostgreSQL",
+        ),
+        (
+            "2026-11-23 22:10:01.123 UTC [812] FATAL:  could not map anonymous shared memory: Cannot allocate memory",
+            "PostgreSQL",
+        ),
+        (
+            "2026-11-23 22:10:02 0 [Warning] InnoDB: Failed to allocate 136314880 bytes from HugeTLB memory. errno 1",
+            "MariaDB/MySQL",
+        ),
+        (
+            "2026-11-23 22:10:02 0 [Note] InnoDB: Using conventional memory pool",
+            "MariaDB/MySQL",
+        ),
+        (
+            "[0.004s][warning][pagesize] UseLargePages disabled, no large pages configured and available on the system.",
+            "HotSpot JVM",
+        ),
+        (
+            "JVMJ9GC088I Large page size 2M is not a supported page size; using 4K instead",
+            "OpenJ9 JVM",
+        ),
+        ("Transparent huge pages support not detected.", "memcached"),
+        (
+            "812:M 23 Nov 2026 22:10:03.000 # WARNING you have Transparent Huge Pages (THP) support enabled in your kernel.",
+            "Redis",
+        ),
+    ];
+
+    #[test]
+    fn every_captured_fallback_line_is_recognised_and_ordinary_lines_are_not() {
+        for (line, server) in CAPTURED {
+            let (sig, l) = said([*line]).unwrap_or_else(|| panic!("not recognised: {line}"));
+            assert_eq!(sig.server, *server, "{line}");
+            assert_eq!(l, line.trim());
+        }
+        for ok in [
+            "database system is ready to accept connections",
+            "[Note] InnoDB: Completed initialization of buffer pool",
+            "Ready to accept connections tcp",
+            "huge_pages = on",
+        ] {
+            assert!(said([ok]).is_none(), "{ok}");
+        }
+    }
+
+    fn mem(hugetlb: u64, thp: u64, rss: u64, thp_disabled: bool) -> ServerMemory {
+        ServerMemory {
+            processes: 3,
+            rss,
+            anon_huge: thp,
+            hugetlb: if hugetlb > 0 {
+                BTreeMap::from([(2 << 20, hugetlb)])
+            } else {
+                BTreeMap::new()
+            },
+            thp_disabled: if thp_disabled {
+                vec!["812 redis-server".into()]
+            } else {
+                vec![]
+            },
+            segments: vec![Segment {
+                pid: 812,
+                comm: "postgres".into(),
+                path: "/dev/zero (deleted)".into(),
+                kind: "shm".into(),
+                size: 1 << 30,
+                resident: 300 << 20,
+                ..Segment::default()
+            }],
+            ..ServerMemory::default()
+        }
+    }
+
+    #[test]
+    fn flags_follow_the_servers_memory_and_quote_its_words() {
+        // Hugetlb asked, segment on 4 KiB, PostgreSQL's DEBUG1 line in the log.
+        let words = said([CAPTURED[0].0]);
+        let f = flag(
+            Expect::Hugetlb(Some(2 << 20)),
+            &mem(0, 0, 300 << 20, false),
+            words.as_ref(),
+        )
+        .unwrap();
+        assert!(
+            f.contains("asked for 2M hugetlb pages but the server has none"),
+            "{f}"
+        );
+        assert!(
+            f.contains("/dev/zero (deleted) 1G (pid 812 postgres): on 4K pages"),
+            "{f}"
+        );
+        assert!(
+            f.contains("PostgreSQL said") && f.contains("huge_pages=try fell back"),
+            "{f}"
+        );
+        // Got them: no flag, whatever the log says; 1G asked but 2M got: flagged.
+        assert!(
+            flag(
+                Expect::Hugetlb(Some(2 << 20)),
+                &mem(1 << 30, 0, 1 << 20, false),
+                words.as_ref()
+            )
+            .is_none()
+        );
+        assert!(
+            flag(
+                Expect::Hugetlb(Some(1 << 30)),
+                &mem(1 << 30, 0, 1 << 20, false),
+                None
+            )
+            .is_some()
+        );
+        assert!(
+            flag(
+                Expect::Hugetlb(None),
+                &mem(1 << 30, 0, 1 << 20, false),
+                None
+            )
+            .is_none()
+        );
+        // THP asked, the server opted out itself (Redis's disable-thp).
+        let f = flag(Expect::Thp, &mem(0, 0, 100 << 20, true), None).unwrap();
+        assert!(
+            f.contains("THP_enabled: 0")
+                && f.contains("812 redis-server")
+                && f.contains("disable-thp no"),
+            "{f}"
+        );
+        assert!(flag(Expect::Thp, &mem(0, 64 << 20, 100 << 20, false), None).is_none());
+        assert!(flag(Expect::Huge, &mem(4 << 20, 0, 100 << 20, false), None).is_none());
+        // 4 KiB expected: a tenth on huge pages is tolerated, more is flagged.
+        assert!(flag(Expect::FourK, &mem(0, 10 << 20, 100 << 20, false), None).is_none());
+        let f = flag(Expect::FourK, &mem(0, 50 << 20, 100 << 20, false), None).unwrap();
+        assert!(f.contains("50% of the server's resident memory"), "{f}");
+    }
+}
