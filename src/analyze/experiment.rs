@@ -51,7 +51,11 @@ pub fn trial_data(
         ok,
         flagged,
         metrics,
-        coverage_at_peak: evidence["memory"]["coverage_at_peak"].as_f64(),
+        // A service's evidence is its server's tree after the load, not the load's client.
+        coverage_at_peak: match evidence.get("server") {
+            Some(s) => s["coverage"].as_f64(),
+            None => evidence["memory"]["coverage_at_peak"].as_f64(),
+        },
         counters: nums(&evidence["perf"], 1.0, &|k| k.to_string()),
         noise: nums(&evidence["noise"], 1e-9, &|k| {
             k.strip_suffix("_ns").unwrap_or(k).to_string() + "_s"

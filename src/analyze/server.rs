@@ -93,10 +93,13 @@ pub fn flag(
         Some(s) => mem.hugetlb.get(&s).copied().unwrap_or(0),
         None => mem.hugetlb_total(),
     };
+    // A process that turned THP off for itself did not get THP, whatever it faulted before
+    // it did (Redis's allocator starts before its prctl).
+    let thp = mem.thp() >= 2 << 20 && mem.thp_disabled.is_empty();
     let got = match expect {
         Expect::Hugetlb(size) => hugetlb(size) > 0,
-        Expect::Thp => mem.thp() >= 2 << 20,
-        Expect::Huge => mem.thp() >= 2 << 20 || mem.hugetlb_total() > 0,
+        Expect::Thp => thp,
+        Expect::Huge => thp || mem.hugetlb_total() > 0,
         Expect::FourK => mem.coverage().is_none_or(|c| c <= 0.1),
     };
     if got {
@@ -114,8 +117,13 @@ pub fn flag(
             .max_by_key(|s| s.size.max(s.resident))
             .map(|s| format!("; its largest region: {}", s.describe()))
             .unwrap_or_default();
+        let none = if mem.thp() + mem.hugetlb_total() == 0 {
+            "the server has none"
+        } else {
+            "the server did not get them"
+        };
         format!(
-            "asked for {} but the server has none: {} processes, {} resident, THP {}, hugetlb {}{largest}",
+            "asked for {} but {none}: {} process(es), {} resident, THP {}, hugetlb {}{largest}",
             expect.describe(),
             mem.processes,
             Bytes(mem.rss + mem.hugetlb_total()),
@@ -136,6 +144,111 @@ pub fn flag(
         ));
     }
     Some(why)
+}
+
+/// Per arm, what its servers did across the trials (from each trial's `server` evidence).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ServerSummary {
+    pub arm: String,
+    /// Trials whose server came up and was read.
+    pub trials: usize,
+    /// Trials whose server failed (did not start, not ready, died or crashed).
+    pub failed: usize,
+    /// Medians over the trials, seconds: spawn → ready, SIGTERM → exit, and the load's wall time.
+    pub ready_s: Option<f64>,
+    pub stop_s: Option<f64>,
+    pub load_s: Option<f64>,
+    /// Mean CPU time of the server's tree during the load, seconds.
+    pub cpu_s: Option<f64>,
+    /// Median resident memory (Rss + hugetlb) of the tree after the load, bytes.
+    pub resident_bytes: Option<u64>,
+    /// Mean share of it on huge pages.
+    pub coverage: Option<f64>,
+    /// Which mapping carried the huge pages (the last trial that had any).
+    pub carried_by: Option<String>,
+    /// Some trial's server turned THP off for itself.
+    pub thp_disabled: bool,
+    /// The server's own words about huge pages, if it said any.
+    pub said: Option<String>,
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    (!v.is_empty()).then(|| {
+        let n = v.len();
+        if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        }
+    })
+}
+
+/// Summaries per arm from (arm index, the trial's wall time, its evidence) of measured trials.
+pub fn summarise(
+    arms: &[String],
+    trials: &[(usize, f64, &serde_json::Value)],
+) -> Vec<ServerSummary> {
+    arms.iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let mine: Vec<&(usize, f64, &serde_json::Value)> =
+                trials.iter().filter(|t| t.0 == i).collect();
+            let read: Vec<&serde_json::Value> = mine
+                .iter()
+                .map(|t| &t.2["server"])
+                .filter(|s| s.get("memory").is_some())
+                .collect();
+            let f = |k: &str| {
+                read.iter()
+                    .filter_map(|s| s[k].as_f64())
+                    .collect::<Vec<_>>()
+            };
+            let covs = f("coverage");
+            let cpu = f("cpu_ns");
+            let resident: Vec<f64> = read
+                .iter()
+                .map(|s| {
+                    let m = &s["memory"];
+                    let hugetlb: f64 = m["hugetlb"]
+                        .as_object()
+                        .map_or(0.0, |o| o.values().filter_map(|v| v.as_f64()).sum());
+                    m["rss"].as_f64().unwrap_or(0.0) + hugetlb
+                })
+                .collect();
+            ServerSummary {
+                arm: name.clone(),
+                trials: read.len(),
+                failed: mine.len() - read.len()
+                    + read
+                        .iter()
+                        .filter(|s| s["end"]["exited_early"] == true)
+                        .count(),
+                ready_s: median(f("ready_s")),
+                stop_s: median(
+                    read.iter()
+                        .filter_map(|s| s["end"]["stop_ns"].as_f64().map(|n| n / 1e9))
+                        .collect(),
+                ),
+                load_s: median(mine.iter().map(|t| t.1).filter(|w| *w > 0.0).collect()),
+                cpu_s: (!cpu.is_empty()).then(|| cpu.iter().sum::<f64>() / cpu.len() as f64 / 1e9),
+                resident_bytes: median(resident).map(|b| b as u64),
+                coverage: (!covs.is_empty()).then(|| covs.iter().sum::<f64>() / covs.len() as f64),
+                carried_by: read
+                    .iter()
+                    .rev()
+                    .find_map(|s| s["carried_by"].as_str().map(String::from)),
+                thp_disabled: read.iter().any(|s| {
+                    s["memory"]["thp_disabled"]
+                        .as_array()
+                        .is_some_and(|a| !a.is_empty())
+                }),
+                said: read
+                    .iter()
+                    .find_map(|s| s["said"]["line"].as_str().map(String::from)),
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -272,6 +385,12 @@ mod tests {
         );
         // THP asked, the server opted out itself (Redis's disable-thp).
         let f = flag(Expect::Thp, &mem(0, 0, 100 << 20, true), None).unwrap();
+        // Some THP from before the opt-out does not count.
+        let early = flag(Expect::Thp, &mem(0, 6 << 20, 100 << 20, true), None).unwrap();
+        assert!(
+            early.contains("did not get them") && early.contains("THP_enabled: 0"),
+            "{early}"
+        );
         assert!(
             f.contains("THP_enabled: 0")
                 && f.contains("812 redis-server")

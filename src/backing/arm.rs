@@ -363,7 +363,8 @@ pub fn parse_arm(s: &str) -> Result<Arm, String> {
     Ok(arm)
 }
 
-pub const PRESETS: &str = "thp, malloc, jvm";
+pub const PRESETS: &str =
+    "thp, malloc, jvm (and with --server: postgres, redis, memcached, mariadb)";
 
 /// `--preset`: thp (never / madvise / always), malloc (process.thp=off / malloc=thp /
 /// malloc=hugetlb), jvm (jvm=off / jvm=thp / jvm=hugetlbfs).

@@ -30,6 +30,26 @@ pub struct Plan {
     pub trace: Vec<&'static str>,
     /// `--user`: the uid and gid the command (and server) run as.
     pub user: Option<crate::probe::user::UserIds>,
+    /// `--server`: the service each trial starts and loads.
+    pub server: Option<ServerPlan>,
+    /// A load generator's output read by a built-in parser.
+    pub load_format: Option<crate::collect::load::LoadFormat>,
+    /// The command each trial runs (the load, with a load format's added arguments).
+    pub command: Vec<String>,
+}
+
+/// How each trial runs its server.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ServerPlan {
+    /// The server's command (argv, or one shell string with `--shell`).
+    pub argv: Vec<String>,
+    /// The readiness probe as given (`log:…`, `tcp:…`), checked by the planner.
+    pub ready: String,
+    pub ready_timeout: Duration,
+    pub warmup: Option<String>,
+    pub stop_grace: Duration,
+    /// From a `--preset` for this server, when one was used.
+    pub preset: Option<String>,
 }
 
 impl Plan {
@@ -58,5 +78,7 @@ pub struct RunResult {
     pub trace_stalls: Vec<crate::analyze::trace::StallContrast>,
     /// With `qemu.backing` arms: the host configuration for the backing measured best.
     pub vm_advice: Option<crate::analyze::vm::VmAdvice>,
+    /// With `--server`: per arm, what its servers did (ready and stop times, memory, words).
+    pub servers: Vec<crate::analyze::server::ServerSummary>,
     pub elapsed_s: f64,
 }

@@ -282,6 +282,28 @@ pub fn parse_rollup(text: &str) -> Result<BTreeMap<String, u64>, ParseError> {
     crate::probe::meminfo::parse_raw(&body)
 }
 
+/// A program as exec would find it: a path containing `/`, or the first match in PATH.
+pub fn find_program(name: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &std::path::Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if name.contains('/') {
+        let p = std::path::PathBuf::from(name);
+        return executable(&p).then_some(p);
+    }
+    std::env::var_os("PATH")
+        .map(|path| {
+            std::env::split_paths(&path)
+                .map(|d| d.join(name))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default()
+        .into_iter()
+        .find(|p| executable(p))
+}
+
 /// A process's command name (/proc/PID/comm), or `None` when it is gone.
 pub fn comm(pid: u32) -> Option<String> {
     Some(

@@ -149,7 +149,7 @@ pub fn verdict_cell(c: &Contrast) -> String {
 /// Per arm: trials, failures, flags, huge coverage at peak, faults and dTLB misses.
 pub fn evidence_grid(r: &ExperimentReport) -> Grid {
     let mut g = Grid::new(
-        "backing evidence (run: the child's process group, sampled on the same schedule for every arm; bench: the verified region)",
+        "backing evidence (run: the child's process group sampled on the same schedule for every arm, or with --server the server's process tree after each load; bench: the verified region)",
         &[
             "arm",
             "trials",
@@ -292,6 +292,45 @@ pub fn render_vm_advice(v: &VmAdvice) -> String {
     o
 }
 
+/// `--server`: per arm, the server's lifecycle next to its load, and its memory after the load.
+fn render_servers(r: &RunResult) -> String {
+    let mut o = String::from(
+        "server per trial (medians; ready: spawn → ready, stop: SIGTERM → exit; memory of its process tree after the load):\n",
+    );
+    let w = r.servers.iter().map(|s| s.arm.len()).max().unwrap_or(0);
+    let secs = |v: Option<f64>| v.map_or("-".to_string(), |s| format!("{s:.2} s"));
+    for s in &r.servers {
+        let mut line = format!(
+            "  {:w$}  ready {} · load {} · stop {} · server CPU {}/trial · {} resident, {} huge",
+            s.arm,
+            secs(s.ready_s),
+            secs(s.load_s),
+            secs(s.stop_s),
+            secs(s.cpu_s),
+            s.resident_bytes
+                .map_or("-".to_string(), |b| crate::units::Bytes(b).to_string()),
+            s.coverage
+                .map_or("-".to_string(), |c| format!("{:.0}%", c * 100.0)),
+        );
+        if let Some(c) = &s.carried_by {
+            line.push_str(&format!(" — {c}"));
+        }
+        if s.thp_disabled {
+            line.push_str(" — THP disabled by the server for itself");
+        }
+        if s.failed > 0 {
+            line.push_str(&format!(" — {} server failures", s.failed));
+        }
+        let _ = writeln!(o, "{line}");
+        if let Some(said) = &s.said {
+            let short: String = said.chars().take(160).collect();
+            let more = if short.len() < said.len() { "…" } else { "" };
+            let _ = writeln!(o, "  {:w$}  it said: {short}{more}", "");
+        }
+    }
+    o
+}
+
 pub fn render(r: &RunResult) -> String {
     let mut o = render_report(&r.report);
     o.push_str(&render_noise(r));
@@ -315,6 +354,9 @@ pub fn render(r: &RunResult) -> String {
             "trace: {} per trial, {} − {}: {:+.1} ms{interval}; means {:.1} vs {:.1} ms over {} paired blocks",
             c.kind, c.arm, c.baseline, e.point, c.arm_mean_ms, c.baseline_mean_ms, c.blocks
         );
+    }
+    if !r.servers.is_empty() {
+        o.push_str(&render_servers(r));
     }
     if let Some(v) = &r.vm_advice {
         o.push_str(&render_vm_advice(v));

@@ -163,6 +163,7 @@ pub struct Server {
     reader: Option<std::thread::JoinHandle<()>>,
     pub started: Instant,
     pub start_mono_ns: u64,
+    stopped: bool,
 }
 
 impl Server {
@@ -210,6 +211,7 @@ impl Server {
             reader: Some(reader),
             started,
             start_mono_ns,
+            stopped: false,
         })
     }
 
@@ -300,7 +302,11 @@ impl Server {
     }
 
     /// SIGTERM, up to `grace` for the exit, then SIGKILL of the group and of every descendant.
-    pub fn stop(mut self, grace: Duration) -> ServerEnd {
+    pub fn stop(&mut self, grace: Duration) -> ServerEnd {
+        if self.stopped {
+            return ServerEnd::default();
+        }
+        self.stopped = true;
         let mut end = ServerEnd {
             exited_early: self.exited(),
             ..ServerEnd::default()
@@ -361,6 +367,15 @@ impl Server {
             }
         }
         end
+    }
+}
+
+impl Drop for Server {
+    /// A server left running by an error or a panic is killed with its tree.
+    fn drop(&mut self) {
+        if !self.stopped {
+            self.stop(Duration::ZERO);
+        }
     }
 }
 
@@ -473,7 +488,7 @@ mod tests {
         let ready = Ready::parse("log:^listening$").unwrap();
         // A server that forks a worker into a session of its own (as PostgreSQL's backends do)
         // and ignores nothing: SIGTERM ends the leader, the worker is killed as an orphan.
-        let s = Server::start(
+        let mut s = Server::start(
             &spec("setsid sleep 300 & sleep 0.2; echo listening; exec sleep 300"),
             &ready,
         )
@@ -502,7 +517,7 @@ mod tests {
     #[test]
     fn a_server_that_dies_or_never_gets_ready_fails_with_its_words() {
         let ready = Ready::parse("log:never printed").unwrap();
-        let s = Server::start(&spec("echo 'FATAL: port in use' >&2; exit 3"), &ready).unwrap();
+        let mut s = Server::start(&spec("echo 'FATAL: port in use' >&2; exit 3"), &ready).unwrap();
         let e = s.wait_ready(&ready, Duration::from_secs(10)).unwrap_err();
         assert!(
             e.what.contains("exited before it was ready (exit 3)"),
@@ -511,7 +526,7 @@ mod tests {
         assert!(e.to_string().contains("FATAL: port in use"), "{e}");
         let end = s.stop(Duration::from_secs(1));
         assert!(end.exited_early && end.exit_code == Some(3));
-        let s = Server::start(&spec("trap '' TERM; echo up; exec sleep 300"), &ready).unwrap();
+        let mut s = Server::start(&spec("trap '' TERM; echo up; exec sleep 300"), &ready).unwrap();
         let e = s
             .wait_ready(&ready, Duration::from_millis(300))
             .unwrap_err();

@@ -157,6 +157,34 @@ impl LoadFormat {
     }
 }
 
+/// A fresh directory for one trial's load files (pgbench's log, memtier's JSON), owned by the
+/// user the load runs as; removed when dropped.
+pub struct TrialDir(std::path::PathBuf);
+
+impl TrialDir {
+    pub fn new(owner: Option<(u32, u32)>) -> std::io::Result<TrialDir> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("hugelab-trial-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir); // a leftover of a killed run with this pid
+        std::fs::create_dir(&dir)?;
+        if let Some((uid, gid)) = owner {
+            std::os::unix::fs::chown(&dir, Some(uid), Some(gid))?;
+        }
+        Ok(TrialDir(dir))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TrialDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// The nearest-rank percentile (the smallest value with at least `p`% of values at or below
 /// it) of sorted values; `None` for none.
 pub fn nearest_rank(sorted: &[f64], p: f64) -> Option<f64> {

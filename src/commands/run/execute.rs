@@ -2,6 +2,7 @@
 //! [`Context`], each stored as it finishes; stops on the plan's design, failure or Ctrl-C.
 
 use super::plan::{OutputMetric, block_order, extract};
+use super::service;
 use super::watch;
 use super::{Plan, RunArgs};
 use crate::analyze::experiment::{self, TrialData};
@@ -64,7 +65,8 @@ pub fn describe_end(evidence: &serde_json::Value) -> String {
             crate::workload::child::signal_name(sig as i32)
         ),
         (Some(c), _) => format!("exit {c}"),
-        _ => "no exit status".to_string(),
+        // The load never ran: its server did not come up.
+        _ => "the load did not run".to_string(),
     };
     if evidence["timed_out"] == true {
         s.push_str(", killed by --timeout");
@@ -228,13 +230,41 @@ fn trial(
     if a.compact {
         control::compact_memory()?;
     }
+    // With a server, the arm configures the server; the load runs as given.
     let mut spec = TrialSpec {
-        config: arm.process.clone(),
+        config: if plan.server.is_some() {
+            Default::default()
+        } else {
+            arm.process.clone()
+        },
         ..base_spec.clone()
     };
     if let Some(q) = &arm.process.qemu {
         spec.argv = qemu::rewrite(&spec.argv, spec.shell, q).map_err(UsageError)?;
     }
+    let trial_dir = match plan.load_format {
+        Some(_) => Some(
+            crate::collect::load::TrialDir::new(spec.user)
+                .context("a temporary directory for the load's files")?,
+        ),
+        None => None,
+    };
+    if let Some(d) = &trial_dir {
+        let dir = d.path().display().to_string();
+        if !spec.shell {
+            for w in &mut spec.argv {
+                *w = w.replace("$HUGELAB_TRIAL_DIR", &dir);
+            }
+        }
+        spec.env.push(("HUGELAB_TRIAL_DIR".into(), dir));
+    }
+    let running = match &plan.server {
+        Some(sp) => match service::start(sp, arm, &spec) {
+            Ok(r) => Some(r),
+            Err(served) => return Ok(server_failed(arm_idx, block, served)),
+        },
+        None => None,
+    };
     let watched_pid = job.watched.get(&arm_idx).map(|(w, p)| (w.as_str(), *p));
     let schedule = if arm.process.no_sample {
         Schedule::off()
@@ -246,7 +276,12 @@ fn trial(
         t.start();
     }
     let o = ctx.runner.run(&spec, &mut gatherer)?;
-    let ev = gatherer.finish(o.user_ns + o.sys_ns);
+    let served = match (running, &plan.server) {
+        (Some(r), Some(sp)) => Some(service::finish(r, sp, arm)),
+        _ => None,
+    };
+    let server_cpu = served.as_ref().map_or(0, |s| s.cpu_ns);
+    let ev = gatherer.finish(o.user_ns + o.sys_ns + server_cpu);
     let traced = ctx.trace.as_deref_mut().map(|t| {
         let comm = spec
             .argv
@@ -264,6 +299,27 @@ fn trial(
             None => missing.push(m.name.clone()),
         }
     }
+    let mut load_error = None;
+    if let (Some(f), Some(d)) = (plan.load_format, &trial_dir)
+        && o.succeeded()
+    {
+        match f.read(&o.stdout, &o.stderr, d.path()) {
+            Ok(m) => metrics.extend(m),
+            Err(e) => load_error = Some(e),
+        }
+        for m in &plan.metrics {
+            if m.name != "wall_s"
+                && m.name != super::plan::SERVER_READY
+                && !outputs.iter().any(|x| x.name == m.name)
+                && !metrics.contains_key(&m.name)
+            {
+                missing.push(m.name.clone());
+            }
+        }
+    }
+    if let Some(r) = served.as_ref().and_then(|s| s.ready_s) {
+        metrics.insert(super::plan::SERVER_READY.into(), r);
+    }
     if let Some(first) = ev.perf_unavailable.first()
         && !notes.iter().any(|n| n.starts_with("not counted"))
     {
@@ -276,14 +332,38 @@ fn trial(
             }
         ));
     }
-    let mut flagged = experiment::flag(
-        arm.expects_huge(),
-        &ev.memory,
-        &ev.kernel_counters,
-        &o.stdout,
-        &o.stderr,
-    );
+    let mut flagged = match &served {
+        Some(s) => s.flag.clone(),
+        None => experiment::flag(
+            arm.expects_huge(),
+            &ev.memory,
+            &ev.kernel_counters,
+            &o.stdout,
+            &o.stderr,
+        ),
+    };
     let mut evidence = evidence_json(&o, &ev, &missing)?;
+    if let Some(e) = &load_error {
+        evidence["load_error"] = e.clone().into();
+    }
+    let server_failure = served.as_ref().and_then(|s| s.failure.clone());
+    if let Some(s) = served {
+        evidence["server"] = s.evidence;
+        evidence["load_output_tail"] = serde_json::to_value(
+            o.stdout
+                .lines()
+                .chain(o.stderr.lines())
+                .rev()
+                .take(20)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect::<Vec<_>>(),
+        )?;
+    }
+    if let Some(f) = &server_failure {
+        evidence["failure_reason"] = f.clone().into();
+    }
     if let Some((w, pid)) = watched_pid {
         let seen = watch::observe(w, pid);
         let first = job.watch_first.borrow().get(&arm_idx).copied();
@@ -313,11 +393,26 @@ fn trial(
         block,
         arm_idx: arm_idx as i64,
         seq: 0,
-        ok: o.succeeded() && missing.is_empty(),
+        ok: o.succeeded() && missing.is_empty() && server_failure.is_none(),
         flagged,
         metrics,
         evidence,
     })
+}
+
+/// A trial whose server did not come up: failed, with the server's reason and last lines.
+fn server_failed(arm_idx: usize, block: i64, served: service::Served) -> TrialRow {
+    let mut evidence = serde_json::json!({ "server": served.evidence });
+    evidence["failure_reason"] = served.failure.unwrap_or_default().into();
+    TrialRow {
+        block,
+        arm_idx: arm_idx as i64,
+        seq: 0,
+        ok: false,
+        flagged: None,
+        metrics: BTreeMap::new(),
+        evidence,
+    }
 }
 
 /// Whether every contrast of the primary metric is settled by the plan's design.
@@ -363,7 +458,7 @@ pub fn execute(
 ) -> anyhow::Result<Executed> {
     let started = Instant::now();
     let base_spec = TrialSpec {
-        argv: a.command.clone(),
+        argv: plan.command.clone(),
         shell: a.shell,
         cwd: a.cwd.clone(),
         env: a.env.clone(),

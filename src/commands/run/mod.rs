@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 mod execute;
 mod plan;
+mod service;
 pub mod tracing;
 mod watch;
 
@@ -50,7 +51,9 @@ pub struct RunArgs {
     /// jvm.pretouch, jvm.pagesize, collapse=after:<duration>, env.<NAME>
     #[arg(long = "arm", value_name = "NAME=SPEC")]
     pub arms: Vec<String>,
-    /// Arms from a preset: thp (never/madvise/always), malloc (process.thp=off/malloc=thp/malloc=hugetlb), jvm (off/thp/hugetlbfs)
+    /// Arms from a preset: thp (never/madvise/always), malloc (process.thp=off/malloc=thp/malloc=hugetlb),
+    /// jvm (off/thp/hugetlbfs); for --server: postgres, redis, memcached, mariadb (arms, readiness,
+    /// fallback signature and load parser; the arms are printed)
     #[arg(long)]
     pub preset: Option<String>,
     /// The arm the others are compared with (default: the first)
@@ -122,9 +125,34 @@ pub struct RunArgs {
     /// Run the command as this user (when hugelab runs as root)
     #[arg(long)]
     pub user: Option<String>,
-    /// Extract a number from the command's output: NAME=REGEX[,higher|lower] (first capture group)
-    #[arg(long = "metric", value_name = "NAME=REGEX[,higher|lower]")]
+    /// Extract a number from the command's output: NAME=REGEX[,higher|lower] (first capture
+    /// group), or a load generator's output read by a built-in parser: pgbench (tps and
+    /// latency p50/p95/p99/p99.9 from its per-transaction log, which hugelab asks for),
+    /// redis-benchmark (--csv, per -t test: rps, p50, p99), memtier, sysbench, wrk, jmh. With
+    /// --server, a known load program is read without --metric
+    #[arg(long = "metric", value_name = "NAME=REGEX[,higher|lower]|FORMAT")]
     pub metrics: Vec<String>,
+    /// Measure a service: start this server for every trial under the arm's configuration
+    /// (per-process keys, env.* and server.arg=WORD apply to the server, not to the load),
+    /// wait until it is ready, run the command after -- as its load (the measured trial),
+    /// then stop it (SIGTERM, --stop-grace, SIGKILL of its process tree) and read its memory.
+    /// A fresh server per trial is the default because page state carries over: pages
+    /// already faulted keep their size after a sysfs change, and fragmentation persists
+    #[arg(long, value_name = "COMMAND")]
+    pub server: Option<String>,
+    /// When the server is ready: tcp:HOST:PORT, unix:PATH, cmd:COMMAND (exits 0), log:REGEX
+    /// (a line of its output); a --preset brings one
+    #[arg(long, value_name = "PROBE")]
+    pub ready: Option<String>,
+    /// Fail the trial when the server is not ready after this long
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, default_value = "60s")]
+    pub ready_timeout: Duration,
+    /// A shell command run against the ready server before the load (not measured)
+    #[arg(long, value_name = "COMMAND")]
+    pub server_warmup: Option<String>,
+    /// After SIGTERM, how long the server may take to exit before it is killed
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, default_value = "15s")]
+    pub stop_grace: Duration,
     /// Keep going when a trial fails (failed trials are kept, counted and excluded)
     #[arg(long)]
     pub keep_going: bool,
@@ -416,6 +444,23 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         }
         _ => None,
     };
+    let servers = if plan.server.is_some() {
+        let measured: Vec<(usize, f64, &serde_json::Value)> = x
+            .trials
+            .iter()
+            .filter(|t| t.block >= 0)
+            .map(|t| {
+                (
+                    t.arm_idx as usize,
+                    t.metrics.get("wall_s").copied().unwrap_or(0.0),
+                    &t.evidence,
+                )
+            })
+            .collect();
+        crate::analyze::server::summarise(&names, &measured)
+    } else {
+        Vec::new()
+    };
     let res = RunResult {
         schema: SCHEMA,
         run_id,
@@ -430,6 +475,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         notes,
         trace_stalls,
         vm_advice,
+        servers,
         elapsed_s: started.elapsed().as_secs_f64(),
     };
     if a.json {

@@ -6,15 +6,33 @@ use crate::analyze::sequential::ConfidenceSequence;
 use crate::analyze::verdict::{self, Better, Design};
 use crate::backing::arm::{Arm, parse_arm, preset};
 use crate::backing::qemu;
+use crate::collect::load::LoadFormat;
 use crate::collect::sampler::Schedule;
 use crate::commands::UsageError;
 use crate::control::Knob;
+use crate::model::run::ServerPlan;
 use crate::probe::hugetlb::Pool;
 use crate::units::Bytes;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use regex::Regex;
 use std::time::Duration;
+
+/// The metric of a server trial: from the spawn to ready, seconds.
+pub const SERVER_READY: &str = "server_ready_s";
+
+/// A command's words: argv, or a shell string split on white space.
+fn words_of(command: &[String], shell: bool) -> Vec<String> {
+    if shell {
+        command
+            .join(" ")
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    } else {
+        command.to_vec()
+    }
+}
 
 /// A custom metric extracted from output.
 #[derive(Debug, Clone)]
@@ -65,7 +83,11 @@ pub fn extract(m: &OutputMetric, stdout: &str, stderr: &str) -> Option<f64> {
 pub fn plan(a: &RunArgs) -> Result<(Plan, Vec<OutputMetric>), UsageError> {
     // SAFETY: geteuid has no preconditions.
     let privileged = unsafe { libc::geteuid() } == 0;
-    let (mut p, outputs) = plan_as(a, privileged)?;
+    let pages = match (&a.preset, &a.server) {
+        (Some(name), Some(server)) => service_pages(a, name, &server_words(server, a.shell))?,
+        _ => None,
+    };
+    let (mut p, outputs) = plan_with(a, privileged, pages)?;
     let root = crate::probe::Root::system();
     check_knobs_exist(
         &p.arms,
@@ -212,10 +234,151 @@ pub fn size_pools(
     Ok(())
 }
 
+/// A server command's words: argv split on white space, or the one shell string.
+pub fn server_words(server: &str, shell: bool) -> Vec<String> {
+    if shell {
+        vec![server.to_string()]
+    } else {
+        server.split_whitespace().map(String::from).collect()
+    }
+}
+
+/// The 2 MiB pages a service preset's hugetlb arm needs, asked of the server where it can
+/// say (PostgreSQL's `-C shared_memory_size_in_huge_pages`, run as `--user`), plus a margin
+/// of 2 pages, and grown by what the pool lacks (as for VMs).
+fn service_pages(a: &RunArgs, name: &str, server: &[String]) -> Result<Option<u64>, UsageError> {
+    let Some(query) = crate::backing::services::pool_query(name, server) else {
+        return Ok(None);
+    };
+    let user = match &a.user {
+        Some(u) => Some(crate::probe::user::lookup(u).ok_or_else(|| {
+            UsageError(format!(
+                "--user {u:?}: no such user on this system (see getent passwd)"
+            ))
+        })?),
+        None => None,
+    };
+    let spec = crate::workload::child::TrialSpec {
+        argv: if a.shell {
+            vec![query.join(" ")]
+        } else {
+            query.clone()
+        },
+        shell: a.shell,
+        cwd: a.cwd.clone(),
+        env: a.env.clone(),
+        user: user.map(|u| (u.uid, u.gid)),
+        ..Default::default()
+    };
+    let out = crate::workload::child::command(&spec)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| {
+            UsageError(format!(
+                "--preset {name}: cannot run {:?} to size the hugetlb pool: {e}",
+                query.join(" ")
+            ))
+        })?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let need: u64 = match text.trim().parse::<i64>() {
+        Ok(n) if out.status.success() && n >= 0 => n as u64,
+        _ => {
+            return Err(UsageError(format!(
+                "--preset {name}: `{}` did not print a page count (the server must be stopped, its data directory initialised, and PostgreSQL 15 or later; as root give --user, e.g. --user postgres): {}",
+                query.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+    };
+    let need = need + 2;
+    let pools = crate::probe::hugetlb::read(&crate::probe::Root::system()).unwrap_or_default();
+    let have = pools.iter().find(|p| p.page_size == 2 << 20);
+    Ok(Some(match have {
+        Some(p) if p.available() >= need => p.total,
+        Some(p) => p.total + need - p.available(),
+        None => need,
+    }))
+}
+
 /// The plan for a user who is root (`privileged`) or not: arms that change system-wide
 /// settings, `--drop-caches`, `--compact` and `--user` need root.
 pub fn plan_as(a: &RunArgs, privileged: bool) -> Result<(Plan, Vec<OutputMetric>), UsageError> {
+    plan_with(a, privileged, None)
+}
+
+/// The server's part of the plan: its words, its readiness probe (given, or the preset's),
+/// and the preset's arms (printed so they can be copied and changed).
+fn server_plan(
+    a: &RunArgs,
+    pages: Option<u64>,
+) -> Result<(Option<ServerPlan>, Vec<Arm>), UsageError> {
+    use crate::backing::services;
+    let service = a.preset.as_deref().filter(|p| services::is_service(p));
+    let Some(server) = &a.server else {
+        if let Some(p) = service {
+            return Err(UsageError(format!(
+                "--preset {p} is for a server: give --server 'COMMAND' (e.g. --server 'postgres -D DATADIR -p 5433') and the load after --"
+            )));
+        }
+        if a.ready.is_some() || a.server_warmup.is_some() {
+            return Err(UsageError(
+                "--ready and --server-warmup need --server 'COMMAND'".into(),
+            ));
+        }
+        return Ok((None, Vec::new()));
+    };
+    let words = server_words(server, a.shell);
+    if words.is_empty() {
+        return Err(UsageError(
+            "--server is empty; give the server's command".into(),
+        ));
+    }
+    if !a.shell && crate::probe::process::find_program(&words[0]).is_none() {
+        return Err(UsageError(format!(
+            "--server: program {:?} not found (give a path, or check PATH; e.g. /usr/lib/postgresql/15/bin/postgres)",
+            words[0]
+        )));
+    }
+    let (arms, preset_ready) = match service {
+        Some(p) => {
+            let sp = services::preset(p, &words, pages).map_err(UsageError)?;
+            let arms = sp
+                .arms
+                .iter()
+                .map(|s| parse_arm(s))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(UsageError)?;
+            (arms, Some(sp.ready))
+        }
+        None => (Vec::new(), None),
+    };
+    let ready = a.ready.clone().or(preset_ready).ok_or_else(|| {
+        UsageError(
+            "--server needs --ready: tcp:HOST:PORT, unix:PATH, cmd:COMMAND or log:REGEX (or a --preset for the server: postgres, redis, memcached, mariadb)".into(),
+        )
+    })?;
+    crate::workload::server::Ready::parse(&ready).map_err(UsageError)?;
+    Ok((
+        Some(ServerPlan {
+            argv: words,
+            ready,
+            ready_timeout: a.ready_timeout,
+            warmup: a.server_warmup.clone(),
+            stop_grace: a.stop_grace,
+            preset: service.map(String::from),
+        }),
+        arms,
+    ))
+}
+
+fn plan_with(
+    a: &RunArgs,
+    privileged: bool,
+    pages: Option<u64>,
+) -> Result<(Plan, Vec<OutputMetric>), UsageError> {
+    let (server, service_arms) = server_plan(a, pages)?;
     let mut arms = match &a.preset {
+        _ if server.as_ref().is_some_and(|s| s.preset.is_some()) => service_arms,
         Some(p) => preset(p).map_err(UsageError)?,
         None => Vec::new(),
     };
@@ -280,12 +443,36 @@ pub fn plan_as(a: &RunArgs, privileged: bool) -> Result<(Plan, Vec<OutputMetric>
     if arms.iter().any(|x| x.process.qemu.is_some()) {
         qemu::guest_size(&a.command, a.shell).map_err(UsageError)?;
     }
-    let outputs = a
-        .metrics
-        .iter()
-        .map(|m| parse_metric(m))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(UsageError)?;
+    let mut load_format = None;
+    let mut outputs = Vec::new();
+    for m in &a.metrics {
+        match LoadFormat::parse(m) {
+            Some(f) if load_format.is_none() => load_format = Some(f),
+            Some(_) => {
+                return Err(UsageError(
+                    "give at most one load format (--metric pgbench, redis-benchmark, memtier, sysbench, wrk or jmh)".into(),
+                ));
+            }
+            None if !m.contains('=') => {
+                return Err(UsageError(format!(
+                    "--metric {m:?}: not NAME=REGEX[,higher|lower] nor a load format ({})",
+                    crate::collect::load::FORMAT_NAMES
+                )));
+            }
+            None => outputs.push(parse_metric(m).map_err(UsageError)?),
+        }
+    }
+    let mut command = a.command.clone();
+    if server.is_some() && a.metrics.is_empty() {
+        load_format = LoadFormat::detect(&words_of(&command, a.shell));
+    }
+    let mut load_metrics = Vec::new();
+    if let Some(f) = load_format {
+        f.prepare(&mut command, a.shell).map_err(UsageError)?;
+        load_metrics = f
+            .metrics(&words_of(&command, a.shell))
+            .map_err(UsageError)?;
+    }
     crate::commands::check_confidence(a.confidence)?;
     crate::commands::parse_effect(&a.effect.to_string())
         .map_err(|e| UsageError(format!("--effect {e}")))?;
@@ -340,6 +527,28 @@ pub fn plan_as(a: &RunArgs, privileged: bool) -> Result<(Plan, Vec<OutputMetric>
         name: m.name.clone(),
         better: m.better,
     }));
+    metrics.extend(load_metrics.into_iter().map(|m| MetricDef {
+        name: m.name,
+        better: if m.higher {
+            Better::Higher
+        } else {
+            Better::Lower
+        },
+    }));
+    if server.is_some() {
+        metrics.push(MetricDef {
+            name: SERVER_READY.into(),
+            better: Better::Lower,
+        });
+    }
+    for (i, m) in metrics.iter().enumerate() {
+        if metrics[..i].iter().any(|x| x.name == m.name) {
+            return Err(UsageError(format!(
+                "two metrics are named {:?}; rename the --metric",
+                m.name
+            )));
+        }
+    }
     let seed = crate::commands::seed_or_clock(a.seed);
     Ok((
         Plan {
@@ -364,6 +573,9 @@ pub fn plan_as(a: &RunArgs, privileged: bool) -> Result<(Plan, Vec<OutputMetric>
             pin: a.pin,
             max_time: a.calibrate.or(a.max_time),
             calibrate: a.calibrate.is_some(),
+            server,
+            load_format,
+            command,
             user: match &a.user {
                 Some(u) => Some(crate::probe::user::lookup(u).ok_or_else(|| {
                     UsageError(format!(

@@ -1,0 +1,211 @@
+//! Presets for servers (`run --server … --preset NAME`): the arms a DBA or an operator would
+//! compare, written as ordinary arm specs (printed, so they can be copied and changed), the
+//! readiness probe, and how to size a hugetlb pool for the server's shared memory. The user
+//! gives the server command (binary, data directory, port); the load parser comes from the
+//! load command.
+
+use crate::units::Bytes;
+
+pub const SERVICE_PRESETS: &str = "postgres, redis, memcached, mariadb";
+
+/// What a service preset brings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServicePreset {
+    /// `NAME=SPEC` arms, in order (the first is the baseline).
+    pub arms: Vec<String>,
+    /// The readiness probe, as `--ready` takes it.
+    pub ready: String,
+}
+
+pub fn is_service(name: &str) -> bool {
+    matches!(name, "postgres" | "redis" | "memcached" | "mariadb")
+}
+
+/// The value of an option in a server's words: `-p 5433`, `-p5433`, `--port=5433`,
+/// `--port 5433`.
+pub fn option<'a>(words: &'a [String], short: Option<&str>, long: &str) -> Option<&'a str> {
+    let mut it = words.iter();
+    while let Some(w) = it.next() {
+        if w == long || short.is_some_and(|s| w == s) {
+            return it.next().map(String::as_str);
+        }
+        if let Some(v) = w.strip_prefix(long).and_then(|r| r.strip_prefix('=')) {
+            return Some(v);
+        }
+        if let Some(s) = short
+            && let Some(v) = w.strip_prefix(s)
+            && !v.is_empty()
+            && !w.starts_with("--")
+        {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// The command that prints how many 2 MiB pages the server's shared memory needs, for servers
+/// that can say so without starting: PostgreSQL 15+ (`postgres … -C
+/// shared_memory_size_in_huge_pages`, run with the server's own options and data directory).
+pub fn pool_query(name: &str, server: &[String]) -> Option<Vec<String>> {
+    (name == "postgres").then(|| {
+        let mut q = server.to_vec();
+        q.extend(["-C".into(), "shared_memory_size_in_huge_pages".into()]);
+        q
+    })
+}
+
+/// 2 MiB pages for MariaDB's buffer pool with `--large-pages`: the pool size
+/// (`--innodb-buffer-pool-size`, 128M by default) plus an eighth and 8 pages for the other
+/// large allocations (log buffer, adaptive hash index).
+pub fn mariadb_pages(server: &[String]) -> Result<u64, String> {
+    let size = match option(server, None, "--innodb-buffer-pool-size")
+        .or_else(|| option(server, None, "--innodb_buffer_pool_size"))
+    {
+        Some(v) => {
+            v.parse::<Bytes>()
+                .map_err(|e| format!("--innodb-buffer-pool-size {v:?}: {e}"))?
+                .0
+        }
+        None => 128 << 20,
+    };
+    let pages = size.div_ceil(2 << 20);
+    Ok(pages + pages / 8 + 8)
+}
+
+/// The readiness probe memcached gives: its unix socket (`-s`), else TCP on `-l` (first
+/// address; 127.0.0.1 when it listens everywhere) and `-p` (11211).
+fn memcached_ready(server: &[String]) -> String {
+    if let Some(s) = option(server, Some("-s"), "--unix-socket") {
+        return format!("unix:{s}");
+    }
+    let host = option(server, Some("-l"), "--listen")
+        .and_then(|l| l.split(',').next())
+        .filter(|h| !h.is_empty() && *h != "0.0.0.0")
+        .unwrap_or("127.0.0.1");
+    let port = option(server, Some("-p"), "--port").unwrap_or("11211");
+    format!("tcp:{host}:{port}")
+}
+
+/// The preset's arms for `server` (the server's words); `pages`: 2 MiB pages its shared memory
+/// needs, when known (the hugetlb arm's pool is then sized to hold them).
+pub fn preset(name: &str, server: &[String], pages: Option<u64>) -> Result<ServicePreset, String> {
+    let pool = |n: Option<u64>| n.map(|n| format!(",hugetlb.2M={n}")).unwrap_or_default();
+    let (arms, ready): (Vec<String>, String) = match name {
+        "postgres" => (
+            vec![
+                "off=server.arg=-c,server.arg=huge_pages=off".into(),
+                format!(
+                    "hugetlb-2m=server.arg=-c,server.arg=huge_pages=on{},expect=hugetlb-2m",
+                    pool(pages)
+                ),
+                "thp=server.arg=-c,server.arg=huge_pages=off,shmem=always,expect=thp".into(),
+            ],
+            "log:database system is ready to accept connections".into(),
+        ),
+        "redis" => (
+            vec![
+                "never=thp=never,server.arg=--disable-thp,server.arg=no,expect=4k".into(),
+                "always=thp=always,server.arg=--disable-thp,server.arg=no,expect=thp".into(),
+                // Redis's own default (disable-thp yes): under `always` it opts out by prctl,
+                // which this arm shows (FLAGGED with the reason) rather than hides.
+                "always-default=thp=always,expect=thp".into(),
+            ],
+            "log:Ready to accept connections".into(),
+        ),
+        "memcached" => (
+            vec!["off=".into(), "large-pages=server.arg=-L,expect=thp".into()],
+            memcached_ready(server),
+        ),
+        "mariadb" => (
+            vec![
+                "off=server.arg=--skip-large-pages".into(),
+                format!(
+                    "large-pages=server.arg=--large-pages{},expect=hugetlb-2m",
+                    pool(Some(pages.map_or_else(|| mariadb_pages(server), Ok)?))
+                ),
+            ],
+            "log:ready for connections".into(),
+        ),
+        _ => {
+            return Err(format!(
+                "unknown service preset {name:?}; valid: {SERVICE_PRESETS}"
+            ));
+        }
+    };
+    Ok(ServicePreset { arms, ready })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backing::arm::{Expect, parse_arm};
+    use crate::control::Knob;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split(' ').map(String::from).collect()
+    }
+
+    #[test]
+    fn every_preset_arm_parses_and_expects_what_it_asks_for() {
+        let pg = preset("postgres", &words("postgres -D /db -p 5433"), Some(520)).unwrap();
+        let arms: Vec<_> = pg.arms.iter().map(|s| parse_arm(s).unwrap()).collect();
+        assert_eq!(arms[0].process.server_args, ["-c", "huge_pages=off"]);
+        assert_eq!(arms[0].server_expectation(), None);
+        let pool = Knob::HugetlbPages {
+            size: 2 << 20,
+            node: None,
+        };
+        assert!(arms[1].system.contains(&(pool, "520".into())));
+        assert_eq!(
+            arms[1].server_expectation(),
+            Some(Expect::Hugetlb(Some(2 << 20)))
+        );
+        assert_eq!(arms[2].server_expectation(), Some(Expect::Thp));
+        assert!(
+            arms[2]
+                .system
+                .contains(&(Knob::ThpShmemEnabled, "always".into()))
+        );
+        let redis = preset("redis", &words("redis-server --port 0"), None).unwrap();
+        let arms: Vec<_> = redis.arms.iter().map(|s| parse_arm(s).unwrap()).collect();
+        assert_eq!(arms[1].process.server_args, ["--disable-thp", "no"]);
+        assert!(arms[2].process.server_args.is_empty());
+        assert_eq!(arms[2].server_expectation(), Some(Expect::Thp));
+        let mc = preset(
+            "memcached",
+            &words("memcached -u root -p 11311 -m 512"),
+            None,
+        )
+        .unwrap();
+        assert_eq!(mc.ready, "tcp:127.0.0.1:11311");
+        let mc = preset("memcached", &words("memcached -s /tmp/mc.sock"), None).unwrap();
+        assert_eq!(mc.ready, "unix:/tmp/mc.sock");
+        let m = preset(
+            "mariadb",
+            &words("mariadbd --innodb-buffer-pool-size=256M"),
+            None,
+        )
+        .unwrap();
+        // 128 pages + 16 + 8.
+        assert!(m.arms[1].contains("hugetlb.2M=152"), "{:?}", m.arms);
+        assert!(
+            preset("oracle", &[], None)
+                .unwrap_err()
+                .contains("postgres, redis")
+        );
+    }
+
+    #[test]
+    fn options_and_queries() {
+        let w = words("postgres -D /db -p5433 --shared_buffers=1GB");
+        assert_eq!(option(&w, Some("-D"), "--pgdata"), Some("/db"));
+        assert_eq!(option(&w, Some("-p"), "--port"), Some("5433"));
+        assert_eq!(option(&w, None, "--shared_buffers"), Some("1GB"));
+        assert_eq!(
+            pool_query("postgres", &w).unwrap()[4..],
+            ["-C", "shared_memory_size_in_huge_pages"]
+        );
+        assert!(pool_query("redis", &w).is_none());
+        assert_eq!(mariadb_pages(&[]).unwrap(), 64 + 8 + 8);
+    }
+}

@@ -1,0 +1,166 @@
+//! The server of a `run --server` trial: started under the arm (its per-process keys, env.*
+//! and server.arg words), waited for, and after the load read (memory of its process tree,
+//! its own words about huge pages), stopped, and judged against what the arm expects. A
+//! server that does not start, is not ready, dies during the load or crashes fails its trial
+//! with its last log lines.
+
+use crate::analyze::server::{flag, said};
+use crate::backing::arm::Arm;
+use crate::collect::server::{ServerMemory, read, tree_cpu_ns};
+use crate::model::run::ServerPlan;
+use crate::workload::child::TrialSpec;
+use crate::workload::server::{Ready, Server, ServerEnd, ServerFailure};
+use std::time::Duration;
+
+/// A server that is up and ready.
+pub struct Running {
+    server: Server,
+    pub ready: Duration,
+    cpu_before: u64,
+}
+
+/// What a server trial adds to the load's trial.
+pub struct Served {
+    pub ready_s: Option<f64>,
+    /// The server tree's CPU time during the load, ns (part of the experiment, not noise).
+    pub cpu_ns: u64,
+    pub failure: Option<String>,
+    pub flag: Option<String>,
+    pub evidence: serde_json::Value,
+}
+
+fn server_spec(sp: &ServerPlan, arm: &Arm, base: &TrialSpec) -> TrialSpec {
+    let mut argv = sp.argv.clone();
+    if base.shell {
+        let extra: Vec<&str> = arm.process.server_args.iter().map(String::as_str).collect();
+        if !extra.is_empty() {
+            argv = vec![format!("{} {}", argv.join(" "), extra.join(" "))];
+        }
+    } else {
+        argv.extend(arm.process.server_args.iter().cloned());
+    }
+    TrialSpec {
+        argv,
+        shell: base.shell,
+        cwd: base.cwd.clone(),
+        env: base.env.clone(),
+        config: arm.process.clone(),
+        timeout: None,
+        user: base.user,
+        pin_cpu: None,
+    }
+}
+
+/// Start the arm's server and wait until it is ready.
+pub fn start(sp: &ServerPlan, arm: &Arm, base: &TrialSpec) -> Result<Running, Served> {
+    let ready = Ready::parse(&sp.ready).expect("checked by the planner");
+    let failed = |f: ServerFailure, ready_s: Option<f64>| Served {
+        ready_s,
+        cpu_ns: 0,
+        failure: Some(f.to_string()),
+        flag: None,
+        evidence: serde_json::json!({ "failure": f.what, "log_tail": f.log_tail }),
+    };
+    if ready.taken() {
+        return Err(failed(
+            ServerFailure {
+                what: format!(
+                    "{} already answers before the server started: another process holds the address (stop it, or give the server and --ready another port)",
+                    ready.describe()
+                ),
+                log_tail: Vec::new(),
+            },
+            None,
+        ));
+    }
+    let server = Server::start(&server_spec(sp, arm, base), &ready).map_err(|e| {
+        failed(
+            ServerFailure {
+                what: format!("the server did not start: {e}"),
+                log_tail: Vec::new(),
+            },
+            None,
+        )
+    })?;
+    let ready_in = match server.wait_ready(&ready, sp.ready_timeout) {
+        Ok(d) => d,
+        Err(f) => {
+            let mut server = server;
+            server.stop(sp.stop_grace);
+            return Err(failed(f, None));
+        }
+    };
+    if let Some(w) = &sp.warmup {
+        let st = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(w)
+            .stdin(std::process::Stdio::null())
+            .output();
+        let ok = st.as_ref().is_ok_and(|o| o.status.success());
+        if !ok {
+            let what = match &st {
+                Ok(o) => format!(
+                    "--server-warmup {w:?} failed ({}): {}",
+                    o.status,
+                    String::from_utf8_lossy(&o.stderr).trim()
+                ),
+                Err(e) => format!("--server-warmup {w:?}: {e}"),
+            };
+            let (_, tail) = server.output();
+            let mut server = server;
+            server.stop(sp.stop_grace);
+            return Err(failed(
+                ServerFailure {
+                    what,
+                    log_tail: tail,
+                },
+                Some(ready_in.as_secs_f64()),
+            ));
+        }
+    }
+    let cpu_before = tree_cpu_ns(server.pid());
+    Ok(Running {
+        server,
+        ready: ready_in,
+        cpu_before,
+    })
+}
+
+/// After the load: CPU, memory and words of the server, then stop it and judge the arm.
+pub fn finish(mut r: Running, sp: &ServerPlan, arm: &Arm) -> Served {
+    let pid = r.server.pid();
+    let cpu_ns = tree_cpu_ns(pid).saturating_sub(r.cpu_before);
+    let died = r.server.exited();
+    let memory: ServerMemory = if died {
+        ServerMemory::default()
+    } else {
+        read(pid)
+    };
+    let end: ServerEnd = r.server.stop(sp.stop_grace);
+    let (head, tail) = r.server.output();
+    let words = said(head.lines().chain(tail.iter().map(String::as_str)));
+    let failure = end.failure();
+    let flag = match (arm.server_expectation(), &failure) {
+        (Some(e), None) => flag(e, &memory, words.as_ref()),
+        _ => None,
+    };
+    let evidence = serde_json::json!({
+        "pid": pid,
+        "ready_s": r.ready.as_secs_f64(),
+        "cpu_ns": cpu_ns,
+        "memory": memory,
+        "coverage": memory.coverage(),
+        "carried_by": memory.carried_by().map(|s| s.describe()),
+        "expect": arm.server_expectation(),
+        "said": words.as_ref().map(|(s, l)| serde_json::json!({"server": s.server, "line": l, "meaning": s.meaning})),
+        "end": end,
+        "log_tail": tail.iter().rev().take(20).rev().collect::<Vec<_>>(),
+    });
+    Served {
+        ready_s: Some(r.ready.as_secs_f64()),
+        cpu_ns,
+        failure,
+        flag,
+        evidence,
+    }
+}
