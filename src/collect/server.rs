@@ -189,11 +189,13 @@ pub fn read(pid: i32) -> ServerMemory {
     mem
 }
 
-/// CPU time (user + system) of `pid` and its live descendants so far, ns.
+/// CPU time (user + system) of `pid` and its descendants so far, ns: live ones by their own
+/// time, exited ones (PostgreSQL's backends after their client left) by their parent's
+/// waited-for children's time; each process is counted once.
 pub fn tree_cpu_ns(pid: i32) -> u64 {
     let ticks: u64 = tree(pid)
         .into_iter()
-        .filter_map(|p| Some(stat(p)?.cpu_ticks))
+        .filter_map(|p| stat(p).map(|s| s.cpu_ticks + s.reaped_children_ticks))
         .sum();
     ticks * super::noise::tick_ns()
 }

@@ -211,6 +211,8 @@ pub struct Stat {
     pub pgid: i32,
     /// utime + stime, in clock ticks (USER_HZ).
     pub cpu_ticks: u64,
+    /// cutime + cstime: children it has waited for (a server's exited workers), ticks.
+    pub reaped_children_ticks: u64,
     /// Start time after boot, in clock ticks: with the pid, it names one process for good.
     pub start_ticks: u64,
 }
@@ -222,6 +224,7 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
         ppid: f.get(1)?.parse().ok()?,
         pgid: f.get(2)?.parse().ok()?,
         cpu_ticks: n(11)? + n(12)?,
+        reaped_children_ticks: n(13)? + n(14)?,
         start_ticks: n(19)?,
     })
 }
@@ -377,6 +380,7 @@ mod tests {
                 ppid: 4200,
                 pgid: 4242,
                 cpu_ticks: 175,
+                reaped_children_ticks: 0,
                 start_ticks: 98765
             })
         );

@@ -221,13 +221,7 @@ impl Server {
 
     /// Whether the server process has exited (it stays a zombie until `stop` reaps it).
     pub fn exited(&self) -> bool {
-        let mut p = libc::pollfd {
-            fd: self.pidfd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd; timeout 0 does not block.
-        unsafe { libc::poll(&mut p, 1, 0) == 1 }
+        exited(self.pidfd.as_raw_fd())
     }
 
     /// The head of the output (up to 256 KiB) and its last 200 lines.
@@ -311,34 +305,36 @@ impl Server {
             exited_early: self.exited(),
             ..ServerEnd::default()
         };
+        // Every process of the tree, each by a pidfd (no pid reuse can confuse the waits).
         let family = crate::probe::process::tree(self.pid);
-        let births: Vec<(i32, u64)> = family
+        let others: Vec<(i32, OwnedFd)> = family
             .iter()
-            .filter_map(|p| Some((*p, crate::probe::process::stat(*p)?.start_ticks)))
+            .skip(1)
+            .filter_map(|p| Some((*p, pidfd_open(*p).ok()?)))
             .collect();
         let t0 = Instant::now();
-        if !end.exited_early {
-            // SAFETY: our unreaped child: the pid cannot have been reused.
-            unsafe { libc::kill(self.pid, libc::SIGTERM) };
-            let mut p = libc::pollfd {
-                fd: self.pidfd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            let ms = grace.as_millis().min(i32::MAX as u128) as i32;
-            // SAFETY: one valid pollfd; blocks until the exit or the grace period ends.
-            let exited = unsafe { libc::poll(&mut p, 1, ms) } == 1;
-            if !exited {
-                end.killed = true;
-                kill_tree(self.pid, &family);
-            }
-        }
-        // Workers that outlived the server (same pid and birth time as before: not reused).
-        for (pid, born) in births.iter().skip(1) {
-            if crate::probe::process::stat(*pid).is_some_and(|s| s.start_ticks == *born) {
-                // SAFETY: signalling a process identified by pid and start time just now.
-                unsafe { libc::kill(*pid, libc::SIGKILL) };
-                end.orphans_killed += 1;
+        // SIGTERM to the group (the leader, a wrapping shell and what it started), as a
+        // service manager would; workers that left the group are the leader's to stop.
+        // SAFETY: the leader is not reaped: its group id is ours to signal.
+        unsafe { libc::killpg(self.pid, libc::SIGTERM) };
+        let mut fds: Vec<i32> = vec![self.pidfd.as_raw_fd()];
+        fds.extend(others.iter().map(|(_, fd)| fd.as_raw_fd()));
+        if !wait_all_exit(&fds, t0 + grace) {
+            end.killed = !self.exited();
+            for (_, fd) in &others {
+                if !exited(fd.as_raw_fd()) {
+                    // SAFETY: pidfd_send_signal to a process we hold a pidfd of.
+                    unsafe {
+                        libc::syscall(
+                            libc::SYS_pidfd_send_signal,
+                            fd.as_raw_fd(),
+                            libc::SIGKILL,
+                            0,
+                            0,
+                        )
+                    };
+                    end.orphans_killed += 1;
+                }
             }
         }
         // SAFETY: the leader is not reaped: its group id is ours to signal.
@@ -401,6 +397,43 @@ fn describe_status(pid: i32) -> String {
         format!("exit {status}")
     } else {
         format!("killed by {}", super::child::signal_name(status))
+    }
+}
+
+/// Whether the process of a pidfd has exited (without blocking).
+fn exited(pidfd: i32) -> bool {
+    let mut p = libc::pollfd {
+        fd: pidfd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd; timeout 0 does not block.
+    unsafe { libc::poll(&mut p, 1, 0) == 1 }
+}
+
+/// Block until the processes of every pidfd have exited, or `until`; whether they all did.
+fn wait_all_exit(pidfds: &[i32], until: Instant) -> bool {
+    let mut left: Vec<i32> = pidfds.to_vec();
+    loop {
+        left.retain(|fd| !exited(*fd));
+        if left.is_empty() {
+            return true;
+        }
+        let now = Instant::now();
+        if now >= until {
+            return false;
+        }
+        let mut p: Vec<libc::pollfd> = left
+            .iter()
+            .map(|fd| libc::pollfd {
+                fd: *fd,
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let ms = (until - now).as_millis().clamp(1, i32::MAX as u128) as i32;
+        // SAFETY: `p` is a valid array of pollfd of the length given; blocks until one exits.
+        unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, ms) };
     }
 }
 
@@ -497,8 +530,11 @@ mod tests {
         assert!(t >= Duration::from_millis(200), "{t:?}");
         let family = crate::probe::process::tree(s.pid());
         assert!(family.len() >= 2, "{family:?}");
-        let end = s.stop(Duration::from_secs(5));
+        // The worker in its own session does not get the group's SIGTERM: it outlives the
+        // grace period and is killed as an orphan.
+        let end = s.stop(Duration::from_millis(500));
         assert!(!end.exited_early && !end.killed, "{end:?}");
+        assert_eq!(end.orphans_killed, 1, "{end:?}");
         assert_eq!(end.signal, Some(libc::SIGTERM));
         assert!(end.failure().is_none());
         std::thread::sleep(Duration::from_millis(50));

@@ -1,0 +1,580 @@
+//! `run --server`: real servers (PostgreSQL, Redis) started per trial in temporary directories
+//! on loopback or unix sockets, never the system services, with their real clients as the load.
+//! What must hold: the server's own memory is the evidence (the main segment on 2 MiB pages,
+//! Redis's THP opt-out found and said), a silent fallback is FLAGGED with the server's words,
+//! pgbench's percentiles equal those computed by hand from its log, and every way a server can
+//! fail fails the run loudly (exit 4) with nothing left running and the settings restored.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The PostgreSQL binaries directory, if PostgreSQL is installed.
+fn pg_bin() -> Option<PathBuf> {
+    let dirs = std::fs::read_dir("/usr/lib/postgresql").ok()?;
+    let mut v: Vec<PathBuf> = dirs
+        .filter_map(|d| Some(d.ok()?.path().join("bin")))
+        .filter(|b| b.join("postgres").exists())
+        .collect();
+    v.sort();
+    v.pop()
+}
+
+fn have(program: &str) -> bool {
+    hugelab::probe::process::find_program(program).is_some()
+}
+
+/// A free TCP port on loopback (bound, then released).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Processes whose command line contains `needle` (our private servers name their directory
+/// or port there).
+fn running_with(needle: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == std::process::id() {
+            continue;
+        }
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains(needle) && !cmd.contains("hugelab") {
+            out.push(format!("{pid}: {cmd}"));
+        }
+    }
+    out
+}
+
+fn thp_enabled() -> String {
+    common::selected("/sys/kernel/mm/transparent_hugepage/enabled")
+}
+
+fn pool_2m() -> String {
+    common::read_trim("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages")
+}
+
+/// A private PostgreSQL cluster in `dir` (owned by the postgres user), initialised for
+/// pgbench with scale 2; the server is stopped again.
+fn pg_cluster(bin: &Path, dir: &Path, port: u16) -> PathBuf {
+    let data = dir.join("data");
+    Command::new("chown")
+        .args(["postgres", &dir.display().to_string()])
+        .status()
+        .unwrap();
+    let pg = hugelab::probe::user::lookup("postgres").expect("the postgres user");
+    let as_pg = |prog: &Path, args: &[&str]| {
+        use std::os::unix::process::CommandExt;
+        let mut c = Command::new(prog);
+        c.args(args).uid(pg.uid).gid(pg.gid).current_dir(dir);
+        c
+    };
+    common::succeed(&mut as_pg(
+        &bin.join("initdb"),
+        &[
+            "-D",
+            &data.display().to_string(),
+            "-A",
+            "trust",
+            "-U",
+            "postgres",
+        ],
+    ));
+    let sock = dir.display().to_string();
+    let port = port.to_string();
+    let mut server = as_pg(
+        &bin.join("postgres"),
+        &[
+            "-D",
+            &data.display().to_string(),
+            "-k",
+            &sock,
+            "-p",
+            &port,
+            "-c",
+            "listen_addresses=",
+        ],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let ready = (0..100).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        Command::new(bin.join("pg_isready"))
+            .args(["-q", "-h", &sock, "-p", &port])
+            .status()
+            .is_ok_and(|s| s.success())
+    });
+    assert!(ready, "the setup server did not come up");
+    common::succeed(&mut as_pg(
+        &bin.join("pgbench"),
+        &["-q", "-i", "-s", "2", "-h", &sock, "-p", &port, "postgres"],
+    ));
+    // SAFETY: signalling the server this test started (smart shutdown).
+    unsafe { libc::kill(server.id() as i32, libc::SIGINT) };
+    server.wait().unwrap();
+    data
+}
+
+fn trials(db: &Path) -> Vec<hugelab::store::TrialRow> {
+    hugelab::store::Store::open(db).unwrap().load(1).unwrap().2
+}
+
+fn arm_trials<'a>(
+    all: &'a [hugelab::store::TrialRow],
+    v: &serde_json::Value,
+    arm: &str,
+) -> Vec<&'a hugelab::store::TrialRow> {
+    let idx = v["plan"]["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|a| a["name"] == arm)
+        .unwrap_or_else(|| panic!("no arm {arm}")) as i64;
+    all.iter()
+        .filter(|t| t.arm_idx == idx && t.block >= 0)
+        .collect()
+}
+
+#[test]
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: hugetlb pools, THP modes, runs PostgreSQL as postgres"
+)]
+fn postgres_preset_puts_shared_memory_on_the_pages_each_arm_asks_for_and_flags_try() {
+    require_root!();
+    let Some(bin) = pg_bin() else {
+        eprintln!("skipped: PostgreSQL is not installed (.ci/run installs it)");
+        return;
+    };
+    let _lock = common::knob_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let data = pg_cluster(&bin, dir.path(), port);
+    let sock = dir.path().display().to_string();
+    let server = format!(
+        "{} -D {} -k {sock} -p {port} -c listen_addresses= -c shared_buffers=64MB",
+        bin.join("postgres").display(),
+        data.display()
+    );
+    let db = dir.path().join("r.db");
+    let (thp_before, pool_before) = (thp_enabled(), pool_2m());
+    let out = common::hugelab_stdout([
+        "run",
+        "--preset",
+        "postgres",
+        "--user",
+        "postgres",
+        "--server",
+        &server,
+        // huge_pages=try with no pool: PostgreSQL falls back and says so only at DEBUG1.
+        "--arm",
+        "try=server.arg=-c,server.arg=huge_pages=try,server.arg=-c,server.arg=log_min_messages=debug1,hugetlb.2M=0,expect=hugetlb-2m",
+        "--blocks",
+        "2",
+        "--warmup",
+        "0",
+        "--json",
+        "--db",
+        &db.display().to_string(),
+        "--",
+        "pgbench",
+        "-S",
+        "-T",
+        "1",
+        "-c",
+        "2",
+        "-h",
+        &sock,
+        "-p",
+        &port.to_string(),
+        "postgres",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let all = trials(&db);
+    assert_eq!(all.len(), 8, "4 arms × 2 blocks");
+    for t in arm_trials(&all, &v, "hugetlb-2m") {
+        let s = &t.evidence["server"];
+        assert!(t.ok && t.flagged.is_none(), "{:?}", t.flagged);
+        assert!(
+            s["memory"]["hugetlb"]["2097152"].as_u64().unwrap_or(0) > 0,
+            "{s}"
+        );
+        let carried = s["carried_by"].as_str().unwrap();
+        assert!(
+            carried.starts_with("/anon_hugepage") && carried.contains("on 2M hugetlb"),
+            "{carried}"
+        );
+        assert!(t.metrics["tps"] > 0.0 && t.metrics["lat_p99_ms"] > 0.0);
+    }
+    for t in arm_trials(&all, &v, "thp") {
+        let s = &t.evidence["server"];
+        assert!(t.ok && t.flagged.is_none(), "{:?}", t.flagged);
+        assert!(s["memory"]["shmem_pmd"].as_u64().unwrap() > 0, "{s}");
+        assert!(
+            s["memory"]["hugetlb"].as_object().unwrap().is_empty(),
+            "{s}"
+        );
+    }
+    for t in arm_trials(&all, &v, "off") {
+        let m = &t.evidence["server"]["memory"];
+        assert!(t.flagged.is_none());
+        assert_eq!(
+            m["shmem_pmd"].as_u64().unwrap() + m["anon_huge"].as_u64().unwrap(),
+            0,
+            "{m}"
+        );
+        assert!(m["hugetlb"].as_object().unwrap().is_empty(), "{m}");
+    }
+    for t in arm_trials(&all, &v, "try") {
+        let f = t.flagged.as_deref().expect("a silent fallback is flagged");
+        assert!(
+            f.contains("asked for 2M hugetlb pages but the server has none"),
+            "{f}"
+        );
+        assert!(
+            f.contains("PostgreSQL said") && f.contains("MAP_HUGETLB failed"),
+            "{f}"
+        );
+    }
+    // The verdicts are about tps (pgbench's primary metric), each arm's server is summarised.
+    assert_eq!(v["plan"]["metrics"][1]["name"], "tps");
+    assert_eq!(v["servers"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        (thp_enabled(), pool_2m()),
+        (thp_before, pool_before),
+        "settings restored"
+    );
+    assert!(running_with(&sock).is_empty(), "{:?}", running_with(&sock));
+}
+
+#[test]
+#[cfg_attr(unprivileged, ignore = "needs root: runs PostgreSQL as postgres")]
+fn pgbench_percentiles_equal_those_computed_by_hand_from_its_log() {
+    require_root!();
+    let Some(bin) = pg_bin() else {
+        eprintln!("skipped: PostgreSQL is not installed (.ci/run installs it)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let data = pg_cluster(&bin, dir.path(), port);
+    let sock = dir.path().display().to_string();
+    let keep = dir.path().join("logs");
+    std::fs::create_dir(&keep).unwrap();
+    Command::new("chown")
+        .args(["postgres", &keep.display().to_string()])
+        .status()
+        .unwrap();
+    let server = format!(
+        "{} -D {} -k {sock} -p {port} -c listen_addresses=",
+        bin.join("postgres").display(),
+        data.display()
+    );
+    // With --shell the load names the log itself; it also keeps a copy for this test.
+    let load = format!(
+        "pgbench -S -T 1 -c 2 -h {sock} -p {port} -l --log-prefix=$HUGELAB_TRIAL_DIR/pgbench_log postgres && d=$(mktemp -d -p {k}) && cp $HUGELAB_TRIAL_DIR/pgbench_log* $d/ && echo KEPT=$d",
+        k = keep.display()
+    );
+    let db = dir.path().join("r.db");
+    common::hugelab_stdout([
+        "run",
+        "--shell",
+        "--user",
+        "postgres",
+        "--server",
+        &server,
+        "--ready",
+        "log:database system is ready to accept connections",
+        "--arm",
+        "a=",
+        "--arm",
+        "b=env.PGAPPNAME=b",
+        "--blocks",
+        "2",
+        "--warmup",
+        "0",
+        "--json",
+        "--db",
+        &db.display().to_string(),
+        "--",
+        &load,
+    ]);
+    let all = trials(&db);
+    assert_eq!(all.len(), 4);
+    for t in &all {
+        let tail = t.evidence["load_output_tail"].as_array().unwrap();
+        let kept = tail
+            .iter()
+            .find_map(|l| l.as_str()?.strip_prefix("KEPT="))
+            .expect("the load printed where it kept the log");
+        let mut us: Vec<f64> = Vec::new();
+        for f in std::fs::read_dir(kept).unwrap() {
+            let text = std::fs::read_to_string(f.unwrap().path()).unwrap();
+            us.extend(
+                text.lines()
+                    .filter_map(|l| l.split_whitespace().nth(2)?.parse::<f64>().ok()),
+            );
+        }
+        us.sort_by(f64::total_cmp);
+        assert!(us.len() > 100, "{} transactions", us.len());
+        // Nearest rank: the ceil(p·n)-th smallest latency.
+        let by_hand =
+            |p: f64| us[((p / 100.0 * us.len() as f64).ceil() as usize).max(1) - 1] / 1000.0;
+        for (p, name) in [
+            (50.0, "lat_p50_ms"),
+            (95.0, "lat_p95_ms"),
+            (99.0, "lat_p99_ms"),
+            (99.9, "lat_p999_ms"),
+        ] {
+            assert_eq!(t.metrics[name], by_hand(p), "{name}");
+        }
+        assert!(t.metrics["tps"] > 0.0);
+    }
+}
+
+#[test]
+#[cfg_attr(unprivileged, ignore = "needs root: THP modes")]
+fn redis_preset_shows_thp_reaching_redis_only_when_it_does_not_opt_out() {
+    require_root!();
+    if !have("redis-server") || !have("redis-benchmark") {
+        eprintln!(
+            "skipped: redis-server or redis-benchmark is not installed (.ci/run installs them)"
+        );
+        return;
+    }
+    let _lock = common::knob_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port().to_string();
+    let server = format!(
+        "redis-server --port {port} --bind 127.0.0.1 --save '' --appendonly no --dir {}",
+        dir.path().display()
+    );
+    let db = dir.path().join("r.db");
+    let thp_before = thp_enabled();
+    let out = common::hugelab_stdout([
+        "run",
+        "--preset",
+        "redis",
+        "--server",
+        &server,
+        "--blocks",
+        "2",
+        "--warmup",
+        "0",
+        "--json",
+        "--db",
+        &db.display().to_string(),
+        "--",
+        "redis-benchmark",
+        "-p",
+        &port,
+        "-q",
+        "--csv",
+        "-t",
+        "set,get",
+        "-n",
+        "20000",
+        "-d",
+        "1024",
+        "-r",
+        "100000",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let all = trials(&db);
+    for t in arm_trials(&all, &v, "always") {
+        let m = &t.evidence["server"]["memory"];
+        assert!(t.ok && t.flagged.is_none(), "{:?}", t.flagged);
+        assert!(m["anon_huge"].as_u64().unwrap() >= 2 << 20, "{m}");
+        assert!(m["thp_disabled"].as_array().unwrap().is_empty());
+        assert!(t.metrics["set_p99_ms"] > 0.0 && t.metrics["get_rps"] > 0.0);
+    }
+    for t in arm_trials(&all, &v, "always-default") {
+        let f = t
+            .flagged
+            .as_deref()
+            .expect("Redis's own opt-out is flagged");
+        assert!(
+            f.contains("THP_enabled: 0") && f.contains("disable-thp no"),
+            "{f}"
+        );
+    }
+    for t in arm_trials(&all, &v, "never") {
+        assert_eq!(t.evidence["server"]["memory"]["anon_huge"], 0);
+        assert!(t.flagged.is_none());
+    }
+    assert_eq!(thp_enabled(), thp_before, "THP mode restored");
+    assert!(running_with(&format!("--port {port}")).is_empty());
+}
+
+/// `hugelab run` of a Redis server that fails in some way: exit 4, the reason in the stop
+/// reason, nothing left running on the port.
+fn failing_redis(port: &str, server: &str, extra: &[&str], load: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let mut args = vec![
+        "run",
+        "--server",
+        server,
+        "--arm",
+        "a=",
+        "--arm",
+        "b=env.X=1",
+        "--blocks",
+        "2",
+        "--warmup",
+        "0",
+    ];
+    args.extend_from_slice(extra);
+    let dbs = db.display().to_string();
+    args.extend(["--json", "--db", &dbs, "--"]);
+    args.extend_from_slice(load);
+    let out = common::hugelab_exits(args, 4);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let store = hugelab::store::Store::open(&db).unwrap();
+    assert_eq!(store.load(1).unwrap().0.status, "failed");
+    assert!(
+        running_with(&format!("--port {port}")).is_empty(),
+        "{:?}",
+        running_with(port)
+    );
+    v["stop_reason"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_server_that_fails_fails_the_run_loudly_and_leaves_nothing_running() {
+    if !have("redis-server") || !have("redis-cli") {
+        eprintln!("skipped: redis-server or redis-cli is not installed (.ci/run installs them)");
+        return;
+    }
+    let port = free_port().to_string();
+    let ready = format!("tcp:127.0.0.1:{port}");
+    let ok_server =
+        format!("redis-server --port {port} --bind 127.0.0.1 --save '' --appendonly no");
+    let ping: Vec<&str> = vec!["redis-cli", "-p", &port, "ping"];
+    // 1. It does not start: its own error is the reason.
+    let bad = format!("{ok_server} --no-such-directive yes");
+    let why = failing_redis(&port, &bad, &["--ready", &ready], &ping);
+    assert!(why.contains("exited before it was ready (exit 1)"), "{why}");
+    assert!(
+        why.to_lowercase().contains("bad directive") || why.contains("no-such-directive"),
+        "{why}"
+    );
+    // 2. It is never ready (the probe waits for a line it never prints).
+    let why = failing_redis(
+        &port,
+        &ok_server,
+        &["--ready", "log:never printed", "--ready-timeout", "1s"],
+        &ping,
+    );
+    assert!(why.contains("not ready after 1.0 s"), "{why}");
+    // 3. It exits during the load.
+    let shutdown: Vec<&str> = vec!["redis-cli", "-p", &port, "shutdown", "nosave"];
+    let why = failing_redis(&port, &ok_server, &["--ready", &ready], &shutdown);
+    assert!(why.contains("the server exited during the load"), "{why}");
+    // 4. Its port is taken by another process before it starts.
+    let holder = std::net::TcpListener::bind(format!("127.0.0.1:{port}")).unwrap();
+    let why = failing_redis(&port, &ok_server, &["--ready", &ready], &ping);
+    assert!(
+        why.contains("already answers before the server started"),
+        "{why}"
+    );
+    drop(holder);
+}
+
+#[test]
+fn server_input_is_checked_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let dbs = db.display().to_string();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                "--server",
+                "no-such-server-binary --x",
+                "--ready",
+                "tcp:127.0.0.1:1",
+            ],
+            "not found",
+        ),
+        (&["--server", "true"], "--server needs --ready"),
+        (
+            &["--server", "true", "--ready", "http://x"],
+            "tcp:HOST:PORT",
+        ),
+        (&["--ready", "tcp:127.0.0.1:1"], "need --server"),
+        (&["--preset", "postgres"], "give --server"),
+        (
+            &[
+                "--server",
+                "true",
+                "--ready",
+                "tcp:127.0.0.1:1",
+                "--metric",
+                "nosuchformat",
+            ],
+            "not NAME=REGEX",
+        ),
+        (
+            &[
+                "--server",
+                "true",
+                "--ready",
+                "tcp:127.0.0.1:1",
+                "--ready-timeout",
+                "0",
+            ],
+            "zero",
+        ),
+        (
+            &[
+                "--server",
+                "true",
+                "--ready",
+                "tcp:127.0.0.1:1",
+                "--arm",
+                "x=expect=2m",
+            ],
+            "valid: 4k, thp",
+        ),
+        (
+            &[
+                "--server",
+                "true",
+                "--ready",
+                "tcp:127.0.0.1:1",
+                "--arm",
+                "x=shmem=sometimes",
+            ],
+            "within_size",
+        ),
+    ];
+    for (extra, want) in cases {
+        let mut args: Vec<&str> = vec!["run", "--db", &dbs];
+        args.extend_from_slice(extra);
+        if !extra.contains(&"--arm") {
+            args.extend(["--arm", "a=", "--arm", "b="]);
+        } else {
+            args.extend(["--arm", "a="]);
+        }
+        args.extend(["--", "redis-benchmark", "-t", "set", "--csv"]);
+        let out = assert_cmd::Command::cargo_bin("hugelab")
+            .unwrap()
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains(want), "{extra:?}: {err}");
+    }
+    assert!(!db.exists(), "nothing stored for a usage error");
+}
