@@ -202,6 +202,14 @@ pub fn signed_rank_critical(n: usize, confidence: f64) -> (u64, f64) {
     }
 }
 
+/// The fewest pairs for which a signed-rank interval at `confidence` exists at all (with fewer,
+/// even the most extreme ranks are not rare enough).
+pub fn min_pairs_for_interval(confidence: f64) -> usize {
+    (1..=200)
+        .find(|n| signed_rank_critical(*n, confidence).0 >= 1)
+        .unwrap_or(200)
+}
+
 /// A point estimate with a confidence interval.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Estimate {
@@ -644,6 +652,15 @@ mod tests {
         let h = histogram(&x, 50).unwrap();
         assert_eq!(h.counts.iter().sum::<u64>(), 1000);
         assert!(h.counts.len() > 1);
+    }
+
+    #[test]
+    fn fewest_pairs_for_an_interval() {
+        // 2·2^−n ≤ α: 6 pairs at 95% (2/64 = 0.031), 8 at 99% (2/256), 9 at 99.5% (2/512).
+        assert_eq!(min_pairs_for_interval(0.95), 6);
+        assert_eq!(min_pairs_for_interval(0.99), 8);
+        assert_eq!(min_pairs_for_interval(0.995), 9);
+        assert_eq!(signed_rank_critical(5, 0.95).0, 0);
     }
 
     #[test]

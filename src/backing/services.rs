@@ -202,7 +202,7 @@ mod tests {
         assert_eq!(option(&w, Some("-p"), "--port"), Some("5433"));
         assert_eq!(option(&w, None, "--shared_buffers"), Some("1GB"));
         assert_eq!(
-            pool_query("postgres", &w).unwrap()[4..],
+            pool_query("postgres", &w).unwrap()[5..],
             ["-C", "shared_memory_size_in_huge_pages"]
         );
         assert!(pool_query("redis", &w).is_none());

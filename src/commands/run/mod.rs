@@ -284,6 +284,25 @@ fn stall_contrasts_of(
     stall_contrasts(&stalls, &traced, &names, plan.baseline, plan.confidence)
 }
 
+/// A fixed design whose blocks cannot give any signed-rank interval at the level of the first
+/// (strictest) Holm step: said before the first trial, with the blocks it needs.
+fn too_few_blocks(plan: &Plan) -> Option<String> {
+    if !matches!(plan.design, crate::analyze::verdict::Design::Fixed) {
+        return None;
+    }
+    let m = plan.arms.len().saturating_sub(1).max(1);
+    let level = 1.0 - (1.0 - plan.confidence) / m as f64;
+    let need = crate::analyze::stats::min_pairs_for_interval(level);
+    (plan.blocks < need).then(|| {
+        format!(
+            "{} blocks are too few for a signed-rank interval at {:.2}% (the first Holm step of {m} contrasts at {:.0}%): every verdict will be INCONCLUSIVE; give --blocks {need} or more, or --sequential",
+            plan.blocks,
+            level * 100.0,
+            plan.confidence * 100.0
+        )
+    })
+}
+
 /// Keep hugelab's own threads off the child's CPU (`--pin`).
 fn pin_self_away_from(cpu: usize) -> anyhow::Result<()> {
     let n = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -341,6 +360,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         pin_self_away_from(cpu)?;
     }
     let mut progress = Progress::stderr("hugelab run", false);
+    let too_few = too_few_blocks(&plan);
+    if let Some(w) = &too_few {
+        progress.note(w);
+    }
     let cpu = crate::probe::cpu::read(&Root::system()).unwrap_or_default();
     let mut runner = ProcessRunner;
     let stop = control::stop_requested;
@@ -423,6 +446,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     };
     store.finish_run(run_id, status, Some(&serde_json::to_value(&report)?))?;
     let mut notes = trace_notes;
+    notes.extend(too_few);
     notes.extend(x.notes);
     let mut trace_stalls = Vec::new();
     if !plan.trace.is_empty() {

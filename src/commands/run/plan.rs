@@ -102,12 +102,94 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, Vec<OutputMetric>), UsageError> {
             d.display()
         )));
     }
+    if p.arms.iter().any(|x| x.process.jvm.is_some()) {
+        let pools = crate::probe::hugetlb::read(&root).unwrap_or_default();
+        let words = match &p.server {
+            Some(s) => s.argv.clone(),
+            None => words_of(&p.command, a.shell),
+        };
+        size_jvm_pools(&mut p.arms, &words, &pools, privileged)?;
+    }
     if p.arms.iter().any(|x| x.process.qemu.is_some()) {
         let pools = crate::probe::hugetlb::read(&crate::probe::Root::system()).unwrap_or_default();
         let size = qemu::guest_size(&a.command, a.shell).map_err(UsageError)?;
         size_pools(&mut p.arms, size, &pools, privileged)?;
     }
     Ok((p, outputs))
+}
+
+/// The pool size (total pages) that leaves `need` pages available, or `None` when the pool
+/// already has them free: grown by what is missing, never shrunk under other users' pages.
+fn pool_target(pool: &Pool, need: u64) -> Option<u64> {
+    let have = pool.available();
+    (have < need).then(|| pool.total + need - have)
+}
+
+/// `-Xmx` of a JVM command line, bytes (the last one wins, as in the JVM).
+pub fn java_max_heap(words: &[String]) -> Option<u64> {
+    words
+        .iter()
+        .flat_map(|w| w.split_whitespace())
+        .filter_map(|w| w.strip_prefix("-Xmx"))
+        .filter_map(|v| v.parse::<Bytes>().ok())
+        .map(|b| b.0)
+        .next_back()
+}
+
+/// Give each `jvm=hugetlbfs` arm without a pool of its own a pool for its heap: `-Xmx` in
+/// pages of `jvm.pagesize` (2M by default), plus a sixteenth and 128 pages for the code cache
+/// and the rest the JVM maps with large pages. Without it, HotSpot prints "UseLargePages
+/// disabled, no large pages configured" and runs on 4 KiB pages.
+pub fn size_jvm_pools(
+    arms: &mut [Arm],
+    words: &[String],
+    pools: &[Pool],
+    privileged: bool,
+) -> Result<(), UsageError> {
+    for arm in arms.iter_mut() {
+        if arm.process.jvm != Some(crate::backing::arm::Jvm::Hugetlbfs)
+            || arm
+                .system
+                .iter()
+                .any(|(k, _)| matches!(k, Knob::HugetlbPages { .. }))
+        {
+            continue;
+        }
+        let Some(heap) = java_max_heap(words) else {
+            continue; // no -Xmx: the heap size is the JVM's choice; the arm says what it got
+        };
+        let ps = arm.process.jvm_pagesize.unwrap_or(2 << 20);
+        let pages = heap.div_ceil(ps);
+        let need = pages + pages / 16 + (256u64 << 20).div_ceil(ps);
+        let Some(pool) = pools.iter().find(|p| p.page_size == ps) else {
+            return Err(UsageError(format!(
+                "arm {}: this kernel has no {} hugetlb pool for the JVM heap",
+                arm.name,
+                Bytes(ps)
+            )));
+        };
+        let Some(target) = pool_target(pool, need) else {
+            continue;
+        };
+        if !privileged {
+            return Err(UsageError(format!(
+                "arm {}: the JVM heap (-Xmx {}) needs {need} free {} hugetlb pages and the pool has {}; run as root (run grows the pool and restores it) or: echo {target} > /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages",
+                arm.name,
+                Bytes(heap),
+                Bytes(ps),
+                pool.available(),
+                ps / 1024
+            )));
+        }
+        arm.system.push((
+            Knob::HugetlbPages {
+                size: ps,
+                node: None,
+            },
+            target.to_string(),
+        ));
+    }
+    Ok(())
 }
 
 /// Every mTHP and hugetlb size an arm sets must be one this kernel offers.
@@ -189,8 +271,7 @@ pub fn size_pools(
             )));
         }
         let need = guest / ps;
-        let pool = pools.iter().find(|p| p.page_size == ps);
-        let Some(pool) = pool else {
+        let Some(pool) = pools.iter().find(|p| p.page_size == ps) else {
             return Err(UsageError(format!(
                 "arm {}: this kernel has no {} hugetlb pool (/sys/kernel/mm/hugepages/hugepages-{}kB)",
                 arm.name,
@@ -198,21 +279,19 @@ pub fn size_pools(
                 ps / 1024
             )));
         };
-        let have = pool.available();
-        if have >= need {
+        let Some(target) = pool_target(pool, need) else {
             continue;
-        }
+        };
         if !privileged {
             return Err(UsageError(format!(
-                "arm {}: the guest needs {need} free {} hugetlb pages and the pool has {have}; run as root (run grows the pool and restores it) or grow it: echo {} > /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages",
+                "arm {}: the guest needs {need} free {} hugetlb pages and the pool has {}; run as root (run grows the pool and restores it) or grow it: echo {target} > /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages",
                 arm.name,
                 Bytes(ps),
-                pool.total + need - have,
+                pool.available(),
                 ps / 1024
             )));
         }
-        arm.system
-            .push((knob, (pool.total + need - have).to_string()));
+        arm.system.push((knob, target.to_string()));
     }
     let grown: Vec<(Knob, String)> = arms
         .iter()
@@ -292,10 +371,8 @@ fn service_pages(a: &RunArgs, name: &str, server: &[String]) -> Result<Option<u6
     };
     let need = need + 2;
     let pools = crate::probe::hugetlb::read(&crate::probe::Root::system()).unwrap_or_default();
-    let have = pools.iter().find(|p| p.page_size == 2 << 20);
-    Ok(Some(match have {
-        Some(p) if p.available() >= need => p.total,
-        Some(p) => p.total + need - p.available(),
+    Ok(Some(match pools.iter().find(|p| p.page_size == 2 << 20) {
+        Some(p) => pool_target(p, need).unwrap_or(p.total),
         None => need,
     }))
 }
@@ -622,6 +699,44 @@ mod tests {
 
     fn arms(specs: &[&str]) -> Vec<Arm> {
         specs.iter().map(|s| parse_arm(s).unwrap()).collect()
+    }
+
+    #[test]
+    fn jvm_hugetlbfs_arms_get_a_pool_for_the_heap() {
+        let pools = [pool(2 << 20, 10, 6, 2), pool(1 << 30, 0, 0, 0)];
+        let words: Vec<String> = ["java", "-Xms1g", "-Xmx2g", "-jar", "b.jar"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(java_max_heap(&words), Some(2 << 30));
+        let mut a = arms(&[
+            "off=jvm=off",
+            "h=jvm=hugetlbfs",
+            "own=jvm=hugetlbfs,hugetlb.2M=7",
+        ]);
+        size_jvm_pools(&mut a, &words, &pools, true).unwrap();
+        assert!(a[0].system.is_empty());
+        // 1024 heap pages + 64 + 128 = 1216 needed, 4 available: 10 + 1212.
+        let h = Knob::HugetlbPages {
+            size: 2 << 20,
+            node: None,
+        };
+        assert_eq!(a[1].system, vec![(h, "1222".to_string())]);
+        assert_eq!(
+            a[2].system,
+            vec![(h, "7".to_string())],
+            "the arm's own pool stays"
+        );
+        let e = size_jvm_pools(&mut arms(&["h=jvm=hugetlbfs"]), &words, &pools, false)
+            .unwrap_err()
+            .0;
+        assert!(
+            e.contains("needs 1216 free 2M") && e.contains("echo 1222 >"),
+            "{e}"
+        );
+        // No -Xmx: nothing to size.
+        let mut b = arms(&["h=jvm=hugetlbfs"]);
+        size_jvm_pools(&mut b, &["java".to_string()], &pools, true).unwrap();
+        assert!(b[0].system.is_empty());
     }
 
     #[test]
