@@ -278,3 +278,48 @@ fn without_root_inspect_falls_back_to_smaps_and_says_why() {
         "coverage still comes from smaps: {p}"
     );
 }
+
+#[test]
+fn tree_counts_a_shared_segment_once_across_a_forked_worker() {
+    // A "server" that maps 64 MiB of shared anonymous memory, touches it, and forks a worker
+    // that touches it too (as a postmaster and its backends share shared_buffers).
+    let code = "import mmap,os,sys,time\nn=64<<20\nm=mmap.mmap(-1,n,flags=mmap.MAP_SHARED|mmap.MAP_ANONYMOUS)\nm.write(b'x'*n)\nif os.fork()==0:\n    s=sum(m[i] for i in range(0,n,4096))\n    time.sleep(60)\n    os._exit(0)\ntime.sleep(0.5)\nprint('ready',flush=True)\ntime.sleep(60)\n";
+    use std::os::unix::process::CommandExt;
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", code])
+        .stdout(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready");
+    let pid = child.id();
+    let out = Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(["inspect", "--tree", "--json", &pid.to_string()])
+        .output()
+        .unwrap();
+    // SAFETY: the helper leads its own process group, which its worker shares.
+    unsafe { libc::killpg(pid as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let m = &v["instances"][0]["memory"];
+    assert_eq!(m["processes"], 2, "{m}");
+    let rss = m["rss"].as_u64().unwrap();
+    // Each process has the 64 MiB resident; the instance counts them once.
+    assert!((64 << 20..96 << 20).contains(&rss), "instance rss {rss}");
+    let seg = &m["segments"][0];
+    assert_eq!(
+        (seg["kind"].as_str(), seg["size"].as_u64()),
+        (Some("shm"), Some(64 << 20)),
+        "{seg}"
+    );
+}

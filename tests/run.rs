@@ -1151,3 +1151,66 @@ fn ctrl_c_is_handled_when_stderr_is_gone() {
         "the 10-minute trial was killed, not waited for"
     );
 }
+
+#[test]
+fn read_only_commands_create_nothing_and_every_store_error_names_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing-dir/none.db");
+    let m = missing.display().to_string();
+    for args in [
+        vec!["results", "list", "--db", &m],
+        vec!["results", "show", "1", "--db", &m],
+        vec!["report", "1", "--db", &m],
+    ] {
+        let out = Command::cargo_bin("hugelab")
+            .unwrap()
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains(&m) && err.contains("no results database"),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!missing.parent().unwrap().exists(), "nothing was created");
+    let junk = dir.path().join("junk.db");
+    std::fs::write(&junk, "not a database at all, just text").unwrap();
+    let j = junk.display().to_string();
+    let out = Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(["results", "list", "--db", &j])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&j) && err.contains("not a database"), "{err}");
+    // run --no-save measures and stores nothing.
+    let db = dir.path().join("never.db");
+    let out = Command::cargo_bin("hugelab")
+        .unwrap()
+        .env("XDG_DATA_HOME", dir.path())
+        .args([
+            "run",
+            "--arm",
+            "a=",
+            "--arm",
+            "b=",
+            "--blocks",
+            "2",
+            "--warmup",
+            "0",
+            "--no-save",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("not stored (--no-save)"));
+    assert!(!db.exists() && !dir.path().join("hugelab").exists());
+}

@@ -578,3 +578,64 @@ fn server_input_is_checked_before_anything_runs() {
     }
     assert!(!db.exists(), "nothing stored for a usage error");
 }
+
+#[test]
+#[cfg_attr(unprivileged, ignore = "needs root: THP modes")]
+fn ctrl_c_stops_the_server_and_restores_settings() {
+    require_root!();
+    if !have("redis-server") {
+        eprintln!("skipped: redis-server is not installed (.ci/run installs it)");
+        return;
+    }
+    let _lock = common::knob_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port().to_string();
+    let server = format!("redis-server --port {port} --bind 127.0.0.1 --save '' --appendonly no");
+    let db = dir.path().join("r.db");
+    let thp_before = thp_enabled();
+    for presses in [1, 2] {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("hugelab"))
+            .args([
+                "run",
+                "--server",
+                &server,
+                "--ready",
+                &format!("tcp:127.0.0.1:{port}"),
+                "--arm",
+                "never=thp=never",
+                "--arm",
+                "always=thp=always",
+                "--blocks",
+                "5",
+                "--warmup",
+                "0",
+                "--db",
+                &db.display().to_string(),
+                "--",
+                "sleep",
+                "3",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Wait until the trial's server is up, then press Ctrl-C once or twice.
+        let up = (0..100).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            !running_with(&format!("--port {port}")).is_empty()
+        });
+        assert!(up, "the server came up");
+        for _ in 0..presses {
+            // SAFETY: signalling the hugelab this test started.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(130), "{presses} Ctrl-C");
+        assert!(
+            running_with(&format!("--port {port}")).is_empty(),
+            "{presses} Ctrl-C: server left"
+        );
+        assert_eq!(thp_enabled(), thp_before, "{presses} Ctrl-C: THP restored");
+    }
+}

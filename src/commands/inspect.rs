@@ -6,7 +6,7 @@ use crate::analyze::vm;
 use crate::backing::{Backing, Region};
 use crate::collect::coverage::PageMap;
 pub use crate::model::inspect::{
-    CollapseResult, CollapseRow, InspectResult, MappingReport, ProcessReport, TopRow,
+    CollapseResult, CollapseRow, InspectResult, Instance, MappingReport, ProcessReport, TopRow,
 };
 use crate::probe::Root;
 use crate::probe::process::{Mapping, ProcStatus, Rollup, parse_smaps, parse_status};
@@ -34,6 +34,10 @@ pub struct InspectArgs {
     /// Time budget per process for folio sizes (pagemap); beyond it, smaps only
     #[arg(long, default_value = "2s", value_parser = parse_positive_duration)]
     pub budget: Duration,
+    /// Also read each PID with its descendants as one instance (a server and its workers,
+    /// shared memory counted once), and show the hugetlb pools' reservations
+    #[arg(long)]
+    pub tree: bool,
     /// Print JSON (schema hugelab.inspect/1)
     #[arg(long)]
     pub json: bool,
@@ -331,10 +335,38 @@ pub fn run(a: InspectArgs) -> anyhow::Result<i32> {
             Err(e) => errors.push(format!("{e:#}")),
         }
     }
+    let instances: Vec<Instance> = if a.tree {
+        processes
+            .iter()
+            .map(|p| Instance {
+                pid: p.pid,
+                name: p.name.clone(),
+                memory: crate::collect::server::read(p.pid as i32),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let maps_hugetlb = processes.iter().any(|p| {
+        p.mappings
+            .iter()
+            .any(|m| m.private_hugetlb + m.shared_hugetlb > 0)
+    }) || instances.iter().any(|i| i.memory.hugetlb_total() > 0);
+    let pools = if a.tree || maps_hugetlb {
+        crate::probe::hugetlb::read(&Root::system())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|p| p.total > 0)
+            .collect()
+    } else {
+        Vec::new()
+    };
     let res = InspectResult {
         schema: SCHEMA,
         processes,
         errors,
+        instances,
+        pools,
     };
     if a.json {
         print_json(&res)?;

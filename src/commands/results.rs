@@ -48,8 +48,9 @@ pub enum ResultsAction {
     },
 }
 
+/// The results database for reading: it must exist (a read-only command creates nothing).
 pub(crate) fn open(db: &Option<PathBuf>) -> anyhow::Result<Store> {
-    Store::open(&db.clone().unwrap_or_else(crate::store::default_path))
+    Store::open_existing(&db.clone().unwrap_or_else(crate::store::default_path))
 }
 
 fn metric_defs(meta: &serde_json::Value, trials: &[TrialRow]) -> Vec<MetricDef> {
@@ -242,7 +243,7 @@ pub fn import(a: ImportArgs) -> anyhow::Result<i32> {
             a.file.display()
         ))
     })?;
-    let mut store = open(&a.db)?;
+    let mut store = Store::open(&a.db.clone().unwrap_or_else(crate::store::default_path))?;
     let arms: Vec<ArmRow> = results
         .iter()
         .enumerate()

@@ -419,7 +419,7 @@ impl Drop for Guard {
         }
         for r in self.restore() {
             if !r.ok() {
-                eprintln!("hugelab: warning: {}", r.describe());
+                say(&format!("hugelab: warning: {}", r.describe()));
             }
         }
     }

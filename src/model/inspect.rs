@@ -49,6 +49,21 @@ pub struct InspectResult {
     pub schema: &'static str,
     pub processes: Vec<ProcessReport>,
     pub errors: Vec<String>,
+    /// `--tree`: each PID's process tree as one instance (shared memory counted once).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub instances: Vec<Instance>,
+    /// The hugetlb pools with pages, when a process maps hugetlb memory or with `--tree`:
+    /// in use, reserved (promised to a mapping, not yet touched) and free.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pools: Vec<crate::probe::hugetlb::Pool>,
+}
+
+/// A server and its workers, read as one: the root PID and the memory of its tree.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Instance {
+    pub pid: u32,
+    pub name: String,
+    pub memory: crate::collect::server::ServerMemory,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]

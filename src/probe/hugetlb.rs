@@ -36,9 +36,20 @@ impl Pool {
     pub fn faulted(&self) -> u64 {
         self.total.saturating_sub(self.free)
     }
-    /// Pages in use or promised: total − free + reserved.
+    /// Pages in use: faulted in by some mapping (total − free). With
+    /// [`reserved_free`](Self::reserved_free) and [`available`](Self::available) it adds up to
+    /// the pool: see [`states`](Self::states).
     pub fn in_use(&self) -> u64 {
-        self.faulted() + self.reserved
+        self.faulted()
+    }
+    /// The one split of a pool every output uses: in use + reserved-free + free-unreserved =
+    /// total (surplus pages are part of the total, shown apart).
+    pub fn states(&self) -> [(&'static str, u64); 3] {
+        [
+            ("in_use", self.in_use()),
+            ("reserved_free", self.reserved_free()),
+            ("free_unreserved", self.available()),
+        ]
     }
     /// Pages reserved by a mapping but not yet touched: memory no one else can have.
     pub fn reserved_free(&self) -> u64 {
@@ -104,6 +115,25 @@ pub fn read(root: &Root) -> Result<Vec<Pool>, ProbeError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn pool_states_add_up_to_the_pool_with_reservations_and_surplus() {
+        let p = super::Pool {
+            page_size: 2 << 20,
+            total: 10,
+            free: 6,
+            reserved: 2,
+            surplus: 1,
+            overcommit: 4,
+            nodes: Vec::new(),
+        };
+        let states = p.states();
+        assert_eq!(
+            states,
+            [("in_use", 4), ("reserved_free", 2), ("free_unreserved", 4)]
+        );
+        assert_eq!(states.iter().map(|s| s.1).sum::<u64>(), p.total);
+    }
+
     use super::*;
 
     #[test]
@@ -118,7 +148,7 @@ mod tests {
             nodes: vec![],
         };
         assert_eq!(p.faulted(), 4);
-        assert_eq!(p.in_use(), 6);
+        assert_eq!(p.in_use(), 4, "reserved-free pages are not in use");
         assert_eq!(p.reserved_free(), 2);
         assert_eq!(p.available(), 4);
     }

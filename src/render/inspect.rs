@@ -25,6 +25,61 @@ fn folio_line(h: &BTreeMap<u64, u64>) -> String {
         .join(", ")
 }
 
+/// `--tree` instances and the pools' reservations, after the processes.
+fn render_instances(r: &InspectResult) -> String {
+    let mut o = String::new();
+    for i in &r.instances {
+        let m = &i.memory;
+        let _ = writeln!(
+            o,
+            "instance of pid {} ({}): {} processes, shared memory counted once{}",
+            i.pid,
+            i.name,
+            m.processes,
+            if m.thp_disabled.is_empty() {
+                String::new()
+            } else {
+                format!("; THP disabled for {}", m.thp_disabled.join(", "))
+            }
+        );
+        let hugetlb: Vec<String> = m
+            .hugetlb
+            .iter()
+            .map(|(ps, b)| format!("{} on {} hugetlb", Bytes(*b), Bytes(*ps)))
+            .collect();
+        let _ = writeln!(
+            o,
+            "  resident {}, on huge pages {} = {} (THP {}{}{})",
+            Bytes(m.rss + m.hugetlb_total()),
+            Bytes(m.thp() + m.hugetlb_total()),
+            pct(m.coverage()),
+            Bytes(m.thp()),
+            if hugetlb.is_empty() { "" } else { "; " },
+            hugetlb.join(", ")
+        );
+        for s in &m.segments {
+            let _ = writeln!(o, "  {}", s.describe());
+        }
+    }
+    for p in &r.pools {
+        let _ = writeln!(
+            o,
+            "hugetlb pool {}: {} pages = {} in use + {} reserved (promised to a mapping, not yet touched) + {} free{}",
+            Bytes(p.page_size),
+            p.total,
+            p.in_use(),
+            p.reserved_free(),
+            p.available(),
+            if p.surplus > 0 {
+                format!(" ({} surplus)", p.surplus)
+            } else {
+                String::new()
+            }
+        );
+    }
+    o
+}
+
 pub fn render(r: &InspectResult, maps: bool) -> String {
     let mut o = String::new();
     for p in &r.processes {
@@ -131,6 +186,7 @@ pub fn render(r: &InspectResult, maps: bool) -> String {
         }
         let _ = writeln!(o, "  ({:.0} ms)", p.elapsed_ms);
     }
+    o.push_str(&render_instances(r));
     for e in &r.errors {
         let _ = writeln!(o, "error: {e}");
     }

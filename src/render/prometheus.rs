@@ -176,12 +176,7 @@ fn hugetlb(o: &mut Out, s: &Scrape) {
     );
     for p in &s.status.hugetlb {
         let sz = size(p.page_size);
-        let free_unreserved = p.free.saturating_sub(p.reserved);
-        for (state, v) in [
-            ("in_use", p.total.saturating_sub(p.free)),
-            ("reserved_free", p.free.min(p.reserved)),
-            ("free_unreserved", free_unreserved),
-        ] {
+        for (state, v) in p.states() {
             set(
                 &pages,
                 vec![("size", sz.clone()), ("state", state.into())],

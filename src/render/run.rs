@@ -361,10 +361,15 @@ pub fn render(r: &RunResult) -> String {
     if let Some(v) = &r.vm_advice {
         o.push_str(&render_vm_advice(v));
     }
+    let stored = if r.db.is_empty() {
+        "not stored (--no-save)".to_string()
+    } else {
+        format!("run {} in {}", r.run_id, r.db)
+    };
     let _ = writeln!(
         o,
-        "{} blocks, stopped: {}; run {} in {} ({:.0} s)",
-        r.blocks_done, r.stop_reason, r.run_id, r.db, r.elapsed_s
+        "{} blocks, stopped: {}; {stored} ({:.0} s)",
+        r.blocks_done, r.stop_reason, r.elapsed_s
     );
     o
 }

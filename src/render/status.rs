@@ -155,7 +155,7 @@ pub fn render(s: &Status, findings: Option<&[Finding]>) -> String {
         let _ = writeln!(o, "\n{tb}");
         let _ = writeln!(
             o,
-            "(in use = total − free + reserved; reserved-free pages are promised to a mapping but untouched)"
+            "(in use + reserved-free + available = total: in use = total − free; reserved-free pages are promised to a mapping but untouched)"
         );
     }
     let mounts: Vec<String> = s

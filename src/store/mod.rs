@@ -110,6 +110,33 @@ impl Store {
         }
         let conn = Connection::open(path)
             .map_err(|e| anyhow::anyhow!("cannot open results database {}: {e}", path.display()))?;
+        Store::init(conn, path)
+            .map_err(|e| anyhow::anyhow!("results database {}: {e:#}", path.display()))
+    }
+
+    /// For commands that only read: a database that exists (nothing is created), or an error
+    /// naming the path.
+    pub fn open_existing(path: &Path) -> anyhow::Result<Store> {
+        if !path.is_file() {
+            anyhow::bail!(
+                "no results database at {}: nothing has been stored there (give --db PATH, or run `hugelab run` or `hugelab bench` first)",
+                path.display()
+            );
+        }
+        let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)
+            .map_err(|e| {
+            anyhow::anyhow!("cannot open results database {}: {e}", path.display())
+        })?;
+        Store::init(conn, path)
+            .map_err(|e| anyhow::anyhow!("results database {}: {e:#}", path.display()))
+    }
+
+    /// A database in memory, gone when dropped (`run --no-save`).
+    pub fn in_memory() -> anyhow::Result<Store> {
+        Store::init(Connection::open_in_memory()?, Path::new(":memory:"))
+    }
+
+    fn init(conn: Connection, path: &Path) -> anyhow::Result<Store> {
         // The timeout first: switching to WAL and creating the schema take write locks, and
         // another hugelab (a `results list` while a run writes) may hold one for a moment.
         conn.busy_timeout(BUSY_TIMEOUT)?;

@@ -65,9 +65,12 @@ pub fn describe_end(evidence: &serde_json::Value) -> String {
             crate::workload::child::signal_name(sig as i32)
         ),
         (Some(c), _) => format!("exit {c}"),
-        // The load never ran: its server did not come up.
+        // The load never ran: its server did not come up (the reason follows).
         _ => "the load did not run".to_string(),
     };
+    if let Some(w) = evidence["failure_reason"].as_str() {
+        s.push_str(&format!("; {w}"));
+    }
     if evidence["timed_out"] == true {
         s.push_str(", killed by --timeout");
     }
@@ -580,9 +583,6 @@ pub fn execute(
                         plan.arms[arm].name,
                         describe_end(&last.evidence),
                     );
-                    if let Some(w) = last.evidence["failure_reason"].as_str() {
-                        x.stop_reason = format!("{}; {w}", x.stop_reason);
-                    }
                     break 'blocks;
                 }
             }

@@ -162,6 +162,9 @@ pub struct RunArgs {
     /// Results database (default $XDG_DATA_HOME/hugelab/results.db)
     #[arg(long)]
     pub db: Option<PathBuf>,
+    /// Do not store the run (the results database is not opened; `results show` cannot see it)
+    #[arg(long, conflicts_with_all = ["db", "label"])]
+    pub no_save: bool,
     /// A label for this run in the results database
     #[arg(long)]
     pub label: Option<String>,
@@ -326,7 +329,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     let started = Instant::now();
     let (plan, outputs) = plan(&a)?;
     let db = a.db.clone().unwrap_or_else(crate::store::default_path);
-    let mut store = Store::open(&db)?;
+    let mut store = if a.no_save {
+        Store::in_memory()?
+    } else {
+        Store::open(&db)?
+    };
     let kernel = crate::probe::cpu::kernel_release(&Root::system())
         .ok()
         .flatten();
@@ -488,7 +495,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     let res = RunResult {
         schema: SCHEMA,
         run_id,
-        db: db.display().to_string(),
+        db: if a.no_save {
+            String::new()
+        } else {
+            db.display().to_string()
+        },
         command: a.command.clone(),
         plan,
         blocks_done: x.blocks_done,

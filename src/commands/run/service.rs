@@ -91,9 +91,13 @@ pub fn start(sp: &ServerPlan, arm: &Arm, base: &TrialSpec) -> Result<Running, Se
         }
     };
     if let Some(w) = &sp.warmup {
-        let st = std::process::Command::new("/bin/sh")
-            .arg("-c")
-            .arg(w)
+        // As the load runs: same user, directory and environment.
+        let spec = TrialSpec {
+            argv: vec![w.clone()],
+            shell: true,
+            ..base.clone()
+        };
+        let st = crate::workload::child::command(&spec)
             .stdin(std::process::Stdio::null())
             .output();
         let ok = st.as_ref().is_ok_and(|o| o.status.success());
