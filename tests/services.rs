@@ -639,3 +639,67 @@ fn ctrl_c_stops_the_server_and_restores_settings() {
         assert_eq!(thp_enabled(), thp_before, "{presses} Ctrl-C: THP restored");
     }
 }
+
+#[test]
+#[cfg_attr(unprivileged, ignore = "needs root: THP modes")]
+fn memcached_large_pages_land_on_thp_and_refusal_under_never_is_loud() {
+    require_root!();
+    if !have("memcached") || !have("memcslap") {
+        eprintln!("skipped: memcached or memcslap is not installed (.ci/run installs them)");
+        return;
+    }
+    let _lock = common::knob_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port().to_string();
+    let server = format!("memcached -u root -l 127.0.0.1 -p {port} -m 256");
+    let db = dir.path().join("r.db");
+    let target = format!("--servers=127.0.0.1:{port}");
+    let thp_before = thp_enabled();
+    // memcached -L refuses to start when THP is `never`: with --keep-going the run goes on and
+    // that arm's trials fail with memcached's words; no block has every arm ok, so the run
+    // failed (exit 4) although the other arms were measured.
+    let out = common::hugelab_exits(
+        [
+            "run",
+            "--preset",
+            "memcached",
+            "--arm",
+            "never-L=thp=never,server.arg=-L,expect=thp",
+            "--server",
+            &server,
+            "--blocks",
+            "2",
+            "--warmup",
+            "0",
+            "--keep-going",
+            "--json",
+            "--db",
+            &db.display().to_string(),
+            "--",
+            "memcslap",
+            &target,
+            "--concurrency=2",
+            "--execute-number=2000",
+        ],
+        4,
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let all = trials(&db);
+    for t in arm_trials(&all, &v, "large-pages") {
+        let m = &t.evidence["server"]["memory"];
+        assert!(t.ok && t.flagged.is_none(), "{:?}", t.flagged);
+        assert!(m["anon_huge"].as_u64().unwrap() >= 16 << 20, "{m}");
+    }
+    for t in arm_trials(&all, &v, "off") {
+        assert_eq!(t.evidence["server"]["memory"]["anon_huge"], 0);
+    }
+    for t in arm_trials(&all, &v, "never-L") {
+        let why = t.evidence["failure_reason"].as_str().unwrap();
+        assert!(
+            !t.ok && why.contains("memcached said") && why.contains("huge pages support disabled"),
+            "{why}"
+        );
+    }
+    assert_eq!(thp_enabled(), thp_before);
+    assert!(running_with(&format!("-p {port}")).is_empty());
+}

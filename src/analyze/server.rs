@@ -55,8 +55,8 @@ pub const SIGNATURES: &[Signature] = &[
     },
     Signature {
         server: "memcached",
-        pattern: r"Transparent huge pages support not detected|Failed to set transparent hugepage hint|Cannot enable large pages",
-        meaning: "memcached -L could not use huge pages",
+        pattern: r"Cannot enable large pages|Transparent huge pages support (not detected|disabled)|Failed to set transparent hugepage hint",
+        meaning: "memcached -L could not use huge pages (it refuses to start when THP is never)",
     },
     Signature {
         server: "Redis",
@@ -285,6 +285,7 @@ mod tests {
             "OpenJ9 JVM",
         ),
         ("Transparent huge pages support not detected.", "memcached"),
+        ("Cannot enable large pages on this system", "memcached"),
         (
             "812:M 23 Nov 2026 22:10:03.000 # WARNING you have Transparent Huge Pages (THP) support enabled in your kernel.",
             "Redis",

@@ -54,12 +54,18 @@ fn server_spec(sp: &ServerPlan, arm: &Arm, base: &TrialSpec) -> TrialSpec {
 /// Start the arm's server and wait until it is ready.
 pub fn start(sp: &ServerPlan, arm: &Arm, base: &TrialSpec) -> Result<Running, Served> {
     let ready = Ready::parse(&sp.ready).expect("checked by the planner");
-    let failed = |f: ServerFailure, ready_s: Option<f64>| Served {
-        ready_s,
-        cpu_ns: 0,
-        failure: Some(f.to_string()),
-        flag: None,
-        evidence: serde_json::json!({ "failure": f.what, "log_tail": f.log_tail }),
+    let failed = |f: ServerFailure, ready_s: Option<f64>| {
+        // Its own words about huge pages, when they explain the failure.
+        let words = said(f.log_tail.iter().map(String::as_str))
+            .map(|(s, l)| format!("; {} said: {l:?} ({})", s.server, s.meaning))
+            .unwrap_or_default();
+        Served {
+            ready_s,
+            cpu_ns: 0,
+            failure: Some(format!("{f}{words}")),
+            flag: None,
+            evidence: serde_json::json!({ "failure": f.what, "log_tail": f.log_tail }),
+        }
     };
     if ready.taken() {
         return Err(failed(
