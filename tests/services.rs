@@ -703,3 +703,61 @@ fn memcached_large_pages_land_on_thp_and_refusal_under_never_is_loud() {
     assert_eq!(thp_enabled(), thp_before);
     assert!(running_with(&format!("-p {port}")).is_empty());
 }
+
+#[test]
+#[cfg_attr(unprivileged, ignore = "needs root: hugetlb pools")]
+fn jvm_preset_sizes_a_pool_for_the_heap_so_hugetlbfs_is_measured() {
+    require_root!();
+    if !have("java") || !have("javac") {
+        eprintln!("skipped: no JDK (java, javac)");
+        return;
+    }
+    let _lock = common::knob_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let build = dir.path().join("build");
+    common::succeed(
+        Command::new("javac")
+            .arg("-d")
+            .arg(&build)
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/jvm/Touch.java")),
+    );
+    let db = dir.path().join("r.db");
+    let pool_before = pool_2m();
+    let out = common::hugelab_stdout([
+        "run",
+        "--preset",
+        "jvm",
+        "--blocks",
+        "2",
+        "--warmup",
+        "0",
+        "--json",
+        "--db",
+        &db.display().to_string(),
+        "--",
+        "java",
+        "-Xms256m",
+        "-Xmx256m",
+        "-cp",
+        &build.display().to_string(),
+        "Touch",
+        "64",
+        "2",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let all = trials(&db);
+    let hugetlbfs = arm_trials(&all, &v, "hugetlbfs");
+    assert_eq!(hugetlbfs.len(), 2);
+    for t in hugetlbfs {
+        assert!(t.ok && t.flagged.is_none(), "{:?}", t.flagged);
+        assert!(
+            t.evidence["memory"]["peak_hugetlb"].as_u64().unwrap() >= 64 << 20,
+            "{}",
+            t.evidence["memory"]
+        );
+    }
+    // The pool was the arm's alone: 128 heap pages + 8 + 128.
+    let spec = &v["plan"]["arms"][2]["system"][0];
+    assert_eq!(spec[1], "264", "{spec}");
+    assert_eq!(pool_2m(), pool_before, "pool restored");
+}

@@ -35,6 +35,11 @@ pub const SIGNATURES: &[Signature] = &[
     },
     Signature {
         server: "MariaDB/MySQL",
+        pattern: r"Couldn't allocate \d+ bytes \(Large/HugeTLB memory page size \d+\).*continuing to smaller size",
+        meaning: "large-pages fell back to a smaller page size (MariaDB 10.11 prints it with --log-warnings ≥ 3)",
+    },
+    Signature {
+        server: "MariaDB/MySQL",
         pattern: r"Failed to allocate \d+ bytes from HugeTLB memory",
         meaning: "large-pages failed (pool, vm.hugetlb_shm_group or memlock)",
     },
@@ -274,6 +279,10 @@ mod tests {
         ),
         (
             "2026-11-23 22:10:02 0 [Note] InnoDB: Using conventional memory pool",
+            "MariaDB/MySQL",
+        ),
+        (
+            "2026-11-23 22:59:41 0 [Warning] mariadbd: Couldn't allocate 130023424 bytes (Large/HugeTLB memory page size 2097152); errno 12; continuing to smaller size",
             "MariaDB/MySQL",
         ),
         (

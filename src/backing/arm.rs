@@ -111,8 +111,10 @@ impl ProcessConfig {
             Some(Jvm::Off) => java
                 .extend(["-XX:-UseTransparentHugePages", "-XX:-UseLargePages"].map(String::from)),
             Some(Jvm::Thp) => java.extend(["-XX:+UseTransparentHugePages"].map(String::from)),
-            Some(Jvm::Hugetlbfs) => java
-                .extend(["-XX:+UseLargePages", "-XX:-UseTransparentHugePages"].map(String::from)),
+            // UseTransparentHugePages is off by default; writing -XX:-UseTransparentHugePages
+            // as well makes OpenJDK 17.0.15 disable large pages ("UseLargePages disabled, no
+            // large pages configured") with a pool ready, seen here.
+            Some(Jvm::Hugetlbfs) => java.push("-XX:+UseLargePages".into()),
             None => {}
         }
         match self.jvm_pretouch {
@@ -397,7 +399,10 @@ mod tests {
         assert!(a.process.thp_disable && a.process.collapse_after == Some(Duration::from_secs(2)));
         let env = a.process.environment();
         assert!(env.contains(&("GLIBC_TUNABLES".into(), "glibc.malloc.hugetlb=2".into())));
-        assert!(env.contains(&("JAVA_TOOL_OPTIONS".into(), "-XX:+UseLargePages -XX:-UseTransparentHugePages -XX:+AlwaysPreTouch -XX:LargePageSizeInBytes=1g".into())));
+        assert!(env.contains(&(
+            "JAVA_TOOL_OPTIONS".into(),
+            "-XX:+UseLargePages -XX:+AlwaysPreTouch -XX:LargePageSizeInBytes=1g".into()
+        )));
         assert!(env.contains(&("FOO".into(), "bar".into())));
         assert!(a.needs_root() && a.expects_huge());
         let base = parse_arm("base=").unwrap();
