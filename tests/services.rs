@@ -761,3 +761,64 @@ fn jvm_preset_sizes_a_pool_for_the_heap_so_hugetlbfs_is_measured() {
     assert_eq!(spec[1], "264", "{spec}");
     assert_eq!(pool_2m(), pool_before, "pool restored");
 }
+
+#[test]
+fn a_server_that_daemonizes_is_followed_through_its_pidfile() {
+    if !have("redis-server") || !have("redis-cli") {
+        eprintln!("skipped: redis-server or redis-cli is not installed (.ci/run installs them)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port().to_string();
+    let pidfile = dir.path().join("redis.pid");
+    let server = format!(
+        "redis-server --port {port} --bind 127.0.0.1 --save '' --appendonly no --daemonize yes --pidfile {}",
+        pidfile.display()
+    );
+    let db = dir.path().join("r.db");
+    common::hugelab_stdout([
+        "run",
+        "--server",
+        &server,
+        "--server-pidfile",
+        &pidfile.display().to_string(),
+        "--ready",
+        &format!("tcp:127.0.0.1:{port}"),
+        "--arm",
+        "a=",
+        "--arm",
+        "b=env.X=1",
+        "--blocks",
+        "2",
+        "--warmup",
+        "0",
+        "--json",
+        "--db",
+        &db.display().to_string(),
+        "--",
+        "redis-cli",
+        "-p",
+        &port,
+        "ping",
+    ]);
+    let all = trials(&db);
+    assert_eq!(all.len(), 4);
+    let mut pids = std::collections::BTreeSet::new();
+    for t in &all {
+        let s = &t.evidence["server"];
+        assert!(t.ok, "{s}");
+        // The daemon itself was read (its memory, its comm), not the command that started it.
+        assert!(s["memory"]["rss"].as_u64().unwrap() > 1 << 20, "{s}");
+        assert_eq!(
+            s["memory"]["segments"].as_array().map(|v| v.is_empty()),
+            Some(false),
+            "{s}"
+        );
+        pids.insert(s["pid"].as_i64().unwrap());
+    }
+    assert_eq!(pids.len(), 4, "a fresh daemon per trial");
+    assert!(
+        running_with(&format!("--port {port}")).is_empty()
+            && running_with(&format!(":{port}")).is_empty()
+    );
+}

@@ -48,6 +48,8 @@ pub struct ServerPlan {
     pub ready_timeout: Duration,
     pub warmup: Option<String>,
     pub stop_grace: Duration,
+    /// `--server-pidfile`: the server daemonizes and writes its pid here.
+    pub pidfile: Option<std::path::PathBuf>,
     /// From a `--preset` for this server, when one was used.
     pub preset: Option<String>,
 }

@@ -159,6 +159,11 @@ pub struct ServerEnd {
 pub struct Server {
     pid: i32,
     pidfd: OwnedFd,
+    /// A server that daemonized (`--server-pidfile`): the process its pidfile names, followed
+    /// once the command that started it has exited 0.
+    daemon: Option<(i32, OwnedFd)>,
+    /// How the starting command ended, once it was reaped (only when it daemonized).
+    leader_status: Option<i32>,
     log: Shared,
     reader: Option<std::thread::JoinHandle<()>>,
     pub started: Instant,
@@ -207,6 +212,8 @@ impl Server {
         Ok(Server {
             pid,
             pidfd,
+            daemon: None,
+            leader_status: None,
             log,
             reader: Some(reader),
             started,
@@ -215,13 +222,52 @@ impl Server {
         })
     }
 
+    /// The server's process: the daemon it became, else the process started.
     pub fn pid(&self) -> i32 {
-        self.pid
+        self.daemon.as_ref().map_or(self.pid, |d| d.0)
+    }
+
+    fn pidfd(&self) -> i32 {
+        self.daemon
+            .as_ref()
+            .map_or(self.pidfd.as_raw_fd(), |d| d.1.as_raw_fd())
+    }
+
+    /// The starting command exited 0 (it daemonized): reap it and follow the process its
+    /// pidfile names, once the file holds a live pid (before `deadline`).
+    fn follow(&mut self, pidfile: &std::path::Path, deadline: Instant) -> Result<(), String> {
+        let mut status = 0;
+        // SAFETY: reaping our own exited child.
+        unsafe { libc::waitpid(self.pid, &mut status, 0) };
+        self.leader_status = Some(status);
+        if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+            return Err(describe_wait_status(status));
+        }
+        loop {
+            let pid = std::fs::read_to_string(pidfile)
+                .ok()
+                .and_then(|t| t.lines().next()?.trim().parse::<i32>().ok());
+            if let Some(fd) = pid
+                .filter(|p| *p > 0)
+                .and_then(|p| pidfd_open(p).ok().map(|fd| (p, fd)))
+            {
+                crate::control::signals::server_started(fd.0);
+                self.daemon = Some(fd);
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "exit 0 without a live pid in {} (does the server write it there?)",
+                    pidfile.display()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// Whether the server process has exited (it stays a zombie until `stop` reaps it).
     pub fn exited(&self) -> bool {
-        exited(self.pidfd.as_raw_fd())
+        exited(self.pidfd())
     }
 
     /// The head of the output (up to 256 KiB) and its last 200 lines.
@@ -237,16 +283,36 @@ impl Server {
         }
     }
 
-    /// Block until ready or `timeout`; the time from the spawn to ready.
-    pub fn wait_ready(&self, ready: &Ready, timeout: Duration) -> Result<Duration, ServerFailure> {
+    /// Block until ready or `timeout`; the time from the spawn to ready. With `pidfile`, a
+    /// command that exits 0 has daemonized: the process the pidfile names is followed.
+    pub fn wait_ready(
+        &mut self,
+        ready: &Ready,
+        timeout: Duration,
+        pidfile: Option<&std::path::Path>,
+    ) -> Result<Duration, ServerFailure> {
         let deadline = self.started + timeout;
-        let died = || {
-            self.failure(format!(
-                "the server exited before it was ready ({})",
-                describe_status(self.pid)
-            ))
+        let died = |s: &Server| {
+            let how = match s.leader_status {
+                Some(st) if s.daemon.is_some() => {
+                    format!("the daemon exited; {}", describe_wait_status(st))
+                }
+                Some(st) => describe_wait_status(st),
+                None => describe_status(s.pid),
+            };
+            s.failure(format!("the server exited before it was ready ({how})"))
         };
         loop {
+            if let Some(f) = pidfile
+                && self.daemon.is_none()
+                && self.exited()
+            {
+                self.follow(f, deadline).map_err(|e| {
+                    self.failure(format!(
+                        "the server command ended before it was ready ({e})"
+                    ))
+                })?;
+            }
             let now = Instant::now();
             let at = match ready {
                 Ready::Log(_) => {
@@ -275,12 +341,12 @@ impl Server {
             };
             if let Some(at) = at {
                 if self.exited() {
-                    return Err(died());
+                    return Err(died(self));
                 }
                 return Ok(at.saturating_duration_since(self.started));
             }
-            if self.exited() {
-                return Err(died());
+            if self.exited() && (pidfile.is_none() || self.daemon.is_some()) {
+                return Err(died(self));
             }
             if now >= deadline {
                 return Err(self.failure(format!(
@@ -306,7 +372,7 @@ impl Server {
             ..ServerEnd::default()
         };
         // Every process of the tree, each by a pidfd (no pid reuse can confuse the waits).
-        let family = crate::probe::process::tree(self.pid);
+        let family = crate::probe::process::tree(self.pid());
         let others: Vec<(i32, OwnedFd)> = family
             .iter()
             .skip(1)
@@ -315,9 +381,24 @@ impl Server {
         let t0 = Instant::now();
         // SIGTERM to the group (the leader, a wrapping shell and what it started), as a
         // service manager would; workers that left the group are the leader's to stop.
-        // SAFETY: the leader is not reaped: its group id is ours to signal.
-        unsafe { libc::killpg(self.pid, libc::SIGTERM) };
-        let mut fds: Vec<i32> = vec![self.pidfd.as_raw_fd()];
+        match &self.daemon {
+            // A daemon has a session of its own: it is signalled alone, through its pidfd.
+            // SAFETY: pidfd_send_signal to a process we hold a pidfd of.
+            Some((_, fd)) => unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    fd.as_raw_fd(),
+                    libc::SIGTERM,
+                    0,
+                    0,
+                );
+            },
+            // SAFETY: the leader is not reaped: its group id is ours to signal.
+            None => unsafe {
+                libc::killpg(self.pid, libc::SIGTERM);
+            },
+        }
+        let mut fds: Vec<i32> = vec![self.pidfd()];
         fds.extend(others.iter().map(|(_, fd)| fd.as_raw_fd()));
         if !wait_all_exit(&fds, t0 + grace) {
             end.killed = !self.exited();
@@ -337,16 +418,34 @@ impl Server {
                 }
             }
         }
-        // SAFETY: the leader is not reaped: its group id is ours to signal.
-        unsafe { libc::killpg(self.pid, libc::SIGKILL) };
-        let mut status = 0;
-        // SAFETY: reaping our own child; blocks until it has exited.
-        unsafe { libc::waitpid(self.pid, &mut status, 0) };
-        end.stop_ns = t0.elapsed().as_nanos() as u64;
-        if libc::WIFEXITED(status) {
-            end.exit_code = Some(libc::WEXITSTATUS(status));
-        } else if libc::WIFSIGNALED(status) {
-            end.signal = Some(libc::WTERMSIG(status));
+        if let Some((_, fd)) = &self.daemon {
+            if !exited(fd.as_raw_fd()) {
+                end.killed = true;
+                // SAFETY: pidfd_send_signal to a process we hold a pidfd of.
+                unsafe {
+                    libc::syscall(
+                        libc::SYS_pidfd_send_signal,
+                        fd.as_raw_fd(),
+                        libc::SIGKILL,
+                        0,
+                        0,
+                    )
+                };
+            }
+            // Not our child: its exit status is its parent's (init's) to read.
+            end.stop_ns = t0.elapsed().as_nanos() as u64;
+        } else {
+            // SAFETY: the leader is not reaped: its group id is ours to signal.
+            unsafe { libc::killpg(self.pid, libc::SIGKILL) };
+            let mut status = 0;
+            // SAFETY: reaping our own child; blocks until it has exited.
+            unsafe { libc::waitpid(self.pid, &mut status, 0) };
+            end.stop_ns = t0.elapsed().as_nanos() as u64;
+            if libc::WIFEXITED(status) {
+                end.exit_code = Some(libc::WEXITSTATUS(status));
+            } else if libc::WIFSIGNALED(status) {
+                end.signal = Some(libc::WTERMSIG(status));
+            }
         }
         crate::control::signals::server_stopped();
         // The pipe closes once every holder has exited; a grandchild that escaped the tree
@@ -372,6 +471,20 @@ impl Drop for Server {
         if !self.stopped {
             self.stop(Duration::ZERO);
         }
+    }
+}
+
+/// A wait status in words.
+fn describe_wait_status(status: i32) -> String {
+    if libc::WIFEXITED(status) {
+        format!("exit {}", libc::WEXITSTATUS(status))
+    } else if libc::WIFSIGNALED(status) {
+        format!(
+            "killed by {}",
+            super::child::signal_name(libc::WTERMSIG(status))
+        )
+    } else {
+        "status unknown".into()
     }
 }
 
@@ -526,7 +639,7 @@ mod tests {
             &ready,
         )
         .unwrap();
-        let t = s.wait_ready(&ready, Duration::from_secs(10)).unwrap();
+        let t = s.wait_ready(&ready, Duration::from_secs(10), None).unwrap();
         assert!(t >= Duration::from_millis(200), "{t:?}");
         let family = crate::probe::process::tree(s.pid());
         assert!(family.len() >= 2, "{family:?}");
@@ -554,7 +667,9 @@ mod tests {
     fn a_server_that_dies_or_never_gets_ready_fails_with_its_words() {
         let ready = Ready::parse("log:never printed").unwrap();
         let mut s = Server::start(&spec("echo 'FATAL: port in use' >&2; exit 3"), &ready).unwrap();
-        let e = s.wait_ready(&ready, Duration::from_secs(10)).unwrap_err();
+        let e = s
+            .wait_ready(&ready, Duration::from_secs(10), None)
+            .unwrap_err();
         assert!(
             e.what.contains("exited before it was ready (exit 3)"),
             "{e}"

@@ -150,6 +150,11 @@ pub struct RunArgs {
     /// A shell command run against the ready server before the load (not measured)
     #[arg(long, value_name = "COMMAND")]
     pub server_warmup: Option<String>,
+    /// For a server that daemonizes (its command exits 0 once the daemon runs, e.g. pg_ctl
+    /// start, redis-server --daemonize yes): the pid file it writes; the daemon and its
+    /// descendants are then the server that is read and stopped
+    #[arg(long, value_name = "PATH")]
+    pub server_pidfile: Option<PathBuf>,
     /// After SIGTERM, how long the server may take to exit before it is killed
     #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, default_value = "15s")]
     pub stop_grace: Duration,
@@ -367,6 +372,20 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         pin_self_away_from(cpu)?;
     }
     let mut progress = Progress::stderr("hugelab run", false);
+    if let Some(sp) = plan.server.as_ref().filter(|s| s.preset.is_some()) {
+        // The preset's arms as options, to copy and change.
+        let arms: Vec<String> = plan
+            .arms
+            .iter()
+            .map(|x| format!("--arm '{}={}'", x.name, x.spec))
+            .collect();
+        progress.note(&format!(
+            "--preset {} is {} --ready '{}'",
+            sp.preset.as_deref().unwrap_or(""),
+            arms.join(" "),
+            sp.ready
+        ));
+    }
     let too_few = too_few_blocks(&plan);
     if let Some(w) = &too_few {
         progress.note(w);

@@ -397,9 +397,9 @@ fn server_plan(
                 "--preset {p} is for a server: give --server 'COMMAND' (e.g. --server 'postgres -D DATADIR -p 5433') and the load after --"
             )));
         }
-        if a.ready.is_some() || a.server_warmup.is_some() {
+        if a.ready.is_some() || a.server_warmup.is_some() || a.server_pidfile.is_some() {
             return Err(UsageError(
-                "--ready and --server-warmup need --server 'COMMAND'".into(),
+                "--ready, --server-warmup and --server-pidfile need --server 'COMMAND'".into(),
             ));
         }
         return Ok((None, Vec::new()));
@@ -442,6 +442,7 @@ fn server_plan(
             ready_timeout: a.ready_timeout,
             warmup: a.server_warmup.clone(),
             stop_grace: a.stop_grace,
+            pidfile: a.server_pidfile.clone(),
             preset: service.map(String::from),
         }),
         arms,

@@ -88,10 +88,10 @@ pub fn start(sp: &ServerPlan, arm: &Arm, base: &TrialSpec) -> Result<Running, Se
             None,
         )
     })?;
-    let ready_in = match server.wait_ready(&ready, sp.ready_timeout) {
+    let mut server = server;
+    let ready_in = match server.wait_ready(&ready, sp.ready_timeout, sp.pidfile.as_deref()) {
         Ok(d) => d,
         Err(f) => {
-            let mut server = server;
             server.stop(sp.stop_grace);
             return Err(failed(f, None));
         }
@@ -117,7 +117,6 @@ pub fn start(sp: &ServerPlan, arm: &Arm, base: &TrialSpec) -> Result<Running, Se
                 Err(e) => format!("--server-warmup {w:?}: {e}"),
             };
             let (_, tail) = server.output();
-            let mut server = server;
             server.stop(sp.stop_grace);
             return Err(failed(
                 ServerFailure {
