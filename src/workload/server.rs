@@ -679,7 +679,7 @@ mod tests {
         assert!(end.exited_early && end.exit_code == Some(3));
         let mut s = Server::start(&spec("trap '' TERM; echo up; exec sleep 300"), &ready).unwrap();
         let e = s
-            .wait_ready(&ready, Duration::from_millis(300))
+            .wait_ready(&ready, Duration::from_millis(300), None)
             .unwrap_err();
         assert!(e.what.contains("not ready after 0.3 s"), "{e}");
         // It ignores SIGTERM: killed after the grace period.
