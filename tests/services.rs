@@ -822,3 +822,55 @@ fn a_server_that_daemonizes_is_followed_through_its_pidfile() {
             && running_with(&format!(":{port}")).is_empty()
     );
 }
+
+#[test]
+fn sysbench_output_is_read_by_its_parser() {
+    if !have("sysbench") {
+        eprintln!("skipped: sysbench is not installed (.ci/run installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let out = common::hugelab_stdout([
+        "run",
+        "--metric",
+        "sysbench",
+        "--arm",
+        "a=",
+        "--arm",
+        "b=",
+        "--blocks",
+        "2",
+        "--warmup",
+        "0",
+        "--json",
+        "--db",
+        &db.display().to_string(),
+        "--",
+        "sysbench",
+        "memory",
+        "--memory-total-size=64M",
+        "--percentile=99",
+        "run",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let names: Vec<&str> = v["plan"]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["wall_s", "events_per_s", "lat_avg_ms", "lat_p99_ms"]
+    );
+    for t in trials(&db) {
+        assert!(t.ok, "{}", t.evidence);
+        assert!(
+            t.metrics["events_per_s"] > 0.0 && t.metrics["mib_per_s"] > 0.0,
+            "{:?}",
+            t.metrics
+        );
+        assert!(t.metrics.contains_key("lat_p99_ms"));
+    }
+}
