@@ -799,7 +799,51 @@ fn export_import_compare_roundtrip() {
         .arg(&hf)
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&out.stdout).contains("imported 2 commands, 6 trials"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("imported 2 arms, 6 trials"));
+    // The hugelab export came back whole: every trial with its block, metrics and evidence.
+    let store = Store::open(&db).unwrap();
+    let (_, _, original) = store.load(1).unwrap();
+    let (meta, _, again) = store.load(2).unwrap();
+    let key = |t: &hugelab::store::TrialRow| (t.block, t.arm_idx, t.ok, t.metrics.clone());
+    let mut want: Vec<_> = original.iter().filter(|t| t.block >= 0).map(key).collect();
+    want.sort_by_key(|k| (k.0, k.1));
+    assert_eq!(want, again.iter().map(key).collect::<Vec<_>>());
+    assert_ne!(
+        meta.plan["paired"], false,
+        "a hugelab export keeps its pairing"
+    );
+    // Garbage is refused with the offending index, and nothing is stored.
+    for (times, want) in [
+        ("[0.1,-0.5,0.1]", "results[0].times[1] = -0.5"),
+        ("[0.1,0,0.1]", "results[0].times[1] = 0"),
+        ("[0.1,1e308,0.1]", "results[0].times[1] = 1e"),
+        (
+            "[0.1,\"fast\",0.1]",
+            "results[0].times[1] = \"fast\": not a number",
+        ),
+    ] {
+        let bad = dir.path().join("bad.json");
+        std::fs::write(
+            &bad,
+            format!(r#"{{"results":[{{"command":"x","times":{times}}}]}}"#),
+        )
+        .unwrap();
+        let out = Command::cargo_bin("hugelab")
+            .unwrap()
+            .args(["import", "--db"])
+            .arg(&db)
+            .arg(&bad)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{times}: {err}");
+        assert!(err.contains(want), "{times}: {err}");
+    }
+    assert_eq!(
+        Store::open(&db).unwrap().runs().unwrap().len(),
+        3,
+        "no partial run stored"
+    );
 }
 
 #[test]

@@ -54,6 +54,14 @@ fn running_with(needle: &str) -> Vec<String> {
     out
 }
 
+/// A private Redis on `port`, under its command line or the title it sets itself
+/// (`redis-server 127.0.0.1:PORT`).
+fn redis_running(port: &str) -> Vec<String> {
+    let mut v = running_with(&format!("--port {port}"));
+    v.extend(running_with(&format!(":{port}")));
+    v
+}
+
 fn thp_enabled() -> String {
     common::selected("/sys/kernel/mm/transparent_hugepage/enabled")
 }
@@ -413,7 +421,7 @@ fn redis_preset_shows_thp_reaching_redis_only_when_it_does_not_opt_out() {
         assert!(t.flagged.is_none());
     }
     assert_eq!(thp_enabled(), thp_before, "THP mode restored");
-    assert!(running_with(&format!("--port {port}")).is_empty());
+    assert!(redis_running(&port).is_empty());
 }
 
 /// `hugelab run` of a Redis server that fails in some way: exit 4, the reason in the stop
@@ -442,11 +450,7 @@ fn failing_redis(port: &str, server: &str, extra: &[&str], load: &[&str]) -> Str
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let store = hugelab::store::Store::open(&db).unwrap();
     assert_eq!(store.load(1).unwrap().0.status, "failed");
-    assert!(
-        running_with(&format!("--port {port}")).is_empty(),
-        "{:?}",
-        running_with(port)
-    );
+    assert!(redis_running(port).is_empty(), "{:?}", redis_running(port));
     v["stop_reason"].as_str().unwrap().to_string()
 }
 
@@ -593,47 +597,58 @@ fn ctrl_c_stops_the_server_and_restores_settings() {
     let server = format!("redis-server --port {port} --bind 127.0.0.1 --save '' --appendonly no");
     let db = dir.path().join("r.db");
     let thp_before = thp_enabled();
+    /// The hugelab under test, killed if the test fails before it exits (it would hold the
+    /// settings journal and fail every later test).
+    struct Running(std::process::Child);
+    impl Drop for Running {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
     for presses in [1, 2] {
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("hugelab"))
-            .args([
-                "run",
-                "--server",
-                &server,
-                "--ready",
-                &format!("tcp:127.0.0.1:{port}"),
-                "--arm",
-                "never=thp=never",
-                "--arm",
-                "always=thp=always",
-                "--blocks",
-                "5",
-                "--warmup",
-                "0",
-                "--db",
-                &db.display().to_string(),
-                "--",
-                "sleep",
-                "3",
-            ])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = Running(
+            std::process::Command::new(assert_cmd::cargo::cargo_bin("hugelab"))
+                .args([
+                    "run",
+                    "--server",
+                    &server,
+                    "--ready",
+                    &format!("tcp:127.0.0.1:{port}"),
+                    "--arm",
+                    "never=thp=never",
+                    "--arm",
+                    "always=thp=always",
+                    "--blocks",
+                    "5",
+                    "--warmup",
+                    "0",
+                    "--db",
+                    &db.display().to_string(),
+                    "--",
+                    "sleep",
+                    "3",
+                ])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
         // Wait until the trial's server is up, then press Ctrl-C once or twice.
         let up = (0..100).any(|_| {
             std::thread::sleep(std::time::Duration::from_millis(100));
-            !running_with(&format!("--port {port}")).is_empty()
+            !redis_running(&port).is_empty()
         });
         assert!(up, "the server came up");
         for _ in 0..presses {
             // SAFETY: signalling the hugelab this test started.
-            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            unsafe { libc::kill(child.0.id() as i32, libc::SIGINT) };
             std::thread::sleep(std::time::Duration::from_millis(300));
         }
-        let status = child.wait().unwrap();
+        let status = child.0.wait().unwrap();
         assert_eq!(status.code(), Some(130), "{presses} Ctrl-C");
         assert!(
-            running_with(&format!("--port {port}")).is_empty(),
+            redis_running(&port).is_empty(),
             "{presses} Ctrl-C: server left"
         );
         assert_eq!(thp_enabled(), thp_before, "{presses} Ctrl-C: THP restored");
@@ -817,10 +832,7 @@ fn a_server_that_daemonizes_is_followed_through_its_pidfile() {
         pids.insert(s["pid"].as_i64().unwrap());
     }
     assert_eq!(pids.len(), 4, "a fresh daemon per trial");
-    assert!(
-        running_with(&format!("--port {port}")).is_empty()
-            && running_with(&format!(":{port}")).is_empty()
-    );
+    assert!(redis_running(&port).is_empty());
 }
 
 #[test]

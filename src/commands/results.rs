@@ -221,74 +221,152 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// A hyperfine --export-json file (or a hugelab JSON export)
+    /// A hyperfine --export-json file, or a hugelab JSON export (`results export`; its metrics,
+    /// block pairing, failures and flags are kept)
     pub file: PathBuf,
+    /// A label for the imported run
     #[arg(long)]
     pub label: Option<String>,
+    /// Results database to import into (default $XDG_DATA_HOME/hugelab/results.db)
     #[arg(long)]
     pub db: Option<PathBuf>,
 }
 
-/// Import hyperfine JSON: one arm per `results[]` entry, one trial per element of `times`.
-/// hyperfine runs commands one after another, so these trials are not paired: compare them
-/// with `hugelab compare` (unpaired), not as blocks.
-pub fn import(a: ImportArgs) -> anyhow::Result<i32> {
-    let text = std::fs::read_to_string(&a.file)
-        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", a.file.display()))?;
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| UsageError(format!("{} is not JSON: {e}", a.file.display())))?;
-    let results = v["results"].as_array().ok_or_else(|| {
+/// A value read from an imported file: finite, not negative, and (for times) above zero.
+fn checked(v: &serde_json::Value, what: &str, time: bool) -> Result<f64, UsageError> {
+    let x = v.as_f64().ok_or_else(|| {
         UsageError(format!(
-            "{}: no `results` array (expected hyperfine --export-json output)",
-            a.file.display()
+            "{what} = {v}: not a number; fix or remove it in the file"
         ))
     })?;
-    let mut store = Store::open(&a.db.clone().unwrap_or_else(crate::store::default_path))?;
-    let arms: Vec<ArmRow> = results
-        .iter()
-        .enumerate()
-        .map(|(i, r)| ArmRow {
+    if !x.is_finite() || x < 0.0 || (time && x == 0.0) || x > 1e12 {
+        return Err(UsageError(format!(
+            "{what} = {v}: {}; fix or remove it in the file",
+            if time {
+                "a time must be a finite number of seconds above 0"
+            } else {
+                "a metric must be a finite number, not negative"
+            }
+        )));
+    }
+    Ok(x)
+}
+
+/// The arms, trials and plan of an import, all checked before anything is stored. A hugelab
+/// export keeps its trials as they were: every metric, the block pairing, failures and flags.
+/// hyperfine JSON gives one arm per `results[]` entry and one unpaired trial per `times` item.
+fn import_rows(
+    v: &serde_json::Value,
+    file: &std::path::Path,
+) -> Result<(Vec<ArmRow>, Vec<TrialRow>, serde_json::Value), UsageError> {
+    let results = v["results"].as_array().ok_or_else(|| {
+        UsageError(format!(
+            "{}: no `results` array (expected hyperfine --export-json output or a hugelab export)",
+            file.display()
+        ))
+    })?;
+    if results.is_empty() {
+        return Err(UsageError(format!(
+            "{}: `results` is empty",
+            file.display()
+        )));
+    }
+    let hugelab = v["hugelab"]["schema"] == "hugelab.export/1"
+        && results.iter().all(|r| r["hugelab"]["trials"].is_array());
+    let mut arms = Vec::new();
+    let mut trials = Vec::new();
+    for (i, r) in results.iter().enumerate() {
+        arms.push(ArmRow {
             idx: i as i64,
             name: r["hugelab"]["arm"]
                 .as_str()
                 .map(str::to_string)
                 .unwrap_or_else(|| format!("cmd{}", i + 1)),
-            spec: r["command"].as_str().unwrap_or("").to_string(),
-        })
-        .collect();
-    let command: Vec<String> = arms.iter().map(|a| a.spec.clone()).collect();
-    let plan = serde_json::json!({"imported_from": a.file.display().to_string(), "paired": false, "baseline": 0, "metrics": [{"name": "wall_s", "better": "lower"}]});
-    let id = store.create_run(a.label.as_deref(), &command, None, "imported", &plan, &arms)?;
-    let mut seq = 0;
-    for (i, r) in results.iter().enumerate() {
+            spec: r["hugelab"]["spec"]
+                .as_str()
+                .or(r["command"].as_str())
+                .unwrap_or("")
+                .to_string(),
+        });
+        if hugelab {
+            for (k, t) in r["hugelab"]["trials"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                let mut metrics = BTreeMap::new();
+                for (name, x) in t["metrics"].as_object().into_iter().flatten() {
+                    let what = format!("results[{i}].hugelab.trials[{k}].metrics.{name}");
+                    metrics.insert(name.clone(), checked(x, &what, name == "wall_s")?);
+                }
+                trials.push(TrialRow {
+                    block: t["block"].as_i64().unwrap_or(k as i64),
+                    arm_idx: i as i64,
+                    seq: 0,
+                    ok: t["ok"].as_bool().unwrap_or(false),
+                    flagged: t["flagged"].as_str().map(String::from),
+                    metrics,
+                    evidence: t["evidence"].clone(),
+                });
+            }
+            continue;
+        }
         let times = r["times"]
             .as_array()
             .ok_or_else(|| UsageError(format!("results[{i}] has no `times` array")))?;
         let codes = r["exit_codes"].as_array();
         for (k, t) in times.iter().enumerate() {
-            let Some(t) = t.as_f64() else { continue };
+            let t = checked(t, &format!("results[{i}].times[{k}]"), true)?;
             let code = codes
                 .and_then(|c| c.get(k))
                 .and_then(|c| c.as_i64())
                 .unwrap_or(0);
-            store.add_trial(
-                id,
-                &TrialRow {
-                    block: k as i64,
-                    arm_idx: i as i64,
-                    seq,
-                    ok: code == 0,
-                    flagged: None,
-                    metrics: BTreeMap::from([("wall_s".to_string(), t)]),
-                    evidence: serde_json::json!({"exit_code": code, "imported": true}),
-                },
-            )?;
-            seq += 1;
+            trials.push(TrialRow {
+                block: k as i64,
+                arm_idx: i as i64,
+                seq: 0,
+                ok: code == 0,
+                flagged: None,
+                metrics: BTreeMap::from([("wall_s".to_string(), t)]),
+                evidence: serde_json::json!({"exit_code": code, "imported": true}),
+            });
         }
     }
+    // Trials in the order they ran (by block, then arm), numbered.
+    trials.sort_by_key(|t| (t.block, t.arm_idx));
+    for (n, t) in trials.iter_mut().enumerate() {
+        t.seq = n as i64;
+    }
+    let mut plan = if hugelab {
+        v["hugelab"]["run"]["plan"].clone()
+    } else {
+        serde_json::json!({"paired": false, "baseline": 0, "metrics": [{"name": "wall_s", "better": "lower"}]})
+    };
+    if !plan.is_object() {
+        plan = serde_json::json!({});
+    }
+    plan["imported_from"] = file.display().to_string().into();
+    Ok((arms, trials, plan))
+}
+
+/// Import hyperfine JSON or a hugelab export. hyperfine runs commands one after another, so
+/// its trials are not paired: compare them with `hugelab compare` (unpaired), not as blocks.
+/// Everything is checked first and stored in one transaction: a bad file stores nothing.
+pub fn import(a: ImportArgs) -> anyhow::Result<i32> {
+    let text = std::fs::read_to_string(&a.file)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", a.file.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| UsageError(format!("{} is not JSON: {e}", a.file.display())))?;
+    let (arms, trials, plan) = import_rows(&v, &a.file)
+        .map_err(|e| UsageError(format!("{}: {}", a.file.display(), e.0)))?;
+    let command: Vec<String> = arms.iter().map(|a| a.spec.clone()).collect();
+    let mut store = Store::open(&a.db.clone().unwrap_or_else(crate::store::default_path))?;
+    let id = store.import_run(a.label.as_deref(), &command, &plan, &arms, &trials)?;
     println!(
-        "imported {} commands, {seq} trials from {} as run {id}",
+        "imported {} arms, {} trials from {} as run {id}",
         arms.len(),
+        trials.len(),
         a.file.display()
     );
     Ok(0)

@@ -198,22 +198,8 @@ impl Store {
         plan: &serde_json::Value,
         arms: &[ArmRow],
     ) -> anyhow::Result<i64> {
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .unwrap_or_default()
-            .trim()
-            .to_string();
         let tx = self.conn.transaction()?;
-        tx.execute(
-            "INSERT INTO runs (created, label, command, host, kernel, status, plan) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![now_utc(), label, serde_json::to_string(command)?, host, kernel, status, plan.to_string()],
-        )?;
-        let id = tx.last_insert_rowid();
-        for a in arms {
-            tx.execute(
-                "INSERT INTO arms VALUES (?1, ?2, ?3, ?4)",
-                params![id, a.idx, a.name, a.spec],
-            )?;
-        }
+        let id = insert_run(&tx, label, command, kernel, status, plan, arms)?;
         tx.commit()?;
         Ok(id)
     }
@@ -221,19 +207,28 @@ impl Store {
     /// One trial and its metrics, atomically.
     pub fn add_trial(&mut self, run: i64, t: &TrialRow) -> anyhow::Result<()> {
         let tx = self.conn.transaction()?;
-        tx.execute(
-            "INSERT INTO trials (run_id, block, arm_idx, seq, ok, flagged, evidence) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![run, t.block, t.arm_idx, t.seq, t.ok, t.flagged, t.evidence.to_string()],
-        )?;
-        let tid = tx.last_insert_rowid();
-        for (k, v) in &t.metrics {
-            tx.execute(
-                "INSERT INTO metrics VALUES (?1, ?2, ?3)",
-                params![tid, k, v],
-            )?;
-        }
+        insert_trial(&tx, run, t)?;
         tx.commit()?;
         Ok(())
+    }
+
+    /// A whole run at once (an import): its row, arms and trials in one transaction, so a
+    /// failure stores nothing.
+    pub fn import_run(
+        &mut self,
+        label: Option<&str>,
+        command: &[String],
+        plan: &serde_json::Value,
+        arms: &[ArmRow],
+        trials: &[TrialRow],
+    ) -> anyhow::Result<i64> {
+        let tx = self.conn.transaction()?;
+        let id = insert_run(&tx, label, command, None, "imported", plan, arms)?;
+        for t in trials {
+            insert_trial(&tx, id, t)?;
+        }
+        tx.commit()?;
+        Ok(id)
     }
 
     pub fn finish_run(
@@ -329,6 +324,48 @@ impl Store {
 }
 
 /// A stored trial as the analysis sees it.
+fn insert_run(
+    tx: &rusqlite::Transaction,
+    label: Option<&str>,
+    command: &[String],
+    kernel: Option<&str>,
+    status: &str,
+    plan: &serde_json::Value,
+    arms: &[ArmRow],
+) -> anyhow::Result<i64> {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    tx.execute(
+        "INSERT INTO runs (created, label, command, host, kernel, status, plan) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![now_utc(), label, serde_json::to_string(command)?, host, kernel, status, plan.to_string()],
+    )?;
+    let id = tx.last_insert_rowid();
+    for a in arms {
+        tx.execute(
+            "INSERT INTO arms VALUES (?1, ?2, ?3, ?4)",
+            params![id, a.idx, a.name, a.spec],
+        )?;
+    }
+    Ok(id)
+}
+
+fn insert_trial(tx: &rusqlite::Transaction, run: i64, t: &TrialRow) -> anyhow::Result<()> {
+    tx.execute(
+        "INSERT INTO trials (run_id, block, arm_idx, seq, ok, flagged, evidence) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![run, t.block, t.arm_idx, t.seq, t.ok, t.flagged, t.evidence.to_string()],
+    )?;
+    let tid = tx.last_insert_rowid();
+    for (k, v) in &t.metrics {
+        tx.execute(
+            "INSERT INTO metrics VALUES (?1, ?2, ?3)",
+            params![tid, k, v],
+        )?;
+    }
+    Ok(())
+}
+
 pub fn trial_data(t: &TrialRow) -> crate::analyze::experiment::TrialData {
     crate::analyze::experiment::trial_data(
         t.block,
