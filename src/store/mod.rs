@@ -323,7 +323,7 @@ impl Store {
     }
 }
 
-/// A stored trial as the analysis sees it.
+/// A run's row and its arms, inside the caller's transaction.
 fn insert_run(
     tx: &rusqlite::Transaction,
     label: Option<&str>,
@@ -351,6 +351,7 @@ fn insert_run(
     Ok(id)
 }
 
+/// A trial's row and its metrics, inside the caller's transaction.
 fn insert_trial(tx: &rusqlite::Transaction, run: i64, t: &TrialRow) -> anyhow::Result<()> {
     tx.execute(
         "INSERT INTO trials (run_id, block, arm_idx, seq, ok, flagged, evidence) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -366,6 +367,7 @@ fn insert_trial(tx: &rusqlite::Transaction, run: i64, t: &TrialRow) -> anyhow::R
     Ok(())
 }
 
+/// A stored trial as the analysis sees it.
 pub fn trial_data(t: &TrialRow) -> crate::analyze::experiment::TrialData {
     crate::analyze::experiment::trial_data(
         t.block,
