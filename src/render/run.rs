@@ -121,13 +121,19 @@ pub fn metric_grid(r: &ExperimentReport, m: &MetricReport) -> Grid {
     g
 }
 
-/// "+1.23% [+0.50, +2.00]", with "@98.3%" when the interval's level is not the family's.
+/// "+1.23% [+0.50, +2.00]", with "@99.61%" when the interval's level is not the family's.
 pub fn contrast_cell(r: &ExperimentReport, c: &Contrast) -> String {
     let p = &c.percent;
-    // An interval computed at another level than the family-wise one (a Holm step, a
-    // Bonferroni share, a sequential boundary) says which.
-    let at = if c.level > 0.0 && (c.level - r.confidence).abs() > 1e-9 {
-        format!(" @{}", fmt_level(c.level))
+    // The level the interval really has: computed at a Holm step, a Bonferroni share or a
+    // sequential boundary, and for the exact signed-rank interval the coverage its
+    // discrete ranks achieve (at least the level asked for).
+    let level = if p.lo.is_some() && p.confidence > 0.0 {
+        p.confidence
+    } else {
+        c.level
+    };
+    let at = if level > 0.0 && (level - r.confidence).abs() > 1e-9 {
+        format!(" @{}", fmt_level(level))
     } else {
         String::new()
     };

@@ -276,6 +276,16 @@ impl Server {
         (log.head.clone(), log.tail.iter().cloned().collect())
     }
 
+    /// Wait until the output pipe is at end of file (every writer exited), at most `max`.
+    fn wait_log_closed(&self, max: Duration) -> bool {
+        let (lock, cv) = &*self.log;
+        let log = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let (log, _) = cv
+            .wait_timeout_while(log, max, |l| !l.closed)
+            .unwrap_or_else(|p| p.into_inner());
+        log.closed
+    }
+
     fn failure(&self, what: String) -> ServerFailure {
         ServerFailure {
             what,
@@ -293,6 +303,9 @@ impl Server {
     ) -> Result<Duration, ServerFailure> {
         let deadline = self.started + timeout;
         let died = |s: &Server| {
+            // Its last words may still be in the pipe: read them to the end first (a moment;
+            // a descendant that escaped could keep the pipe open).
+            s.wait_log_closed(Duration::from_secs(1));
             let how = match s.leader_status {
                 Some(st) if s.daemon.is_some() => {
                     format!("the daemon exited; {}", describe_wait_status(st))
@@ -450,16 +463,10 @@ impl Server {
         crate::control::signals::server_stopped();
         // The pipe closes once every holder has exited; a grandchild that escaped the tree
         // could keep it open, so the reader is not waited for longer than a moment.
-        if let Some(r) = self.reader.take() {
-            let (lock, cv) = &*self.log;
-            let log = lock.lock().unwrap_or_else(|p| p.into_inner());
-            let (log, _) = cv
-                .wait_timeout_while(log, Duration::from_secs(2), |l| !l.closed)
-                .unwrap_or_else(|p| p.into_inner());
-            if log.closed {
-                drop(log);
-                let _ = r.join();
-            }
+        if let Some(r) = self.reader.take()
+            && self.wait_log_closed(Duration::from_secs(2))
+        {
+            let _ = r.join();
         }
         end
     }

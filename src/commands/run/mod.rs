@@ -66,8 +66,10 @@ pub struct RunArgs {
     /// maximum of 1000, usually bounded by --max-time]
     #[arg(long)]
     pub blocks: Option<usize>,
-    /// Stop as soon as every contrast is settled (a confidence sequence: valid however often it
-    /// looks; α split across contrasts)
+    /// Stop as soon as every contrast is settled (a confidence sequence for the mean log-ratio,
+    /// looked at after every block; α split across contrasts). Its time-uniform validity is
+    /// asymptotic: the sample SD is plugged in for the unknown one (the simulation study
+    /// measures the false-positive rate it really has)
     #[arg(long, conflicts_with = "looks")]
     pub sequential: bool,
     /// Group-sequential O'Brien–Fleming design: K equally spaced looks up to --blocks (the
