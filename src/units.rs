@@ -95,6 +95,11 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
 
 /// A duration that must be more than zero (a timeout, a period, a length of time to run).
 pub fn parse_positive_duration(s: &str) -> Result<std::time::Duration, String> {
+    if s.trim_start().starts_with('-') {
+        return Err(format!(
+            "{s:?} is negative; give a duration above 0, e.g. 500ms, 2s, 1m"
+        ));
+    }
     let d = parse_duration(s)?;
     if d.is_zero() {
         return Err(format!(
@@ -153,6 +158,7 @@ mod tests {
         fn never_panics(s in ".{0,12}") {
             let _ = s.parse::<Bytes>();
             let _ = parse_duration(&s);
+            let _ = parse_positive_duration(&s);
         }
     }
 }

@@ -270,6 +270,30 @@ pub fn contrasts(
     better: Better,
     design: &Design,
 ) -> Vec<Option<Contrast>> {
+    contrasts_with(d, effect, confidence, better, design, true)
+}
+
+/// The same contrasts without the mean ratio's bootstrap interval: what a sequential look
+/// needs to decide whether to stop (the verdicts rest on the paired interval alone), without
+/// 2,000 resamples per contrast between two trials.
+pub fn verdicts_only(
+    d: &[Vec<f64>],
+    effect: f64,
+    confidence: f64,
+    better: Better,
+    design: &Design,
+) -> Vec<Option<Contrast>> {
+    contrasts_with(d, effect, confidence, better, design, false)
+}
+
+fn contrasts_with(
+    d: &[Vec<f64>],
+    effect: f64,
+    confidence: f64,
+    better: Better,
+    design: &Design,
+    bootstrap: bool,
+) -> Vec<Option<Contrast>> {
     let m = d.len().max(1);
     let alpha = 1.0 - confidence;
     let raw: Vec<f64> = d.iter().map(|x| signed_rank_p(x)).collect();
@@ -295,7 +319,9 @@ pub fn contrasts(
         .map(|((x, p), level)| {
             let e = paired_interval(x, level, design)?;
             let ratios: Vec<f64> = x.iter().map(|v| v.exp()).collect();
-            let boot = bootstrap_bca_mean(&ratios, level, 2000, 0x5eed)
+            let boot = bootstrap
+                .then(|| bootstrap_bca_mean(&ratios, level, 2000, 0x5eed))
+                .flatten()
                 .map(|b| b.map(|r| (r - 1.0) * 100.0));
             let sd = sample_sd(x);
             let more = |n: usize| {
@@ -520,6 +546,27 @@ mod tests {
             l.iter().all(|x| (x - (1.0 - 0.05 / 3.0)).abs() < 1e-12),
             "{l:?}"
         );
+    }
+
+    #[test]
+    fn a_sequential_look_decides_as_the_full_analysis_without_the_bootstrap() {
+        let d: Vec<Vec<f64>> = vec![
+            (0..20).map(|i| -0.05 + 0.001 * (i % 5) as f64).collect(),
+            (0..20).map(|i| 0.002 * ((i % 7) as f64 - 3.0)).collect(),
+        ];
+        let design = Design::Sequential {
+            n_opt: SEQUENTIAL_N_OPT,
+        };
+        let full = contrasts(&d, 0.01, 0.99, Better::Lower, &design);
+        let quick = verdicts_only(&d, 0.01, 0.99, Better::Lower, &design);
+        for (f, q) in full.iter().zip(&quick) {
+            let (f, q) = (f.as_ref().unwrap(), q.as_ref().unwrap());
+            assert_eq!(
+                (f.verdict, f.percent, f.level),
+                (q.verdict, q.percent, q.level)
+            );
+            assert!(f.mean_ratio_percent.is_some() && q.mean_ratio_percent.is_none());
+        }
     }
 
     #[test]

@@ -469,4 +469,13 @@ mod tests {
             vec![(Knob::ThpEnabled, "always".into())]
         );
     }
+
+    proptest::proptest! {
+        #[test]
+        fn arm_specs_never_panic(s in ".{0,80}", k in "[a-z.]{1,12}", v in "[ -~]{0,12}") {
+            let _ = parse_arm(&s);
+            let _ = parse_arm(&format!("x={k}={v}"));
+            let _ = parse_arm(&format!("x={k}={v},{k}={v}"));
+        }
+    }
 }

@@ -156,7 +156,20 @@ impl Region {
 
     fn map_inner(size: u64, backing: Backing, advise: bool) -> std::io::Result<Region> {
         let page = backing.page_size().max(4096) as usize;
-        let len = (size.max(1) as usize).next_multiple_of(page);
+        let too_big = || {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "a region of {} bytes cannot be mapped (it overflows the address space); give a size below MemAvailable",
+                    size
+                ),
+            )
+        };
+        let len = usize::try_from(size.max(1))
+            .ok()
+            .and_then(|s| s.checked_next_multiple_of(page))
+            .filter(|l| l.checked_add(TWO_MIB as usize).is_some())
+            .ok_or_else(too_big)?;
         let ptr = match backing {
             Backing::Hugetlb { page_size } => {
                 let flags = libc::MAP_PRIVATE
@@ -268,7 +281,17 @@ impl Region {
     /// byte every `stride` bytes. For showing that inspection costs what is resident, not the
     /// virtual size.
     pub fn map_sparse(size: u64, stride: u64) -> std::io::Result<Region> {
-        let len = size.next_multiple_of(4096) as usize;
+        let len = usize::try_from(size)
+            .ok()
+            .and_then(|s| s.checked_next_multiple_of(4096))
+            .ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!(
+                        "a region of {size} bytes cannot be mapped (it overflows the address space)"
+                    ),
+                )
+            })?;
         // SAFETY: a fresh anonymous mapping at an address of the kernel's choosing.
         let p = unsafe {
             libc::mmap(

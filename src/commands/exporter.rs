@@ -454,6 +454,8 @@ fn parse_listen(s: &str) -> Result<SocketAddr, UsageError> {
 }
 
 pub fn run(a: ExporterArgs) -> anyhow::Result<i32> {
+    // Checked first, --once or not: a typo is an error before anything is read.
+    let addr = parse_listen(&a.listen)?;
     let mut ex = Exporter::new(&a)?;
     let mut trace_thread = None;
     if let Some(k) = &a.trace {
@@ -482,7 +484,6 @@ pub fn run(a: ExporterArgs) -> anyhow::Result<i32> {
         );
         return Ok(0);
     }
-    let addr = parse_listen(&a.listen)?;
     let server = tiny_http::Server::http(addr).map_err(|e| {
         let in_use = e
             .downcast_ref::<std::io::Error>()

@@ -382,7 +382,7 @@ pub struct TopArgs {
     #[arg(long, default_value = "rss", value_parser = ["rss", "coverage", "huge"])]
     pub sort: String,
     /// Rows to show
-    #[arg(long, short = 'n', default_value_t = 20)]
+    #[arg(long, short = 'n', default_value_t = 20, allow_negative_numbers = true, value_parser = super::parse_count)]
     pub limit: usize,
     /// Full detail (smaps and folio sizes) instead of the cheap smaps_rollup
     #[arg(long)]

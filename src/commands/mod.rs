@@ -72,6 +72,24 @@ pub fn parse_env(s: &str) -> Result<(String, String), String> {
     }
 }
 
+/// A count that must be at least 1 (rows to show, rounds, blocks).
+pub fn parse_count(s: &str) -> Result<usize, String> {
+    match s.parse::<i64>() {
+        Ok(n) if n >= 1 => Ok(n as usize),
+        Ok(n) => Err(format!("{n} is not a count; give 1 or more")),
+        Err(_) => Err(format!("{s:?} is not a whole number; give 1 or more")),
+    }
+}
+
+/// `--warmup`: 0 or more runs.
+pub fn parse_warmup(s: &str) -> Result<usize, String> {
+    match s.parse::<i64>() {
+        Ok(n) if n >= 0 => Ok(n as usize),
+        Ok(n) => Err(format!("{n} is negative; give 0 (no warm-up) or more")),
+        Err(_) => Err(format!("{s:?} is not a whole number; give 0 or more")),
+    }
+}
+
 /// The seed given, or one from the clock (printed or stored so a run can be repeated).
 pub fn seed_or_clock(seed: Option<u64>) -> u64 {
     seed.unwrap_or_else(|| {

@@ -518,3 +518,37 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<i32> {
     }
     Ok(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn an_import_is_all_checked_or_refused_naming_the_value(
+            times in proptest::collection::vec(
+                prop_oneof![
+                    (-1e3f64..1e3).prop_map(|x| serde_json::json!(x)),
+                    Just(serde_json::json!(0)),
+                    Just(serde_json::json!(1e308)),
+                    Just(serde_json::json!("fast")),
+                    Just(serde_json::Value::Null),
+                ],
+                0..8,
+            )
+        ) {
+            let v = serde_json::json!({"results": [{"command": "x", "times": times}]});
+            match import_rows(&v, std::path::Path::new("f.json")) {
+                Ok((_, trials, _)) => {
+                    prop_assert_eq!(trials.len(), times.len());
+                    for t in &trials {
+                        let w = t.metrics["wall_s"];
+                        prop_assert!(w.is_finite() && w > 0.0);
+                    }
+                }
+                Err(e) => prop_assert!(e.0.contains("results[0].times["), "{}", e.0),
+            }
+        }
+    }
+}

@@ -17,11 +17,11 @@ pub struct StatusArgs {
     #[arg(long)]
     pub json: bool,
     /// Repeat every interval (e.g. 2s) and show counter changes since the previous sample; Ctrl-C stops
-    #[arg(long, value_parser = parse_positive_duration)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub interval: Option<std::time::Duration>,
     /// Stop after this many samples in --interval mode
-    #[arg(long, requires = "interval")]
-    pub count: Option<u64>,
+    #[arg(long, requires = "interval", allow_negative_numbers = true, value_parser = crate::commands::parse_count)]
+    pub count: Option<usize>,
     /// Read /proc and /sys under this directory instead of / (for captured fixtures)
     #[arg(long, hide = true)]
     pub root: Option<PathBuf>,
@@ -75,7 +75,7 @@ pub fn run(a: StatusArgs) -> anyhow::Result<i32> {
         }
         samples += 1;
         let Some(every) = a.interval else { break };
-        if a.count.is_some_and(|c| samples >= c) {
+        if a.count.is_some_and(|c| samples >= c as u64) {
             break;
         }
         previous = Some(s);

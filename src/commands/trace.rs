@@ -27,10 +27,10 @@ pub struct TraceArgs {
     #[arg(long, short)]
     pub events: Option<String>,
     /// How long to trace system-wide or a --pid [default: 10s; with --interval, until Ctrl-C]
-    #[arg(long, value_parser = parse_positive_duration)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub duration: Option<Duration>,
     /// One histogram per interval, like vmstat
-    #[arg(long, value_parser = parse_positive_duration)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub interval: Option<Duration>,
     /// Only this process (all its threads); the trace ends when it exits
     #[arg(long)]

@@ -87,6 +87,22 @@ pub fn base_page_size() -> u64 {
     if v > 0 { v as u64 } else { 4096 }
 }
 
+/// The CPUs this process may run on (its affinity mask: a cpuset or `taskset` narrows it), in
+/// ascending order; CPU ids need not start at 0 or be contiguous.
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: a zeroed cpu_set_t is the empty set; sched_getaffinity fills it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: this thread's mask into a valid set of the size given.
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0
+    {
+        return Vec::new();
+    }
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: c < CPU_SETSIZE.
+        .filter(|c| unsafe { libc::CPU_ISSET(*c, &set) })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

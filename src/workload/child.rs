@@ -13,8 +13,9 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Keep at most this much of each output stream (the head: metrics are usually printed once).
-const OUTPUT_CAP: usize = 4 << 20;
+/// Keep at most this much of the head and of the tail of each output stream: a metric printed
+/// at the start or at the end of a long log is kept, the middle of a huge one is dropped.
+const OUTPUT_CAP: usize = 2 << 20;
 
 #[derive(Debug, Clone, Default)]
 pub struct TrialSpec {
@@ -126,6 +127,9 @@ struct Output {
     out: Option<std::process::ChildStdout>,
     err: Option<std::process::ChildStderr>,
     bufs: [Vec<u8>; 2],
+    /// Past the head's cap: the last bytes, and how many were dropped in between.
+    tails: [std::collections::VecDeque<u8>; 2],
+    dropped: [u64; 2],
 }
 
 impl Output {
@@ -150,9 +154,15 @@ impl Output {
         match r {
             Some(Ok(n)) if n > 0 => {
                 let buf = &mut self.bufs[i];
-                // Past the cap, keep draining so the child never blocks on a full pipe.
+                // Past the cap, keep draining (the child never blocks on a full pipe) into a
+                // tail of the same size.
                 let keep = n.min(OUTPUT_CAP.saturating_sub(buf.len()));
                 buf.extend_from_slice(&chunk[..keep]);
+                let tail = &mut self.tails[i];
+                tail.extend(&chunk[keep..n]);
+                let over = tail.len().saturating_sub(OUTPUT_CAP);
+                tail.drain(..over);
+                self.dropped[i] += over as u64;
             }
             Some(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => {}
             _ => {
@@ -195,10 +205,21 @@ impl Output {
 
     fn into_strings(self) -> (String, String) {
         let [o, e] = self.bufs;
-        (
-            String::from_utf8_lossy(&o).into_owned(),
-            String::from_utf8_lossy(&e).into_owned(),
-        )
+        let [to, te] = self.tails;
+        let [dout, derr] = self.dropped;
+        let join = |head: Vec<u8>, tail: std::collections::VecDeque<u8>, dropped: u64| {
+            let mut s = String::from_utf8_lossy(&head).into_owned();
+            if !tail.is_empty() {
+                if dropped > 0 {
+                    s.push_str(&format!(
+                        "\n[hugelab: {dropped} bytes of output dropped here]\n"
+                    ));
+                }
+                s.push_str(&String::from_utf8_lossy(&Vec::from(tail)));
+            }
+            s
+        };
+        (join(o, to, dout), join(e, te, derr))
     }
 }
 
@@ -398,6 +419,8 @@ impl Runner for ProcessRunner {
             out: child.stdout.take(),
             err: child.stderr.take(),
             bufs: [Vec::new(), Vec::new()],
+            tails: Default::default(),
+            dropped: [0, 0],
         };
         let mut o = TrialOutcome::default();
         let deadline = spec.timeout.map(|t| start + t);
@@ -579,6 +602,28 @@ mod tests {
         s.config.thp_disable = false;
         let on = ProcessRunner.run(&s, &mut NoHooks).unwrap();
         assert!(on.stdout.trim().ends_with('1'), "{:?}", on.stdout);
+    }
+
+    #[test]
+    fn a_number_printed_after_a_huge_log_is_kept() {
+        // 6 MiB of noise, then the metric: the head and the tail are kept, the middle dropped.
+        let o = ProcessRunner
+            .run(
+                &spec(&[
+                    "sh",
+                    "-c",
+                    "head -c 6291456 /dev/zero | tr '\\0' x; echo; echo 'score: 42'",
+                ]),
+                &mut NoHooks,
+            )
+            .unwrap();
+        assert!(
+            o.stdout.trim_end().ends_with("score: 42"),
+            "{}",
+            &o.stdout[o.stdout.len() - 80..]
+        );
+        assert!(o.stdout.contains("bytes of output dropped here"));
+        assert!(o.stdout.len() <= 2 * OUTPUT_CAP + 100);
     }
 
     #[test]

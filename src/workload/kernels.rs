@@ -22,19 +22,20 @@ pub const LINE_WORDS: usize = 8;
 
 /// Link every 64-byte line of `words` into one random cycle: each line's first word holds the
 /// word index of the next line. A random order defeats the prefetchers, so each load waits.
+/// Sattolo's algorithm on the links themselves: a uniformly random single cycle, built in
+/// place (no index array, so no 32-bit index limit on the region's size).
 pub fn build_chase(words: &mut [u64], seed: u64) {
     let lines = words.len() / LINE_WORDS;
     if lines == 0 {
         return;
     }
-    let mut order: Vec<u32> = (0..lines as u32).collect();
+    for i in 0..lines {
+        words[i * LINE_WORDS] = (i * LINE_WORDS) as u64;
+    }
     let mut rng = XorShift::new(seed);
     for i in (1..lines).rev() {
-        order.swap(i, rng.below(i + 1));
-    }
-    for i in 0..lines {
-        let next = order[(i + 1) % lines] as u64 * LINE_WORDS as u64;
-        words[order[i] as usize * LINE_WORDS] = next;
+        let j = rng.below(i);
+        words.swap(i * LINE_WORDS, j * LINE_WORDS);
     }
 }
 

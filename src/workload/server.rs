@@ -693,4 +693,13 @@ mod tests {
         let end = s.stop(Duration::from_millis(200));
         assert!(end.killed && end.signal == Some(libc::SIGKILL), "{end:?}");
     }
+
+    proptest::proptest! {
+        #[test]
+        fn readiness_probes_never_panic(s in ".{0,60}", port in "[-0-9a-z]{0,8}") {
+            let _ = Ready::parse(&s);
+            let _ = Ready::parse(&format!("tcp:localhost:{port}"));
+            let _ = Ready::parse(&format!("log:{s}"));
+        }
+    }
 }

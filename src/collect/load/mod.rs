@@ -288,4 +288,22 @@ mod tests {
         let mut ok = w("pgbench -l --log-prefix=$HUGELAB_TRIAL_DIR/pgbench_log db");
         LoadFormat::Pgbench.prepare(&mut ok, true).unwrap();
     }
+
+    proptest::proptest! {
+        #[test]
+        fn every_format_reads_any_text_without_panicking(text in "(?s).{0,400}", words in proptest::collection::vec("[-a-z0-9=,]{0,10}", 0..6)) {
+            let dir = std::env::temp_dir();
+            let words: Vec<String> = words;
+            for f in [LoadFormat::Pgbench, LoadFormat::RedisBenchmark, LoadFormat::Memtier, LoadFormat::Sysbench, LoadFormat::Wrk, LoadFormat::Jmh] {
+                let _ = f.metrics(&words);
+                let _ = f.prepare(&mut words.clone(), false);
+                if f != LoadFormat::Pgbench && f != LoadFormat::Memtier {
+                    let _ = f.read(&text, &text, &dir);
+                }
+            }
+            let _ = pgbench::read(&text, &text);
+            let _ = memtier::read(&text);
+            let _ = to_ms(&text);
+        }
+    }
 }

@@ -38,13 +38,13 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',')]
     pub backings: Vec<String>,
     /// Measured rounds; each round runs every backing once, in random order (≥ 11 for a 99.9% ratio interval)
-    #[arg(long, default_value_t = 12)]
+    #[arg(long, default_value_t = 12, allow_negative_numbers = true, value_parser = crate::commands::parse_count)]
     pub rounds: usize,
     /// Target duration of one touch/chase iteration
     #[arg(long, default_value = "20ms", value_parser = parse_positive_duration)]
     pub iteration_time: Duration,
     /// Threads for touch and stream
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = crate::commands::parse_count)]
     pub threads: usize,
     /// Confidence level of intervals
     #[arg(long, default_value_t = 0.999, value_parser = super::parse_confidence)]

@@ -426,7 +426,7 @@ fn settled(plan: &Plan, trials: &[TrialRow]) -> bool {
         .filter(|i| *i != plan.baseline)
         .map(|i| experiment::log_ratios(&data, i, plan.baseline, &primary.name))
         .collect();
-    verdict::contrasts(
+    verdict::verdicts_only(
         &d,
         plan.effect,
         plan.confidence,

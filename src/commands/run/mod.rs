@@ -60,11 +60,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub baseline: Option<String>,
     /// Unmeasured runs of each arm before the blocks
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = crate::commands::parse_warmup)]
     pub warmup: usize,
     /// Blocks (each runs every arm once, in random order) [default: 10; with --sequential, a
     /// maximum of 1000, usually bounded by --max-time]
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::commands::parse_count)]
     pub blocks: Option<usize>,
     /// Stop as soon as every contrast is settled (a confidence sequence for the mean log-ratio,
     /// looked at after every block; α split across contrasts). Its time-uniform validity is
@@ -87,7 +87,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 0.99, value_parser = super::parse_confidence)]
     pub confidence: f64,
     /// Stop starting new blocks after this long (e.g. 10m)
-    #[arg(long, value_parser = parse_positive_duration)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub max_time: Option<Duration>,
     /// Shell command run before every trial (not measured)
     #[arg(long)]
@@ -99,7 +99,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub compact: bool,
     /// Kill a trial (and its process group) after this long
-    #[arg(long, value_parser = parse_positive_duration)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub timeout: Option<Duration>,
     #[arg(long)]
     pub cwd: Option<PathBuf>,
@@ -315,14 +315,17 @@ fn too_few_blocks(plan: &Plan) -> Option<String> {
 
 /// Keep hugelab's own threads off the child's CPU (`--pin`).
 fn pin_self_away_from(cpu: usize) -> anyhow::Result<()> {
-    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if n < 2 {
+    let others: Vec<usize> = crate::probe::cpu::allowed_cpus()
+        .into_iter()
+        .filter(|c| *c != cpu)
+        .collect();
+    if others.is_empty() {
         return Ok(());
     }
     // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET writes within it.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for c in (0..n).filter(|c| *c != cpu) {
-        // SAFETY: c < n ≤ CPU_SETSIZE.
+    for c in others {
+        // SAFETY: c came from the affinity mask, so c < CPU_SETSIZE.
         unsafe { libc::CPU_SET(c, &mut set) };
     }
     // SAFETY: setting this thread's affinity with a valid set; threads started later inherit it.

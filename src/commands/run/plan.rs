@@ -589,11 +589,11 @@ fn plan_with(
         _ => Design::Fixed,
     };
     if let Some(cpu) = a.pin {
-        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-        if cpu >= n {
+        let allowed = crate::probe::cpu::allowed_cpus();
+        if !allowed.contains(&cpu) {
             return Err(UsageError(format!(
-                "--pin {cpu}: this machine has CPUs 0–{} ",
-                n - 1
+                "--pin {cpu}: hugelab may run on CPUs {:?} only (its affinity mask); pick one of them",
+                allowed
             )));
         }
     }
