@@ -293,22 +293,26 @@ fn run_times_paused_qemu_per_backing_with_evidence_from_qemu() {
         "{advice}"
     );
 
-    // A 2 MiB pool the arm keeps empty: QEMU fails, and the run says why.
-    let v = common::hugelab_json([
-        "run",
-        "--db",
-        db.to_str().unwrap(),
-        "--blocks",
-        "2",
-        "--json",
-        "--arm",
-        "thp=qemu.backing=thp",
-        "--arm",
-        "short=qemu.backing=hugetlb-2m,hugetlb.2M=0",
-        "--shell",
-        "--",
-        &quit_script("256M"),
-    ]);
+    // A 2 MiB pool the arm keeps empty: QEMU fails, the run fails (exit 4) and says why.
+    let out = common::hugelab_exits(
+        [
+            "run",
+            "--db",
+            db.to_str().unwrap(),
+            "--blocks",
+            "2",
+            "--json",
+            "--arm",
+            "thp=qemu.backing=thp",
+            "--arm",
+            "short=qemu.backing=hugetlb-2m,hugetlb.2M=0",
+            "--shell",
+            "--",
+            &quit_script("256M"),
+        ],
+        4,
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let why = v["stop_reason"].as_str().unwrap();
     assert!(
         why.contains("QEMU could not get its guest RAM on 2M hugetlb pages: the pool has 0 pages, 0 available")
