@@ -1,7 +1,7 @@
 //! The statistics engine's simulation study at CI size (deterministic seeds): interval
 //! coverage, A/A false positives under sequential stopping (with and without drift), runs to a
 //! verdict versus the fixed designs, and power lost to outliers. The full table:
-//! `cargo run --release --example stats_simulation`.
+//! `cargo test --release --test stats_simulation -- --nocapture`.
 
 #[test]
 fn simulation_study_meets_its_targets() {
