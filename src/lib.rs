@@ -22,3 +22,13 @@ pub mod store;
 pub mod sys;
 pub mod units;
 pub mod workload;
+
+/// `eprintln!` that cannot panic: when stderr is a closed pipe (its reader has gone), the line
+/// is lost, not the process — a panic would skip restoring settings or stopping a server.
+#[macro_export]
+macro_rules! eprintln_safe {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}

@@ -30,9 +30,9 @@ fn main() {
     match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            eprintln!("hugelab: error: {e}");
+            hugelab::eprintln_safe!("hugelab: error: {e}");
             for cause in e.chain().skip(1) {
-                eprintln!("  caused by: {cause}");
+                hugelab::eprintln_safe!("  caused by: {cause}");
             }
             std::process::exit(if e.downcast_ref::<commands::UsageError>().is_some() {
                 2

@@ -149,7 +149,7 @@ mod tests {
                 let pages: u64 = ranges.iter().map(|(a, b)| (b - a) / 4096).sum();
                 assert_eq!(pages, 2, "{ranges:x?}");
             }
-            Err(e) => eprintln!(
+            Err(e) => crate::eprintln_safe!(
                 "PAGEMAP_SCAN unavailable here ({e}); inspect falls back to reading pagemap"
             ),
         }

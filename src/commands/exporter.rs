@@ -147,13 +147,13 @@ fn start_trace(
     let wanted: Vec<(&str, Option<&str>)> = tracepoints(kinds);
     let mut tracer = Tracer::open(&tfs, &wanted);
     for m in &tracer.missing {
-        eprintln!("note: --trace: {} not traced: {}", m.event, m.reason);
+        crate::eprintln_safe!("note: --trace: {} not traced: {}", m.event, m.reason);
     }
     if tracer.sources.is_empty() {
         anyhow::bail!("--trace: no tracepoint could be opened");
     }
     if let Some(n) = &tfs.note {
-        eprintln!("note: {n}");
+        crate::eprintln_safe!("note: {n}");
     }
     tracer.enable()?;
     let shared = std::sync::Arc::new(std::sync::Mutex::new(Stalls::default()));
@@ -498,11 +498,11 @@ pub fn run(a: ExporterArgs) -> anyhow::Result<i32> {
     })?;
     let addr = server.server_addr().to_ip().unwrap_or(addr); // the real port for --listen …:0
     if !addr.ip().is_loopback() {
-        eprintln!(
+        crate::eprintln_safe!(
             "note: listening on {addr}, beyond loopback: anyone who can reach it can read this host's memory layout metrics"
         );
     }
-    eprintln!("hugelab exporter: http://{addr}/metrics (read-only; Ctrl-C stops)",);
+    crate::eprintln_safe!("hugelab exporter: http://{addr}/metrics (read-only; Ctrl-C stops)",);
     let mut said_folios = false;
     // Ctrl-C/SIGTERM end the loop, so that the trace thread can unmount tracefs.
     crate::control::defer_first_signal("stopping the exporter");
@@ -511,15 +511,15 @@ pub fn run(a: ExporterArgs) -> anyhow::Result<i32> {
             Ok(Some(r)) => r,
             Ok(None) => continue,
             Err(e) => {
-                eprintln!("hugelab exporter: {e}");
+                crate::eprintln_safe!("hugelab exporter: {e}");
                 continue;
             }
         };
         if let Err(e) = respond(&mut ex, req) {
-            eprintln!("hugelab exporter: answering a request: {e}");
+            crate::eprintln_safe!("hugelab exporter: answering a request: {e}");
         }
         if !said_folios && let Some(why) = ex.folio_note() {
-            eprintln!("note: folio sizes of watched processes are not exported: {why}");
+            crate::eprintln_safe!("note: folio sizes of watched processes are not exported: {why}");
             said_folios = true;
         }
     }

@@ -227,6 +227,6 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
         .unwrap_or_else(|| PathBuf::from(if md { "report.md" } else { "report.html" }));
     std::fs::write(&out, text.as_bytes())
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e} (use -o PATH)", out.display()))?;
-    eprintln!("wrote {} ({})", out.display(), Bytes(text.len() as u64));
+    crate::eprintln_safe!("wrote {} ({})", out.display(), Bytes(text.len() as u64));
     Ok(0)
 }

@@ -27,7 +27,7 @@ use crate::probe::Root;
 
 fn print_restored(restored: &[Restored]) {
     for r in restored {
-        eprintln!("  {}", r.describe());
+        crate::eprintln_safe!("  {}", r.describe());
     }
 }
 
@@ -36,14 +36,14 @@ pub fn recover_before_command() {
     let path = default_journal_path();
     match control::recover(&Root::system(), &path, false) {
         Ok(Recovery::Restored(r)) => {
-            eprintln!(
+            crate::eprintln_safe!(
                 "hugelab: an earlier run was interrupted; restored from {}:",
                 path.display()
             );
             print_restored(&r);
         }
         Ok(_) => {}
-        Err(e) => eprintln!("hugelab: warning: {e}"),
+        Err(e) => crate::eprintln_safe!("hugelab: warning: {e}"),
     }
 }
 

@@ -43,7 +43,7 @@ impl Progress {
 
     fn line(&self, msg: &str) {
         if !self.quiet {
-            eprintln!("{}: {msg}", self.prefix);
+            crate::eprintln_safe!("{}: {msg}", self.prefix);
         }
     }
 }
@@ -99,7 +99,7 @@ impl Observer for Progress {
     fn note(&mut self, msg: &str) {
         match &self.bar {
             Some(b) => b.println(msg),
-            None if !self.quiet => eprintln!("{msg}"),
+            None if !self.quiet => crate::eprintln_safe!("{msg}"),
             None => {}
         }
     }
