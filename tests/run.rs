@@ -1258,3 +1258,31 @@ fn read_only_commands_create_nothing_and_every_store_error_names_the_path() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("not stored (--no-save)"));
     assert!(!db.exists() && !dir.path().join("hugelab").exists());
 }
+
+#[test]
+fn a_closed_stderr_neither_panics_nor_changes_the_exit_code() {
+    let bin = assert_cmd::cargo::cargo_bin("hugelab");
+    let b = bin.display();
+    for (cmd, code) in [
+        (
+            format!(
+                "{b} run --arm a= --arm b= --blocks 2 --warmup 0 --no-save -- true 2>&- >/dev/null"
+            ),
+            0,
+        ),
+        (format!("{b} run --arm a= -- true 2>&-"), 2),
+        (
+            format!(
+                "{b} run --arm a= --arm b= --blocks 2 --warmup 0 --no-save -- false 2>&- >/dev/null"
+            ),
+            4,
+        ),
+    ] {
+        let st = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&cmd)
+            .status()
+            .unwrap();
+        assert_eq!(st.code(), Some(code), "{cmd}");
+    }
+}
