@@ -30,9 +30,17 @@ fn main() {
     match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            hugelab::eprintln_safe!("hugelab: error: {e}");
+            let top = e.to_string();
+            hugelab::eprintln_safe!("hugelab: error: {top}");
+            // A cause whose words the lines above already carry (an error that quotes its
+            // source) is not printed again.
+            let mut said = top;
             for cause in e.chain().skip(1) {
-                hugelab::eprintln_safe!("  caused by: {cause}");
+                let c = cause.to_string();
+                if !said.contains(&c) {
+                    hugelab::eprintln_safe!("  caused by: {c}");
+                    said.push_str(&c);
+                }
             }
             std::process::exit(if e.downcast_ref::<commands::UsageError>().is_some() {
                 2
