@@ -33,9 +33,9 @@ pub struct ReportArgs {
     pub out: Option<PathBuf>,
     #[arg(long, default_value = "html", value_parser = ["html", "md"])]
     pub format: String,
-    #[arg(long, default_value_t = 0.01, value_parser = super::parse_effect)]
+    #[arg(long, default_value_t = 0.01, allow_negative_numbers = true, value_parser = super::parse_effect)]
     pub effect: f64,
-    #[arg(long, default_value_t = 0.99, value_parser = super::parse_confidence)]
+    #[arg(long, default_value_t = 0.99, allow_negative_numbers = true, value_parser = super::parse_confidence)]
     pub confidence: f64,
     /// Results database (default $XDG_DATA_HOME/hugelab/results.db)
     #[arg(long)]

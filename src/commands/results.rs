@@ -30,9 +30,9 @@ pub enum ResultsAction {
     /// Re-analyse a stored run
     Show {
         run: i64,
-        #[arg(long, default_value_t = 0.01, value_parser = super::parse_effect)]
+        #[arg(long, default_value_t = 0.01, allow_negative_numbers = true, value_parser = super::parse_effect)]
         effect: f64,
-        #[arg(long, default_value_t = 0.99, value_parser = super::parse_confidence)]
+        #[arg(long, default_value_t = 0.99, allow_negative_numbers = true, value_parser = super::parse_confidence)]
         confidence: f64,
         #[arg(long)]
         json: bool,
@@ -384,9 +384,9 @@ pub struct CompareArgs {
     /// Higher values are better for this metric
     #[arg(long)]
     pub higher: bool,
-    #[arg(long, default_value_t = 0.01, value_parser = super::parse_effect)]
+    #[arg(long, default_value_t = 0.01, allow_negative_numbers = true, value_parser = super::parse_effect)]
     pub effect: f64,
-    #[arg(long, default_value_t = 0.99, value_parser = super::parse_confidence)]
+    #[arg(long, default_value_t = 0.99, allow_negative_numbers = true, value_parser = super::parse_confidence)]
     pub confidence: f64,
     #[arg(long)]
     pub db: Option<PathBuf>,

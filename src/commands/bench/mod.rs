@@ -47,7 +47,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = crate::commands::parse_count)]
     pub threads: usize,
     /// Confidence level of intervals
-    #[arg(long, default_value_t = 0.999, value_parser = super::parse_confidence)]
+    #[arg(long, default_value_t = 0.999, allow_negative_numbers = true, value_parser = super::parse_confidence)]
     pub confidence: f64,
     /// Seed for round order and access patterns (default: from the clock; printed)
     #[arg(long)]

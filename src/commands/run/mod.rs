@@ -81,10 +81,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, conflicts_with_all = ["preset", "sequential", "looks"])]
     pub calibrate: Option<Duration>,
     /// Smallest effect that matters (0.01 = 1%)
-    #[arg(long, default_value_t = 0.01, value_parser = super::parse_effect)]
+    #[arg(long, default_value_t = 0.01, allow_negative_numbers = true, value_parser = super::parse_effect)]
     pub effect: f64,
     /// Confidence level
-    #[arg(long, default_value_t = 0.99, value_parser = super::parse_confidence)]
+    #[arg(long, default_value_t = 0.99, allow_negative_numbers = true, value_parser = super::parse_confidence)]
     pub confidence: f64,
     /// Stop starting new blocks after this long (e.g. 10m)
     #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]

@@ -94,6 +94,14 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, Vec<OutputMetric>), UsageError> {
         &crate::probe::thp::read(&root).unwrap_or_default(),
         &crate::probe::hugetlb::read(&root).unwrap_or_default(),
     )?;
+    if let Some(total) = root
+        .parse_opt("/proc/meminfo", crate::probe::meminfo::parse)
+        .ok()
+        .flatten()
+        .and_then(|m| m.mem_total)
+    {
+        check_pools_fit(&p.arms, total)?;
+    }
     if let Some(d) = &a.cwd
         && !d.is_dir()
     {
@@ -188,6 +196,29 @@ pub fn size_jvm_pools(
             },
             target.to_string(),
         ));
+    }
+    Ok(())
+}
+
+/// A hugetlb pool an arm asks for must fit in the machine's memory (`MemTotal`).
+pub fn check_pools_fit(arms: &[Arm], mem_total: u64) -> Result<(), UsageError> {
+    for arm in arms {
+        for (k, v) in &arm.system {
+            if let Knob::HugetlbPages { size, .. } = k
+                && let Ok(n) = v.parse::<u64>()
+                && n.checked_mul(*size).is_none_or(|b| b > mem_total)
+            {
+                return Err(UsageError(format!(
+                    "arm {}: hugetlb.{}={n} is {} pages of {} — more than this machine's memory (MemTotal {}); give at most {}",
+                    arm.name,
+                    Bytes(*size),
+                    n,
+                    Bytes(*size),
+                    Bytes(mem_total),
+                    mem_total / size
+                )));
+            }
+        }
     }
     Ok(())
 }
