@@ -190,6 +190,26 @@ const CASES: &[(&[&str], i32, &str)] = &[
         2,
         "--baseline \"c\" is not an arm",
     ),
+    (
+        &[
+            "run",
+            "--arm",
+            "a=hugetlb.2M=99999999",
+            "--arm",
+            "b=",
+            "--",
+            "true",
+        ],
+        2,
+        "more than this machine's memory",
+    ),
+    (
+        &[
+            "run", "--arm", "a=", "--arm", "b=", "--effect", "-0.5", "--", "true",
+        ],
+        2,
+        "-0.5 is outside",
+    ),
     // run: options
     (
         &[
