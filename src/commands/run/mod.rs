@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 mod execute;
 mod plan;
+mod pools;
 mod service;
 pub mod tracing;
 mod watch;
