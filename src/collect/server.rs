@@ -271,12 +271,18 @@ Rss:                1024 kB
         let me = std::process::id() as i32;
         let mem = read(me);
         assert!(mem.processes >= 1 && mem.rss > 0, "{mem:?}");
-        // Burn a few clock ticks of CPU so that the tree has some to count.
-        let t = std::time::Instant::now();
+        // Burn CPU until the kernel has counted a clock tick of it (bounded by work, not time).
         let mut x = 0u64;
-        while t.elapsed() < std::time::Duration::from_millis(60) {
-            x = std::hint::black_box(x.wrapping_add(1));
+        let mut cpu = tree_cpu_ns(me);
+        for _ in 0..1000 {
+            if cpu > 0 {
+                break;
+            }
+            for _ in 0..1_000_000 {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+            cpu = tree_cpu_ns(me);
         }
-        assert!(tree_cpu_ns(me) > 0);
+        assert!(cpu > 0);
     }
 }
