@@ -209,8 +209,11 @@ fn inspect_reports_each_qemu_backing_with_its_page_size() {
 
 /// `echo quit | qemu … -monitor stdio`: QEMU preallocates, then quits at its first monitor read.
 fn quit_script(mem: &str) -> String {
+    // QEMU reads `quit` once it has preallocated; the monitor's input waits 0.3 s so that the
+    // 20 ms status reads see the preallocated RAM before QEMU exits (1 GiB pages can be
+    // preallocated between two reads, which CI saw once: 1.6 MB at peak).
     format!(
-        "echo quit | {} -monitor stdio",
+        "(sleep 0.3; echo quit) | {} -monitor stdio",
         paused(mem).join(" ").replace(" -monitor none", "")
     )
 }
