@@ -4,7 +4,7 @@
 //! (PostgreSQL's backends call setsid). Its output (stdout and stderr, one pipe) is read on a
 //! thread of its own, which also sees a `log:` readiness line the moment it is printed.
 
-use super::child::{Inherited, SPAWN_TURN, TrialSpec, command, mono_ns, pidfd_open, spawn_error};
+use super::child::{Inherited, SPAWN_TURN, TrialSpec, command, pidfd_open, spawn_error};
 use regex::Regex;
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
@@ -166,8 +166,7 @@ pub struct Server {
     leader_status: Option<i32>,
     log: Shared,
     reader: Option<std::thread::JoinHandle<()>>,
-    pub started: Instant,
-    pub start_mono_ns: u64,
+    started: Instant,
     stopped: bool,
 }
 
@@ -181,7 +180,6 @@ impl Server {
             .stderr(writer);
         let turn = SPAWN_TURN.lock().unwrap_or_else(|p| p.into_inner());
         let inherit = Inherited::set(spec.config.thp_disable, spec.pin_cpu)?;
-        let start_mono_ns = mono_ns();
         let started = Instant::now();
         let spawned = cmd.spawn();
         drop(inherit);
@@ -217,7 +215,6 @@ impl Server {
             log,
             reader: Some(reader),
             started,
-            start_mono_ns,
             stopped: false,
         })
     }
