@@ -109,6 +109,162 @@ pub fn parse_positive_duration(s: &str) -> Result<std::time::Duration, String> {
     Ok(d)
 }
 
+/// What a metric's numbers measure, from its name: `wall_s` and `*_s` are seconds, `*_ms`
+/// milliseconds, `*_ns` and `*ns/op` nanoseconds, `*_bytes` bytes; anything else (a user's
+/// `--metric`, tps, MiB/s) is a plain number.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Unit {
+    /// Values are this many seconds each (1 for `_s`, 1e-3 for `_ms`, 1e-9 for `_ns`).
+    Time(f64),
+    Bytes,
+    Plain,
+}
+
+impl Unit {
+    pub fn of_metric(name: &str) -> Unit {
+        if name.ends_with("_s") {
+            Unit::Time(1.0)
+        } else if name.ends_with("_ms") {
+            Unit::Time(1e-3)
+        } else if name.ends_with("_ns") || name.ends_with("ns/op") {
+            Unit::Time(1e-9)
+        } else if name.ends_with("_bytes") {
+            Unit::Bytes
+        } else {
+            Unit::Plain
+        }
+    }
+
+    /// The unit the stored values are in (`s`, `ms`, `ns`, `bytes`), or `None` for a number
+    /// hugelab does not know the unit of.
+    pub fn symbol(self) -> Option<&'static str> {
+        match self {
+            Unit::Time(x) if x == 1.0 => Some("s"),
+            Unit::Time(x) if x == 1e-3 => Some("ms"),
+            Unit::Time(_) => Some("ns"),
+            Unit::Bytes => Some("bytes"),
+            Unit::Plain => None,
+        }
+    }
+
+    /// How to print numbers of this unit near `reference` so that a spread of `spread` still
+    /// shows: the scale comes from the reference (ns, µs, ms, s; B, KiB … GiB), the decimals
+    /// give the reference 3 significant digits and the spread 2 (at most 6 decimals).
+    pub fn fmt_for(self, reference: f64, spread: f64) -> Shown {
+        let (factor, suffix) = match self {
+            Unit::Time(secs_each) => {
+                let s = (reference * secs_each).abs();
+                let (to_secs, suffix) = if s >= 1.0 || s == 0.0 {
+                    (1.0, " s")
+                } else if s >= 1e-3 {
+                    (1e-3, " ms")
+                } else if s >= 1e-6 {
+                    (1e-6, " µs")
+                } else {
+                    (1e-9, " ns")
+                };
+                (secs_each / to_secs, suffix)
+            }
+            Unit::Bytes => {
+                let b = reference.abs();
+                let (div, suffix) = [(40, " TiB"), (30, " GiB"), (20, " MiB"), (10, " KiB")]
+                    .into_iter()
+                    .find(|(shift, _)| b >= (1u64 << shift) as f64)
+                    .map_or((1.0, " B"), |(shift, s)| ((1u64 << shift) as f64, s));
+                (1.0 / div, suffix)
+            }
+            Unit::Plain => (1.0, ""),
+        };
+        let decimals = decimals(reference * factor, 3).max(decimals(spread * factor, 2));
+        Shown {
+            factor,
+            suffix,
+            decimals: decimals.min(6),
+        }
+    }
+}
+
+/// Decimals that give `x` `sig` significant digits (0 for a zero or a large x).
+fn decimals(x: f64, sig: i32) -> usize {
+    if x == 0.0 || !x.is_finite() {
+        return 0;
+    }
+    (sig - 1 - x.abs().log10().floor() as i32).max(0) as usize
+}
+
+/// Numbers of one unit printed at one scale and precision (a table column, a `mean ± sd`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shown {
+    factor: f64,
+    suffix: &'static str,
+    decimals: usize,
+}
+
+impl Shown {
+    /// `1.04 ms`.
+    pub fn show(&self, v: f64) -> String {
+        if !v.is_finite() {
+            return "-".into();
+        }
+        format!("{}{}", self.bare(v), self.suffix)
+    }
+    /// `1.04` (the unit said elsewhere).
+    pub fn bare(&self, v: f64) -> String {
+        if !v.is_finite() {
+            return "-".into();
+        }
+        format!("{:.*}", self.decimals, v * self.factor)
+    }
+    /// `1.04 ± 0.03 ms`; a spread of exactly zero prints as `± 0`.
+    pub fn plus_minus(&self, v: f64, spread: f64) -> String {
+        let s = if spread == 0.0 {
+            "0".to_string()
+        } else {
+            self.bare(spread)
+        };
+        format!("{} ± {s}{}", self.bare(v), self.suffix)
+    }
+}
+
+/// A duration of running as a person says it: `850 ms`, `42 s`, `5m14s`, `2h03m`.
+pub fn fmt_elapsed(secs: f64) -> String {
+    if !secs.is_finite() || secs < 0.0 {
+        return "-".into();
+    }
+    if secs < 1.0 {
+        return format!("{:.0} ms", secs * 1000.0);
+    }
+    if secs < 60.0 {
+        return format!("{secs:.0} s");
+    }
+    let s = secs.round() as u64;
+    if s < 3600 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    }
+}
+
+/// A percentage with decimals chosen from the width of its interval: `-8.9%`, `+12%`, `-0.41%`.
+pub fn fmt_percent(v: f64, half_width: f64) -> String {
+    format!("{:+.*}%", percent_decimals(half_width), v)
+}
+
+/// Decimals for percentages whose interval has this half-width: 0 from ±10%, 1 from ±1%, else
+/// 2; 1 without an interval.
+pub fn percent_decimals(half_width: f64) -> usize {
+    let w = half_width.abs();
+    if !w.is_finite() {
+        1
+    } else if w >= 10.0 {
+        0
+    } else if w >= 1.0 {
+        1
+    } else {
+        2
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,6 +288,59 @@ mod tests {
         assert_eq!(Bytes(1 << 30).to_string(), "1G");
         assert_eq!(Bytes(3 << 29).to_string(), "1.5G");
         assert_eq!(Bytes(100).to_string(), "100B");
+    }
+
+    #[test]
+    fn quantities_scale_and_keep_the_spread_visible() {
+        let t = Unit::of_metric("wall_s");
+        // `true` runs in about a millisecond: milliseconds, and a spread that does not vanish.
+        let f = t.fmt_for(0.0011, 0.00004);
+        assert_eq!(f.plus_minus(0.0011, 0.00004), "1.100 ± 0.040 ms");
+        assert_eq!(f.show(0.0013), "1.300 ms");
+        assert_eq!(
+            t.fmt_for(1.039, 0.0288).plus_minus(1.039, 0.0288),
+            "1.039 ± 0.029 s"
+        );
+        assert_eq!(t.fmt_for(2.5e-7, 0.0).show(2.5e-7), "250 ns");
+        assert_eq!(t.fmt_for(0.0, 0.0).plus_minus(0.0, 0.0), "0 ± 0 s");
+        assert_eq!(
+            Unit::of_metric("touch_ns/op").fmt_for(3.2, 0.1).show(3.2),
+            "3.20 ns"
+        );
+        assert_eq!(
+            Unit::of_metric("lat_p99_ms").fmt_for(7.4, 2.0).show(7.4),
+            "7.40 ms"
+        );
+        assert_eq!(
+            Unit::of_metric("lat_p99_ms").fmt_for(0.42, 0.02).show(0.42),
+            "420 µs"
+        );
+        assert_eq!(
+            Unit::of_metric("rss_bytes")
+                .fmt_for(3.0 * 1048576.0, 0.0)
+                .show(3.0 * 1048576.0),
+            "3.00 MiB"
+        );
+        assert_eq!(
+            Unit::of_metric("tps").fmt_for(2466.12, 35.0).show(2466.12),
+            "2466"
+        );
+        assert_eq!(
+            Unit::of_metric("tps").fmt_for(2466.12, 0.35).show(2466.12),
+            "2466.12"
+        );
+        assert_eq!(f.show(f64::NAN), "-");
+    }
+
+    #[test]
+    fn elapsed_and_percentages() {
+        assert_eq!(fmt_elapsed(0.25), "250 ms");
+        assert_eq!(fmt_elapsed(42.4), "42 s");
+        assert_eq!(fmt_elapsed(314.0), "5m14s");
+        assert_eq!(fmt_elapsed(7380.0), "2h03m");
+        assert_eq!(fmt_percent(-8.87, 2.0), "-8.9%");
+        assert_eq!(fmt_percent(26.7, 20.0), "+27%");
+        assert_eq!(fmt_percent(-0.412, 0.3), "-0.41%");
     }
 
     #[test]

@@ -174,7 +174,7 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
                         m.command.join(" "),
                     ]);
                 }
-                println!("{t}\n{}", store.path.display());
+                println!("{}\n{}", crate::render::fit(&mut t), store.path.display());
             }
         }
         ResultsAction::Show {
@@ -197,7 +197,7 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
                     meta.status,
                     meta.command.join(" ")
                 );
-                print!("{}", crate::render::run::render_report(&report));
+                print!("{}", crate::render::run::render_stored(&report));
             }
         }
         ResultsAction::Export { run, format, out } => {
@@ -514,6 +514,10 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<i32> {
     if a.json {
         print_json(&c)?;
     } else {
+        for l in crate::render::summary::compare_answer(&c) {
+            println!("{l}");
+        }
+        println!();
         print!("{}", crate::render::run::compare_grid(&c).terminal());
     }
     Ok(0)

@@ -93,7 +93,7 @@ pub fn render(r: &BenchResult) -> String {
             per_op(PerfEvent::DtlbLoadMisses),
         ]);
     }
-    let _ = writeln!(o, "{t}");
+    let _ = writeln!(o, "{}", super::fit(&mut t));
     let _ = writeln!(
         o,
         "score ± error: mean of {} rounds with its {level} Student-t interval. coverage: share of the region verified on the \

@@ -513,11 +513,10 @@ fn bench_chart(c: &BenchCurve, level: &str) -> String {
 }
 
 /// An axis unit: the run metric's, or "as measured" for a user's `--metric`.
-fn unit(metric: &str) -> &str {
-    match super::run::unit(metric) {
-        "" => "as measured",
-        u => u,
-    }
+fn unit(metric: &str) -> &'static str {
+    crate::units::Unit::of_metric(metric)
+        .symbol()
+        .unwrap_or("as measured")
 }
 
 /// The body of one run's section.

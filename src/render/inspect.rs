@@ -1,6 +1,6 @@
 //! `inspect`, `top` and `collapse` for people.
 
-use super::table;
+use super::{fit, table};
 use crate::model::inspect::{CollapseResult, InspectResult, TopRow};
 use crate::units::Bytes;
 use std::collections::BTreeMap;
@@ -179,7 +179,7 @@ pub fn render(r: &InspectResult, maps: bool) -> String {
             } else {
                 "mappings with ≥ 1 MiB resident not on huge pages (all: --maps)"
             };
-            let _ = writeln!(o, "  {what}\n{t}");
+            let _ = writeln!(o, "  {what}\n{}", fit(&mut t));
         }
         for n in &p.notes {
             let _ = writeln!(o, "  note: {n}");
@@ -220,7 +220,7 @@ pub fn render_top(rows: &[TopRow], unreadable: usize, full: bool) -> String {
             },
         ]);
     }
-    let mut o = format!("{t}\n");
+    let mut o = format!("{}\n", fit(&mut t));
     for r in rows {
         if let Some(g) = &r.guest_ram {
             let _ = writeln!(o, "VM pid {} ({}): {}", r.pid, r.name, g.summary);
@@ -265,9 +265,10 @@ pub fn render_collapse(r: &CollapseResult) -> String {
         ]);
     }
     format!(
-        "pid {} ({}): MADV_COLLAPSE through process_madvise\n{t}\ncoverage of the requested ranges: {} → {} ({:.0} ms)\n",
+        "pid {} ({}): MADV_COLLAPSE through process_madvise\n{}\ncoverage of the requested ranges: {} → {} ({:.0} ms)\n",
         r.pid,
         r.name,
+        fit(&mut t),
         pct(r.coverage_before),
         pct(r.coverage_after),
         r.elapsed_ms

@@ -1,4 +1,4 @@
-//! Stage 8, render: terminal tables and JSON from the records the other stages return.
+//! Render (the last stage): terminal tables and JSON from the records the other stages return.
 
 pub mod bench;
 pub mod csv;
@@ -9,16 +9,33 @@ pub mod progress;
 pub mod prometheus;
 pub mod run;
 pub mod status;
+pub mod summary;
 pub mod trace;
 
 use comfy_table::{ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};
+use std::io::IsTerminal;
 
-/// A table styled the same way everywhere.
+/// A table styled the same way everywhere. Call [`fit`] once its rows are in.
 pub fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_style(UTF8_BORDERS_ONLY)
         .set_content_arrangement(ContentArrangement::Dynamic)
         .set_header(header.iter().copied());
+    t
+}
+
+/// Keep a table within the terminal (comfy-table wraps cells to its width) or, when stdout is
+/// not a terminal, within [`summary::WIDTH`] columns — only when it would not fit as it is,
+/// so a table that fits is never wrapped.
+pub fn fit(t: &mut Table) -> &mut Table {
+    if std::io::stdout().is_terminal() {
+        return t;
+    }
+    let widths = t.column_max_content_widths();
+    let natural: usize = widths.iter().map(|w| *w as usize + 3).sum::<usize>() + 1;
+    if natural > summary::WIDTH {
+        t.set_width(summary::WIDTH as u16);
+    }
     t
 }
 
@@ -56,10 +73,19 @@ impl Grid {
         for r in &self.rows {
             t.add_row(r.clone());
         }
-        let mut o = format!("{}\n{t}\n", self.title);
-        for n in &self.notes {
-            o += n;
+        fit(&mut t);
+        let mut o = String::new();
+        for l in summary::wrap_hanging(&self.title, 2) {
+            o += &l;
             o.push('\n');
+        }
+        o += &format!("{t}\n");
+        for n in &self.notes {
+            let indent = n.len() - n.trim_start().len() + 2;
+            for l in summary::wrap_hanging(n, indent) {
+                o += &l;
+                o.push('\n');
+            }
         }
         o
     }

@@ -19,7 +19,7 @@ pub trait Observer {
     fn done(&mut self) {}
 }
 
-/// Reports nothing (tests, --quiet).
+/// Reports nothing (tests).
 pub struct Silent;
 impl Observer for Silent {}
 
@@ -99,8 +99,8 @@ impl Observer for Progress {
     fn note(&mut self, msg: &str) {
         match &self.bar {
             Some(b) => b.println(msg),
-            None if !self.quiet => crate::eprintln_safe!("{msg}"),
-            None => {}
+            // A note stays even with --quiet: it is not progress but something to read.
+            None => crate::eprintln_safe!("{msg}"),
         }
     }
 

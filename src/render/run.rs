@@ -1,5 +1,6 @@
 //! `hugelab run` for people: per arm summaries, contrasts with verdicts, evidence, warnings.
 
+use super::summary::{self, RunFacts};
 use super::{Grid, table};
 use crate::analyze::experiment::{ExperimentReport, MetricReport};
 use crate::analyze::stats::Estimate;
@@ -7,13 +8,8 @@ use crate::analyze::verdict::{Contrast, Design, Verdict, fmt_level};
 use crate::analyze::vm::VmAdvice;
 use crate::model::report::CompareResult;
 use crate::model::run::RunResult;
-use crate::units::Bytes;
+use crate::units::{Bytes, Unit};
 use std::fmt::Write;
-
-/// The unit of a run metric: seconds for `wall_s`; a user's `--metric` has none hugelab knows.
-pub fn unit(metric: &str) -> &str {
-    if metric == "wall_s" { "s" } else { "" }
-}
 
 /// The tables of an analysed experiment: one per metric (summaries, contrasts, verdicts) and
 /// the backing evidence per arm.
@@ -47,17 +43,20 @@ pub fn metric_grid(r: &ExperimentReport, m: &MetricReport) -> Grid {
             "median",
             "mean ± sd",
             "p95",
-            "outliers",
             "vs baseline",
             "verdict",
         ],
     );
+    // One scale and precision for the whole column: the baseline's median, the smallest spread.
+    let summaries = m.arms.iter().filter_map(|a| a.summary.as_ref());
+    let reference = summaries.clone().next().map_or(0.0, |s| s.median);
+    let spread = summaries.map(|s| s.sd).fold(f64::INFINITY, f64::min);
+    let shown = Unit::of_metric(&m.metric.name).fmt_for(reference, spread);
     for a in &m.arms {
         let Some(s) = &a.summary else {
             g.rows.push(vec![
                 a.arm.clone(),
                 "0".into(),
-                "-".into(),
                 "-".into(),
                 "-".into(),
                 "-".into(),
@@ -74,14 +73,12 @@ pub fn metric_grid(r: &ExperimentReport, m: &MetricReport) -> Grid {
             ),
             Some((_, Some(c))) => (contrast_cell(r, c), verdict_cell(c)),
         };
-        let u = unit(&m.metric.name);
         g.rows.push(vec![
             a.arm.clone(),
             s.n.to_string(),
-            format!("{:.4}{u}", s.median),
-            format!("{:.4} ± {:.4}", s.mean, s.sd),
-            format!("{:.4}", s.p95),
-            s.outliers.to_string(),
+            shown.show(s.median),
+            shown.plus_minus(s.mean, s.sd),
+            shown.show(s.p95),
             vs,
             verdict,
         ]);
@@ -114,6 +111,12 @@ pub fn metric_grid(r: &ExperimentReport, m: &MetricReport) -> Grid {
         }
     }
     for a in &m.arms {
+        if let Some(s) = a.summary.as_ref().filter(|s| s.outliers > 0) {
+            g.notes.push(format!(
+                "  {}: {} outliers (robust z above 5; kept in every estimate)",
+                a.arm, s.outliers
+            ));
+        }
         for w in &a.diagnostics.warnings {
             g.notes.push(format!("  {}: {w}", a.arm));
         }
@@ -138,8 +141,11 @@ pub fn contrast_cell(r: &ExperimentReport, c: &Contrast) -> String {
         String::new()
     };
     match (p.lo, p.hi) {
-        (Some(lo), Some(hi)) => format!("{:+.2}% [{lo:+.2}, {hi:+.2}]{at}", p.point),
-        _ => format!("{:+.2}%", p.point),
+        (Some(lo), Some(hi)) => {
+            let d = crate::units::percent_decimals((hi - lo) / 2.0);
+            format!("{:+.d$}% [{lo:+.d$}, {hi:+.d$}]{at}", p.point)
+        }
+        _ => format!("{:+.1}%", p.point),
     }
 }
 
@@ -191,6 +197,21 @@ pub fn evidence_grid(r: &ExperimentReport) -> Grid {
     g
 }
 
+/// A stored run (`results show`): the answer lines, then every table.
+pub fn render_stored(r: &ExperimentReport) -> String {
+    let facts = RunFacts {
+        blocks: r.metrics.first().map_or(0, |m| m.complete_blocks),
+        ..RunFacts::default()
+    };
+    let mut o: String = summary::answer(r)
+        .into_iter()
+        .chain(summary::run_line(r, &facts))
+        .map(|l| l + "\n")
+        .collect();
+    o.push('\n');
+    o + &render_report(r)
+}
+
 pub fn render_report(r: &ExperimentReport) -> String {
     report_grids(r).iter().map(Grid::terminal).collect()
 }
@@ -205,7 +226,7 @@ fn render_noise(r: &RunResult) -> String {
         "steal/trial",
         "other CPU/trial",
         "CPU pressure/trial",
-        "spread explained (R²): steal · other CPU · pressure",
+        "R²: steal · other · pressure",
         "heavy-steal trials",
     ]);
     let ms = |v: Option<&f64>| v.map_or("-".to_string(), |s| format!("{:.1} ms", s * 1000.0));
@@ -227,7 +248,9 @@ fn render_noise(r: &RunResult) -> String {
     }
     let _ = writeln!(
         o,
-        "machine noise during the trials (steal: the host ran someone else; other CPU: processes other than the child and hugelab; R²: share of the primary metric's log-variance each explains alone)\n{t}"
+        "{}\n{}",
+        summary::wrap_hanging("machine noise during the trials (steal: the host ran someone else; other CPU: processes other than the child and hugelab; R²: share of the primary metric's log-variance each explains alone)", 2).join("\n"),
+        super::fit(&mut t)
     );
     let heavy: usize = r.noise.iter().map(|n| n.heavy_steal_trials).sum();
     if heavy > 0 {
@@ -252,12 +275,13 @@ fn render_calibration(c: &crate::analyze::calibrate::Calibration, r: &RunResult)
     }
     let _ = writeln!(
         o,
-        "noise floor of this machine for this command (A/A, {} blocks of {:.2} s; per-block log-ratio SD {:.2}%, robust {:.2}%; {} two-sided)\n{t}",
+        "noise floor of this machine for this command (A/A, {} blocks of {:.2} s; per-block log-ratio SD {:.2}%, robust {:.2}%; {} two-sided)\n{}",
         c.blocks,
         c.seconds_per_block,
         c.sd_log_ratio * 100.0,
         c.robust_sd_log_ratio * 100.0,
-        fmt_level(r.plan.confidence)
+        fmt_level(r.plan.confidence),
+        super::fit(&mut t)
     );
     let _ = writeln!(
         o,
@@ -337,14 +361,39 @@ fn render_servers(r: &RunResult) -> String {
     o
 }
 
-pub fn render(r: &RunResult) -> String {
-    let mut o = render_report(&r.report);
-    o.push_str(&render_noise(r));
-    if let Some(c) = &r.calibration {
-        o.push_str(&render_calibration(c, r));
+/// What `run` prints: the answer lines and the run line first; then, by default, only what
+/// needs reading (notes, stall contrasts, calibration, VM advice), or with `verbose` every
+/// table `results show` has.
+pub fn render(r: &RunResult, verbose: bool) -> String {
+    let facts = RunFacts {
+        blocks: r.blocks_done,
+        elapsed_s: Some(r.elapsed_s),
+        stop_reason: Some(r.stop_reason.clone()),
+        heavy_steal_trials: r.noise.iter().map(|n| n.heavy_steal_trials).sum(),
+    };
+    let mut o = String::new();
+    for l in summary::answer(&r.report)
+        .into_iter()
+        .chain(summary::run_line(&r.report, &facts))
+    {
+        let _ = writeln!(o, "{l}");
+    }
+    if verbose {
+        o.push('\n');
+        o.push_str(&render_report(&r.report));
+        o.push_str(&render_noise(r));
+        if !r.servers.is_empty() {
+            o.push_str(&render_servers(r));
+        }
+    } else if let Some(w) = grouped_warnings(&r.report) {
+        o.extend(summary::wrap_hanging(&w, 2).into_iter().map(|l| l + "\n"));
     }
     for n in &r.notes {
-        let _ = writeln!(o, "note: {n}");
+        o.extend(
+            summary::wrap_hanging(&format!("note: {n}"), 2)
+                .into_iter()
+                .map(|l| l + "\n"),
+        );
     }
     for c in &r.trace_stalls {
         let e = &c.difference_ms;
@@ -355,29 +404,69 @@ pub fn render(r: &RunResult) -> String {
             ),
             _ => " (too few blocks for an interval)".into(),
         };
-        let _ = writeln!(
-            o,
+        let line = format!(
             "trace: {} per trial, {} − {}: {:+.1} ms{interval}; means {:.1} vs {:.1} ms over {} paired blocks",
             c.kind, c.arm, c.baseline, e.point, c.arm_mean_ms, c.baseline_mean_ms, c.blocks
         );
+        o.extend(
+            summary::wrap_hanging(&line, 2)
+                .into_iter()
+                .map(|l| l + "\n"),
+        );
     }
-    if !r.servers.is_empty() {
-        o.push_str(&render_servers(r));
+    if let Some(c) = &r.calibration {
+        o.push_str(&render_calibration(c, r));
     }
     if let Some(v) = &r.vm_advice {
         o.push_str(&render_vm_advice(v));
     }
-    let stored = if r.db.is_empty() {
-        "not stored (--no-save)".to_string()
-    } else {
-        format!("run {} in {}", r.run_id, r.db)
+    let stored = match (r.db.is_empty(), verbose) {
+        (true, true) => "not stored (--no-save)".to_string(),
+        (true, false) => "not stored (--no-save) · every table: run --verbose".to_string(),
+        (false, true) => format!("stored as run {} in {}", r.run_id, r.db),
+        (false, false) => format!(
+            "stored as run {} · every table: hugelab results show {}",
+            r.run_id, r.run_id
+        ),
     };
-    let _ = writeln!(
-        o,
-        "{} blocks, stopped: {}; {stored} ({:.0} s)",
-        r.blocks_done, r.stop_reason, r.elapsed_s
-    );
+    let _ = writeln!(o, "{stored}");
     o
+}
+
+/// The per-arm warnings of the distribution checks (drift, correlation, bimodality) and of
+/// the contrasts, counted by kind in one line; `--verbose` prints each.
+fn grouped_warnings(r: &ExperimentReport) -> Option<String> {
+    let mut kinds: std::collections::BTreeMap<&str, usize> = Default::default();
+    let mut count = |w: &str| {
+        let kind = if w.contains("drift") {
+            "values drift over the run"
+        } else if w.contains("correlated") {
+            "consecutive blocks correlated"
+        } else if w.contains("bimodal") {
+            "bimodal values"
+        } else {
+            "about the intervals"
+        };
+        *kinds.entry(kind).or_default() += 1;
+    };
+    for m in &r.metrics {
+        for a in &m.arms {
+            a.diagnostics.warnings.iter().for_each(|w| count(w));
+        }
+        for (_, c) in &m.contrasts {
+            if let Some(c) = c {
+                c.warnings.iter().for_each(|w| count(w));
+            }
+        }
+    }
+    if kinds.is_empty() {
+        return None;
+    }
+    let said: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} ({n})")).collect();
+    Some(format!(
+        "warnings: {} — each with --verbose",
+        said.join(", ")
+    ))
 }
 
 /// `compare A B`: per shared arm, both medians and B vs A with its unpaired interval.
@@ -395,12 +484,15 @@ pub fn compare_grid(c: &CompareResult) -> Grid {
             "arm", "n (A, B)", "median A", "median B", "B vs A", "p", "verdict",
         ],
     );
+    let reference = c.rows.iter().find_map(|r| r.median_a).unwrap_or(0.0);
+    // Medians to 3 significant digits at one scale for the column.
+    let shown = Unit::of_metric(&c.metric).fmt_for(reference, 0.0);
     for r in &c.rows {
         g.rows.push(vec![
             r.arm.clone(),
             format!("{}, {}", r.n_a, r.n_b),
-            format!("{:.4}", r.median_a.unwrap_or(f64::NAN)),
-            format!("{:.4}", r.median_b.unwrap_or(f64::NAN)),
+            r.median_a.map_or("-".into(), |v| shown.show(v)),
+            r.median_b.map_or("-".into(), |v| shown.show(v)),
             match r.b_vs_a_percent {
                 Some(Estimate {
                     point,

@@ -1,6 +1,6 @@
 //! `hugelab status` for people: one screen, grouped as a tuner reads it.
 
-use super::{opt, table};
+use super::{fit, opt, table};
 use crate::analyze::findings::{Finding, Severity};
 use crate::probe::status::Status;
 use crate::units::Bytes;
@@ -109,7 +109,7 @@ pub fn render(s: &Status, findings: Option<&[Finding]>) -> String {
                 st("split"),
             ]);
         }
-        let _ = writeln!(o, "{tb}");
+        let _ = writeln!(o, "{}", fit(&mut tb));
     }
 
     if s.hugetlb.is_empty() {
@@ -152,7 +152,7 @@ pub fn render(s: &Status, findings: Option<&[Finding]>) -> String {
                 ]);
             }
         }
-        let _ = writeln!(o, "\n{tb}");
+        let _ = writeln!(o, "\n{}", fit(&mut tb));
         let _ = writeln!(
             o,
             "(in use + reserved-free + available = total: in use = total − free; reserved-free pages are promised to a mapping but untouched)"
@@ -195,7 +195,11 @@ pub fn render(s: &Status, findings: Option<&[Finding]>) -> String {
             row.extend(z.free_blocks.iter().map(u64::to_string));
             tb.add_row(row);
         }
-        let _ = writeln!(o, "\nfree blocks per order (/proc/buddyinfo)\n{tb}");
+        let _ = writeln!(
+            o,
+            "\nfree blocks per order (/proc/buddyinfo)\n{}",
+            fit(&mut tb)
+        );
     }
     if let Some(f) = &s.fragmentation {
         let _ = writeln!(

@@ -47,25 +47,28 @@ The primary metric is the first --metric (or a load parser's first metric), else
 --fail-on, --sequential and --looks decide on it."
 )]
 pub struct RunArgs {
-    /// An arm NAME=SPEC (repeatable), SPEC = comma-separated key=value: thp, defrag, mthp.<size>,
-    /// hugetlb.<size>, process.thp=off, malloc=thp|hugetlb|hugetlb-1G, jvm=off|thp|hugetlbfs,
-    /// jvm.pretouch, jvm.pagesize, collapse=after:<duration>, env.<NAME>
-    #[arg(long = "arm", value_name = "NAME=SPEC")]
+    /// An arm NAME=SPEC (repeatable), SPEC = comma-separated key=value. System-wide: thp,
+    /// defrag, shmem, mthp.<size>, hugetlb.<size> (a pool). Per process: process.thp=off,
+    /// malloc=thp|hugetlb|hugetlb-1G, jvm=off|thp|hugetlbfs, jvm.pretouch, jvm.pagesize,
+    /// collapse=after:<duration>, env.<NAME>. VMs: qemu.backing, qemu.prealloc. Evidence:
+    /// sample=off, watch=<comm>, expect=huge|none; services: server.arg=<word>. Every key:
+    /// docs/run.md
+    #[arg(short = 'a', long = "arm", value_name = "NAME=SPEC")]
     pub arms: Vec<String>,
     /// Arms from a preset: thp (never/madvise/always), malloc (process.thp=off/malloc=thp/malloc=hugetlb),
     /// jvm (off/thp/hugetlbfs); for --server: postgres, redis, memcached, mariadb (arms, readiness,
     /// fallback signature and load parser; the arms are printed)
-    #[arg(long)]
+    #[arg(short = 'p', long)]
     pub preset: Option<String>,
     /// The arm the others are compared with (default: the first)
     #[arg(long)]
     pub baseline: Option<String>,
     /// Unmeasured runs of each arm before the blocks
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = crate::commands::parse_warmup)]
+    #[arg(short = 'w', long, default_value_t = 1, allow_negative_numbers = true, value_parser = crate::commands::parse_warmup)]
     pub warmup: usize,
     /// Blocks (each runs every arm once, in random order) [default: 10; with --sequential, a
     /// maximum of 1000, usually bounded by --max-time]
-    #[arg(long, allow_negative_numbers = true, value_parser = crate::commands::parse_count)]
+    #[arg(short = 'b', long, allow_negative_numbers = true, value_parser = crate::commands::parse_count)]
     pub blocks: Option<usize>,
     /// Stop as soon as every contrast is settled (a confidence sequence for the mean log-ratio,
     /// looked at after every block; α split across contrasts). Its time-uniform validity is
@@ -102,7 +105,8 @@ pub struct RunArgs {
     /// Kill a trial (and its process group) after this long
     #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub timeout: Option<Duration>,
-    #[arg(long)]
+    /// Working directory of the command (and of the server with --server)
+    #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// Extra environment for the command, NAME=VALUE (repeatable)
     #[arg(long = "env", value_name = "NAME=VALUE", value_parser = super::parse_env)]
@@ -133,7 +137,11 @@ pub struct RunArgs {
     /// latency p50/p95/p99/p99.9 from its per-transaction log, which hugelab asks for),
     /// redis-benchmark (--csv, per -t test: rps, p50, p99), memtier, sysbench, wrk, jmh. With
     /// --server, a known load program is read without --metric
-    #[arg(long = "metric", value_name = "NAME=REGEX[,higher|lower]|FORMAT")]
+    #[arg(
+        short = 'm',
+        long = "metric",
+        value_name = "NAME=REGEX[,higher|lower]|FORMAT"
+    )]
     pub metrics: Vec<String>,
     /// Measure a service: start this server for every trial under the arm's configuration
     /// (per-process keys, env.* and server.arg=WORD apply to the server, not to the load),
@@ -164,7 +172,8 @@ pub struct RunArgs {
     /// Keep going when a trial fails (failed trials are kept, counted and excluded)
     #[arg(long)]
     pub keep_going: bool,
-    /// Exit with code 3 when any arm is SLOWER on the primary metric (for CI)
+    /// Exit with code 3 when any arm is SLOWER on the primary metric (for CI; the primary
+    /// metric is the first --metric, or a load parser's first, else wall_s)
     #[arg(long, value_parser = ["slower"])]
     pub fail_on: Option<String>,
     /// Results database (default $XDG_DATA_HOME/hugelab/results.db)
@@ -182,6 +191,13 @@ pub struct RunArgs {
     /// Print JSON (schema hugelab.run/1)
     #[arg(long)]
     pub json: bool,
+    /// After the answer, print every table: per-metric summaries, evidence, machine noise,
+    /// servers (what `results show` prints for a stored run)
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+    /// No progress on stderr (errors and FLAGGED trials still print)
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
     /// The command and its arguments (after --)
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
@@ -377,7 +393,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     if let Some(cpu) = plan.pin {
         pin_self_away_from(cpu)?;
     }
-    let mut progress = Progress::stderr("hugelab run", false);
+    let mut progress = Progress::stderr("hugelab run", a.quiet);
     if let Some(sp) = plan.server.as_ref().filter(|s| s.preset.is_some()) {
         // The preset's arms as options, to copy and change.
         let arms: Vec<String> = plan
@@ -541,7 +557,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     if a.json {
         print_json(&res)?;
     } else {
-        print!("{}", crate::render::run::render(&res));
+        print!("{}", crate::render::run::render(&res, a.verbose));
     }
     let primary = res.plan.primary().name.clone();
     let slower = res

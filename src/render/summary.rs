@@ -1,0 +1,345 @@
+//! The answer first: the lines a person reads before any table. One line per contrast and
+//! metric (effect, interval, verdict), the FLAGGED arms, then one line on the run itself.
+//! `run`, `results show` and `report` print the same lines.
+
+use crate::analyze::experiment::ExperimentReport;
+use crate::analyze::verdict::{Contrast, Design, Verdict, fmt_level};
+use crate::model::report::CompareResult;
+use crate::units::{fmt_elapsed, fmt_percent, percent_decimals};
+
+/// Lines are wrapped to this many columns (the default output fits a 100-column terminal).
+pub const WIDTH: usize = 100;
+
+/// What is known about how a run went, beyond its analysis.
+#[derive(Debug, Clone, Default)]
+pub struct RunFacts {
+    pub blocks: usize,
+    pub elapsed_s: Option<f64>,
+    pub stop_reason: Option<String>,
+    /// Trials during which the host stole more than the heavy-steal share of the CPU.
+    pub heavy_steal_trials: usize,
+}
+
+/// The answer lines of an analysed experiment: per contrast and metric, then FLAGGED arms.
+pub fn answer(r: &ExperimentReport) -> Vec<String> {
+    let mut rows: Vec<(String, String, String)> = Vec::new();
+    for m in &r.metrics {
+        for (arm, c) in &m.contrasts {
+            let what = format!("{arm} vs {}", r.baseline);
+            let said = match c {
+                None => "too few complete blocks for an interval".to_string(),
+                Some(c) => contrast_words(r, c),
+            };
+            rows.push((what, m.metric.name.clone(), said));
+        }
+    }
+    // Group by contrast (metrics in their order), aligned in columns.
+    let order: Vec<String> = r
+        .metrics
+        .first()
+        .map(|m| {
+            m.contrasts
+                .iter()
+                .map(|(a, _)| format!("{a} vs {}", r.baseline))
+                .collect()
+        })
+        .unwrap_or_default();
+    let w0 = rows.iter().map(|x| x.0.chars().count()).max().unwrap_or(0);
+    let w1 = rows.iter().map(|x| x.1.chars().count()).max().unwrap_or(0);
+    let mut out = Vec::new();
+    for what in &order {
+        for (w, metric, said) in rows.iter().filter(|x| &x.0 == what) {
+            let head = format!("{w:w0$}  {metric:w1$}  ");
+            out.extend(wrap_hanging(&format!("{head}{said}"), head.chars().count()));
+        }
+    }
+    for e in &r.evidence {
+        if let Some(f) = &e.first_flag {
+            let head = format!("FLAGGED {} ({} of {} trials): ", e.arm, e.flagged, e.trials);
+            out.extend(wrap_hanging(&format!("{head}{f}"), 2));
+        }
+    }
+    out
+}
+
+/// `-8.9% [-12.8, -8.8] @99.5% FASTER`, or for an unsettled contrast its half-width and the
+/// blocks that δ would need.
+fn contrast_words(r: &ExperimentReport, c: &Contrast) -> String {
+    let p = &c.percent;
+    let half = match (p.lo, p.hi) {
+        (Some(lo), Some(hi)) => (hi - lo) / 2.0,
+        _ => f64::NAN,
+    };
+    let d = percent_decimals(half);
+    let interval = match (p.lo, p.hi) {
+        (Some(lo), Some(hi)) => format!(" [{lo:+.d$}, {hi:+.d$}]"),
+        _ => String::new(),
+    };
+    let level = if p.lo.is_some() && p.confidence > 0.0 {
+        p.confidence
+    } else {
+        c.level
+    };
+    let at = if level > 0.0 && (level - r.confidence).abs() > 1e-9 {
+        format!(" @{}", fmt_level(level))
+    } else {
+        String::new()
+    };
+    let effect = r.effect * 100.0;
+    let verdict = match c.verdict {
+        Verdict::Faster | Verdict::Slower => {
+            let word = if c.verdict == Verdict::Faster {
+                "FASTER"
+            } else {
+                "SLOWER"
+            };
+            if c.clears_effect {
+                word.to_string()
+            } else {
+                format!("{word} (by less than δ = {effect}%)")
+            }
+        }
+        Verdict::Equivalent => format!("EQUIVALENT (within ±{effect}%)"),
+        Verdict::Inconclusive => {
+            let unit = if r.design == Design::Unpaired {
+                "runs per arm"
+            } else {
+                "blocks"
+            };
+            match (c.min_detectable_percent, c.more_blocks) {
+                (Some(mde), Some(more)) => format!(
+                    "INCONCLUSIVE (±{mde:.1}%; δ = {effect}% needs ~{} more {unit})",
+                    thousands(more)
+                ),
+                _ => "INCONCLUSIVE".to_string(),
+            }
+        }
+    };
+    format!("{}{interval}{at} {verdict}", fmt_percent(p.point, half))
+}
+
+/// One line on the run: blocks, time, why it stopped, failures, flags, coverage per arm,
+/// heavy steal, and the level the verdicts were computed at.
+pub fn run_line(r: &ExperimentReport, f: &RunFacts) -> Vec<String> {
+    let mut parts = Vec::new();
+    let unit = if r.design == Design::Unpaired {
+        "runs"
+    } else {
+        "blocks"
+    };
+    let mut head = format!("{} {unit}", f.blocks);
+    if let Some(s) = f.elapsed_s {
+        head += &format!(" in {}", fmt_elapsed(s));
+    }
+    if let Some(why) = f
+        .stop_reason
+        .as_ref()
+        .filter(|w| !w.ends_with("blocks done"))
+    {
+        head += &format!(" (stopped: {why})");
+    }
+    parts.push(head);
+    let failed: usize = r.evidence.iter().map(|e| e.failed).sum();
+    let flagged: usize = r.evidence.iter().map(|e| e.flagged).sum();
+    parts.push(format!("{failed} failed"));
+    parts.push(format!("{flagged} flagged"));
+    if r.evidence.iter().any(|e| e.mean_coverage_at_peak.is_some()) {
+        let cov: Vec<String> = r
+            .evidence
+            .iter()
+            .map(|e| {
+                e.mean_coverage_at_peak
+                    .map_or("-".into(), |c| format!("{:.0}%", c * 100.0))
+            })
+            .collect();
+        let names: Vec<&str> = r.evidence.iter().map(|e| e.arm.as_str()).collect();
+        parts.push(format!(
+            "huge coverage {} ({})",
+            cov.join(" / "),
+            names.join(" / ")
+        ));
+    }
+    if f.heavy_steal_trials > 0 {
+        parts.push(format!("{} trials under heavy steal", f.heavy_steal_trials));
+    }
+    let contrasts = r.metrics.first().map_or(0, |m| m.contrasts.len());
+    parts.push(format!(
+        "{}, δ = {}%",
+        level_words(&r.design, contrasts, r.confidence),
+        r.effect * 100.0
+    ));
+    wrap_hanging(&parts.join(" · "), 2)
+}
+
+/// The level the verdicts have, in a few words: `99%`, `99% family-wise (Holm, 2 contrasts)`,
+/// `99% sequential (Bonferroni, 2 contrasts)`. The tables' titles say it in full.
+pub fn level_words(design: &Design, contrasts: usize, confidence: f64) -> String {
+    let lvl = fmt_level(confidence);
+    let family = |how: &str| {
+        if contrasts > 1 {
+            format!(" ({how}, {contrasts} contrasts)")
+        } else {
+            String::new()
+        }
+    };
+    match design {
+        Design::Fixed => format!(
+            "verdicts at {lvl}{}",
+            if contrasts > 1 {
+                format!(" family-wise (Holm, {contrasts} contrasts)")
+            } else {
+                String::new()
+            }
+        ),
+        Design::Unpaired => format!(
+            "unpaired verdicts at {lvl}{}",
+            if contrasts > 1 {
+                format!(" family-wise (Holm, {contrasts} contrasts)")
+            } else {
+                String::new()
+            }
+        ),
+        Design::Sequential { .. } => {
+            format!("sequential verdicts at {lvl}{}", family("Bonferroni"))
+        }
+        Design::GroupSequential { looks, .. } => format!(
+            "O'Brien–Fleming verdicts ({looks} looks) at {lvl}{}",
+            family("Bonferroni")
+        ),
+    }
+}
+
+/// `compare A B`: per shared arm, B vs A with its interval and verdict, then what A and B are.
+pub fn compare_answer(c: &CompareResult) -> Vec<String> {
+    let w0 = c
+        .rows
+        .iter()
+        .map(|r| r.arm.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut out = Vec::new();
+    for r in &c.rows {
+        let said = match r.b_vs_a_percent {
+            Some(e) => {
+                let half = match (e.lo, e.hi) {
+                    (Some(lo), Some(hi)) => (hi - lo) / 2.0,
+                    _ => f64::NAN,
+                };
+                let d = percent_decimals(half);
+                let interval = match (e.lo, e.hi) {
+                    (Some(lo), Some(hi)) => format!(" [{lo:+.d$}, {hi:+.d$}]"),
+                    _ => String::new(),
+                };
+                let verdict = match r.verdict {
+                    Some(Verdict::Faster) => "FASTER".to_string(),
+                    Some(Verdict::Slower) => "SLOWER".to_string(),
+                    Some(Verdict::Equivalent) => {
+                        format!("EQUIVALENT (within ±{}%)", c.effect * 100.0)
+                    }
+                    Some(Verdict::Inconclusive) | None => "INCONCLUSIVE".to_string(),
+                };
+                format!("{}{interval} {verdict}", fmt_percent(e.point, half))
+            }
+            None => "too few values for an interval".to_string(),
+        };
+        let head = format!("{:w0$}  B vs A  {}  ", r.arm, c.metric);
+        out.extend(wrap_hanging(
+            &format!("{head}{said} (n = {}, {})", r.n_a, r.n_b),
+            head.chars().count(),
+        ));
+    }
+    out.extend(wrap_hanging(
+        &format!(
+            "A = {} · B = {} · unpaired (Hodges–Lehmann shift, Mann–Whitney interval), each arm at {}, not adjusted across arms, δ = {}%",
+            c.a,
+            c.b,
+            fmt_level(c.confidence),
+            c.effect * 100.0
+        ),
+        2,
+    ));
+    out
+}
+
+/// `6,000`.
+pub fn thousands(n: usize) -> String {
+    let s = n.to_string();
+    let mut o = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            o.push(',');
+        }
+        o.push(ch);
+    }
+    o
+}
+
+/// Word-wrap `text` to [`WIDTH`] columns; continuation lines are indented by `indent`.
+pub fn wrap_hanging(text: &str, indent: usize) -> Vec<String> {
+    let lead = text.len() - text.trim_start_matches(' ').len();
+    let mut lines = Vec::new();
+    let mut line = " ".repeat(lead);
+    let mut len = lead;
+    let indent = indent.max(lead);
+    for word in text[lead..].split(' ') {
+        let w = word.chars().count();
+        if len > indent && len + 1 + w > WIDTH {
+            lines.push(std::mem::take(&mut line));
+            line = " ".repeat(indent);
+            len = indent;
+        } else if len > lead || lines.len() > 0 {
+            line.push(' ');
+            len += 1;
+        }
+        line.push_str(word);
+        len += w;
+    }
+    if !line.trim().is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wraps_to_the_width_with_a_hanging_indent() {
+        let text = "word ".repeat(60);
+        let lines = wrap_hanging(text.trim(), 4);
+        assert!(lines.len() > 2);
+        assert!(lines.iter().all(|l| l.chars().count() <= WIDTH));
+        assert!(lines[1].starts_with("    word"));
+        assert_eq!(
+            lines
+                .iter()
+                .map(|l| l.split_whitespace().count())
+                .sum::<usize>(),
+            60
+        );
+        // A single word longer than the width stays whole.
+        let long = "x".repeat(120);
+        assert_eq!(wrap_hanging(&long, 2), vec![long.clone()]);
+    }
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(6000), "6,000");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1234567), "1,234,567");
+    }
+
+    #[test]
+    fn level_words_say_the_procedure_the_code_ran() {
+        assert_eq!(level_words(&Design::Fixed, 1, 0.99), "verdicts at 99%");
+        assert_eq!(
+            level_words(&Design::Fixed, 2, 0.99),
+            "verdicts at 99% family-wise (Holm, 2 contrasts)"
+        );
+        assert_eq!(
+            level_words(&Design::Sequential { n_opt: 30.0 }, 2, 0.95),
+            "sequential verdicts at 95% (Bonferroni, 2 contrasts)"
+        );
+    }
+}
