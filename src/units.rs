@@ -139,8 +139,8 @@ impl Unit {
     /// hugelab does not know the unit of.
     pub fn symbol(self) -> Option<&'static str> {
         match self {
-            Unit::Time(x) if x == 1.0 => Some("s"),
-            Unit::Time(x) if x == 1e-3 => Some("ms"),
+            Unit::Time(1.0) => Some("s"),
+            Unit::Time(1e-3) => Some("ms"),
             Unit::Time(_) => Some("ns"),
             Unit::Bytes => Some("bytes"),
             Unit::Plain => None,

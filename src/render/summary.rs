@@ -287,7 +287,7 @@ pub fn wrap_hanging(text: &str, indent: usize) -> Vec<String> {
             lines.push(std::mem::take(&mut line));
             line = " ".repeat(indent);
             len = indent;
-        } else if len > lead || lines.len() > 0 {
+        } else if len > lead || !lines.is_empty() {
             line.push(' ');
             len += 1;
         }
