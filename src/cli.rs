@@ -45,6 +45,10 @@ pub enum Command {
     Exporter(crate::commands::exporter::ExporterArgs),
     /// Undo system settings left changed by an interrupted hugelab run
     Restore(crate::commands::restore::RestoreArgs),
+    /// Shell completions for bash, zsh, fish, elvish or PowerShell, on stdout
+    Completions(crate::commands::shell::CompletionsArgs),
+    /// The man page (hugelab.1 on stdout, or every page into a directory with --out)
+    Man(crate::commands::shell::ManArgs),
     /// Hold settings changed until killed (for testing the restore path)
     #[command(hide = true)]
     Hold(crate::commands::restore::HoldArgs),

@@ -6,7 +6,10 @@ use hugelab::commands;
 
 fn main() {
     let cli = Cli::parse();
-    let restoring = matches!(cli.command, Command::Restore(_));
+    let restoring = matches!(
+        cli.command,
+        Command::Restore(_) | Command::Completions(_) | Command::Man(_)
+    );
     if !restoring {
         commands::restore::recover_before_command();
     }
@@ -25,6 +28,8 @@ fn main() {
         Command::Collapse(a) => commands::inspect::collapse(a),
         Command::HoldMemory(a) => commands::inspect::hold_memory(a),
         Command::Restore(a) => commands::restore::run(a),
+        Command::Completions(a) => commands::shell::completions(a),
+        Command::Man(a) => commands::shell::man(a),
         Command::Hold(a) => commands::restore::hold(a),
     };
     match result {

@@ -31,6 +31,10 @@ pub struct InspectArgs {
     /// Show mappings with less resident memory too (default: mappings ≥ 1 MiB resident)
     #[arg(long)]
     pub all: bool,
+    /// Print the folio sizes (mTHP 16K…1M, 2M) of each mapping that holds mTHP, as lines
+    /// below the table
+    #[arg(long)]
+    pub folios: bool,
     /// Time budget per process for folio sizes (pagemap); beyond it, smaps only
     #[arg(long, default_value = "2s", value_parser = parse_positive_duration)]
     pub budget: Duration,
@@ -371,7 +375,7 @@ pub fn run(a: InspectArgs) -> anyhow::Result<i32> {
     if a.json {
         print_json(&res)?;
     } else {
-        print!("{}", crate::render::inspect::render(&res, a.maps));
+        print!("{}", crate::render::inspect::render(&res, a.maps, a.folios));
     }
     Ok(if res.processes.is_empty() { 1 } else { 0 })
 }

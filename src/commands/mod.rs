@@ -8,6 +8,7 @@ pub mod report;
 pub mod restore;
 pub mod results;
 pub mod run;
+pub mod shell;
 pub mod status;
 pub mod trace;
 

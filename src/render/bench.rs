@@ -5,6 +5,7 @@ use crate::analyze::bench::{Direction, direction};
 use crate::backing::Backing;
 use crate::model::bench::{BenchResult, CellEvidence};
 use crate::probe::pmu::PerfEvent;
+use crate::analyze::stats::Estimate;
 use crate::units::Bytes;
 use crate::workload::{Metric, Workload};
 use std::fmt::Write;
@@ -39,67 +40,175 @@ pub fn sig3(v: f64) -> String {
     }
 }
 
-pub fn render(r: &BenchResult) -> String {
-    let mut o = String::new();
-    let level = format!("{}%", r.plan.confidence * 100.0);
-    let mut t = table(&[
-        "benchmark",
-        "size",
-        "backing",
-        "score ± error",
-        "unit",
-        "coverage",
-        "vs 4k",
-        "faults/op",
-        "dTLB misses/op",
-    ]);
-    for c in &r.cells {
-        let ev = evidence(r, c.metric, c.size, c.backing);
-        let cov = match ev.map(|e| &e.coverage) {
-            None => "-".to_string(),
-            Some(cv) => match cv.fraction {
-                Some(f) if cv.degraded => format!("{:.1}% DEGRADED", f * 100.0),
-                Some(f) => format!("{:.1}%", f * 100.0),
-                None => "unverified".into(),
-            },
-        };
-        let vs = match &c.vs_baseline {
-            None => String::new(),
-            Some(e) => {
-                let mark = match direction(c.metric, e) {
-                    Direction::Better => " better",
-                    Direction::Worse => " worse",
-                    Direction::Unresolved => " ~",
-                };
-                match (e.lo, e.hi) {
-                    (Some(lo), Some(hi)) => format!("{:.3}× [{:.3}, {:.3}]{mark}", e.point, lo, hi),
-                    _ => format!("{:.3}× (too few rounds for an interval)", e.point),
-                }
-            }
-        };
-        let per_op = |e: PerfEvent| {
-            ev.and_then(|x| x.per_op.get(&e))
-                .map_or("-".to_string(), |v| format!("{v:.4}"))
-        };
-        t.add_row(vec![
-            c.metric.label().to_string(),
-            Bytes(c.size).to_string(),
-            c.backing.to_string(),
-            format!("{} ± {}", sig3(c.score), c.error.map_or("-".into(), sig3)),
-            c.metric.unit().to_string(),
-            cov,
-            vs,
-            per_op(PerfEvent::PageFaults),
-            per_op(PerfEvent::DtlbLoadMisses),
-        ]);
+/// A ratio to the baseline as people say it: `-23%`, `+8%`, or `4.6× faster` once it is
+/// beyond a factor of two; `~` when its interval contains 1 (not resolved at the bench level).
+pub fn ratio_words(metric: Metric, e: &Estimate) -> String {
+    let r = e.point;
+    let better = direction(metric, e);
+    let faster_if_up = metric.higher_is_better();
+    let words = if r >= 2.0 || r <= 0.5 {
+        let (factor, up) = if r >= 1.0 { (r, true) } else { (1.0 / r, false) };
+        let word = if up == faster_if_up { "faster" } else { "slower" };
+        let d = if factor >= 10.0 { 0 } else { 1 };
+        format!("{factor:.d$}× {word}")
+    } else {
+        format!("{:+.0}%", (r - 1.0) * 100.0)
+    };
+    match better {
+        Direction::Unresolved => format!("{words} ~"),
+        _ => words,
     }
-    let _ = writeln!(o, "{}", super::fit(&mut t));
+}
+
+/// The answer first: at the largest size measured, per huge backing, each workload's change
+/// against the baseline (the bench's paired ratios), and whether the backing was obtained.
+pub fn headline(r: &BenchResult) -> Vec<String> {
+    let Some(size) = r.cells.iter().map(|c| c.size).max() else {
+        return vec!["nothing was measured".into()];
+    };
+    let baseline = r
+        .cells
+        .iter()
+        .find(|c| c.size == size && c.vs_baseline.is_none())
+        .map(|c| c.backing.to_string())
+        .unwrap_or_else(|| "4k".into());
+    let mut backings: Vec<Backing> = Vec::new();
+    for c in r.cells.iter().filter(|c| c.size == size && c.vs_baseline.is_some()) {
+        if !backings.contains(&c.backing) {
+            backings.push(c.backing);
+        }
+    }
+    let mut out = vec![format!(
+        "at {} (the largest size), vs {baseline}; ~ = not resolved at {}%:",
+        Bytes(size),
+        r.plan.confidence * 100.0
+    )];
+    let w = backings.iter().map(|b| b.to_string().len()).max().unwrap_or(0);
+    for b in backings {
+        let mut parts: Vec<String> = Vec::new();
+        for c in r.cells.iter().filter(|c| c.size == size && c.backing == b) {
+            if let Some(e) = &c.vs_baseline {
+                parts.push(format!("{} {}", c.metric.label(), ratio_words(c.metric, e)));
+            }
+        }
+        let degraded: Vec<String> = r
+            .evidence
+            .iter()
+            .filter(|e| e.size == size && e.backing == b && e.coverage.degraded)
+            .map(|e| {
+                format!(
+                    "{} only {} huge",
+                    e.workload.name(),
+                    e.coverage
+                        .fraction
+                        .map_or("partly".into(), |f| format!("{:.0}%", f * 100.0))
+                )
+            })
+            .collect();
+        if !degraded.is_empty() {
+            parts.push(format!("DEGRADED: {}", degraded.join(", ")));
+        }
+        let head = format!("  {:w$}  ", b.to_string());
+        out.extend(super::summary::wrap_hanging(
+            &format!("{head}{}", parts.join(" · ")),
+            head.len(),
+        ));
+    }
+    out
+}
+
+pub fn render(r: &BenchResult) -> String {
+    let mut o: String = headline(r).into_iter().map(|l| l + "\n").collect();
+    let level = format!("{}%", r.plan.confidence * 100.0);
+    let tlb = r
+        .evidence
+        .iter()
+        .any(|e| e.per_op.contains_key(&PerfEvent::DtlbLoadMisses));
+    let mut metrics: Vec<Metric> = Vec::new();
+    for c in &r.cells {
+        if !metrics.contains(&c.metric) {
+            metrics.push(c.metric);
+        }
+    }
+    for m in metrics {
+        let mut header = vec![
+            "size",
+            "backing",
+            "score ± error",
+            "coverage",
+            "vs baseline",
+            "faults/op",
+        ];
+        if tlb {
+            header.push("dTLB misses/op");
+        }
+        let mut t = table(&header);
+        for c in r.cells.iter().filter(|c| c.metric == m) {
+            let ev = evidence(r, c.metric, c.size, c.backing);
+            let cov = match ev.map(|e| &e.coverage) {
+                None => "-".to_string(),
+                Some(cv) => match cv.fraction {
+                    Some(f) if cv.degraded => format!("{:.1}% DEGRADED", f * 100.0),
+                    Some(f) => format!("{:.1}%", f * 100.0),
+                    None => "unverified".into(),
+                },
+            };
+            let vs = match &c.vs_baseline {
+                None => String::new(),
+                Some(e) => {
+                    let mark = match direction(c.metric, e) {
+                        Direction::Better => " better",
+                        Direction::Worse => " worse",
+                        Direction::Unresolved => " ~",
+                    };
+                    match (e.lo, e.hi) {
+                        (Some(lo), Some(hi)) => format!(
+                            "{}× [{}, {}]{mark}",
+                            sig3(e.point),
+                            sig3(lo),
+                            sig3(hi)
+                        ),
+                        _ => format!("{}× (too few rounds)", sig3(e.point)),
+                    }
+                }
+            };
+            let per_op = |e: PerfEvent| {
+                ev.and_then(|x| x.per_op.get(&e))
+                    .map_or("-".to_string(), |v| sig3(*v))
+            };
+            let mut row = vec![
+                Bytes(c.size).to_string(),
+                c.backing.to_string(),
+                format!("{} ± {}", sig3(c.score), c.error.map_or("-".into(), sig3)),
+                cov,
+                vs,
+                per_op(PerfEvent::PageFaults),
+            ];
+            if tlb {
+                row.push(per_op(PerfEvent::DtlbLoadMisses));
+            }
+            t.add_row(row);
+        }
+        let better = if m.higher_is_better() {
+            "higher is better"
+        } else {
+            "lower is better"
+        };
+        let _ = writeln!(
+            o,
+            "\n{} ({}, {better})\n{}",
+            m.label(),
+            m.unit(),
+            super::fit(&mut t)
+        );
+    }
     let _ = writeln!(
         o,
-        "score ± error: mean of {} rounds with its {level} Student-t interval. coverage: share of the region verified on the \
-backing's page size (smaps, or folio sizes from pagemap). vs 4k: ratio to the 4k backing paired by round \
+        "{}",
+        super::summary::wrap_hanging(&format!("score ± error: mean of {} rounds with its {level} Student-t interval. coverage: share of the region verified on the \
+backing's page size (smaps, or folio sizes from pagemap). vs baseline: ratio to the baseline backing paired by round \
 (Hodges–Lehmann, {level} signed-rank interval); `better`/`worse` when the interval excludes 1, `~` when it does not.",
-        r.plan.rounds
+        r.plan.rounds), 0).join("\n")
     );
     let degraded: Vec<&CellEvidence> = r
         .evidence
@@ -139,17 +248,21 @@ backing's page size (smaps, or folio sizes from pagemap). vs 4k: ratio to the 4k
             .iter()
             .map(|(b, max)| format!("{b} up to {}", Bytes(*max)))
             .collect();
-        let _ = writeln!(
-            o,
+        let line = format!(
             "pretouch/fault not measured where the region is smaller than one page of the backing: {}",
             list.join(", ")
         );
+        for l in super::summary::wrap_hanging(&line, 2) {
+            let _ = writeln!(o, "{l}");
+        }
     }
     for c in &r.settings_changed {
         let _ = writeln!(o, "changed for the run and restored: {c}");
     }
     for n in &r.notes {
-        let _ = writeln!(o, "note: {n}");
+        for l in super::summary::wrap_hanging(&format!("note: {n}"), 2) {
+            let _ = writeln!(o, "{l}");
+        }
     }
     let _ = writeln!(o, "seed {}; {:.0} s", r.plan.seed, r.elapsed_s);
     o

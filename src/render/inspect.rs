@@ -25,6 +25,15 @@ fn folio_line(h: &BTreeMap<u64, u64>) -> String {
         .join(", ")
 }
 
+/// A mapping's file as a table cell: `…/` and its name when the path is long (the full path
+/// is in `--json`).
+fn short_path(path: &str) -> String {
+    match path.rsplit_once('/') {
+        Some((_, file)) if path.chars().count() > 24 => format!("…/{file}"),
+        _ => path.to_string(),
+    }
+}
+
 /// `--tree` instances and the pools' reservations, after the processes.
 fn render_instances(r: &InspectResult) -> String {
     let mut o = String::new();
@@ -80,7 +89,7 @@ fn render_instances(r: &InspectResult) -> String {
     o
 }
 
-pub fn render(r: &InspectResult, maps: bool) -> String {
+pub fn render(r: &InspectResult, maps: bool, folios: bool) -> String {
     let mut o = String::new();
     for p in &r.processes {
         let thp = match p.thp_enabled {
@@ -133,17 +142,17 @@ pub fn render(r: &InspectResult, maps: bool) -> String {
         }
         if !p.mappings.is_empty() {
             let mut t = table(&[
-                "range",
+                "start",
                 "perm",
-                "kind",
+                "mapping",
                 "size",
                 "resident",
                 "huge",
-                "coverage",
+                "cov",
                 "page",
-                "flags",
-                "why not huge",
             ]);
+            let mut mixed = Vec::new();
+            let mut why = Vec::new();
             for m in &p.mappings {
                 let flags: Vec<&str> = m
                     .vm_flags
@@ -151,28 +160,34 @@ pub fn render(r: &InspectResult, maps: bool) -> String {
                     .map(String::as_str)
                     .filter(|f| matches!(*f, "hg" | "nh" | "ht"))
                     .collect();
-                let huge = match &m.folios {
-                    Some(h) if h.keys().any(|s| *s > 4096 && *s < (2 << 20)) => {
-                        format!("{} ({})", Bytes(m.huge_bytes), folio_line(h))
-                    }
-                    _ => Bytes(m.huge_bytes).to_string(),
-                };
+                if let Some(h) = m
+                    .folios
+                    .as_ref()
+                    .filter(|h| h.keys().any(|s| *s > 4096 && *s < (2 << 20)))
+                {
+                    mixed.push(format!("{:x}: {}", m.start, folio_line(h)));
+                }
                 t.add_row(vec![
-                    format!("{:x}-{:x}", m.start, m.end),
-                    m.perms.clone(),
+                    format!("{:x}", m.start),
+                    if flags.is_empty() {
+                        m.perms.clone()
+                    } else {
+                        format!("{} {}", m.perms, flags.join(" "))
+                    },
                     if m.path.is_empty() {
                         m.kind.name().to_string()
                     } else {
-                        format!("{} {}", m.kind.name(), m.path)
+                            format!("{} {}", m.kind.name(), short_path(&m.path))
                     },
                     Bytes(m.size).to_string(),
                     Bytes(m.resident).to_string(),
-                    huge,
+                    Bytes(m.huge_bytes).to_string(),
                     pct(m.coverage),
                     Bytes(m.kernel_page_size).to_string(),
-                    flags.join(" "),
-                    m.why_not_huge.join("; "),
                 ]);
+                if !m.why_not_huge.is_empty() {
+                    why.push(format!("{:x}  {}", m.start, m.why_not_huge.join("; ")));
+                }
             }
             let what = if maps {
                 "mappings"
@@ -180,6 +195,30 @@ pub fn render(r: &InspectResult, maps: bool) -> String {
                 "mappings with ≥ 1 MiB resident not on huge pages (all: --maps)"
             };
             let _ = writeln!(o, "  {what}\n{}", fit(&mut t));
+            if !why.is_empty() {
+                let _ = writeln!(o, "  why not huge:");
+                for l in &why {
+                    for l in super::summary::wrap_hanging(&format!("    {l}"), 18) {
+                        let _ = writeln!(o, "{l}");
+                    }
+                }
+            }
+            if !mixed.is_empty() {
+                if folios {
+                    let _ = writeln!(o, "  folio sizes of the mappings with mTHP (size, bytes, share):");
+                    for l in &mixed {
+                        for l in super::summary::wrap_hanging(&format!("    {l}"), 6) {
+                            let _ = writeln!(o, "{l}");
+                        }
+                    }
+                } else {
+                    let _ = writeln!(
+                        o,
+                        "  {} mappings hold mTHP folios: their sizes with --folios",
+                        mixed.len()
+                    );
+                }
+            }
         }
         for n in &p.notes {
             let _ = writeln!(o, "  note: {n}");
@@ -273,4 +312,86 @@ pub fn render_collapse(r: &CollapseResult) -> String {
         pct(r.coverage_after),
         r.elapsed_ms
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::inspect::{Kind, TlbReach};
+    use crate::model::inspect::{MappingReport, ProcessReport};
+
+    fn mapping(start: u64, kind: Kind, path: &str, folios: &[(u64, u64)]) -> MappingReport {
+        let size: u64 = folios.iter().map(|(_, b)| b).sum();
+        MappingReport {
+            start,
+            end: start + size,
+            perms: "rw-s".into(),
+            kind,
+            path: path.into(),
+            size,
+            resident: size,
+            anon_huge_pages: 0,
+            private_hugetlb: 0,
+            shared_hugetlb: 0,
+            kernel_page_size: 4096,
+            thp_eligible: Some(true),
+            vm_flags: vec!["rd".into(), "wr".into(), "hg".into()],
+            folios: Some(folios.iter().copied().collect()),
+            huge_bytes: folios.iter().filter(|(s, _)| *s > 4096).map(|(_, b)| b).sum(),
+            coverage: Some(0.5),
+            tlb: TlbReach::default(),
+            why_not_huge: vec![
+                "THP mode is `madvise` and this range has no MADV_HUGEPAGE (VmFlags lacks hg); \
+                 khugepaged skips it too"
+                    .into(),
+            ],
+        }
+    }
+
+    /// A QEMU-like process (guest RAM in a long hugetlbfs path) and a process with mixed mTHP
+    /// folios: every line of the default output fits 100 columns.
+    #[test]
+    fn qemu_and_mixed_folios_fit_100_columns() {
+        let p = ProcessReport {
+            pid: 4242,
+            name: "qemu-system-x86".into(),
+            thp_enabled: Some(true),
+            resident: 3 << 30,
+            huge_bytes: 2 << 30,
+            coverage: Some(0.66),
+            folios: Some([(4096, 1 << 30), (65536, 1 << 29), (2 << 20, 1 << 29)].into()),
+            tlb: TlbReach::default(),
+            mappings: vec![
+                mapping(
+                    0x7f00_0000_0000,
+                    Kind::GuestRam,
+                    "/dev/hugepages/libvirt/qemu/1-guest-with-a-long-name/qemu_back_mem._objects_ram-node0.AbCdEf (deleted)",
+                    &[(1 << 30, 2 << 30)],
+                ),
+                mapping(
+                    0x7f10_0000_0000,
+                    Kind::Anonymous,
+                    "",
+                    &[(4096, 1 << 20), (16384, 1 << 20), (65536, 3 << 20), (2 << 20, 4 << 20)],
+                ),
+            ],
+            guest_ram: None,
+            notes: vec!["folio sizes read within the budget of 2 s for 100% of the ranges".into()],
+            elapsed_ms: 12.0,
+        };
+        let r = InspectResult {
+            schema: "hugelab.inspect/1",
+            processes: vec![p],
+            errors: vec![],
+            instances: vec![],
+            pools: vec![],
+        };
+        for folios in [false, true] {
+            let text = render(&r, true, folios);
+            for l in text.lines() {
+                assert!(l.chars().count() <= 100, "{} columns:\n{l}\n{text}", l.chars().count());
+            }
+            assert_eq!(text.contains("64K 3M"), folios, "{text}");
+        }
+    }
 }
