@@ -33,3 +33,130 @@ fn every_option_and_argument_has_help() {
     walk(&Cli::command(), "hugelab", &mut missing);
     assert!(missing.is_empty(), "without help:\n{}", missing.join("\n"));
 }
+
+/// Completions come out for bash, zsh and fish and name the commands and options; the bash
+/// script is valid bash.
+#[test]
+fn completions_for_three_shells() {
+    for shell in ["bash", "zsh", "fish"] {
+        let text = common::hugelab_stdout(["completions", shell]);
+        for word in ["bench", "results", "inspect", "preset", "verbose"] {
+            assert!(text.contains(word), "{shell} completions lack {word}");
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("hugelab.bash");
+    std::fs::write(&script, common::hugelab_stdout(["completions", "bash"])).unwrap();
+    let ok = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .status()
+        .unwrap();
+    assert!(ok.success(), "bash -n refused the completion script");
+    common::hugelab_exits(["completions", "tcsh"], 2);
+}
+
+/// `hugelab man` prints a roff page; `--out` writes one page per command.
+#[test]
+fn man_pages() {
+    let page = common::hugelab_stdout(["man"]);
+    assert!(page.contains(".TH hugelab 1"), "{page}");
+    let dir = tempfile::tempdir().unwrap();
+    common::hugelab_stdout(["man", "--out", dir.path().to_str().unwrap()]);
+    for p in [
+        "hugelab.1",
+        "hugelab-run.1",
+        "hugelab-bench.1",
+        "hugelab-results-show.1",
+    ] {
+        assert!(dir.path().join(p).exists(), "{p} not written");
+    }
+}
+
+fn assert_fits(what: &str, text: &str) {
+    for l in text.lines() {
+        assert!(
+            l.chars().count() <= 100,
+            "{what}: a line of {} columns:\n{l}\n---\n{text}",
+            l.chars().count()
+        );
+    }
+}
+
+/// The default output of `run` leads with the answer: the first line is the contrast with its
+/// verdict, the second the run; every line fits 100 columns (stdout is not a terminal here).
+#[test]
+fn run_leads_with_the_answer_within_100_columns() {
+    let out = common::hugelab_stdout([
+        "run",
+        "--no-save",
+        "-q",
+        "-b",
+        "4",
+        "-a",
+        "a=env.X=1",
+        "-a",
+        "b=env.X=2",
+        "--",
+        "true",
+    ]);
+    assert_fits("run", &out);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("b vs a  wall_s  "), "{out}");
+    assert!(
+        ["FASTER", "SLOWER", "EQUIVALENT", "INCONCLUSIVE"]
+            .iter()
+            .any(|v| lines[0].contains(v)),
+        "{out}"
+    );
+    assert!(lines[1].starts_with("4 blocks in "), "{out}");
+    assert!(!out.contains('┌'), "tables only with --verbose:\n{out}");
+    let verbose = common::hugelab_stdout([
+        "run",
+        "--no-save",
+        "-q",
+        "-v",
+        "-b",
+        "4",
+        "-a",
+        "a=env.X=1",
+        "-a",
+        "b=env.X=2",
+        "--",
+        "true",
+    ]);
+    assert!(
+        verbose.contains("mean ± sd") && verbose.contains("backing evidence"),
+        "{verbose}"
+    );
+    // Times in units a person reads: `true` takes about a millisecond, never `± 0.0000`.
+    assert!(!verbose.contains("0.0000"), "{verbose}");
+    assert!(
+        verbose.contains(" µs") || verbose.contains(" ms"),
+        "{verbose}"
+    );
+}
+
+/// `bench` leads with its headline at the largest size; its tables fit 100 columns.
+#[test]
+fn bench_leads_with_the_headline_within_100_columns() {
+    let out = common::hugelab_stdout([
+        "bench",
+        "--no-save",
+        "-q",
+        "-s",
+        "64K,4M",
+        "-b",
+        "4k,thp",
+        "-r",
+        "3",
+        "touch",
+    ]);
+    assert_fits("bench", &out);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("at 4M (the largest size), vs 4k"),
+        "{out}"
+    );
+    assert!(lines[1].trim_start().starts_with("thp  touch "), "{out}");
+}

@@ -124,6 +124,24 @@ fn stored_results_render_exactly_as_before() {
         &hugelab(&db, &["results", "export", "1", "--format", "csv"]),
     );
     let cmp = hugelab(&db, &["compare", "1", "2"]);
+    // The answer first, within 100 columns (stdout is not a terminal here).
+    let show = hugelab(&db, &["results", "show", "1"]);
+    for text in [&show, &cmp] {
+        for l in text.lines() {
+            assert!(
+                l.chars().count() <= 100,
+                "{} columns: {l}",
+                l.chars().count()
+            );
+        }
+    }
+    assert!(
+        show.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("thp vs 4k   wall_s  "),
+        "{show}"
+    );
     check(
         "compare.txt",
         &cmp.replace(&format!("({})", hostname()), "(HOST)"),

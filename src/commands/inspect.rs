@@ -1,5 +1,6 @@
 //! `hugelab inspect`, `top`, `collapse` and the hidden `hold-memory` test helper.
 
+use super::options::TopSort;
 use super::{UsageError, print_json};
 use crate::analyze::inspect::{self, Context, Kind, TlbReach};
 use crate::analyze::vm;
@@ -42,9 +43,8 @@ pub struct InspectArgs {
     /// shared memory counted once), and show the hugetlb pools' reservations
     #[arg(long)]
     pub tree: bool,
-    /// Print JSON (schema hugelab.inspect/1)
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub out: crate::commands::options::Json,
 }
 
 fn read_proc(pid: u32, file: &str) -> anyhow::Result<String> {
@@ -372,7 +372,7 @@ pub fn run(a: InspectArgs) -> anyhow::Result<i32> {
         instances,
         pools,
     };
-    if a.json {
+    if a.out.json {
         print_json(&res)?;
     } else {
         print!("{}", crate::render::inspect::render(&res, a.maps, a.folios));
@@ -382,18 +382,17 @@ pub fn run(a: InspectArgs) -> anyhow::Result<i32> {
 
 #[derive(Debug, Args)]
 pub struct TopArgs {
-    /// Sort by resident memory (`rss`), huge coverage (`coverage`) or huge bytes (`huge`)
-    #[arg(long, default_value = "rss", value_parser = ["rss", "coverage", "huge"])]
-    pub sort: String,
+    /// The order of the rows
+    #[arg(long, value_enum, default_value_t = TopSort::Rss)]
+    pub sort: TopSort,
     /// Rows to show
     #[arg(long, short = 'n', default_value_t = 20, allow_negative_numbers = true, value_parser = super::parse_count)]
     pub limit: usize,
     /// Full detail (smaps and folio sizes) instead of the cheap smaps_rollup
     #[arg(long)]
     pub full: bool,
-    /// Print JSON (schema hugelab.top/1)
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub out: crate::commands::options::Json,
 }
 
 pub fn top(a: TopArgs) -> anyhow::Result<i32> {
@@ -451,15 +450,15 @@ pub fn top(a: TopArgs) -> anyhow::Result<i32> {
             guest_ram: None,
         });
     }
-    match a.sort.as_str() {
-        "coverage" => rows.sort_by(|x, y| {
+    match a.sort {
+        TopSort::Coverage => rows.sort_by(|x, y| {
             y.coverage
                 .unwrap_or(0.0)
                 .total_cmp(&x.coverage.unwrap_or(0.0))
                 .then(y.resident.cmp(&x.resident))
         }),
-        "huge" => rows.sort_by_key(|r| std::cmp::Reverse(r.huge_bytes)),
-        _ => rows.sort_by_key(|r| std::cmp::Reverse(r.resident)),
+        TopSort::Huge => rows.sort_by_key(|r| std::cmp::Reverse(r.huge_bytes)),
+        TopSort::Rss => rows.sort_by_key(|r| std::cmp::Reverse(r.resident)),
     }
     rows.truncate(a.limit);
     // A VM's guest RAM needs its smaps and command line: read for hypervisor processes only.
@@ -472,7 +471,7 @@ pub fn top(a: TopArgs) -> anyhow::Result<i32> {
             r.guest_ram = p.guest_ram;
         }
     }
-    if a.json {
+    if a.out.json {
         #[derive(serde::Serialize)]
         struct TopJson<'a> {
             schema: &'static str,
@@ -495,13 +494,13 @@ pub fn top(a: TopArgs) -> anyhow::Result<i32> {
 
 #[derive(Debug, Args)]
 pub struct CollapseArgs {
+    /// The process whose memory is collapsed
     pub pid: u32,
     /// Only this range, ADDR-ADDR in hex (default: every eligible anonymous mapping)
     #[arg(long)]
     pub range: Option<String>,
-    /// Print JSON (schema hugelab.collapse/1)
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub out: crate::commands::options::Json,
 }
 
 fn parse_range(s: &str) -> Result<(u64, u64), UsageError> {
@@ -600,7 +599,7 @@ pub fn collapse(a: CollapseArgs) -> anyhow::Result<i32> {
         rows,
         elapsed_ms: t0.elapsed().as_secs_f64() * 1000.0,
     };
-    if a.json {
+    if a.out.json {
         print_json(&res)?;
     } else {
         print!("{}", crate::render::inspect::render_collapse(&res));
@@ -617,6 +616,7 @@ pub struct HoldMemoryArgs {
     /// 4k, thp, hugetlb-2m, hugetlb-1g, mthp-<size> or `plain` (no madvise at all)
     #[arg(long)]
     pub backing: String,
+    /// How much to map, e.g. 64M, 1G
     #[arg(long)]
     pub size: Bytes,
     /// PR_SET_THP_DISABLE before mapping
@@ -632,6 +632,7 @@ pub struct HoldMemoryArgs {
     /// size near MemAvailable, later huge-page faults must compact)
     #[arg(long)]
     pub fragment: bool,
+    /// How long to hold the memory before exiting
     #[arg(long, default_value_t = 3600)]
     pub seconds: u64,
 }

@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod exporter;
 pub mod inspect;
+pub mod options;
 pub mod report;
 pub mod restore;
 pub mod results;

@@ -3,6 +3,7 @@
 //! from the same records, and the same table cells, as the terminal output.
 
 use super::UsageError;
+use super::options::{Database, Decision, MetricChoice, ReportFormat};
 use super::results::{compare_runs, open, reanalyse};
 use crate::analyze::stats::{quantile_interval, sorted};
 use crate::backing::Backing;
@@ -22,24 +23,19 @@ pub struct ReportArgs {
     /// Report a comparison of two runs (ids or exported JSON files) instead
     #[arg(long, num_args = 2, value_names = ["A", "B"], conflicts_with = "runs")]
     pub compare: Option<Vec<String>>,
-    /// Metric for --compare
-    #[arg(long, default_value = "wall_s")]
-    pub metric: String,
-    /// Higher values of --metric are better (for --compare)
-    #[arg(long)]
-    pub higher: bool,
+    /// With --compare: the metric compared, and its direction
+    #[command(flatten)]
+    pub metric: MetricChoice,
     /// Output file (default: report.html or report.md)
     #[arg(long, short)]
     pub out: Option<PathBuf>,
-    #[arg(long, default_value = "html", value_parser = ["html", "md"])]
-    pub format: String,
-    #[arg(long, default_value_t = 0.01, allow_negative_numbers = true, value_parser = super::parse_effect)]
-    pub effect: f64,
-    #[arg(long, default_value_t = 0.99, allow_negative_numbers = true, value_parser = super::parse_confidence)]
-    pub confidence: f64,
-    /// Results database (default $XDG_DATA_HOME/hugelab/results.db)
-    #[arg(long)]
-    pub db: Option<PathBuf>,
+    /// The document to write
+    #[arg(long, value_enum, default_value_t = ReportFormat::Html)]
+    pub format: ReportFormat,
+    #[command(flatten)]
+    pub decision: Decision,
+    #[command(flatten)]
+    pub store: Database,
 }
 
 /// A stored run with what its charts need: the analysis at `confidence`/`effect`, every trial
@@ -186,16 +182,16 @@ fn bench_curves(
 }
 
 pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
-    let md = a.format == "md";
+    let md = a.format == ReportFormat::Md;
     let text = if let Some(ab) = &a.compare {
         let c: CompareResult = compare_runs(
             &ab[0],
             &ab[1],
-            &a.metric,
-            a.higher,
-            a.effect,
-            a.confidence,
-            &a.db,
+            &a.metric.metric,
+            a.metric.higher,
+            a.decision.effect,
+            a.decision.confidence,
+            &a.store.db,
         )?;
         if md {
             crate::render::markdown::compare(&c)
@@ -203,7 +199,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
             crate::render::html::compare(&c)
         }
     } else {
-        let store = open(&a.db)?;
+        let store = open(&a.store.db)?;
         let mut views = Vec::new();
         for id in &a.runs {
             let (meta, arms, trials) = store.load(*id)?;
@@ -213,7 +209,13 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
                 ))
                 .into());
             }
-            views.push(view(meta, &arms, &trials, a.effect, a.confidence));
+            views.push(view(
+                meta,
+                &arms,
+                &trials,
+                a.decision.effect,
+                a.decision.confidence,
+            ));
         }
         if md {
             crate::render::markdown::runs(&views)

@@ -9,9 +9,8 @@ pub struct RestoreArgs {
     /// Restore even if the journal's owner is still running
     #[arg(long)]
     pub force: bool,
-    /// Print JSON
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub out: crate::commands::options::Json,
 }
 
 #[derive(Debug, Args)]
@@ -64,7 +63,7 @@ pub fn run(a: RestoreArgs) -> anyhow::Result<i32> {
         Recovery::Restored(r) => ("restored", None, r),
     };
     let failed = restored.iter().any(|r| r.error.is_some());
-    if a.json {
+    if a.out.json {
         print_json(&RestoreJson {
             journal: path.display().to_string(),
             status,

@@ -1,6 +1,7 @@
 //! `hugelab results list|show|export`, `hugelab import` (hyperfine JSON) and
 //! `hugelab compare A B` (unpaired, e.g. the same benchmark on two machines).
 
+use super::options::{Database, Decision, ExportFormat, Json, MetricChoice};
 use super::{UsageError, print_json};
 use crate::analyze::experiment::{self, MetricDef, TrialData};
 use crate::analyze::stats::{mann_whitney_shift, summarize};
@@ -15,8 +16,8 @@ use std::path::PathBuf;
 pub struct ResultsArgs {
     #[command(subcommand)]
     pub action: ResultsAction,
-    /// Results database (default $XDG_DATA_HOME/hugelab/results.db)
-    #[arg(long, global = true)]
+    /// Results database (SQLite; default $XDG_DATA_HOME/hugelab/results.db)
+    #[arg(long, global = true, value_name = "FILE")]
     pub db: Option<PathBuf>,
 }
 
@@ -24,24 +25,25 @@ pub struct ResultsArgs {
 pub enum ResultsAction {
     /// Every stored run
     List {
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        out: Json,
     },
-    /// Re-analyse a stored run
+    /// Re-analyse a stored run: the answer lines, then every table
     Show {
+        /// The run's id (`hugelab results list`)
         run: i64,
-        #[arg(long, default_value_t = 0.01, allow_negative_numbers = true, value_parser = super::parse_effect)]
-        effect: f64,
-        #[arg(long, default_value_t = 0.99, allow_negative_numbers = true, value_parser = super::parse_confidence)]
-        confidence: f64,
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        decision: Decision,
+        #[command(flatten)]
+        out: Json,
     },
     /// Export a run: json (a superset of hyperfine's --export-json), csv (one row per trial) or md
     Export {
+        /// The run's id (`hugelab results list`)
         run: i64,
-        #[arg(long, default_value = "json", value_parser = ["json", "csv", "md"])]
-        format: String,
+        /// The format to write
+        #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
+        format: ExportFormat,
         /// Write here instead of stdout
         #[arg(long, short)]
         out: Option<PathBuf>,
@@ -151,9 +153,9 @@ pub fn export_json(
 pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
     let store = open(&a.db)?;
     match a.action {
-        ResultsAction::List { json } => {
+        ResultsAction::List { out } => {
             let runs = store.runs()?;
-            if json {
+            if out.json {
                 print_json(
                     &runs
                         .iter()
@@ -177,15 +179,10 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
                 println!("{}\n{}", crate::render::fit(&mut t), store.path.display());
             }
         }
-        ResultsAction::Show {
-            run,
-            effect,
-            confidence,
-            json,
-        } => {
+        ResultsAction::Show { run, decision, out } => {
             let (meta, arms, trials) = store.load(run)?;
-            let report = reanalyse(&meta, &arms, &trials, effect, confidence);
-            if json {
+            let report = reanalyse(&meta, &arms, &trials, decision.effect, decision.confidence);
+            if out.json {
                 print_json(
                     &serde_json::json!({"schema": "hugelab.results-show/1", "run": meta, "report": report}),
                 )?;
@@ -202,10 +199,12 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
         }
         ResultsAction::Export { run, format, out } => {
             let (meta, arms, trials) = store.load(run)?;
-            let text = match format.as_str() {
-                "json" => serde_json::to_string_pretty(&export_json(&meta, &arms, &trials))?,
-                "csv" => crate::render::csv::trials(run, &arms, &trials),
-                _ => crate::render::markdown::runs(&[super::report::view(
+            let text = match format {
+                ExportFormat::Json => {
+                    serde_json::to_string_pretty(&export_json(&meta, &arms, &trials))?
+                }
+                ExportFormat::Csv => crate::render::csv::trials(run, &arms, &trials),
+                ExportFormat::Md => crate::render::markdown::runs(&[super::report::view(
                     meta, &arms, &trials, 0.01, 0.99,
                 )]),
             };
@@ -227,9 +226,8 @@ pub struct ImportArgs {
     /// A label for the imported run
     #[arg(long)]
     pub label: Option<String>,
-    /// Results database to import into (default $XDG_DATA_HOME/hugelab/results.db)
-    #[arg(long)]
-    pub db: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: Database,
 }
 
 /// A value read from an imported file: finite, not negative, and (for times) above zero.
@@ -361,7 +359,12 @@ pub fn import(a: ImportArgs) -> anyhow::Result<i32> {
     let (arms, trials, plan) = import_rows(&v, &a.file)
         .map_err(|e| UsageError(format!("{}: {}", a.file.display(), e.0)))?;
     let command: Vec<String> = arms.iter().map(|a| a.spec.clone()).collect();
-    let mut store = Store::open(&a.db.clone().unwrap_or_else(crate::store::default_path))?;
+    let mut store = Store::open(
+        &a.store
+            .db
+            .clone()
+            .unwrap_or_else(crate::store::default_path),
+    )?;
     let id = store.import_run(a.label.as_deref(), &command, &plan, &arms, &trials)?;
     println!(
         "imported {} arms, {} trials from {} as run {id}",
@@ -378,20 +381,14 @@ pub struct CompareArgs {
     pub a: String,
     /// A stored run id or an exported JSON file
     pub b: String,
-    /// Metric to compare
-    #[arg(long, default_value = "wall_s")]
-    pub metric: String,
-    /// Higher values are better for this metric
-    #[arg(long)]
-    pub higher: bool,
-    #[arg(long, default_value_t = 0.01, allow_negative_numbers = true, value_parser = super::parse_effect)]
-    pub effect: f64,
-    #[arg(long, default_value_t = 0.99, allow_negative_numbers = true, value_parser = super::parse_confidence)]
-    pub confidence: f64,
-    #[arg(long)]
-    pub db: Option<PathBuf>,
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub metric: MetricChoice,
+    #[command(flatten)]
+    pub decision: Decision,
+    #[command(flatten)]
+    pub store: Database,
+    #[command(flatten)]
+    pub out: Json,
 }
 
 /// Arm name → successful values of `metric`, from a run id or an exported file.
@@ -505,13 +502,13 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<i32> {
     let c = compare_runs(
         &a.a,
         &a.b,
-        &a.metric,
-        a.higher,
-        a.effect,
-        a.confidence,
-        &a.db,
+        &a.metric.metric,
+        a.metric.higher,
+        a.decision.effect,
+        a.decision.confidence,
+        &a.store.db,
     )?;
-    if a.json {
+    if a.out.json {
         print_json(&c)?;
     } else {
         for l in crate::render::summary::compare_answer(&c) {

@@ -42,8 +42,9 @@ pub fn man(a: ManArgs) -> anyhow::Result<i32> {
         Some(dir) => {
             std::fs::create_dir_all(&dir)
                 .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
-            clap_mangen::generate_to(cmd, &dir)
-                .map_err(|e| anyhow::anyhow!("cannot write the pages into {}: {e}", dir.display()))?;
+            clap_mangen::generate_to(cmd, &dir).map_err(|e| {
+                anyhow::anyhow!("cannot write the pages into {}: {e}", dir.display())
+            })?;
             println!("man pages written to {}", dir.display());
         }
     }

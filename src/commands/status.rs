@@ -13,9 +13,8 @@ pub struct StatusArgs {
     /// Add findings, each with its evidence and the reason it matters
     #[arg(long)]
     pub explain: bool,
-    /// Print JSON (schema `hugelab.status/1`, see docs/json.md)
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub out: crate::commands::options::Json,
     /// Repeat every interval (e.g. 2s) and show counter changes since the previous sample; Ctrl-C stops
     #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub interval: Option<std::time::Duration>,
@@ -48,7 +47,7 @@ pub fn run(a: StatusArgs) -> anyhow::Result<i32> {
         let deltas = previous
             .as_ref()
             .map(|p| counter_deltas(&p.counters, &s.counters));
-        if a.json {
+        if a.out.json {
             print_json(&StatusJson {
                 status: &s,
                 findings: f.as_deref(),

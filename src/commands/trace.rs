@@ -35,9 +35,8 @@ pub struct TraceArgs {
     /// Only this process (all its threads); the trace ends when it exits
     #[arg(long)]
     pub pid: Option<u32>,
-    /// Print JSON (schema hugelab.trace/1, see docs/json.md); a traced command's stdout goes to stderr
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub out: crate::commands::options::Json,
     /// A command to trace from exec to exit, with its children: `hugelab trace -- CMD ARGS…`
     #[arg(last = true)]
     pub command: Vec<String>,
@@ -179,7 +178,7 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
         (None, false) => {
             let mut cmd = std::process::Command::new(&a.command[0]);
             cmd.args(&a.command[1..]);
-            if a.json {
+            if a.out.json {
                 // stdout is the JSON document: the command's output goes to stderr.
                 use std::os::fd::AsFd;
                 cmd.stdout(std::io::stderr().as_fd().try_clone_to_owned()?);
@@ -223,7 +222,7 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
         exit_code: None,
         ended: String::new(),
     };
-    if !a.json {
+    if !a.out.json {
         print!("{}", render::header(&result));
     }
     let mut window_start = started;
@@ -307,7 +306,7 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
             vm_start = vm_now;
             // Names are looked up again in the next window: the map stays as small as a window.
             comms.retain(|pid, _| child.as_ref().is_some_and(|c| c.id() == *pid));
-            if !a.json {
+            if !a.out.json {
                 print!("{}", render::window(&w));
             }
             result.windows.push(w);
@@ -321,7 +320,7 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
     result.self_cpu_s = cpu_time() - cpu0;
     drop(tracer);
     drop(tfs); // unmounts tracefs if this trace mounted it
-    if a.json {
+    if a.out.json {
         print_json(&result)?;
     } else {
         print!("{}", render::footer(&result));

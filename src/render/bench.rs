@@ -2,10 +2,10 @@
 
 use super::table;
 use crate::analyze::bench::{Direction, direction};
+use crate::analyze::stats::Estimate;
 use crate::backing::Backing;
 use crate::model::bench::{BenchResult, CellEvidence};
 use crate::probe::pmu::PerfEvent;
-use crate::analyze::stats::Estimate;
 use crate::units::Bytes;
 use crate::workload::{Metric, Workload};
 use std::fmt::Write;
@@ -47,8 +47,16 @@ pub fn ratio_words(metric: Metric, e: &Estimate) -> String {
     let better = direction(metric, e);
     let faster_if_up = metric.higher_is_better();
     let words = if r >= 2.0 || r <= 0.5 {
-        let (factor, up) = if r >= 1.0 { (r, true) } else { (1.0 / r, false) };
-        let word = if up == faster_if_up { "faster" } else { "slower" };
+        let (factor, up) = if r >= 1.0 {
+            (r, true)
+        } else {
+            (1.0 / r, false)
+        };
+        let word = if up == faster_if_up {
+            "faster"
+        } else {
+            "slower"
+        };
         let d = if factor >= 10.0 { 0 } else { 1 };
         format!("{factor:.d$}× {word}")
     } else {
@@ -73,7 +81,11 @@ pub fn headline(r: &BenchResult) -> Vec<String> {
         .map(|c| c.backing.to_string())
         .unwrap_or_else(|| "4k".into());
     let mut backings: Vec<Backing> = Vec::new();
-    for c in r.cells.iter().filter(|c| c.size == size && c.vs_baseline.is_some()) {
+    for c in r
+        .cells
+        .iter()
+        .filter(|c| c.size == size && c.vs_baseline.is_some())
+    {
         if !backings.contains(&c.backing) {
             backings.push(c.backing);
         }
@@ -83,7 +95,11 @@ pub fn headline(r: &BenchResult) -> Vec<String> {
         Bytes(size),
         r.plan.confidence * 100.0
     )];
-    let w = backings.iter().map(|b| b.to_string().len()).max().unwrap_or(0);
+    let w = backings
+        .iter()
+        .map(|b| b.to_string().len())
+        .max()
+        .unwrap_or(0);
     for b in backings {
         let mut parts: Vec<String> = Vec::new();
         for c in r.cells.iter().filter(|c| c.size == size && c.backing == b) {
@@ -162,12 +178,9 @@ pub fn render(r: &BenchResult) -> String {
                         Direction::Unresolved => " ~",
                     };
                     match (e.lo, e.hi) {
-                        (Some(lo), Some(hi)) => format!(
-                            "{}× [{}, {}]{mark}",
-                            sig3(e.point),
-                            sig3(lo),
-                            sig3(hi)
-                        ),
+                        (Some(lo), Some(hi)) => {
+                            format!("{}× [{}, {}]{mark}", sig3(e.point), sig3(lo), sig3(hi))
+                        }
                         _ => format!("{}× (too few rounds)", sig3(e.point)),
                     }
                 }

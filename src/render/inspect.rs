@@ -142,14 +142,7 @@ pub fn render(r: &InspectResult, maps: bool, folios: bool) -> String {
         }
         if !p.mappings.is_empty() {
             let mut t = table(&[
-                "start",
-                "perm",
-                "mapping",
-                "size",
-                "resident",
-                "huge",
-                "cov",
-                "page",
+                "start", "perm", "mapping", "size", "resident", "huge", "cov", "page",
             ]);
             let mut mixed = Vec::new();
             let mut why = Vec::new();
@@ -177,7 +170,7 @@ pub fn render(r: &InspectResult, maps: bool, folios: bool) -> String {
                     if m.path.is_empty() {
                         m.kind.name().to_string()
                     } else {
-                            format!("{} {}", m.kind.name(), short_path(&m.path))
+                        format!("{} {}", m.kind.name(), short_path(&m.path))
                     },
                     Bytes(m.size).to_string(),
                     Bytes(m.resident).to_string(),
@@ -205,7 +198,10 @@ pub fn render(r: &InspectResult, maps: bool, folios: bool) -> String {
             }
             if !mixed.is_empty() {
                 if folios {
-                    let _ = writeln!(o, "  folio sizes of the mappings with mTHP (size, bytes, share):");
+                    let _ = writeln!(
+                        o,
+                        "  folio sizes of the mappings with mTHP (size, bytes, share):"
+                    );
                     for l in &mixed {
                         for l in super::summary::wrap_hanging(&format!("    {l}"), 6) {
                             let _ = writeln!(o, "{l}");
@@ -337,7 +333,11 @@ mod tests {
             thp_eligible: Some(true),
             vm_flags: vec!["rd".into(), "wr".into(), "hg".into()],
             folios: Some(folios.iter().copied().collect()),
-            huge_bytes: folios.iter().filter(|(s, _)| *s > 4096).map(|(_, b)| b).sum(),
+            huge_bytes: folios
+                .iter()
+                .filter(|(s, _)| *s > 4096)
+                .map(|(_, b)| b)
+                .sum(),
             coverage: Some(0.5),
             tlb: TlbReach::default(),
             why_not_huge: vec![
@@ -372,7 +372,12 @@ mod tests {
                     0x7f10_0000_0000,
                     Kind::Anonymous,
                     "",
-                    &[(4096, 1 << 20), (16384, 1 << 20), (65536, 3 << 20), (2 << 20, 4 << 20)],
+                    &[
+                        (4096, 1 << 20),
+                        (16384, 1 << 20),
+                        (65536, 3 << 20),
+                        (2 << 20, 4 << 20),
+                    ],
                 ),
             ],
             guest_ram: None,
@@ -389,7 +394,11 @@ mod tests {
         for folios in [false, true] {
             let text = render(&r, true, folios);
             for l in text.lines() {
-                assert!(l.chars().count() <= 100, "{} columns:\n{l}\n{text}", l.chars().count());
+                assert!(
+                    l.chars().count() <= 100,
+                    "{} columns:\n{l}\n{text}",
+                    l.chars().count()
+                );
             }
             assert_eq!(text.contains("64K 3M"), folios, "{text}");
         }

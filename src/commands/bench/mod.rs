@@ -31,14 +31,14 @@ pub struct BenchArgs {
     /// Workloads: touch, chase, pretouch, stream, fault [default: touch chase pretouch]
     pub workloads: Vec<String>,
     /// Region sizes, comma-separated (K/M/G suffixes) [default: 4K,64K,1M,16M,256M,1G, capped by MemAvailable]
-    #[arg(long, value_delimiter = ',')]
+    #[arg(short = 's', long, value_delimiter = ',')]
     pub sizes: Vec<String>,
     /// Page backings, comma-separated: 4k, thp, thp-collapse, hugetlb-2m, hugetlb-1g, mthp-<size>
     /// [default: 4k,thp,hugetlb-2m, plus hugetlb-1g when a 1 GiB page can be had]
-    #[arg(long, value_delimiter = ',')]
+    #[arg(short = 'b', long, value_delimiter = ',')]
     pub backings: Vec<String>,
     /// Measured rounds; each round runs every backing once, in random order (≥ 11 for a 99.9% ratio interval)
-    #[arg(long, default_value_t = 12, allow_negative_numbers = true, value_parser = crate::commands::parse_count)]
+    #[arg(short = 'r', long, default_value_t = 12, allow_negative_numbers = true, value_parser = crate::commands::parse_count)]
     pub rounds: usize,
     /// Target duration of one touch/chase iteration
     #[arg(long, default_value = "20ms", value_parser = parse_positive_duration)]
@@ -55,17 +55,15 @@ pub struct BenchArgs {
     /// Do not grow hugetlb pools, even as root (skip hugetlb backings the pool cannot serve)
     #[arg(long)]
     pub no_grow: bool,
-    /// Print JSON (schema hugelab.bench/1, see docs/json.md)
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub out: crate::commands::options::Json,
     /// No progress on stderr
     #[arg(long, short)]
     pub quiet: bool,
-    /// Results database to save the run in (default $XDG_DATA_HOME/hugelab/results.db)
-    #[arg(long)]
-    pub db: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub store: crate::commands::options::Database,
     /// Do not save the run in the results database
-    #[arg(long)]
+    #[arg(long, conflicts_with = "db")]
     pub no_save: bool,
 }
 
@@ -109,7 +107,12 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     let mut saver = if a.no_save {
         None
     } else {
-        match Saver::start(&plan, Some(&st), st.kernel.as_deref(), a.db.as_deref()) {
+        match Saver::start(
+            &plan,
+            Some(&st),
+            st.kernel.as_deref(),
+            a.store.db.as_deref(),
+        ) {
             Ok(s) => Some(s),
             Err(e) => {
                 notes.push(format!("not saved to the results database: {e:#}"));
@@ -175,7 +178,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         notes,
         elapsed_s: started.elapsed().as_secs_f64(),
     };
-    if a.json {
+    if a.out.json {
         print_json(&res)?;
     } else {
         print!("{}", crate::render::bench::render(&res));

@@ -84,12 +84,8 @@ pub struct RunArgs {
     /// machine's noise floor (the smallest effect it can resolve per minute of running)
     #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, conflicts_with_all = ["preset", "sequential", "looks"])]
     pub calibrate: Option<Duration>,
-    /// Smallest effect that matters (0.01 = 1%)
-    #[arg(long, default_value_t = 0.01, allow_negative_numbers = true, value_parser = super::parse_effect)]
-    pub effect: f64,
-    /// Confidence level
-    #[arg(long, default_value_t = 0.99, allow_negative_numbers = true, value_parser = super::parse_confidence)]
-    pub confidence: f64,
+    #[command(flatten)]
+    pub decision: super::options::Decision,
     /// Stop starting new blocks after this long (e.g. 10m)
     #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub max_time: Option<Duration>,
@@ -174,11 +170,10 @@ pub struct RunArgs {
     pub keep_going: bool,
     /// Exit with code 3 when any arm is SLOWER on the primary metric (for CI; the primary
     /// metric is the first --metric, or a load parser's first, else wall_s)
-    #[arg(long, value_parser = ["slower"])]
-    pub fail_on: Option<String>,
-    /// Results database (default $XDG_DATA_HOME/hugelab/results.db)
-    #[arg(long)]
-    pub db: Option<PathBuf>,
+    #[arg(long, value_enum)]
+    pub fail_on: Option<super::options::FailOn>,
+    #[command(flatten)]
+    pub store: super::options::Database,
     /// Do not store the run (the results database is not opened; `results show` cannot see it)
     #[arg(long, conflicts_with_all = ["db", "label"])]
     pub no_save: bool,
@@ -188,9 +183,8 @@ pub struct RunArgs {
     /// Seed for the block order (default: from the clock; stored)
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Print JSON (schema hugelab.run/1)
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub out: super::options::Json,
     /// After the answer, print every table: per-metric summaries, evidence, machine noise,
     /// servers (what `results show` prints for a stored run)
     #[arg(short = 'v', long)]
@@ -355,7 +349,11 @@ fn pin_self_away_from(cpu: usize) -> anyhow::Result<()> {
 pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     let started = Instant::now();
     let (plan, outputs) = plan(&a)?;
-    let db = a.db.clone().unwrap_or_else(crate::store::default_path);
+    let db = a
+        .store
+        .db
+        .clone()
+        .unwrap_or_else(crate::store::default_path);
     let mut store = if a.no_save {
         Store::in_memory()?
     } else {
@@ -554,7 +552,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         servers,
         elapsed_s: started.elapsed().as_secs_f64(),
     };
-    if a.json {
+    if a.out.json {
         print_json(&res)?;
     } else {
         print!("{}", crate::render::run::render(&res, a.verbose));

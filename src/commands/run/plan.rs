@@ -307,8 +307,8 @@ fn plan_with(
             .metrics(&words_of(&command, a.shell))
             .map_err(UsageError)?;
     }
-    crate::commands::check_confidence(a.confidence)?;
-    crate::commands::parse_effect(&a.effect.to_string())
+    crate::commands::check_confidence(a.decision.confidence)?;
+    crate::commands::parse_effect(&a.decision.effect.to_string())
         .map_err(|e| UsageError(format!("--effect {e}")))?;
     let open_ended = a.sequential || a.calibrate.is_some();
     let blocks = a.blocks.unwrap_or(if open_ended { 1000 } else { 10 });
@@ -392,8 +392,8 @@ fn plan_with(
             warmup: a.warmup,
             sequential: a.sequential,
             design,
-            effect: a.effect,
-            confidence: a.confidence,
+            effect: a.decision.effect,
+            confidence: a.decision.confidence,
             seed,
             metrics,
             sampling: if a.no_sample {

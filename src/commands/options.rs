@@ -1,0 +1,84 @@
+//! Options several commands share, declared once (`#[command(flatten)]`), and the choices
+//! that are closed sets, as enums clap checks and lists in `--help`.
+
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+
+/// `--effect` and `--confidence`: what an analysis decides with.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct Decision {
+    /// Smallest effect that matters, as a fraction (0.01 = 1%): EQUIVALENT means the interval
+    /// lies within ±δ; FASTER/SLOWER by less than δ are marked so
+    #[arg(long, default_value_t = 0.01, allow_negative_numbers = true, value_parser = super::parse_effect)]
+    pub effect: f64,
+    /// Confidence level of the intervals and verdicts (0.99 = 99%; family-wise across the
+    /// contrasts where the output says Holm or Bonferroni)
+    #[arg(long, default_value_t = 0.99, allow_negative_numbers = true, value_parser = super::parse_confidence)]
+    pub confidence: f64,
+}
+
+/// `--db`: where results are stored.
+#[derive(Debug, Clone, Args)]
+pub struct Database {
+    /// Results database (SQLite; default $XDG_DATA_HOME/hugelab/results.db)
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+}
+
+/// `--json`: the record instead of text.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct Json {
+    /// Print the result as JSON instead of text (its `schema` field names the format;
+    /// docs/json.md describes each)
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--metric NAME` and `--higher` where a stored metric is chosen by name.
+#[derive(Debug, Clone, Args)]
+pub struct MetricChoice {
+    /// The metric to compare (a stored metric's name: wall_s, or one of the run's --metric)
+    #[arg(long, default_value = "wall_s")]
+    pub metric: String,
+    /// Higher values of --metric are better (throughput); lower is better by default
+    #[arg(long)]
+    pub higher: bool,
+}
+
+/// `results export --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// A superset of hyperfine's --export-json (importable again)
+    Json,
+    /// One row per trial
+    Csv,
+    /// Markdown tables
+    Md,
+}
+
+/// `report --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// One self-contained HTML file with inline SVG charts
+    Html,
+    /// Markdown
+    Md,
+}
+
+/// `top --sort`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TopSort {
+    /// Resident memory
+    Rss,
+    /// Share of the resident memory on huge pages
+    Coverage,
+    /// Bytes on huge pages
+    Huge,
+}
+
+/// `run --fail-on`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Any arm SLOWER than the baseline on the primary metric
+    Slower,
+}
