@@ -1,6 +1,6 @@
 //! The `hugelab` binary: parse, recover any interrupted run, dispatch, map errors to exit codes.
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use hugelab::cli::{Cli, Command};
 use hugelab::commands;
 
@@ -28,8 +28,8 @@ fn main() {
         Command::Collapse(a) => commands::inspect::collapse(a),
         Command::HoldMemory(a) => commands::inspect::hold_memory(a),
         Command::Restore(a) => commands::restore::run(a),
-        Command::Completions(a) => commands::shell::completions(a),
-        Command::Man(a) => commands::shell::man(a),
+        Command::Completions(a) => commands::shell::completions(a, Cli::command()),
+        Command::Man(a) => commands::shell::man(a, Cli::command()),
         Command::Hold(a) => commands::restore::hold(a),
     };
     match result {

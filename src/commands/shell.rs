@@ -1,7 +1,7 @@
 //! `hugelab completions SHELL` and `hugelab man`: what a shell and `man` need, generated from
 //! the one definition of the command line (clap_complete, clap_mangen), so they never drift.
 
-use clap::{Args, CommandFactory};
+use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -24,15 +24,14 @@ pub struct ManArgs {
     pub out: Option<PathBuf>,
 }
 
-pub fn completions(a: CompletionsArgs) -> anyhow::Result<i32> {
-    let mut cmd = crate::cli::Cli::command();
+/// `cmd` is the whole command line's definition (`Cli::command()`, given by the binary).
+pub fn completions(a: CompletionsArgs, mut cmd: clap::Command) -> anyhow::Result<i32> {
     let mut buf = Vec::new();
     clap_complete::generate(a.shell, &mut cmd, "hugelab", &mut buf);
     write_stdout(&buf)
 }
 
-pub fn man(a: ManArgs) -> anyhow::Result<i32> {
-    let cmd = crate::cli::Cli::command();
+pub fn man(a: ManArgs, cmd: clap::Command) -> anyhow::Result<i32> {
     match a.out {
         None => {
             let mut buf = Vec::new();
