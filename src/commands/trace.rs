@@ -10,6 +10,7 @@ use crate::collect::tracepoints::{Event, Tracefs, Tracer};
 use crate::model::trace::{MissingEvent, TraceResult};
 use crate::probe::Root;
 use crate::probe::process::comm;
+use crate::render::progress::Observer;
 use crate::render::trace as render;
 use crate::units::parse_positive_duration;
 use clap::Args;
@@ -37,6 +38,9 @@ pub struct TraceArgs {
     pub pid: Option<u32>,
     #[command(flatten)]
     pub out: crate::commands::options::Json,
+    /// No progress bar on stderr (shown on a terminal for a --duration trace)
+    #[arg(long, short)]
+    pub quiet: bool,
     /// A command to trace from exec to exit, with its children: `hugelab trace -- CMD ARGS…`
     #[arg(last = true)]
     pub command: Vec<String>,
@@ -226,6 +230,15 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
         print!("{}", render::header(&result));
     }
     let mut window_start = started;
+    // A bar for a fixed-length trace (seconds traced of --duration), on a terminal only: the
+    // header on stdout already says how long it runs.
+    let mut progress = crate::render::progress::Progress::stderr("hugelab trace", a.quiet);
+    let bar = p
+        .duration
+        .filter(|_| p.interval.is_none() && std::io::IsTerminal::is_terminal(&std::io::stderr()));
+    if let Some(d) = bar {
+        progress.phase("tracing (s)", Some(d.as_secs().max(1)));
+    }
     let feed = |batch: Vec<Event>,
                 scope: &mut Scope,
                 agg: &mut Aggregator,
@@ -253,6 +266,9 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
         let batch = tracer.poll(Duration::from_millis(100));
         feed(batch, &mut scope, &mut agg, &mut comms);
         let now = Instant::now();
+        if bar.is_some() {
+            progress.set(now.duration_since(started).as_secs());
+        }
         let mut done = false;
         if crate::control::stop_requested() {
             result.ended = "interrupted (Ctrl-C): what was collected is shown".into();
@@ -316,6 +332,7 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
             break;
         }
     }
+    progress.done();
     result.lost = tracer.lost;
     result.self_cpu_s = cpu_time() - cpu0;
     drop(tracer);

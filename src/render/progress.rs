@@ -14,6 +14,8 @@ pub trait Observer {
     fn step(&mut self, _msg: &str) {}
     /// What runs now, without a step.
     fn message(&mut self, _msg: &str) {}
+    /// The phase has reached `done` of its total (time-based phases, e.g. seconds traced).
+    fn set(&mut self, _done: u64) {}
     /// A line that stays on screen (a FLAGGED arm, a note).
     fn note(&mut self, _msg: &str) {}
     fn done(&mut self) {}
@@ -86,6 +88,12 @@ impl Observer for Progress {
             }
             None if !msg.is_empty() => self.line(msg),
             None => {}
+        }
+    }
+
+    fn set(&mut self, done: u64) {
+        if let Some(b) = &self.bar {
+            b.set_position(done);
         }
     }
 
