@@ -94,8 +94,8 @@ fn hugelab(db: &Path, args: &[&str]) -> String {
 fn stable(s: &str) -> String {
     s.lines()
         .map(|l| {
-            // "run 1 (2026-…Z, complete): …" and "## hugelab run 1: … (2026-…Z, …)".
-            if l.starts_with("run ") || l.starts_with("## hugelab ") {
+            // "run 1 (2026-…Z, complete): …" and "## run 1: … (2026-…Z, …)".
+            if l.starts_with("run ") || l.starts_with("## run ") {
                 l.split(" (").next().unwrap_or(l).to_string() + " (…)"
             } else {
                 l.to_string()

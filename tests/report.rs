@@ -63,7 +63,15 @@ fn stored_run(db: &Path) -> i64 {
                 ok: true,
                 flagged: (a == 1 && b == 5).then(|| "no huge pages".to_string()),
                 metrics: [("wall_s".to_string(), v)].into(),
-                evidence: serde_json::json!({"memory": {"coverage_at_peak": if a == 1 { 0.75 } else { 0.0 }}}),
+                evidence: serde_json::json!({
+                    "memory": {"coverage_at_peak": if a == 1 { 0.75 } else { 0.0 }},
+                    // `run --trace compaction`: arm thp stalls 2 × 8 µs and 1 × 1 ms per trial.
+                    "trace": {"latencies": if a == 1 {
+                        serde_json::json!([{"kind": "compaction", "hist": {"total_ns": 1_016_000u64, "log2": [[8192, 2], [1048576, 1]]}}])
+                    } else {
+                        serde_json::json!([])
+                    }}
+                }),
             }).unwrap();
             seq += 1;
         }
@@ -120,8 +128,32 @@ fn run_charts_plot_the_stored_values_and_tables_match_the_terminal() {
         }
         assert!(hugelab::render::run::render_report(&v.report).contains(&g.rows[0][0]));
     }
-    // Forest, distribution, progression, coverage: four charts; no script, nothing remote.
-    assert_eq!(html.matches("<svg").count(), 4, "one chart of each kind");
+    // The answer first, the same lines as the terminal's `results show`.
+    let first = hugelab::render::run::render_stored(&v.report);
+    let answer = first.lines().next().unwrap();
+    assert!(
+        answer.starts_with("thp vs 4k") && answer.contains("FASTER"),
+        "{first}"
+    );
+    assert!(html.contains(&hugelab::render::html::esc(answer)) && md.contains(answer));
+    let h2 = html.find("<h2>").unwrap();
+    assert!(html[h2..].find("class=\"answer\"").unwrap() < html[h2..].find("<svg").unwrap());
+    // The stall histogram of `run --trace`, per trial, for both traced arms.
+    assert_eq!(v.stalls.len(), 1);
+    let thp = &v.stalls[0].arms[1];
+    assert_eq!(
+        (thp.trials, thp.buckets.clone()),
+        (20, vec![(8192, 40), (1048576, 20)])
+    );
+    assert!(
+        html.contains("run --trace, compaction: latency histogram"),
+        "{html}"
+    );
+    assert!(html.contains("thp 1.0 ms per trial") && html.contains("4k 0.0 ms per trial"));
+    assert!(md.contains("| 8.19 µs | 0.00 | 2.00 |"), "{md}");
+    // Forest, distribution, progression, stalls, coverage: five charts; no script, nothing
+    // remote.
+    assert_eq!(html.matches("<svg").count(), 5, "one chart of each kind");
     assert!(!html.contains("<script"));
     // Nothing loaded: the only URLs are the SVG namespace names, which are never fetched.
     let without_ns = html.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
@@ -345,7 +377,7 @@ fn a_real_browser_renders_the_report() {
     let dom_text = String::from_utf8_lossy(&dom.stdout);
     assert_eq!(
         dom_text.matches("<svg").count(),
-        4,
+        5,
         "{}",
         &dom_text[..dom_text.len().min(500)]
     );

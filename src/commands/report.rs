@@ -8,7 +8,8 @@ use super::results::{compare_runs, open, reanalyse};
 use crate::analyze::stats::{quantile_interval, sorted};
 use crate::backing::Backing;
 use crate::model::report::{
-    BenchCurve, BenchLine, BenchPoint, CompareResult, Point, RunKind, RunView, Series,
+    ArmStalls, BenchCurve, BenchLine, BenchPoint, CompareResult, Point, RunKind, RunView, Series,
+    StallHistogram,
 };
 use crate::store::{ArmRow, RunMeta, TrialRow};
 use crate::units::Bytes;
@@ -83,6 +84,7 @@ pub fn view(
     } else {
         Vec::new()
     };
+    let stalls = stall_histograms(&arm_names, &index, trials);
     RunView {
         system: meta.plan.get("system").cloned(),
         meta,
@@ -91,7 +93,56 @@ pub fn view(
         report,
         series,
         curves,
+        stalls,
     }
+}
+
+/// `run --trace` stored each trial's latency histograms: sum them per kind and arm over the
+/// successful measured trials that were traced.
+fn stall_histograms(
+    arm_names: &[String],
+    index: &dyn Fn(i64) -> Option<usize>,
+    trials: &[TrialRow],
+) -> Vec<StallHistogram> {
+    use std::collections::BTreeMap;
+    let mut traced = vec![0usize; arm_names.len()];
+    // kind → arm → (bucket → events, total ns)
+    let mut by_kind: BTreeMap<String, BTreeMap<usize, (BTreeMap<u64, u64>, u64)>> = BTreeMap::new();
+    for t in trials.iter().filter(|t| t.ok && t.block >= 0) {
+        let w = &t.evidence["trace"];
+        let Some(arm) = index(t.arm_idx).filter(|_| !w.is_null()) else {
+            continue;
+        };
+        traced[arm] += 1;
+        for l in w["latencies"].as_array().into_iter().flatten() {
+            let kind = l["kind"].as_str().unwrap_or("?").to_string();
+            let cell = by_kind.entry(kind).or_default().entry(arm).or_default();
+            cell.1 += l["hist"]["total_ns"].as_u64().unwrap_or(0);
+            for b in l["hist"]["log2"].as_array().into_iter().flatten() {
+                if let (Some(edge), Some(n)) = (b[0].as_u64(), b[1].as_u64()) {
+                    *cell.0.entry(edge).or_default() += n;
+                }
+            }
+        }
+    }
+    by_kind
+        .into_iter()
+        .map(|(kind, arms)| StallHistogram {
+            kind,
+            arms: (0..arm_names.len())
+                .filter(|a| traced[*a] > 0)
+                .map(|a| {
+                    let (buckets, total_ns) = arms.get(&a).cloned().unwrap_or_default();
+                    ArmStalls {
+                        arm: arm_names[a].clone(),
+                        trials: traced[a],
+                        buckets: buckets.into_iter().collect(),
+                        total_ns,
+                    }
+                })
+                .collect(),
+        })
+        .collect()
 }
 
 /// A bench stores metric `<workload metric>@<size>` per backing: regroup into one line per

@@ -34,6 +34,26 @@ pub struct RunView {
     pub curves: Vec<BenchCurve>,
     /// The machine's huge-page state when the run started (`hugelab status`), if stored.
     pub system: Option<serde_json::Value>,
+    /// `run --trace`: per stall kind, each arm's latency histogram summed over its trials.
+    pub stalls: Vec<StallHistogram>,
+}
+
+/// One kind of kernel stall traced per trial (`run --trace`): each arm's log2 latency
+/// histogram over its successful measured trials.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StallHistogram {
+    pub kind: String,
+    pub arms: Vec<ArmStalls>,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ArmStalls {
+    pub arm: String,
+    /// Traced trials of this arm (the histogram's counts divide by it for "per trial").
+    pub trials: usize,
+    /// (lower edge in ns of a power-of-two bucket, events) summed over the trials.
+    pub buckets: Vec<(u64, u64)>,
+    pub total_ns: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

@@ -6,7 +6,7 @@
 use super::Grid;
 use super::markdown::{heading, run_grids, system};
 use crate::analyze::verdict::Better;
-use crate::model::report::{BenchCurve, CompareResult, RunKind, RunView, Series};
+use crate::model::report::{BenchCurve, CompareResult, RunKind, RunView, Series, StallHistogram};
 use crate::units::Bytes;
 use plotters::coord::Shift;
 use plotters::coord::combinators::{LogCoord, WithKeyPoints};
@@ -33,7 +33,8 @@ h1{font-size:1.5em}h2{font-size:1.25em;border-bottom:1px solid #ccc;padding-bott
 h3{font-size:1.05em;margin-bottom:.3em}table{border-collapse:collapse;margin:.5em 0 1em;font-size:.9em}\
 th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;font-variant-numeric:tabular-nums}\
 th{background:#f2f2f2}ul.notes{font-size:.9em;color:#444}figure{margin:1em 0}\
-figcaption{font-size:.85em;color:#444;max-width:900px}.meta{color:#555;font-size:.9em}";
+figcaption{font-size:.85em;color:#444;max-width:900px}.meta{color:#555;font-size:.9em}\
+pre.answer{background:#f6f8fa;border-left:4px solid #0072b2;padding:.6em 1em;font-size:.9em;overflow-x:auto}";
 
 /// Text for HTML element content and attributes.
 pub fn esc(s: &str) -> String {
@@ -436,7 +437,7 @@ fn bench_chart(c: &BenchCurve, level: &str) -> String {
             .flatten(),
     );
     let score = svg(900, 360, |root| {
-        let mut ch = size_chart(root, &ticks, lo..hi, &c.metric)?;
+        let mut ch = size_chart(root, &ticks, lo..hi, &axis_name(&c.metric))?;
         for (i, l) in c.lines.iter().enumerate() {
             let pts: Vec<Whisker> = l
                 .points
@@ -512,6 +513,14 @@ fn bench_chart(c: &BenchCurve, level: &str) -> String {
     )
 }
 
+/// A bench metric as an axis says it: `touch_ns/op` → `touch, ns/op`.
+fn axis_name(metric: &str) -> String {
+    match metric.split_once('_') {
+        Some((what, unit)) => format!("{what}, {unit}"),
+        None => metric.to_string(),
+    }
+}
+
 /// An axis unit: the run metric's, or "as measured" for a user's `--metric`.
 fn unit(metric: &str) -> &'static str {
     crate::units::Unit::of_metric(metric)
@@ -519,9 +528,104 @@ fn unit(metric: &str) -> &'static str {
         .unwrap_or("as measured")
 }
 
+/// The answer lines the terminal prints first (`results show`), for a run; for a bench, its
+/// headline per backing at the largest size lives in the charts and tables below.
+fn answer(v: &RunView) -> String {
+    if v.kind == RunKind::Bench {
+        return String::new();
+    }
+    format!(
+        "<pre class=\"answer\">{}</pre>\n",
+        esc(&super::markdown::answer_lines(v).join("\n"))
+    )
+}
+
+/// One chart per traced stall kind: events per trial in each power-of-two latency bucket, one
+/// line per arm.
+fn stall_chart(h: &StallHistogram) -> String {
+    let edges: Vec<f64> = h
+        .arms
+        .iter()
+        .flat_map(|a| a.buckets.iter().map(|b| b.0.max(1) as f64))
+        .collect();
+    if edges.is_empty() {
+        return String::new();
+    }
+    let (xmin, xmax) = edges
+        .iter()
+        .fold((f64::INFINITY, 0.0f64), |(a, b), v| (a.min(*v), b.max(*v)));
+    let ymax = h
+        .arms
+        .iter()
+        .flat_map(|a| {
+            a.buckets
+                .iter()
+                .map(|b| b.1 as f64 / a.trials.max(1) as f64)
+        })
+        .fold(0.0f64, f64::max);
+    let svg = svg(900, 320, |root| {
+        let mut ch = ChartBuilder::on(root)
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(80)
+            .build_cartesian_2d((xmin * 0.7..xmax * 2.8).log_scale(), 0.0..ymax * 1.1 + 1e-9)?;
+        ch.configure_mesh()
+            .light_line_style(RGBColor(238, 238, 238))
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 14))
+            .x_label_formatter(&|x| {
+                let shown = crate::units::Unit::Time(1e-9).fmt_for(*x, 0.0);
+                shown.show(*x)
+            })
+            .x_desc("latency (lower edge of a power-of-two bucket, log scale)")
+            .y_desc("events per trial")
+            .draw()?;
+        for (i, a) in h.arms.iter().enumerate() {
+            let col = colour(i);
+            let pts: Vec<(f64, f64)> = a
+                .buckets
+                .iter()
+                .map(|(e, n)| ((*e).max(1) as f64, *n as f64 / a.trials.max(1) as f64))
+                .collect();
+            ch.draw_series(LineSeries::new(pts.clone(), col.stroke_width(2)))?
+                .label(format!("{} ({} trials)", a.arm, a.trials))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], col.stroke_width(3))
+                });
+            ch.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, col.filled())))?;
+        }
+        ch.configure_series_labels()
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .draw()?;
+        Ok(())
+    });
+    let totals: Vec<String> = h
+        .arms
+        .iter()
+        .map(|a| {
+            format!(
+                "{} {:.1} ms per trial",
+                a.arm,
+                a.total_ns as f64 / 1e6 / a.trials.max(1) as f64
+            )
+        })
+        .collect();
+    figure(
+        svg,
+        &format!(
+            "run --trace, {}: latency histogram per arm, events per traced trial in each power-of-two bucket (ns to s); total stall time: {}.",
+            h.kind,
+            totals.join(", ")
+        ),
+    )
+}
+
 /// The body of one run's section.
 fn run_section(v: &RunView) -> String {
     let mut o = format!("<h2>{}</h2>\n", esc(&heading(v)));
+    o += &answer(v);
     let level = crate::analyze::verdict::fmt_level(v.report.confidence);
     for c in &v.curves {
         o += &bench_chart(c, &level);
@@ -561,6 +665,9 @@ fn run_section(v: &RunView) -> String {
                     ),
                 );
             }
+        }
+        for h in &v.stalls {
+            o += &stall_chart(h);
         }
         if let Some(svg) = coverage_bars(v) {
             let n: Vec<String> = v

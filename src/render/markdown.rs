@@ -52,13 +52,15 @@ pub fn heading(v: &RunView) -> String {
         RunKind::Bench => "bench",
         RunKind::Imported => "imported run",
     };
+    // The label only when it says more than the kind of run (a bench is stored as "bench").
     let label = v
         .meta
         .label
         .as_deref()
+        .filter(|l| *l != what)
         .map_or(String::new(), |l| format!("“{l}” "));
     format!(
-        "hugelab {what} {}: {label}{} ({}, {}, {}, kernel {})",
+        "{what} {}: {label}{} ({}, {}, {}, kernel {})",
         v.meta.id,
         v.meta.command.join(" "),
         v.meta.created,
@@ -145,20 +147,81 @@ pub fn system(v: &RunView) -> Option<crate::probe::status::Status> {
     serde_json::from_value(v.system.clone()?).ok()
 }
 
+/// The answer lines of a stored run, as the terminal's `results show` prints them first.
+pub fn answer_lines(v: &RunView) -> Vec<String> {
+    let facts = super::summary::RunFacts {
+        blocks: v.report.metrics.first().map_or(0, |m| m.complete_blocks),
+        ..Default::default()
+    };
+    super::summary::answer(&v.report)
+        .into_iter()
+        .chain(super::summary::run_line(&v.report, &facts))
+        .collect()
+}
+
 pub fn runs(views: &[RunView]) -> String {
     let mut o = String::new();
     for v in views {
         o += &format!("## {}\n\n", cell(&heading(v)));
+        if v.kind != RunKind::Bench {
+            o += &format!("```\n{}\n```\n\n", answer_lines(v).join("\n"));
+        }
         for g in run_grids(v) {
+            o += &grid(&g, "###");
+        }
+        for g in stall_grids(v) {
             o += &grid(&g, "###");
         }
     }
     o
 }
 
+/// `run --trace`: per stall kind, events per trial in each power-of-two latency bucket.
+pub fn stall_grids(v: &RunView) -> Vec<Grid> {
+    v.stalls
+        .iter()
+        .map(|h| {
+            let mut header = vec!["latency ≥".to_string()];
+            header.extend(h.arms.iter().map(|a| format!("{} (per trial)", a.arm)));
+            let mut edges: Vec<u64> = h
+                .arms
+                .iter()
+                .flat_map(|a| a.buckets.iter().map(|b| b.0))
+                .collect();
+            edges.sort_unstable();
+            edges.dedup();
+            let rows = edges
+                .iter()
+                .map(|e| {
+                    let mut row = vec![
+                        crate::units::Unit::Time(1e-9)
+                            .fmt_for(*e as f64, 0.0)
+                            .show(*e as f64),
+                    ];
+                    for a in &h.arms {
+                        let n = a.buckets.iter().find(|b| b.0 == *e).map_or(0, |b| b.1);
+                        row.push(format!("{:.2}", n as f64 / a.trials.max(1) as f64));
+                    }
+                    row
+                })
+                .collect();
+            Grid {
+                title: format!(
+                    "run --trace, {}: latency histogram, events per traced trial",
+                    h.kind
+                ),
+                header,
+                rows,
+                notes: Vec::new(),
+            }
+        })
+        .collect()
+}
+
 pub fn compare(c: &CompareResult) -> String {
     format!(
-        "## hugelab compare\n\n{}",
+        "## hugelab compare\n\n```\n{}\n```\n\n{}",
+        super::summary::compare_answer(c).join("\n"),
         grid(&super::run::compare_grid(c), "###")
     )
 }
