@@ -106,8 +106,9 @@ fn stall_histograms(
 ) -> Vec<StallHistogram> {
     use std::collections::BTreeMap;
     let mut traced = vec![0usize; arm_names.len()];
-    // kind → arm → (bucket → events, total ns)
-    let mut by_kind: BTreeMap<String, BTreeMap<usize, (BTreeMap<u64, u64>, u64)>> = BTreeMap::new();
+    // Per arm: bucket → events, and the total ns.
+    type Arms = BTreeMap<usize, (BTreeMap<u64, u64>, u64)>;
+    let mut by_kind: BTreeMap<String, Arms> = BTreeMap::new();
     for t in trials.iter().filter(|t| t.ok && t.block >= 0) {
         let w = &t.evidence["trace"];
         let Some(arm) = index(t.arm_idx).filter(|_| !w.is_null()) else {
