@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The stages in src/ depend only on stages above them in this list (DESIGN.md "Data flow and
-# layout"); utilities (error, units, rng, metric, sys) may be used anywhere. Fails on any upward import.
+# The stages in src/ depend only on stages above them in this list (docs/architecture.md);
+# utilities (error, units, rng, metric, sys) may be used anywhere. Fails on any upward import.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stages=(probe control backing workload collect analyze store model render commands cli)

@@ -1,4 +1,4 @@
-//! Low-layer error types (STYLE.md §6): typed, carrying the path, line or value that failed.
+//! Low-layer error types: typed, carrying the path, line or value that failed.
 //! Commands wrap these in `anyhow` with context; `main` prints the chain once.
 
 use std::path::PathBuf;

@@ -1,6 +1,6 @@
 //! hugelab: measure what huge pages do for a workload, and what they cost.
 //!
-//! The modules are the stages of the data flow (shared DESIGN.md), in dependency order:
+//! The modules are the stages of the data flow (docs/architecture.md), in dependency order:
 //! probe → control → backing → workload → collect → analyze → store → model → render;
 //! `commands` plans and runs each CLI command on top of them, producing `model` records.
 

@@ -1,8 +1,8 @@
 //! The quantities hugelab's built-in workloads measure, declared once: name, unit and direction
-//! (STYLE.md §10). A utility beside `units`: the workloads produce them, the statistics and the
+//! A utility beside `units`: the workloads produce them, the statistics and the
 //! renderers read them, and neither has to import the other.
 
-/// One measured quantity, declared once: name, unit and direction (STYLE.md §10).
+/// One measured quantity, declared once: name, unit and direction.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]

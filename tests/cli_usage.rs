@@ -160,3 +160,59 @@ fn bench_leads_with_the_headline_within_100_columns() {
     );
     assert!(lines[1].trim_start().starts_with("thp  touch "), "{out}");
 }
+
+/// Every `hugelab …` command in README's examples exists (`--help` of it succeeds), and every
+/// file README links to is in the repository.
+#[test]
+fn readme_commands_and_links_exist() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    // `hugelab CMD …` in code blocks (`$ hugelab …`, `$ sudo hugelab …`) and in inline code.
+    let mut checked = std::collections::BTreeSet::new();
+    for (i, _) in readme.match_indices("hugelab ") {
+        let before = &readme[..i];
+        if !(before.ends_with('`') || before.ends_with("$ ") || before.ends_with("sudo ")) {
+            continue;
+        }
+        let words: Vec<&str> = readme[i + 8..]
+            .split(|c: char| c.is_whitespace() || c == '`')
+            .filter(|w| !w.is_empty())
+            .take(2)
+            .collect();
+        let Some(first) = words
+            .first()
+            .filter(|w| w.chars().all(|c| c.is_ascii_lowercase() || c == '-'))
+        else {
+            continue;
+        };
+        // The command, and its subcommand where it has them (`results show`).
+        let mut path = vec![*first];
+        if *first == "results"
+            && let Some(sub) = words
+                .get(1)
+                .filter(|w| w.chars().all(|c| c.is_ascii_lowercase()))
+        {
+            path.push(sub);
+        }
+        if checked.insert(path.join(" ")) {
+            let mut args = path.clone();
+            args.push("--help");
+            common::hugelab_stdout(args);
+        }
+    }
+    assert!(
+        checked.len() >= 12,
+        "README shows few commands: {checked:?}"
+    );
+    for (i, _) in readme.match_indices("](") {
+        let target: String = readme[i + 2..].chars().take_while(|c| *c != ')').collect();
+        if target.starts_with("http") || target.starts_with('#') {
+            continue;
+        }
+        let file = target.split('#').next().unwrap();
+        assert!(
+            root.join(file).exists(),
+            "README links to {target}, which does not exist"
+        );
+    }
+}

@@ -422,7 +422,7 @@ fn watch_arms_read_the_named_process_and_flag_one_that_is_gone() {
     assert!(e.contains("no process named \"no-such-comm-x\""), "{e}");
 }
 
-/// The two-VM recipe of README with paused QEMUs standing in for the booted guests: each QEMU is
+/// The two-VM recipe of docs/vms.md with paused QEMUs standing in for the booted guests: each QEMU is
 /// named with `-name NAME,process=NAME`, and each arm's `watch=NAME` stores that VM's guest-RAM
 /// coverage with every trial.
 #[test]
@@ -477,7 +477,7 @@ fn watch_arms_read_named_qemu_vms_as_in_the_two_vm_recipe() {
     }
 }
 
-/// The in-guest experiment (README, "Virtual machines"): the minimal guest of
+/// The in-guest experiment (docs/vms.md): the minimal guest of
 /// `examples/vm-guest` chases pointers through 1 GiB, once per boot, and prints its result in
 /// registers on the serial console; `run` boots it once per trial with the host backing as the
 /// arm and reads the result with `--metric`. ~6.5 minutes per trial on this machine (2 arms × 2
@@ -494,7 +494,7 @@ fn guest_pointer_chase_per_host_backing_is_read_from_the_serial_console() {
     let dir =
         std::env::var("HUGELAB_GUEST").expect("HUGELAB_GUEST=DIR of examples/vm-guest/build.sh");
     let Some(_held) = qemu_test() else { return };
-    // The QEMU command as README gives it to `run --shell`: qemu.sh prints it.
+    // The QEMU command as docs/vms.md gives it to `run --shell`: qemu.sh prints it.
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/vm-guest/qemu.sh");
     let out = Command::new(script)
         .args(["--command", &dir])

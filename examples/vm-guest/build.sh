@@ -1,5 +1,5 @@
 #!/bin/sh
-# Builds a minimal x86-64 guest for the in-guest huge-page experiment (README, "Virtual machines"):
+# Builds a minimal x86-64 guest for the in-guest huge-page experiment (docs/vms.md):
 # a Linux 6.1 kernel with a tiny configuration (serial console, initramfs, THP, no modules) and
 # an initramfs whose /init is chase.c, a 1 GiB random pointer chase that leaves its results in
 # registers; the guest kernel prints them on the serial console when init dies, then reboots

@@ -3,7 +3,7 @@
 #
 #   examples/vm-guest/qemu.sh DIR [QEMU OPTIONS...]     e.g. qemu.sh target/guest -m 2G
 #   examples/vm-guest/qemu.sh --command DIR             prints the QEMU command line instead,
-#                                                       for `hugelab run --shell` (README)
+#                                                       for `hugelab run --shell` (docs/vms.md)
 #
 # The guest RAM option (-m SIZE) is left to the caller, so that hugelab's qemu.backing arms can
 # rewrite it. The guest runs /init (chase.c) once and reboots; with -no-reboot QEMU then exits.

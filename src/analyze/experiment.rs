@@ -246,6 +246,21 @@ pub struct ExperimentReport {
     pub evidence: Vec<ArmEvidence>,
 }
 
+/// Which of a run's metrics is the primary one — the metric `--fail-on`, `--sequential` and
+/// `--looks` decide on, listed first in the answer: wall time is always stored first, so the
+/// primary metric is the second (the first `--metric`, or a load parser's first) when there is
+/// one, else wall time. The one definition of the rule.
+pub fn primary_index(metrics: usize) -> usize {
+    metrics.clamp(1, 2) - 1
+}
+
+impl ExperimentReport {
+    /// The primary metric's report (see [`primary_index`]).
+    pub fn primary(&self) -> Option<&MetricReport> {
+        self.metrics.get(primary_index(self.metrics.len()))
+    }
+}
+
 /// Per-block log-ratios of `arm` vs `baseline` for `metric` over blocks where both succeeded.
 pub fn log_ratios(trials: &[TrialData], arm: usize, baseline: usize, metric: &str) -> Vec<f64> {
     // The trial of arm `a` in block `b` that measured this metric (a bench stores one trial

@@ -484,7 +484,7 @@ pub fn study(reps: usize) -> Vec<Row> {
             pass: fp <= limit,
         });
     }
-    // BACKGROUND.md: 1.1% effect, 10% CV, within-block correlation 0.9, 99.99%, 80% power.
+    // The published 40-day comparison: 1.1% effect, 10% CV, within-block correlation 0.9, 99.99%, 80% power.
     let (cv, rho, effect, conf, power) = (0.1f64, 0.9f64, 0.011f64, 0.9999f64, 0.8f64);
     let sd_d = (2.0 * (1.0 - rho)).sqrt() * cv;
     let design = GroupSequential::plan(5, sd_d, effect, 1.0 - conf, power);

@@ -631,7 +631,7 @@ mod tests {
 
     #[test]
     fn planning_matches_the_published_numbers() {
-        // BACKGROUND.md: a 1.1% effect, 10% CV, within-block correlation 0.9, 99.99% confidence,
+        // The published 40-day comparison: a 1.1% effect, 10% CV, within-block correlation 0.9, 99.99% confidence,
         // 80% power: about 7,412 runs unpaired; the paired design needs about ten times fewer.
         let unpaired = unpaired_runs_needed(0.1, 0.011, 0.9999, 0.8);
         assert!((7_300..7_500).contains(&unpaired), "{unpaired}");

@@ -591,7 +591,7 @@ pub fn advise(
     guest: u64,
     nodes: usize,
 ) -> Option<VmAdvice> {
-    let primary = &report.metrics[report.metrics.len().min(2) - 1];
+    let primary = report.primary()?;
     let names: Vec<&str> = primary.arms.iter().map(|a| a.arm.as_str()).collect();
     let flagged = |n: &str| report.evidence.iter().any(|e| e.arm == n && e.flagged > 0);
     let best = primary

@@ -1,4 +1,4 @@
-//! Arms for `run`: named page configurations (shared DESIGN.md, "Arms"). System-wide keys
+//! Arms for `run`: named page configurations (docs/run.md, "Arms"). System-wide keys
 //! become allowlisted knob settings applied through the guard between trials; per-process keys
 //! configure only the child (prctl before exec, GLIBC_TUNABLES, JAVA_TOOL_OPTIONS, a delayed
 //! MADV_COLLAPSE, extra environment).

@@ -57,7 +57,7 @@ pub struct ServerPlan {
 impl Plan {
     /// The metric the verdicts are about: the first `--metric`, else wall time.
     pub fn primary(&self) -> &MetricDef {
-        &self.metrics[self.metrics.len().min(2) - 1]
+        &self.metrics[crate::analyze::experiment::primary_index(self.metrics.len())]
     }
 }
 

@@ -233,7 +233,7 @@ mod tests {
 
     #[test]
     fn walk_events_are_model_specific() {
-        // The BACKGROUND.md Haswell codes: event=0x08,umask=0x10 and event=0x85,umask=0x10.
+        // Haswell's page-walk codes (Intel SDM vol. 3B): event=0x08,umask=0x10 and event=0x85,umask=0x10.
         assert_eq!(
             PerfEvent::DtlbWalkCycles.encoding(&haswell()),
             Some(Encoding {

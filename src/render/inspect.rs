@@ -278,7 +278,7 @@ pub fn render_top(rows: &[TopRow], unreadable: usize, full: bool) -> String {
 
 pub fn render_collapse(r: &CollapseResult) -> String {
     let mut t = table(&[
-        "range",
+        "start",
         "kind",
         "requested",
         "resident",
@@ -289,7 +289,7 @@ pub fn render_collapse(r: &CollapseResult) -> String {
     ]);
     for x in &r.rows {
         t.add_row(vec![
-            format!("{:x}-{:x}", x.start, x.end),
+            format!("{:x}", x.start),
             x.kind.name().to_string(),
             Bytes(x.requested).to_string(),
             Bytes(x.resident).to_string(),
@@ -299,14 +299,18 @@ pub fn render_collapse(r: &CollapseResult) -> String {
             x.error.clone().unwrap_or_else(|| "collapsed".into()),
         ]);
     }
-    format!(
-        "pid {} ({}): MADV_COLLAPSE through process_madvise\n{}\ncoverage of the requested ranges: {} → {} ({:.0} ms)\n",
+    let head = format!(
+        "pid {} ({}): huge coverage of the requested ranges {} → {} in {:.0} ms (MADV_COLLAPSE through process_madvise)",
         r.pid,
         r.name,
-        fit(&mut t),
         pct(r.coverage_before),
         pct(r.coverage_after),
-        r.elapsed_ms
+        r.elapsed_ms,
+    );
+    format!(
+        "{}\n{}\n",
+        super::summary::wrap_hanging(&head, 2).join("\n"),
+        fit(&mut t)
     )
 }
 

@@ -75,9 +75,11 @@ impl Grid {
         }
         fit(&mut t);
         let mut o = String::new();
-        for l in summary::wrap_hanging(&self.title, 2) {
-            o += &l;
-            o.push('\n');
+        for line in self.title.lines() {
+            for l in summary::wrap_hanging(line, 2) {
+                o += &l;
+                o.push('\n');
+            }
         }
         o += &format!("{t}\n");
         for n in &self.notes {

@@ -2,7 +2,7 @@
 //! metric (effect, interval, verdict), the FLAGGED arms, then one line on the run itself.
 //! `run`, `results show` and `report` print the same lines.
 
-use crate::analyze::experiment::ExperimentReport;
+use crate::analyze::experiment::{ExperimentReport, primary_index};
 use crate::analyze::verdict::{Contrast, Design, Verdict, fmt_level};
 use crate::model::report::CompareResult;
 use crate::units::{fmt_elapsed, fmt_percent, percent_decimals};
@@ -20,37 +20,91 @@ pub struct RunFacts {
     pub heavy_steal_trials: usize,
 }
 
-/// The answer lines of an analysed experiment: per contrast and metric, then FLAGGED arms.
+/// The answer lines of an analysed experiment: per contrast, the primary metric (the one
+/// `--fail-on` and `--sequential` decide on) and every other metric with a verdict; the other
+/// metrics, still inconclusive, are named in one line. Then the FLAGGED arms.
 pub fn answer(r: &ExperimentReport) -> Vec<String> {
-    let mut rows: Vec<(String, String, String)> = Vec::new();
-    for m in &r.metrics {
-        for (arm, c) in &m.contrasts {
-            let what = format!("{arm} vs {}", r.baseline);
-            let said = match c {
-                None => "too few complete blocks for an interval".to_string(),
-                Some(c) => contrast_words(r, c),
-            };
-            rows.push((what, m.metric.name.clone(), said));
-        }
+    let primary = primary_index(r.metrics.len());
+    // Metrics in the order the answer gives them: the primary first.
+    let mut order: Vec<usize> = (0..r.metrics.len()).collect();
+    if primary < order.len() {
+        order.remove(primary);
+        order.insert(0, primary);
     }
-    // Group by contrast (metrics in their order), aligned in columns.
-    let order: Vec<String> = r
+    let arms: Vec<&str> = r
         .metrics
-        .first()
-        .map(|m| {
-            m.contrasts
-                .iter()
-                .map(|(a, _)| format!("{a} vs {}", r.baseline))
-                .collect()
-        })
+        .get(primary)
+        .map(|m| m.contrasts.iter().map(|(a, _)| a.as_str()).collect())
         .unwrap_or_default();
-    let w0 = rows.iter().map(|x| x.0.chars().count()).max().unwrap_or(0);
-    let w1 = rows.iter().map(|x| x.1.chars().count()).max().unwrap_or(0);
+    // Per contrast: (metric, words) shown, and the names of the metrics left unsettled.
+    let mut groups: Vec<(String, Vec<(String, String)>, Vec<String>)> = Vec::new();
+    for arm in arms {
+        let mut shown = Vec::new();
+        let mut rest = Vec::new();
+        for (k, &mi) in order.iter().enumerate() {
+            let m = &r.metrics[mi];
+            let Some((_, c)) = m.contrasts.iter().find(|(a, _)| a == arm) else {
+                continue;
+            };
+            let settled = c
+                .as_ref()
+                .is_some_and(|c| c.verdict != Verdict::Inconclusive);
+            if k == 0 || settled {
+                let words = match c {
+                    None => "too few complete blocks for an interval".to_string(),
+                    Some(c) => contrast_words(r, c, k == 0),
+                };
+                shown.push((m.metric.name.clone(), words));
+            } else {
+                rest.push(m.metric.name.clone());
+            }
+        }
+        groups.push((format!("{arm} vs {}", r.baseline), shown, rest));
+    }
+    let one_line = groups
+        .iter()
+        .all(|(_, s, rest)| s.len() == 1 && rest.is_empty());
     let mut out = Vec::new();
-    for what in &order {
-        for (w, metric, said) in rows.iter().filter(|x| &x.0 == what) {
-            let head = format!("{w:w0$}  {metric:w1$}  ");
-            out.extend(wrap_hanging(&format!("{head}{said}"), head.chars().count()));
+    if one_line {
+        let w0 = groups
+            .iter()
+            .map(|g| g.0.chars().count())
+            .max()
+            .unwrap_or(0);
+        let w1 = groups
+            .iter()
+            .map(|g| g.1[0].0.chars().count())
+            .max()
+            .unwrap_or(0);
+        for (what, shown, _) in &groups {
+            let (metric, words) = &shown[0];
+            let head = format!("{what:w0$}  {metric:w1$}  ");
+            out.extend(wrap_hanging(
+                &format!("{head}{words}"),
+                head.chars().count(),
+            ));
+        }
+    } else {
+        let w1 = groups
+            .iter()
+            .flat_map(|g| g.1.iter().map(|x| x.0.chars().count()))
+            .max()
+            .unwrap_or(0);
+        for (what, shown, rest) in &groups {
+            out.push(format!("{what}:"));
+            for (metric, words) in shown {
+                let head = format!("  {metric:w1$}  ");
+                out.extend(wrap_hanging(
+                    &format!("{head}{words}"),
+                    head.chars().count(),
+                ));
+            }
+            if !rest.is_empty() {
+                out.extend(wrap_hanging(
+                    &format!("  {} more INCONCLUSIVE: {}", rest.len(), rest.join(", ")),
+                    4,
+                ));
+            }
         }
     }
     for e in &r.evidence {
@@ -62,9 +116,9 @@ pub fn answer(r: &ExperimentReport) -> Vec<String> {
     out
 }
 
-/// `-8.9% [-12.8, -8.8] @99.5% FASTER`, or for an unsettled contrast its half-width and the
-/// blocks that δ would need.
-fn contrast_words(r: &ExperimentReport, c: &Contrast) -> String {
+/// `-8.9% [-12.8, -8.8] @99.5% FASTER`, or for an unsettled contrast of the primary metric its
+/// half-width and the blocks that δ would need.
+fn contrast_words(r: &ExperimentReport, c: &Contrast, primary: bool) -> String {
     let p = &c.percent;
     let half = match (p.lo, p.hi) {
         (Some(lo), Some(hi)) => (hi - lo) / 2.0,
@@ -107,7 +161,7 @@ fn contrast_words(r: &ExperimentReport, c: &Contrast) -> String {
                 "blocks"
             };
             match (c.min_detectable_percent, c.more_blocks) {
-                (Some(mde), Some(more)) => format!(
+                (Some(mde), Some(more)) if primary => format!(
                     "INCONCLUSIVE (±{mde:.1}%; δ = {effect}% needs ~{} more {unit})",
                     thousands(more)
                 ),
@@ -298,6 +352,25 @@ pub fn wrap_hanging(text: &str, indent: usize) -> Vec<String> {
         lines.push(line);
     }
     lines
+}
+
+/// Every line of `text` longer than [`WIDTH`] wrapped, continuation lines indented two more
+/// than the line's own indent.
+pub fn wrap_lines(text: &str) -> String {
+    let mut o = String::new();
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            o.push_str(line);
+            o.push('\n');
+            continue;
+        }
+        let lead = line.len() - line.trim_start_matches(' ').len();
+        for l in wrap_hanging(line, lead + 2) {
+            o += &l;
+            o.push('\n');
+        }
+    }
+    o
 }
 
 #[cfg(test)]

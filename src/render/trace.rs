@@ -135,7 +135,7 @@ pub fn window(w: &TraceWindow) -> String {
             .collect();
         let _ = writeln!(o, "/proc/vmstat over the same window: {}", rows.join(" · "));
     }
-    o
+    super::summary::wrap_lines(&o)
 }
 
 /// The header: scope, events, what is missing.
@@ -153,7 +153,7 @@ pub fn header(r: &TraceResult) -> String {
     for n in &r.notes {
         let _ = writeln!(o, "note: {n}");
     }
-    o
+    super::summary::wrap_lines(&o)
 }
 
 /// The closing lines: lost events and hugelab's own cost.
@@ -178,7 +178,7 @@ pub fn footer(r: &TraceResult) -> String {
             r.lost
         );
     }
-    o
+    super::summary::wrap_lines(&o)
 }
 
 pub fn render(r: &TraceResult) -> String {

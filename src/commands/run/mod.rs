@@ -119,7 +119,7 @@ pub struct RunArgs {
     /// time per trial is summarised per arm
     #[arg(long, value_name = "KINDS")]
     pub trace: Option<String>,
-    /// Run the child on this CPU only and hugelab on the others (less cross-talk; see README)
+    /// Run the child on this CPU only and hugelab on the others (less cross-talk; docs/run.md)
     #[arg(long, value_name = "CPU")]
     pub pin: Option<usize>,
     /// Run the command through /bin/sh -c
