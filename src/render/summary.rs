@@ -36,8 +36,9 @@ pub fn answer(r: &ExperimentReport) -> Vec<String> {
         .get(primary)
         .map(|m| m.contrasts.iter().map(|(a, _)| a.as_str()).collect())
         .unwrap_or_default();
-    // Per contrast: (metric, words) shown, and the names of the metrics left unsettled.
-    let mut groups: Vec<(String, Vec<(String, String)>, Vec<String>)> = Vec::new();
+    // Per contrast: its name, the (metric, words) shown, and the metrics left unsettled.
+    type Group = (String, Vec<(String, String)>, Vec<String>);
+    let mut groups: Vec<Group> = Vec::new();
     for arm in arms {
         let mut shown = Vec::new();
         let mut rest = Vec::new();
