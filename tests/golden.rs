@@ -154,3 +154,77 @@ fn hostname() -> String {
         .trim()
         .to_string()
 }
+
+/// `bench`'s answer-first text on fixed observations: the headline at the largest size, one
+/// table per workload metric, within 100 columns.
+#[test]
+fn bench_renders_exactly_as_before() {
+    use hugelab::analyze::bench::{Observation, analyse};
+    use hugelab::backing::Backing;
+    use hugelab::metric::Metric;
+    use hugelab::model::bench::{BenchResult, Plan};
+    let backings = [
+        Backing::Base,
+        Backing::Thp,
+        Backing::Hugetlb { page_size: 2 << 20 },
+    ];
+    let mut obs = Vec::new();
+    for (metric, base) in [
+        (Metric::TouchNs, 20.0),
+        (Metric::ChaseNs, 200.0),
+        (Metric::CommitGbs, 1.5),
+    ] {
+        for size in [64u64 << 10, 1 << 30] {
+            for (b, backing) in backings.iter().enumerate() {
+                for round in 0..12 {
+                    let jitter = 1.0 + 0.01 * ((round * 7 + b * 3) % 5) as f64;
+                    let effect = match (size, b, metric.higher_is_better()) {
+                        (s, 0, _) if s > 1 << 20 => 1.0,
+                        (s, _, false) if s > 1 << 20 => 0.75,
+                        (s, _, true) if s > 1 << 20 => 3.0 + b as f64,
+                        _ => 1.0,
+                    };
+                    obs.push(Observation {
+                        metric,
+                        size,
+                        backing: *backing,
+                        round,
+                        value: base * effect * jitter,
+                    });
+                }
+            }
+        }
+    }
+    let cells = analyse(&obs, Backing::Base, 0.999);
+    let r = BenchResult {
+        schema: "hugelab.bench/1",
+        plan: Plan {
+            workloads: vec![],
+            sizes: vec![64 << 10, 1 << 30],
+            backings: backings.to_vec(),
+            rounds: 12,
+            threads: 1,
+            confidence: 0.999,
+            seed: 7,
+            iteration_ns: 20_000_000,
+        },
+        kernel: None,
+        cpu: None,
+        observations: obs,
+        cells,
+        evidence: vec![],
+        skipped: vec![],
+        settings_changed: vec![],
+        notes: vec![],
+        elapsed_s: 12.0,
+    };
+    let text = hugelab::render::bench::render(&r);
+    for l in text.lines() {
+        assert!(
+            l.chars().count() <= 100,
+            "{} columns: {l}",
+            l.chars().count()
+        );
+    }
+    check("bench.txt", &text);
+}
