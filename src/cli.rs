@@ -25,6 +25,10 @@ pub enum Command {
     Bench(crate::commands::bench::BenchArgs),
     /// A/B/n experiment of any command under page configurations, with evidence and a verdict
     Run(Box<crate::commands::run::RunArgs>),
+    /// From stored evidence to settings: what to set for the machine or a service, why, as a
+    /// plan or an artefact (sysctl.d, tmpfiles.d, systemd, kernel command line, tuned,
+    /// service config); --check verifies a machine against it
+    Advise(crate::commands::advise::AdviseArgs),
     /// Stored results: list, show (re-analyse), export (json, csv, md)
     Results(crate::commands::results::ResultsArgs),
     /// Import hyperfine --export-json results into the results database

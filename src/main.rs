@@ -21,6 +21,7 @@ fn main() {
         Command::Import(a) => commands::results::import(a),
         Command::Compare(a) => commands::results::compare(a),
         Command::Report(a) => commands::report::run(a),
+        Command::Advise(a) => commands::advise::run(a),
         Command::Inspect(a) => commands::inspect::run(a),
         Command::Top(a) => commands::inspect::top(a),
         Command::Exporter(a) => commands::exporter::run(a),

@@ -5,7 +5,7 @@
 
 use super::stats::{mean, summarize};
 
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Diagnostics {
     /// Relative change from the first to the last block (least-squares slope × (n − 1) / mean).
     pub drift_over_run: Option<f64>,

@@ -10,6 +10,7 @@
 //! * [`diagnostics`] — drift, autocorrelation, bimodality;
 //! * [`simulate`] — the simulation study that checks all of the above.
 
+pub mod advice;
 pub mod bench;
 pub mod calibrate;
 pub mod coverage;

@@ -1,6 +1,7 @@
 //! Command planning and orchestration: each CLI command turns parsed arguments plus the
 //! probed system into a plan, runs it through the stages, and renders the result.
 
+pub mod advise;
 pub mod bench;
 pub mod exporter;
 pub mod inspect;

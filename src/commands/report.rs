@@ -4,13 +4,14 @@
 
 use super::UsageError;
 use super::options::{Database, Decision, MetricChoice, ReportFormat};
-use super::results::{compare_runs, open, reanalyse};
+use super::results::{compare_runs, open};
 use crate::analyze::stats::{quantile_interval, sorted};
 use crate::backing::Backing;
 use crate::model::report::{
     ArmStalls, BenchCurve, BenchLine, BenchPoint, CompareResult, Point, RunKind, RunView, Series,
     StallHistogram,
 };
+use crate::store::analysis::reanalyse;
 use crate::store::{ArmRow, RunMeta, TrialRow};
 use crate::units::Bytes;
 use clap::Args;

@@ -3,9 +3,9 @@
 
 use super::options::{Database, Decision, ExportFormat, Json, MetricChoice};
 use super::{UsageError, print_json};
-use crate::analyze::experiment::{self, MetricDef, TrialData};
+
 use crate::analyze::stats::{mann_whitney_shift, summarize};
-use crate::analyze::verdict::{Better, Design, decide, to_percent};
+use crate::analyze::verdict::{Better, decide, to_percent};
 use crate::model::report::{CompareResult, CompareRow};
 use crate::store::{ArmRow, Store, TrialRow};
 use clap::{Args, Subcommand};
@@ -55,65 +55,7 @@ pub(crate) fn open(db: &Option<PathBuf>) -> anyhow::Result<Store> {
     Store::open_existing(&db.clone().unwrap_or_else(crate::store::default_path))
 }
 
-fn metric_defs(meta: &serde_json::Value, trials: &[TrialRow]) -> Vec<MetricDef> {
-    if let Ok(m) = serde_json::from_value::<Vec<MetricDef>>(meta["metrics"].clone())
-        && !m.is_empty()
-    {
-        return m;
-    }
-    let mut names: Vec<String> = trials
-        .iter()
-        .flat_map(|t| t.metrics.keys().cloned())
-        .collect();
-    names.sort();
-    names.dedup();
-    names
-        .into_iter()
-        .map(|name| MetricDef {
-            better: Better::Lower,
-            name,
-        })
-        .collect()
-}
-
-fn data(trials: &[TrialRow]) -> Vec<TrialData> {
-    trials
-        .iter()
-        .filter(|t| t.block >= 0)
-        .map(crate::store::trial_data)
-        .collect()
-}
-
-/// Analyse a stored run again, with its stored baseline and metric directions.
-pub(crate) fn reanalyse(
-    meta: &crate::store::RunMeta,
-    arms: &[ArmRow],
-    trials: &[TrialRow],
-    effect: f64,
-    confidence: f64,
-) -> experiment::ExperimentReport {
-    let names: Vec<String> = arms.iter().map(|a| a.name.clone()).collect();
-    let baseline =
-        (meta.plan["baseline"].as_u64().unwrap_or(0) as usize).min(names.len().saturating_sub(1));
-    experiment::analyse(
-        &names,
-        baseline,
-        &data(trials),
-        &metric_defs(&meta.plan, trials),
-        effect,
-        confidence,
-        &stored_design(&meta.plan),
-    )
-}
-
-/// The design a stored run was collected with: imported runs are unpaired; runs stored before
-/// designs were recorded are fixed paired blocks.
-pub fn stored_design(plan: &serde_json::Value) -> Design {
-    if plan["paired"] == false {
-        return Design::Unpaired;
-    }
-    serde_json::from_value(plan["design"].clone()).unwrap_or_default()
-}
+pub(crate) use crate::store::analysis::reanalyse;
 
 /// hyperfine-compatible export: `results[]` with command, mean, stddev, median, user, system,
 /// min, max, times, exit_codes (seconds), plus hugelab's arm, spec, trials and evidence.

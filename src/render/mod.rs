@@ -1,5 +1,6 @@
 //! Render (the last stage): terminal tables and JSON from the records the other stages return.
 
+pub mod advice;
 pub mod bench;
 pub mod csv;
 pub mod html;

@@ -2,6 +2,8 @@
 //! transaction before the next starts (WAL, synchronous=FULL), so killing hugelab loses at
 //! most the trial in flight and the database stays valid.
 
+pub mod analysis;
+
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 

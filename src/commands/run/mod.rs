@@ -283,26 +283,8 @@ fn stall_contrasts_of(
     plan: &Plan,
     trials: &[crate::store::TrialRow],
 ) -> Vec<crate::analyze::trace::StallContrast> {
-    use crate::analyze::trace::{TrialStall, stall_contrasts};
-    let mut stalls = Vec::new();
-    let mut traced = Vec::new();
-    for t in trials.iter().filter(|t| t.block >= 0 && t.ok) {
-        let w = &t.evidence["trace"];
-        if w.is_null() {
-            continue;
-        }
-        traced.push((t.block, t.arm_idx as usize));
-        for l in w["latencies"].as_array().into_iter().flatten() {
-            stalls.push(TrialStall {
-                block: t.block,
-                arm: t.arm_idx as usize,
-                kind: l["kind"].as_str().unwrap_or("?").into(),
-                ms: l["hist"]["total_ns"].as_f64().unwrap_or(0.0) / 1e6,
-            });
-        }
-    }
     let names: Vec<String> = plan.arms.iter().map(|a| a.name.clone()).collect();
-    stall_contrasts(&stalls, &traced, &names, plan.baseline, plan.confidence)
+    crate::store::analysis::stall_contrasts(trials, &names, plan.baseline, plan.confidence)
 }
 
 /// A fixed design whose blocks cannot give any signed-rank interval at the level of the first

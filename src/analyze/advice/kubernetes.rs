@@ -1,0 +1,58 @@
+//! `--for kubernetes`: a pod's hugepages resources (requests equal to limits) and the node pool
+//! for the arm measured better on hugetlb; THP has no per-pod setting, so it stays a node one.
+
+use super::{
+    Advice, EvidenceLine, Finding, RunEvidence, ServiceLine, Target, adopted, arm_settings,
+    base_advice,
+};
+use crate::control::Knob;
+
+/// `hugepages-2Mi` / `hugepages-1Gi`.
+pub fn resource_name(page: u64) -> &'static str {
+    if page == 1 << 30 {
+        "hugepages-1Gi"
+    } else {
+        "hugepages-2Mi"
+    }
+}
+
+pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>) -> Advice {
+    let chosen = adopted(runs, &lines).map(|(_, a)| a.clone());
+    let mut a = base_advice(Target::Kubernetes, lines);
+    super::machine::common_notes(&mut a);
+    a.verify.push(
+        "kubectl describe node NODE (Capacity and Allocatable list the hugepages resource)".into(),
+    );
+    let Some(arm) = chosen else {
+        return a;
+    };
+    let why = a
+        .evidence
+        .iter()
+        .find(|l| l.finding == Finding::Adopt)
+        .map_or(String::new(), EvidenceLine::describe);
+    a.adopt = Some(arm.name.clone());
+    a.summary = format!("adopt arm {} — {why}", arm.name);
+    a.settings = arm_settings(&arm, &why);
+    for s in a.settings.clone() {
+        let Knob::HugetlbPages { size, .. } = s.knob else {
+            continue;
+        };
+        let pages: u64 = s.value.parse().unwrap_or(0);
+        let mib = pages * size / (1 << 20);
+        a.service.push(ServiceLine {
+            file: "pod spec".into(),
+            line: format!(
+                "resources:\n  requests:\n    {r}: {mib}Mi\n  limits:\n    {r}: {mib}Mi",
+                r = resource_name(size)
+            ),
+            why: format!("the pool the measured arm had ({pages} pages); requests must equal limits for hugepages"),
+        });
+    }
+    if a.service.is_empty() {
+        a.notes.push("the arm measured better uses THP, which Kubernetes cannot set per pod: set it on the node (the settings above; a DaemonSet or the node's boot configuration)".into());
+    } else {
+        a.notes.push("the node's pool must be allocated before the kubelet starts (kernel command line or a unit ordered before kubelet.service) so the node advertises it".into());
+    }
+    a
+}

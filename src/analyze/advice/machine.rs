@@ -1,0 +1,155 @@
+//! `--for machine`: the system-wide THP, mTHP and hugetlb pool settings of the adopted arm.
+
+use super::{
+    Advice, EvidenceLine, Finding, RunEvidence, Target, adopted, arm_settings, base_advice,
+};
+
+pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>) -> Advice {
+    let chosen = adopted(runs, &lines).map(|(r, a)| (r.run_id, a.clone()));
+    let mut a = base_advice(Target::Machine, lines);
+    common_notes(&mut a);
+    let Some((run_id, arm)) = chosen else {
+        return a;
+    };
+    let line = a
+        .evidence
+        .iter()
+        .find(|l| l.finding == Finding::Adopt)
+        .cloned();
+    let why = line.as_ref().map_or(String::new(), EvidenceLine::describe);
+    a.adopt = Some(arm.name.clone());
+    a.settings = arm_settings(&arm, &why);
+    let per_process: Vec<String> = arm
+        .process
+        .environment()
+        .into_iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if !per_process.is_empty() || arm.process.thp_disable {
+        a.notes.push(format!(
+            "arm {} also configured the process itself ({}{}): that is per service, not system-wide (--for jvm, postgres, redis)",
+            arm.name,
+            per_process.join(" "),
+            if arm.process.thp_disable { " PR_SET_THP_DISABLE" } else { "" }
+        ));
+    }
+    a.summary = if a.settings.is_empty() {
+        format!(
+            "no system-wide change: the arm measured better (run {run_id}, {}) changes only the process",
+            arm.name
+        )
+    } else {
+        let what: Vec<String> = a
+            .settings
+            .iter()
+            .map(|s| format!("{} = {}", s.knob, s.value))
+            .collect();
+        format!("set {} — {why}", what.join(", "))
+    };
+    a
+}
+
+/// What no run of this kind measures, and the checks that prove the advice took effect.
+pub fn common_notes(a: &mut Advice) {
+    if a.evidence.iter().all(|l| l.stalls.is_empty()) {
+        a.not_measured.push(
+            "the latency cost (compaction and reclaim stalls) was not traced: repeat the run with `--trace compaction,reclaim`"
+                .into(),
+        );
+    }
+    for l in a.evidence.iter().filter(|l| l.finding == Finding::Slower) {
+        a.notes
+            .push(format!("do not adopt {}: {}", l.arm, l.describe()));
+    }
+    for l in a.evidence.iter().filter(|l| l.finding == Finding::Flagged) {
+        a.notes.push(format!(
+            "no advice from {}: its trials did not get the pages it asked for ({}); `hugelab results show {}` says why",
+            l.arm,
+            l.describe(),
+            l.run_id
+        ));
+    }
+    a.not_measured.push(
+        "other workloads on the same machine: each needs its own run (`hugelab run --preset thp -- COMMAND`)"
+            .into(),
+    );
+    a.verify
+        .push("hugelab advise --check ADVICE.json (exit 0 when the machine follows it)".into());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::run;
+    use super::super::{Finding, findings};
+    use super::*;
+    use crate::analyze::verdict::Verdict;
+
+    #[test]
+    fn faster_thp_always_becomes_the_setting_with_its_evidence() {
+        let r = run(
+            7,
+            &["never=thp=never", "always=thp=always,defrag=defer+madvise"],
+            &[(8.0, 3.0, 13.0, Verdict::Faster, 0)],
+        );
+        let runs = [r];
+        let a = advise(&runs, findings(&runs));
+        assert_eq!(a.adopt.as_deref(), Some("always"));
+        let s: Vec<(String, String)> = a
+            .settings
+            .iter()
+            .map(|s| (s.knob.to_string(), s.value.clone()))
+            .collect();
+        assert_eq!(
+            s,
+            [
+                ("thp.enabled".into(), "always".into()),
+                ("thp.defrag".into(), "defer+madvise".into())
+            ]
+        );
+        assert!(
+            a.settings[0].why.starts_with(
+                "run 7: always vs never, tps +8.0% [+3.0, +13.0] FASTER, 95% on huge pages"
+            ),
+            "{}",
+            a.settings[0].why
+        );
+        assert!(a.not_measured[0].contains("--trace compaction,reclaim"));
+    }
+
+    #[test]
+    fn inconclusive_evidence_gives_no_change_with_the_half_width() {
+        let r = run(
+            8,
+            &["never=thp=never", "always=thp=always"],
+            &[(2.0, -3.0, 7.0, Verdict::Inconclusive, 0)],
+        );
+        let runs = [r];
+        let a = advise(&runs, findings(&runs));
+        assert!(a.adopt.is_none() && a.settings.is_empty());
+        assert!(
+            a.summary.contains("no change") && a.summary.contains("INCONCLUSIVE at ±5.0%"),
+            "{}",
+            a.summary
+        );
+        assert_eq!(a.evidence[0].finding, Finding::Inconclusive);
+    }
+
+    #[test]
+    fn a_flagged_arm_is_refused_and_said_so() {
+        let r = run(
+            9,
+            &["never=thp=never", "always=thp=always"],
+            &[(30.0, 20.0, 40.0, Verdict::Faster, 4)],
+        );
+        let runs = [r];
+        let a = advise(&runs, findings(&runs));
+        assert!(a.settings.is_empty());
+        assert!(
+            a.notes
+                .iter()
+                .any(|n| n.starts_with("no advice from always")),
+            "{:?}",
+            a.notes
+        );
+    }
+}

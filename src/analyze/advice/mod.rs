@@ -1,0 +1,540 @@
+//! `hugelab advise`: from stored evidence to the settings that put it into effect. Pure: the
+//! command reads the runs and the machine; this module decides, and every decision carries the
+//! contrast it rests on.
+//!
+//! By construction a setting can only come from an arm whose contrast on the primary metric
+//! was FASTER by at least δ and whose trials were never FLAGGED ([`Finding::Adopt`]); any other
+//! evidence gives "no change" with what was reached. Each target (`machine`, `postgres`,
+//! `redis`, `jvm`, `qemu`, `kubernetes`) is one file that turns the chosen arm into settings.
+
+pub mod jvm;
+pub mod kubernetes;
+pub mod machine;
+pub mod postgres;
+pub mod qemu;
+pub mod redis;
+
+use crate::analyze::experiment::ExperimentReport;
+use crate::analyze::stats::Estimate;
+use crate::analyze::trace::StallContrast;
+use crate::analyze::verdict::{Better, Verdict};
+use crate::backing::arm::Arm;
+use crate::control::Knob;
+
+pub const SCHEMA: &str = "hugelab.advice/1";
+
+/// What the advice is for.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Target {
+    /// System-wide THP, mTHP and hugetlb pool settings
+    Machine,
+    /// PostgreSQL: huge_pages and the pool its shared memory needs
+    Postgres,
+    /// Redis: disable-thp and the THP mode
+    Redis,
+    /// A JVM: -XX flags and the pool for -Xmx
+    Jvm,
+    /// QEMU and libvirt: guest RAM backing
+    Qemu,
+    /// Kubernetes: pod hugepages resources and the node pool
+    Kubernetes,
+}
+
+/// One stored run as evidence: its arms as planned, the analysis and the stall contrasts.
+#[derive(Debug, Clone)]
+pub struct RunEvidence {
+    pub run_id: i64,
+    pub command: Vec<String>,
+    /// Whether the command ran through `sh -c`.
+    pub shell: bool,
+    pub arms: Vec<Arm>,
+    pub baseline: usize,
+    /// `--preset` of a `--server` run (postgres, redis, …).
+    pub preset: Option<String>,
+    pub report: ExperimentReport,
+    pub stalls: Vec<StallContrast>,
+}
+
+/// What one contrast says for the advice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Finding {
+    /// FASTER by at least δ, never flagged, and the best such arm: its settings are advised.
+    Adopt,
+    /// FASTER by at least δ and never flagged, but another arm did better.
+    Runner,
+    /// FASTER, but by less than δ: not worth a change.
+    BelowEffect,
+    /// SLOWER: its settings are advised against.
+    Slower,
+    /// Within ±δ of the baseline: either is fine; no change.
+    Equivalent,
+    /// Not settled: no change, at the half-width reached.
+    Inconclusive,
+    /// Some trials did not get the pages the arm asked for: no advice from it.
+    Flagged,
+}
+
+/// One contrast considered, with what it decided.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct EvidenceLine {
+    pub run_id: i64,
+    pub arm: String,
+    pub baseline: String,
+    pub metric: String,
+    pub better: Better,
+    /// Change of the metric vs the baseline, percent, with its interval.
+    pub percent: Estimate,
+    pub verdict: Verdict,
+    pub finding: Finding,
+    /// Huge coverage the arm's trials really got (mean at peak), if sampled.
+    pub coverage: Option<f64>,
+    pub flagged: usize,
+    pub trials: usize,
+    /// Kernel stall time per trial vs the baseline (`run --trace`), one line per kind.
+    pub stalls: Vec<String>,
+}
+
+impl EvidenceLine {
+    /// `run 3: always vs never, tps +7.5% [+3.1, +12.0] FASTER, 98% on huge pages`.
+    pub fn describe(&self) -> String {
+        let interval = match (self.percent.lo, self.percent.hi) {
+            (Some(lo), Some(hi)) => format!(" [{lo:+.1}, {hi:+.1}]"),
+            _ => String::new(),
+        };
+        let coverage = self.coverage.map_or(String::new(), |c| {
+            format!(", {:.0}% on huge pages", c * 100.0)
+        });
+        let flagged = if self.flagged > 0 {
+            format!(", FLAGGED in {} of {} trials", self.flagged, self.trials)
+        } else {
+            String::new()
+        };
+        format!(
+            "run {}: {} vs {}, {} {:+.1}%{interval} {}{coverage}{flagged}",
+            self.run_id,
+            self.arm,
+            self.baseline,
+            self.metric,
+            self.percent.point,
+            format!("{:?}", self.verdict).to_uppercase()
+        )
+    }
+}
+
+/// A system setting to make, with the value it has now.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Setting {
+    pub knob: Knob,
+    pub value: String,
+    pub now: Option<String>,
+    /// Why: the evidence line (its index in [`Advice::evidence`]) or a requirement of the target.
+    pub why: String,
+}
+
+/// A line of a service's own configuration (`postgresql.conf`, `redis.conf`, a JVM option).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ServiceLine {
+    /// Where it goes: `postgresql.conf`, `redis.conf`, `JAVA_TOOL_OPTIONS`, `libvirt domain XML`,
+    /// `pod spec`.
+    pub file: String,
+    pub line: String,
+    pub why: String,
+}
+
+/// The advice for one target.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Advice {
+    pub schema: String,
+    pub target: Target,
+    /// The arm whose settings are advised, or `None`: no change.
+    pub adopt: Option<String>,
+    /// One sentence: what to do and on what evidence.
+    pub summary: String,
+    pub settings: Vec<Setting>,
+    pub service: Vec<ServiceLine>,
+    pub evidence: Vec<EvidenceLine>,
+    /// What the evidence does not cover, each with the command that would measure it.
+    pub not_measured: Vec<String>,
+    pub notes: Vec<String>,
+    /// How to verify that the advice took effect.
+    pub verify: Vec<String>,
+}
+
+/// Per stored run, every non-baseline arm's contrast on the primary metric with its finding;
+/// the best FASTER unflagged arm across the runs is [`Finding::Adopt`].
+pub fn findings(runs: &[RunEvidence]) -> Vec<EvidenceLine> {
+    let mut lines = Vec::new();
+    for run in runs {
+        let Some(m) = run.report.primary() else {
+            continue;
+        };
+        for (arm, c) in &m.contrasts {
+            let Some(c) = c else { continue };
+            let ev = run.report.evidence.iter().find(|e| &e.arm == arm);
+            let flagged = ev.map_or(0, |e| e.flagged);
+            let finding = if flagged > 0 {
+                Finding::Flagged
+            } else {
+                match c.verdict {
+                    Verdict::Faster if c.clears_effect => Finding::Runner,
+                    Verdict::Faster => Finding::BelowEffect,
+                    Verdict::Slower => Finding::Slower,
+                    Verdict::Equivalent => Finding::Equivalent,
+                    Verdict::Inconclusive => Finding::Inconclusive,
+                }
+            };
+            let stalls = run
+                .stalls
+                .iter()
+                .filter(|s| &s.arm == arm)
+                .map(|s| {
+                    let e = &s.difference_ms;
+                    let interval = match (e.lo, e.hi) {
+                        (Some(lo), Some(hi)) => format!(" [{lo:+.1}, {hi:+.1}]"),
+                        _ => String::new(),
+                    };
+                    format!(
+                        "{} {:+.1} ms per trial{interval} ({:.1} vs {:.1} ms)",
+                        s.kind, e.point, s.arm_mean_ms, s.baseline_mean_ms
+                    )
+                })
+                .collect();
+            lines.push((
+                run,
+                EvidenceLine {
+                    run_id: run.run_id,
+                    arm: arm.clone(),
+                    baseline: run.report.baseline.clone(),
+                    metric: m.metric.name.clone(),
+                    better: m.metric.better,
+                    percent: c.percent,
+                    verdict: c.verdict,
+                    finding,
+                    coverage: ev.and_then(|e| e.mean_coverage_at_peak),
+                    flagged,
+                    trials: ev.map_or(0, |e| e.trials),
+                    stalls,
+                },
+            ));
+        }
+    }
+    // The best adoptable arm: the largest improvement in the metric's better direction.
+    let gain = |l: &EvidenceLine| match l.better {
+        Better::Lower => -l.percent.point,
+        Better::Higher => l.percent.point,
+    };
+    // The system settings an arm makes, to find the same settings measured SLOWER elsewhere.
+    let settings_of = |run: &RunEvidence, arm: &str| -> Vec<(Knob, String)> {
+        let mut v = run
+            .arms
+            .iter()
+            .find(|a| a.name == arm)
+            .map(|a| a.system.clone())
+            .unwrap_or_default();
+        v.sort_by_key(|(k, _)| k.to_string());
+        v
+    };
+    let slower: Vec<Vec<(Knob, String)>> = lines
+        .iter()
+        .filter(|(_, l)| l.finding == Finding::Slower)
+        .map(|(r, l)| settings_of(r, &l.arm))
+        .filter(|s| !s.is_empty())
+        .collect();
+    // Runners in order of gain; the first whose settings no run measured SLOWER is adopted (a
+    // workload that got slower with the same system settings makes them no advice).
+    let mut order: Vec<usize> = (0..lines.len())
+        .filter(|i| lines[*i].1.finding == Finding::Runner)
+        .collect();
+    order.sort_by(|a, b| gain(&lines[*b].1).total_cmp(&gain(&lines[*a].1)));
+    if let Some(best) = order.into_iter().find(|i| {
+        let (r, l) = &lines[*i];
+        !slower.contains(&settings_of(r, &l.arm))
+    }) {
+        lines[best].1.finding = Finding::Adopt;
+    }
+    lines.into_iter().map(|(_, l)| l).collect()
+}
+
+/// The run and arm of the adopted line, if any.
+pub fn adopted<'a>(
+    runs: &'a [RunEvidence],
+    lines: &[EvidenceLine],
+) -> Option<(&'a RunEvidence, &'a Arm)> {
+    let l = lines.iter().find(|l| l.finding == Finding::Adopt)?;
+    let run = runs.iter().find(|r| r.run_id == l.run_id)?;
+    let arm = run.arms.iter().find(|a| a.name == l.arm)?;
+    Some((run, arm))
+}
+
+/// "No change" in words, from the lines that were considered.
+pub fn no_change(lines: &[EvidenceLine]) -> String {
+    if lines.is_empty() {
+        return "no change: no stored run compares arms on this (give run ids, or measure first)"
+            .into();
+    }
+    let why: Vec<String> = lines
+        .iter()
+        .map(|l| {
+            let what = match l.finding {
+                Finding::Adopt | Finding::Runner => "FASTER",
+                Finding::BelowEffect => "FASTER by less than δ",
+                Finding::Slower => "SLOWER",
+                Finding::Equivalent => "EQUIVALENT",
+                Finding::Flagged => "FLAGGED (no advice from it)",
+                Finding::Inconclusive => "INCONCLUSIVE",
+            };
+            let half = match (l.percent.lo, l.percent.hi) {
+                (Some(lo), Some(hi)) if l.finding == Finding::Inconclusive => {
+                    format!(" at ±{:.1}%", (hi - lo) / 2.0)
+                }
+                _ => String::new(),
+            };
+            format!("{} (run {}) {what}{half}", l.arm, l.run_id)
+        })
+        .collect();
+    format!(
+        "no change: no arm was measurably better — {}",
+        why.join("; ")
+    )
+}
+
+/// The current value of every knob a setting names, filled in by the caller's reader.
+pub fn fill_now(settings: &mut [Setting], read: impl Fn(&Knob) -> Option<String>) {
+    for s in settings {
+        s.now = read(&s.knob);
+    }
+}
+
+/// The system settings an arm makes, as advice (its pools, THP and mTHP modes).
+pub fn arm_settings(arm: &Arm, why: &str) -> Vec<Setting> {
+    arm.system
+        .iter()
+        .map(|(knob, value)| Setting {
+            knob: *knob,
+            value: value.clone(),
+            now: None,
+            why: why.to_string(),
+        })
+        .collect()
+}
+
+/// Everything an advice says unmeasured when its evidence is only a bench or nothing.
+pub fn base_advice(target: Target, lines: Vec<EvidenceLine>) -> Advice {
+    Advice {
+        schema: SCHEMA.into(),
+        target,
+        adopt: None,
+        summary: no_change(&lines),
+        settings: Vec::new(),
+        service: Vec::new(),
+        evidence: lines,
+        not_measured: Vec::new(),
+        notes: Vec::new(),
+        verify: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::analyze::experiment::{ArmEvidence, ArmMetric, MetricDef, MetricReport};
+    use crate::analyze::verdict::{Contrast, Design};
+    use crate::backing::arm::parse_arm;
+    use proptest::prelude::*;
+
+    /// A run of `arms` (NAME=SPEC, the first the baseline) whose contrasts on `tps` (higher is
+    /// better) are `(point, lo, hi, verdict, flagged trials)`.
+    pub fn run(
+        id: i64,
+        arms: &[&str],
+        contrasts: &[(f64, f64, f64, Verdict, usize)],
+    ) -> RunEvidence {
+        let arms: Vec<Arm> = arms.iter().map(|a| parse_arm(a).unwrap()).collect();
+        let contrast = |(p, lo, hi, v, _): &(f64, f64, f64, Verdict, usize)| Contrast {
+            blocks: 10,
+            percent: Estimate {
+                point: *p,
+                lo: Some(*lo),
+                hi: Some(*hi),
+                confidence: 0.99,
+            },
+            mean_ratio_percent: None,
+            p_value: 0.01,
+            verdict: *v,
+            clears_effect: lo.abs().min(hi.abs()) >= 1.0 || *v == Verdict::Equivalent,
+            min_detectable_percent: Some((hi - lo) / 2.0),
+            more_blocks: Some(100),
+            level: 0.99,
+            method: "test".into(),
+            warnings: vec![],
+        };
+        let metric = |name: &str, better| MetricReport {
+            metric: MetricDef {
+                name: name.into(),
+                better,
+            },
+            arms: arms
+                .iter()
+                .map(|a| ArmMetric {
+                    arm: a.name.clone(),
+                    summary: None,
+                    diagnostics: Default::default(),
+                })
+                .collect(),
+            contrasts: arms[1..]
+                .iter()
+                .zip(contrasts)
+                .map(|(a, c)| (a.name.clone(), Some(contrast(c))))
+                .collect(),
+            complete_blocks: 10,
+        };
+        let report = ExperimentReport {
+            baseline: arms[0].name.clone(),
+            effect: 0.01,
+            confidence: 0.99,
+            design: Design::Fixed,
+            // wall_s first, then the primary metric.
+            metrics: vec![
+                metric("wall_s", Better::Lower),
+                metric("tps", Better::Higher),
+            ],
+            evidence: arms
+                .iter()
+                .enumerate()
+                .map(|(i, a)| ArmEvidence {
+                    arm: a.name.clone(),
+                    trials: 10,
+                    failed: 0,
+                    flagged: if i == 0 { 0 } else { contrasts[i - 1].4 },
+                    first_flag: None,
+                    mean_coverage_at_peak: Some(if i == 0 { 0.0 } else { 0.95 }),
+                    mean_counters: Default::default(),
+                })
+                .collect(),
+        };
+        RunEvidence {
+            run_id: id,
+            command: vec!["load".into()],
+            shell: false,
+            arms,
+            baseline: 0,
+            preset: None,
+            report,
+            stalls: vec![],
+        }
+    }
+
+    #[test]
+    fn the_best_faster_unflagged_arm_is_adopted() {
+        let r = run(
+            1,
+            &[
+                "never=thp=never",
+                "madvise=thp=madvise",
+                "always=thp=always",
+            ],
+            &[
+                (4.0, 2.0, 6.0, Verdict::Faster, 0),
+                (9.0, 5.0, 13.0, Verdict::Faster, 0),
+            ],
+        );
+        let lines = findings(std::slice::from_ref(&r));
+        assert_eq!(lines[0].finding, Finding::Runner);
+        assert_eq!(lines[1].finding, Finding::Adopt);
+        let runs = [r];
+        let (_, arm) = adopted(&runs, &lines).unwrap();
+        assert_eq!(arm.name, "always");
+    }
+
+    #[test]
+    fn settings_another_run_measured_slower_are_not_adopted() {
+        let fast = run(
+            1,
+            &["never=thp=never", "always=thp=always"],
+            &[(9.0, 5.0, 13.0, Verdict::Faster, 0)],
+        );
+        let slow = run(
+            2,
+            &["never=thp=never", "always=thp=always"],
+            &[(-6.0, -9.0, -3.0, Verdict::Slower, 0)],
+        );
+        let runs = [fast, slow];
+        let lines = findings(&runs);
+        assert_eq!(lines[0].finding, Finding::Runner);
+        assert!(adopted(&runs, &lines).is_none());
+    }
+
+    #[test]
+    fn flagged_slower_and_unsettled_arms_are_never_adopted() {
+        let r = run(
+            2,
+            &[
+                "a=thp=never",
+                "b=thp=always",
+                "c=thp=madvise",
+                "d=mthp.64K=always",
+            ],
+            &[
+                (20.0, 10.0, 30.0, Verdict::Faster, 3),
+                (-9.0, -13.0, -5.0, Verdict::Slower, 0),
+                (3.0, -4.0, 10.0, Verdict::Inconclusive, 0),
+            ],
+        );
+        let lines = findings(std::slice::from_ref(&r));
+        let f: Vec<Finding> = lines.iter().map(|l| l.finding).collect();
+        assert_eq!(
+            f,
+            [Finding::Flagged, Finding::Slower, Finding::Inconclusive]
+        );
+        assert!(adopted(&[r], &lines).is_none());
+        let words = no_change(&lines);
+        assert!(
+            words.contains("b (run 2) FLAGGED")
+                && words.contains("d (run 2) INCONCLUSIVE at ±7.0%"),
+            "{words}"
+        );
+    }
+
+    proptest! {
+        /// Advice contrary to the evidence is impossible: whatever the contrasts, an adopted
+        /// arm was FASTER by at least δ on the primary metric and never flagged, and no
+        /// other adoptable arm did better.
+        #[test]
+        fn never_adopts_against_the_evidence(
+            cs in proptest::collection::vec(
+                (-30.0f64..30.0, 0.1f64..20.0, 0usize..5, 0usize..3),
+                1..5,
+            )
+        ) {
+            let verdicts = [Verdict::Faster, Verdict::Slower, Verdict::Inconclusive, Verdict::Equivalent, Verdict::Faster];
+            let contrasts: Vec<(f64, f64, f64, Verdict, usize)> = cs
+                .iter()
+                .map(|(p, w, v, f)| (*p, p - w, p + w, verdicts[*v], if *f == 0 { 1 } else { 0 }))
+                .collect();
+            let names: Vec<String> = (0..=contrasts.len()).map(|i| format!("a{i}=thp=never")).collect();
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let r = run(1, &names, &contrasts);
+            let lines = findings(std::slice::from_ref(&r));
+            let adopted: Vec<&EvidenceLine> = lines.iter().filter(|l| l.finding == Finding::Adopt).collect();
+            prop_assert!(adopted.len() <= 1);
+            if let Some(a) = adopted.first() {
+                prop_assert_eq!(a.verdict, Verdict::Faster);
+                prop_assert_eq!(a.flagged, 0);
+                for l in lines.iter().filter(|l| l.finding == Finding::Runner) {
+                    prop_assert!(l.percent.point <= a.percent.point);
+                }
+            } else {
+                // Every arm here makes the same system settings: none is adopted only when no
+                // arm was FASTER by δ unflagged, or the same settings were SLOWER in a contrast.
+                prop_assert!(
+                    lines.iter().all(|l| l.finding != Finding::Runner)
+                        || lines.iter().any(|l| l.finding == Finding::Slower)
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! `hugelab advise`: read stored runs and the live machine, decide (analyze::advice) what to set
+//! for a target, and write it as a plan or as an artefact; `--check` verifies a machine against
+//! an advice file.
+
+use super::UsageError;
+use super::options::{Database, Decision};
+use crate::analyze::advice::{self, Advice, RunEvidence, Target};
+use crate::backing::arm::{Arm, parse_arm};
+use crate::control::{Knob, Settings, SysfsSettings};
+use crate::probe::Root;
+use crate::render::advice::Format;
+use crate::store::Store;
+use clap::Args;
+use std::path::PathBuf;
+
+/// Exit code of `advise --check` when the machine does not follow the advice.
+pub const EXIT_DIFFERS: i32 = 3;
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "A setting is advised only from an arm that was FASTER by at least --effect on the run's primary metric and never FLAGGED; \
+anything else gives \"no change\" with what was reached. Exit codes: 0 advice written (or --check: the machine follows it); \
+1 an error; 2 bad input; 3 --check: the machine differs (each difference printed)."
+)]
+pub struct AdviseArgs {
+    /// Stored run ids to advise from (default: every stored run that compares arms and fits
+    /// the target: a --server run of that preset for postgres and redis, JVM arms for jvm,
+    /// qemu.backing arms for qemu)
+    pub runs: Vec<i64>,
+    /// What the advice is for
+    #[arg(long = "for", value_enum, default_value_t = Target::Machine)]
+    pub target: Target,
+    /// What to write: a readable plan, or an artefact to install
+    #[arg(long, value_enum, default_value_t = Format::Plan)]
+    pub format: Format,
+    /// Write the artefact to this file instead of stdout
+    #[arg(long, short, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Check this machine against an advice file (written with --format json): exit 0 when
+    /// every setting is as advised, 3 with the differences
+    #[arg(long, value_name = "ADVICE.json", conflicts_with_all = ["runs", "out"])]
+    pub check: Option<PathBuf>,
+    /// --for postgres: the data directory, so PostgreSQL computes the pool it needs
+    /// (`postgres -D DIR -C shared_memory_size_in_huge_pages`, PostgreSQL 15+; the server may run)
+    #[arg(long, value_name = "DIR")]
+    pub pg_datadir: Option<PathBuf>,
+    /// --for postgres: the postgres binary
+    #[arg(long, value_name = "PATH", default_value = "postgres")]
+    pub pg_bin: String,
+    /// --for postgres: run the postgres binary as this user (PostgreSQL refuses root)
+    #[arg(long)]
+    pub user: Option<String>,
+    #[command(flatten)]
+    pub decision: Decision,
+    #[command(flatten)]
+    pub store: Database,
+}
+
+/// A stored run as evidence: its planned arms (with the pools the planner sized), the analysis
+/// at the asked level, and its stall contrasts.
+fn evidence_of(store: &Store, id: i64, d: &Decision) -> anyhow::Result<Option<RunEvidence>> {
+    let (meta, arm_rows, trials) = store.load(id)?;
+    if meta.status == "imported" || meta.plan.get("bench").is_some() || arm_rows.len() < 2 {
+        return Ok(None);
+    }
+    let report =
+        crate::store::analysis::reanalyse(&meta, &arm_rows, &trials, d.effect, d.confidence);
+    let arms: Vec<Arm> = serde_json::from_value(meta.plan["arms"].clone()).unwrap_or_else(|_| {
+        arm_rows
+            .iter()
+            .filter_map(|a| parse_arm(&format!("{}={}", a.name, a.spec)).ok())
+            .collect()
+    });
+    let names: Vec<String> = arm_rows.iter().map(|a| a.name.clone()).collect();
+    let baseline = meta.plan["baseline"].as_u64().unwrap_or(0) as usize;
+    Ok(Some(RunEvidence {
+        run_id: id,
+        shell: meta.command.len() == 1,
+        command: meta.command.clone(),
+        arms,
+        baseline,
+        preset: meta.plan["server"]["preset"].as_str().map(String::from),
+        stalls: crate::store::analysis::stall_contrasts(&trials, &names, baseline, d.confidence),
+        report,
+    }))
+}
+
+/// Whether a run measures what the target is about (for the default choice of runs).
+fn fits(target: Target, r: &RunEvidence) -> bool {
+    match target {
+        Target::Machine | Target::Kubernetes => true,
+        Target::Postgres => r.preset.as_deref() == Some("postgres"),
+        Target::Redis => r.preset.as_deref() == Some("redis"),
+        Target::Jvm => r.arms.iter().any(|a| a.process.jvm.is_some()),
+        Target::Qemu => r.arms.iter().any(|a| a.process.qemu.is_some()),
+    }
+}
+
+/// The 2 MiB pages PostgreSQL says its shared memory needs for this data directory.
+fn pg_pages(a: &AdviseArgs, dir: &std::path::Path) -> anyhow::Result<u64> {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(&a.pg_bin);
+    cmd.arg("-D")
+        .arg(dir)
+        .args(["-C", "shared_memory_size_in_huge_pages"]);
+    if let Some(u) = &a.user {
+        let ids = crate::probe::user::lookup(u)
+            .ok_or_else(|| UsageError(format!("--user {u:?}: no such user on this system")))?;
+        cmd.uid(ids.uid).gid(ids.gid);
+    }
+    let out = cmd.stdin(std::process::Stdio::null()).output().map_err(|e| {
+        UsageError(format!(
+            "--pg-bin {:?}: cannot run it ({e}); give the path, e.g. /usr/lib/postgresql/15/bin/postgres",
+            a.pg_bin
+        ))
+    })?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    match text.trim().parse::<u64>() {
+        Ok(n) if out.status.success() => Ok(n),
+        _ => Err(UsageError(format!(
+            "`{} -D {} -C shared_memory_size_in_huge_pages` printed no page count (PostgreSQL 15+, an initialised data directory, and --user postgres when run as root): {}",
+            a.pg_bin,
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+        .into()),
+    }
+}
+
+pub fn run(a: AdviseArgs) -> anyhow::Result<i32> {
+    if let Some(file) = &a.check {
+        return check(file);
+    }
+    let db = a
+        .store
+        .db
+        .clone()
+        .unwrap_or_else(crate::store::default_path);
+    let store = Store::open_existing(&db)?;
+    let ids: Vec<i64> = if a.runs.is_empty() {
+        store.runs()?.iter().map(|(m, _)| m.id).collect()
+    } else {
+        a.runs.clone()
+    };
+    let mut runs = Vec::new();
+    for id in ids {
+        match evidence_of(&store, id, &a.decision)? {
+            Some(r) if !a.runs.is_empty() || fits(a.target, &r) => runs.push(r),
+            None if !a.runs.is_empty() => {
+                return Err(UsageError(format!(
+                    "run {id} compares no arms (a bench, an import or a single arm): `hugelab results list` shows the runs"
+                ))
+                .into());
+            }
+            _ => {}
+        }
+    }
+    let lines = advice::findings(&runs);
+    let mut adv = match a.target {
+        Target::Machine => advice::machine::advise(&runs, lines),
+        Target::Redis => advice::redis::advise(&runs, lines),
+        Target::Jvm => advice::jvm::advise(&runs, lines),
+        Target::Kubernetes => advice::kubernetes::advise(&runs, lines),
+        Target::Postgres => {
+            let pages = match &a.pg_datadir {
+                Some(d) => Some(pg_pages(&a, d)?),
+                None => None,
+            };
+            advice::postgres::advise(&runs, lines, pages)
+        }
+        Target::Qemu => {
+            let nodes = crate::probe::hugetlb::read(&Root::system())
+                .ok()
+                .and_then(|p| p.first().map(|p| p.nodes.len()))
+                .unwrap_or(1);
+            advice::qemu::advise(&runs, lines, nodes)
+        }
+    };
+    let live = SysfsSettings::new(Root::system());
+    advice::fill_now(&mut adv.settings, |k| live.read(k).ok());
+    let text = crate::render::advice::render(&adv, a.format);
+    match &a.out {
+        Some(p) => {
+            std::fs::write(p, &text)
+                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
+            println!("{} written to {}", format_name(a.format), p.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(0)
+}
+
+fn format_name(f: Format) -> &'static str {
+    match f {
+        Format::Plan => "the plan",
+        Format::Json => "the advice (JSON)",
+        Format::Sysctl => "sysctl.d lines",
+        Format::Tmpfiles => "tmpfiles.d lines",
+        Format::Systemd => "a systemd unit",
+        Format::Cmdline => "the kernel command line",
+        Format::Tuned => "a tuned profile",
+        Format::Service => "the service's configuration lines",
+    }
+}
+
+/// One setting of an advice file against the live machine: `None` when it is as advised.
+fn differs(knob: &Knob, advised: &str, now: Option<String>) -> Option<String> {
+    match now {
+        None => Some(format!("{knob}: cannot be read here (advised {advised})")),
+        // A pool at least as large as advised follows the advice (others may use it too).
+        Some(n) if knob.is_pool() => match (n.parse::<u64>(), advised.parse::<u64>()) {
+            (Ok(have), Ok(want)) if have >= want => None,
+            _ => Some(format!("{knob}: {n} pages, advised at least {advised}")),
+        },
+        Some(n) if n == advised => None,
+        Some(n) => Some(format!("{knob}: {n}, advised {advised}")),
+    }
+}
+
+fn check(file: &std::path::Path) -> anyhow::Result<i32> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| UsageError(format!("--check {}: {e}", file.display())))?;
+    let adv: Advice = serde_json::from_str(&text).map_err(|e| {
+        UsageError(format!(
+            "--check {}: not an advice file ({e}); write one with `hugelab advise --format json -o FILE`",
+            file.display()
+        ))
+    })?;
+    let live = SysfsSettings::new(Root::system());
+    let mut diffs = Vec::new();
+    for s in &adv.settings {
+        match differs(&s.knob, &s.value, live.read(&s.knob).ok()) {
+            Some(d) => diffs.push(d),
+            None => println!("ok       {} = {}", s.knob, s.value),
+        }
+    }
+    for d in &diffs {
+        println!("DIFFERS  {d}");
+    }
+    for s in &adv.service {
+        println!(
+            "not checked here: {} line `{}` (verify: {})",
+            s.file,
+            s.line.lines().next().unwrap_or(""),
+            adv.verify.first().map_or("-", String::as_str)
+        );
+    }
+    if diffs.is_empty() {
+        println!(
+            "this machine follows {} ({} settings)",
+            file.display(),
+            adv.settings.len()
+        );
+        Ok(0)
+    } else {
+        println!(
+            "this machine does not follow {}: {} of {} settings differ",
+            file.display(),
+            diffs.len(),
+            adv.settings.len()
+        );
+        Ok(EXIT_DIFFERS)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pools_at_least_and_modes_exactly() {
+        let pool = Knob::HugetlbPages {
+            size: 2 << 20,
+            node: None,
+        };
+        assert_eq!(differs(&pool, "100", Some("120".into())), None);
+        assert!(differs(&pool, "100", Some("99".into())).is_some());
+        assert_eq!(
+            differs(&Knob::ThpEnabled, "always", Some("always".into())),
+            None
+        );
+        assert!(
+            differs(&Knob::ThpEnabled, "always", Some("madvise".into()))
+                .unwrap()
+                .contains("madvise, advised always")
+        );
+        assert!(differs(&Knob::ThpEnabled, "always", None).is_some());
+    }
+}

@@ -1,0 +1,282 @@
+//! `hugelab advise` artefacts, all from one [`Advice`] record: the readable plan, sysctl.d lines,
+//! tmpfiles.d lines and a systemd oneshot unit for the sysfs knobs (they are not sysctls), a
+//! kernel command line, a tuned profile, the service's own configuration lines. Every artefact
+//! carries its evidence and how to verify it.
+
+use crate::analyze::advice::{Advice, Setting};
+use crate::control::Knob;
+use crate::units::Bytes;
+use std::fmt::Write;
+
+/// The artefact to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// What to set, why (run, effect, interval, coverage, stalls), what was not measured
+    Plan,
+    /// The advice record (what `advise --check` reads)
+    Json,
+    /// /etc/sysctl.d lines (the default-size hugetlb pool)
+    Sysctl,
+    /// /etc/tmpfiles.d lines writing the sysfs knobs at boot
+    Tmpfiles,
+    /// A systemd oneshot unit writing the sysfs knobs before the service starts
+    Systemd,
+    /// Kernel command line parameters (THP mode, boot-time pools)
+    Cmdline,
+    /// A tuned profile (tuned.conf)
+    Tuned,
+    /// The service's own configuration lines (postgresql.conf, redis.conf, JVM options, libvirt
+    /// XML, pod spec)
+    Service,
+}
+
+/// The header of a configuration file: what it is, on what evidence, how to verify it.
+fn comments(a: &Advice, prefix: &str) -> String {
+    let mut o = format!(
+        "{prefix} hugelab advise --for {}: {}\n",
+        target_name(a),
+        a.summary
+    );
+    for v in &a.verify {
+        let _ = writeln!(o, "{prefix} verify: {v}");
+    }
+    o
+}
+
+fn target_name(a: &Advice) -> String {
+    format!("{:?}", a.target).to_lowercase()
+}
+
+/// The value a sysfs knob takes at boot on the kernel command line, if it has one.
+fn cmdline_word(s: &Setting) -> Option<String> {
+    match s.knob {
+        Knob::ThpEnabled => Some(format!("transparent_hugepage={}", s.value)),
+        Knob::HugetlbPages { size, node: None } => {
+            Some(format!("hugepagesz={} hugepages={}", Bytes(size), s.value))
+        }
+        Knob::HugetlbPages {
+            size,
+            node: Some(n),
+        } => Some(format!(
+            "hugepagesz={} hugepages={n}:{}",
+            Bytes(size),
+            s.value
+        )),
+        _ => None,
+    }
+}
+
+pub fn render(a: &Advice, f: Format) -> String {
+    match f {
+        Format::Plan => plan(a),
+        Format::Json => serde_json::to_string_pretty(a).unwrap_or_default() + "\n",
+        Format::Sysctl => sysctl(a),
+        Format::Tmpfiles => tmpfiles(a),
+        Format::Systemd => systemd(a),
+        Format::Cmdline => cmdline(a),
+        Format::Tuned => tuned(a),
+        Format::Service => service(a),
+    }
+}
+
+fn plan(a: &Advice) -> String {
+    let mut o = String::new();
+    for l in super::summary::wrap_hanging(&a.summary, 2) {
+        let _ = writeln!(o, "{l}");
+    }
+    if !a.settings.is_empty() {
+        let _ = writeln!(o, "\nset:");
+        for s in &a.settings {
+            let now = s.now.as_deref().map_or(String::new(), |n| {
+                if n == s.value {
+                    " (already)".into()
+                } else {
+                    format!(" (now {n})")
+                }
+            });
+            let _ = writeln!(o, "  {} = {}{now}", s.knob, s.value);
+        }
+    }
+    if !a.service.is_empty() {
+        let _ = writeln!(o, "\nin the service's configuration:");
+        for s in &a.service {
+            let _ = writeln!(o, "  {}:", s.file);
+            for l in s.line.lines() {
+                let _ = writeln!(o, "    {l}");
+            }
+        }
+    }
+    let _ = writeln!(o, "\nevidence:");
+    if a.evidence.is_empty() {
+        let _ = writeln!(o, "  none (no stored run compares arms)");
+    }
+    for e in &a.evidence {
+        let line = format!("  {:?}: {}", e.finding, e.describe()).to_string();
+        for l in super::summary::wrap_hanging(&line, 4) {
+            let _ = writeln!(o, "{l}");
+        }
+        for s in &e.stalls {
+            let _ = writeln!(o, "    stalls: {s}");
+        }
+    }
+    for (what, list) in [
+        ("note", &a.notes),
+        ("not measured", &a.not_measured),
+        ("verify", &a.verify),
+    ] {
+        for n in list {
+            for l in super::summary::wrap_hanging(&format!("{what}: {n}"), 2) {
+                let _ = writeln!(o, "{l}");
+            }
+        }
+    }
+    o
+}
+
+fn sysctl(a: &Advice) -> String {
+    let mut o = comments(a, "#");
+    let mut any = false;
+    for s in &a.settings {
+        // vm.nr_hugepages is the default page size's pool (2 MiB on x86-64); other sizes and
+        // the THP knobs live in sysfs only.
+        if let Knob::HugetlbPages {
+            size: 0x20_0000,
+            node: None,
+        } = s.knob
+        {
+            let _ = writeln!(o, "vm.nr_hugepages = {}", s.value);
+            any = true;
+        }
+    }
+    if !any {
+        o.push_str("# nothing here is a sysctl: see --format tmpfiles or systemd\n");
+    }
+    o
+}
+
+fn tmpfiles(a: &Advice) -> String {
+    let mut o = comments(a, "#");
+    for s in &a.settings {
+        let _ = writeln!(o, "w {} - - - - {}", s.knob.path(), s.value);
+    }
+    if a.settings.is_empty() {
+        o.push_str("# no system setting to change\n");
+    }
+    o
+}
+
+fn systemd(a: &Advice) -> String {
+    let mut o = comments(a, "#");
+    let before = match a.target {
+        crate::analyze::advice::Target::Postgres => " postgresql.service",
+        crate::analyze::advice::Target::Redis => " redis-server.service",
+        crate::analyze::advice::Target::Kubernetes => " kubelet.service",
+        crate::analyze::advice::Target::Qemu => " libvirtd.service",
+        _ => "",
+    };
+    let _ = writeln!(
+        o,
+        "[Unit]\nDescription=Huge page settings advised by hugelab ({})\nDefaultDependencies=no\nAfter=sysinit.target local-fs.target\nBefore=basic.target{before}\n\n[Service]\nType=oneshot\nRemainAfterExit=yes",
+        target_name(a)
+    );
+    for s in &a.settings {
+        let _ = writeln!(
+            o,
+            "ExecStart=/bin/sh -c 'echo {} > {}'",
+            s.value,
+            s.knob.path()
+        );
+    }
+    if a.settings.is_empty() {
+        o.push_str("ExecStart=/bin/true\n");
+    }
+    o.push_str("\n[Install]\nWantedBy=basic.target\n");
+    o
+}
+
+fn cmdline(a: &Advice) -> String {
+    let words: Vec<String> = a.settings.iter().filter_map(cmdline_word).collect();
+    let mut o = comments(a, "#");
+    let other: Vec<String> = a
+        .settings
+        .iter()
+        .filter(|s| cmdline_word(s).is_none())
+        .map(|s| s.knob.to_string())
+        .collect();
+    if !other.is_empty() {
+        let _ = writeln!(
+            o,
+            "# not on the command line (sysfs only): {}; see --format tmpfiles",
+            other.join(", ")
+        );
+    }
+    let _ = writeln!(o, "{}", words.join(" "));
+    o
+}
+
+fn tuned(a: &Advice) -> String {
+    let mut o = comments(a, "#");
+    let _ = writeln!(
+        o,
+        "[main]\nsummary=Huge page settings advised by hugelab ({})",
+        target_name(a)
+    );
+    let thp = a.settings.iter().find(|s| s.knob == Knob::ThpEnabled);
+    if let Some(t) = thp {
+        let _ = writeln!(o, "\n[vm]\ntransparent_hugepages={}", t.value);
+    }
+    let pools: Vec<&Setting> = a
+        .settings
+        .iter()
+        .filter(|s| {
+            matches!(
+                s.knob,
+                Knob::HugetlbPages {
+                    size: 0x20_0000,
+                    node: None
+                }
+            )
+        })
+        .collect();
+    if let Some(p) = pools.first() {
+        let _ = writeln!(o, "\n[sysctl]\nvm.nr_hugepages={}", p.value);
+    }
+    let rest: Vec<&Setting> = a
+        .settings
+        .iter()
+        .filter(|s| {
+            s.knob != Knob::ThpEnabled
+                && !matches!(
+                    s.knob,
+                    Knob::HugetlbPages {
+                        size: 0x20_0000,
+                        node: None
+                    }
+                )
+        })
+        .collect();
+    if !rest.is_empty() {
+        // tuned's sysfs plugin writes any sysfs file.
+        let _ = writeln!(o, "\n[sysfs]");
+        for s in rest {
+            let _ = writeln!(o, "{}={}", s.knob.path(), s.value);
+        }
+    }
+    o
+}
+
+fn service(a: &Advice) -> String {
+    let mut o = String::new();
+    if a.service.is_empty() {
+        let _ = writeln!(o, "# no service configuration to change: {}", a.summary);
+    }
+    let mut file = "";
+    for s in &a.service {
+        if s.file != file {
+            let _ = writeln!(o, "# {} — {}", s.file, s.why);
+            file = &s.file;
+        }
+        let _ = writeln!(o, "{}", s.line);
+    }
+    o
+}

@@ -1,0 +1,95 @@
+//! A stored run analysed again: its stored baseline, metric directions and design, at the
+//! level and δ asked for now (`results show`, `report`, `advise`).
+
+use super::{ArmRow, TrialRow};
+use crate::analyze::experiment::{self, MetricDef, TrialData};
+use crate::analyze::verdict::{Better, Design};
+
+fn metric_defs(meta: &serde_json::Value, trials: &[TrialRow]) -> Vec<MetricDef> {
+    if let Ok(m) = serde_json::from_value::<Vec<MetricDef>>(meta["metrics"].clone())
+        && !m.is_empty()
+    {
+        return m;
+    }
+    let mut names: Vec<String> = trials
+        .iter()
+        .flat_map(|t| t.metrics.keys().cloned())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .map(|name| MetricDef {
+            better: Better::Lower,
+            name,
+        })
+        .collect()
+}
+
+fn data(trials: &[TrialRow]) -> Vec<TrialData> {
+    trials
+        .iter()
+        .filter(|t| t.block >= 0)
+        .map(super::trial_data)
+        .collect()
+}
+
+/// Analyse a stored run again, with its stored baseline and metric directions.
+pub fn reanalyse(
+    meta: &super::RunMeta,
+    arms: &[ArmRow],
+    trials: &[TrialRow],
+    effect: f64,
+    confidence: f64,
+) -> experiment::ExperimentReport {
+    let names: Vec<String> = arms.iter().map(|a| a.name.clone()).collect();
+    let baseline =
+        (meta.plan["baseline"].as_u64().unwrap_or(0) as usize).min(names.len().saturating_sub(1));
+    experiment::analyse(
+        &names,
+        baseline,
+        &data(trials),
+        &metric_defs(&meta.plan, trials),
+        effect,
+        confidence,
+        &stored_design(&meta.plan),
+    )
+}
+
+/// The design a stored run was collected with: imported runs are unpaired; runs stored before
+/// designs were recorded are fixed paired blocks.
+pub fn stored_design(plan: &serde_json::Value) -> Design {
+    if plan["paired"] == false {
+        return Design::Unpaired;
+    }
+    serde_json::from_value(plan["design"].clone()).unwrap_or_default()
+}
+
+/// `run --trace` stored each trial's latency histograms: per stall kind, each arm's stall time
+/// per trial against the baseline's, paired by block.
+pub fn stall_contrasts(
+    trials: &[TrialRow],
+    names: &[String],
+    baseline: usize,
+    confidence: f64,
+) -> Vec<crate::analyze::trace::StallContrast> {
+    use crate::analyze::trace::{TrialStall, stall_contrasts};
+    let mut stalls = Vec::new();
+    let mut traced = Vec::new();
+    for t in trials.iter().filter(|t| t.block >= 0 && t.ok) {
+        let w = &t.evidence["trace"];
+        if w.is_null() {
+            continue;
+        }
+        traced.push((t.block, t.arm_idx as usize));
+        for l in w["latencies"].as_array().into_iter().flatten() {
+            stalls.push(TrialStall {
+                block: t.block,
+                arm: t.arm_idx as usize,
+                kind: l["kind"].as_str().unwrap_or("?").into(),
+                ms: l["hist"]["total_ns"].as_f64().unwrap_or(0.0) / 1e6,
+            });
+        }
+    }
+    stall_contrasts(&stalls, &traced, names, baseline, confidence)
+}
