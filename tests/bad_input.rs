@@ -751,6 +751,24 @@ const CASES: &[(&[&str], i32, &str)] = &[
         1,
         "cannot read DIR/no-such-file.json",
     ),
+    (&["advise", "--for", "fleet"], 2, "invalid value 'fleet'"),
+    (&["advise", "--format", "yaml"], 2, "invalid value 'yaml'"),
+    (
+        &["advise", "--db", "DIR/missing/none.db"],
+        1,
+        "no results database",
+    ),
+    (
+        &["advise", "--check", "DIR/none.json"],
+        2,
+        "--check DIR/none.json",
+    ),
+    (
+        &["advise", "--check", "DIR/none.json", "1"],
+        2,
+        "cannot be used with",
+    ),
+    (&["advise", "--effect", "0"], 2, "outside 0.0001–0.5"),
 ];
 
 #[test]

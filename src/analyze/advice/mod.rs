@@ -89,6 +89,8 @@ pub struct EvidenceLine {
     /// Change of the metric vs the baseline, percent, with its interval.
     pub percent: Estimate,
     pub verdict: Verdict,
+    /// The interval's half-width on the log scale as a percentage, as `run` prints it (±x%).
+    pub half_width: Option<f64>,
     pub finding: Finding,
     /// Huge coverage the arm's trials really got (mean at peak), if sampled.
     pub coverage: Option<f64>,
@@ -213,6 +215,7 @@ pub fn findings(runs: &[RunEvidence]) -> Vec<EvidenceLine> {
                     better: m.metric.better,
                     percent: c.percent,
                     verdict: c.verdict,
+                    half_width: c.min_detectable_percent,
                     finding,
                     coverage: ev.and_then(|e| e.mean_coverage_at_peak),
                     flagged,
@@ -287,10 +290,8 @@ pub fn no_change(lines: &[EvidenceLine]) -> String {
                 Finding::Flagged => "FLAGGED (no advice from it)",
                 Finding::Inconclusive => "INCONCLUSIVE",
             };
-            let half = match (l.percent.lo, l.percent.hi) {
-                (Some(lo), Some(hi)) if l.finding == Finding::Inconclusive => {
-                    format!(" at ±{:.1}%", (hi - lo) / 2.0)
-                }
+            let half = match l.half_width {
+                Some(h) if l.finding == Finding::Inconclusive => format!(" at ±{h:.1}%"),
                 _ => String::new(),
             };
             format!("{} (run {}) {what}{half}", l.arm, l.run_id)
@@ -497,6 +498,8 @@ pub(crate) mod tests {
                 && words.contains("d (run 2) INCONCLUSIVE at ±7.0%"),
             "{words}"
         );
+        // The half-width is the one `run` printed for the contrast.
+        assert_eq!(lines[2].half_width, Some(7.0));
     }
 
     proptest! {

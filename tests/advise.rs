@@ -1,0 +1,475 @@
+//! `hugelab advise` on stored evidence: the advice a careful engineer would give for FASTER,
+//! SLOWER, inconclusive, FLAGGED and stall-heavy runs; artefacts the real tools accept
+//! (systemd-analyze, tuned's profile loader, virt-xml-validate); PostgreSQL's own pool size;
+//! and the round trip advise → apply through the guard → `--check` → restore.
+
+mod common;
+
+use hugelab::backing::arm::parse_arm;
+use hugelab::store::{ArmRow, Store, TrialRow};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// One stored run: `arms` as NAME=SPEC (the first the baseline), each later arm's wall time
+/// changed by `effect[i-1]` (−0.1 = 10% faster) with ±1% jitter, flagged where asked; with
+/// `trace_ms`, every trial of the last arm stalled that long in compaction.
+fn stored(
+    db: &Path,
+    arms: &[&str],
+    effect: &[f64],
+    flagged: &[bool],
+    command: &[&str],
+    preset: Option<&str>,
+    trace_ms: Option<f64>,
+) -> i64 {
+    let mut s = Store::open(db).unwrap();
+    let parsed: Vec<_> = arms.iter().map(|a| parse_arm(a).unwrap()).collect();
+    let rows: Vec<ArmRow> = parsed
+        .iter()
+        .enumerate()
+        .map(|(i, a)| ArmRow {
+            idx: i as i64,
+            name: a.name.clone(),
+            spec: a.spec.clone(),
+        })
+        .collect();
+    let plan = serde_json::json!({
+        "baseline": 0,
+        "metrics": [{"name": "wall_s", "better": "lower"}],
+        "arms": parsed,
+        "server": preset.map(|p| serde_json::json!({"preset": p})),
+    });
+    let command: Vec<String> = command.iter().map(|c| c.to_string()).collect();
+    let id = s
+        .create_run(
+            Some("advise"),
+            &command,
+            Some("6.18"),
+            "running",
+            &plan,
+            &rows,
+        )
+        .unwrap();
+    let mut seq = 0;
+    for b in 0..14i64 {
+        for a in 0..arms.len() {
+            let jitter = 1.0 + 0.01 * (((b * 7 + a as i64 * 3) % 5) as f64 - 2.0) / 2.0;
+            let v = if a == 0 { 1.0 } else { 1.0 + effect[a - 1] } * jitter;
+            let flag = a > 0 && flagged[a - 1];
+            let trace = match trace_ms {
+                Some(ms) if a + 1 == arms.len() => serde_json::json!({"latencies": [
+                    {"kind": "compaction", "hist": {"total_ns": (ms * 1e6) as u64, "log2": [[1048576, 3]]}}
+                ]}),
+                Some(_) => serde_json::json!({"latencies": []}),
+                None => serde_json::Value::Null,
+            };
+            s.add_trial(
+                id,
+                &TrialRow {
+                    block: b,
+                    arm_idx: a as i64,
+                    seq,
+                    ok: true,
+                    flagged: flag.then(|| "asked for huge pages but got none".to_string()),
+                    metrics: [("wall_s".to_string(), v)].into(),
+                    evidence: serde_json::json!({
+                        "memory": {"coverage_at_peak": if a == 0 || flag { 0.0 } else { 0.97 }},
+                        "trace": trace,
+                    }),
+                },
+            )
+            .unwrap();
+            seq += 1;
+        }
+    }
+    s.finish_run(id, "complete", None).unwrap();
+    id
+}
+
+fn advise(db: &Path, args: &[&str]) -> String {
+    let mut v: Vec<String> = vec!["advise".into()];
+    v.extend(args.iter().map(|s| s.to_string()));
+    v.push("--db".into());
+    v.push(db.display().to_string());
+    common::hugelab_stdout(v)
+}
+
+fn tool(name: &str) -> bool {
+    Command::new(name).arg("--help").output().is_ok()
+}
+
+/// THP `always` 10% faster: the plan names the setting with its evidence, and the artefacts
+/// say the same thing in each tool's syntax.
+#[test]
+fn faster_arm_becomes_settings_with_their_evidence() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    let id = stored(
+        &db,
+        &["never=thp=never", "always=thp=always,defrag=defer+madvise"],
+        &[-0.10],
+        &[false],
+        &["sysbench", "memory", "run"],
+        None,
+        None,
+    );
+    let plan = advise(&db, &[&id.to_string()]);
+    let flat = plan.replace("\n  ", " ");
+    assert!(flat.starts_with("set thp.enabled = always, thp.defrag = defer+madvise — run 1: always vs never, wall_s -"), "{plan}");
+    assert!(flat.contains("FASTER, 97% on huge pages"), "{plan}");
+    assert!(plan.contains("  thp.enabled = always (now "), "{plan}");
+    assert!(plan.contains("not measured: the latency cost"), "{plan}");
+    let cmdline = advise(&db, &[&id.to_string(), "--format", "cmdline"]);
+    assert!(
+        cmdline.trim_end().ends_with("transparent_hugepage=always"),
+        "{cmdline}"
+    );
+    assert!(
+        cmdline.contains("not on the command line (sysfs only): thp.defrag"),
+        "{cmdline}"
+    );
+    let tmpfiles = advise(&db, &[&id.to_string(), "--format", "tmpfiles"]);
+    assert!(
+        tmpfiles.contains("w /sys/kernel/mm/transparent_hugepage/defrag - - - - defer+madvise"),
+        "{tmpfiles}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&advise(&db, &[&id.to_string(), "--format", "json"])).unwrap();
+    assert_eq!(json["schema"], "hugelab.advice/1");
+    assert_eq!(json["adopt"], "always");
+    assert_eq!(json["evidence"][0]["finding"], "adopt");
+}
+
+/// SLOWER, inconclusive and FLAGGED arms: no change, each said with what it reached; the
+/// FLAGGED arm's large apparent gain is refused.
+#[test]
+fn slower_inconclusive_and_flagged_evidence_gives_no_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    stored(
+        &db,
+        &[
+            "never=thp=never",
+            "always=thp=always",
+            "madvise=thp=madvise",
+            "mthp=mthp.64K=always",
+        ],
+        &[0.12, 0.0, -0.3],
+        &[false, false, true],
+        &["app"],
+        None,
+        None,
+    );
+    let plan = advise(&db, &[]).replace("\n  ", " ");
+    assert!(
+        plan.starts_with("no change: no arm was measurably better"),
+        "{plan}"
+    );
+    assert!(plan.contains("always (run 1) SLOWER"), "{plan}");
+    assert!(
+        plan.contains("mthp (run 1) FLAGGED (no advice from it)"),
+        "{plan}"
+    );
+    assert!(plan.contains("note: do not adopt always:"), "{plan}");
+    assert!(!plan.contains("\nset:"), "{plan}");
+    let sysctl = advise(&db, &["--format", "sysctl"]);
+    assert!(sysctl.contains("nothing here is a sysctl"), "{sysctl}");
+}
+
+/// A run traced with `--trace`: the stall cost of the adopted arm is part of its evidence.
+#[test]
+fn stall_heavy_evidence_is_shown_with_the_advice() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    stored(
+        &db,
+        &["never=thp=never", "always=thp=always"],
+        &[-0.08],
+        &[false],
+        &["app"],
+        None,
+        Some(40.0),
+    );
+    let plan = advise(&db, &[]);
+    assert!(
+        plan.contains("stalls: compaction +40.0 ms per trial"),
+        "{plan}"
+    );
+    assert!(!plan.contains("not measured: the latency cost"), "{plan}");
+}
+
+/// The systemd unit passes `systemd-analyze verify`; the tuned profile loads with tuned's own
+/// profile loader.
+#[test]
+fn artefacts_pass_the_real_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    stored(
+        &db,
+        &["never=thp=never", "fast=thp=always,hugetlb.2M=16"],
+        &[-0.10],
+        &[false],
+        &["app"],
+        None,
+        None,
+    );
+    if tool("systemd-analyze") {
+        let unit = dir.path().join("hugelab-advice.service");
+        advise(&db, &["--format", "systemd", "-o", unit.to_str().unwrap()]);
+        let text = std::fs::read_to_string(&unit).unwrap();
+        assert!(
+            text.contains(
+                "ExecStart=/bin/sh -c 'echo always > /sys/kernel/mm/transparent_hugepage/enabled'"
+            ),
+            "{text}"
+        );
+        let out = Command::new("systemd-analyze")
+            .arg("verify")
+            .arg(&unit)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "systemd-analyze verify: {err}\n{text}"
+        );
+        assert!(!err.contains("hugelab-advice.service:"), "{err}");
+    } else {
+        eprintln!("skipped: no systemd-analyze (apt-get install systemd)");
+    }
+    let tuned_dir = dir.path().join("profiles/hugelab");
+    std::fs::create_dir_all(&tuned_dir).unwrap();
+    let conf = tuned_dir.join("tuned.conf");
+    advise(&db, &["--format", "tuned", "-o", conf.to_str().unwrap()]);
+    let text = std::fs::read_to_string(&conf).unwrap();
+    assert!(
+        text.contains("[vm]\ntransparent_hugepages=always")
+            && text.contains("[sysctl]\nvm.nr_hugepages=16"),
+        "{text}"
+    );
+    if Path::new("/usr/lib/python3/dist-packages/tuned/profiles/loader.py").exists() {
+        let script = format!(
+            "import sys; sys.path.insert(0, '/usr/lib/python3/dist-packages')\n\
+import tuned.profiles as p, tuned.utils.global_config as g\n\
+from tuned.profiles.variables import Variables\n\
+loader = p.Loader(p.Locator(['{}']), p.Factory(), p.Merger(), g.GlobalConfig(), Variables())\n\
+prof = loader.load(['hugelab'])\n\
+print(sorted(prof.units.keys()), dict(prof.units['vm'].options), dict(prof.units['sysctl'].options))\n",
+            dir.path().join("profiles").display()
+        );
+        let out = Command::new("/usr/bin/python3")
+            .arg("-c")
+            .arg(&script)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "tuned's loader refused the profile: {}\n{text}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            said.contains("'transparent_hugepages': 'always'")
+                && said.contains("'vm.nr_hugepages': '16'"),
+            "{said}"
+        );
+    } else {
+        eprintln!("skipped: tuned's loader (apt-get install tuned; .ci/run does)");
+    }
+}
+
+/// A QEMU run whose hugetlb-2m arm was faster: the libvirt XML validates inside a domain with
+/// virt-xml-validate, and the pool is the guest's RAM in 2 MiB pages.
+#[test]
+fn qemu_advice_is_valid_libvirt() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    stored(
+        &db,
+        &["4k=qemu.backing=4k", "h2m=qemu.backing=hugetlb-2m"],
+        &[-0.05],
+        &[false],
+        &["qemu-system-x86_64", "-m", "1G", "-nographic"],
+        None,
+        None,
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&advise(&db, &["--for", "qemu", "--format", "json"])).unwrap();
+    assert_eq!(json["adopt"], "h2m");
+    assert_eq!(json["settings"][0]["value"], "512", "{json}");
+    let xml = json["service"][0]["line"].as_str().unwrap().to_string();
+    assert!(xml.contains("<hugepages>"), "{xml}");
+    if !tool("virt-xml-validate") {
+        eprintln!("skipped: no virt-xml-validate (apt-get install libvirt-clients; .ci/run does)");
+        return;
+    }
+    let domain = format!(
+        "<domain type='kvm'><name>g</name><memory unit='GiB'>1</memory>{xml}<os><type arch='x86_64'>hvm</type></os></domain>"
+    );
+    let file = dir.path().join("domain.xml");
+    std::fs::write(&file, domain).unwrap();
+    let out = Command::new("virt-xml-validate")
+        .arg(&file)
+        .arg("domain")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn pg_bin() -> Option<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|d| Some(d.ok()?.path().join("bin")))
+        .filter(|b| b.join("postgres").exists())
+        .collect();
+    v.sort();
+    v.pop()
+}
+
+/// `--for postgres --pg-datadir`: the pool PostgreSQL itself computes for the data directory
+/// (plus the 2-page margin), and `huge_pages = on` from the arm that was faster.
+#[test]
+fn postgres_pool_is_what_postgres_computes() {
+    let (Some(bin), Some(pg)) = (pg_bin(), hugelab::probe::user::lookup("postgres")) else {
+        eprintln!("skipped: no PostgreSQL (apt-get install postgresql; .ci/run does)");
+        return;
+    };
+    if !common::is_root() {
+        eprintln!("skipped: initdb as the postgres user needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    Command::new("chown")
+        .arg("postgres")
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    let data = dir.path().join("data");
+    let as_pg = |prog: PathBuf, args: Vec<String>| {
+        use std::os::unix::process::CommandExt;
+        let mut c = Command::new(prog);
+        c.args(args).uid(pg.uid).gid(pg.gid).current_dir(dir.path());
+        c
+    };
+    let d = data.display().to_string();
+    common::succeed(&mut as_pg(
+        bin.join("initdb"),
+        vec!["-D".into(), d.clone(), "-A".into(), "trust".into()],
+    ));
+    std::fs::write(
+        data.join("postgresql.auto.conf"),
+        "shared_buffers = '256MB'\n",
+    )
+    .unwrap();
+    let said = common::succeed(&mut as_pg(
+        bin.join("postgres"),
+        vec![
+            "-D".into(),
+            d.clone(),
+            "-C".into(),
+            "shared_memory_size_in_huge_pages".into(),
+        ],
+    ));
+    let need: u64 = String::from_utf8_lossy(&said.stdout)
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        need > 128,
+        "256 MB of shared buffers need more than 128 pages: {need}"
+    );
+    let db = dir.path().join("a.db");
+    stored(
+        &db,
+        &[
+            "off=server.arg=-c,server.arg=huge_pages=off",
+            "hugetlb-2m=server.arg=-c,server.arg=huge_pages=on,hugetlb.2M=100,expect=hugetlb-2m",
+        ],
+        &[-0.06],
+        &[false],
+        &["pgbench", "-S"],
+        Some("postgres"),
+        None,
+    );
+    let json: serde_json::Value = serde_json::from_str(&advise(
+        &db,
+        &[
+            "--for",
+            "postgres",
+            "--format",
+            "json",
+            "--pg-datadir",
+            &d,
+            "--user",
+            "postgres",
+            "--pg-bin",
+            bin.join("postgres").to_str().unwrap(),
+        ],
+    ))
+    .unwrap();
+    let pool = json["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["knob"]["knob"] == "hugetlb_pages")
+        .unwrap_or_else(|| panic!("no pool in {json}"));
+    assert_eq!(pool["value"], (need + 2).to_string(), "{json}");
+    assert_eq!(json["service"][0]["line"], "huge_pages = on");
+}
+
+/// Advise → apply through the guard → `--check` passes; restored → `--check` fails with the
+/// differences (exit 3).
+#[test]
+fn check_tells_a_machine_that_follows_the_advice() {
+    if !common::is_root() {
+        eprintln!("skipped: applying settings needs root");
+        return;
+    }
+    let _lock = common::knob_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    stored(
+        &db,
+        &["never=thp=never", "always=thp=always,hugetlb.2M=4"],
+        &[-0.10],
+        &[false],
+        &["app"],
+        None,
+        None,
+    );
+    let file = dir.path().join("advice.json");
+    advise(&db, &["--format", "json", "-o", file.to_str().unwrap()]);
+    let f = file.to_str().unwrap();
+    let before = common::hugelab_exits(["advise", "--check", f], 3);
+    assert!(
+        before.contains("DIFFERS  thp.enabled: madvise, advised always"),
+        "{before}"
+    );
+    {
+        use hugelab::control::{Guard, Knob};
+        let mut g = Guard::system().unwrap();
+        g.set(Knob::ThpEnabled, "always").unwrap();
+        g.set(
+            Knob::HugetlbPages {
+                size: 2 << 20,
+                node: None,
+            },
+            "4",
+        )
+        .unwrap();
+        let after = common::hugelab_exits(["advise", "--check", f], 0);
+        assert!(after.contains("this machine follows"), "{after}");
+        assert!(after.contains("ok       thp.enabled = always"), "{after}");
+    }
+    // The guard restored both on drop.
+    assert_eq!(
+        common::selected("/sys/kernel/mm/transparent_hugepage/enabled"),
+        "madvise"
+    );
+    common::hugelab_exits(["advise", "--check", f], 3);
+}
