@@ -418,7 +418,28 @@ pub fn render(r: &RunResult, verbose: bool) -> String {
         o.push_str(&render_calibration(c, r));
     }
     if let Some(v) = &r.vm_advice {
-        o.push_str(&render_vm_advice(v));
+        // The full host configuration (libvirt XML, QEMU options, pool, boot command line) is
+        // `advise`'s; here the answer and where to get it.
+        let line = match (&v.advice, r.db.is_empty()) {
+            (Some(a), false) => format!(
+                "VM host advice: back guest RAM of {} with {} ({}); the configuration: hugelab advise --for qemu {}",
+                Bytes(a.size),
+                a.backing.name(),
+                v.because,
+                r.run_id
+            ),
+            // Not stored: `advise` cannot read it later, so the configuration is printed here.
+            (Some(_), true) => String::new(),
+            (None, _) => format!("VM host advice: none — {}", v.because),
+        };
+        o.extend(
+            summary::wrap_hanging(&line, 2)
+                .into_iter()
+                .map(|l| l + "\n"),
+        );
+        if (verbose || r.db.is_empty()) && v.advice.is_some() {
+            o.push_str(&render_vm_advice(v));
+        }
     }
     let stored = match (r.db.is_empty(), verbose) {
         (true, true) => "not stored (--no-save)".to_string(),

@@ -25,17 +25,25 @@ pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>) -> Advice {
         .into_iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
-    if !per_process.is_empty() || arm.process.thp_disable {
-        a.notes.push(format!(
-            "arm {} also configured the process itself ({}{}): that is per service, not system-wide (--for jvm, postgres, redis)",
-            arm.name,
-            per_process.join(" "),
-            if arm.process.thp_disable { " PR_SET_THP_DISABLE" } else { "" }
-        ));
+    for kv in &per_process {
+        a.service.push(super::ServiceLine {
+            file: "the program's environment".into(),
+            line: kv.clone(),
+            why: why.clone(),
+        });
+    }
+    if arm.process.thp_disable {
+        a.service.push(super::ServiceLine {
+            file: "the program's start".into(),
+            line: "prctl(PR_SET_THP_DISABLE) (systemd: MemoryTHP=no, systemd 258+)".into(),
+            why: why.clone(),
+        });
     }
     a.summary = if a.settings.is_empty() {
+        let how: Vec<&str> = a.service.iter().map(|s| s.line.as_str()).collect();
         format!(
-            "no system-wide change: the arm measured better (run {run_id}, {}) changes only the process",
+            "no system-wide change; for that program: {} — {why} (arm {} of run {run_id} configures only the process)",
+            how.join(" "),
             arm.name
         )
     } else {
@@ -114,6 +122,25 @@ mod tests {
             a.settings[0].why
         );
         assert!(a.not_measured[0].contains("--trace compaction,reclaim"));
+    }
+
+    #[test]
+    fn a_per_process_arm_is_advised_for_the_program_not_the_machine() {
+        let r = run(
+            5,
+            &["4k=process.thp=off", "thp=malloc=thp"],
+            &[(40.0, 30.0, 48.0, Verdict::Faster, 0)],
+        );
+        let runs = [r];
+        let a = advise(&runs, findings(&runs));
+        assert!(a.settings.is_empty());
+        assert_eq!(a.service[0].line, "GLIBC_TUNABLES=glibc.malloc.hugetlb=1");
+        assert!(
+            a.summary
+                .starts_with("no system-wide change; for that program: GLIBC_TUNABLES="),
+            "{}",
+            a.summary
+        );
     }
 
     #[test]
