@@ -465,6 +465,19 @@ fn check_tells_a_machine_that_follows_the_advice() {
         let after = common::hugelab_exits(["advise", "--check", f], 0);
         assert!(after.contains("this machine follows"), "{after}");
         assert!(after.contains("ok       thp.enabled = always"), "{after}");
+        // The sysctl.d lines apply with sysctl itself (the guard holds the pool's old value).
+        g.set(
+            Knob::HugetlbPages {
+                size: 2 << 20,
+                node: None,
+            },
+            "0",
+        )
+        .unwrap();
+        let conf = dir.path().join("90-hugelab.conf");
+        advise(&db, &["--format", "sysctl", "-o", conf.to_str().unwrap()]);
+        common::succeed(Command::new("sysctl").arg("-p").arg(&conf));
+        assert_eq!(common::read_trim("/proc/sys/vm/nr_hugepages"), "4");
     }
     // The guard restored both on drop.
     assert_eq!(

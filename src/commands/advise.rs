@@ -178,6 +178,29 @@ pub fn run(a: AdviseArgs) -> anyhow::Result<i32> {
     };
     let live = SysfsSettings::new(Root::system());
     advice::fill_now(&mut adv.settings, |k| live.read(k).ok());
+    // What the advised pools take from everything else on this machine.
+    let pooled: u64 = adv
+        .settings
+        .iter()
+        .filter_map(|s| match s.knob {
+            Knob::HugetlbPages { size, .. } => Some(size * s.value.parse::<u64>().unwrap_or(0)),
+            _ => None,
+        })
+        .sum();
+    if let Some(total) = Root::system()
+        .parse_opt("/proc/meminfo", crate::probe::meminfo::parse)
+        .ok()
+        .flatten()
+        .and_then(|m| m.mem_total)
+        .filter(|_| pooled > 0)
+    {
+        adv.notes.push(format!(
+            "the advised pools reserve {} of this machine's {} MemTotal ({:.0}%): pool pages serve only hugetlb mappings",
+            crate::units::Bytes(pooled),
+            crate::units::Bytes(total),
+            pooled as f64 * 100.0 / total as f64
+        ));
+    }
     let text = crate::render::advice::render(&adv, a.format);
     match &a.out {
         Some(p) => {

@@ -77,6 +77,12 @@ pub fn common_notes(a: &mut Advice) {
             l.run_id
         ));
     }
+    if !a.evidence.is_empty() {
+        a.not_measured.push(
+            "khugepaged (pages_to_scan, max_ptes_none, …) was not varied by these runs; its defaults stay"
+                .into(),
+        );
+    }
     a.not_measured.push(
         "other workloads on the same machine: each needs its own run (`hugelab run --preset thp -- COMMAND`)"
             .into(),
