@@ -56,3 +56,48 @@ pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>) -> Advice {
     }
     a
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::findings;
+    use super::super::tests::run;
+    use super::*;
+    use crate::analyze::verdict::Verdict;
+
+    #[test]
+    fn a_hugetlb_arm_becomes_pod_resources_with_requests_equal_to_limits() {
+        let r = run(
+            6,
+            &["4k=", "h=hugetlb.2M=512,malloc=hugetlb"],
+            &[(9.0, 4.0, 14.0, Verdict::Faster, 0)],
+        );
+        let runs = [r];
+        let a = advise(&runs, findings(&runs));
+        assert_eq!(
+            a.service[0].line,
+            "resources:\n  requests:\n    hugepages-2Mi: 1024Mi\n  limits:\n    hugepages-2Mi: 1024Mi"
+        );
+        assert!(
+            a.notes[0..]
+                .iter()
+                .any(|n| n.contains("before the kubelet starts"))
+        );
+    }
+
+    #[test]
+    fn a_thp_arm_stays_a_node_setting() {
+        let r = run(
+            7,
+            &["never=thp=never", "always=thp=always"],
+            &[(9.0, 4.0, 14.0, Verdict::Faster, 0)],
+        );
+        let runs = [r];
+        let a = advise(&runs, findings(&runs));
+        assert!(a.service.is_empty());
+        assert!(
+            a.notes.iter().any(|n| n.contains("cannot set per pod")),
+            "{:?}",
+            a.notes
+        );
+    }
+}
