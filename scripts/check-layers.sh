@@ -30,5 +30,31 @@ if hits=$(grep -rnE "crate::workload\b" src/analyze); then
   echo "$hits"
   status=1
 fi
-[ $status -eq 0 ] && echo "layers: every import points down (${stages[*]})"
+# Commands read the system through probe/ and collect/ only: no /proc, /sys or /etc path in
+# src/commands (a path in a comment or a message is fine; a string that starts one is not).
+if hits=$(grep -rnE '(read_to_string|read_dir|File::open|exists)\(.*"/(proc|sys|etc)/|format!\("/(proc|sys|etc)/' src/commands); then
+  echo "a command opens a system path itself (read it through probe::Root or probe::process::Proc):"
+  echo "$hits"
+  status=1
+fi
+# Commands do not import each other; what two share lives in a shared module (options, stored)
+# or further down the stages.
+shared="options|stored"
+for dir in src/commands/*; do
+  name=$(basename "$dir" .rs)
+  [ "$name" = mod ] && continue
+  for other in src/commands/*; do
+    o=$(basename "$other" .rs)
+    [ "$o" = mod ] || [ "$o" = "$name" ] && continue
+    echo "$o" | grep -qE "^($shared)$" && continue
+    pat="crate::commands::$o\b|super::super::$o\b"
+    [ -f "$dir" ] && pat="$pat|super::$o\b"
+    if hits=$(grep -rnE "$pat" "$dir"); then
+      echo "command '$name' imports command '$o' (move what they share to commands/stored.rs, commands/options.rs or a lower stage):"
+      echo "$hits"
+      status=1
+    fi
+  done
+done
+[ $status -eq 0 ] && echo "layers: every import points down (${stages[*]}); no command reads /proc or imports another"
 exit $status

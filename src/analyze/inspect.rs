@@ -159,6 +159,211 @@ pub fn tlb_reach(m: &Mapping, folios: Option<&BTreeMap<u64, u64>>) -> TlbReach {
     }
 }
 
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct MappingReport {
+    pub start: u64,
+    pub end: u64,
+    pub perms: String,
+    pub kind: Kind,
+    pub path: String,
+    pub size: u64,
+    pub resident: u64,
+    pub anon_huge_pages: u64,
+    pub private_hugetlb: u64,
+    pub shared_hugetlb: u64,
+    pub kernel_page_size: u64,
+    pub thp_eligible: Option<bool>,
+    pub vm_flags: Vec<String>,
+    /// Folio size → resident bytes; `None` when not readable.
+    pub folios: Option<BTreeMap<u64, u64>>,
+    pub huge_bytes: u64,
+    pub coverage: Option<f64>,
+    pub tlb: TlbReach,
+    pub why_not_huge: Vec<String>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ProcessReport {
+    pub pid: u32,
+    pub name: String,
+    pub thp_enabled: Option<bool>,
+    pub resident: u64,
+    pub huge_bytes: u64,
+    pub coverage: Option<f64>,
+    pub folios: Option<BTreeMap<u64, u64>>,
+    pub tlb: TlbReach,
+    pub mappings: Vec<MappingReport>,
+    /// For a hypervisor process (QEMU, Firecracker, cloud-hypervisor): its guest RAM.
+    pub guest_ram: Option<crate::analyze::vm::GuestRam>,
+    pub notes: Vec<String>,
+    pub elapsed_ms: f64,
+}
+
+/// The report of one process from its snapshot: per mapping its kind (Java heap, guest RAM),
+/// resident and huge bytes, coverage, TLB reach and why it is not huge; for a hypervisor, its
+/// guest RAM. `pool_free`: free bytes per hugetlb page size.
+pub fn report(
+    snap: crate::collect::snapshot::Snapshot,
+    thp: &Thp,
+    pool_free: &BTreeMap<u64, u64>,
+) -> ProcessReport {
+    use crate::analyze::vm;
+    let crate::collect::snapshot::Snapshot {
+        pid,
+        status,
+        maps,
+        cmdline,
+        config_file,
+        folios: mut scanned,
+        mut notes,
+        elapsed,
+    } = snap;
+    let heap = java_heap(&maps, &cmdline);
+    let located = vm::hypervisor(&status.name, &cmdline).map(|hv| {
+        let mut decl = vm::declared(hv, &cmdline);
+        if hv == vm::Hypervisor::Firecracker
+            && let Some(text) = &config_file
+        {
+            decl = vm::firecracker_declared(text);
+        }
+        (hv, vm::locate(&decl, &maps))
+    });
+    let guest: Vec<usize> = located
+        .iter()
+        .flat_map(|(_, loc)| loc.iter().filter_map(|(_, i)| *i))
+        .collect();
+    let ctx = Context {
+        thp: thp.clone(),
+        status: status.clone(),
+    };
+    if maps.is_empty() {
+        notes.push("no user memory (a kernel thread, or a zombie)".into());
+    }
+    let mut folio_total: Option<BTreeMap<u64, u64>> = scanned.as_ref().map(|_| BTreeMap::new());
+    let mut mappings = Vec::new();
+    for (i, m) in maps.iter().enumerate() {
+        let base = kind(m);
+        let k = if Some(i) == heap {
+            Kind::JavaHeap
+        } else if guest.contains(&i) && base != Kind::Hugetlb {
+            Kind::GuestRam
+        } else {
+            base
+        };
+        let resident = resident_bytes(m);
+        // hugetlb comes from smaps (its page size is exact there); the rest from folios.
+        let folios = scanned
+            .as_mut()
+            .and_then(|sc| sc.remove(&(m.start, m.end)))
+            .filter(|_| !is_hugetlb(m) && resident > 0);
+        if let (Some(tot), Some(h)) = (folio_total.as_mut(), folios.as_ref()) {
+            for (s, b) in h {
+                *tot.entry(*s).or_insert(0) += b;
+            }
+        }
+        if is_hugetlb(m)
+            && let Some(tot) = folio_total.as_mut()
+        {
+            *tot.entry(m.field("KernelPageSize")).or_insert(0) += resident;
+        }
+        let huge = huge_bytes(m, folios.as_ref());
+        let coverage = (resident > 0).then(|| huge as f64 / resident as f64);
+        mappings.push(MappingReport {
+            start: m.start,
+            end: m.end,
+            perms: m.perms.clone(),
+            kind: k,
+            path: m.path.clone(),
+            size: m.size(),
+            resident,
+            anon_huge_pages: m.field("AnonHugePages"),
+            private_hugetlb: m.field("Private_Hugetlb"),
+            shared_hugetlb: m.field("Shared_Hugetlb"),
+            kernel_page_size: m.field("KernelPageSize"),
+            thp_eligible: m.fields.get("THPeligible").map(|v| *v == 1),
+            vm_flags: m.vm_flags.clone(),
+            why_not_huge: why_not_huge(
+                m,
+                if k == Kind::GuestRam { base } else { k },
+                coverage.unwrap_or(1.0),
+                &ctx,
+            ),
+            tlb: tlb_reach(m, folios.as_ref()),
+            folios,
+            huge_bytes: huge,
+            coverage,
+        });
+    }
+    notes.dedup();
+    let guest_ram = located.map(|(hv, located)| {
+        let regions: Vec<vm::Region> = mappings.iter().map(region).collect();
+        vm::guest_ram(hv, located, &regions, pool_free)
+    });
+    let resident: u64 = mappings.iter().map(|m| m.resident).sum();
+    let huge: u64 = mappings.iter().map(|m| m.huge_bytes).sum();
+    let tlb = mappings.iter().fold(TlbReach::default(), |a, m| TlbReach {
+        now: a.now + m.tlb.now,
+        all_4k: a.all_4k + m.tlb.all_4k,
+        all_2m: a.all_2m + m.tlb.all_2m,
+    });
+    ProcessReport {
+        pid,
+        name: status.name,
+        thp_enabled: status.thp_enabled,
+        resident,
+        huge_bytes: huge,
+        coverage: (resident > 0).then(|| huge as f64 / resident as f64),
+        folios: folio_total,
+        tlb,
+        mappings,
+        guest_ram,
+        notes,
+        elapsed_ms: elapsed.as_secs_f64() * 1000.0,
+    }
+}
+
+/// A mapping's resident bytes by page size, for the guest-RAM summary.
+fn region(m: &MappingReport) -> crate::analyze::vm::Region {
+    use crate::analyze::vm::{PageShare, Region};
+    let pages = if m.kind == Kind::Hugetlb {
+        vec![PageShare {
+            page_size: m.kernel_page_size,
+            hugetlb: true,
+            bytes: m.resident,
+        }]
+    } else {
+        match &m.folios {
+            Some(h) => h
+                .iter()
+                .map(|(&page_size, &bytes)| PageShare {
+                    page_size,
+                    hugetlb: false,
+                    bytes,
+                })
+                .collect(),
+            None => vec![
+                PageShare {
+                    page_size: 2 << 20,
+                    hugetlb: false,
+                    bytes: m.huge_bytes,
+                },
+                PageShare {
+                    page_size: 4096,
+                    hugetlb: false,
+                    bytes: m.resident.saturating_sub(m.huge_bytes),
+                },
+            ],
+        }
+    };
+    Region {
+        start: m.start,
+        end: m.end,
+        resident: m.resident,
+        pages,
+        reasons: m.why_not_huge.clone(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

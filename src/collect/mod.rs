@@ -8,6 +8,7 @@ pub mod noise;
 pub mod perf;
 pub mod sampler;
 pub mod server;
+pub mod snapshot;
 pub mod tracepoints;
 pub mod trial;
 

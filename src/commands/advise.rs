@@ -187,8 +187,7 @@ pub fn run(a: AdviseArgs) -> anyhow::Result<i32> {
             _ => None,
         })
         .sum();
-    if let Some(total) = Root::system()
-        .parse_opt("/proc/meminfo", crate::probe::meminfo::parse)
+    if let Some(total) = crate::probe::meminfo::read(&Root::system())
         .ok()
         .flatten()
         .and_then(|m| m.mem_total)

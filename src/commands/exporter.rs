@@ -9,7 +9,7 @@ use super::UsageError;
 use crate::collect::folio_scan::{FolioScan, ScanError};
 use crate::model::exporter::{ExporterHealth, Scrape, WatchedProcess};
 use crate::probe::Root;
-use crate::probe::process::{Rollup, comm, parse_status};
+use crate::probe::process::{Rollup, comm};
 use crate::probe::status;
 use crate::render::prometheus;
 use crate::units::parse_positive_duration;
@@ -243,14 +243,13 @@ impl Exporter {
             return out.into_iter().collect();
         }
         let mut by_rss = Vec::new();
-        for pid in super::inspect::all_pids() {
+        for pid in crate::probe::process::all_pids(&Root::system()) {
             let Some(c) = comm(pid) else { continue };
             if self.names.contains(&c) {
                 out.insert(pid, c.clone());
             }
             if self.top.is_some()
-                && let Ok(st) = std::fs::read_to_string(format!("/proc/{pid}/status"))
-                && let Ok(st) = parse_status(&st)
+                && let Ok(st) = crate::probe::process::Proc::system(pid).status()
                 && let Some(rss) = st.vm_rss
             {
                 by_rss.push((rss, pid, c));
@@ -290,12 +289,9 @@ impl Exporter {
             w.skip -= 1;
         } else {
             let t = Instant::now();
-            match std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) {
-                Ok(text) => match Rollup::parse(&text) {
-                    Ok(r) => w.rollup = Some((r, Instant::now())),
-                    Err(_) => errors.push("process"),
-                },
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            match crate::probe::process::Proc::system(pid).rollup() {
+                Ok(r) => w.rollup = Some((r, Instant::now())),
+                Err(crate::probe::process::ProcError::Gone { .. }) => return None,
                 Err(_) => errors.push("process"),
             }
             let cost = t.elapsed();

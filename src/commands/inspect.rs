@@ -2,19 +2,17 @@
 
 use super::options::TopSort;
 use super::{UsageError, print_json};
-use crate::analyze::inspect::{self, Context, Kind, TlbReach};
+use crate::analyze::inspect::{self, Kind};
 use crate::analyze::vm;
 use crate::backing::{Backing, Region};
-use crate::collect::coverage::PageMap;
 pub use crate::model::inspect::{
     CollapseResult, CollapseRow, InspectResult, Instance, MappingReport, ProcessReport, TopRow,
 };
 use crate::probe::Root;
-use crate::probe::process::{Mapping, ProcStatus, Rollup, parse_smaps, parse_status};
+use crate::probe::process::{Mapping, Proc, ProcError, ProcStatus, all_pids};
 use crate::units::{Bytes, parse_positive_duration};
 use anyhow::Context as _;
 use clap::Args;
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 pub const SCHEMA: &str = "hugelab.inspect/1";
@@ -47,269 +45,26 @@ pub struct InspectArgs {
     pub out: crate::commands::options::Json,
 }
 
-fn read_proc(pid: u32, file: &str) -> anyhow::Result<String> {
-    std::fs::read_to_string(format!("/proc/{pid}/{file}")).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => anyhow::anyhow!("process {pid} does not exist (or exited)"),
-        std::io::ErrorKind::PermissionDenied => anyhow::anyhow!(
-            "/proc/{pid}/{file}: permission denied (another user's process: run as root)"
-        ),
-        _ => anyhow::anyhow!("/proc/{pid}/{file}: {e}"),
-    })
-}
-
-/// Inspect one process: smaps (always), folio sizes (within `budget`, where readable).
-pub fn inspect_pid(
+/// Inspect one process: its snapshot (collect) and the report built from it (analyze).
+fn inspect_pid(
     pid: u32,
     thp: &crate::probe::thp::Thp,
     budget: Duration,
 ) -> anyhow::Result<ProcessReport> {
-    let t = Instant::now();
-    let status =
-        parse_status(&read_proc(pid, "status")?).with_context(|| format!("/proc/{pid}/status"))?;
-    let mut notes = Vec::new();
-    // Folio sizes (pagemap + kpageflags) are read over the ranges of /proc/PID/maps while
-    // another thread reads smaps; both take the target's mmap lock for reading, briefly.
-    let ranges: Vec<(u64, u64)> = parse_smaps(&read_proc(pid, "maps")?)
-        .with_context(|| format!("/proc/{pid}/maps"))?
-        .iter()
-        .filter(|m| m.path != "[vsyscall]")
-        .map(|m| (m.start, m.end))
-        .collect();
-    let pagemap = match PageMap::open(Some(pid)) {
-        Ok(p) => Some(p),
-        Err(e) => {
-            notes.push(format!(
-                "folio sizes unavailable ({e}); coverage from smaps, mTHP not visible"
-            ));
-            None
-        }
-    };
-    let (smaps, mut scanned) = std::thread::scope(|s| {
-        let smaps = s.spawn(|| read_proc(pid, "smaps"));
-        let mut scanned: Option<BTreeMap<(u64, u64), BTreeMap<u64, u64>>> = None;
-        if let Some(pm) = pagemap {
-            let mut out = BTreeMap::new();
-            let mut ok = true;
-            for &(a, b) in &ranges {
-                if t.elapsed() > budget {
-                    notes.push(format!("--budget {} ms reached: folio sizes not read for every mapping; coverage from smaps", budget.as_millis()));
-                    ok = false;
-                    break;
-                }
-                match pm.folios(a, b) {
-                    Ok(Ok(h)) => {
-                        out.insert((a, b), h);
-                    }
-                    Ok(Err(why)) => {
-                        notes.push(why);
-                        ok = false;
-                        break;
-                    }
-                    Err(e)
-                        if e.raw_os_error() == Some(libc::ESRCH)
-                            || e.kind() == std::io::ErrorKind::NotFound =>
-                    {
-                        notes.push(format!(
-                            "process {pid} exited during the scan; what was read is shown"
-                        ));
-                        ok = false;
-                        break;
-                    }
-                    Err(_) => {} // a mapping that changed mid-scan: its smaps numbers stand
-                }
-            }
-            scanned = ok.then_some(out);
-        }
-        (smaps.join().expect("smaps reader panicked"), scanned)
-    });
-    let maps = parse_smaps(&smaps?).with_context(|| format!("/proc/{pid}/smaps"))?;
-    let cmdline: Vec<String> = read_proc(pid, "cmdline")
-        .unwrap_or_default()
-        .split('\0')
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect();
-    let heap = inspect::java_heap(&maps, &cmdline);
-    let vm = vm::hypervisor(&status.name, &cmdline).map(|hv| {
-        let mut decl = vm::declared(hv, &cmdline);
-        if hv == vm::Hypervisor::Firecracker
-            && let Some(f) = cmdline
-                .iter()
-                .position(|a| a == "--config-file")
-                .and_then(|i| cmdline.get(i + 1))
-        {
-            // Relative to the VMM's working directory.
-            let path = std::path::Path::new(&format!("/proc/{pid}/cwd")).join(f);
-            if let Ok(text) = std::fs::read_to_string(path) {
-                decl = vm::firecracker_declared(&text);
-            }
-        }
-        (hv, vm::locate(&decl, &maps))
-    });
-    let guest: Vec<usize> = vm
-        .iter()
-        .flat_map(|(_, loc)| loc.iter().filter_map(|(_, i)| *i))
-        .collect();
-    let ctx = Context {
-        thp: thp.clone(),
-        status: status.clone(),
-    };
-    if maps.is_empty() {
-        notes.push("no user memory (a kernel thread, or a zombie)".into());
-    }
-    let mut folio_total: Option<BTreeMap<u64, u64>> = scanned.as_ref().map(|_| BTreeMap::new());
-    let mut mappings = Vec::new();
-    for (i, m) in maps.iter().enumerate() {
-        let base = inspect::kind(m);
-        let kind = if Some(i) == heap {
-            Kind::JavaHeap
-        } else if guest.contains(&i) && base != Kind::Hugetlb {
-            Kind::GuestRam
-        } else {
-            base
-        };
-        let resident = inspect::resident_bytes(m);
-        // hugetlb comes from smaps (its page size is exact there); the rest from folios.
-        let folios = scanned
-            .as_mut()
-            .and_then(|sc| sc.remove(&(m.start, m.end)))
-            .filter(|_| !inspect::is_hugetlb(m) && resident > 0);
-        if let (Some(tot), Some(h)) = (folio_total.as_mut(), folios.as_ref()) {
-            for (s, b) in h {
-                *tot.entry(*s).or_insert(0) += b;
-            }
-        }
-        if inspect::is_hugetlb(m)
-            && let Some(tot) = folio_total.as_mut()
-        {
-            *tot.entry(m.field("KernelPageSize")).or_insert(0) += resident;
-        }
-        let huge = inspect::huge_bytes(m, folios.as_ref());
-        let coverage = (resident > 0).then(|| huge as f64 / resident as f64);
-        mappings.push(MappingReport {
-            start: m.start,
-            end: m.end,
-            perms: m.perms.clone(),
-            kind,
-            path: m.path.clone(),
-            size: m.size(),
-            resident,
-            anon_huge_pages: m.field("AnonHugePages"),
-            private_hugetlb: m.field("Private_Hugetlb"),
-            shared_hugetlb: m.field("Shared_Hugetlb"),
-            kernel_page_size: m.field("KernelPageSize"),
-            thp_eligible: m.fields.get("THPeligible").map(|v| *v == 1),
-            vm_flags: m.vm_flags.clone(),
-            why_not_huge: inspect::why_not_huge(
-                m,
-                if kind == Kind::GuestRam { base } else { kind },
-                coverage.unwrap_or(1.0),
-                &ctx,
-            ),
-            tlb: inspect::tlb_reach(m, folios.as_ref()),
-            folios,
-            huge_bytes: huge,
-            coverage,
-        });
-    }
-    notes.dedup();
-    let guest_ram = vm.map(|(hv, located)| {
-        let regions: Vec<vm::Region> = mappings.iter().map(region).collect();
-        vm::guest_ram(hv, located, &regions, &pool_free())
-    });
-    let resident: u64 = mappings.iter().map(|m| m.resident).sum();
-    let huge: u64 = mappings.iter().map(|m| m.huge_bytes).sum();
-    let tlb = mappings.iter().fold(TlbReach::default(), |a, m| TlbReach {
-        now: a.now + m.tlb.now,
-        all_4k: a.all_4k + m.tlb.all_4k,
-        all_2m: a.all_2m + m.tlb.all_2m,
-    });
-    Ok(ProcessReport {
-        pid,
-        name: status.name,
-        thp_enabled: status.thp_enabled,
-        resident,
-        huge_bytes: huge,
-        coverage: (resident > 0).then(|| huge as f64 / resident as f64),
-        folios: folio_total,
-        tlb,
-        mappings,
-        guest_ram,
-        notes,
-        elapsed_ms: t.elapsed().as_secs_f64() * 1000.0,
-    })
-}
-
-/// A mapping's resident bytes by page size, for the guest-RAM summary.
-fn region(m: &MappingReport) -> vm::Region {
-    let pages = if m.kind == Kind::Hugetlb {
-        vec![vm::PageShare {
-            page_size: m.kernel_page_size,
-            hugetlb: true,
-            bytes: m.resident,
-        }]
-    } else {
-        match &m.folios {
-            Some(h) => h
-                .iter()
-                .map(|(&page_size, &bytes)| vm::PageShare {
-                    page_size,
-                    hugetlb: false,
-                    bytes,
-                })
-                .collect(),
-            None => vec![
-                vm::PageShare {
-                    page_size: 2 << 20,
-                    hugetlb: false,
-                    bytes: m.huge_bytes,
-                },
-                vm::PageShare {
-                    page_size: 4096,
-                    hugetlb: false,
-                    bytes: m.resident.saturating_sub(m.huge_bytes),
-                },
-            ],
-        }
-    };
-    vm::Region {
-        start: m.start,
-        end: m.end,
-        resident: m.resident,
-        pages,
-        reasons: m.why_not_huge.clone(),
-    }
-}
-
-/// Free bytes per hugetlb page size (HugePages_Free), empty where unreadable.
-fn pool_free() -> BTreeMap<u64, u64> {
-    crate::probe::hugetlb::read(&Root::system())
-        .unwrap_or_default()
-        .iter()
-        .map(|p| (p.page_size, p.bytes(p.free)))
-        .collect()
-}
-
-/// Every process id in /proc, ascending.
-pub fn all_pids() -> Vec<u32> {
-    let mut v: Vec<u32> = std::fs::read_dir("/proc")
-        .map(|rd| {
-            rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort_unstable();
-    v
+    let snap = crate::collect::snapshot::take(&Proc::system(pid), budget)?;
+    Ok(inspect::report(
+        snap,
+        thp,
+        &crate::probe::hugetlb::free_bytes(&Root::system()),
+    ))
 }
 
 pub fn run(a: InspectArgs) -> anyhow::Result<i32> {
     let mut pids = a.pids.clone();
     for name in &a.name {
-        let found: Vec<u32> = all_pids()
+        let found: Vec<u32> = all_pids(&Root::system())
             .into_iter()
-            .filter(|p| {
-                std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == name)
-            })
+            .filter(|p| Proc::system(*p).comm().as_deref() == Some(name.as_str()))
             .collect();
         if found.is_empty() {
             return Err(
@@ -399,11 +154,9 @@ pub fn top(a: TopArgs) -> anyhow::Result<i32> {
     let thp = crate::probe::thp::read(&Root::system()).context("reading THP settings")?;
     let mut rows = Vec::new();
     let mut unreadable = 0;
-    for pid in all_pids() {
-        let Ok(st) = std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .map_err(|_| ())
-            .and_then(|t| parse_status(&t).map_err(|_| ()))
-        else {
+    for pid in all_pids(&Root::system()) {
+        let proc = Proc::system(pid);
+        let Ok(st) = proc.status() else {
             continue;
         };
         if a.full {
@@ -428,12 +181,13 @@ pub fn top(a: TopArgs) -> anyhow::Result<i32> {
             }
             continue;
         }
-        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) else {
-            unreadable += (st.vm_rss.is_some()) as usize;
-            continue;
-        };
-        let Ok(r) = Rollup::parse(&text) else {
-            continue;
+        let r = match proc.rollup() {
+            Ok(r) => r,
+            Err(ProcError::Other(_)) => continue,
+            Err(_) => {
+                unreadable += (st.vm_rss.is_some()) as usize;
+                continue;
+            }
         };
         if r.resident() == 0 {
             continue;
@@ -463,8 +217,7 @@ pub fn top(a: TopArgs) -> anyhow::Result<i32> {
     rows.truncate(a.limit);
     // A VM's guest RAM needs its smaps and command line: read for hypervisor processes only.
     for r in rows.iter_mut().filter(|r| r.guest_ram.is_none()) {
-        let cmdline = read_proc(r.pid, "cmdline").unwrap_or_default();
-        let argv: Vec<String> = cmdline.split('\0').take(1).map(String::from).collect();
+        let argv: Vec<String> = Proc::system(r.pid).cmdline().into_iter().take(1).collect();
         if vm::hypervisor(&r.name, &argv).is_some()
             && let Ok(p) = inspect_pid(r.pid, &thp, Duration::from_millis(500))
         {
@@ -521,8 +274,9 @@ fn parse_range(s: &str) -> Result<(u64, u64), UsageError> {
 pub fn collapse(a: CollapseArgs) -> anyhow::Result<i32> {
     let t0 = Instant::now();
     let range = a.range.as_deref().map(parse_range).transpose()?;
-    let status: ProcStatus = parse_status(&read_proc(a.pid, "status")?)?;
-    let maps: Vec<Mapping> = parse_smaps(&read_proc(a.pid, "smaps")?)?;
+    let proc = Proc::system(a.pid);
+    let status: ProcStatus = proc.status()?;
+    let maps: Vec<Mapping> = proc.smaps()?;
     let pidfd = crate::sys::pidfd_open(a.pid).map_err(|e| {
         anyhow::anyhow!(
             "pidfd_open({}): {}",
@@ -582,7 +336,7 @@ pub fn collapse(a: CollapseArgs) -> anyhow::Result<i32> {
             error: r.err().map(|e| crate::backing::collapse::explain_error(&e)),
         });
     }
-    let after: Vec<Mapping> = parse_smaps(&read_proc(a.pid, "smaps")?)?;
+    let after: Vec<Mapping> = proc.smaps()?;
     for row in &mut rows {
         row.huge_after = huge_in(&after, row.start, row.end).0;
     }

@@ -12,6 +12,7 @@ pub mod results;
 pub mod run;
 pub mod shell;
 pub mod status;
+pub mod stored;
 pub mod trace;
 
 /// Bad arguments discovered after parsing (exit code 2).

@@ -66,13 +66,7 @@ impl Scope {
 
 /// A process that still runs (a zombie has exited, even while its parent has not reaped it).
 fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            let state = s.rsplit_once(')')?.1.split_whitespace().next()?.to_string();
-            Some(state != "Z" && state != "X")
-        })
-        .unwrap_or(false)
+    crate::probe::process::Proc::system(pid).alive()
 }
 
 fn cpu_time() -> f64 {

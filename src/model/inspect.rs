@@ -1,48 +1,8 @@
 //! Records of `hugelab inspect`, `top` and `collapse`.
 
-use crate::analyze::inspect::{Kind, TlbReach};
+use crate::analyze::inspect::Kind;
+pub use crate::analyze::inspect::{MappingReport, ProcessReport};
 pub use crate::analyze::vm::{GuestRam, HostAdvice};
-use std::collections::BTreeMap;
-
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct MappingReport {
-    pub start: u64,
-    pub end: u64,
-    pub perms: String,
-    pub kind: Kind,
-    pub path: String,
-    pub size: u64,
-    pub resident: u64,
-    pub anon_huge_pages: u64,
-    pub private_hugetlb: u64,
-    pub shared_hugetlb: u64,
-    pub kernel_page_size: u64,
-    pub thp_eligible: Option<bool>,
-    pub vm_flags: Vec<String>,
-    /// Folio size → resident bytes; `None` when not readable.
-    pub folios: Option<BTreeMap<u64, u64>>,
-    pub huge_bytes: u64,
-    pub coverage: Option<f64>,
-    pub tlb: TlbReach,
-    pub why_not_huge: Vec<String>,
-}
-
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ProcessReport {
-    pub pid: u32,
-    pub name: String,
-    pub thp_enabled: Option<bool>,
-    pub resident: u64,
-    pub huge_bytes: u64,
-    pub coverage: Option<f64>,
-    pub folios: Option<BTreeMap<u64, u64>>,
-    pub tlb: TlbReach,
-    pub mappings: Vec<MappingReport>,
-    /// For a hypervisor process (QEMU, Firecracker, cloud-hypervisor): its guest RAM.
-    pub guest_ram: Option<GuestRam>,
-    pub notes: Vec<String>,
-    pub elapsed_ms: f64,
-}
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct InspectResult {

@@ -91,6 +91,15 @@ fn node_pools(root: &Root, dir_name: &str) -> Result<Vec<NodePool>, ProbeError> 
 }
 
 /// Every hugetlb page size the kernel offers, smallest first. Empty without hugetlb support.
+/// Free bytes per hugetlb page size (HugePages_Free), empty where unreadable.
+pub fn free_bytes(root: &Root) -> std::collections::BTreeMap<u64, u64> {
+    read(root)
+        .unwrap_or_default()
+        .iter()
+        .map(|p| (p.page_size, p.bytes(p.free)))
+        .collect()
+}
+
 pub fn read(root: &Root) -> Result<Vec<Pool>, ProbeError> {
     let mut pools = Vec::new();
     for name in root.list_dir(HUGEPAGES_DIR)? {

@@ -21,6 +21,11 @@ pub struct Meminfo {
     pub hugepagesize: Option<u64>,
 }
 
+/// /proc/meminfo of `root`, or `None` where it is absent.
+pub fn read(root: &crate::probe::Root) -> Result<Option<Meminfo>, crate::error::ProbeError> {
+    root.parse_opt("/proc/meminfo", parse)
+}
+
 /// Parse `Name:   value kB` lines into a map of bytes (count fields such as HugePages_Total stay counts).
 pub fn parse_raw(text: &str) -> Result<BTreeMap<String, u64>, ParseError> {
     let mut out = BTreeMap::new();

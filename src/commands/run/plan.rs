@@ -92,8 +92,7 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, Vec<OutputMetric>), UsageError> {
         &crate::probe::thp::read(&root).unwrap_or_default(),
         &crate::probe::hugetlb::read(&root).unwrap_or_default(),
     )?;
-    if let Some(total) = root
-        .parse_opt("/proc/meminfo", crate::probe::meminfo::parse)
+    if let Some(total) = crate::probe::meminfo::read(&root)
         .ok()
         .flatten()
         .and_then(|m| m.mem_total)

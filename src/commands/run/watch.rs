@@ -3,9 +3,9 @@
 //! schedule for every arm: its resident memory, huge coverage and, for a hypervisor, its guest
 //! RAM; an arm whose watched process vanished or lost its huge pages is flagged.
 
-use crate::commands::inspect::{all_pids, inspect_pid};
 use crate::probe::Root;
 use crate::probe::process::comm;
+use crate::probe::process::{Proc, all_pids};
 use std::time::Duration;
 
 /// Folio sizes of the watched process are read for at most this long per trial.
@@ -34,13 +34,13 @@ pub struct Watched {
 /// The process `spec` names: a PID, or the one process whose comm is `spec`.
 pub fn resolve(spec: &str) -> Result<u32, String> {
     if let Ok(pid) = spec.parse::<u32>() {
-        return if std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        return if Proc::system(pid).exists() {
             Ok(pid)
         } else {
             Err(format!("watch={spec}: no process {pid}"))
         };
     }
-    let found: Vec<u32> = all_pids()
+    let found: Vec<u32> = all_pids(&Root::system())
         .into_iter()
         .filter(|p| comm(*p).as_deref() == Some(spec))
         .collect();
@@ -77,7 +77,14 @@ pub fn observe(spec: &str, pid: u32) -> Watched {
     let Ok(thp) = crate::probe::thp::read(&Root::system()) else {
         return gone;
     };
-    match inspect_pid(pid, &thp, BUDGET) {
+    let report = crate::collect::snapshot::take(&Proc::system(pid), BUDGET).map(|snap| {
+        crate::analyze::inspect::report(
+            snap,
+            &thp,
+            &crate::probe::hugetlb::free_bytes(&Root::system()),
+        )
+    });
+    match report {
         // A zombie (exited, not yet reaped by its parent) has no memory left.
         Ok(r) if r.mappings.is_empty() => gone,
         Ok(r) => {
