@@ -1,5 +1,7 @@
 //! Raw Linux calls the libc crate does not wrap: PAGEMAP_SCAN, pidfd_open, process_madvise,
-//! and PR_SET_THP_DISABLE. Besides `backing` (mmap/madvise) this is the only `unsafe` code.
+//! and PR_SET_THP_DISABLE. Other `unsafe` blocks sit beside the call they make (mmap in
+//! `backing`, perf and tracepoint reads in `collect`, getpwnam_r in `probe::user`), each with
+//! its SAFETY comment (`clippy::undocumented_unsafe_blocks` is denied).
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 

@@ -1,6 +1,5 @@
-//! Stage 6, analyze: pure computations over probed and collected records — no I/O, no printing.
+//! Analyze: pure computations over probed and collected records — no I/O, no printing.
 //!
-//! The statistics engine used by `bench` (and by `run`/`compare` as they land):
 //! * [`stats`] — summaries (quantiles with order-statistic intervals, robust outlier counts,
 //!   histograms), Hodges–Lehmann with signed-rank intervals for paired blocks, BCa bootstrap of
 //!   the mean ratio, Mann–Whitney shift for unpaired samples;
@@ -8,7 +7,16 @@
 //!   sample-size planning;
 //! * [`sequential`] — valid early stopping (O'Brien–Fleming group-sequential, confidence sequences);
 //! * [`diagnostics`] — drift, autocorrelation, bimodality;
-//! * [`simulate`] — the simulation study that checks all of the above.
+//! * [`experiment`] — a run's trials analysed per metric and arm (the primary metric's rule);
+//! * [`calibrate`] — the A/A noise floor;
+//! * [`bench`] — bench cells and their paired ratios;
+//! * [`coverage`], [`findings`], [`inspect`] — huge coverage, the FLAGGED evidence, and a
+//!   process's report from its snapshot (why a mapping is not huge, TLB reach);
+//! * [`server`] — a service's fallback signatures and per-arm summary;
+//! * [`trace`] — tracepoint pairing, histograms, the vmstat check, stall contrasts;
+//! * [`vm`] — guest-RAM recognition and VM host configuration;
+//! * [`advice`] — from stored evidence to settings (`hugelab advise`);
+//! * [`simulate`] — the simulation study that checks the statistics.
 
 pub mod advice;
 pub mod bench;

@@ -1,4 +1,5 @@
-//! `hugelab inspect`, `top`, `collapse` and the hidden `hold-memory` test helper.
+//! `hugelab inspect`, `top`, `collapse` and `hold-memory` (memory with a known backing, for
+//! examples and tests).
 
 use super::options::TopSort;
 use super::{UsageError, print_json};

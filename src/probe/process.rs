@@ -307,7 +307,7 @@ pub fn find_program(name: &str) -> Option<std::path::PathBuf> {
         .find(|p| executable(p))
 }
 
-/// One process under a [`Root`]: the one way the rest of hugelab reads `/proc/PID/…` (the
+/// One process under a [`Root`](crate::probe::Root): the one way the rest of hugelab reads `/proc/PID/…` (the
 /// parsers above are tested from text; this handle only opens the files).
 #[derive(Debug, Clone)]
 pub struct Proc {
