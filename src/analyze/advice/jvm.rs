@@ -1,26 +1,18 @@
 //! `--for jvm`: the JVM options the better arm ran with (`JAVA_TOOL_OPTIONS`, as measured) and
 //! the pool it had for `-Xmx`.
 
-use super::{
-    Advice, EvidenceLine, Finding, RunEvidence, ServiceLine, Target, adopted, arm_settings,
-    base_advice,
-};
+use super::{Adopted, Advice, EvidenceLine, RunEvidence, ServiceLine, Target, begin};
 
 pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>) -> Advice {
-    let chosen = adopted(runs, &lines).map(|(_, a)| a.clone());
-    let mut a = base_advice(Target::Jvm, lines);
-    super::machine::common_notes(&mut a);
-    a.verify.push("hugelab inspect --name java (the heap on the advised page size; a FLAGGED arm in `run` shows HotSpot's own warning)".into());
-    let Some(arm) = chosen else {
+    let (mut a, chosen) = begin(
+        Target::Jvm,
+        runs,
+        lines,
+        "hugelab inspect --name java (the heap on the advised page size; a FLAGGED arm in `run` shows HotSpot's own warning)",
+    );
+    let Some(Adopted { arm, why, .. }) = chosen else {
         return a;
     };
-    let why = a
-        .evidence
-        .iter()
-        .find(|l| l.finding == Finding::Adopt)
-        .map_or(String::new(), EvidenceLine::describe);
-    a.adopt = Some(arm.name.clone());
-    a.settings = arm_settings(&arm, &why);
     for (k, v) in arm.process.environment() {
         if k == "JAVA_TOOL_OPTIONS" {
             for opt in v.split_whitespace() {
@@ -35,7 +27,6 @@ pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>) -> Advice {
     if a.settings.iter().any(|s| s.knob.is_pool()) {
         a.notes.push("the pool is the one the run sized for its -Xmx (heap + 1/16 + 256 MiB); resize it with the heap".into());
     }
-    a.summary = format!("adopt arm {} — {why}", arm.name);
     a
 }
 

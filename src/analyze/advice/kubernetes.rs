@@ -1,10 +1,7 @@
 //! `--for kubernetes`: a pod's hugepages resources (requests equal to limits) and the node pool
 //! for the arm measured better on hugetlb; THP has no per-pod setting, so it stays a node one.
 
-use super::{
-    Advice, EvidenceLine, Finding, RunEvidence, ServiceLine, Target, adopted, arm_settings,
-    base_advice,
-};
+use super::{Advice, EvidenceLine, RunEvidence, ServiceLine, Target, begin};
 use crate::control::Knob;
 
 /// `hugepages-2Mi` / `hugepages-1Gi`.
@@ -17,23 +14,15 @@ pub fn resource_name(page: u64) -> &'static str {
 }
 
 pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>) -> Advice {
-    let chosen = adopted(runs, &lines).map(|(_, a)| a.clone());
-    let mut a = base_advice(Target::Kubernetes, lines);
-    super::machine::common_notes(&mut a);
-    a.verify.push(
-        "kubectl describe node NODE (Capacity and Allocatable list the hugepages resource)".into(),
+    let (mut a, chosen) = begin(
+        Target::Kubernetes,
+        runs,
+        lines,
+        "kubectl describe node NODE (Capacity and Allocatable list the hugepages resource)",
     );
-    let Some(arm) = chosen else {
+    if chosen.is_none() {
         return a;
-    };
-    let why = a
-        .evidence
-        .iter()
-        .find(|l| l.finding == Finding::Adopt)
-        .map_or(String::new(), EvidenceLine::describe);
-    a.adopt = Some(arm.name.clone());
-    a.summary = format!("adopt arm {} — {why}", arm.name);
-    a.settings = arm_settings(&arm, &why);
+    }
     for s in a.settings.clone() {
         let Knob::HugetlbPages { size, .. } = s.knob else {
             continue;

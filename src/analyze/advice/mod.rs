@@ -273,6 +273,55 @@ pub fn adopted<'a>(
     Some((run, arm))
 }
 
+/// What every target starts from: the advice with its evidence, the common notes and the
+/// target's `verify` line, and — when an arm was adopted — that arm (with its run's command)
+/// and the evidence line that says why, its system settings already in the advice and the
+/// summary set to "adopt arm …".
+pub fn begin(
+    target: Target,
+    runs: &[RunEvidence],
+    lines: Vec<EvidenceLine>,
+    verify: &str,
+) -> (Advice, Option<Adopted>) {
+    let chosen = adopted(runs, &lines).map(|(r, a)| (r.command.clone(), r.shell, a.clone()));
+    let mut a = base_advice(target, lines);
+    machine::common_notes(&mut a);
+    if !verify.is_empty() {
+        a.verify.push(verify.into());
+    }
+    let Some((command, shell, arm)) = chosen else {
+        return (a, None);
+    };
+    let why = a
+        .evidence
+        .iter()
+        .find(|l| l.finding == Finding::Adopt)
+        .map_or(String::new(), EvidenceLine::describe);
+    a.adopt = Some(arm.name.clone());
+    a.settings = arm_settings(&arm, &why);
+    a.summary = format!("adopt arm {} — {why}", arm.name);
+    (
+        a,
+        Some(Adopted {
+            arm,
+            why,
+            command,
+            shell,
+        }),
+    )
+}
+
+/// The adopted arm, as a target needs it.
+#[derive(Debug, Clone)]
+pub struct Adopted {
+    pub arm: Arm,
+    /// The evidence line that adopted it, in words.
+    pub why: String,
+    /// Its run's command (a QEMU command line says the guest's RAM).
+    pub command: Vec<String>,
+    pub shell: bool,
+}
+
 /// "No change" in words, from the lines that were considered.
 pub fn no_change(lines: &[EvidenceLine]) -> String {
     if lines.is_empty() {

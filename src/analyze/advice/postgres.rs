@@ -2,10 +2,7 @@
 //! needs (`postgres -C shared_memory_size_in_huge_pages`, asked by the command), from the arm
 //! measured better.
 
-use super::{
-    Advice, EvidenceLine, Finding, RunEvidence, ServiceLine, Setting, Target, adopted,
-    arm_settings, base_advice,
-};
+use super::{Adopted, Advice, EvidenceLine, RunEvidence, ServiceLine, Setting, Target, begin};
 use crate::backing::arm::Expect;
 use crate::control::Knob;
 
@@ -25,23 +22,15 @@ pub const MARGIN_PAGES: u64 = 2;
 /// `pg_pages`: what `postgres -D DATADIR -C shared_memory_size_in_huge_pages` printed (2 MiB
 /// pages), when the command could ask.
 pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>, pg_pages: Option<u64>) -> Advice {
-    let chosen = adopted(runs, &lines).map(|(_, a)| a.clone());
-    let mut a = base_advice(Target::Postgres, lines);
-    super::machine::common_notes(&mut a);
-    a.verify.push(
-        "hugelab inspect --tree --name postgres (the main shared memory segment on the advised page size)"
-            .into(),
+    let (mut a, chosen) = begin(
+        Target::Postgres,
+        runs,
+        lines,
+        "hugelab inspect --tree --name postgres (the main shared memory segment on the advised page size)",
     );
-    let Some(arm) = chosen else {
+    let Some(Adopted { arm, why, .. }) = chosen else {
         return a;
     };
-    let why = a
-        .evidence
-        .iter()
-        .find(|l| l.finding == Finding::Adopt)
-        .map_or(String::new(), EvidenceLine::describe);
-    a.adopt = Some(arm.name.clone());
-    a.settings = arm_settings(&arm, &why);
     a.service = conf_lines(&arm.process.server_args)
         .into_iter()
         .map(|line| ServiceLine {
@@ -82,7 +71,6 @@ pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>, pg_pages: Option<u
                 .into(),
         );
     }
-    a.summary = format!("adopt arm {} — {why}", arm.name);
     a
 }
 

@@ -1,31 +1,30 @@
 //! `--for qemu` (and libvirt): the guest-RAM backing the better arm measured, as libvirt XML,
 //! QEMU options, the host pool and the kernel command line.
 
-use super::{
-    Advice, EvidenceLine, Finding, RunEvidence, ServiceLine, Setting, Target, adopted, base_advice,
-};
+use super::{Adopted, Advice, EvidenceLine, RunEvidence, ServiceLine, Setting, Target, begin};
 use crate::analyze::vm::host_advice;
 use crate::backing::qemu::{QemuBacking, guest_size};
 use crate::control::Knob;
 
 /// `nodes`: NUMA nodes of this host (the pool is split across them when the guest is).
 pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>, nodes: usize) -> Advice {
-    let chosen = adopted(runs, &lines).map(|(r, a)| (r.command.clone(), r.shell, a.clone()));
-    let mut a = base_advice(Target::Qemu, lines);
-    super::machine::common_notes(&mut a);
-    a.verify.push(
-        "hugelab inspect $(pgrep -f qemu-system) (guest RAM on the advised page size)".into(),
+    let (mut a, chosen) = begin(
+        Target::Qemu,
+        runs,
+        lines,
+        "hugelab inspect $(pgrep -f qemu-system) (guest RAM on the advised page size)",
     );
-    let Some((command, shell, arm)) = chosen else {
+    let Some(Adopted {
+        arm,
+        why,
+        command,
+        shell,
+    }) = chosen
+    else {
         return a;
     };
-    let why = a
-        .evidence
-        .iter()
-        .find(|l| l.finding == Finding::Adopt)
-        .map_or(String::new(), EvidenceLine::describe);
-    a.adopt = Some(arm.name.clone());
-    a.summary = format!("adopt arm {} — {why}", arm.name);
+    // The pool comes from the guest's size below, not from the arm.
+    a.settings.clear();
     let Some(q) = arm.process.qemu else {
         a.notes.push(format!(
             "arm {} has no qemu.backing: nothing VM-specific to advise (see --for machine)",

@@ -1,9 +1,6 @@
 //! `--for redis`: the THP mode and Redis's own `disable-thp`, from the arm measured better.
 
-use super::{
-    Advice, EvidenceLine, Finding, RunEvidence, ServiceLine, Target, adopted, arm_settings,
-    base_advice,
-};
+use super::{Adopted, Advice, EvidenceLine, RunEvidence, ServiceLine, Target, begin};
 
 /// `server.arg` words as `redis.conf` lines: `--disable-thp no` → `disable-thp no`.
 pub fn conf_lines(words: &[String]) -> Vec<String> {
@@ -25,24 +22,19 @@ pub fn conf_lines(words: &[String]) -> Vec<String> {
 }
 
 pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>) -> Advice {
-    let chosen = adopted(runs, &lines).map(|(_, a)| a.clone());
-    let mut a = base_advice(Target::Redis, lines);
-    super::machine::common_notes(&mut a);
-    a.verify.push("hugelab inspect --name redis-server (THP_enabled 1 and AnonHugePages when THP was advised)".into());
-    let Some(arm) = chosen else {
+    let (mut a, chosen) = begin(
+        Target::Redis,
+        runs,
+        lines,
+        "hugelab inspect --name redis-server (THP_enabled 1 and AnonHugePages when THP was advised)",
+    );
+    let Some(Adopted { arm, why, .. }) = chosen else {
         a.notes.push(
             "Redis's default (`disable-thp yes`) turns THP off for itself when THP is `always`"
                 .into(),
         );
         return a;
     };
-    let why = a
-        .evidence
-        .iter()
-        .find(|l| l.finding == Finding::Adopt)
-        .map_or(String::new(), EvidenceLine::describe);
-    a.adopt = Some(arm.name.clone());
-    a.settings = arm_settings(&arm, &why);
     a.service = conf_lines(&arm.process.server_args)
         .into_iter()
         .map(|line| ServiceLine {
@@ -51,7 +43,6 @@ pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>) -> Advice {
             why: why.clone(),
         })
         .collect();
-    a.summary = format!("adopt arm {} — {why}", arm.name);
     a
 }
 
