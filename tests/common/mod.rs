@@ -77,12 +77,24 @@ where
         .args(args)
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    if out.status.code() != Some(code) {
+        // What the run said on stdout too (a failed run's reason is in its output), the end of
+        // it when long.
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let tail: String = stdout
+            .chars()
+            .rev()
+            .take(4000)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        panic!(
+            "exit {:?}, want {code}\n--- stderr\n{}\n--- stdout (end)\n{tail}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     String::from_utf8(out.stdout).unwrap()
 }
 
