@@ -790,6 +790,11 @@ fn a_server_that_daemonizes_is_followed_through_its_pidfile() {
         "redis-server --port {port} --bind 127.0.0.1 --save '' --appendonly no --daemonize yes --pidfile {}",
         pidfile.display()
     );
+    // A pidfile left behind naming a process that has exited but is not reaped (a zombie, as
+    // a previous daemon stays when PID 1 does not reap orphans): not the daemon to follow.
+    let zombie = Command::new("true").spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    std::fs::write(&pidfile, format!("{}\n", zombie.id())).unwrap();
     let db = dir.path().join("r.db");
     common::hugelab_stdout([
         "run",
@@ -832,6 +837,11 @@ fn a_server_that_daemonizes_is_followed_through_its_pidfile() {
         pids.insert(s["pid"].as_i64().unwrap());
     }
     assert_eq!(pids.len(), 4, "a fresh daemon per trial");
+    assert!(
+        !pids.contains(&(zombie.id() as i64)),
+        "the zombie was followed"
+    );
+    drop(zombie);
     assert!(redis_running(&port).is_empty());
 }
 

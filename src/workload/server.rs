@@ -244,9 +244,13 @@ impl Server {
             let pid = std::fs::read_to_string(pidfile)
                 .ok()
                 .and_then(|t| t.lines().next()?.trim().parse::<i32>().ok());
+            // A pid that has already exited is not the daemon: a previous trial's daemon whose
+            // pidfile was left behind is a zombie as long as PID 1 does not reap orphans (seen
+            // on this project's VM), and pidfd_open accepts a zombie.
             if let Some(fd) = pid
                 .filter(|p| *p > 0)
                 .and_then(|p| pidfd_open(p).ok().map(|fd| (p, fd)))
+                .filter(|(_, fd)| !exited(fd.as_raw_fd()))
             {
                 crate::control::signals::server_started(fd.0);
                 self.daemon = Some(fd);
