@@ -6,6 +6,23 @@ use hugelab::commands;
 
 fn main() {
     let cli = Cli::parse();
+    // Commands that only print (no child, no socket, no settings to restore) end quietly when
+    // their reader goes away (`hugelab results show 1 | head`), as Unix tools do; the others
+    // keep Rust's ignored SIGPIPE so a closed pipe is an error they handle.
+    if matches!(
+        cli.command,
+        Command::Status(_)
+            | Command::Results(_)
+            | Command::Compare(_)
+            | Command::Advise(_)
+            | Command::Inspect(_)
+            | Command::Top(_)
+            | Command::Completions(_)
+            | Command::Man(_)
+    ) {
+        // SAFETY: restoring the default disposition of one signal before any thread starts.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     let restoring = matches!(
         cli.command,
         Command::Restore(_) | Command::Completions(_) | Command::Man(_)

@@ -144,6 +144,9 @@ fn sysctl(a: &Advice) -> String {
             node: None,
         } = s.knob
         {
+            if !any {
+                o.push_str("# vm.nr_hugepages sizes the default huge page size's pool (Hugepagesize in /proc/meminfo:\n# 2 MiB unless the kernel was booted with default_hugepagesz=)\n");
+            }
             let _ = writeln!(o, "vm.nr_hugepages = {}", s.value);
             any = true;
         }
