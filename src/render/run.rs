@@ -126,27 +126,12 @@ pub fn metric_grid(r: &ExperimentReport, m: &MetricReport) -> Grid {
 
 /// "+1.23% [+0.50, +2.00]", with "@99.61%" when the interval's level is not the family's.
 pub fn contrast_cell(r: &ExperimentReport, c: &Contrast) -> String {
-    let p = &c.percent;
-    // The level the interval really has: computed at a Holm step, a Bonferroni share or a
-    // sequential boundary, and for the exact signed-rank interval the coverage its
-    // discrete ranks achieve (at least the level asked for).
-    let level = if p.lo.is_some() && p.confidence > 0.0 {
-        p.confidence
-    } else {
-        c.level
-    };
-    let at = if level > 0.0 && (level - r.confidence).abs() > 1e-9 {
-        format!(" @{}", fmt_level(level))
+    let at = if c.percent.lo.is_some() {
+        summary::level_mark(r, c)
     } else {
         String::new()
     };
-    match (p.lo, p.hi) {
-        (Some(lo), Some(hi)) => {
-            let d = crate::units::percent_decimals((hi - lo) / 2.0);
-            format!("{:+.d$}% [{lo:+.d$}, {hi:+.d$}]{at}", p.point)
-        }
-        _ => format!("{:+.1}%", p.point),
-    }
+    summary::percent_interval(&c.percent) + &at
 }
 
 pub fn verdict_cell(c: &Contrast) -> String {

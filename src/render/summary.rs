@@ -3,6 +3,7 @@
 //! `run`, `results show` and `report` print the same lines.
 
 use crate::analyze::experiment::{ExperimentReport, primary_index};
+use crate::analyze::stats::Estimate;
 use crate::analyze::verdict::{Contrast, Design, Verdict, fmt_level};
 use crate::model::report::CompareResult;
 use crate::units::{fmt_elapsed, fmt_percent, percent_decimals};
@@ -120,26 +121,6 @@ pub fn answer(r: &ExperimentReport) -> Vec<String> {
 /// `-8.9% [-12.8, -8.8] @99.5% FASTER`, or for an unsettled contrast of the primary metric its
 /// half-width and the blocks that δ would need.
 fn contrast_words(r: &ExperimentReport, c: &Contrast, primary: bool) -> String {
-    let p = &c.percent;
-    let half = match (p.lo, p.hi) {
-        (Some(lo), Some(hi)) => (hi - lo) / 2.0,
-        _ => f64::NAN,
-    };
-    let d = percent_decimals(half);
-    let interval = match (p.lo, p.hi) {
-        (Some(lo), Some(hi)) => format!(" [{lo:+.d$}, {hi:+.d$}]"),
-        _ => String::new(),
-    };
-    let level = if p.lo.is_some() && p.confidence > 0.0 {
-        p.confidence
-    } else {
-        c.level
-    };
-    let at = if level > 0.0 && (level - r.confidence).abs() > 1e-9 {
-        format!(" @{}", fmt_level(level))
-    } else {
-        String::new()
-    };
     let effect = r.effect * 100.0;
     let verdict = match c.verdict {
         Verdict::Faster | Verdict::Slower => {
@@ -170,7 +151,39 @@ fn contrast_words(r: &ExperimentReport, c: &Contrast, primary: bool) -> String {
             }
         }
     };
-    format!("{}{interval}{at} {verdict}", fmt_percent(p.point, half))
+    format!(
+        "{}{} {verdict}",
+        percent_interval(&c.percent),
+        level_mark(r, c)
+    )
+}
+
+/// `-8.9% [-12.8, -8.8]`: decimals from the interval's half-width (one without an interval).
+pub fn percent_interval(e: &Estimate) -> String {
+    match (e.lo, e.hi) {
+        (Some(lo), Some(hi)) => {
+            let d = percent_decimals((hi - lo) / 2.0);
+            format!("{:+.d$}% [{lo:+.d$}, {hi:+.d$}]", e.point)
+        }
+        _ => fmt_percent(e.point, f64::NAN),
+    }
+}
+
+/// ` @99.61%` when the level the interval really has is not the family's: computed at a Holm
+/// step, a Bonferroni share or a sequential boundary, and for the exact signed-rank interval
+/// the coverage its discrete ranks achieve (at least the level asked for).
+pub fn level_mark(r: &ExperimentReport, c: &Contrast) -> String {
+    let p = &c.percent;
+    let level = if p.lo.is_some() && p.confidence > 0.0 {
+        p.confidence
+    } else {
+        c.level
+    };
+    if level > 0.0 && (level - r.confidence).abs() > 1e-9 {
+        format!(" @{}", fmt_level(level))
+    } else {
+        String::new()
+    }
 }
 
 /// One line on the run: blocks, time, why it stopped, failures, flags, coverage per arm,
@@ -237,23 +250,14 @@ pub fn level_words(design: &Design, contrasts: usize, confidence: f64) -> String
             String::new()
         }
     };
+    let holm = if contrasts > 1 {
+        format!(" family-wise (Holm, {contrasts} contrasts)")
+    } else {
+        String::new()
+    };
     match design {
-        Design::Fixed => format!(
-            "verdicts at {lvl}{}",
-            if contrasts > 1 {
-                format!(" family-wise (Holm, {contrasts} contrasts)")
-            } else {
-                String::new()
-            }
-        ),
-        Design::Unpaired => format!(
-            "unpaired verdicts at {lvl}{}",
-            if contrasts > 1 {
-                format!(" family-wise (Holm, {contrasts} contrasts)")
-            } else {
-                String::new()
-            }
-        ),
+        Design::Fixed => format!("verdicts at {lvl}{holm}"),
+        Design::Unpaired => format!("unpaired verdicts at {lvl}{holm}"),
         Design::Sequential { .. } => {
             format!("sequential verdicts at {lvl}{}", family("Bonferroni"))
         }
@@ -276,15 +280,6 @@ pub fn compare_answer(c: &CompareResult) -> Vec<String> {
     for r in &c.rows {
         let said = match r.b_vs_a_percent {
             Some(e) => {
-                let half = match (e.lo, e.hi) {
-                    (Some(lo), Some(hi)) => (hi - lo) / 2.0,
-                    _ => f64::NAN,
-                };
-                let d = percent_decimals(half);
-                let interval = match (e.lo, e.hi) {
-                    (Some(lo), Some(hi)) => format!(" [{lo:+.d$}, {hi:+.d$}]"),
-                    _ => String::new(),
-                };
                 let verdict = match r.verdict {
                     Some(Verdict::Faster) => "FASTER".to_string(),
                     Some(Verdict::Slower) => "SLOWER".to_string(),
@@ -293,7 +288,7 @@ pub fn compare_answer(c: &CompareResult) -> Vec<String> {
                     }
                     Some(Verdict::Inconclusive) | None => "INCONCLUSIVE".to_string(),
                 };
-                format!("{}{interval} {verdict}", fmt_percent(e.point, half))
+                format!("{} {verdict}", percent_interval(&e))
             }
             None => "too few values for an interval".to_string(),
         };
