@@ -39,6 +39,7 @@ fn main() {
         Command::Compare(a) => commands::results::compare(a),
         Command::Report(a) => commands::report::run(a),
         Command::Advise(a) => commands::advise::run(a),
+        Command::Judge(a) => commands::judge::run(a),
         Command::Inspect(a) => commands::inspect::run(a),
         Command::Top(a) => commands::inspect::top(a),
         Command::Exporter(a) => commands::exporter::run(a),

@@ -245,6 +245,35 @@ pub fn fmt_elapsed(secs: f64) -> String {
     }
 }
 
+/// A length of time as it is given on the command line: `30s`, `10m`, `1h30m`.
+pub fn fmt_span(secs: f64) -> String {
+    let s = secs.round().max(0.0) as u64;
+    let (h, m, sec) = (s / 3600, s / 60 % 60, s % 60);
+    let mut out = String::new();
+    if h > 0 {
+        out += &format!("{h}h");
+    }
+    if m > 0 {
+        out += &format!("{m}m");
+    }
+    if sec > 0 || out.is_empty() {
+        out += &format!("{sec}s");
+    }
+    out
+}
+
+/// A unix time in UTC: `2026-11-24 06:00 UTC` (with `seconds`, `06:00:00`).
+pub fn fmt_utc(t: f64, seconds: bool) -> String {
+    let f = if seconds {
+        "%Y-%m-%d %H:%M:%S UTC"
+    } else {
+        "%Y-%m-%d %H:%M UTC"
+    };
+    jiff::Timestamp::from_millisecond((t * 1000.0) as i64)
+        .map(|ts| ts.strftime(f).to_string())
+        .unwrap_or_else(|_| format!("{t}"))
+}
+
 /// A percentage with decimals chosen from the width of its interval: `-8.9%`, `+12%`, `-0.41%`.
 pub fn fmt_percent(v: f64, half_width: f64) -> String {
     format!("{:+.*}%", percent_decimals(half_width), v)

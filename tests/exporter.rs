@@ -356,14 +356,6 @@ fn http_negotiates_openmetrics_and_says_what_is_wrong() {
     );
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn percent_encode(s: &str) -> String {
     s.bytes()
         .map(|b| {
@@ -452,7 +444,7 @@ fn a_real_prometheus_scrapes_the_exporter() {
         ),
     )
     .unwrap();
-    let prom = format!("127.0.0.1:{}", free_port());
+    let prom = format!("127.0.0.1:{}", common::free_port());
     let mut p = Command::new("prometheus")
         .arg(format!("--config.file={}", config.display()))
         .arg(format!(

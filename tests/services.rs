@@ -25,15 +25,6 @@ fn have(program: &str) -> bool {
     hugelab::probe::process::find_program(program).is_some()
 }
 
-/// A free TCP port on loopback (bound, then released).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Processes whose command line contains `needle` (our private servers name their directory
 /// or port there).
 fn running_with(needle: &str) -> Vec<String> {
@@ -166,7 +157,7 @@ fn postgres_preset_puts_shared_memory_on_the_pages_each_arm_asks_for_and_flags_t
     };
     let _lock = common::knob_lock();
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
+    let port = common::free_port();
     let data = pg_cluster(&bin, dir.path(), port);
     let sock = dir.path().display().to_string();
     let server = format!(
@@ -274,7 +265,7 @@ fn pgbench_percentiles_equal_those_computed_by_hand_from_its_log() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
+    let port = common::free_port();
     let data = pg_cluster(&bin, dir.path(), port);
     let sock = dir.path().display().to_string();
     let keep = dir.path().join("logs");
@@ -362,7 +353,7 @@ fn redis_preset_shows_thp_reaching_redis_only_when_it_does_not_opt_out() {
     }
     let _lock = common::knob_lock();
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port().to_string();
+    let port = common::free_port().to_string();
     let server = format!(
         "redis-server --port {port} --bind 127.0.0.1 --save '' --appendonly no --dir {}",
         dir.path().display()
@@ -460,7 +451,7 @@ fn a_server_that_fails_fails_the_run_loudly_and_leaves_nothing_running() {
         eprintln!("skipped: redis-server or redis-cli is not installed (.ci/run installs them)");
         return;
     }
-    let port = free_port().to_string();
+    let port = common::free_port().to_string();
     let ready = format!("tcp:127.0.0.1:{port}");
     let ok_server =
         format!("redis-server --port {port} --bind 127.0.0.1 --save '' --appendonly no");
@@ -593,7 +584,7 @@ fn ctrl_c_stops_the_server_and_restores_settings() {
     }
     let _lock = common::knob_lock();
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port().to_string();
+    let port = common::free_port().to_string();
     let server = format!("redis-server --port {port} --bind 127.0.0.1 --save '' --appendonly no");
     let db = dir.path().join("r.db");
     let thp_before = thp_enabled();
@@ -665,7 +656,7 @@ fn memcached_large_pages_land_on_thp_and_refusal_under_never_is_loud() {
     }
     let _lock = common::knob_lock();
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port().to_string();
+    let port = common::free_port().to_string();
     let server = format!("memcached -u root -l 127.0.0.1 -p {port} -m 256");
     let db = dir.path().join("r.db");
     let target = format!("--servers=127.0.0.1:{port}");
@@ -784,7 +775,7 @@ fn a_server_that_daemonizes_is_followed_through_its_pidfile() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port().to_string();
+    let port = common::free_port().to_string();
     let pidfile = dir.path().join("redis.pid");
     let server = format!(
         "redis-server --port {port} --bind 127.0.0.1 --save '' --appendonly no --daemonize yes --pidfile {}",

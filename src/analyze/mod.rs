@@ -15,6 +15,8 @@
 //! * [`server`] — a service's fallback signatures and per-arm summary;
 //! * [`trace`] — tracepoint pairing, histograms, the vmstat check, stall contrasts;
 //! * [`vm`] — guest-RAM recognition and VM host configuration;
+//! * [`judge`] — a change judged on live hosts from their time series (canary vs baseline by
+//!   interval, autocorrelation, the coverage evidence);
 //! * [`advice`] — from stored evidence to settings (`hugelab advise`);
 //! * [`simulate`] — the simulation study that checks the statistics.
 
@@ -26,6 +28,7 @@ pub mod diagnostics;
 pub mod experiment;
 pub mod findings;
 pub mod inspect;
+pub mod judge;
 pub mod sequential;
 pub mod server;
 pub mod simulate;

@@ -334,7 +334,7 @@ fn contrasts_with(
                 .saturating_sub(n)
                 .max(1)
             };
-            Some(build(
+            Some(contrast_from(
                 x.len(),
                 e,
                 boot,
@@ -378,7 +378,7 @@ pub fn unpaired_contrasts(
             let need = 2 * blocks_to_resolve(sd * 2f64.sqrt(), effect, level, 0.8);
             let have = x.len().min(baseline.len());
             let more = |_: usize| need.saturating_sub(have).max(1);
-            Some(build(
+            Some(contrast_from(
                 have,
                 s.estimate,
                 None,
@@ -393,8 +393,11 @@ pub fn unpaired_contrasts(
         .collect()
 }
 
+/// One contrast from its interval `e` on the log scale (at `level`), the optional mean-ratio
+/// interval, its p-value and how many more blocks would settle it (`more(n)`): the verdict
+/// against δ, the percent interval at the level it achieved, and the warnings.
 #[allow(clippy::too_many_arguments)]
-fn build(
+pub fn contrast_from(
     n: usize,
     e: Estimate,
     boot: Option<Estimate>,

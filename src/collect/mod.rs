@@ -6,6 +6,7 @@ pub mod folio_scan;
 pub mod load;
 pub mod noise;
 pub mod perf;
+pub mod prometheus;
 pub mod sampler;
 pub mod server;
 pub mod snapshot;

@@ -5,6 +5,7 @@ pub mod advise;
 pub mod bench;
 pub mod exporter;
 pub mod inspect;
+pub mod judge;
 pub mod options;
 pub mod report;
 pub mod restore;

@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod exporter;
 pub mod inspect;
+pub mod judge;
 pub mod report;
 pub mod run;
 pub mod trace;

@@ -5,6 +5,7 @@ pub mod bench;
 pub mod csv;
 pub mod html;
 pub mod inspect;
+pub mod judge;
 pub mod markdown;
 pub mod progress;
 pub mod prometheus;

@@ -173,13 +173,18 @@ pub fn percent_interval(e: &Estimate) -> String {
 /// step, a Bonferroni share or a sequential boundary, and for the exact signed-rank interval
 /// the coverage its discrete ranks achieve (at least the level asked for).
 pub fn level_mark(r: &ExperimentReport, c: &Contrast) -> String {
+    level_mark_at(r.confidence, c)
+}
+
+/// [`level_mark`] against a family level `confidence`.
+pub fn level_mark_at(confidence: f64, c: &Contrast) -> String {
     let p = &c.percent;
     let level = if p.lo.is_some() && p.confidence > 0.0 {
         p.confidence
     } else {
         c.level
     };
-    if level > 0.0 && (level - r.confidence).abs() > 1e-9 {
+    if level > 0.0 && (level - confidence).abs() > 1e-9 {
         format!(" @{}", fmt_level(level))
     } else {
         String::new()
@@ -242,16 +247,21 @@ pub fn run_line(r: &ExperimentReport, f: &RunFacts) -> Vec<String> {
 /// The level the verdicts have, in a few words: `99%`, `99% family-wise (Holm, 2 contrasts)`,
 /// `99% sequential (Bonferroni, 2 contrasts)`. The tables' titles say it in full.
 pub fn level_words(design: &Design, contrasts: usize, confidence: f64) -> String {
+    level_words_of(design, contrasts, "contrasts", confidence)
+}
+
+/// [`level_words`] naming what the family holds (`contrasts`, `metrics`).
+pub fn level_words_of(design: &Design, contrasts: usize, noun: &str, confidence: f64) -> String {
     let lvl = fmt_level(confidence);
     let family = |how: &str| {
         if contrasts > 1 {
-            format!(" ({how}, {contrasts} contrasts)")
+            format!(" ({how}, {contrasts} {noun})")
         } else {
             String::new()
         }
     };
     let holm = if contrasts > 1 {
-        format!(" family-wise (Holm, {contrasts} contrasts)")
+        format!(" family-wise (Holm, {contrasts} {noun})")
     } else {
         String::new()
     };

@@ -236,3 +236,80 @@ pub fn hold_memory(args: &[&str]) -> Holder {
     );
     Holder { child, ready }
 }
+
+/// A free TCP port on loopback (bound and released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Whether Debian's `prometheus` (and `promtool`) are installed; `.ci/run` installs them.
+pub fn has_prometheus() -> bool {
+    let ok = |c: &str| {
+        std::process::Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok()
+    };
+    if ok("prometheus") && ok("promtool") {
+        true
+    } else {
+        eprintln!(
+            "skipped: no prometheus/promtool here (apt-get install prometheus; .ci/run does)"
+        );
+        false
+    }
+}
+
+/// A private Prometheus on loopback over a data directory, killed (by its pid) when dropped.
+pub struct PrometheusServer {
+    pub addr: String,
+    child: std::process::Child,
+}
+
+impl PrometheusServer {
+    /// Start Prometheus with `config` (YAML text) on the TSDB in `data`, and wait until its
+    /// API answers (a readiness wait, not a timing assertion).
+    pub fn start(dir: &Path, config: &str, data: &Path) -> PrometheusServer {
+        let file = dir.join("prometheus.yml");
+        std::fs::write(&file, config).unwrap();
+        let addr = format!("127.0.0.1:{}", free_port());
+        let child = std::process::Command::new("prometheus")
+            .arg(format!("--config.file={}", file.display()))
+            .arg(format!("--storage.tsdb.path={}", data.display()))
+            .arg("--storage.tsdb.retention.time=30d")
+            .arg(format!("--web.listen-address={addr}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let server = PrometheusServer { addr, child };
+        for _ in 0..240 {
+            std::thread::sleep(std::time::Duration::from_millis(250));
+            if let Ok(mut s) = std::net::TcpStream::connect(&server.addr) {
+                use std::io::{Read, Write};
+                let _ = write!(s, "GET /-/ready HTTP/1.0\r\nHost: {}\r\n\r\n", server.addr);
+                let mut body = String::new();
+                let _ = s.read_to_string(&mut body);
+                if body.starts_with("HTTP/1.0 200") || body.starts_with("HTTP/1.1 200") {
+                    return server;
+                }
+            }
+        }
+        panic!("Prometheus at {} never became ready", server.addr);
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+impl Drop for PrometheusServer {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}

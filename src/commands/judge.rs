@@ -1,0 +1,555 @@
+//! `hugelab judge`: a huge-page change judged on live hosts from Prometheus — a canary group
+//! against a baseline group over a window, per metric and overall, with the exporter's coverage
+//! as the evidence that the canary really had huge pages (analyze::judge does the statistics).
+
+use super::UsageError;
+use super::options::{Decision, Json};
+use crate::analyze::judge::{self, Evidence, HugeOn, Overall, Prepared, Settings, Window};
+use crate::analyze::verdict::{Better, Design, SEQUENTIAL_N_OPT};
+use crate::collect::prometheus::{Prometheus, Series};
+use crate::model::judge::{JudgeResult, SCHEMA};
+use crate::units::{fmt_span, fmt_utc, parse_duration, parse_positive_duration};
+use clap::Args;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Exit codes by the overall verdict.
+pub const EXIT_WORSE: i32 = 3;
+pub const EXIT_INCONCLUSIVE: i32 = 4;
+pub const EXIT_FLAGGED: i32 = 5;
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Each group's value per interval is the mean over its hosts; the canary/baseline ratio per interval is one block \
+(paired by time, so load that hits both cancels); blocks are merged while they are autocorrelated; Hodges–Lehmann with \
+signed-rank intervals and Holm across metrics (--follow: a confidence sequence, Bonferroni). Exit codes: 0 BETTER or \
+EQUIVALENT; 1 an error (Prometheus unreachable, a query refused); 2 bad input; 3 WORSE; 4 INCONCLUSIVE; 5 FLAGGED (the \
+group meant to be on huge pages was not, or the other was as much)."
+)]
+pub struct JudgeArgs {
+    /// Prometheus's base address (its HTTP API is only read), e.g. http://prometheus:9090
+    #[arg(long, value_name = "URL")]
+    pub prometheus: String,
+    /// Label matchers of the canary hosts, as inside {…}: 'instance=~"db-1.*"' or 'pool="canary"'
+    #[arg(long, value_name = "MATCHERS")]
+    pub canary: String,
+    /// Label matchers of the baseline hosts: 'instance=~"db-0.*"' or 'pool="baseline"'
+    #[arg(long, value_name = "MATCHERS")]
+    pub baseline: String,
+    /// The window is the last DURATION up to now (e.g. 3h, 24h)
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, conflicts_with = "from")]
+    pub last: Option<Duration>,
+    /// Start of the window (when the change reached the canary): RFC 3339
+    /// (2026-11-24T06:00:00Z) or unix seconds
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub from: Option<f64>,
+    /// End of the window (default: now): RFC 3339 or unix seconds
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub to: Option<f64>,
+    /// Resolution of the queries (Prometheus's step)
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_positive_duration)]
+    pub step: Duration,
+    /// Length of one block: the groups are compared interval by interval
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_positive_duration)]
+    pub interval: Duration,
+    /// Left out at the start of the window: pages faulted and fragmentation from before the
+    /// change carry over for a while
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
+    pub burn_in: Duration,
+    /// A metric to judge: NAME=PROMQL,lower|higher[,critical]. `$sel` in the PromQL is replaced
+    /// by each group's matchers; keep `by (instance)` to see hosts. Critical metrics decide the
+    /// overall verdict (all metrics, if none is marked). Repeatable
+    #[arg(long = "metric", short = 'm', value_name = "SPEC", value_parser = parse_metric)]
+    pub metrics: Vec<MetricSpec>,
+    /// Which group is meant to run on huge pages (the evidence check)
+    #[arg(long, value_enum, default_value_t = HugeOn::Canary)]
+    pub huge_on: HugeOn,
+    /// Only watched processes of this name (the exporter's comm label) are the service whose
+    /// coverage is the evidence
+    #[arg(long, value_name = "COMM")]
+    pub service: Option<String>,
+    #[command(flatten)]
+    pub decision: Decision,
+    /// Judge live: look again after every interval, with a confidence sequence (valid however
+    /// often it is looked at), until every metric is settled, --to is reached or Ctrl-C
+    #[arg(long, conflicts_with = "last")]
+    pub follow: bool,
+    /// A file whose content is sent as a bearer token to Prometheus
+    #[arg(long, value_name = "FILE")]
+    pub bearer_token_file: Option<PathBuf>,
+    /// Longest wait for one answer from Prometheus
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_positive_duration)]
+    pub timeout: Duration,
+    /// Show each metric's hosts and blocks under the answer
+    #[arg(long, short)]
+    pub verbose: bool,
+    #[command(flatten)]
+    pub json: Json,
+}
+
+/// `--metric NAME=PROMQL,lower|higher[,critical]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricSpec {
+    pub name: String,
+    pub query: String,
+    pub better: Better,
+    pub critical: bool,
+}
+
+/// Parse `NAME=PROMQL,lower|higher[,critical]` (PromQL has commas of its own, so the flags are
+/// taken from the end).
+pub fn parse_metric(s: &str) -> Result<MetricSpec, String> {
+    let example = "e.g. 'p99=histogram_quantile(0.99, sum by (le,instance) (rate(http_request_duration_seconds_bucket{$sel}[5m]))),lower'";
+    let (name, mut rest) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?} is not NAME=PROMQL,lower|higher; {example}"))?;
+    let name = name.trim();
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(format!(
+            "{name:?} is not a metric name (letters, digits and _); {example}"
+        ));
+    }
+    let (mut better, mut critical) = (None, false);
+    while let Some((head, flag)) = rest.rsplit_once(',') {
+        match flag.trim() {
+            "lower" if better.is_none() => better = Some(Better::Lower),
+            "higher" if better.is_none() => better = Some(Better::Higher),
+            "critical" => critical = true,
+            _ => break,
+        }
+        rest = head;
+    }
+    let better = better.ok_or_else(|| {
+        format!(
+            "metric {name}: say which way is better with ,lower or ,higher at the end; {example}"
+        )
+    })?;
+    let query = rest.trim();
+    if !query.contains("$sel") {
+        return Err(format!(
+            "metric {name}: the query has no $sel, so both groups would get the same series; put $sel among its label matchers, {example}"
+        ));
+    }
+    Ok(MetricSpec {
+        name: name.to_string(),
+        query: query.to_string(),
+        better,
+        critical,
+    })
+}
+
+/// A time: RFC 3339 (`2026-11-24T06:00:00Z`) or unix seconds.
+pub fn parse_time(s: &str) -> Result<f64, String> {
+    if let Ok(v) = s.trim().parse::<f64>()
+        && v.is_finite()
+        && v >= 0.0
+    {
+        return Ok(v);
+    }
+    s.trim()
+        .parse::<jiff::Timestamp>()
+        .map(|t| t.as_millisecond() as f64 / 1000.0)
+        .map_err(|_| {
+            format!("{s:?} is not a time; give RFC 3339 (2026-11-24T06:00:00Z) or unix seconds")
+        })
+}
+
+/// The group's matchers, without braces, checked to be non-empty.
+fn matchers(flag: &str, s: &str) -> Result<String, UsageError> {
+    let m = s
+        .trim()
+        .trim_start_matches('{')
+        .trim_end_matches('}')
+        .trim();
+    if m.is_empty() {
+        return Err(UsageError(format!(
+            "--{flag} is empty; give label matchers such as 'instance=~\"db-1.*\"'"
+        )));
+    }
+    Ok(m.to_string())
+}
+
+/// A query template with `$sel` replaced by `sel`.
+fn fill(template: &str, sel: &str) -> String {
+    template.replace("$sel", sel)
+}
+
+/// The built-in queries on hugelab's exporter: coverage (the evidence) and kernel activity,
+/// per host. `range` is the rate window.
+fn coverage_query(service: Option<&str>) -> String {
+    match service {
+        Some(c) => {
+            format!("avg by (instance) (hugelab_process_huge_coverage_ratio{{comm=\"{c}\",$sel}})")
+        }
+        None => "avg by (instance) (hugelab_process_huge_coverage_ratio{$sel})".into(),
+    }
+}
+
+fn kernel_queries(range: &str) -> Vec<(&'static str, String, &'static str)> {
+    vec![
+        (
+            "THP faults that fell back",
+            format!(
+                "sum by (instance) (rate(hugelab_thp_events_total{{event=\"fault_fallback\",$sel}}[{range}])) / sum by (instance) (rate(hugelab_thp_events_total{{event=~\"fault_alloc|fault_fallback\",$sel}}[{range}]))"
+            ),
+            "ratio",
+        ),
+        (
+            "direct compaction stalls",
+            format!(
+                "sum by (instance) (rate(hugelab_compaction_events_total{{event=\"stall\",$sel}}[{range}]))"
+            ),
+            "/s",
+        ),
+        (
+            "time in direct compaction",
+            format!(
+                "sum by (instance) (rate(hugelab_kernel_stall_seconds_sum{{kind=\"direct compaction\",$sel}}[{range}]))"
+            ),
+            "s/s",
+        ),
+        (
+            "khugepaged collapses",
+            format!(
+                "sum by (instance) (rate(hugelab_khugepaged_pages_collapsed_total{{$sel}}[{range}]))"
+            ),
+            "/s",
+        ),
+    ]
+}
+
+/// Everything checked before Prometheus is asked.
+struct Plan {
+    canary: String,
+    baseline: String,
+    from: f64,
+    to: f64,
+    window: Window,
+    step: f64,
+    token: Option<String>,
+}
+
+fn plan(a: &JudgeArgs, now: f64) -> Result<Plan, UsageError> {
+    if a.metrics.is_empty() {
+        return Err(UsageError(
+            "give at least one --metric NAME=PROMQL,lower|higher to judge, e.g. --metric 'p99=histogram_quantile(0.99, sum by (le,instance) (rate(http_request_duration_seconds_bucket{$sel}[5m]))),lower'".into(),
+        ));
+    }
+    let mut names: Vec<&str> = a.metrics.iter().map(|m| m.name.as_str()).collect();
+    names.sort();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        return Err(UsageError(format!(
+            "--metric {} is given twice; give each metric a name of its own",
+            w[0]
+        )));
+    }
+    let canary = matchers("canary", &a.canary)?;
+    let baseline = matchers("baseline", &a.baseline)?;
+    if canary == baseline {
+        return Err(UsageError(format!(
+            "--canary and --baseline are the same matchers ({canary}); the groups must be different hosts"
+        )));
+    }
+    let to = a.to.unwrap_or(now);
+    let from = match (a.last, a.from) {
+        (Some(l), _) => to - l.as_secs_f64(),
+        (None, Some(f)) => f,
+        (None, None) => {
+            return Err(UsageError(
+                "give the window: --last 3h, or --from TIME (the change) [--to TIME]".into(),
+            ));
+        }
+    };
+    if from >= to {
+        return Err(UsageError(format!(
+            "--from ({}) is not before --to ({}); the window must have a length",
+            fmt_utc(from, true),
+            fmt_utc(to, true)
+        )));
+    }
+    if to > now + 60.0 && !a.follow {
+        return Err(UsageError(format!(
+            "--to ({}) is in the future; without --follow the window must have ended (leave --to out for now)",
+            fmt_utc(to, true)
+        )));
+    }
+    let (step, interval) = (a.step.as_secs_f64(), a.interval.as_secs_f64());
+    if step * 2.0 > interval {
+        return Err(UsageError(format!(
+            "--step {} leaves fewer than 2 samples per --interval {}; give a shorter step or a longer interval",
+            fmt_span(step),
+            fmt_span(interval)
+        )));
+    }
+    let start = from + a.burn_in.as_secs_f64();
+    if start + interval > to && !a.follow {
+        return Err(UsageError(format!(
+            "after the burn-in of {} the window {} → {} holds no full interval of {}; widen the window or shorten --burn-in/--interval",
+            fmt_span(a.burn_in.as_secs_f64()),
+            fmt_utc(from, true),
+            fmt_utc(to, true),
+            fmt_span(interval)
+        )));
+    }
+    let token = match &a.bearer_token_file {
+        Some(p) => Some(
+            std::fs::read_to_string(p)
+                .map_err(|e| {
+                    UsageError(format!(
+                        "--bearer-token-file {}: {e}; give a file holding the token",
+                        p.display()
+                    ))
+                })?
+                .trim()
+                .to_string(),
+        ),
+        None => None,
+    };
+    if !(a.prometheus.starts_with("http://") || a.prometheus.starts_with("https://")) {
+        return Err(UsageError(format!(
+            "--prometheus {:?} is not an http:// or https:// address, e.g. http://prometheus:9090",
+            a.prometheus
+        )));
+    }
+    Ok(Plan {
+        canary,
+        baseline,
+        from,
+        to,
+        window: Window {
+            start,
+            end: to,
+            interval,
+        },
+        step,
+        token,
+    })
+}
+
+fn now() -> f64 {
+    jiff::Timestamp::now().as_millisecond() as f64 / 1000.0
+}
+
+/// Fetch both groups of one query over the window (burn-in included: the evidence reads the
+/// judged part only); an error names what was being fetched for which group.
+fn both(
+    prom: &mut Prometheus,
+    what: &str,
+    template: &str,
+    p: &Plan,
+    end: f64,
+) -> anyhow::Result<(Vec<Series>, Vec<Series>)> {
+    let mut get = |sel: &str, group: &str| {
+        prom.query_range(&fill(template, sel), p.from, end, p.step)
+            .map_err(|e| anyhow::anyhow!("{e}\n  while fetching {what} for the {group}"))
+    };
+    Ok((get(&p.canary, "canary")?, get(&p.baseline, "baseline")?))
+}
+
+/// One look: fetch every query up to `end` and judge.
+fn look(a: &JudgeArgs, p: &Plan, end: f64, look: usize) -> anyhow::Result<JudgeResult> {
+    let started = Instant::now();
+    let mut prom = Prometheus::new(&a.prometheus, p.token.clone(), a.timeout);
+    let window = Window { end, ..p.window };
+    let design = if a.follow {
+        Design::Sequential {
+            n_opt: SEQUENTIAL_N_OPT,
+        }
+    } else {
+        Design::Fixed
+    };
+    let mut prepared: Vec<Prepared> = Vec::new();
+    for m in &a.metrics {
+        let (c, b) = both(&mut prom, &format!("metric {}", m.name), &m.query, p, end)?;
+        prepared.push(judge::prepare(
+            &m.name, m.better, m.critical, &c, &b, &window,
+        ));
+    }
+    let metrics = judge::judge(
+        prepared,
+        &Settings {
+            effect: a.decision.effect,
+            confidence: a.decision.confidence,
+            design: design.clone(),
+        },
+    );
+    let (cc, bc) = both(
+        &mut prom,
+        "the coverage evidence",
+        &coverage_query(a.service.as_deref()),
+        p,
+        end,
+    )?;
+    let mut evidence: Evidence = judge::evidence(&cc, &bc, &window, a.huge_on);
+    let range = fmt_span((4.0 * p.step).max(60.0));
+    for (name, q, unit) in kernel_queries(&range) {
+        let (c, b) = both(
+            &mut prom,
+            &format!("the kernel evidence ({name})"),
+            &q,
+            p,
+            end,
+        )?;
+        evidence.kernel.push((
+            name.to_string(),
+            judge::window_mean(&c, &window),
+            judge::window_mean(&b, &window),
+            unit.to_string(),
+        ));
+    }
+    let overall = judge::overall(&metrics, &evidence);
+    Ok(JudgeResult {
+        schema: SCHEMA,
+        prometheus: a.prometheus.clone(),
+        canary: p.canary.clone(),
+        baseline: p.baseline.clone(),
+        from: p.from,
+        to: end,
+        judged_from: window.start,
+        burn_in_s: a.burn_in.as_secs_f64(),
+        step_s: p.step,
+        interval_s: window.interval,
+        effect: a.decision.effect,
+        confidence: a.decision.confidence,
+        design,
+        huge_on: a.huge_on,
+        queries: a
+            .metrics
+            .iter()
+            .map(|m| (m.name.clone(), m.query.clone()))
+            .collect(),
+        metrics,
+        evidence,
+        overall,
+        requests: prom.requests,
+        samples: prom.samples,
+        elapsed_s: started.elapsed().as_secs_f64(),
+        look,
+    })
+}
+
+fn exit_code(o: Overall) -> i32 {
+    match o {
+        Overall::Better | Overall::Equivalent => 0,
+        Overall::Worse => EXIT_WORSE,
+        Overall::Inconclusive => EXIT_INCONCLUSIVE,
+        Overall::Flagged => EXIT_FLAGGED,
+    }
+}
+
+fn print(a: &JudgeArgs, r: &JudgeResult) -> anyhow::Result<()> {
+    if a.json.json {
+        super::print_json(r)
+    } else {
+        print!("{}", crate::render::judge::text(r, a.verbose));
+        Ok(())
+    }
+}
+
+pub fn run(a: JudgeArgs) -> anyhow::Result<i32> {
+    let p = plan(&a, now())?;
+    if !a.follow {
+        let r = look(&a, &p, p.to, 1)?;
+        print(&a, &r)?;
+        return Ok(exit_code(r.overall));
+    }
+    follow(&a, &p)
+}
+
+/// `--follow`: look after every interval until every metric is settled, the window's end, or
+/// a signal; the last look is printed in full.
+fn follow(a: &JudgeArgs, p: &Plan) -> anyhow::Result<i32> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    let handle = signals.handle();
+    std::thread::spawn(move || {
+        if signals.forever().next().is_some() {
+            let _ = tx.send(());
+        }
+    });
+    let mut n = 0;
+    let last = loop {
+        n += 1;
+        let end = now().min(p.to);
+        let r = if end >= p.window.start + p.window.interval {
+            Some(look(a, p, end, n)?)
+        } else {
+            None
+        };
+        if let Some(r) = &r {
+            crate::eprintln_safe!("{}", crate::render::judge::look_line(r));
+        }
+        let settled = r.as_ref().is_some_and(|r| {
+            r.overall == Overall::Flagged
+                || r.metrics
+                    .iter()
+                    .filter(|m| m.critical || !r.metrics.iter().any(|m| m.critical))
+                    .all(|m| {
+                        m.contrast.as_ref().is_some_and(|c| {
+                            c.verdict != crate::analyze::verdict::Verdict::Inconclusive
+                        })
+                    })
+        });
+        if settled || end >= p.to {
+            break r;
+        }
+        // Wait for the next interval to complete (or a signal), blocking.
+        let done = p.window.start
+            + p.window.interval * (((end - p.window.start) / p.window.interval).floor() + 1.0);
+        let wait = (done - now()).max(1.0) + p.step;
+        if rx.recv_timeout(Duration::from_secs_f64(wait)).is_ok() {
+            crate::eprintln_safe!("stopped by a signal; the last look:");
+            break r;
+        }
+    };
+    handle.close();
+    match last {
+        Some(r) => {
+            print(a, &r)?;
+            Ok(exit_code(r.overall))
+        }
+        None => Err(anyhow::anyhow!(
+            "stopped before the first interval after the burn-in ended ({}); nothing judged",
+            fmt_utc(p.window.start + p.window.interval, true)
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_metric_spec_keeps_the_commas_of_its_promql() {
+        let m = parse_metric(
+            "p99=histogram_quantile(0.99, sum by (le,instance) (rate(x_bucket{$sel}[5m]))),lower,critical",
+        )
+        .unwrap();
+        assert_eq!(m.name, "p99");
+        assert_eq!(
+            m.query,
+            "histogram_quantile(0.99, sum by (le,instance) (rate(x_bucket{$sel}[5m])))"
+        );
+        assert_eq!(m.better, Better::Lower);
+        assert!(m.critical);
+        assert!(parse_metric("tps=sum(rate(x{$sel}[1m])),higher").is_ok());
+        for bad in [
+            "p99",
+            "p99=x{$sel}",
+            "p 9=x{$sel},lower",
+            "p99=x{job=\"a\"},lower",
+        ] {
+            assert!(parse_metric(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn times_are_rfc3339_or_unix_seconds() {
+        assert_eq!(parse_time("1764000000").unwrap(), 1764000000.0);
+        assert_eq!(parse_time("2025-11-24T16:00:00Z").unwrap(), 1764000000.0);
+        assert!(parse_time("yesterday").is_err());
+        assert_eq!(fmt_span(5400.0), "1h30m");
+        assert_eq!(fmt_utc(1764000000.0, true), "2025-11-24 16:00:00 UTC");
+    }
+}

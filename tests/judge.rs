@@ -1,0 +1,435 @@
+//! `hugelab judge` against a real Prometheus (Debian's; `.ci/run` installs it): synthetic fleet
+//! series with known effects are backfilled with `promtool tsdb create-blocks-from openmetrics`,
+//! a private Prometheus serves them on loopback, and the judgement must find what was put in.
+
+mod common;
+
+use common::PrometheusServer;
+use hugelab::analyze::simulate::{Fleet, Rng};
+use hugelab::collect::prometheus::Series;
+use std::fmt::Write as _;
+use std::path::Path;
+
+const STEP: f64 = 30.0;
+const HOURS: f64 = 12.0;
+const AA_PAIRS: usize = 30;
+
+/// One OpenMetrics family: its TYPE line and every series' samples (seconds).
+fn family(out: &mut String, name: &str, kind: &str, sample: &str, series: &[Series]) {
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+    for s in series {
+        let labels: Vec<String> = s
+            .labels
+            .iter()
+            .map(|(k, v)| format!("{k}=\"{v}\""))
+            .collect();
+        for (t, v) in &s.points {
+            let _ = writeln!(out, "{sample}{{{}}} {v} {t:.0}", labels.join(","));
+        }
+    }
+}
+
+fn relabel(
+    mut s: Vec<Series>,
+    start: f64,
+    labels: impl Fn(usize) -> Vec<(&'static str, String)>,
+) -> Vec<Series> {
+    for (i, x) in s.iter_mut().enumerate() {
+        x.labels = labels(i)
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        for p in &mut x.points {
+            p.0 += start;
+        }
+    }
+    s
+}
+
+/// A gauge per host at a constant level (coverage), over the window.
+fn constant(start: f64, hosts: &[String], value: f64, extra: &[(&str, &str)]) -> Vec<Series> {
+    let n = (HOURS * 3600.0 / STEP) as usize;
+    hosts
+        .iter()
+        .map(|h| {
+            let mut labels: std::collections::BTreeMap<String, String> =
+                [("instance".to_string(), h.clone())].into();
+            for (k, v) in extra {
+                labels.insert(k.to_string(), v.to_string());
+            }
+            Series {
+                labels,
+                points: (0..n).map(|i| (start + i as f64 * STEP, value)).collect(),
+            }
+        })
+        .collect()
+}
+
+/// A counter per host growing by `per_step` a step.
+fn counter(start: f64, hosts: &[String], per_step: f64, event: &str) -> Vec<Series> {
+    let mut s = constant(start, hosts, 0.0, &[("event", event)]);
+    for x in &mut s {
+        for (i, p) in x.points.iter_mut().enumerate() {
+            p.1 = per_step * i as f64;
+        }
+    }
+    s
+}
+
+fn hosts(prefix: &str) -> Vec<String> {
+    (0..3).map(|i| format!("{prefix}-{i}:9100")).collect()
+}
+
+/// The fleet: db-0 is the baseline, db-1 the canary with +5% p99 and huge pages, db-2 a canary
+/// whose service never got huge pages; AA_PAIRS independent A/A pairs whose latency is strongly
+/// autocorrelated (φ = 0.99 per step).
+fn openmetrics(start: f64) -> String {
+    let mut rng = Rng::new(2026);
+    let fleet = |effect: f64| Fleet {
+        hosts: 3,
+        step: STEP,
+        hours: HOURS,
+        phi: 0.9,
+        sigma: 0.05,
+        effect,
+    };
+    let inst = |p: &'static str| move |i: usize| vec![("instance", format!("{p}-{i}:9100"))];
+    let (canary, base) = fleet(0.05).series(&mut rng);
+    let (nohuge, _) = fleet(0.0).series(&mut rng);
+    let mut p99 = relabel(canary, start, inst("db-1"));
+    p99.extend(relabel(base, start, inst("db-0")));
+    p99.extend(relabel(nohuge, start, inst("db-2")));
+    let (tc, tb) = fleet(0.0).series(&mut rng);
+    let mut tput = relabel(tc, start, inst("db-1"));
+    tput.extend(relabel(tb, start, inst("db-0")));
+    let mut aa = Vec::new();
+    for k in 0..AA_PAIRS {
+        let f = Fleet {
+            hosts: 1,
+            phi: 0.99,
+            sigma: 0.1,
+            ..fleet(0.0)
+        };
+        let (a, b) = f.series(&mut rng);
+        aa.extend(relabel(a, start, |_| {
+            vec![("pair", k.to_string()), ("grp", "a".into())]
+        }));
+        aa.extend(relabel(b, start, |_| {
+            vec![("pair", k.to_string()), ("grp", "b".into())]
+        }));
+    }
+    let mut coverage = constant(start, &hosts("db-1"), 0.93, &[("comm", "postgres")]);
+    coverage.extend(constant(
+        start,
+        &hosts("db-0"),
+        0.0,
+        &[("comm", "postgres")],
+    ));
+    coverage.extend(constant(
+        start,
+        &hosts("db-2"),
+        0.01,
+        &[("comm", "postgres")],
+    ));
+    let mut thp = counter(start, &hosts("db-1"), 40.0, "fault_alloc");
+    thp.extend(counter(start, &hosts("db-1"), 2.0, "fault_fallback"));
+    let mut out = String::new();
+    family(
+        &mut out,
+        "http_p99_seconds",
+        "gauge",
+        "http_p99_seconds",
+        &p99,
+    );
+    family(&mut out, "app_throughput", "gauge", "app_throughput", &tput);
+    family(
+        &mut out,
+        "aa_latency_seconds",
+        "gauge",
+        "aa_latency_seconds",
+        &aa,
+    );
+    family(
+        &mut out,
+        "hugelab_process_huge_coverage_ratio",
+        "gauge",
+        "hugelab_process_huge_coverage_ratio",
+        &coverage,
+    );
+    family(
+        &mut out,
+        "hugelab_thp_events",
+        "counter",
+        "hugelab_thp_events_total",
+        &thp,
+    );
+    out.push_str("# EOF\n");
+    out
+}
+
+fn backfill(dir: &Path, text: &str) -> std::path::PathBuf {
+    let input = dir.join("fleet.om");
+    std::fs::write(&input, text).unwrap();
+    let data = dir.join("data");
+    common::succeed(
+        std::process::Command::new("promtool")
+            .args(["tsdb", "create-blocks-from", "openmetrics", "--quiet"])
+            .arg(&input)
+            .arg(&data),
+    );
+    data
+}
+
+fn judge(
+    prom: &str,
+    start: f64,
+    end: f64,
+    canary: &str,
+    baseline: &str,
+    metrics: &[&str],
+    extra: &[&str],
+) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "judge",
+        "--prometheus",
+        prom,
+        "--canary",
+        canary,
+        "--baseline",
+        baseline,
+        "--from",
+        &format!("{start:.0}"),
+        "--to",
+        &format!("{end:.0}"),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for m in metrics {
+        a.push("--metric".into());
+        a.push(m.to_string());
+    }
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}
+
+fn run(args: &[String]) -> (i32, String, String) {
+    let out = assert_cmd::Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const P99: &str = "p99=avg by (instance) (http_p99_seconds{$sel}),lower,critical";
+const TPUT: &str = "throughput=sum by (instance) (app_throughput{$sel}),higher";
+
+#[test]
+fn judge_finds_known_effects_in_a_real_prometheus() {
+    if !common::has_prometheus() {
+        return;
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    // Twelve hours ending twenty minutes ago, on whole minutes.
+    let end = ((now - 1200.0) / 60.0).floor() * 60.0;
+    let start = end - HOURS * 3600.0;
+    let dir = tempfile::tempdir().unwrap();
+    let data = backfill(dir.path(), &openmetrics(start));
+    let server = PrometheusServer::start(dir.path(), "global:\n  scrape_interval: 1h\n", &data);
+    let prom = server.url();
+    let window_end = end - STEP;
+
+    // A +5% p99 on the canary, which is on huge pages: WORSE (lower is better), with an
+    // interval that covers +5%, and the evidence that the canary had its pages.
+    let args = judge(
+        &prom,
+        start,
+        window_end,
+        "instance=~\"db-1.*\"",
+        "instance=~\"db-0.*\"",
+        &[P99, TPUT],
+        &["--json", "--effect", "0.02"],
+    );
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 3, "{out}\n{err}");
+    let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(r["schema"], "hugelab.judge/1");
+    assert_eq!(r["overall"], "WORSE");
+    let p99 = &r["metrics"][0];
+    assert_eq!(p99["name"], "p99");
+    assert_eq!(p99["contrast"]["verdict"], "SLOWER", "{p99}");
+    let pct = &p99["contrast"]["percent"];
+    let (lo, hi) = (pct["lo"].as_f64().unwrap(), pct["hi"].as_f64().unwrap());
+    assert!(lo <= 5.0 && 5.0 <= hi, "+5% not in [{lo}, {hi}]");
+    assert_eq!(p99["canary_hosts"], 3);
+    assert_eq!(p99["baseline_hosts"], 3);
+    assert_eq!(p99["hosts"].as_array().unwrap().len(), 6);
+    // 72 ten-minute intervals in 12 h (the last is partial at window_end).
+    let blocks = p99["contrast"]["blocks"].as_u64().unwrap();
+    assert!((70..=72).contains(&blocks), "{blocks}");
+    assert!(
+        p99["autocorrelation"]["per_step"].as_f64().unwrap() > 0.5,
+        "{p99}"
+    );
+    let tput = &r["metrics"][1];
+    assert_ne!(tput["contrast"]["verdict"], "FASTER", "{tput}");
+    assert_ne!(tput["contrast"]["verdict"], "SLOWER", "{tput}");
+    let cov = r["evidence"]["canary_coverage"].as_f64().unwrap();
+    assert!((cov - 0.93).abs() < 1e-9, "{cov}");
+    assert_eq!(r["evidence"]["baseline_coverage"].as_f64(), Some(0.0));
+    assert_eq!(r["evidence"]["flagged"], serde_json::Value::Null);
+    let fallback = &r["evidence"]["kernel"][0];
+    assert_eq!(fallback[0], "THP faults that fell back");
+    let share = fallback[1].as_f64().unwrap();
+    assert!((share - 2.0 / 42.0).abs() < 1e-3, "{share}");
+    // One query per metric and group (a 12 h window at 30 s is one chunk), all samples counted.
+    assert_eq!(r["requests"], 2 * (2 + 1 + 4));
+    // p99, throughput and coverage: 6 hosts × 1,440 steps each; the fallback share: 3 hosts.
+    let samples = r["samples"].as_u64().unwrap();
+    assert!(
+        ((3 * 6 + 3) * 1400..=(3 * 6 + 3) * 1441).contains(&samples),
+        "{samples}"
+    );
+
+    // The same judgement as text: the answer first, within 100 columns.
+    let text_args: Vec<String> = args.iter().filter(|a| *a != "--json").cloned().collect();
+    let (code, text, _) = run(&text_args);
+    assert_eq!(code, 3);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("canary vs baseline (3 vs 3 hosts), "),
+        "{text}"
+    );
+    assert!(
+        lines[1].trim_start().starts_with("p99") && lines[1].contains("WORSE"),
+        "{text}"
+    );
+    assert!(
+        lines[3].starts_with("overall: WORSE (critical: p99)"),
+        "{text}"
+    );
+    assert!(
+        lines[4].starts_with("canary {instance=~\"db-1.*\"} · baseline {instance=~\"db-0.*\"}"),
+        "{text}"
+    );
+    assert!(text.contains("canary 93% · baseline 0%"), "{text}");
+    assert!(text.contains("99% family-wise (Holm, 2 metrics)"), "{text}");
+    assert!(lines.iter().all(|l| l.chars().count() <= 100), "{text}");
+
+    // A canary whose service is not on huge pages: FLAGGED, whatever the metrics say.
+    let (code, text, _) = run(&judge(
+        &prom,
+        start,
+        window_end,
+        "instance=~\"db-2.*\"",
+        "instance=~\"db-0.*\"",
+        &[P99],
+        &["--service", "postgres"],
+    ));
+    assert_eq!(code, 5, "{text}");
+    assert!(text.contains("overall: FLAGGED"), "{text}");
+    assert!(
+        text.contains("the canary's watched processes were not on huge pages: mean coverage 1%"),
+        "{text}"
+    );
+
+    // Turning huge pages off is judged with --huge-on baseline: db-0 as the canary, db-1 as the
+    // baseline is what that change looks like, and is not flagged.
+    let (code, out, _) = run(&judge(
+        &prom,
+        start,
+        window_end,
+        "instance=~\"db-0.*\"",
+        "instance=~\"db-1.*\"",
+        &[P99],
+        &["--huge-on", "baseline", "--json"],
+    ));
+    let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(r["overall"], "BETTER", "{out}");
+    assert_eq!(code, 0);
+
+    // --follow over a window that has ended: one look, the confidence sequence.
+    let (code, out, err) = run(&judge(
+        &prom,
+        start,
+        window_end,
+        "instance=~\"db-1.*\"",
+        "instance=~\"db-0.*\"",
+        &[P99],
+        &["--follow", "--json"],
+    ));
+    let r: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|_| panic!("{out}{err}"));
+    assert_eq!(r["design"]["kind"], "sequential");
+    assert!(err.contains("look 1 at"), "{err}");
+    assert!([3, 4].contains(&code), "{code}");
+
+    // A/A pairs with strongly autocorrelated latency: no more directions than chance allows
+    // (30 pairs at 99%: 0.3 expected; P(≥ 4) < 0.0003).
+    let mut directions = Vec::new();
+    for k in 0..AA_PAIRS {
+        let (code, out, err) = run(&judge(
+            &prom,
+            start,
+            window_end,
+            &format!("pair=\"{k}\",grp=\"a\""),
+            &format!("pair=\"{k}\",grp=\"b\""),
+            &["aa=avg(aa_latency_seconds{$sel}),lower"],
+            &["--json"],
+        ));
+        let r: serde_json::Value =
+            serde_json::from_str(&out).unwrap_or_else(|_| panic!("{out}{err}"));
+        let v = r["metrics"][0]["contrast"]["verdict"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        if v == "FASTER" || v == "SLOWER" {
+            directions.push((k, v, code));
+        }
+        // No coverage series for these: not verified, not flagged.
+        assert_eq!(r["evidence"]["canary_coverage"], serde_json::Value::Null);
+    }
+    assert!(directions.len() <= 3, "A/A directions: {directions:?}");
+
+    // A query Prometheus refuses: exit 1 with its reason and the query.
+    let (code, _, err) = run(&judge(
+        &prom,
+        start,
+        window_end,
+        "instance=~\"db-1.*\"",
+        "instance=~\"db-0.*\"",
+        &["bad=rate(http_p99_seconds{$sel}[5m],lower"],
+        &[],
+    ));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("answered HTTP 400"), "{err}");
+    assert!(err.contains("bad_data"), "{err}");
+    assert!(
+        err.contains("while fetching metric bad for the canary"),
+        "{err}"
+    );
+
+    // Prometheus gone: exit 1 naming the address.
+    drop(server);
+    let (code, _, err) = run(&judge(
+        &prom,
+        start,
+        window_end,
+        "instance=~\"db-1.*\"",
+        "instance=~\"db-0.*\"",
+        &[P99],
+        &[],
+    ));
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(&format!("cannot reach Prometheus at {prom}")),
+        "{err}"
+    );
+}
