@@ -134,3 +134,54 @@ fn systemd_unit_verifies() {
     .unwrap();
     common::succeed(Command::new("systemd-analyze").arg("verify").arg(&path));
 }
+
+#[test]
+fn kubernetes_daemonset_passes_the_schema_check_and_runs_hugelab_s_own_arguments() {
+    let path = deploy("kubernetes/hugelab-exporter.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    // The container's arguments are a valid `hugelab exporter` command line.
+    let args: Vec<String> = text
+        .split("args:\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .take_while(|l| l.trim_start().starts_with("- "))
+        .map(|l| {
+            l.trim()
+                .trim_start_matches("- ")
+                .trim_matches('"')
+                .to_string()
+        })
+        .collect();
+    assert_eq!(args[0], "exporter", "{args:?}");
+    use clap::Parser;
+    let parsed = hugelab::cli::Cli::try_parse_from(
+        std::iter::once("hugelab".to_string()).chain(args.clone()),
+    );
+    assert!(parsed.is_ok(), "{args:?}: {:?}", parsed.err());
+    assert!(text.contains("hostPID: true") && text.contains("readOnly: true"));
+    if !tool("kubernetes-validate") {
+        eprintln!(
+            "skipped the schema check: no kubernetes-validate (pip install kubernetes-validate; .ci/run does)"
+        );
+        return;
+    }
+    common::succeed(
+        Command::new("kubernetes-validate")
+            .arg("--strict")
+            .arg(&path),
+    );
+    // The check can fail: a misspelt field is refused.
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(&bad, text.replace("hostPID: true", "hostPid: true")).unwrap();
+    let out = Command::new("kubernetes-validate")
+        .arg("--strict")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "a misspelt hostPID passed the schema check"
+    );
+}
