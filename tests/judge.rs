@@ -5,46 +5,13 @@
 mod common;
 
 use common::PrometheusServer;
+use common::openmetrics::{backfill, family, relabel};
 use hugelab::analyze::simulate::{Fleet, Rng};
 use hugelab::collect::prometheus::Series;
-use std::fmt::Write as _;
-use std::path::Path;
 
 const STEP: f64 = 30.0;
 const HOURS: f64 = 12.0;
 const AA_PAIRS: usize = 30;
-
-/// One OpenMetrics family: its TYPE line and every series' samples (seconds).
-fn family(out: &mut String, name: &str, kind: &str, sample: &str, series: &[Series]) {
-    let _ = writeln!(out, "# TYPE {name} {kind}");
-    for s in series {
-        let labels: Vec<String> = s
-            .labels
-            .iter()
-            .map(|(k, v)| format!("{k}=\"{v}\""))
-            .collect();
-        for (t, v) in &s.points {
-            let _ = writeln!(out, "{sample}{{{}}} {v} {t:.0}", labels.join(","));
-        }
-    }
-}
-
-fn relabel(
-    mut s: Vec<Series>,
-    start: f64,
-    labels: impl Fn(usize) -> Vec<(&'static str, String)>,
-) -> Vec<Series> {
-    for (i, x) in s.iter_mut().enumerate() {
-        x.labels = labels(i)
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect();
-        for p in &mut x.points {
-            p.0 += start;
-        }
-    }
-    s
-}
 
 /// A gauge per host at a constant level (coverage), over the window.
 fn constant(start: f64, hosts: &[String], value: f64, extra: &[(&str, &str)]) -> Vec<Series> {
@@ -165,19 +132,6 @@ fn openmetrics(start: f64) -> String {
     );
     out.push_str("# EOF\n");
     out
-}
-
-fn backfill(dir: &Path, text: &str) -> std::path::PathBuf {
-    let input = dir.join("fleet.om");
-    std::fs::write(&input, text).unwrap();
-    let data = dir.join("data");
-    common::succeed(
-        std::process::Command::new("promtool")
-            .args(["tsdb", "create-blocks-from", "openmetrics", "--quiet"])
-            .arg(&input)
-            .arg(&data),
-    );
-    data
 }
 
 fn judge(

@@ -1,6 +1,8 @@
 //! Shared helpers for integration tests.
 #![allow(dead_code)]
 
+pub mod openmetrics;
+
 use hugelab::control::{self, Knob, Settings, SysfsSettings};
 use hugelab::error::ControlError;
 use std::path::{Path, PathBuf};
