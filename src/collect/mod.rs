@@ -1,5 +1,6 @@
-//! Stage 5, collect: evidence around a measurement — what backing a region really got
-//! (smaps, pagemap + kpageflags), perf counters, and kernel counter deltas.
+//! Collect: evidence around a measurement — what backing a region really got (smaps, pagemap +
+//! kpageflags), perf counters, kernel counter deltas, tracepoints, a server's process tree, load
+//! generators' outputs — and a fleet's series read from Prometheus (`prometheus`, for `judge`).
 
 pub mod coverage;
 pub mod folio_scan;
