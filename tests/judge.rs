@@ -387,3 +387,106 @@ fn judge_finds_known_effects_in_a_real_prometheus() {
         "{err}"
     );
 }
+
+/// A process that maps 64 MiB of private anonymous memory without madvise (Python's default
+/// mmap would be shared, i.e. shmem), touches every page, holds it a second and maps it again:
+/// THP backs it only while THP is `always`.
+const REFAULTER: &str = "import mmap, time\nwhile True:\n    m = mmap.mmap(-1, 64 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)\n    for i in range(0, 64 << 20, 4096):\n        m[i] = 1\n    time.sleep(1)\n    m.close()\n";
+
+#[test]
+#[cfg_attr(unprivileged, ignore = "needs root: changes THP through the guard")]
+fn switchback_alternates_thp_on_this_host_restores_it_and_judges_the_pairs() {
+    if !common::has_prometheus() {
+        return;
+    }
+    require_root!();
+    let _lock = common::knob_lock();
+    let enabled = "/sys/kernel/mm/transparent_hugepage/enabled";
+    let before = common::selected(enabled);
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            self.0.kill().ok();
+            self.0.wait().ok();
+        }
+    }
+    let holder = Kill(
+        std::process::Command::new("python3")
+            .args(["-c", REFAULTER])
+            .spawn()
+            .unwrap(),
+    );
+    let exporter_addr = format!("127.0.0.1:{}", common::free_port());
+    let _exporter = Kill(
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("hugelab"))
+            .args(["exporter", "--listen", &exporter_addr, "--pid"])
+            .arg(holder.0.id().to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let server = PrometheusServer::start(
+        dir.path(),
+        &format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: hugelab\n    static_configs:\n      - targets: ['{exporter_addr}']\n"
+        ),
+        &dir.path().join("data"),
+    );
+    // The metric is the THP mode itself (2 while `always`, 1 otherwise): the pairs must find
+    // +100% exactly where the guard put `always`, and the coverage of the refaulting process
+    // must say which periods had huge pages.
+    let (code, out, err) = run(&[
+        "judge".into(),
+        "--switchback".into(),
+        "--prometheus".into(),
+        server.url(),
+        "--host".into(),
+        "job=\"hugelab\"".into(),
+        "--arm".into(),
+        "off=thp=madvise".into(),
+        "--arm".into(),
+        "on=thp=always".into(),
+        "--period".into(),
+        "5s".into(),
+        "--pairs".into(),
+        "5".into(),
+        "--burn-in".into(),
+        "2s".into(),
+        "--step".into(),
+        "1s".into(),
+        "--confidence".into(),
+        "0.9".into(),
+        "--metric".into(),
+        "always=1 + (sum(hugelab_thp_setting_info{setting=\"enabled\",mode=\"always\",$sel}) or vector(0)),higher".into(),
+        "--json".into(),
+    ]);
+    assert_eq!(
+        common::selected(enabled),
+        before,
+        "THP enabled not restored"
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|_| panic!("exit {code}\n{out}\n{err}"));
+    let sb = &r["switchback"];
+    let periods = sb["periods"].as_array().unwrap();
+    assert_eq!(periods.len(), 10, "{sb}");
+    assert!(
+        sb["restored"][0].as_str().unwrap().contains("madvise"),
+        "{sb}"
+    );
+    assert!(err.contains("pair 5/5"), "{err}");
+    let m = &r["metrics"][0];
+    assert_eq!(m["contrast"]["blocks"], 5, "{m}");
+    let p = m["contrast"]["percent"]["point"].as_f64().unwrap();
+    assert!((p - 100.0).abs() < 1e-6, "{m}");
+    assert_eq!(m["contrast"]["verdict"], "FASTER", "{m}");
+    let (on, off) = (
+        r["evidence"]["canary_coverage"].as_f64().unwrap(),
+        r["evidence"]["baseline_coverage"].as_f64().unwrap(),
+    );
+    assert!(on > 0.3 && off < 0.1, "coverage always {on}, madvise {off}");
+    assert_eq!(r["overall"], "BETTER", "{out}");
+    assert_eq!(code, 0, "{err}");
+}

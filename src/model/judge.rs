@@ -31,6 +31,25 @@ pub struct JudgeResult {
     pub elapsed_s: f64,
     /// `--follow`: the look this record is (1 = first).
     pub look: usize,
+    /// `--switchback`: the arms and the periods run on this host (`canary` is the second arm's
+    /// periods, `baseline` the first's).
+    pub switchback: Option<Switchback>,
+}
+
+/// What `judge --switchback` ran on its host.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Switchback {
+    pub host: String,
+    /// (name, spec) of the baseline arm, then of the change.
+    pub arms: [(String, String); 2],
+    pub period_s: f64,
+    pub seed: u64,
+    /// Each period: its pair, the arm (0 or 1), start and end (unix seconds).
+    pub periods: Vec<(usize, usize, f64, f64)>,
+    /// What the guard restored at the end, in words.
+    pub restored: Vec<String>,
+    /// Why the schedule ended early (a signal), if it did.
+    pub stopped: Option<String>,
 }
 
 pub const SCHEMA: &str = "hugelab.judge/1";

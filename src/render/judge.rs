@@ -120,14 +120,31 @@ pub fn text(r: &JudgeResult, verbose: bool) -> String {
             .max()
             .unwrap_or(0)
     };
-    let _ = writeln!(
-        o,
-        "canary vs baseline ({} vs {} hosts), {} → {}:",
-        hosts(true),
-        hosts(false),
-        fmt_utc(r.judged_from, false).trim_end_matches(" UTC"),
-        fmt_utc(r.to, false)
-    );
+    match &r.switchback {
+        Some(sb) => {
+            let _ = writeln!(
+                o,
+                "switchback on {{{}}}: {} vs {} ({} pairs of {} periods), {} → {}:",
+                sb.host,
+                sb.arms[1].0,
+                sb.arms[0].0,
+                sb.periods.len() / 2,
+                fmt_span(sb.period_s),
+                fmt_utc(r.from, false).trim_end_matches(" UTC"),
+                fmt_utc(r.to, false)
+            );
+        }
+        None => {
+            let _ = writeln!(
+                o,
+                "canary vs baseline ({} vs {} hosts), {} → {}:",
+                hosts(true),
+                hosts(false),
+                fmt_utc(r.judged_from, false).trim_end_matches(" UTC"),
+                fmt_utc(r.to, false)
+            );
+        }
+    }
     let width = r.metrics.iter().map(|m| m.name.len()).max().unwrap_or(4);
     for m in &r.metrics {
         for l in metric_line(r, m, width) {
@@ -150,8 +167,33 @@ pub fn text(r: &JudgeResult, verbose: bool) -> String {
             format!(" (critical: {})", critical.join(", "))
         }
     );
-    for l in wrap_hanging(
-        &format!(
+    let groups = match &r.switchback {
+        Some(sb) => format!(
+            "canary = the {} periods ({}) · baseline = the {} periods ({}) · random order within each pair (seed {}){}{} · settings restored: {}",
+            sb.arms[1].0,
+            sb.arms[1].1,
+            sb.arms[0].0,
+            sb.arms[0].1,
+            sb.seed,
+            if r.burn_in_s > 0.0 {
+                format!(
+                    " · the first {} of each period left out",
+                    fmt_span(r.burn_in_s)
+                )
+            } else {
+                String::new()
+            },
+            sb.stopped
+                .as_ref()
+                .map(|w| format!(" · stopped early by {w}"))
+                .unwrap_or_default(),
+            if sb.restored.is_empty() {
+                "nothing was changed".to_string()
+            } else {
+                sb.restored.join(", ")
+            }
+        ),
+        None => format!(
             "canary {{{}}} · baseline {{{}}} · blocks of {}{}",
             r.canary,
             r.baseline,
@@ -165,8 +207,8 @@ pub fn text(r: &JudgeResult, verbose: bool) -> String {
                 String::new()
             }
         ),
-        2,
-    ) {
+    };
+    for l in wrap_hanging(&groups, 2) {
         let _ = writeln!(o, "{l}");
     }
     let e = &r.evidence;

@@ -13,6 +13,8 @@ use clap::Args;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+mod switchback;
+
 /// Exit codes by the overall verdict.
 pub const EXIT_WORSE: i32 = 3;
 pub const EXIT_INCONCLUSIVE: i32 = 4;
@@ -32,10 +34,10 @@ pub struct JudgeArgs {
     pub prometheus: String,
     /// Label matchers of the canary hosts, as inside {…}: 'instance=~"db-1.*"' or 'pool="canary"'
     #[arg(long, value_name = "MATCHERS")]
-    pub canary: String,
+    pub canary: Option<String>,
     /// Label matchers of the baseline hosts: 'instance=~"db-0.*"' or 'pool="baseline"'
     #[arg(long, value_name = "MATCHERS")]
-    pub baseline: String,
+    pub baseline: Option<String>,
     /// The window is the last DURATION up to now (e.g. 3h, 24h)
     #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, conflicts_with = "from")]
     pub last: Option<Duration>,
@@ -85,6 +87,28 @@ pub struct JudgeArgs {
     pub verbose: bool,
     #[command(flatten)]
     pub json: Json,
+    /// Switchback on this host: alternate a system-wide setting between the two --arm values
+    /// in pairs of --period (random order within each pair) through the guard, restored on
+    /// exit, while the service runs under its real load; then judge the change's periods
+    /// against the baseline's from this host's series (--host)
+    #[arg(long, requires = "host", conflicts_with_all = ["canary", "baseline", "last", "from", "to", "follow"])]
+    pub switchback: bool,
+    /// With --switchback: the baseline, then the change, as `run --arm` (system-wide keys only),
+    /// e.g. --arm off=thp=madvise --arm on=thp=always
+    #[arg(long = "arm", value_name = "NAME=SPEC", value_parser = crate::backing::arm::parse_arm)]
+    pub arms: Vec<crate::backing::arm::Arm>,
+    /// With --switchback: this host's label matchers in Prometheus, e.g. 'instance="db-7:9717"'
+    #[arg(long, value_name = "MATCHERS")]
+    pub host: Option<String>,
+    /// With --switchback: the length of one period (its first --burn-in is left out)
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_positive_duration)]
+    pub period: Duration,
+    /// With --switchback: pairs of periods (each pair runs both arms, in random order)
+    #[arg(long, value_name = "N", default_value_t = 6, value_parser = super::parse_count)]
+    pub pairs: usize,
+    /// With --switchback: seed of the order within pairs
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 }
 
 /// `--metric NAME=PROMQL,lower|higher[,critical]`.
@@ -230,21 +254,14 @@ struct Plan {
 }
 
 fn plan(a: &JudgeArgs, now: f64) -> Result<Plan, UsageError> {
-    if a.metrics.is_empty() {
+    check_common(a)?;
+    let (Some(canary), Some(baseline)) = (&a.canary, &a.baseline) else {
         return Err(UsageError(
-            "give at least one --metric NAME=PROMQL,lower|higher to judge, e.g. --metric 'p99=histogram_quantile(0.99, sum by (le,instance) (rate(http_request_duration_seconds_bucket{$sel}[5m]))),lower'".into(),
+            "give the groups: --canary MATCHERS and --baseline MATCHERS (or --switchback --host MATCHERS for one host)".into(),
         ));
-    }
-    let mut names: Vec<&str> = a.metrics.iter().map(|m| m.name.as_str()).collect();
-    names.sort();
-    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
-        return Err(UsageError(format!(
-            "--metric {} is given twice; give each metric a name of its own",
-            w[0]
-        )));
-    }
-    let canary = matchers("canary", &a.canary)?;
-    let baseline = matchers("baseline", &a.baseline)?;
+    };
+    let canary = matchers("canary", canary)?;
+    let baseline = matchers("baseline", baseline)?;
     if canary == baseline {
         return Err(UsageError(format!(
             "--canary and --baseline are the same matchers ({canary}); the groups must be different hosts"
@@ -291,26 +308,6 @@ fn plan(a: &JudgeArgs, now: f64) -> Result<Plan, UsageError> {
             fmt_span(interval)
         )));
     }
-    let token = match &a.bearer_token_file {
-        Some(p) => Some(
-            std::fs::read_to_string(p)
-                .map_err(|e| {
-                    UsageError(format!(
-                        "--bearer-token-file {}: {e}; give a file holding the token",
-                        p.display()
-                    ))
-                })?
-                .trim()
-                .to_string(),
-        ),
-        None => None,
-    };
-    if !(a.prometheus.starts_with("http://") || a.prometheus.starts_with("https://")) {
-        return Err(UsageError(format!(
-            "--prometheus {:?} is not an http:// or https:// address, e.g. http://prometheus:9090",
-            a.prometheus
-        )));
-    }
     Ok(Plan {
         canary,
         baseline,
@@ -322,8 +319,49 @@ fn plan(a: &JudgeArgs, now: f64) -> Result<Plan, UsageError> {
             interval,
         },
         step,
-        token,
+        token: token(a)?,
     })
+}
+
+/// What every judgement needs: metrics with distinct names and an http(s) address.
+fn check_common(a: &JudgeArgs) -> Result<(), UsageError> {
+    if a.metrics.is_empty() {
+        return Err(UsageError(
+            "give at least one --metric NAME=PROMQL,lower|higher to judge, e.g. --metric 'p99=histogram_quantile(0.99, sum by (le,instance) (rate(http_request_duration_seconds_bucket{$sel}[5m]))),lower'".into(),
+        ));
+    }
+    let mut names: Vec<&str> = a.metrics.iter().map(|m| m.name.as_str()).collect();
+    names.sort();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        return Err(UsageError(format!(
+            "--metric {} is given twice; give each metric a name of its own",
+            w[0]
+        )));
+    }
+    if !(a.prometheus.starts_with("http://") || a.prometheus.starts_with("https://")) {
+        return Err(UsageError(format!(
+            "--prometheus {:?} is not an http:// or https:// address, e.g. http://prometheus:9090",
+            a.prometheus
+        )));
+    }
+    Ok(())
+}
+
+fn token(a: &JudgeArgs) -> Result<Option<String>, UsageError> {
+    match &a.bearer_token_file {
+        Some(p) => Ok(Some(
+            std::fs::read_to_string(p)
+                .map_err(|e| {
+                    UsageError(format!(
+                        "--bearer-token-file {}: {e}; give a file holding the token",
+                        p.display()
+                    ))
+                })?
+                .trim()
+                .to_string(),
+        )),
+        None => Ok(None),
+    }
 }
 
 fn now() -> f64 {
@@ -347,22 +385,19 @@ fn both(
 }
 
 /// One look: fetch every query up to `end` and judge.
-fn look(a: &JudgeArgs, p: &Plan, end: f64, look: usize) -> anyhow::Result<JudgeResult> {
-    let started = Instant::now();
-    let mut prom = Prometheus::new(&a.prometheus, p.token.clone(), a.timeout);
-    let window = Window { end, ..p.window };
-    let design = if a.follow {
-        Design::Sequential {
-            n_opt: SEQUENTIAL_N_OPT,
-        }
-    } else {
-        Design::Fixed
-    };
+/// Every metric judged and the evidence gathered from series that `fetch(what, template)`
+/// gives as (canary, baseline) over `window`.
+fn judge_all(
+    a: &JudgeArgs,
+    window: &Window,
+    design: &Design,
+    mut fetch: impl FnMut(&str, &str) -> anyhow::Result<(Vec<Series>, Vec<Series>)>,
+) -> anyhow::Result<(Vec<judge::MetricJudgement>, Evidence)> {
     let mut prepared: Vec<Prepared> = Vec::new();
     for m in &a.metrics {
-        let (c, b) = both(&mut prom, &format!("metric {}", m.name), &m.query, p, end)?;
+        let (c, b) = fetch(&format!("metric {}", m.name), &m.query)?;
         prepared.push(judge::prepare(
-            &m.name, m.better, m.critical, &c, &b, &window,
+            &m.name, m.better, m.critical, &c, &b, window,
         ));
     }
     let metrics = judge::judge(
@@ -373,41 +408,48 @@ fn look(a: &JudgeArgs, p: &Plan, end: f64, look: usize) -> anyhow::Result<JudgeR
             design: design.clone(),
         },
     );
-    let (cc, bc) = both(
-        &mut prom,
+    let (cc, bc) = fetch(
         "the coverage evidence",
         &coverage_query(a.service.as_deref()),
-        p,
-        end,
     )?;
-    let mut evidence: Evidence = judge::evidence(&cc, &bc, &window, a.huge_on);
-    let range = fmt_span((4.0 * p.step).max(60.0));
+    let mut evidence: Evidence = judge::evidence(&cc, &bc, window, a.huge_on);
+    let range = fmt_span((4.0 * a.step.as_secs_f64()).max(60.0));
     for (name, q, unit) in kernel_queries(&range) {
-        let (c, b) = both(
-            &mut prom,
-            &format!("the kernel evidence ({name})"),
-            &q,
-            p,
-            end,
-        )?;
+        let (c, b) = fetch(&format!("the kernel evidence ({name})"), &q)?;
         evidence.kernel.push((
             name.to_string(),
-            judge::window_mean(&c, &window),
-            judge::window_mean(&b, &window),
+            judge::window_mean(&c, window),
+            judge::window_mean(&b, window),
             unit.to_string(),
         ));
     }
+    Ok((metrics, evidence))
+}
+
+/// The record of one judgement.
+#[allow(clippy::too_many_arguments)]
+fn record(
+    a: &JudgeArgs,
+    groups: (String, String),
+    (from, to, window): (f64, f64, &Window),
+    design: Design,
+    (metrics, evidence): (Vec<judge::MetricJudgement>, Evidence),
+    prom: &Prometheus,
+    started: Instant,
+    look: usize,
+    switchback: Option<crate::model::judge::Switchback>,
+) -> JudgeResult {
     let overall = judge::overall(&metrics, &evidence);
-    Ok(JudgeResult {
+    JudgeResult {
         schema: SCHEMA,
         prometheus: a.prometheus.clone(),
-        canary: p.canary.clone(),
-        baseline: p.baseline.clone(),
-        from: p.from,
-        to: end,
+        canary: groups.0,
+        baseline: groups.1,
+        from,
+        to,
         judged_from: window.start,
         burn_in_s: a.burn_in.as_secs_f64(),
-        step_s: p.step,
+        step_s: a.step.as_secs_f64(),
         interval_s: window.interval,
         effect: a.decision.effect,
         confidence: a.decision.confidence,
@@ -425,7 +467,36 @@ fn look(a: &JudgeArgs, p: &Plan, end: f64, look: usize) -> anyhow::Result<JudgeR
         samples: prom.samples,
         elapsed_s: started.elapsed().as_secs_f64(),
         look,
-    })
+        switchback,
+    }
+}
+
+/// One look: fetch every query up to `end` and judge.
+fn look(a: &JudgeArgs, p: &Plan, end: f64, look: usize) -> anyhow::Result<JudgeResult> {
+    let started = Instant::now();
+    let mut prom = Prometheus::new(&a.prometheus, p.token.clone(), a.timeout);
+    let window = Window { end, ..p.window };
+    let design = if a.follow {
+        Design::Sequential {
+            n_opt: SEQUENTIAL_N_OPT,
+        }
+    } else {
+        Design::Fixed
+    };
+    let judged = judge_all(a, &window, &design, |what, q| {
+        both(&mut prom, what, q, p, end)
+    })?;
+    Ok(record(
+        a,
+        (p.canary.clone(), p.baseline.clone()),
+        (p.from, end, &window),
+        design,
+        judged,
+        &prom,
+        started,
+        look,
+        None,
+    ))
 }
 
 fn exit_code(o: Overall) -> i32 {
@@ -447,6 +518,11 @@ fn print(a: &JudgeArgs, r: &JudgeResult) -> anyhow::Result<()> {
 }
 
 pub fn run(a: JudgeArgs) -> anyhow::Result<i32> {
+    if a.switchback {
+        let r = switchback::run(&a)?;
+        print(&a, &r)?;
+        return Ok(exit_code(r.overall));
+    }
     let p = plan(&a, now())?;
     if !a.follow {
         let r = look(&a, &p, p.to, 1)?;
