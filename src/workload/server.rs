@@ -354,6 +354,23 @@ impl Server {
                     .then(Instant::now),
             };
             if let Some(at) = at {
+                // The daemon can answer before its parent's exit is seen (redis-server
+                // --daemonize yes forks, and the child may listen first): the command is
+                // declared to daemonize, so wait for it to end and follow the daemon, or the
+                // command's own exit would later read as the server dying under load.
+                if let Some(f) = pidfile
+                    && self.daemon.is_none()
+                {
+                    if !wait_all_exit(&[self.pidfd.as_raw_fd()], deadline) {
+                        return Err(self.failure(format!(
+                            "the server answered but its command had not exited after {:.1} s; --server-pidfile is for a command that exits once its daemon runs (leave it out for a server that stays in the foreground)",
+                            timeout.as_secs_f64()
+                        )));
+                    }
+                    self.follow(f, deadline).map_err(|e| {
+                        self.failure(format!("the server command ended without a daemon ({e})"))
+                    })?;
+                }
                 if self.exited() {
                     return Err(died(self));
                 }
@@ -635,6 +652,34 @@ mod tests {
             let e = Ready::parse(bad).err().unwrap_or_default();
             assert!(e.contains("tcp:HOST:PORT"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn a_daemon_that_answers_before_its_command_exits_is_still_followed() {
+        // The daemon writes its pid and is ready at once; its starting command exits 0 only
+        // 0.3 s later (the race redis-server --daemonize yes runs on a busy machine). The
+        // command's exit must not read as the server dying: the daemon is followed.
+        let dir = tempfile::tempdir().unwrap();
+        let (pidfile, up) = (dir.path().join("d.pid"), dir.path().join("up"));
+        let cmd = format!(
+            "sh -c 'echo $$ > {p}; touch {u}; exec sleep 300' </dev/null >/dev/null 2>&1 & sleep 0.3; exit 0",
+            p = pidfile.display(),
+            u = up.display()
+        );
+        let ready = Ready::parse(&format!("cmd:test -e {}", up.display())).unwrap();
+        let mut s = Server::start(&spec(&cmd), &ready).unwrap();
+        s.wait_ready(&ready, Duration::from_secs(10), Some(&pidfile))
+            .unwrap();
+        let daemon: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(s.pid(), daemon);
+        std::thread::sleep(Duration::from_millis(100));
+        let end = s.stop(Duration::from_millis(500));
+        assert!(!end.exited_early, "{end:?}");
+        assert!(end.failure().is_none(), "{:?}", end.failure());
     }
 
     #[test]
