@@ -7,7 +7,7 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use common::openmetrics::{backfill, family, relabel};
+use common::openmetrics::{backfill, family, recent_window, relabel};
 use hugelab::analyze::simulate::{Fleet, Rng};
 use std::time::Instant;
 
@@ -20,12 +20,7 @@ fn main() {
     if !common::has_prometheus() {
         return;
     }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64();
-    let end = ((now - 1200.0) / 60.0).floor() * 60.0;
-    let start = end - HOURS * 3600.0;
+    let (start, end) = recent_window(HOURS);
     let t = Instant::now();
     let mut rng = Rng::new(50);
     let mut text = String::new();

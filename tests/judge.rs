@@ -5,7 +5,7 @@
 mod common;
 
 use common::PrometheusServer;
-use common::openmetrics::{backfill, family, relabel};
+use common::openmetrics::{backfill, family, recent_window, relabel};
 use hugelab::analyze::simulate::{Fleet, Rng};
 use hugelab::collect::prometheus::Series;
 
@@ -188,13 +188,7 @@ fn judge_finds_known_effects_in_a_real_prometheus() {
     if !common::has_prometheus() {
         return;
     }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64();
-    // Twelve hours ending twenty minutes ago, on whole minutes.
-    let end = ((now - 1200.0) / 60.0).floor() * 60.0;
-    let start = end - HOURS * 3600.0;
+    let (start, end) = recent_window(HOURS);
     let dir = tempfile::tempdir().unwrap();
     let data = backfill(dir.path(), &openmetrics(start));
     let server = PrometheusServer::start(dir.path(), "global:\n  scrape_interval: 1h\n", &data);
@@ -241,8 +235,8 @@ fn judge_finds_known_effects_in_a_real_prometheus() {
     assert_eq!(r["evidence"]["baseline_coverage"].as_f64(), Some(0.0));
     assert_eq!(r["evidence"]["flagged"], serde_json::Value::Null);
     let fallback = &r["evidence"]["kernel"][0];
-    assert_eq!(fallback[0], "THP faults that fell back");
-    let share = fallback[1].as_f64().unwrap();
+    assert_eq!(fallback["name"], "THP faults that fell back");
+    let share = fallback["canary"].as_f64().unwrap();
     assert!((share - 2.0 / 42.0).abs() < 1e-3, "{share}");
     // One query per metric and group (a 12 h window at 30 s is one chunk), all samples counted.
     assert_eq!(r["requests"], 2 * (2 + 1 + 4));

@@ -116,8 +116,18 @@ pub struct Evidence {
     /// Hosts of the group meant to be on huge pages whose coverage stayed below 10%.
     pub hosts_without: Vec<String>,
     pub flagged: Option<String>,
-    /// Kernel activity per group over the window (name, canary, baseline, unit).
-    pub kernel: Vec<(String, Option<f64>, Option<f64>, String)>,
+    /// Kernel activity per group over the window.
+    pub kernel: Vec<KernelRow>,
+}
+
+/// One kind of kernel activity, as a window mean per group (`None`: no series).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct KernelRow {
+    pub name: String,
+    pub canary: Option<f64>,
+    pub baseline: Option<f64>,
+    /// `ratio`, `/s` or `s/s`.
+    pub unit: String,
 }
 
 /// The verdict over every metric.
@@ -514,12 +524,7 @@ pub fn overall(metrics: &[MetricJudgement], evidence: &Evidence) -> Overall {
     if evidence.flagged.is_some() {
         return Overall::Flagged;
     }
-    let any_critical = metrics.iter().any(|m| m.critical);
-    let verdicts: Vec<Option<Verdict>> = metrics
-        .iter()
-        .filter(|m| m.critical || !any_critical)
-        .map(|m| m.contrast.as_ref().map(|c| c.verdict))
-        .collect();
+    let verdicts = deciding(metrics);
     if verdicts.contains(&Some(Verdict::Slower)) {
         Overall::Worse
     } else if !verdicts.is_empty() && verdicts.iter().all(|v| *v == Some(Verdict::Equivalent)) {
@@ -533,6 +538,24 @@ pub fn overall(metrics: &[MetricJudgement], evidence: &Evidence) -> Overall {
     } else {
         Overall::Inconclusive
     }
+}
+
+/// The verdicts that decide the overall one: the critical metrics', or every metric's when
+/// none is marked critical (`None` for a metric without an interval).
+fn deciding(metrics: &[MetricJudgement]) -> Vec<Option<Verdict>> {
+    let any_critical = metrics.iter().any(|m| m.critical);
+    metrics
+        .iter()
+        .filter(|m| m.critical || !any_critical)
+        .map(|m| m.contrast.as_ref().map(|c| c.verdict))
+        .collect()
+}
+
+/// Whether every deciding metric has a verdict other than INCONCLUSIVE (`--follow` stops).
+pub fn settled(metrics: &[MetricJudgement]) -> bool {
+    deciding(metrics)
+        .iter()
+        .all(|v| v.is_some_and(|v| v != Verdict::Inconclusive))
 }
 
 #[cfg(test)]

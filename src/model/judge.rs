@@ -44,8 +44,8 @@ pub struct Switchback {
     pub arms: [(String, String); 2],
     pub period_s: f64,
     pub seed: u64,
-    /// Each period: its pair, the arm (0 or 1), start and end (unix seconds).
-    pub periods: Vec<(usize, usize, f64, f64)>,
+    /// Each complete pair's two periods, in the order they ran.
+    pub periods: Vec<Period>,
     /// What the guard restored at the end, in words.
     pub restored: Vec<String>,
     /// Why the schedule ended early (a signal), if it did.
@@ -53,3 +53,15 @@ pub struct Switchback {
 }
 
 pub const SCHEMA: &str = "hugelab.judge/1";
+
+/// One period of a switchback.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Period {
+    /// The pair it belongs to (0-based; both periods of a pair share it).
+    pub pair: usize,
+    /// 0 = the baseline arm, 1 = the change.
+    pub arm: usize,
+    /// Unix seconds, from the settings being in force to the period's end.
+    pub start: f64,
+    pub end: f64,
+}

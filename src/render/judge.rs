@@ -242,8 +242,15 @@ pub fn text(r: &JudgeResult, verbose: bool) -> String {
     let kernel: Vec<String> = e
         .kernel
         .iter()
-        .filter(|k| k.1.is_some() || k.2.is_some())
-        .map(|(name, c, b, unit)| format!("{name} {} / {}", rate(*c, unit), rate(*b, unit)))
+        .filter(|k| k.canary.is_some() || k.baseline.is_some())
+        .map(|k| {
+            format!(
+                "{} {} / {}",
+                k.name,
+                rate(k.canary, &k.unit),
+                rate(k.baseline, &k.unit)
+            )
+        })
         .collect();
     if !kernel.is_empty() {
         for l in wrap_hanging(
@@ -298,7 +305,10 @@ fn autocorrelation_line(r: &JudgeResult) -> String {
             if let Some(p) = a.per_step {
                 s += &format!(" {p:.2} per {} sample →", fmt_span(r.step_s));
             }
-            s += &format!(" {r1:.2} per {} block", fmt_span(r.interval_s));
+            s += &match r.switchback {
+                Some(_) => format!(" {r1:.2} from pair to pair"),
+                None => format!(" {r1:.2} per {} block", fmt_span(r.interval_s)),
+            };
             if a.widened > 1.0005 {
                 s += &format!(" (interval widened ×{:.2})", a.widened);
             }

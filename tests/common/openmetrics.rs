@@ -50,3 +50,14 @@ pub fn backfill(dir: &Path, text: &str) -> PathBuf {
     );
     data
 }
+
+/// A window of `hours` ending twenty minutes ago on a whole minute, as (start, end) in unix
+/// seconds: recent enough for Prometheus's retention, ended so every sample is in a block.
+pub fn recent_window(hours: f64) -> (f64, f64) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let end = ((now - 1200.0) / 60.0).floor() * 60.0;
+    (end - hours * 3600.0, end)
+}

@@ -5,7 +5,7 @@
 use super::UsageError;
 use super::options::{Decision, Json};
 use crate::analyze::judge::{self, Evidence, HugeOn, Overall, Prepared, Settings, Window};
-use crate::analyze::verdict::{Better, Design, SEQUENTIAL_N_OPT};
+use crate::analyze::verdict::{Design, SEQUENTIAL_N_OPT};
 use crate::collect::prometheus::{Prometheus, Series};
 use crate::model::judge::{JudgeResult, SCHEMA};
 use crate::units::{fmt_span, fmt_utc, parse_duration, parse_positive_duration};
@@ -13,7 +13,11 @@ use clap::Args;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+mod spec;
 mod switchback;
+
+pub use spec::{MetricSpec, parse_metric, parse_time};
+use spec::{coverage_query, fill, kernel_queries, matchers};
 
 /// Exit codes by the overall verdict.
 pub const EXIT_WORSE: i32 = 3;
@@ -109,137 +113,6 @@ pub struct JudgeArgs {
     /// With --switchback: seed of the order within pairs
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-}
-
-/// `--metric NAME=PROMQL,lower|higher[,critical]`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MetricSpec {
-    pub name: String,
-    pub query: String,
-    pub better: Better,
-    pub critical: bool,
-}
-
-/// Parse `NAME=PROMQL,lower|higher[,critical]` (PromQL has commas of its own, so the flags are
-/// taken from the end).
-pub fn parse_metric(s: &str) -> Result<MetricSpec, String> {
-    let example = "e.g. 'p99=histogram_quantile(0.99, sum by (le,instance) (rate(http_request_duration_seconds_bucket{$sel}[5m]))),lower'";
-    let (name, mut rest) = s
-        .split_once('=')
-        .ok_or_else(|| format!("{s:?} is not NAME=PROMQL,lower|higher; {example}"))?;
-    let name = name.trim();
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        return Err(format!(
-            "{name:?} is not a metric name (letters, digits and _); {example}"
-        ));
-    }
-    let (mut better, mut critical) = (None, false);
-    while let Some((head, flag)) = rest.rsplit_once(',') {
-        match flag.trim() {
-            "lower" if better.is_none() => better = Some(Better::Lower),
-            "higher" if better.is_none() => better = Some(Better::Higher),
-            "critical" => critical = true,
-            _ => break,
-        }
-        rest = head;
-    }
-    let better = better.ok_or_else(|| {
-        format!(
-            "metric {name}: say which way is better with ,lower or ,higher at the end; {example}"
-        )
-    })?;
-    let query = rest.trim();
-    if !query.contains("$sel") {
-        return Err(format!(
-            "metric {name}: the query has no $sel, so both groups would get the same series; put $sel among its label matchers, {example}"
-        ));
-    }
-    Ok(MetricSpec {
-        name: name.to_string(),
-        query: query.to_string(),
-        better,
-        critical,
-    })
-}
-
-/// A time: RFC 3339 (`2026-11-24T06:00:00Z`) or unix seconds.
-pub fn parse_time(s: &str) -> Result<f64, String> {
-    if let Ok(v) = s.trim().parse::<f64>()
-        && v.is_finite()
-        && v >= 0.0
-    {
-        return Ok(v);
-    }
-    s.trim()
-        .parse::<jiff::Timestamp>()
-        .map(|t| t.as_millisecond() as f64 / 1000.0)
-        .map_err(|_| {
-            format!("{s:?} is not a time; give RFC 3339 (2026-11-24T06:00:00Z) or unix seconds")
-        })
-}
-
-/// The group's matchers, without braces, checked to be non-empty.
-fn matchers(flag: &str, s: &str) -> Result<String, UsageError> {
-    let m = s
-        .trim()
-        .trim_start_matches('{')
-        .trim_end_matches('}')
-        .trim();
-    if m.is_empty() {
-        return Err(UsageError(format!(
-            "--{flag} is empty; give label matchers such as 'instance=~\"db-1.*\"'"
-        )));
-    }
-    Ok(m.to_string())
-}
-
-/// A query template with `$sel` replaced by `sel`.
-fn fill(template: &str, sel: &str) -> String {
-    template.replace("$sel", sel)
-}
-
-/// The built-in queries on hugelab's exporter: coverage (the evidence) and kernel activity,
-/// per host. `range` is the rate window.
-fn coverage_query(service: Option<&str>) -> String {
-    match service {
-        Some(c) => {
-            format!("avg by (instance) (hugelab_process_huge_coverage_ratio{{comm=\"{c}\",$sel}})")
-        }
-        None => "avg by (instance) (hugelab_process_huge_coverage_ratio{$sel})".into(),
-    }
-}
-
-fn kernel_queries(range: &str) -> Vec<(&'static str, String, &'static str)> {
-    vec![
-        (
-            "THP faults that fell back",
-            format!(
-                "sum by (instance) (rate(hugelab_thp_events_total{{event=\"fault_fallback\",$sel}}[{range}])) / sum by (instance) (rate(hugelab_thp_events_total{{event=~\"fault_alloc|fault_fallback\",$sel}}[{range}]))"
-            ),
-            "ratio",
-        ),
-        (
-            "direct compaction stalls",
-            format!(
-                "sum by (instance) (rate(hugelab_compaction_events_total{{event=\"stall\",$sel}}[{range}]))"
-            ),
-            "/s",
-        ),
-        (
-            "time in direct compaction",
-            format!(
-                "sum by (instance) (rate(hugelab_kernel_stall_seconds_sum{{kind=\"direct compaction\",$sel}}[{range}]))"
-            ),
-            "s/s",
-        ),
-        (
-            "khugepaged collapses",
-            format!(
-                "sum by (instance) (rate(hugelab_khugepaged_pages_collapsed_total{{$sel}}[{range}]))"
-            ),
-            "/s",
-        ),
-    ]
 }
 
 /// Everything checked before Prometheus is asked.
@@ -416,12 +289,12 @@ fn judge_all(
     let range = fmt_span((4.0 * a.step.as_secs_f64()).max(60.0));
     for (name, q, unit) in kernel_queries(&range) {
         let (c, b) = fetch(&format!("the kernel evidence ({name})"), &q)?;
-        evidence.kernel.push((
-            name.to_string(),
-            judge::window_mean(&c, window),
-            judge::window_mean(&b, window),
-            unit.to_string(),
-        ));
+        evidence.kernel.push(judge::KernelRow {
+            name: name.to_string(),
+            canary: judge::window_mean(&c, window),
+            baseline: judge::window_mean(&b, window),
+            unit: unit.to_string(),
+        });
     }
     Ok((metrics, evidence))
 }
@@ -556,17 +429,9 @@ fn follow(a: &JudgeArgs, p: &Plan) -> anyhow::Result<i32> {
         if let Some(r) = &r {
             crate::eprintln_safe!("{}", crate::render::judge::look_line(r));
         }
-        let settled = r.as_ref().is_some_and(|r| {
-            r.overall == Overall::Flagged
-                || r.metrics
-                    .iter()
-                    .filter(|m| m.critical || !r.metrics.iter().any(|m| m.critical))
-                    .all(|m| {
-                        m.contrast.as_ref().is_some_and(|c| {
-                            c.verdict != crate::analyze::verdict::Verdict::Inconclusive
-                        })
-                    })
-        });
+        let settled = r
+            .as_ref()
+            .is_some_and(|r| r.overall == Overall::Flagged || judge::settled(&r.metrics));
         if settled || end >= p.to {
             break r;
         }
@@ -589,43 +454,5 @@ fn follow(a: &JudgeArgs, p: &Plan) -> anyhow::Result<i32> {
             "stopped before the first interval after the burn-in ended ({}); nothing judged",
             fmt_utc(p.window.start + p.window.interval, true)
         )),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_metric_spec_keeps_the_commas_of_its_promql() {
-        let m = parse_metric(
-            "p99=histogram_quantile(0.99, sum by (le,instance) (rate(x_bucket{$sel}[5m]))),lower,critical",
-        )
-        .unwrap();
-        assert_eq!(m.name, "p99");
-        assert_eq!(
-            m.query,
-            "histogram_quantile(0.99, sum by (le,instance) (rate(x_bucket{$sel}[5m])))"
-        );
-        assert_eq!(m.better, Better::Lower);
-        assert!(m.critical);
-        assert!(parse_metric("tps=sum(rate(x{$sel}[1m])),higher").is_ok());
-        for bad in [
-            "p99",
-            "p99=x{$sel}",
-            "p 9=x{$sel},lower",
-            "p99=x{job=\"a\"},lower",
-        ] {
-            assert!(parse_metric(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn times_are_rfc3339_or_unix_seconds() {
-        assert_eq!(parse_time("1764000000").unwrap(), 1764000000.0);
-        assert_eq!(parse_time("2025-11-24T16:00:00Z").unwrap(), 1764000000.0);
-        assert!(parse_time("yesterday").is_err());
-        assert_eq!(fmt_span(5400.0), "1h30m");
-        assert_eq!(fmt_utc(1764000000.0, true), "2025-11-24 16:00:00 UTC");
     }
 }

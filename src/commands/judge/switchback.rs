@@ -12,7 +12,7 @@ use crate::backing::arm::{Arm, ProcessConfig};
 use crate::collect::prometheus::{Prometheus, Series};
 use crate::commands::UsageError;
 use crate::control::{self, Guard, Knob};
-use crate::model::judge::{JudgeResult, Switchback};
+use crate::model::judge::{JudgeResult, Period, Switchback};
 use crate::units::fmt_span;
 use std::time::{Duration, Instant};
 
@@ -100,13 +100,7 @@ fn wait(until: f64) -> bool {
 
 /// Each complete pair's periods as one slot of `period` seconds: the points of `arm`'s period
 /// after the burn-in, moved to `pair × period + offset`.
-fn slots(
-    series: &[Series],
-    periods: &[(usize, usize, f64, f64)],
-    arm: usize,
-    burn: f64,
-    period: f64,
-) -> Vec<Series> {
+fn slots(series: &[Series], periods: &[Period], arm: usize, burn: f64, period: f64) -> Vec<Series> {
     series
         .iter()
         .map(|s| Series {
@@ -115,11 +109,11 @@ fn slots(
                 .points
                 .iter()
                 .filter_map(|(t, v)| {
-                    let (pair, _, start, _) = periods
+                    let p = periods
                         .iter()
-                        .find(|p| p.1 == arm && *t >= p.2 + burn && *t < p.3)?;
-                    let offset = (t - start).min(period * 0.999_999);
-                    Some((*pair as f64 * period + offset, *v))
+                        .find(|p| p.arm == arm && *t >= p.start + burn && *t < p.end)?;
+                    let offset = (t - p.start).min(period * 0.999_999);
+                    Some((p.pair as f64 * period + offset, *v))
                 })
                 .collect(),
         })
@@ -146,7 +140,7 @@ pub fn run(a: &JudgeArgs) -> anyhow::Result<JudgeResult> {
     );
     control::defer_first_signal("stopping the switchback; the settings are restored");
     let mut guard = Guard::system()?;
-    let mut periods: Vec<(usize, usize, f64, f64)> = Vec::new();
+    let mut periods: Vec<Period> = Vec::new();
     let mut stopped = None;
     'pairs: for (k, pair) in order.iter().enumerate() {
         for &arm in pair {
@@ -164,7 +158,12 @@ pub fn run(a: &JudgeArgs) -> anyhow::Result<JudgeResult> {
                 stopped = Some(format!("a signal during pair {}", k + 1));
                 break 'pairs;
             }
-            periods.push((k, arm, start, now()));
+            periods.push(Period {
+                pair: k,
+                arm,
+                start,
+                end: now(),
+            });
         }
     }
     let restored: Vec<String> = guard.restore().iter().map(|r| r.describe()).collect();
@@ -172,9 +171,10 @@ pub fn run(a: &JudgeArgs) -> anyhow::Result<JudgeResult> {
         crate::eprintln_safe!("restored {r}");
     }
     drop(guard);
-    // Only pairs with both periods complete are blocks.
-    let all = periods.clone();
-    periods.retain(|p| all.iter().filter(|q| q.0 == p.0).count() == 2);
+    // Only pairs with both periods complete are blocks: a signal can only leave the last pair
+    // with one, so the complete pairs are 0..n.
+    let pairs = periods.len() / 2;
+    periods.retain(|p| p.pair < pairs);
     let (Some(first), Some(last)) = (periods.first().copied(), periods.last().copied()) else {
         anyhow::bail!(
             "stopped before a pair of periods was complete; nothing judged (the settings are restored)"
@@ -186,39 +186,33 @@ pub fn run(a: &JudgeArgs) -> anyhow::Result<JudgeResult> {
     let started = Instant::now();
     let mut prom = Prometheus::new(&a.prometheus, token, a.timeout);
     let burn = a.burn_in.as_secs_f64();
-    let pairs = periods.len() / 2;
     let window = Window {
         start: 0.0,
         end: pairs as f64 * period,
         interval: period,
     };
-    // The pairs keep their numbers; renumber the complete ones 0.. so slots are contiguous.
-    let mut numbered = periods.clone();
-    let ids: Vec<usize> = {
-        let mut v: Vec<usize> = periods.iter().map(|p| p.0).collect();
-        v.dedup();
-        v
-    };
-    for p in &mut numbered {
-        p.0 = ids.iter().position(|x| *x == p.0).unwrap_or(0);
-    }
     let step = a.step.as_secs_f64();
-    let judged = judge_all(a, &window, &Design::Fixed, |what, q| {
+    let mut judged = judge_all(a, &window, &Design::Fixed, |what, q| {
         let s = prom
-            .query_range(&fill(q, &host), first.2, last.3, step)
+            .query_range(&fill(q, &host), first.start, last.end, step)
             .map_err(|e| anyhow::anyhow!("{e}\n  while fetching {what} for this host"))?;
         Ok((
-            slots(&s, &numbered, 1, burn, period),
-            slots(&s, &numbered, 0, burn, period),
+            slots(&s, &periods, 1, burn, period),
+            slots(&s, &periods, 0, burn, period),
         ))
     })?;
+    // Samples of one slot come from two periods that did not run side by side: a per-sample
+    // autocorrelation across them would be a number about nothing.
+    for m in &mut judged.0 {
+        m.autocorrelation.per_step = None;
+    }
     Ok(record(
         a,
         (
             format!("{host} in {} periods", a.arms[1].name),
             format!("{host} in {} periods", a.arms[0].name),
         ),
-        (first.2, last.3, &window),
+        (first.start, last.end, &window),
         Design::Fixed,
         judged,
         &prom,
@@ -250,11 +244,17 @@ mod tests {
             points: (0..40).map(|t| (1000.0 + t as f64, t as f64)).collect(),
         }];
         // Pair 0: arm 1 on [1000, 1010), arm 0 on [1010, 1020); pair 1: arm 0 then arm 1.
+        let p = |pair, arm, start: f64| Period {
+            pair,
+            arm,
+            start,
+            end: start + 10.0,
+        };
         let periods = vec![
-            (0, 1, 1000.0, 1010.0),
-            (0, 0, 1010.0, 1020.0),
-            (1, 0, 1020.0, 1030.0),
-            (1, 1, 1030.0, 1040.0),
+            p(0, 1, 1000.0),
+            p(0, 0, 1010.0),
+            p(1, 0, 1020.0),
+            p(1, 1, 1030.0),
         ];
         let on = slots(&s, &periods, 1, 2.0, 10.0);
         let off = slots(&s, &periods, 0, 2.0, 10.0);
