@@ -1,94 +1,22 @@
-//! One self-contained HTML report: inline CSS, inline SVG charts (plotters' SVG backend), no
-//! JavaScript, nothing loaded from the network. Tables are the terminal's cells ([`Grid`]);
-//! every chart names its units, the level of its intervals and n. Colours are the Okabe–Ito
-//! palette, which stays distinguishable with the common colour-vision deficiencies.
+//! The report's charts, each an inline SVG from plotters: forest plots of the contrasts, strip
+//! and progression plots of the trials, coverage bars, bench curves, stall histograms.
 
-use super::Grid;
-use super::markdown::{heading, run_grids, system};
+use super::{colour, esc};
 use crate::analyze::verdict::Better;
-use crate::model::report::{BenchCurve, CompareResult, RunKind, RunView, Series, StallHistogram};
+use crate::model::report::{BenchCurve, RunView, Series, StallHistogram};
 use crate::units::Bytes;
 use plotters::coord::Shift;
 use plotters::coord::combinators::{LogCoord, WithKeyPoints};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
-/// Okabe–Ito, without its yellow (too light on white).
-const PALETTE: [RGBColor; 7] = [
-    RGBColor(0, 114, 178),
-    RGBColor(230, 159, 0),
-    RGBColor(0, 158, 115),
-    RGBColor(213, 94, 0),
-    RGBColor(86, 180, 233),
-    RGBColor(204, 121, 167),
-    RGBColor(0, 0, 0),
-];
-
-pub fn colour(i: usize) -> RGBColor {
-    PALETTE[i % PALETTE.len()]
-}
-
-const CSS: &str = "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}\
-h1{font-size:1.5em}h2{font-size:1.25em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}\
-h3{font-size:1.05em;margin-bottom:.3em}table{border-collapse:collapse;margin:.5em 0 1em;font-size:.9em}\
-th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;font-variant-numeric:tabular-nums}\
-th{background:#f2f2f2}ul.notes{font-size:.9em;color:#444}figure{margin:1em 0}\
-figcaption{font-size:.85em;color:#444;max-width:900px}.meta{color:#555;font-size:.9em}\
-pre.answer{background:#f6f8fa;border-left:4px solid #0072b2;padding:.6em 1em;font-size:.9em;overflow-x:auto}";
-
-/// Text for HTML element content and attributes.
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-fn page(title: &str, body: &str) -> String {
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{CSS}</style></head>\n<body>\n<h1>{}</h1>\n{body}</body></html>\n",
-        esc(title),
-        esc(title)
-    )
-}
-
-/// A grid as an HTML table with its title above and notes below.
-pub fn table(g: &Grid) -> String {
-    let mut o = String::new();
-    for (i, l) in g.title.lines().enumerate() {
-        if i == 0 {
-            o += &format!("<h3>{}</h3>\n", esc(l));
-        } else {
-            o += &format!("<p class=\"meta\">{}</p>\n", esc(l));
-        }
-    }
-    o += "<table><thead><tr>";
-    for h in &g.header {
-        o += &format!("<th>{}</th>", esc(h));
-    }
-    o += "</tr></thead><tbody>\n";
-    for r in &g.rows {
-        o += "<tr>";
-        for c in r {
-            o += &format!("<td>{}</td>", esc(c));
-        }
-        o += "</tr>\n";
-    }
-    o += "</tbody></table>\n";
-    if !g.notes.is_empty() {
-        o += "<ul class=\"notes\">";
-        for n in &g.notes {
-            o += &format!("<li>{}</li>", esc(n.trim()));
-        }
-        o += "</ul>\n";
-    }
-    o
-}
-
 type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
-/// Draw one chart into an SVG string.
-fn svg(w: u32, h: u32, draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> DrawResult) -> String {
+pub(super) fn svg(
+    w: u32,
+    h: u32,
+    draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> DrawResult,
+) -> String {
     let mut s = String::new();
     let failed = {
         let root = SVGBackend::with_string(&mut s, (w, h)).into_drawing_area();
@@ -103,7 +31,7 @@ fn svg(w: u32, h: u32, draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Dra
     }
 }
 
-fn figure(svg: String, caption: &str) -> String {
+pub(super) fn figure(svg: String, caption: &str) -> String {
     format!(
         "<figure>{svg}<figcaption>{}</figcaption></figure>\n",
         esc(caption)
@@ -183,14 +111,14 @@ pub fn forest_rows(v: &RunView, metric: usize) -> Vec<ForestRow> {
                 point: c.percent.point,
                 lo: c.percent.lo,
                 hi: c.percent.hi,
-                verdict: super::run::verdict_cell(c),
+                verdict: super::super::run::verdict_cell(c),
                 level: c.level,
             })
         })
         .collect()
 }
 
-fn forest(rows: &[ForestRow], effect_percent: f64, caption: &str) -> String {
+pub(super) fn forest(rows: &[ForestRow], effect_percent: f64, caption: &str) -> String {
     let h = 70 + 40 * rows.len() as u32;
     let (lo, hi) = span(
         rows.iter()
@@ -247,7 +175,7 @@ fn jitter(seq: i64) -> f64 {
 }
 
 /// Every trial's value per arm on one shared axis; flagged trials as crosses; the median as a bar.
-fn strip(s: &Series, arms: &[String], unit: &str) -> String {
+pub(super) fn strip(s: &Series, arms: &[String], unit: &str) -> String {
     let n = arms.len();
     let (lo, hi) = span(s.points.iter().map(|p| p.value));
     svg(900, 60 + 45 * n as u32, |root| {
@@ -280,7 +208,7 @@ fn strip(s: &Series, arms: &[String], unit: &str) -> String {
 }
 
 /// Value by position in the run, one colour per arm: drift and bursts of host noise show here.
-fn progression(s: &Series, arms: &[String], unit: &str) -> String {
+pub(super) fn progression(s: &Series, arms: &[String], unit: &str) -> String {
     let (lo, hi) = span(s.points.iter().map(|p| p.value));
     let max_seq = s.points.iter().map(|p| p.seq).max().unwrap_or(1).max(1) as f64;
     svg(900, 300, |root| {
@@ -321,7 +249,7 @@ fn progression(s: &Series, arms: &[String], unit: &str) -> String {
 }
 
 /// Huge coverage at peak per arm, 0–100 %.
-fn coverage_bars(v: &RunView) -> Option<String> {
+pub(super) fn coverage_bars(v: &RunView) -> Option<String> {
     let rows: Vec<(String, f64)> = v
         .report
         .evidence
@@ -418,7 +346,7 @@ fn legend<'a, 'b: 'a>(ch: &mut SizeAxes<'a, 'b>, at: SeriesLabelPosition) -> Dra
 }
 
 /// Score vs region size (log axis), one line per backing, with the median's interval.
-fn bench_chart(c: &BenchCurve, level: &str) -> String {
+pub(super) fn bench_chart(c: &BenchCurve, level: &str) -> String {
     // Ticks at the measured sizes, labelled as sizes (not at powers of ten).
     let mut ticks: Vec<f64> = c
         .lines
@@ -522,7 +450,7 @@ fn axis_name(metric: &str) -> String {
 }
 
 /// An axis unit: the run metric's, or "as measured" for a user's `--metric`.
-fn unit(metric: &str) -> &'static str {
+pub(super) fn unit(metric: &str) -> &'static str {
     crate::units::Unit::of_metric(metric)
         .symbol()
         .unwrap_or("as measured")
@@ -530,19 +458,7 @@ fn unit(metric: &str) -> &'static str {
 
 /// The answer lines the terminal prints first (`results show`), for a run; for a bench, its
 /// headline per backing at the largest size lives in the charts and tables below.
-fn answer(v: &RunView) -> String {
-    if v.kind == RunKind::Bench {
-        return String::new();
-    }
-    format!(
-        "<pre class=\"answer\">{}</pre>\n",
-        esc(&super::markdown::answer_lines(v).join("\n"))
-    )
-}
-
-/// One chart per traced stall kind: events per trial in each power-of-two latency bucket, one
-/// line per arm.
-fn stall_chart(h: &StallHistogram) -> String {
+pub(super) fn stall_chart(h: &StallHistogram) -> String {
     let edges: Vec<f64> = h
         .arms
         .iter()
@@ -620,118 +536,4 @@ fn stall_chart(h: &StallHistogram) -> String {
             totals.join(", ")
         ),
     )
-}
-
-/// The body of one run's section.
-fn run_section(v: &RunView) -> String {
-    let mut o = format!("<h2>{}</h2>\n", esc(&heading(v)));
-    o += &answer(v);
-    let level = crate::analyze::verdict::fmt_level(v.report.confidence);
-    for c in &v.curves {
-        o += &bench_chart(c, &level);
-    }
-    if v.kind != RunKind::Bench {
-        for (mi, m) in v.report.metrics.iter().enumerate() {
-            let rows = forest_rows(v, mi);
-            if !rows.is_empty() {
-                o += &forest(
-                    &rows,
-                    v.report.effect * 100.0,
-                    &format!(
-                        "{}: each arm's change vs {} (point: Hodges–Lehmann estimate; bar: its interval at the level printed beside it; green band: ±δ = ±{}%); {} complete blocks.",
-                        m.metric.name,
-                        v.report.baseline,
-                        v.report.effect * 100.0,
-                        m.complete_blocks
-                    ),
-                );
-            }
-            if let Some(s) = v.series.iter().find(|s| s.metric == m.metric.name) {
-                let u = unit(&s.metric);
-                o += &figure(
-                    strip(s, &v.arms, u),
-                    &format!(
-                        "{}: every successful trial per arm ({u}; n = {} in all; black bar: median; red crosses: flagged trials). Outliers are kept and visible.",
-                        s.metric,
-                        s.points.len()
-                    ),
-                );
-                o += &figure(
-                    progression(s, &v.arms, u),
-                    &format!(
-                        "{} by position in the run (n = {}): the arms are interleaved in randomized blocks, so drift or a burst of host noise shows up in every arm at once.",
-                        s.metric,
-                        s.points.len()
-                    ),
-                );
-            }
-        }
-        for h in &v.stalls {
-            o += &stall_chart(h);
-        }
-        if let Some(svg) = coverage_bars(v) {
-            let n: Vec<String> = v
-                .report
-                .evidence
-                .iter()
-                .map(|e| format!("{} {}", e.arm, e.trials))
-                .collect();
-            o += &figure(
-                svg,
-                &format!(
-                    "Backing evidence: huge coverage of the child's memory at its peak resident size, per arm, % (mean over the sampled trials; trials: {}).",
-                    n.join(", ")
-                ),
-            );
-        }
-    }
-    for g in run_grids(v) {
-        o += &table(&g);
-    }
-    if v.system.is_some() && system(v).is_none() {
-        o += "<p class=\"meta\">The stored system snapshot is from another hugelab version and is not shown.</p>\n";
-    }
-    o
-}
-
-pub fn runs(views: &[RunView]) -> String {
-    let ids: Vec<String> = views.iter().map(|v| v.meta.id.to_string()).collect();
-    let title = format!("hugelab report: run {}", ids.join(", "));
-    page(&title, &views.iter().map(run_section).collect::<String>())
-}
-
-pub fn compare(c: &CompareResult) -> String {
-    let n = c.rows.len();
-    let rows: Vec<ForestRow> = c
-        .rows
-        .iter()
-        .filter_map(|r| {
-            let e = r.b_vs_a_percent?;
-            Some(ForestRow {
-                arm: r.arm.clone(),
-                point: e.point,
-                lo: e.lo,
-                hi: e.hi,
-                verdict: r
-                    .verdict
-                    .map_or("INCONCLUSIVE".into(), |v| format!("{v:?}").to_uppercase()),
-                level: c.confidence,
-            })
-        })
-        .collect();
-    let mut body = String::new();
-    if !rows.is_empty() {
-        body += &forest(
-            &rows,
-            c.effect * 100.0,
-            &format!(
-                "B vs A per arm, % of {} (unpaired: Hodges–Lehmann shift of log values, Mann–Whitney interval at {}; green band ±δ = ±{}%); {n} arms.",
-                c.metric,
-                crate::analyze::verdict::fmt_level(c.confidence),
-                c.effect * 100.0
-            ),
-        );
-    }
-    body += &table(&super::run::compare_grid(c));
-    page("hugelab compare", &body)
 }

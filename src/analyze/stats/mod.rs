@@ -1,0 +1,264 @@
+//! Robust summaries and effect estimates, as small pure functions; one method per file:
+//!
+//! * this module — descriptive statistics ([`Summary`]: quantiles with distribution-free
+//!   intervals, robust spread, outliers), the Student-t half-width, histograms, and
+//!   [`Estimate`], the point-with-interval every method returns;
+//! * [`signed_rank`] — Hodges–Lehmann with the Wilcoxon signed-rank interval for paired blocks,
+//!   the signed-rank test (exact for n ≤ 60);
+//! * [`bootstrap`] — the BCa bootstrap interval of a mean;
+//! * [`mann_whitney`] — the Hodges–Lehmann shift with the Mann–Whitney interval for two
+//!   independent samples.
+//!
+//! Invariants: inputs are finite (NaN is rejected), and functions state their minimum n.
+
+pub mod bootstrap;
+pub mod mann_whitney;
+pub mod signed_rank;
+
+pub use bootstrap::bootstrap_bca_mean;
+pub use mann_whitney::{Shift, mann_whitney_shift};
+pub use signed_rank::{
+    hodges_lehmann, min_pairs_for_interval, signed_rank_critical, signed_rank_p, signed_rank_z,
+    walsh_order_stat,
+};
+
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// Descriptive statistics of one sample.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Summary {
+    pub n: usize,
+    pub mean: f64,
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Sample standard deviation (n − 1); 0 for n = 1.
+    pub sd: f64,
+    /// Median absolute deviation, unscaled.
+    pub mad: f64,
+    pub p5: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub skewness: f64,
+    /// Values with robust z = |x − median| / (1.4826 · MAD) above 5: kept, counted.
+    pub outliers: usize,
+    /// SD / (1.4826 · MAD): near 1 for normal data, large with heavy tails or outliers.
+    pub sd_mad_ratio: Option<f64>,
+    /// 95% distribution-free intervals for p5, p95 and p99 (`None` when n is too small).
+    pub p5_interval: Option<(f64, f64)>,
+    pub p95_interval: Option<(f64, f64)>,
+    pub p99_interval: Option<(f64, f64)>,
+    pub histogram: Option<Histogram>,
+}
+
+/// Quantile by linear interpolation between order statistics (Hyndman & Fan type 7). `sorted` non-empty.
+pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
+    let h = (sorted.len() - 1) as f64 * q.clamp(0.0, 1.0);
+    let lo = h.floor() as usize;
+    let hi = h.ceil() as usize;
+    sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
+}
+
+pub fn sorted(xs: &[f64]) -> Vec<f64> {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+pub fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+/// Summarise a non-empty sample of finite values; `None` when empty or any value is NaN/infinite.
+pub fn summarize(xs: &[f64]) -> Option<Summary> {
+    if xs.is_empty() || xs.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let s = sorted(xs);
+    let n = s.len();
+    let mean = mean(&s);
+    let median = quantile_sorted(&s, 0.5);
+    let var = if n > 1 {
+        s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64
+    } else {
+        0.0
+    };
+    let sd = var.sqrt();
+    let mad = quantile_sorted(
+        &sorted(&s.iter().map(|x| (x - median).abs()).collect::<Vec<_>>()),
+        0.5,
+    );
+    let m3 = s.iter().map(|x| (x - mean).powi(3)).sum::<f64>() / n as f64;
+    let m2 = s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64;
+    let skewness = if m2 > 0.0 { m3 / m2.powf(1.5) } else { 0.0 };
+    let scale = 1.4826 * mad;
+    let outliers = if scale > 0.0 {
+        s.iter()
+            .filter(|x| ((*x - median) / scale).abs() > 5.0)
+            .count()
+    } else {
+        0
+    };
+    Some(Summary {
+        n,
+        mean,
+        median,
+        min: s[0],
+        max: s[n - 1],
+        sd,
+        mad,
+        p5: quantile_sorted(&s, 0.05),
+        p95: quantile_sorted(&s, 0.95),
+        p99: quantile_sorted(&s, 0.99),
+        skewness,
+        outliers,
+        sd_mad_ratio: (scale > 0.0).then(|| sd / scale),
+        p5_interval: quantile_interval(&s, 0.05, 0.95),
+        p95_interval: quantile_interval(&s, 0.95, 0.95),
+        p99_interval: quantile_interval(&s, 0.99, 0.95),
+        histogram: histogram(&s, 30),
+    })
+}
+
+/// Half-width of the Student-t interval for a mean (n ≥ 2), at two-sided `confidence`.
+pub fn t_half_width(sd: f64, n: usize, confidence: f64) -> Option<f64> {
+    if n < 2 {
+        return None;
+    }
+    let t = StudentsT::new(0.0, 1.0, (n - 1) as f64).ok()?;
+    Some(t.inverse_cdf(0.5 + confidence / 2.0) * sd / (n as f64).sqrt())
+}
+
+/// A point estimate with a confidence interval.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Estimate {
+    pub point: f64,
+    /// `None` bounds: too few observations for an interval at this confidence.
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
+    /// The confidence actually achieved (exact distributions are discrete).
+    pub confidence: f64,
+}
+
+impl Estimate {
+    pub fn excludes(&self, v: f64) -> bool {
+        matches!((self.lo, self.hi), (Some(lo), Some(hi)) if v < lo || v > hi)
+    }
+    pub fn map(self, f: impl Fn(f64) -> f64) -> Estimate {
+        Estimate {
+            point: f(self.point),
+            lo: self.lo.map(&f),
+            hi: self.hi.map(&f),
+            confidence: self.confidence,
+        }
+    }
+}
+
+/// Distribution-free interval for the q-quantile from order statistics: ranks (1-based) l and u
+/// with P(X_(l) ≤ ξ_q ≤ X_(u)) ≥ confidence, from the Binomial(n, q) distribution.
+/// `None` when n is too small for that confidence.
+pub fn quantile_interval(sorted: &[f64], q: f64, confidence: f64) -> Option<(f64, f64)> {
+    use statrs::distribution::{Binomial, DiscreteCDF};
+    let n = sorted.len();
+    if n == 0 {
+        return None;
+    }
+    let b = Binomial::new(q.clamp(0.0, 1.0), n as u64).ok()?;
+    let tail = (1.0 - confidence) / 2.0;
+    // l: largest rank with P(B ≤ l − 1) ≤ tail; u: smallest rank with P(B ≥ u) ≤ tail.
+    let mut l = 0usize;
+    while l < n && b.cdf(l as u64) <= tail {
+        l += 1;
+    }
+    let mut u = n;
+    while u > 0 && 1.0 - b.cdf((u - 1) as u64) <= tail {
+        u -= 1;
+    }
+    let u = u + 1;
+    (l >= 1 && u <= n && l <= u).then(|| (sorted[l - 1], sorted[u - 1]))
+}
+
+/// Histogram with Freedman–Diaconis bin width (at least 1, at most `max_bins` bins).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Histogram {
+    pub start: f64,
+    pub width: f64,
+    pub counts: Vec<u64>,
+}
+
+pub fn histogram(xs: &[f64], max_bins: usize) -> Option<Histogram> {
+    let s = sorted(xs);
+    if s.is_empty() || s.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let (lo, hi) = (s[0], s[s.len() - 1]);
+    let iqr = quantile_sorted(&s, 0.75) - quantile_sorted(&s, 0.25);
+    let fd = 2.0 * iqr / (s.len() as f64).cbrt();
+    let span = (hi - lo).max(f64::MIN_POSITIVE);
+    let bins = if fd > 0.0 {
+        ((span / fd).ceil() as usize).clamp(1, max_bins.max(1))
+    } else {
+        1
+    };
+    let width = span / bins as f64;
+    let mut counts = vec![0u64; bins];
+    for x in &s {
+        let i = (((x - lo) / width) as usize).min(bins - 1);
+        counts[i] += 1;
+    }
+    Some(Histogram {
+        start: lo,
+        width,
+        counts,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_known_values() {
+        let s = summarize(&[1.0, 2.0, 3.0, 4.0, 100.0]).unwrap();
+        assert_eq!(s.median, 3.0);
+        assert_eq!(s.mean, 22.0);
+        assert_eq!(s.mad, 1.0);
+        assert_eq!(s.outliers, 1); // 100 is (97 / 1.4826) ≈ 65 robust-z away
+        assert!(s.skewness > 1.0);
+        assert!(
+            s.sd_mad_ratio.unwrap() > 10.0,
+            "one outlier inflates SD, not MAD"
+        );
+        assert!(s.p99_interval.is_none(), "5 values cannot bound p99");
+        assert_eq!(s.histogram.as_ref().unwrap().counts.iter().sum::<u64>(), 5);
+        assert!(summarize(&[1.0, f64::NAN]).is_none());
+        assert!(summarize(&[]).is_none());
+    }
+
+    #[test]
+    fn t_interval_known_value() {
+        // t(0.975, 9) = 2.262157; sd 1, n 10 → 0.7153
+        let h = t_half_width(1.0, 10, 0.95).unwrap();
+        assert!((h - 2.262157 / 10f64.sqrt()).abs() < 1e-5, "{h}");
+    }
+
+    #[test]
+    fn quantile_interval_brackets_the_quantile() {
+        let x: Vec<f64> = (1..=100).map(f64::from).collect();
+        let (lo, hi) = quantile_interval(&x, 0.5, 0.95).unwrap();
+        // Binomial(100, 0.5): the 95% order-statistic interval for the median is X(40)..X(61).
+        assert_eq!((lo, hi), (40.0, 61.0));
+        assert!(
+            quantile_interval(&x[..5], 0.99, 0.95).is_none(),
+            "p99 needs more than 5 values"
+        );
+    }
+
+    #[test]
+    fn histogram_counts_everything() {
+        let x: Vec<f64> = (0..1000).map(|i| (i % 37) as f64).collect();
+        let h = histogram(&x, 50).unwrap();
+        assert_eq!(h.counts.iter().sum::<u64>(), 1000);
+        assert!(h.counts.len() > 1);
+    }
+}

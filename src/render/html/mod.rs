@@ -1,0 +1,207 @@
+//! One self-contained HTML report: inline CSS (`report.css`), inline SVG charts (plotters' SVG
+//! backend, in [`charts`]), no JavaScript, nothing loaded from the network. Tables are the
+//! terminal's cells ([`Grid`]); every chart names its units, the level of its intervals and n.
+//! Colours are the Okabe–Ito palette, which stays distinguishable with the common
+//! colour-vision deficiencies.
+
+mod charts;
+
+use super::Grid;
+use super::markdown::{heading, run_grids, system};
+use crate::model::report::{CompareResult, RunKind, RunView};
+pub use charts::{ForestRow, forest_rows};
+use charts::{bench_chart, coverage_bars, figure, forest, progression, stall_chart, strip, unit};
+use plotters::prelude::RGBColor;
+
+/// Okabe–Ito, without its yellow (too light on white).
+const PALETTE: [RGBColor; 7] = [
+    RGBColor(0, 114, 178),
+    RGBColor(230, 159, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(213, 94, 0),
+    RGBColor(86, 180, 233),
+    RGBColor(204, 121, 167),
+    RGBColor(0, 0, 0),
+];
+
+pub fn colour(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
+const CSS: &str = include_str!("report.css");
+
+/// Text for HTML element content and attributes.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{CSS}</style></head>\n<body>\n<h1>{}</h1>\n{body}</body></html>\n",
+        esc(title),
+        esc(title)
+    )
+}
+
+/// A grid as an HTML table with its title above and notes below.
+pub fn table(g: &Grid) -> String {
+    let mut o = String::new();
+    for (i, l) in g.title.lines().enumerate() {
+        if i == 0 {
+            o += &format!("<h3>{}</h3>\n", esc(l));
+        } else {
+            o += &format!("<p class=\"meta\">{}</p>\n", esc(l));
+        }
+    }
+    o += "<table><thead><tr>";
+    for h in &g.header {
+        o += &format!("<th>{}</th>", esc(h));
+    }
+    o += "</tr></thead><tbody>\n";
+    for r in &g.rows {
+        o += "<tr>";
+        for c in r {
+            o += &format!("<td>{}</td>", esc(c));
+        }
+        o += "</tr>\n";
+    }
+    o += "</tbody></table>\n";
+    if !g.notes.is_empty() {
+        o += "<ul class=\"notes\">";
+        for n in &g.notes {
+            o += &format!("<li>{}</li>", esc(n.trim()));
+        }
+        o += "</ul>\n";
+    }
+    o
+}
+
+/// Draw one chart into an SVG string.
+fn answer(v: &RunView) -> String {
+    if v.kind == RunKind::Bench {
+        return String::new();
+    }
+    format!(
+        "<pre class=\"answer\">{}</pre>\n",
+        esc(&super::markdown::answer_lines(v).join("\n"))
+    )
+}
+
+/// One chart per traced stall kind: events per trial in each power-of-two latency bucket, one
+/// line per arm.
+/// The body of one run's section.
+fn run_section(v: &RunView) -> String {
+    let mut o = format!("<h2>{}</h2>\n", esc(&heading(v)));
+    o += &answer(v);
+    let level = crate::analyze::verdict::fmt_level(v.report.confidence);
+    for c in &v.curves {
+        o += &bench_chart(c, &level);
+    }
+    if v.kind != RunKind::Bench {
+        for (mi, m) in v.report.metrics.iter().enumerate() {
+            let rows = forest_rows(v, mi);
+            if !rows.is_empty() {
+                o += &forest(
+                    &rows,
+                    v.report.effect * 100.0,
+                    &format!(
+                        "{}: each arm's change vs {} (point: Hodges–Lehmann estimate; bar: its interval at the level printed beside it; green band: ±δ = ±{}%); {} complete blocks.",
+                        m.metric.name,
+                        v.report.baseline,
+                        v.report.effect * 100.0,
+                        m.complete_blocks
+                    ),
+                );
+            }
+            if let Some(s) = v.series.iter().find(|s| s.metric == m.metric.name) {
+                let u = unit(&s.metric);
+                o += &figure(
+                    strip(s, &v.arms, u),
+                    &format!(
+                        "{}: every successful trial per arm ({u}; n = {} in all; black bar: median; red crosses: flagged trials). Outliers are kept and visible.",
+                        s.metric,
+                        s.points.len()
+                    ),
+                );
+                o += &figure(
+                    progression(s, &v.arms, u),
+                    &format!(
+                        "{} by position in the run (n = {}): the arms are interleaved in randomized blocks, so drift or a burst of host noise shows up in every arm at once.",
+                        s.metric,
+                        s.points.len()
+                    ),
+                );
+            }
+        }
+        for h in &v.stalls {
+            o += &stall_chart(h);
+        }
+        if let Some(svg) = coverage_bars(v) {
+            let n: Vec<String> = v
+                .report
+                .evidence
+                .iter()
+                .map(|e| format!("{} {}", e.arm, e.trials))
+                .collect();
+            o += &figure(
+                svg,
+                &format!(
+                    "Backing evidence: huge coverage of the child's memory at its peak resident size, per arm, % (mean over the sampled trials; trials: {}).",
+                    n.join(", ")
+                ),
+            );
+        }
+    }
+    for g in run_grids(v) {
+        o += &table(&g);
+    }
+    if v.system.is_some() && system(v).is_none() {
+        o += "<p class=\"meta\">The stored system snapshot is from another hugelab version and is not shown.</p>\n";
+    }
+    o
+}
+
+pub fn runs(views: &[RunView]) -> String {
+    let ids: Vec<String> = views.iter().map(|v| v.meta.id.to_string()).collect();
+    let title = format!("hugelab report: run {}", ids.join(", "));
+    page(&title, &views.iter().map(run_section).collect::<String>())
+}
+
+pub fn compare(c: &CompareResult) -> String {
+    let n = c.rows.len();
+    let rows: Vec<ForestRow> = c
+        .rows
+        .iter()
+        .filter_map(|r| {
+            let e = r.b_vs_a_percent?;
+            Some(ForestRow {
+                arm: r.arm.clone(),
+                point: e.point,
+                lo: e.lo,
+                hi: e.hi,
+                verdict: r
+                    .verdict
+                    .map_or("INCONCLUSIVE".into(), |v| format!("{v:?}").to_uppercase()),
+                level: c.confidence,
+            })
+        })
+        .collect();
+    let mut body = String::new();
+    if !rows.is_empty() {
+        body += &forest(
+            &rows,
+            c.effect * 100.0,
+            &format!(
+                "B vs A per arm, % of {} (unpaired: Hodges–Lehmann shift of log values, Mann–Whitney interval at {}; green band ±δ = ±{}%); {n} arms.",
+                c.metric,
+                crate::analyze::verdict::fmt_level(c.confidence),
+                c.effect * 100.0
+            ),
+        );
+    }
+    body += &table(&super::run::compare_grid(c));
+    page("hugelab compare", &body)
+}
