@@ -4,124 +4,17 @@
 //! (PostgreSQL's backends call setsid). Its output (stdout and stderr, one pipe) is read on a
 //! thread of its own, which also sees a `log:` readiness line the moment it is printed.
 
+mod log;
+mod ready;
+
+pub use ready::Ready;
+
 use super::child::{Inherited, SPAWN_TURN, TrialSpec, command, pidfd_open, spawn_error};
-use regex::Regex;
-use std::collections::VecDeque;
-use std::io::{BufRead, BufReader};
+use log::{Shared, read_log};
+use ready::connect_tcp;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::path::PathBuf;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// How to tell that a server is ready for its load.
-#[derive(Debug, Clone)]
-pub enum Ready {
-    /// A TCP connection to HOST:PORT is accepted.
-    Tcp(String),
-    /// A connection to a unix socket is accepted.
-    Unix(PathBuf),
-    /// A shell command exits 0 (e.g. `pg_isready -h /tmp -p 5433`).
-    Cmd(String),
-    /// The server prints a line matching this regex.
-    Log(Regex),
-}
-
-impl Ready {
-    /// `tcp:HOST:PORT`, `unix:PATH`, `cmd:COMMAND`, `log:REGEX`.
-    pub fn parse(s: &str) -> Result<Ready, String> {
-        let bad = |why: &str| {
-            format!("--ready {s:?}: {why}; use tcp:HOST:PORT, unix:PATH, cmd:COMMAND or log:REGEX")
-        };
-        let (kind, v) = s.split_once(':').ok_or_else(|| bad("no kind"))?;
-        if v.is_empty() {
-            return Err(bad("nothing after the kind"));
-        }
-        match kind {
-            "tcp" => {
-                let (host, port) = v.rsplit_once(':').ok_or_else(|| bad("no :PORT"))?;
-                if host.is_empty() || port.parse::<u16>().map_or(true, |p| p == 0) {
-                    return Err(bad("HOST:PORT needs a host and a port 1–65535"));
-                }
-                Ok(Ready::Tcp(v.to_string()))
-            }
-            "unix" => Ok(Ready::Unix(PathBuf::from(v))),
-            "cmd" => Ok(Ready::Cmd(v.to_string())),
-            "log" => Regex::new(v)
-                .map(Ready::Log)
-                .map_err(|e| bad(&format!("invalid regex: {e}"))),
-            _ => Err(bad(&format!("unknown kind {kind:?}"))),
-        }
-    }
-
-    pub fn describe(&self) -> String {
-        match self {
-            Ready::Tcp(a) => format!("tcp:{a}"),
-            Ready::Unix(p) => format!("unix:{}", p.display()),
-            Ready::Cmd(c) => format!("cmd:{c}"),
-            Ready::Log(r) => format!("log:{}", r.as_str()),
-        }
-    }
-
-    /// Whether something already answers there: a server from before (or another program)
-    /// holds the address, so a trial's server cannot be told from it.
-    pub fn taken(&self) -> bool {
-        match self {
-            Ready::Tcp(a) => connect_tcp(a),
-            Ready::Unix(p) => std::os::unix::net::UnixStream::connect(p).is_ok(),
-            Ready::Cmd(_) | Ready::Log(_) => false,
-        }
-    }
-}
-
-fn connect_tcp(addr: &str) -> bool {
-    use std::net::ToSocketAddrs;
-    addr.to_socket_addrs().is_ok_and(|mut it| {
-        it.any(|a| std::net::TcpStream::connect_timeout(&a, Duration::from_millis(200)).is_ok())
-    })
-}
-
-/// The server's output: the head and the last lines, and when the readiness line was seen.
-#[derive(Debug, Default)]
-struct Log {
-    head: String,
-    tail: VecDeque<String>,
-    ready_at: Option<Instant>,
-    closed: bool,
-}
-
-const HEAD_BYTES: usize = 256 << 10;
-const TAIL_LINES: usize = 200;
-
-type Shared = Arc<(Mutex<Log>, Condvar)>;
-
-fn read_log(pipe: std::io::PipeReader, ready: Option<Regex>, shared: Shared) {
-    let mut r = BufReader::new(pipe);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let n = r.read_until(b'\n', &mut line).unwrap_or(0);
-        let (lock, cv) = &*shared;
-        let mut log = lock.lock().unwrap_or_else(|p| p.into_inner());
-        if n == 0 {
-            log.closed = true;
-            cv.notify_all();
-            return;
-        }
-        let text = String::from_utf8_lossy(&line).trim_end().to_string();
-        if log.ready_at.is_none() && ready.as_ref().is_some_and(|re| re.is_match(&text)) {
-            log.ready_at = Some(Instant::now());
-            cv.notify_all();
-        }
-        if log.head.len() + text.len() < HEAD_BYTES {
-            log.head.push_str(&text);
-            log.head.push('\n');
-        }
-        if log.tail.len() == TAIL_LINES {
-            log.tail.pop_front();
-        }
-        log.tail.push_back(text);
-    }
-}
 
 /// How a server's trial went wrong: a failed trial, with the server's last lines.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
