@@ -18,7 +18,8 @@
 //! * [`judge`] — a change judged on live hosts from their time series (canary vs baseline by
 //!   interval, autocorrelation, the coverage evidence);
 //! * [`advice`] — from stored evidence to settings (`hugelab advise`);
-//! * [`simulate`] — the simulation study that checks the statistics.
+//! * `simulate` — the simulation study that checks the statistics; a validation harness, compiled
+//!   only for tests and with the `simulation` feature (the tests and the judge bench turn it on).
 
 pub mod advice;
 pub mod bench;
@@ -31,6 +32,7 @@ pub mod inspect;
 pub mod judge;
 pub mod sequential;
 pub mod server;
+#[cfg(any(test, feature = "simulation"))]
 pub mod simulate;
 pub mod stats;
 pub mod trace;
