@@ -3,6 +3,7 @@
 
 mod common;
 
+use assert_cmd::Command;
 use clap::CommandFactory;
 use hugelab::cli::Cli;
 
@@ -214,5 +215,47 @@ fn readme_commands_and_links_exist() {
             root.join(file).exists(),
             "README links to {target}, which does not exist"
         );
+    }
+}
+
+#[test]
+fn bad_levels_and_env_are_usage_errors_in_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    for argv in [
+        vec![
+            "run",
+            "--arm",
+            "a=",
+            "--arm",
+            "b=",
+            "--confidence",
+            "1.5",
+            "--",
+            "true",
+        ],
+        vec![
+            "run", "--arm", "a=", "--arm", "b=", "--effect", "2", "--", "true",
+        ],
+        vec![
+            "run", "--arm", "a=", "--arm", "b=", "--env", "FOO", "--", "true",
+        ],
+        vec!["results", "--db", db, "show", "1", "--confidence", "1.5"],
+        vec!["compare", "1", "2", "--db", db, "--confidence", "1.5"],
+        vec!["bench", "--confidence", "1.5"],
+    ] {
+        let out = Command::cargo_bin("hugelab")
+            .unwrap()
+            .args(&argv)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{argv:?}: {err}");
+        assert!(
+            err.contains("outside") || err.contains("NAME=VALUE"),
+            "{argv:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
     }
 }

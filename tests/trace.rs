@@ -91,7 +91,7 @@ fn bad_input_names_the_fix() {
     for (args, want) in [
         (
             &["trace", "-e", "compact"][..],
-            "valid: compaction, reclaim",
+            "possible values: compaction, reclaim",
         ),
         (&["trace", "--interval", "10ms"][..], "at least 100ms"),
         (&["trace", "--pid", "999999999"][..], "no such process"),

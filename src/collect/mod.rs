@@ -6,6 +6,7 @@ pub mod coverage;
 pub mod folio_scan;
 pub mod load;
 pub mod noise;
+pub mod output;
 pub mod perf;
 pub mod prometheus;
 pub mod sampler;

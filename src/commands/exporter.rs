@@ -40,8 +40,8 @@ pub struct ExporterArgs {
     pub folio_every: Duration,
     /// Also export kernel stall histograms from tracepoints (root): compaction, reclaim, migrate,
     /// comma-separated (e.g. `compaction,reclaim`)
-    #[arg(long, value_name = "KINDS")]
-    pub trace: Option<String>,
+    #[arg(long, value_name = "KINDS", value_delimiter = ',')]
+    pub trace: Vec<crate::analyze::trace::TraceKind>,
     /// Print one scrape on stdout and exit (e.g. for node_exporter's textfile collector)
     #[arg(long)]
     pub once: bool,
@@ -139,7 +139,7 @@ impl TraceThread {
 
 /// Trace `kinds` system-wide until stopped, adding each half second's stalls.
 fn start_trace(
-    kinds: &[&'static str],
+    kinds: &[crate::analyze::trace::TraceKind],
 ) -> anyhow::Result<(std::sync::Arc<std::sync::Mutex<Stalls>>, TraceThread)> {
     use crate::analyze::trace::{Aggregator, tracepoints};
     use crate::collect::tracepoints::{Tracefs, Tracer};
@@ -194,15 +194,17 @@ impl Exporter {
                 a.budget
             )));
         }
-        if let Some(k) = &a.trace {
-            let kinds = crate::analyze::trace::parse_kinds(k)
-                .map_err(|e| UsageError(format!("--trace: {e}")))?;
-            if let Some(x) = kinds
-                .iter()
-                .find(|k| !["compaction", "reclaim", "migrate"].contains(k))
-            {
+        {
+            use crate::analyze::trace::TraceKind;
+            let stalls = [
+                TraceKind::Compaction,
+                TraceKind::Reclaim,
+                TraceKind::Migrate,
+            ];
+            if let Some(x) = a.trace.iter().find(|k| !stalls.contains(k)) {
                 return Err(UsageError(format!(
-                    "--trace {x}: the exporter keeps stall histograms only: compaction, reclaim, migrate"
+                    "--trace {}: the exporter keeps stall histograms only: compaction, reclaim, migrate",
+                    x.name()
                 )));
             }
         }
@@ -454,7 +456,7 @@ pub fn run(a: ExporterArgs) -> anyhow::Result<i32> {
     let addr = parse_listen(&a.listen)?;
     let mut ex = Exporter::new(&a)?;
     let mut trace_thread = None;
-    if let Some(k) = &a.trace {
+    if !a.trace.is_empty() {
         if a.once {
             return Err(UsageError(
                 "--trace needs a running exporter (its histograms grow over time), not --once"
@@ -462,7 +464,7 @@ pub fn run(a: ExporterArgs) -> anyhow::Result<i32> {
             )
             .into());
         }
-        let kinds = crate::analyze::trace::parse_kinds(k).map_err(UsageError)?;
+        let kinds = crate::analyze::trace::catalogue::distinct(&a.trace);
         let (stalls, thread) = start_trace(&kinds)?;
         ex.stalls = Some(stalls);
         trace_thread = Some(thread);

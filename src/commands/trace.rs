@@ -3,9 +3,8 @@
 //! process tree from exec to exit; one window or one per `--interval`.
 
 use super::{UsageError, print_json};
-use crate::analyze::trace::{
-    Aggregator, DEFAULT_KINDS, KINDS, kernel_checks, parse_kinds, tracepoints,
-};
+use crate::analyze::trace::catalogue::{self, distinct};
+use crate::analyze::trace::{Aggregator, TraceKind, kernel_checks, tracepoints};
 use crate::collect::tracepoints::{Event, Tracefs, Tracer};
 use crate::model::trace::{MissingEvent, TraceResult};
 use crate::probe::Root;
@@ -22,11 +21,10 @@ const FORK: &str = "sched:sched_process_fork";
 
 #[derive(Debug, Args)]
 pub struct TraceArgs {
-    /// What to trace, comma-separated: compaction, reclaim, migrate, khugepaged, alloc, tlb,
-    /// faults [default: compaction,reclaim,migrate,khugepaged; alloc, tlb and faults fire on hot
-    /// paths and cost more]
-    #[arg(long, short)]
-    pub events: Option<String>,
+    /// What to trace, comma-separated [default: compaction,reclaim,migrate,khugepaged; alloc,
+    /// tlb and faults fire on hot paths and cost more]
+    #[arg(long, short, value_name = "KINDS", value_delimiter = ',')]
+    pub events: Vec<TraceKind>,
     /// How long to trace system-wide or a --pid [default: 10s; with --interval, until Ctrl-C]
     #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub duration: Option<Duration>,
@@ -80,15 +78,16 @@ fn cpu_time() -> f64 {
 
 /// What a trace needs besides its arguments: checked kinds, the scope and when it ends.
 struct Plan {
-    kinds: Vec<&'static str>,
+    kinds: Vec<TraceKind>,
     duration: Option<Duration>,
     interval: Option<Duration>,
 }
 
 fn plan(a: &TraceArgs) -> Result<Plan, UsageError> {
-    let kinds = match &a.events {
-        Some(s) => parse_kinds(s).map_err(UsageError)?,
-        None => DEFAULT_KINDS.to_vec(),
+    let kinds = if a.events.is_empty() {
+        TraceKind::DEFAULT.to_vec()
+    } else {
+        distinct(&a.events)
     };
     if a.pid.is_some() && !a.command.is_empty() {
         return Err(UsageError(
@@ -143,16 +142,17 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
         .ok()
         .flatten();
     let mut notes: Vec<String> = tfs.note.iter().cloned().collect();
-    if !p.kinds.contains(&"faults") {
+    if !p.kinds.contains(&TraceKind::Faults) {
+        use clap::ValueEnum;
+        let others: Vec<TraceKind> = TraceKind::value_variants()
+            .iter()
+            .copied()
+            .filter(|k| !p.kinds.contains(k))
+            .collect();
         notes.push(format!(
             "kinds: {} (also available: {})",
-            p.kinds.join(", "),
-            KINDS
-                .iter()
-                .map(|(k, _)| *k)
-                .filter(|k| !p.kinds.contains(k))
-                .collect::<Vec<_>>()
-                .join(", ")
+            catalogue::names(&p.kinds),
+            catalogue::names(&others)
         ));
     }
     crate::control::defer_first_signal("stopping: the histograms so far follow");

@@ -27,7 +27,7 @@ pub struct Plan {
     /// An A/A calibration run.
     pub calibrate: bool,
     /// Trace kinds recorded per trial (`--trace`), empty when not tracing.
-    pub trace: Vec<&'static str>,
+    pub trace: Vec<crate::analyze::trace::TraceKind>,
     /// `--user`: the uid and gid the command (and server) run as.
     pub user: Option<crate::probe::user::UserIds>,
     /// `--server`: the service each trial starts and loads.
@@ -36,6 +36,31 @@ pub struct Plan {
     pub load_format: Option<crate::collect::load::LoadFormat>,
     /// The command each trial runs (the load, with a load format's added arguments).
     pub command: Vec<String>,
+    /// `--metric NAME=REGEX`: numbers read from each trial's output.
+    pub outputs: Vec<crate::collect::output::OutputMetric>,
+    /// How each trial runs and what happens before it.
+    pub trial: TrialSetup,
+    /// `--keep-going`: a failed trial is kept and counted instead of stopping the run.
+    pub keep_going: bool,
+}
+
+/// How each trial runs and what is done before it (none of it measured).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct TrialSetup {
+    /// `--shell`: the command (and server) through /bin/sh -c.
+    pub shell: bool,
+    /// `--cwd`: where the command (and server) run.
+    pub cwd: Option<std::path::PathBuf>,
+    /// `--env NAME=VALUE`: extra environment of the command.
+    pub env: Vec<(String, String)>,
+    /// `--timeout`: a trial (and its process group) killed after this long.
+    pub timeout: Option<Duration>,
+    /// `--prepare`: a shell command run before every trial.
+    pub prepare: Option<String>,
+    /// `--drop-caches` before every trial (root).
+    pub drop_caches: bool,
+    /// `--compact` memory before every trial (root).
+    pub compact: bool,
 }
 
 /// How each trial runs its server.

@@ -101,6 +101,16 @@ where
 }
 
 /// Run `hugelab ARGS…`, require success, and parse its JSON output.
+/// `hugelab run EXTRA --json --db DB -- CMD`, which must succeed, as JSON.
+pub fn run_json(extra: &[&str], cmd: &[&str], db: &Path) -> serde_json::Value {
+    let db = db.display().to_string();
+    let mut all = vec!["run"];
+    all.extend_from_slice(extra);
+    all.extend(["--json", "--db", &db, "--"]);
+    all.extend_from_slice(cmd);
+    hugelab_json(all)
+}
+
 pub fn hugelab_json<I, S>(args: I) -> serde_json::Value
 where
     I: IntoIterator<Item = S>,

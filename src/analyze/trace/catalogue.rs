@@ -1,95 +1,142 @@
-//! The kinds `trace` and `run --trace` can trace, and the tracepoints each needs.
+//! The kinds `trace`, `run --trace` and `exporter --trace` can trace, and the tracepoints each
+//! needs. A kind is a [`TraceKind`]; the command line parses it (clap's `ValueEnum`, so an
+//! unknown kind is refused with the valid ones listed, and `--help` shows what each gives).
 
-/// What can be traced, by kind name: (events, what they give).
-pub const KINDS: [(&str, &str); 7] = [
-    (
-        "compaction",
-        "direct compaction and kcompactd stalls (mm_compaction_begin → _end), order, status",
-    ),
-    (
-        "reclaim",
-        "direct and memcg reclaim stalls (mm_vmscan_*_reclaim_begin → _end), order, pages reclaimed",
-    ),
-    (
-        "migrate",
-        "page migration (mm_migrate_pages_start → mm_migrate_pages), reason, result",
-    ),
-    (
-        "khugepaged",
-        "khugepaged scans and collapses by result (counts; no begin event to time them)",
-    ),
-    (
-        "alloc",
-        "page allocations of order ≥ 1 by order and fallbacks (extfrag); filtered in the kernel, but every allocation runs the filter: +7% wall time on a 4 KiB-fault-heavy child here",
-    ),
-    ("tlb", "TLB flushes by reason"),
-    (
-        "faults",
-        "user page faults (one event per fault: costs the most to trace)",
-    ),
-];
+/// What can be traced.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum, serde::Serialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum TraceKind {
+    /// Direct compaction and kcompactd stalls (mm_compaction_begin → _end), order, status
+    Compaction,
+    /// Direct and memcg reclaim stalls (mm_vmscan_*_reclaim_begin → _end), order, pages reclaimed
+    Reclaim,
+    /// Page migration (mm_migrate_pages_start → mm_migrate_pages), reason, result
+    Migrate,
+    /// khugepaged scans and collapses by result (counts; no begin event to time them)
+    Khugepaged,
+    /// Page allocations of order ≥ 1 by order and fallbacks (extfrag); filtered in the kernel,
+    /// but every allocation runs the filter: +7% wall time on a 4 KiB-fault-heavy child here
+    Alloc,
+    /// TLB flushes by reason
+    Tlb,
+    /// User page faults (one event per fault: costs the most to trace)
+    Faults,
+}
 
-/// The cheap kinds: their events fire on slow paths only (`cargo bench --bench trace`).
-pub const DEFAULT_KINDS: [&str; 4] = ["compaction", "reclaim", "migrate", "khugepaged"];
+impl TraceKind {
+    /// The cheap kinds, traced when none are named: their events fire on slow paths only
+    /// (`cargo bench --bench trace`).
+    pub const DEFAULT: [TraceKind; 4] = [
+        TraceKind::Compaction,
+        TraceKind::Reclaim,
+        TraceKind::Migrate,
+        TraceKind::Khugepaged,
+    ];
 
-/// The tracepoints of one kind, each with an optional kernel-side filter.
-pub fn events(kind: &str) -> &'static [(&'static str, Option<&'static str>)] {
-    match kind {
-        "compaction" => &[
-            ("compaction:mm_compaction_begin", None),
-            ("compaction:mm_compaction_end", None),
-            ("compaction:mm_compaction_try_to_compact_pages", None),
-            ("compaction:mm_compaction_deferred", None),
-        ],
-        "reclaim" => &[
-            ("vmscan:mm_vmscan_direct_reclaim_begin", None),
-            ("vmscan:mm_vmscan_direct_reclaim_end", None),
-            ("vmscan:mm_vmscan_memcg_reclaim_begin", None),
-            ("vmscan:mm_vmscan_memcg_reclaim_end", None),
-        ],
-        "migrate" => &[
-            ("migrate:mm_migrate_pages_start", None),
-            ("migrate:mm_migrate_pages", None),
-        ],
-        "khugepaged" => &[
-            ("huge_memory:mm_khugepaged_scan_pmd", None),
-            ("huge_memory:mm_collapse_huge_page", None),
-            ("huge_memory:mm_collapse_huge_page_isolate", None),
-        ],
-        "alloc" => &[
-            ("kmem:mm_page_alloc", Some("order > 0")),
-            ("kmem:mm_page_alloc_extfrag", None),
-        ],
-        "tlb" => &[("tlb:tlb_flush", None)],
-        "faults" => &[("exceptions:page_fault_user", None)],
-        _ => &[],
+    /// The kind's name on the command line and in records.
+    pub fn name(self) -> &'static str {
+        match self {
+            TraceKind::Compaction => "compaction",
+            TraceKind::Reclaim => "reclaim",
+            TraceKind::Migrate => "migrate",
+            TraceKind::Khugepaged => "khugepaged",
+            TraceKind::Alloc => "alloc",
+            TraceKind::Tlb => "tlb",
+            TraceKind::Faults => "faults",
+        }
+    }
+
+    /// The kind's tracepoints, each with an optional kernel-side filter.
+    pub fn events(self) -> &'static [(&'static str, Option<&'static str>)] {
+        match self {
+            TraceKind::Compaction => &[
+                ("compaction:mm_compaction_begin", None),
+                ("compaction:mm_compaction_end", None),
+                ("compaction:mm_compaction_try_to_compact_pages", None),
+                ("compaction:mm_compaction_deferred", None),
+            ],
+            TraceKind::Reclaim => &[
+                ("vmscan:mm_vmscan_direct_reclaim_begin", None),
+                ("vmscan:mm_vmscan_direct_reclaim_end", None),
+                ("vmscan:mm_vmscan_memcg_reclaim_begin", None),
+                ("vmscan:mm_vmscan_memcg_reclaim_end", None),
+            ],
+            TraceKind::Migrate => &[
+                ("migrate:mm_migrate_pages_start", None),
+                ("migrate:mm_migrate_pages", None),
+            ],
+            TraceKind::Khugepaged => &[
+                ("huge_memory:mm_khugepaged_scan_pmd", None),
+                ("huge_memory:mm_collapse_huge_page", None),
+                ("huge_memory:mm_collapse_huge_page_isolate", None),
+            ],
+            TraceKind::Alloc => &[
+                ("kmem:mm_page_alloc", Some("order > 0")),
+                ("kmem:mm_page_alloc_extfrag", None),
+            ],
+            TraceKind::Tlb => &[("tlb:tlb_flush", None)],
+            TraceKind::Faults => &[("exceptions:page_fault_user", None)],
+        }
     }
 }
 
 /// The tracepoints of several kinds, in order.
-pub fn tracepoints(kinds: &[&str]) -> Vec<(&'static str, Option<&'static str>)> {
+pub fn tracepoints(kinds: &[TraceKind]) -> Vec<(&'static str, Option<&'static str>)> {
     kinds
         .iter()
-        .flat_map(|k| events(k).iter().copied())
+        .flat_map(|k| k.events().iter().copied())
         .collect()
 }
 
-/// `compaction,reclaim` → kinds, or an error listing the valid ones.
-pub fn parse_kinds(s: &str) -> Result<Vec<&'static str>, String> {
-    let mut out = Vec::new();
-    for k in s.split(',').map(str::trim).filter(|k| !k.is_empty()) {
-        let Some((name, _)) = KINDS.iter().find(|(n, _)| *n == k) else {
-            return Err(format!(
-                "unknown trace kind {k:?}; valid: {}",
-                KINDS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
-            ));
-        };
-        if !out.contains(name) {
-            out.push(*name);
+/// Kinds as given on the command line, each once, in the order first named.
+pub fn distinct(kinds: &[TraceKind]) -> Vec<TraceKind> {
+    let mut out: Vec<TraceKind> = Vec::new();
+    for k in kinds {
+        if !out.contains(k) {
+            out.push(*k);
         }
     }
-    if out.is_empty() {
-        return Err("no trace kinds given".into());
+    out
+}
+
+/// Names joined for a message: `compaction, reclaim`.
+pub fn names(kinds: &[TraceKind]) -> String {
+    kinds
+        .iter()
+        .map(|k| k.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::ValueEnum;
+
+    #[test]
+    fn every_kind_has_events_and_its_name_is_the_cli_word() {
+        for k in TraceKind::value_variants() {
+            assert!(!k.events().is_empty(), "{k:?}");
+            assert_eq!(k.to_possible_value().unwrap().get_name(), k.name());
+            assert_eq!(serde_json::to_value(k).unwrap(), k.name());
+        }
+        assert_eq!(
+            TraceKind::from_str("khugepaged", false),
+            Ok(TraceKind::Khugepaged)
+        );
+        assert!(TraceKind::from_str("compact", false).is_err());
     }
-    Ok(out)
+
+    #[test]
+    fn kinds_are_kept_once_in_order() {
+        use TraceKind::*;
+        assert_eq!(
+            distinct(&[Reclaim, Compaction, Reclaim]),
+            [Reclaim, Compaction]
+        );
+        assert_eq!(names(&[Compaction, Reclaim]), "compaction, reclaim");
+        assert_eq!(tracepoints(&[Tlb]), [("tlb:tlb_flush", None)]);
+    }
 }

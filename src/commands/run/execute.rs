@@ -1,10 +1,10 @@
 //! A run's trials: blocks in seeded random order, one trial at a time through the injected
 //! [`Context`], each stored as it finishes; stops on the plan's design, failure or Ctrl-C.
 
-use super::plan::{OutputMetric, block_order, extract};
+use super::Plan;
+use super::plan::block_order;
 use super::service;
 use super::watch;
-use super::{Plan, RunArgs};
 use crate::analyze::experiment::{self, TrialData};
 use crate::analyze::sequential::ConfidenceSequence;
 use crate::analyze::verdict::{self, Design, Verdict};
@@ -153,9 +153,7 @@ fn evidence_json(
 
 /// What every trial of one run shares.
 struct Job<'a> {
-    a: &'a RunArgs,
     plan: &'a Plan,
-    outputs: &'a [OutputMetric],
     base_spec: TrialSpec,
     /// Per arm, its `watch=` spec and the PID it named when the run started.
     watched: BTreeMap<usize, (String, u32)>,
@@ -210,14 +208,15 @@ fn trial(
     guard: &mut Option<Guard>,
     notes: &mut Vec<String>,
 ) -> anyhow::Result<TrialRow> {
-    let (a, plan, outputs, base_spec) = (job.a, job.plan, job.outputs, &job.base_spec);
+    let (plan, base_spec) = (job.plan, &job.base_spec);
+    let setup = &plan.trial;
     let arm = &plan.arms[arm_idx];
     for s in apply_system(arm, &plan.arms, ctx, guard)? {
         if !notes.contains(&s) {
             notes.push(s);
         }
     }
-    if let Some(p) = &a.prepare {
+    if let Some(p) = &setup.prepare {
         let st = std::process::Command::new("/bin/sh")
             .arg("-c")
             .arg(p)
@@ -227,10 +226,10 @@ fn trial(
             anyhow::bail!("--prepare {p:?} failed ({st})");
         }
     }
-    if a.drop_caches {
+    if setup.drop_caches {
         control::drop_caches()?;
     }
-    if a.compact {
+    if setup.compact {
         control::compact_memory()?;
     }
     // With a server, the arm configures the server; the load runs as given.
@@ -294,8 +293,8 @@ fn trial(
     });
     let mut metrics = BTreeMap::from([("wall_s".to_string(), o.wall_ns as f64 / 1e9)]);
     let mut missing = Vec::new();
-    for m in outputs {
-        match extract(m, &o.stdout, &o.stderr) {
+    for m in &plan.outputs {
+        match m.extract(&o.stdout, &o.stderr) {
             Some(v) => {
                 metrics.insert(m.name.clone(), v);
             }
@@ -313,7 +312,7 @@ fn trial(
         for m in &plan.metrics {
             if m.name != "wall_s"
                 && m.name != super::plan::SERVER_READY
-                && !outputs.iter().any(|x| x.name == m.name)
+                && !plan.outputs.iter().any(|x| x.name == m.name)
                 && !metrics.contains_key(&m.name)
             {
                 missing.push(m.name.clone());
@@ -453,20 +452,15 @@ fn is_look(design: &Design, blocks: usize) -> bool {
 }
 
 /// Run the experiment through `ctx`, storing each trial as it finishes.
-pub fn execute(
-    a: &RunArgs,
-    plan: &Plan,
-    outputs: &[OutputMetric],
-    ctx: &mut Context,
-) -> anyhow::Result<Executed> {
+pub fn execute(plan: &Plan, ctx: &mut Context) -> anyhow::Result<Executed> {
     let started = Instant::now();
     let base_spec = TrialSpec {
         argv: plan.command.clone(),
-        shell: a.shell,
-        cwd: a.cwd.clone(),
-        env: a.env.clone(),
+        shell: plan.trial.shell,
+        cwd: plan.trial.cwd.clone(),
+        env: plan.trial.env.clone(),
         config: Default::default(),
-        timeout: a.timeout,
+        timeout: plan.trial.timeout,
         user: plan.user.map(|u| (u.uid, u.gid)),
         pin_cpu: plan.pin,
     };
@@ -478,9 +472,7 @@ pub fn execute(
         }
     }
     let job = Job {
-        a,
         plan,
-        outputs,
         base_spec,
         watched,
         watch_first: RefCell::new(BTreeMap::new()),
@@ -515,7 +507,7 @@ pub fn execute(
             ));
             let t = trial(&job, arm, -1, ctx, &mut guard, &mut x.notes)?;
             ctx.progress.step("");
-            if !t.ok && !a.keep_going {
+            if !t.ok && !plan.keep_going {
                 x.failed = true;
                 x.stop_reason = format!(
                     "warm-up trial of arm {} failed ({}); nothing was measured; use --keep-going to continue past failures",
@@ -575,7 +567,7 @@ pub fn execute(
             x.trials.push(t);
             if failed {
                 block_ok = false;
-                if !a.keep_going {
+                if !plan.keep_going {
                     let last = x.trials.last().expect("just pushed");
                     x.failed = true;
                     x.stop_reason = format!(

@@ -28,7 +28,7 @@ mod watch;
 
 pub use crate::store::trial_data;
 pub use execute::{Context, Executed, execute};
-pub use plan::{OutputMetric, block_order, extract, parse_metric, plan, plan_as};
+pub use plan::{block_order, plan, plan_as};
 
 pub const SCHEMA: &str = "hugelab.run/1";
 
@@ -114,11 +114,10 @@ pub struct RunArgs {
     /// Do not sample the child's memory (flags then rest on the kernel's THP counters alone)
     #[arg(long)]
     pub no_sample: bool,
-    /// Trace the kernel's costs per trial (root): compaction, reclaim, migrate, khugepaged, alloc,
-    /// tlb, faults, comma-separated; each trial's histograms are stored with it and the stall
-    /// time per trial is summarised per arm
-    #[arg(long, value_name = "KINDS")]
-    pub trace: Option<String>,
+    /// Trace the kernel's costs per trial (root), comma-separated kinds; each trial's histograms
+    /// are stored with it and the stall time per trial is summarised per arm
+    #[arg(long, value_name = "KINDS", value_delimiter = ',')]
+    pub trace: Vec<crate::analyze::trace::TraceKind>,
     /// Run the child on this CPU only and hugelab on the others (less cross-talk; docs/run.md)
     #[arg(long, value_name = "CPU")]
     pub pin: Option<usize>,
@@ -267,7 +266,7 @@ fn trace_summary(plan: &Plan, trials: &[crate::store::TrialRow]) -> Vec<String> 
     if out.is_empty() {
         out.push(format!(
             "trace ({}): no events in any trial's process tree",
-            plan.trace.join(",")
+            crate::analyze::trace::catalogue::names(&plan.trace)
         ));
     }
     if lost > 0 {
@@ -330,7 +329,7 @@ fn pin_self_away_from(cpu: usize) -> anyhow::Result<()> {
 
 pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     let started = Instant::now();
-    let (plan, outputs) = plan(&a)?;
+    let plan = plan(&a)?;
     let db = a
         .store
         .db
@@ -418,7 +417,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         progress: &mut progress,
         trace: trace.as_mut(),
     };
-    let result = execute(&a, &plan, &outputs, &mut ctx);
+    let result = execute(&plan, &mut ctx);
     drop(ctx);
     drop(trace);
     progress.done();

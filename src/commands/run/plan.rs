@@ -8,12 +8,12 @@ use crate::analyze::verdict::{self, Better, Design};
 use crate::backing::arm::{Arm, parse_arm, preset};
 use crate::backing::qemu;
 use crate::collect::load::LoadFormat;
+use crate::collect::output::OutputMetric;
 use crate::collect::sampler::Schedule;
 use crate::commands::UsageError;
-use crate::model::run::ServerPlan;
+use crate::model::run::{ServerPlan, TrialSetup};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
-use regex::Regex;
 use std::time::Duration;
 
 /// The metric of a server trial: from the spawn to ready, seconds.
@@ -32,60 +32,15 @@ fn words_of(command: &[String], shell: bool) -> Vec<String> {
     }
 }
 
-/// A custom metric extracted from output.
-#[derive(Debug, Clone)]
-pub struct OutputMetric {
-    pub name: String,
-    pub re: Regex,
-    pub better: Better,
-}
-
-pub fn parse_metric(s: &str) -> Result<OutputMetric, String> {
-    let (name, rest) = s
-        .split_once('=')
-        .ok_or_else(|| format!("--metric {s:?}: expected NAME=REGEX[,higher|lower]"))?;
-    let (pat, better) = match rest.rsplit_once(',') {
-        Some((p, "higher")) => (p, Better::Higher),
-        Some((p, "lower")) => (p, Better::Lower),
-        Some((_, w)) if !w.is_empty() && w.chars().all(|c| c.is_ascii_alphabetic()) => {
-            return Err(format!(
-                "--metric {name}: unknown direction {w:?} after the last comma; use higher or lower (write \\,{w} to match a literal ,{w})"
-            ));
-        }
-        _ => (rest, Better::Lower),
-    };
-    let re = Regex::new(pat).map_err(|e| format!("--metric {name}: invalid regex: {e}"))?;
-    if re.captures_len() < 2 {
-        return Err(format!(
-            "--metric {name}: the regex needs a capture group around the number, e.g. '([0-9.]+) MiB/sec'"
-        ));
-    }
-    if name.is_empty() || name == "wall_s" {
-        return Err(format!("--metric name {name:?} is empty or reserved"));
-    }
-    Ok(OutputMetric {
-        name: name.into(),
-        re,
-        better,
-    })
-}
-
-/// The first capture group of the first match in stdout or stderr, as a number.
-pub fn extract(m: &OutputMetric, stdout: &str, stderr: &str) -> Option<f64> {
-    [stdout, stderr]
-        .iter()
-        .find_map(|t| m.re.captures(t)?.get(1)?.as_str().trim().parse().ok())
-}
-
 /// The plan for this process's privileges and the machine's hugetlb pools.
-pub fn plan(a: &RunArgs) -> Result<(Plan, Vec<OutputMetric>), UsageError> {
+pub fn plan(a: &RunArgs) -> Result<Plan, UsageError> {
     // SAFETY: geteuid has no preconditions.
     let privileged = unsafe { libc::geteuid() } == 0;
     let pages = match (&a.preset, &a.server) {
         (Some(name), Some(server)) => service_pages(a, name, &server_words(server, a.shell))?,
         _ => None,
     };
-    let (mut p, outputs) = plan_with(a, privileged, pages)?;
+    let mut p = plan_with(a, privileged, pages)?;
     let root = crate::probe::Root::system();
     check_knobs_exist(
         &p.arms,
@@ -120,7 +75,7 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, Vec<OutputMetric>), UsageError> {
         let size = qemu::guest_size(&a.command, a.shell).map_err(UsageError)?;
         size_pools(&mut p.arms, size, &pools, privileged)?;
     }
-    Ok((p, outputs))
+    Ok(p)
 }
 
 /// A server command's words: argv split on white space, or the one shell string.
@@ -134,7 +89,7 @@ pub fn server_words(server: &str, shell: bool) -> Vec<String> {
 
 /// The plan for a user who is root (`privileged`) or not: arms that change system-wide
 /// settings, `--drop-caches`, `--compact` and `--user` need root.
-pub fn plan_as(a: &RunArgs, privileged: bool) -> Result<(Plan, Vec<OutputMetric>), UsageError> {
+pub fn plan_as(a: &RunArgs, privileged: bool) -> Result<Plan, UsageError> {
     plan_with(a, privileged, None)
 }
 
@@ -204,11 +159,7 @@ fn server_plan(
     ))
 }
 
-fn plan_with(
-    a: &RunArgs,
-    privileged: bool,
-    pages: Option<u64>,
-) -> Result<(Plan, Vec<OutputMetric>), UsageError> {
+fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, UsageError> {
     let (server, service_arms) = server_plan(a, pages)?;
     let mut arms = match &a.preset {
         _ if server.as_ref().is_some_and(|s| s.preset.is_some()) => service_arms,
@@ -267,7 +218,7 @@ fn plan_with(
                 "--drop-caches, --compact and --user need root".into(),
             ));
         }
-        if a.trace.is_some() {
+        if !a.trace.is_empty() {
             return Err(UsageError(
                 "--trace needs root (tracepoints through perf_event_open)".into(),
             ));
@@ -292,7 +243,7 @@ fn plan_with(
                     crate::collect::load::FORMAT_NAMES
                 )));
             }
-            None => outputs.push(parse_metric(m).map_err(UsageError)?),
+            None => outputs.push(OutputMetric::parse(m).map_err(UsageError)?),
         }
     }
     let mut command = a.command.clone();
@@ -358,7 +309,11 @@ fn plan_with(
     }];
     metrics.extend(outputs.iter().map(|m| MetricDef {
         name: m.name.clone(),
-        better: m.better,
+        better: if m.higher {
+            Better::Higher
+        } else {
+            Better::Lower
+        },
     }));
     metrics.extend(load_metrics.into_iter().map(|m| MetricDef {
         name: m.name,
@@ -383,48 +338,52 @@ fn plan_with(
         }
     }
     let seed = crate::commands::seed_or_clock(a.seed);
-    Ok((
-        Plan {
-            arms,
-            baseline,
-            blocks,
-            warmup: a.warmup,
-            sequential: a.sequential,
-            design,
-            effect: a.decision.effect,
-            confidence: a.decision.confidence,
-            seed,
-            metrics,
-            sampling: if a.no_sample {
-                Schedule::off()
-            } else {
-                Schedule {
-                    every: a.sample_every.max(Duration::from_millis(1)),
-                    ..Schedule::default()
-                }
-            },
-            pin: a.pin,
-            max_time: a.calibrate.or(a.max_time),
-            calibrate: a.calibrate.is_some(),
-            server,
-            load_format,
-            command,
-            user: match &a.user {
-                Some(u) => Some(crate::probe::user::lookup(u).ok_or_else(|| {
-                    UsageError(format!(
-                        "--user {u:?}: no such user on this system (see getent passwd)"
-                    ))
-                })?),
-                None => None,
-            },
-            trace: match &a.trace {
-                Some(k) => crate::analyze::trace::parse_kinds(k)
-                    .map_err(|e| UsageError(format!("--trace: {e}")))?,
-                None => Vec::new(),
-            },
+    Ok(Plan {
+        arms,
+        baseline,
+        blocks,
+        warmup: a.warmup,
+        sequential: a.sequential,
+        design,
+        effect: a.decision.effect,
+        confidence: a.decision.confidence,
+        seed,
+        metrics,
+        sampling: if a.no_sample {
+            Schedule::off()
+        } else {
+            Schedule {
+                every: a.sample_every.max(Duration::from_millis(1)),
+                ..Schedule::default()
+            }
         },
+        pin: a.pin,
+        max_time: a.calibrate.or(a.max_time),
+        calibrate: a.calibrate.is_some(),
+        server,
+        load_format,
+        command,
+        user: match &a.user {
+            Some(u) => Some(crate::probe::user::lookup(u).ok_or_else(|| {
+                UsageError(format!(
+                    "--user {u:?}: no such user on this system (see getent passwd)"
+                ))
+            })?),
+            None => None,
+        },
+        trace: crate::analyze::trace::catalogue::distinct(&a.trace),
         outputs,
-    ))
+        trial: TrialSetup {
+            shell: a.shell,
+            cwd: a.cwd.clone(),
+            env: a.env.clone(),
+            timeout: a.timeout,
+            prepare: a.prepare.clone(),
+            drop_caches: a.drop_caches,
+            compact: a.compact,
+        },
+        keep_going: a.keep_going,
+    })
 }
 
 /// The order of trials: each block is every arm once, shuffled with the seed.

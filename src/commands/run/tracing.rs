@@ -24,7 +24,7 @@ pub struct TrialTrace {
 }
 
 impl TrialTrace {
-    pub fn open(kinds: &[&str]) -> anyhow::Result<TrialTrace> {
+    pub fn open(kinds: &[crate::analyze::trace::TraceKind]) -> anyhow::Result<TrialTrace> {
         let tfs = Tracefs::open()?;
         let mut wanted: Vec<(&str, Option<&str>)> = tracepoints(kinds);
         wanted.push((FORK, None));

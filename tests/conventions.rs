@@ -1,0 +1,127 @@
+//! The test suite's own rules (docs/testing.md), checked over its sources: a test that needs
+//! root says so where `cargo test` can see it, and test files are named for their command or
+//! concern, with `_plan` / `_fixtures` / `_live` when one concern's tests are split by what they
+//! need.
+
+use std::path::Path;
+
+/// Each `#[test]` function of a file: its name, its attributes and its body.
+fn tests_of(src: &str) -> Vec<(String, String, String)> {
+    let lines: Vec<&str> = src.lines().collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let Some(rest) = l.strip_prefix("fn ") else {
+            continue;
+        };
+        // The attributes right above the function (through multi-line ones).
+        let mut j = i;
+        while j > 0 {
+            let above = lines[j - 1];
+            if above.is_empty() || above.starts_with("///") || above.starts_with('}') {
+                break;
+            }
+            j -= 1;
+        }
+        let attrs = lines[j..i].join("\n");
+        if !attrs.contains("#[test]") {
+            continue;
+        }
+        let end = (i + 1..lines.len())
+            .find(|&k| lines[k] == "}")
+            .unwrap_or(lines.len());
+        let name = rest.split('(').next().unwrap_or(rest).to_string();
+        out.push((name, attrs, lines[i..end].join("\n")));
+    }
+    out
+}
+
+fn test_files() -> Vec<(String, String)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut v: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        // This file names the marks in its own strings.
+        .filter(|p| p.extension().is_some_and(|x| x == "rs") && !p.ends_with("conventions.rs"))
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read_to_string(&p).unwrap())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// A test that asserts it runs as root is ignored, with the reason, in a build by another user
+/// (`cfg(unprivileged)` from build.rs) — so a non-root `cargo test` counts it as skipped, not as
+/// passed or failed; and a test ignored for root really needs it.
+#[test]
+fn every_root_test_is_marked_and_every_marked_test_needs_root() {
+    let mut wrong = Vec::new();
+    let mut root_tests = 0;
+    for (file, src) in test_files() {
+        for (name, attrs, body) in tests_of(&src) {
+            let needs = body.contains("require_root!()");
+            let marked = attrs.contains("cfg_attr(") && attrs.contains("unprivileged");
+            let always_ignored = attrs.contains("#[ignore");
+            root_tests += needs as usize;
+            if needs && !marked && !always_ignored {
+                wrong.push(format!("{file}: {name} calls require_root!() without #[cfg_attr(unprivileged, ignore = \"needs root: …\")]"));
+            }
+            if marked && !attrs.contains("ignore = \"needs root") {
+                wrong.push(format!(
+                    "{file}: {name}'s ignore reason does not start with \"needs root\""
+                ));
+            }
+            if marked && !needs {
+                wrong.push(format!(
+                    "{file}: {name} is ignored without root but never calls require_root!()"
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    // The scan found the suite's root tests (it would pass vacuously on a parser that found none).
+    assert!(root_tests >= 20, "only {root_tests} root tests found");
+}
+
+/// Files are named for a command or concern; a split concern says how with its suffix, and no
+/// file is named by a prefix that says what it needs.
+#[test]
+fn test_files_follow_the_naming_rule() {
+    let names: Vec<String> = test_files().into_iter().map(|(n, _)| n).collect();
+    let bad: Vec<&String> = names
+        .iter()
+        .filter(|n| n.starts_with("live_") || n.starts_with("test_"))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "name these for their command or concern: {bad:?}"
+    );
+    for n in &names {
+        let stem = n.trim_end_matches(".rs");
+        for suffix in ["_plan", "_fixtures", "_live"] {
+            if let Some(concern) = stem.strip_suffix(suffix) {
+                // A split concern has at least two parts, or its one part keeps the plain name.
+                let parts = ["_plan", "_fixtures", "_live"]
+                    .iter()
+                    .filter(|s| names.contains(&format!("{concern}{s}.rs")))
+                    .count();
+                assert!(
+                    parts >= 2,
+                    "{n}: the only file of '{concern}' — name it {concern}.rs"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_scanner_finds_attributes_and_bodies() {
+    let src = "#[test]\n#[cfg_attr(\n    unprivileged,\n    ignore = \"needs root: x\"\n)]\nfn a() {\n    require_root!();\n}\n\nfn helper() {\n}\n\n#[test]\nfn b() {\n    let x = 1;\n}\n";
+    let t = tests_of(src);
+    assert_eq!(t.len(), 2);
+    assert_eq!(t[0].0, "a");
+    assert!(t[0].1.contains("needs root") && t[0].2.contains("require_root!()"));
+    assert_eq!(t[1].0, "b");
+    assert!(!t[1].2.contains("require_root"));
+}

@@ -1,0 +1,198 @@
+//! Stored runs: `results export` / `import` / `compare` round trips (JSON, CSV, hyperfine
+//! JSON), and read-only commands that create nothing and name the path of every store error.
+
+mod common;
+
+use assert_cmd::Command;
+use hugelab::store::Store;
+
+#[test]
+fn export_import_compare_roundtrip() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    common::run_json(
+        &[
+            "--arm",
+            "a=",
+            "--arm",
+            "b=env.X=1",
+            "--blocks",
+            "4",
+            "--warmup",
+            "0",
+        ],
+        &["true"],
+        &db,
+    );
+    let export = dir.path().join("e.json");
+    let st = Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(["results", "--db"])
+        .arg(&db)
+        .args(["export", "1", "-o"])
+        .arg(&export)
+        .output()
+        .unwrap();
+    assert!(st.status.success());
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).unwrap();
+    for field in [
+        "command",
+        "mean",
+        "stddev",
+        "median",
+        "user",
+        "system",
+        "min",
+        "max",
+        "times",
+        "exit_codes",
+    ] {
+        assert!(
+            v["results"][0].get(field).is_some(),
+            "hyperfine field {field} missing"
+        );
+    }
+    let out = Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(["import", "--db"])
+        .arg(&db)
+        .arg(&export)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("as run 2"));
+    let out = Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(["compare", "--json", "--db"])
+        .arg(&db)
+        .args(["1", "2"])
+        .output()
+        .unwrap();
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = c["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for r in rows {
+        assert_eq!(
+            r["median_a"], r["median_b"],
+            "an import of an export is the same data"
+        );
+    }
+    // A hyperfine file imports as-is.
+    let hf = dir.path().join("hf.json");
+    std::fs::write(&hf, r#"{"results":[{"command":"sleep 0.1","times":[0.101,0.102,0.1],"exit_codes":[0,0,0]},{"command":"sleep 0.2","times":[0.2,0.21,0.2],"exit_codes":[0,0,0]}]}"#).unwrap();
+    let out = Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(["import", "--db"])
+        .arg(&db)
+        .arg(&hf)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("imported 2 arms, 6 trials"));
+    // The hugelab export came back whole: every trial with its block, metrics and evidence.
+    let store = Store::open(&db).unwrap();
+    let (_, _, original) = store.load(1).unwrap();
+    let (meta, _, again) = store.load(2).unwrap();
+    let key = |t: &hugelab::store::TrialRow| (t.block, t.arm_idx, t.ok, t.metrics.clone());
+    let mut want: Vec<_> = original.iter().filter(|t| t.block >= 0).map(key).collect();
+    want.sort_by_key(|k| (k.0, k.1));
+    assert_eq!(want, again.iter().map(key).collect::<Vec<_>>());
+    assert_ne!(
+        meta.plan["paired"], false,
+        "a hugelab export keeps its pairing"
+    );
+    // Garbage is refused with the offending index, and nothing is stored.
+    for (times, want) in [
+        ("[0.1,-0.5,0.1]", "results[0].times[1] = -0.5"),
+        ("[0.1,0,0.1]", "results[0].times[1] = 0"),
+        ("[0.1,1e308,0.1]", "results[0].times[1] = 1e"),
+        (
+            "[0.1,\"fast\",0.1]",
+            "results[0].times[1] = \"fast\": not a number",
+        ),
+    ] {
+        let bad = dir.path().join("bad.json");
+        std::fs::write(
+            &bad,
+            format!(r#"{{"results":[{{"command":"x","times":{times}}}]}}"#),
+        )
+        .unwrap();
+        let out = Command::cargo_bin("hugelab")
+            .unwrap()
+            .args(["import", "--db"])
+            .arg(&db)
+            .arg(&bad)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{times}: {err}");
+        assert!(err.contains(want), "{times}: {err}");
+    }
+    assert_eq!(
+        Store::open(&db).unwrap().runs().unwrap().len(),
+        3,
+        "no partial run stored"
+    );
+}
+
+#[test]
+fn read_only_commands_create_nothing_and_every_store_error_names_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing-dir/none.db");
+    let m = missing.display().to_string();
+    for args in [
+        vec!["results", "list", "--db", &m],
+        vec!["results", "show", "1", "--db", &m],
+        vec!["report", "1", "--db", &m],
+    ] {
+        let out = Command::cargo_bin("hugelab")
+            .unwrap()
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains(&m) && err.contains("no results database"),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!missing.parent().unwrap().exists(), "nothing was created");
+    let junk = dir.path().join("junk.db");
+    std::fs::write(&junk, "not a database at all, just text").unwrap();
+    let j = junk.display().to_string();
+    let out = Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(["results", "list", "--db", &j])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&j) && err.contains("not a database"), "{err}");
+    // run --no-save measures and stores nothing.
+    let db = dir.path().join("never.db");
+    let out = Command::cargo_bin("hugelab")
+        .unwrap()
+        .env("XDG_DATA_HOME", dir.path())
+        .args([
+            "run",
+            "--arm",
+            "a=",
+            "--arm",
+            "b=",
+            "--blocks",
+            "2",
+            "--warmup",
+            "0",
+            "--no-save",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("not stored (--no-save)"));
+    assert!(!db.exists() && !dir.path().join("hugelab").exists());
+}
