@@ -200,19 +200,15 @@ fn stall_histograms(
     type Arms = BTreeMap<usize, (BTreeMap<u64, u64>, u64)>;
     let mut by_kind: BTreeMap<String, Arms> = BTreeMap::new();
     for t in trials.iter().filter(|t| t.ok && t.block >= 0) {
-        let w = &t.evidence["trace"];
-        let Some(arm) = index(t.arm_idx).filter(|_| !w.is_null()) else {
+        let (Some(arm), Some(w)) = (index(t.arm_idx), t.trace()) else {
             continue;
         };
         traced[arm] += 1;
-        for l in w["latencies"].as_array().into_iter().flatten() {
-            let kind = l["kind"].as_str().unwrap_or("?").to_string();
-            let cell = by_kind.entry(kind).or_default().entry(arm).or_default();
-            cell.1 += l["hist"]["total_ns"].as_u64().unwrap_or(0);
-            for b in l["hist"]["log2"].as_array().into_iter().flatten() {
-                if let (Some(edge), Some(n)) = (b[0].as_u64(), b[1].as_u64()) {
-                    *cell.0.entry(edge).or_default() += n;
-                }
+        for l in w.latencies {
+            let cell = by_kind.entry(l.kind).or_default().entry(arm).or_default();
+            cell.1 += l.hist.total_ns;
+            for (edge, n) in l.hist.log2 {
+                *cell.0.entry(edge).or_default() += n;
             }
         }
     }

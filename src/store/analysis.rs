@@ -77,17 +77,16 @@ pub fn stall_contrasts(
     let mut stalls = Vec::new();
     let mut traced = Vec::new();
     for t in trials.iter().filter(|t| t.block >= 0 && t.ok) {
-        let w = &t.evidence["trace"];
-        if w.is_null() {
+        let Some(w) = t.trace() else {
             continue;
-        }
+        };
         traced.push((t.block, t.arm_idx as usize));
-        for l in w["latencies"].as_array().into_iter().flatten() {
+        for l in w.latencies {
             stalls.push(TrialStall {
                 block: t.block,
                 arm: t.arm_idx as usize,
-                kind: l["kind"].as_str().unwrap_or("?").into(),
-                ms: l["hist"]["total_ns"].as_f64().unwrap_or(0.0) / 1e6,
+                kind: l.kind,
+                ms: l.hist.total_ns as f64 / 1e6,
             });
         }
     }

@@ -55,32 +55,28 @@ pub struct TrialRow {
     pub evidence: serde_json::Value,
 }
 
+impl TrialRow {
+    /// What `run --trace` stored for this trial: its window of latencies and counts, typed.
+    /// None for a trial that was not traced (or whose stored window cannot be read).
+    pub fn trace(&self) -> Option<crate::analyze::trace::TraceWindow> {
+        let w = self.evidence.get("trace").filter(|w| !w.is_null())?;
+        serde_json::from_value(w.clone()).ok()
+    }
+
+    /// Records the kernel dropped while this trial was traced (ring buffers full).
+    pub fn trace_lost(&self) -> u64 {
+        self.evidence["trace_lost"].as_u64().unwrap_or(0)
+    }
+}
+
 pub struct Store {
     conn: Connection,
     pub path: PathBuf,
 }
 
+/// Now, in UTC to the second: `2026-11-24T06:05:09Z`.
 fn now_utc() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    // Civil date from days since 1970 (Howard Hinnant's algorithm), no time-zone crate needed.
-    let (days, rem) = ((secs / 86400) as i64, secs % 86400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + (m <= 2) as i64;
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
+    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 /// How long an opener or writer waits for another hugelab's lock on the database.
@@ -384,6 +380,46 @@ pub fn trial_data(t: &TrialRow) -> crate::analyze::experiment::TrialData {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stored_trace_window_reads_back_typed() {
+        use crate::analyze::trace::{HistSummary, Latency, TraceWindow};
+        let w = TraceWindow {
+            seconds: 1.5,
+            latencies: vec![Latency {
+                kind: "direct compaction".into(),
+                hist: HistSummary {
+                    count: 3,
+                    total_ns: 9_000,
+                    log2: vec![(2048, 2), (4096, 1)],
+                    ..Default::default()
+                },
+                by_order: [(9, (3, 9_000))].into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let row = |evidence| TrialRow {
+            block: 0,
+            arm_idx: 0,
+            seq: 0,
+            ok: true,
+            flagged: None,
+            metrics: Default::default(),
+            evidence,
+        };
+        let traced = row(serde_json::json!({"trace": w, "trace_lost": 4}));
+        assert_eq!(traced.trace(), Some(w));
+        assert_eq!(traced.trace_lost(), 4);
+        // Not traced, or a window this version cannot read: no window rather than zeros.
+        assert_eq!(row(serde_json::json!({"wall_s": 1})).trace(), None);
+        assert_eq!(row(serde_json::json!({"trace": "garbled"})).trace(), None);
+        // A window stored without later fields reads with their defaults.
+        let old = row(
+            serde_json::json!({"trace": {"latencies": [{"kind": "k", "hist": {"total_ns": 5}}]}}),
+        );
+        assert_eq!(old.trace().unwrap().latencies[0].hist.total_ns, 5);
+    }
 
     #[test]
     fn roundtrip() {

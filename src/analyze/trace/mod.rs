@@ -23,10 +23,12 @@ pub use stalls::{StallContrast, TrialStall, stall_contrasts};
 
 use std::collections::BTreeMap;
 
-// The records a window produces (re-exported by `model::trace`).
+// The records a window produces (re-exported by `model::trace`). They read back from a stored
+// trial's evidence (`store::TrialRow::trace`); a field a run did not store reads as its default.
 
 /// A bounded latency histogram as printed: log2 rows plus quantiles from finer buckets.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct HistSummary {
     pub count: u64,
     pub total_ns: u64,
@@ -38,7 +40,8 @@ pub struct HistSummary {
     pub log2: Vec<(u64, u64)>,
 }
 
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct ProcessRow {
     pub pid: u32,
     pub comm: String,
@@ -48,7 +51,8 @@ pub struct ProcessRow {
 }
 
 /// One kind of stall: paired begin → end events of one thread.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Latency {
     pub kind: String,
     /// The events paired and what the time means.
@@ -62,7 +66,8 @@ pub struct Latency {
 }
 
 /// Events counted by one key (order, status, reason).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Count {
     pub kind: String,
     pub event: String,
@@ -75,7 +80,8 @@ pub struct Count {
 }
 
 /// One window of a trace.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct TraceWindow {
     pub start_s: f64,
     pub seconds: f64,
@@ -96,7 +102,8 @@ pub struct TraceWindow {
 }
 
 /// A traced count and the /proc/vmstat delta over the same window.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct KernelCheck {
     pub counter: String,
     pub vmstat_delta: u64,

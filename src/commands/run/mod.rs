@@ -204,27 +204,21 @@ fn trace_summary(plan: &Plan, trials: &[crate::store::TrialRow]) -> Vec<String> 
     let mut cnt: BTreeMap<String, BTreeMap<usize, (u64, f64)>> = BTreeMap::new();
     let mut lost = 0u64;
     for t in trials.iter().filter(|t| t.block >= 0) {
-        let w = &t.evidence["trace"];
-        lost += t.evidence["trace_lost"].as_u64().unwrap_or(0);
+        lost += t.trace_lost();
+        let Some(w) = t.trace() else {
+            continue;
+        };
         let arm = t.arm_idx as usize;
-        for l in w["latencies"].as_array().into_iter().flatten() {
-            let e = lat
-                .entry(l["kind"].as_str().unwrap_or("?").into())
-                .or_default()
-                .entry(arm)
-                .or_default();
+        for l in w.latencies {
+            let e = lat.entry(l.kind).or_default().entry(arm).or_default();
             e.0 += 1;
-            e.1 += l["hist"]["total_ns"].as_f64().unwrap_or(0.0);
-            e.2 += l["hist"]["count"].as_f64().unwrap_or(0.0);
+            e.1 += l.hist.total_ns as f64;
+            e.2 += l.hist.count as f64;
         }
-        for c in w["counts"].as_array().into_iter().flatten() {
-            let e = cnt
-                .entry(c["kind"].as_str().unwrap_or("?").into())
-                .or_default()
-                .entry(arm)
-                .or_default();
+        for c in w.counts {
+            let e = cnt.entry(c.kind).or_default().entry(arm).or_default();
             e.0 += 1;
-            e.1 += c["total"].as_f64().unwrap_or(0.0);
+            e.1 += c.total as f64;
         }
     }
     let name = |i: &usize| plan.arms[*i].name.clone();
