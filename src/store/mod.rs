@@ -76,7 +76,9 @@ pub struct Store {
 
 /// Now, in UTC to the second: `2026-11-24T06:05:09Z`.
 fn now_utc() -> String {
-    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
 }
 
 /// How long an opener or writer waits for another hugelab's lock on the database.

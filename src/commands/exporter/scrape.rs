@@ -1,0 +1,261 @@
+//! One scrape: the machine's status (the probes `status` uses), the watched processes —
+//! smaps_rollup read less often for a process whose walk costs more than `--budget`, and, as
+//! root, each one's folio-size pass advanced by at most `--budget` — and the exporter's health.
+
+use super::ExporterArgs;
+use super::stalls::Stalls;
+use crate::collect::folio_scan::{FolioScan, ScanError};
+use crate::commands::UsageError;
+use crate::model::exporter::{ExporterHealth, Scrape, WatchedProcess};
+use crate::probe::Root;
+use crate::probe::process::{Rollup, comm};
+use crate::probe::status;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// What the exporter remembers of one watched process between scrapes.
+struct Watch {
+    comm: String,
+    rollup: Option<(Rollup, Instant)>,
+    /// Scrapes to skip before the next smaps_rollup read (its last read cost more than the budget).
+    skip: u64,
+    scan: Option<FolioScan>,
+}
+
+pub struct Exporter {
+    root: Root,
+    pids: Vec<u32>,
+    names: Vec<String>,
+    top: Option<usize>,
+    budget: Duration,
+    folio_every: Duration,
+    watched: BTreeMap<u32, Watch>,
+    /// Why folio sizes are off (not root), said once in the errors and never retried.
+    folios_unavailable: Option<String>,
+    pub health: ExporterHealth,
+    /// `--trace`: the stall histograms the trace thread keeps.
+    stalls: Option<std::sync::Arc<std::sync::Mutex<Stalls>>>,
+}
+
+impl Exporter {
+    pub fn new(a: &ExporterArgs) -> Result<Exporter, UsageError> {
+        Exporter::with_root(a, Root::system())
+    }
+
+    /// An exporter reading the machine under `root` (fixtures in tests; processes are always
+    /// this machine's).
+    pub fn with_root(a: &ExporterArgs, root: Root) -> Result<Exporter, UsageError> {
+        if a.budget.is_zero() || a.budget > Duration::from_secs(10) {
+            return Err(UsageError(format!(
+                "--budget {:?} must be between 1ms and 10s",
+                a.budget
+            )));
+        }
+        {
+            use crate::analyze::trace::TraceKind;
+            let stalls = [
+                TraceKind::Compaction,
+                TraceKind::Reclaim,
+                TraceKind::Migrate,
+            ];
+            if let Some(x) = a.trace.iter().find(|k| !stalls.contains(k)) {
+                return Err(UsageError(format!(
+                    "--trace {}: the exporter keeps stall histograms only: compaction, reclaim, migrate",
+                    x.name()
+                )));
+            }
+        }
+        if a.top == Some(0) {
+            return Err(UsageError("--top 0 watches nothing; give N ≥ 1".into()));
+        }
+        Ok(Exporter {
+            root,
+            pids: a.pid.clone(),
+            names: a.name.clone(),
+            top: a.top,
+            budget: a.budget,
+            folio_every: a.folio_every,
+            watched: BTreeMap::new(),
+            folios_unavailable: None,
+            stalls: None,
+            health: ExporterHealth {
+                budget_s: a.budget.as_secs_f64(),
+                ..Default::default()
+            },
+        })
+    }
+
+    fn error(&mut self, source: &str) {
+        *self.health.errors.entry(source.into()).or_insert(0) += 1;
+    }
+
+    /// The processes to watch this scrape: named pids that still exist, processes by name, and
+    /// the largest by VmRSS.
+    fn selection(&self) -> Vec<(u32, String)> {
+        let mut out: BTreeMap<u32, String> = BTreeMap::new();
+        for &pid in &self.pids {
+            if let Some(c) = comm(pid) {
+                out.insert(pid, c);
+            }
+        }
+        if self.names.is_empty() && self.top.is_none() {
+            return out.into_iter().collect();
+        }
+        let mut by_rss = Vec::new();
+        for pid in crate::probe::process::all_pids(&Root::system()) {
+            let Some(c) = comm(pid) else { continue };
+            if self.names.contains(&c) {
+                out.insert(pid, c.clone());
+            }
+            if self.top.is_some()
+                && let Ok(st) = crate::probe::process::Proc::system(pid).status()
+                && let Some(rss) = st.vm_rss
+            {
+                by_rss.push((rss, pid, c));
+            }
+        }
+        if let Some(n) = self.top {
+            by_rss.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            for (_, pid, c) in by_rss.into_iter().take(n) {
+                out.insert(pid, c);
+            }
+        }
+        out.into_iter().collect()
+    }
+
+    /// One watched process's numbers, or `None` when it is gone (its series drop).
+    fn process(&mut self, pid: u32, comm: String) -> Option<WatchedProcess> {
+        let root_folios = self.folios_unavailable.is_none();
+        let (budget, every) = (self.budget, self.folio_every);
+        let w = self.watched.entry(pid).or_insert_with(|| Watch {
+            comm: comm.clone(),
+            rollup: None,
+            skip: 0,
+            scan: None,
+        });
+        if w.comm != comm {
+            // The pid was reused by another program.
+            *w = Watch {
+                comm: comm.clone(),
+                rollup: None,
+                skip: 0,
+                scan: None,
+            };
+        }
+        let mut walked = Duration::ZERO;
+        let mut errors: Vec<&str> = Vec::new();
+        if w.skip > 0 && w.rollup.is_some() {
+            w.skip -= 1;
+        } else {
+            let t = Instant::now();
+            match crate::probe::process::Proc::system(pid).rollup() {
+                Ok(r) => w.rollup = Some((r, Instant::now())),
+                Err(crate::probe::process::ProcError::Gone { .. }) => return None,
+                Err(_) => errors.push("process"),
+            }
+            let cost = t.elapsed();
+            walked += cost;
+            // Skip as many scrapes as this read cost budgets: the mean walk per scrape stays
+            // within --budget.
+            w.skip = (cost.as_secs_f64() / budget.as_secs_f64()).ceil() as u64 - 1;
+        }
+        let mut unavailable = None;
+        if root_folios && walked < budget {
+            if w.scan.is_none() {
+                match FolioScan::new(pid) {
+                    Ok(s) => w.scan = Some(s),
+                    Err(ScanError::Gone(_)) => return None,
+                    Err(_) => errors.push("folios"),
+                }
+            }
+            if let Some(scan) = w.scan.as_mut() {
+                match scan.advance(budget - walked, every) {
+                    Ok(d) => walked += d,
+                    Err(ScanError::Gone(_)) => return None,
+                    Err(ScanError::Unavailable(why)) => {
+                        unavailable = Some(why);
+                        w.scan = None;
+                    }
+                    Err(ScanError::Io { .. }) => {
+                        errors.push("folios");
+                        w.scan = None;
+                    }
+                }
+            }
+        }
+        let (r, at) = w.rollup?;
+        let folios = w.scan.as_ref().and_then(|s| s.last.clone());
+        let out = WatchedProcess {
+            pid,
+            comm,
+            resident: r.resident(),
+            huge: BTreeMap::from([
+                ("anon_thp".to_string(), r.anon_huge),
+                ("shmem_pmd".to_string(), r.shmem_pmd),
+                ("file_pmd".to_string(), r.file_pmd),
+                ("hugetlb".to_string(), r.hugetlb),
+            ]),
+            coverage: (r.resident() > 0).then(|| r.huge() as f64 / r.resident() as f64),
+            rollup_age_s: at.elapsed().as_secs_f64(),
+            folios_age_s: folios.as_ref().map(|(_, t)| t.elapsed().as_secs_f64()),
+            folios: folios.map(|(f, _)| f),
+        };
+        self.health.max_walk_s = self.health.max_walk_s.max(walked.as_secs_f64());
+        for e in errors {
+            self.error(e);
+        }
+        if let Some(why) = unavailable {
+            self.folios_unavailable = Some(why);
+            self.error("folios");
+        }
+        Some(out)
+    }
+
+    /// Collect one scrape.
+    pub fn scrape(&mut self) -> anyhow::Result<Scrape> {
+        let t = Instant::now();
+        let status = match status::probe(&self.root) {
+            Ok(s) => s,
+            Err(e) => {
+                self.error("status");
+                return Err(anyhow::Error::new(e).context("probing the machine"));
+            }
+        };
+        let selection = self.selection();
+        let mut processes = Vec::new();
+        for (pid, comm) in selection {
+            if let Some(p) = self.process(pid, comm) {
+                processes.push(p);
+            }
+        }
+        let live: Vec<u32> = processes.iter().map(|p| p.pid).collect();
+        self.watched.retain(|pid, _| live.contains(pid));
+        self.health.scrapes += 1;
+        self.health.last_duration_s = t.elapsed().as_secs_f64();
+        let (stalls, trace_lost) = match &self.stalls {
+            Some(s) => {
+                let s = s.lock().unwrap_or_else(|e| e.into_inner());
+                (s.histograms(), Some(s.lost))
+            }
+            None => (Vec::new(), None),
+        };
+        Ok(Scrape {
+            status,
+            processes,
+            health: self.health.clone(),
+            version: env!("CARGO_PKG_VERSION"),
+            stalls,
+            trace_lost,
+        })
+    }
+
+    /// `--trace`: the histograms the trace thread fills, exported with every scrape.
+    pub fn set_stalls(&mut self, stalls: std::sync::Arc<std::sync::Mutex<Stalls>>) {
+        self.stalls = Some(stalls);
+    }
+
+    /// Why folio sizes are not exported, if they are not.
+    pub fn folio_note(&self) -> Option<&str> {
+        self.folios_unavailable.as_deref()
+    }
+}
