@@ -5,17 +5,27 @@
 //! by [`TrialHooks`] (the collect stage), never on the thread that waits. The [`Runner`] trait
 //! is the seam that lets the planner and the block order be tested without starting processes.
 
-use crate::backing::arm::ProcessConfig;
-use std::io::Read;
-use std::os::fd::AsRawFd;
-use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+//!
+//! * this module — a trial's spec and outcome, the [`Runner`] seam, and [`ProcessRunner`]'s
+//!   measuring loop (spawn, wait on the pidfd, read the pipes, time out, reap);
+//! * `spawn` — what a child is started with: its command (program or shell, directory,
+//!   environment, user, own process group), the THP-disable flag and CPU mask it inherits for
+//!   one spawn, its pidfd, the monotonic clock;
+//! * `output` — the child's stdout and stderr, read on the measuring thread, capped at head and
+//!   tail.
 
-/// Keep at most this much of the head and of the tail of each output stream: a metric printed
-/// at the start or at the end of a long log is kept, the middle of a huge one is dropped.
-const OUTPUT_CAP: usize = 2 << 20;
+mod output;
+mod spawn;
+
+pub use spawn::mono_ns;
+pub(crate) use spawn::{Inherited, SPAWN_TURN, command, pidfd_open, spawn_error};
+
+use crate::backing::arm::ProcessConfig;
+use output::{Output, ms_ceil};
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Default)]
 pub struct TrialSpec {
@@ -121,264 +131,6 @@ fn collapse_group(pgid: i32) -> String {
         .join("; ")
 }
 
-/// The child's stdout and stderr, read on the measuring thread whenever `poll` says they have
-/// data: no reader threads to start and wake.
-struct Output {
-    out: Option<std::process::ChildStdout>,
-    err: Option<std::process::ChildStderr>,
-    bufs: [Vec<u8>; 2],
-    /// Past the head's cap: the last bytes, and how many were dropped in between.
-    tails: [std::collections::VecDeque<u8>; 2],
-    dropped: [u64; 2],
-}
-
-impl Output {
-    fn fds(&self) -> [i32; 2] {
-        [
-            self.out.as_ref().map_or(-1, |p| p.as_raw_fd()),
-            self.err.as_ref().map_or(-1, |p| p.as_raw_fd()),
-        ]
-    }
-
-    fn open(&self) -> bool {
-        self.out.is_some() || self.err.is_some()
-    }
-
-    /// Read what is there from stream `i` (0 stdout, 1 stderr); close it at end of file.
-    fn read(&mut self, i: usize) {
-        let mut chunk = [0u8; 65536];
-        let r = match i {
-            0 => self.out.as_mut().map(|p| p.read(&mut chunk)),
-            _ => self.err.as_mut().map(|p| p.read(&mut chunk)),
-        };
-        match r {
-            Some(Ok(n)) if n > 0 => {
-                let buf = &mut self.bufs[i];
-                // Past the cap, keep draining (the child never blocks on a full pipe) into a
-                // tail of the same size.
-                let keep = n.min(OUTPUT_CAP.saturating_sub(buf.len()));
-                buf.extend_from_slice(&chunk[..keep]);
-                let tail = &mut self.tails[i];
-                tail.extend(&chunk[keep..n]);
-                let over = tail.len().saturating_sub(OUTPUT_CAP);
-                tail.drain(..over);
-                self.dropped[i] += over as u64;
-            }
-            Some(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            _ => {
-                if i == 0 {
-                    self.out = None
-                } else {
-                    self.err = None
-                }
-            }
-        }
-    }
-
-    /// After the exit: read to end of file, for at most `limit` (a process outside the group
-    /// may hold a pipe open).
-    fn drain(&mut self, limit: Duration) {
-        let until = Instant::now() + limit;
-        while self.open() {
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            let fds = self.fds();
-            let mut p = fds.map(|fd| libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            });
-            // SAFETY: `p` is a valid array of pollfd of the length given.
-            let n = unsafe { libc::poll(p.as_mut_ptr(), 2, ms_ceil(left)) };
-            if n <= 0 {
-                continue;
-            }
-            for (i, q) in p.iter().enumerate() {
-                if q.revents != 0 {
-                    self.read(i);
-                }
-            }
-        }
-    }
-
-    fn into_strings(self) -> (String, String) {
-        let [o, e] = self.bufs;
-        let [to, te] = self.tails;
-        let [dout, derr] = self.dropped;
-        let join = |head: Vec<u8>, tail: std::collections::VecDeque<u8>, dropped: u64| {
-            let mut s = String::from_utf8_lossy(&head).into_owned();
-            if !tail.is_empty() {
-                if dropped > 0 {
-                    s.push_str(&format!(
-                        "\n[hugelab: {dropped} bytes of output dropped here]\n"
-                    ));
-                }
-                s.push_str(&String::from_utf8_lossy(&Vec::from(tail)));
-            }
-            s
-        };
-        (join(o, to, dout), join(e, te, derr))
-    }
-}
-
-/// A duration as poll's millisecond timeout, rounded up so a deadline is never polled early.
-fn ms_ceil(d: Duration) -> i32 {
-    d.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32
-}
-
-/// A pidfd for our child: readable once it has exited (it stays a zombie, its process group
-/// id reserved, until we reap it).
-pub(crate) fn pidfd_open(pid: i32) -> std::io::Result<std::os::fd::OwnedFd> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: pidfd_open takes a pid and flags; a non-negative result is a new fd we own.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: the fd was just returned to us and is owned by nobody else.
-    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
-}
-
-/// CLOCK_MONOTONIC now, ns (the clock of `Instant`, and of `time.monotonic_ns()` in a child).
-pub fn mono_ns() -> u64 {
-    // SAFETY: a zeroed timespec is a valid out-parameter for clock_gettime.
-    let mut t: libc::timespec = unsafe { std::mem::zeroed() };
-    // SAFETY: CLOCK_MONOTONIC always exists; the pointer is valid.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-}
-
-/// Held from setting what a child inherits until it is spawned and put back.
-pub(crate) static SPAWN_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// What a spawned child inherits from the spawning thread, set for one spawn: the process's
-/// THP-disable flag (`PR_SET_THP_DISABLE`, kept across fork and exec) and the thread's CPU mask.
-/// Dropping it puts back what was there before.
-pub(crate) struct Inherited {
-    thp_was: bool,
-    mask_was: Option<libc::cpu_set_t>,
-}
-
-impl Inherited {
-    pub(crate) fn set(thp_disable: bool, pin: Option<usize>) -> std::io::Result<Inherited> {
-        let last = std::io::Error::last_os_error;
-        // SAFETY: prctl with these options takes no pointers.
-        let was = unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) };
-        if was < 0 {
-            return Err(last());
-        }
-        // SAFETY: as above.
-        if unsafe {
-            libc::prctl(
-                libc::PR_SET_THP_DISABLE,
-                thp_disable as libc::c_ulong,
-                0,
-                0,
-                0,
-            )
-        } != 0
-        {
-            return Err(last());
-        }
-        let mut guard = Inherited {
-            thp_was: was == 1,
-            mask_was: None,
-        };
-        if let Some(cpu) = pin {
-            let size = std::mem::size_of::<libc::cpu_set_t>();
-            // SAFETY: cpu_set_t is plain data; the pointers are to live locals of `size` bytes.
-            unsafe {
-                let mut old: libc::cpu_set_t = std::mem::zeroed();
-                if libc::sched_getaffinity(0, size, &mut old) != 0 {
-                    return Err(last());
-                }
-                guard.mask_was = Some(old);
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                libc::CPU_SET(cpu, &mut set);
-                if libc::sched_setaffinity(0, size, &set) != 0 {
-                    return Err(last());
-                }
-            }
-        }
-        Ok(guard)
-    }
-}
-
-impl Drop for Inherited {
-    fn drop(&mut self) {
-        // SAFETY: prctl takes no pointers here; the mask is a live local of its full size.
-        unsafe {
-            libc::prctl(
-                libc::PR_SET_THP_DISABLE,
-                self.thp_was as libc::c_ulong,
-                0,
-                0,
-                0,
-            );
-            if let Some(m) = &self.mask_was {
-                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), m);
-            }
-        }
-    }
-}
-
-/// The command of a spec, in a process group of its own: program or `/bin/sh -c`, directory,
-/// environment (the spec's, then the arm's), and the user to run as.
-pub(crate) fn command(spec: &TrialSpec) -> Command {
-    let mut cmd = if spec.shell {
-        let mut c = Command::new("/bin/sh");
-        c.arg("-c").arg(spec.argv.join(" "));
-        c
-    } else {
-        let mut c = Command::new(&spec.argv[0]);
-        c.args(&spec.argv[1..]);
-        c
-    };
-    if let Some(d) = &spec.cwd {
-        cmd.current_dir(d);
-    }
-    cmd.envs(spec.env.iter().cloned())
-        .envs(spec.config.environment());
-    // The child starts as its own process group, by posix_spawn (vfork + exec, as hyperfine
-    // does): a pre_exec closure would force a full fork, +0.8 ms per trial measured here.
-    cmd.process_group(0);
-    if let Some((uid, gid)) = spec.user {
-        // SAFETY: the closure runs between fork and exec and calls only async-signal-safe
-        // functions (setgroups, setgid, setuid) on values computed before the fork.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::setgroups(0, std::ptr::null()) != 0
-                    || libc::setgid(gid) != 0
-                    || libc::setuid(uid) != 0
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-    }
-    cmd
-}
-
-/// A spawn error that names the program and, when it was not found, the fix.
-pub(crate) fn spawn_error(spec: &TrialSpec, e: std::io::Error) -> std::io::Error {
-    let what = if spec.shell {
-        "/bin/sh".to_string()
-    } else {
-        spec.argv[0].clone()
-    };
-    let hint = match e.kind() {
-        std::io::ErrorKind::NotFound => {
-            " (not found: give a path, or check PATH; use --shell for shell syntax)"
-        }
-        std::io::ErrorKind::PermissionDenied => " (not executable by the user it runs as)",
-        _ => "",
-    };
-    std::io::Error::new(e.kind(), format!("cannot start {what:?}: {e}{hint}"))
-}
-
 impl Runner for ProcessRunner {
     fn run(
         &mut self,
@@ -415,13 +167,7 @@ impl Runner for ProcessRunner {
         };
         crate::control::signals::trial_started(pid);
         hooks.started(pid, start);
-        let mut output = Output {
-            out: child.stdout.take(),
-            err: child.stderr.take(),
-            bufs: [Vec::new(), Vec::new()],
-            tails: Default::default(),
-            dropped: [0, 0],
-        };
+        let mut output = Output::new(child.stdout.take(), child.stderr.take());
         let mut o = TrialOutcome::default();
         let deadline = spec.timeout.map(|t| start + t);
         let mut collapse_at = spec.config.collapse_after.map(|d| start + d);
@@ -499,6 +245,7 @@ impl Runner for ProcessRunner {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use output::OUTPUT_CAP;
 
     fn spec(argv: &[&str]) -> TrialSpec {
         TrialSpec {
