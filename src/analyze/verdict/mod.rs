@@ -2,13 +2,23 @@
 //! effect that matters δ. Fixed paired designs use Hodges–Lehmann with signed-rank intervals
 //! and Holm's step-down procedure across arms (each interval printed at the level it was
 //! computed at); sequential designs use the rule that stopped them; imported unpaired runs use
-//! Mann–Whitney. Sample-size planning, and the primary (Hodges–Lehmann) and secondary (BCa
-//! mean ratio) estimates side by side.
+//! Mann–Whitney. The primary (Hodges–Lehmann) and secondary (BCa mean ratio) estimates side by
+//! side.
+//!
+//! * this module — verdicts, Holm, and contrasts of arms against the baseline;
+//! * [`design`] — how the blocks were collected, and the interval each design gives;
+//! * [`planning`] — how many blocks (or unpaired runs) a question needs.
 
-use super::stats::{
-    Estimate, bootstrap_bca_mean, hodges_lehmann, mann_whitney_shift, signed_rank_p,
+pub mod design;
+pub mod planning;
+
+pub use design::{Design, SEQUENTIAL_N_OPT, group_sequential_level, paired_interval};
+use planning::sample_sd;
+pub use planning::{
+    blocks_needed, blocks_to_resolve, cs_blocks_to_resolve, planning_sd, unpaired_runs_needed,
 };
-use statrs::distribution::{ContinuousCDF, Normal};
+
+use super::stats::{Estimate, bootstrap_bca_mean, mann_whitney_shift, signed_rank_p};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
@@ -93,65 +103,6 @@ pub fn holm(p: &[f64]) -> Vec<f64> {
     out
 }
 
-/// How the blocks were collected, and so how they must be analysed. Stored with a run, so
-/// that re-analysis uses the rule the run used.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Design {
-    /// A fixed number of paired blocks: Hodges–Lehmann with signed-rank intervals, Holm
-    /// step-down across contrasts.
-    #[default]
-    Fixed,
-    /// Looked at after every block and stopped when every contrast was settled: an open-ended
-    /// confidence sequence for the mean per-block log-ratio (valid at every n at once), with α
-    /// split evenly across contrasts (Bonferroni).
-    Sequential { n_opt: f64 },
-    /// O'Brien–Fleming group-sequential design: `looks` equally spaced looks up to
-    /// `max_blocks`; repeated confidence intervals at each look's boundary level, α split
-    /// evenly across contrasts (Bonferroni).
-    GroupSequential { looks: usize, max_blocks: usize },
-    /// Independent samples (imported runs): Hodges–Lehmann shift of log values with the
-    /// Mann–Whitney interval, Holm step-down across contrasts.
-    Unpaired,
-}
-
-/// n_opt of the confidence sequence `run --sequential` uses (tightest near 30 blocks).
-pub const SEQUENTIAL_N_OPT: f64 = 30.0;
-
-impl Design {
-    /// How intervals are computed and corrected, in words (printed above the table).
-    pub fn describe(&self, contrasts: usize, confidence: f64) -> String {
-        let lvl = fmt_level(confidence);
-        let fam = |what: &str| {
-            if contrasts > 1 {
-                format!("{what} across {contrasts} contrasts at {lvl} family-wise")
-            } else {
-                lvl.clone()
-            }
-        };
-        match self {
-            Design::Fixed if contrasts > 1 => format!(
-                "Hodges–Lehmann, signed-rank intervals; Holm step-down across {contrasts} contrasts: verdicts family-wise at {lvl}, each interval at its step's level (@), not a joint {lvl} band"
-            ),
-            Design::Fixed => format!("Hodges–Lehmann, signed-rank intervals, {lvl}"),
-            Design::Sequential { .. } => format!(
-                "sequential: confidence sequence for the mean log-ratio (valid at every look), {}",
-                fam("Bonferroni")
-            ),
-            Design::GroupSequential { looks, max_blocks } => format!(
-                "O'Brien–Fleming, {looks} looks up to {max_blocks} blocks: repeated confidence intervals, {}",
-                fam("Bonferroni")
-            ),
-            Design::Unpaired if contrasts > 1 => format!(
-                "unpaired: Hodges–Lehmann shift, Mann–Whitney intervals; Holm step-down across {contrasts} contrasts: verdicts family-wise at {lvl}, each interval at its step's level (@), not a joint {lvl} band"
-            ),
-            Design::Unpaired => {
-                format!("unpaired: Hodges–Lehmann shift, Mann–Whitney intervals, {lvl}")
-            }
-        }
-    }
-}
-
 /// A confidence level as people write it: 99%, 99.5%, 99.67%.
 pub fn fmt_level(c: f64) -> String {
     let p = c * 100.0;
@@ -188,77 +139,6 @@ pub fn holm_levels(
         }
     }
     levels
-}
-
-/// Blocks a paired design needs so that, with probability `power`, the interval at `level`
-/// resolves δ whatever the truth: FASTER/SLOWER for an effect of ±δ and EQUIVALENT for none.
-/// Equivalence is the harder of the two: (z_{1−α/2} + z_{1−(1−power)/2}) σ/√n ≤ ln(1+δ),
-/// divided by the signed-rank test's efficiency 3/π.
-pub fn blocks_to_resolve(sd_log_ratio: f64, effect: f64, level: f64, power: f64) -> usize {
-    let n = Normal::standard();
-    let z = n.inverse_cdf(0.5 + level / 2.0) + n.inverse_cdf(0.5 + power / 2.0);
-    let band = (1.0 + effect).ln();
-    ((z * sd_log_ratio / band).powi(2) / (3.0 / std::f64::consts::PI))
-        .ceil()
-        .max(2.0) as usize
-}
-
-/// The same for a confidence sequence: the smallest n whose radius is at most
-/// ln(1+δ) · z_{1−α/2} / (z_{1−α/2} + z_{1−(1−power)/2}) (the fixed design's radius at its n).
-pub fn cs_blocks_to_resolve(sd: f64, effect: f64, level: f64, power: f64, n_opt: f64) -> usize {
-    let nd = Normal::standard();
-    let za = nd.inverse_cdf(0.5 + level / 2.0);
-    let target = (1.0 + effect).ln() * za / (za + nd.inverse_cdf(0.5 + power / 2.0));
-    let mut n = 2usize;
-    while n < 10_000_000 && super::sequential::cs_radius(n, sd, 1.0 - level, n_opt) > target {
-        n = (n as f64 * 1.1).ceil() as usize;
-    }
-    n
-}
-
-/// The SD to plan with: the sample SD inflated to its one-sided 80% upper confidence bound
-/// (σ̂·√((n−1)/χ²₀.₂(n−1)), Browne 1995), so that a plan from a short pilot keeps its promised
-/// power although the pilot's SD is itself uncertain.
-pub fn planning_sd(x: &[f64]) -> f64 {
-    use statrs::distribution::ChiSquared;
-    let df = (x.len().max(2) - 1) as f64;
-    let q = ChiSquared::new(df).map_or(df, |c| c.inverse_cdf(0.2));
-    sample_sd(x) * (df / q).sqrt()
-}
-
-fn sample_sd(x: &[f64]) -> f64 {
-    let n = x.len() as f64;
-    let m = x.iter().sum::<f64>() / n;
-    (x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1.0).max(1.0)).sqrt()
-}
-
-/// The interval a paired design gives for one contrast at `level`, on the log scale.
-pub fn paired_interval(x: &[f64], level: f64, design: &Design) -> Option<Estimate> {
-    match design {
-        Design::Sequential { n_opt } => {
-            let mut cs = super::sequential::ConfidenceSequence::new(1.0 - level, *n_opt);
-            for v in x {
-                cs.push(*v);
-            }
-            let point = x.iter().sum::<f64>() / x.len().max(1) as f64;
-            let iv = cs.interval();
-            (!x.is_empty()).then_some(Estimate {
-                point,
-                lo: iv.map(|i| i.0),
-                hi: iv.map(|i| i.1),
-                confidence: level,
-            })
-        }
-        _ => hodges_lehmann(x, level),
-    }
-}
-
-/// The repeated-confidence-interval level of an O'Brien–Fleming design after `n` blocks: the
-/// boundary of the last look reached (the first look's, before it), at α per contrast.
-pub fn group_sequential_level(looks: usize, max_blocks: usize, alpha: f64, n: usize) -> f64 {
-    let g = super::sequential::GroupSequential::new(looks, max_blocks, alpha);
-    let k = g.look_blocks.iter().rposition(|&b| b <= n).unwrap_or(0);
-    2.0 * Normal::standard().cdf(g.bounds[k]) - 1.0
 }
 
 /// Contrasts of several arms vs the baseline from per-block log-ratios `d[arm]`, analysed as
@@ -460,31 +340,10 @@ pub fn contrast_from(
     }
 }
 
-/// Blocks needed to detect a relative effect `effect` with a two-sided test at `confidence`
-/// and `power`, given the SD of per-block log-ratios from a pilot. Normal theory, divided by
-/// the signed-rank test's asymptotic relative efficiency 3/π (Lehmann 1975) because the
-/// verdict uses it.
-pub fn blocks_needed(sd_log_ratio: f64, effect: f64, confidence: f64, power: f64) -> usize {
-    let n = Normal::standard();
-    let z = n.inverse_cdf(1.0 - (1.0 - confidence) / 2.0) + n.inverse_cdf(power);
-    let delta = (1.0 + effect).ln();
-    ((z * sd_log_ratio / delta).powi(2) / (3.0 / std::f64::consts::PI))
-        .ceil()
-        .max(2.0) as usize
-}
-
-/// Runs a fixed-size *unpaired* two-sample design needs for the same question (both arms):
-/// 2 · 2 (z σ / δ)² with σ the per-run SD of log values.
-pub fn unpaired_runs_needed(sd_log: f64, effect: f64, confidence: f64, power: f64) -> usize {
-    let n = Normal::standard();
-    let z = n.inverse_cdf(1.0 - (1.0 - confidence) / 2.0) + n.inverse_cdf(power);
-    let delta = (1.0 + effect).ln();
-    (2.0 * 2.0 * (z * sd_log / delta).powi(2)).ceil() as usize
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyze::stats::hodges_lehmann;
 
     #[test]
     fn verdict_regions() {
@@ -630,17 +489,6 @@ mod tests {
         assert_eq!(c.verdict, Verdict::Slower);
         assert!(c.method.contains("Mann–Whitney"));
         assert!((c.percent.point - 10.0).abs() < 1.0, "{:?}", c.percent);
-    }
-
-    #[test]
-    fn planning_matches_the_published_numbers() {
-        // The published 40-day comparison: a 1.1% effect, 10% CV, within-block correlation 0.9, 99.99% confidence,
-        // 80% power: about 7,412 runs unpaired; the paired design needs about ten times fewer.
-        let unpaired = unpaired_runs_needed(0.1, 0.011, 0.9999, 0.8);
-        assert!((7_300..7_500).contains(&unpaired), "{unpaired}");
-        let sd_d = (2.0f64 * (1.0 - 0.9)).sqrt() * 0.1;
-        let paired_runs = 2 * blocks_needed(sd_d, 0.011, 0.9999, 0.8);
-        assert!((700..850).contains(&paired_runs), "{paired_runs}");
     }
 
     #[test]

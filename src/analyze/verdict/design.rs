@@ -1,0 +1,95 @@
+//! How a run's blocks were collected — fixed paired blocks, a confidence sequence, an
+//! O'Brien–Fleming group-sequential design, or unpaired imported runs — and so how they are
+//! analysed: the interval each design gives, and the words printed for it.
+
+use super::fmt_level;
+use crate::analyze::stats::{Estimate, hodges_lehmann};
+use statrs::distribution::{ContinuousCDF, Normal};
+
+/// How the blocks were collected, and so how they must be analysed. Stored with a run, so
+/// that re-analysis uses the rule the run used.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Design {
+    /// A fixed number of paired blocks: Hodges–Lehmann with signed-rank intervals, Holm
+    /// step-down across contrasts.
+    #[default]
+    Fixed,
+    /// Looked at after every block and stopped when every contrast was settled: an open-ended
+    /// confidence sequence for the mean per-block log-ratio (valid at every n at once), with α
+    /// split evenly across contrasts (Bonferroni).
+    Sequential { n_opt: f64 },
+    /// O'Brien–Fleming group-sequential design: `looks` equally spaced looks up to
+    /// `max_blocks`; repeated confidence intervals at each look's boundary level, α split
+    /// evenly across contrasts (Bonferroni).
+    GroupSequential { looks: usize, max_blocks: usize },
+    /// Independent samples (imported runs): Hodges–Lehmann shift of log values with the
+    /// Mann–Whitney interval, Holm step-down across contrasts.
+    Unpaired,
+}
+
+/// n_opt of the confidence sequence `run --sequential` uses (tightest near 30 blocks).
+pub const SEQUENTIAL_N_OPT: f64 = 30.0;
+
+impl Design {
+    /// How intervals are computed and corrected, in words (printed above the table).
+    pub fn describe(&self, contrasts: usize, confidence: f64) -> String {
+        let lvl = fmt_level(confidence);
+        let fam = |what: &str| {
+            if contrasts > 1 {
+                format!("{what} across {contrasts} contrasts at {lvl} family-wise")
+            } else {
+                lvl.clone()
+            }
+        };
+        match self {
+            Design::Fixed if contrasts > 1 => format!(
+                "Hodges–Lehmann, signed-rank intervals; Holm step-down across {contrasts} contrasts: verdicts family-wise at {lvl}, each interval at its step's level (@), not a joint {lvl} band"
+            ),
+            Design::Fixed => format!("Hodges–Lehmann, signed-rank intervals, {lvl}"),
+            Design::Sequential { .. } => format!(
+                "sequential: confidence sequence for the mean log-ratio (valid at every look), {}",
+                fam("Bonferroni")
+            ),
+            Design::GroupSequential { looks, max_blocks } => format!(
+                "O'Brien–Fleming, {looks} looks up to {max_blocks} blocks: repeated confidence intervals, {}",
+                fam("Bonferroni")
+            ),
+            Design::Unpaired if contrasts > 1 => format!(
+                "unpaired: Hodges–Lehmann shift, Mann–Whitney intervals; Holm step-down across {contrasts} contrasts: verdicts family-wise at {lvl}, each interval at its step's level (@), not a joint {lvl} band"
+            ),
+            Design::Unpaired => {
+                format!("unpaired: Hodges–Lehmann shift, Mann–Whitney intervals, {lvl}")
+            }
+        }
+    }
+}
+
+/// The interval a paired design gives for one contrast at `level`, on the log scale.
+pub fn paired_interval(x: &[f64], level: f64, design: &Design) -> Option<Estimate> {
+    match design {
+        Design::Sequential { n_opt } => {
+            let mut cs = crate::analyze::sequential::ConfidenceSequence::new(1.0 - level, *n_opt);
+            for v in x {
+                cs.push(*v);
+            }
+            let point = x.iter().sum::<f64>() / x.len().max(1) as f64;
+            let iv = cs.interval();
+            (!x.is_empty()).then_some(Estimate {
+                point,
+                lo: iv.map(|i| i.0),
+                hi: iv.map(|i| i.1),
+                confidence: level,
+            })
+        }
+        _ => hodges_lehmann(x, level),
+    }
+}
+
+/// The repeated-confidence-interval level of an O'Brien–Fleming design after `n` blocks: the
+/// boundary of the last look reached (the first look's, before it), at α per contrast.
+pub fn group_sequential_level(looks: usize, max_blocks: usize, alpha: f64, n: usize) -> f64 {
+    let g = crate::analyze::sequential::GroupSequential::new(looks, max_blocks, alpha);
+    let k = g.look_blocks.iter().rposition(|&b| b <= n).unwrap_or(0);
+    2.0 * Normal::standard().cdf(g.bounds[k]) - 1.0
+}
