@@ -3,11 +3,20 @@
 //! a grace period, then SIGKILL of its group and of every descendant that regrouped itself
 //! (PostgreSQL's backends call setsid). Its output (stdout and stderr, one pipe) is read on a
 //! thread of its own, which also sees a `log:` readiness line the moment it is printed.
+//!
+//! * this module — the lifecycle: start, wait until ready, follow a daemon, stop;
+//! * `ready` — the readiness probes; `log` — the output reader;
+//! * `end` — how a server's trial failed and how the server ended;
+//! * `tree` — its processes: exit status in words, waiting on pidfds, killing the tree.
 
+mod end;
 mod log;
 mod ready;
+mod tree;
 
+pub use end::{ServerEnd, ServerFailure};
 pub use ready::Ready;
+pub use tree::kill_tree;
 
 use super::child::{Inherited, SPAWN_TURN, TrialSpec, command, pidfd_open, spawn_error};
 use log::{Shared, read_log};
@@ -15,38 +24,7 @@ use ready::connect_tcp;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// How a server's trial went wrong: a failed trial, with the server's last lines.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ServerFailure {
-    pub what: String,
-    pub log_tail: Vec<String>,
-}
-
-impl std::fmt::Display for ServerFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.what)?;
-        if let Some(l) = self.log_tail.iter().rev().find(|l| !l.trim().is_empty()) {
-            write!(f, "; its last line: {}", l.trim())?;
-        }
-        Ok(())
-    }
-}
-
-/// How the server ended when it was stopped.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ServerEnd {
-    pub exit_code: Option<i32>,
-    pub signal: Option<i32>,
-    /// It had exited before it was asked to stop.
-    pub exited_early: bool,
-    /// It outlived the grace period after SIGTERM and was killed.
-    pub killed: bool,
-    /// From SIGTERM to its exit, ns (the stop cost of a restart per trial).
-    pub stop_ns: u64,
-    /// Descendants still alive after the server exited, killed then.
-    pub orphans_killed: usize,
-}
+use tree::{describe_status, describe_wait_status, exited, wait_all_exit};
 
 /// A running server.
 pub struct Server {
@@ -388,119 +366,6 @@ impl Drop for Server {
     fn drop(&mut self) {
         if !self.stopped {
             self.stop(Duration::ZERO);
-        }
-    }
-}
-
-/// A wait status in words.
-fn describe_wait_status(status: i32) -> String {
-    if libc::WIFEXITED(status) {
-        format!("exit {}", libc::WEXITSTATUS(status))
-    } else if libc::WIFSIGNALED(status) {
-        format!(
-            "killed by {}",
-            super::child::signal_name(libc::WTERMSIG(status))
-        )
-    } else {
-        "status unknown".into()
-    }
-}
-
-/// The status of an exited, unreaped child in words, without reaping it.
-fn describe_status(pid: i32) -> String {
-    // SAFETY: siginfo_t is plain data; all-zero is a valid value.
-    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `info` is valid to write; WNOWAIT leaves the child unreaped.
-    let r = unsafe {
-        libc::waitid(
-            libc::P_PID,
-            pid as libc::id_t,
-            &mut info,
-            libc::WEXITED | libc::WNOWAIT | libc::WNOHANG,
-        )
-    };
-    if r != 0 {
-        return "status unknown".into();
-    }
-    // SAFETY: filled in by waitid for an exited child.
-    let (code, status) = unsafe { (info.si_code, info.si_status()) };
-    if code == libc::CLD_EXITED {
-        format!("exit {status}")
-    } else {
-        format!("killed by {}", super::child::signal_name(status))
-    }
-}
-
-/// Whether the process of a pidfd has exited (without blocking).
-fn exited(pidfd: i32) -> bool {
-    let mut p = libc::pollfd {
-        fd: pidfd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd; timeout 0 does not block.
-    unsafe { libc::poll(&mut p, 1, 0) == 1 }
-}
-
-/// Block until the processes of every pidfd have exited, or `until`; whether they all did.
-fn wait_all_exit(pidfds: &[i32], until: Instant) -> bool {
-    let mut left: Vec<i32> = pidfds.to_vec();
-    loop {
-        left.retain(|fd| !exited(*fd));
-        if left.is_empty() {
-            return true;
-        }
-        let now = Instant::now();
-        if now >= until {
-            return false;
-        }
-        let mut p: Vec<libc::pollfd> = left
-            .iter()
-            .map(|fd| libc::pollfd {
-                fd: *fd,
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-        let ms = (until - now).as_millis().clamp(1, i32::MAX as u128) as i32;
-        // SAFETY: `p` is a valid array of pollfd of the length given; blocks until one exits.
-        unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, ms) };
-    }
-}
-
-/// SIGKILL a server's process group and each process of its tree.
-pub fn kill_tree(pid: i32, family: &[i32]) {
-    // SAFETY: signalling our own server's group and the descendants just listed.
-    unsafe {
-        libc::killpg(pid, libc::SIGKILL);
-        for p in family {
-            libc::kill(*p, libc::SIGKILL);
-        }
-    }
-}
-
-impl ServerEnd {
-    /// The end in words when it is a failure: the server had died, or died from a signal.
-    pub fn failure(&self) -> Option<String> {
-        let how = match (self.exit_code, self.signal) {
-            (_, Some(s)) => format!("killed by {}", super::child::signal_name(s)),
-            (Some(c), _) => format!("exit {c}"),
-            (None, None) => "status unknown".to_string(),
-        };
-        let bus = if self.signal == Some(libc::SIGBUS) {
-            " — SIGBUS with huge pages means a hugetlb page was not there at first touch (a pool or a hugetlb cgroup limit ran out): a crash, not a fallback"
-        } else {
-            ""
-        };
-        if self.exited_early {
-            Some(format!("the server exited during the load ({how}){bus}"))
-        } else if self
-            .signal
-            .is_some_and(|s| s != libc::SIGTERM && s != libc::SIGKILL)
-        {
-            Some(format!("the server ended {how} when stopped{bus}"))
-        } else {
-            None
         }
     }
 }
