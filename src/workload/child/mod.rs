@@ -4,7 +4,6 @@
 //! exit, which a blocking `poll` on the child's pidfd reports — no timer, no sleeping. Evidence is gathered
 //! by [`TrialHooks`] (the collect stage), never on the thread that waits. The [`Runner`] trait
 //! is the seam that lets the planner and the block order be tested without starting processes.
-
 //!
 //! * this module — a trial's spec and outcome, the [`Runner`] seam, and [`ProcessRunner`]'s
 //!   measuring loop (spawn, wait on the pidfd, read the pipes, time out, reap);
