@@ -125,6 +125,16 @@ pub fn set_thp_disable(disable: bool) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Whether PR_SET_THP_DISABLE is set for this process (PR_GET_THP_DISABLE).
+pub fn thp_disabled() -> std::io::Result<bool> {
+    // SAFETY: prctl with integer arguments only.
+    let r = unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(r == 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

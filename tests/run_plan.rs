@@ -8,7 +8,7 @@ mod common;
 use clap::Parser;
 use hugelab::analyze::verdict::{Design, Verdict};
 use hugelab::commands::run::{
-    Context, Executed, Plan, RunArgs, block_order, execute, plan, plan_as,
+    Effects, Executed, Plan, RunArgs, block_order, execute, plan, plan_as,
 };
 use hugelab::control::{Guard, SysfsSettings};
 use hugelab::probe::Root;
@@ -99,7 +99,7 @@ fn execute_with(
         calls.set(calls.get() + 1);
         stop_after.is_some_and(|n| calls.get() >= n)
     };
-    let mut ctx = Context {
+    let mut ctx = Effects {
         runner: fake,
         store: &mut store,
         run_id: id,

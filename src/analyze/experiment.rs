@@ -214,7 +214,7 @@ pub struct ArmMetric {
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct MetricReport {
+pub struct MetricAnalysis {
     pub metric: MetricDef,
     pub arms: Vec<ArmMetric>,
     /// Non-baseline arm name → contrast vs the baseline (None: too few complete blocks).
@@ -235,14 +235,14 @@ pub struct ArmEvidence {
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ExperimentReport {
+pub struct ExperimentAnalysis {
     pub baseline: String,
     pub effect: f64,
     pub confidence: f64,
     /// How the contrasts were computed (fixed, sequential, group-sequential, unpaired).
     #[serde(default)]
     pub design: Design,
-    pub metrics: Vec<MetricReport>,
+    pub metrics: Vec<MetricAnalysis>,
     pub evidence: Vec<ArmEvidence>,
 }
 
@@ -254,9 +254,9 @@ pub fn primary_index(metrics: usize) -> usize {
     metrics.clamp(1, 2) - 1
 }
 
-impl ExperimentReport {
+impl ExperimentAnalysis {
     /// The primary metric's report (see [`primary_index`]).
-    pub fn primary(&self) -> Option<&MetricReport> {
+    pub fn primary(&self) -> Option<&MetricAnalysis> {
         self.metrics.get(primary_index(self.metrics.len()))
     }
 }
@@ -298,7 +298,7 @@ pub fn analyse(
     effect: f64,
     confidence: f64,
     design: &Design,
-) -> ExperimentReport {
+) -> ExperimentAnalysis {
     let others: Vec<usize> = (0..arms.len()).filter(|a| *a != baseline).collect();
     let metric_reports = metrics
         .iter()
@@ -344,7 +344,7 @@ pub fn analyse(
                     complete,
                 )
             };
-            MetricReport {
+            MetricAnalysis {
                 metric: m.clone(),
                 arms: arm_metrics,
                 contrasts: others
@@ -383,7 +383,7 @@ pub fn analyse(
             }
         })
         .collect();
-    ExperimentReport {
+    ExperimentAnalysis {
         baseline: arms[baseline].clone(),
         effect,
         confidence,

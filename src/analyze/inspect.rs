@@ -27,9 +27,9 @@ pub fn java_heap(maps: &[Mapping], cmdline: &[String]) -> Option<usize> {
     (m.size() >= xmx / 2).then_some(i)
 }
 
-/// System and process context for the reasons.
+/// The circumstances the reasons depend on: the system's THP settings and the process's status.
 #[derive(Debug, Clone, Default)]
-pub struct Context {
+pub struct Circumstances {
     pub thp: Thp,
     pub status: ProcStatus,
 }
@@ -61,7 +61,7 @@ pub fn has_aligned_2m(m: &Mapping) -> bool {
 }
 
 /// Why a mapping is not (fully) on huge pages — only reasons the evidence supports.
-pub fn why_not_huge(m: &Mapping, k: Kind, coverage: f64, ctx: &Context) -> Vec<String> {
+pub fn why_not_huge(m: &Mapping, k: Kind, coverage: f64, ctx: &Circumstances) -> Vec<String> {
     let mut r = Vec::new();
     if k == Kind::Hugetlb {
         return r;
@@ -232,7 +232,7 @@ pub fn report(
         .iter()
         .flat_map(|(_, loc)| loc.iter().filter_map(|(_, i)| *i))
         .collect();
-    let ctx = Context {
+    let ctx = Circumstances {
         thp: thp.clone(),
         status: status.clone(),
     };
@@ -370,7 +370,7 @@ mod tests {
     use crate::probe::kv::Selector;
     use crate::probe::process::parse_smaps;
 
-    fn ctx(mode: &str) -> Context {
+    fn ctx(mode: &str) -> Circumstances {
         let thp = Thp {
             enabled: Some(Selector {
                 selected: mode.into(),
@@ -378,7 +378,7 @@ mod tests {
             }),
             ..Thp::default()
         };
-        Context {
+        Circumstances {
             thp,
             status: ProcStatus {
                 name: "t".into(),

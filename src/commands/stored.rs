@@ -235,7 +235,7 @@ fn stall_histograms(
 /// A bench stores metric `<workload metric>@<size>` per backing: regroup into one line per
 /// backing over the sizes, per workload metric.
 fn bench_curves(
-    report: &crate::analyze::experiment::ExperimentReport,
+    report: &crate::analyze::experiment::ExperimentAnalysis,
     arm_names: &[String],
     trials: &[TrialRow],
     arms: &[ArmRow],

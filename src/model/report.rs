@@ -1,7 +1,7 @@
 //! Records of `hugelab report` and `hugelab compare`: a stored run or bench with everything its
 //! charts and tables show, and an unpaired comparison of two runs.
 
-use crate::analyze::experiment::ExperimentReport;
+use crate::analyze::experiment::ExperimentAnalysis;
 use crate::analyze::stats::Estimate;
 use crate::analyze::verdict::{Better, Verdict};
 use crate::store::RunMeta;
@@ -27,7 +27,7 @@ pub struct RunView {
     pub kind: RunKind,
     pub arms: Vec<String>,
     /// The analysis, at the level and δ of the report (the terminal's `results show`).
-    pub report: ExperimentReport,
+    pub report: ExperimentAnalysis,
     /// Per metric, every measured trial in run order (distributions, progression).
     pub series: Vec<Series>,
     /// For a bench: per workload metric, one line per backing over the region sizes.

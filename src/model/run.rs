@@ -1,7 +1,7 @@
 //! Records of `hugelab run`: the validated plan and the analysed result that every renderer
 //! (terminal, JSON, CSV, Markdown, HTML) reads.
 
-use crate::analyze::experiment::{ExperimentReport, MetricDef, NoiseAttribution};
+use crate::analyze::experiment::{ExperimentAnalysis, MetricDef, NoiseAttribution};
 use crate::analyze::verdict::Design;
 use crate::backing::arm::Arm;
 use crate::collect::sampler::Schedule;
@@ -95,7 +95,7 @@ pub struct RunResult {
     pub plan: Plan,
     pub blocks_done: usize,
     pub stop_reason: String,
-    pub report: ExperimentReport,
+    pub report: ExperimentAnalysis,
     /// Per arm: how much of the primary metric's spread the machine's noise explains.
     pub noise: Vec<NoiseAttribution>,
     /// For `--calibrate`: the machine's noise floor for this command.

@@ -2,7 +2,7 @@
 
 use super::summary::{self, RunFacts};
 use super::{Grid, table};
-use crate::analyze::experiment::{ExperimentReport, MetricReport};
+use crate::analyze::experiment::{ExperimentAnalysis, MetricAnalysis};
 use crate::analyze::stats::Estimate;
 use crate::analyze::verdict::{Contrast, Design, Verdict, fmt_level};
 use crate::analyze::vm::VmAdvice;
@@ -13,14 +13,14 @@ use std::fmt::Write;
 
 /// The tables of an analysed experiment: one per metric (summaries, contrasts, verdicts) and
 /// the backing evidence per arm.
-pub fn report_grids(r: &ExperimentReport) -> Vec<Grid> {
+pub fn report_grids(r: &ExperimentAnalysis) -> Vec<Grid> {
     let mut grids: Vec<Grid> = r.metrics.iter().map(|m| metric_grid(r, m)).collect();
     grids.push(evidence_grid(r));
     grids
 }
 
 /// One metric: per arm n, median, mean ± sd, p95, outliers, the contrast and its verdict.
-pub fn metric_grid(r: &ExperimentReport, m: &MetricReport) -> Grid {
+pub fn metric_grid(r: &ExperimentAnalysis, m: &MetricAnalysis) -> Grid {
     let better = match m.metric.better {
         crate::analyze::verdict::Better::Lower => "lower is better",
         crate::analyze::verdict::Better::Higher => "higher is better",
@@ -125,7 +125,7 @@ pub fn metric_grid(r: &ExperimentReport, m: &MetricReport) -> Grid {
 }
 
 /// "+1.23% [+0.50, +2.00]", with "@99.61%" when the interval's level is not the family's.
-pub fn contrast_cell(r: &ExperimentReport, c: &Contrast) -> String {
+pub fn contrast_cell(r: &ExperimentAnalysis, c: &Contrast) -> String {
     let at = if c.percent.lo.is_some() {
         summary::level_mark(r, c)
     } else {
@@ -144,7 +144,7 @@ pub fn verdict_cell(c: &Contrast) -> String {
 }
 
 /// Per arm: trials, failures, flags, huge coverage at peak, faults and dTLB misses.
-pub fn evidence_grid(r: &ExperimentReport) -> Grid {
+pub fn evidence_grid(r: &ExperimentAnalysis) -> Grid {
     let mut g = Grid::new(
         "backing evidence (run: the child's process group sampled on the same schedule for every arm, or with --server the server's process tree after each load; bench: the verified region)",
         &[
@@ -183,7 +183,7 @@ pub fn evidence_grid(r: &ExperimentReport) -> Grid {
 }
 
 /// A stored run (`results show`): the answer lines, then every table.
-pub fn render_stored(r: &ExperimentReport) -> String {
+pub fn render_stored(r: &ExperimentAnalysis) -> String {
     let facts = RunFacts {
         blocks: r.metrics.first().map_or(0, |m| m.complete_blocks),
         ..RunFacts::default()
@@ -197,7 +197,7 @@ pub fn render_stored(r: &ExperimentReport) -> String {
     o + &render_report(r)
 }
 
-pub fn render_report(r: &ExperimentReport) -> String {
+pub fn render_report(r: &ExperimentAnalysis) -> String {
     report_grids(r).iter().map(Grid::terminal).collect()
 }
 
@@ -441,7 +441,7 @@ pub fn render(r: &RunResult, verbose: bool) -> String {
 
 /// The per-arm warnings of the distribution checks (drift, correlation, bimodality) and of
 /// the contrasts, counted by kind in one line; `--verbose` prints each.
-fn grouped_warnings(r: &ExperimentReport) -> Option<String> {
+fn grouped_warnings(r: &ExperimentAnalysis) -> Option<String> {
     let mut kinds: std::collections::BTreeMap<&str, usize> = Default::default();
     let mut count = |w: &str| {
         let kind = if w.contains("drift") {

@@ -2,7 +2,7 @@
 //! metric (effect, interval, verdict), the FLAGGED arms, then one line on the run itself.
 //! `run`, `results show` and `report` print the same lines.
 
-use crate::analyze::experiment::{ExperimentReport, primary_index};
+use crate::analyze::experiment::{ExperimentAnalysis, primary_index};
 use crate::analyze::stats::Estimate;
 use crate::analyze::verdict::{Contrast, Design, Verdict, fmt_level};
 use crate::model::report::CompareResult;
@@ -24,7 +24,7 @@ pub struct RunFacts {
 /// The answer lines of an analysed experiment: per contrast, the primary metric (the one
 /// `--fail-on` and `--sequential` decide on) and every other metric with a verdict; the other
 /// metrics, still inconclusive, are named in one line. Then the FLAGGED arms.
-pub fn answer(r: &ExperimentReport) -> Vec<String> {
+pub fn answer(r: &ExperimentAnalysis) -> Vec<String> {
     let primary = primary_index(r.metrics.len());
     // Metrics in the order the answer gives them: the primary first.
     let mut order: Vec<usize> = (0..r.metrics.len()).collect();
@@ -120,7 +120,7 @@ pub fn answer(r: &ExperimentReport) -> Vec<String> {
 
 /// `-8.9% [-12.8, -8.8] @99.5% FASTER`, or for an unsettled contrast of the primary metric its
 /// half-width and the blocks that δ would need.
-fn contrast_words(r: &ExperimentReport, c: &Contrast, primary: bool) -> String {
+fn contrast_words(r: &ExperimentAnalysis, c: &Contrast, primary: bool) -> String {
     let effect = r.effect * 100.0;
     let verdict = match c.verdict {
         Verdict::Faster | Verdict::Slower => {
@@ -172,7 +172,7 @@ pub fn percent_interval(e: &Estimate) -> String {
 /// ` @99.61%` when the level the interval really has is not the family's: computed at a Holm
 /// step, a Bonferroni share or a sequential boundary, and for the exact signed-rank interval
 /// the coverage its discrete ranks achieve (at least the level asked for).
-pub fn level_mark(r: &ExperimentReport, c: &Contrast) -> String {
+pub fn level_mark(r: &ExperimentAnalysis, c: &Contrast) -> String {
     level_mark_at(r.confidence, c)
 }
 
@@ -193,7 +193,7 @@ pub fn level_mark_at(confidence: f64, c: &Contrast) -> String {
 
 /// One line on the run: blocks, time, why it stopped, failures, flags, coverage per arm,
 /// heavy steal, and the level the verdicts were computed at.
-pub fn run_line(r: &ExperimentReport, f: &RunFacts) -> Vec<String> {
+pub fn run_line(r: &ExperimentAnalysis, f: &RunFacts) -> Vec<String> {
     let mut parts = Vec::new();
     let unit = if r.design == Design::Unpaired {
         "runs"

@@ -41,7 +41,7 @@ pub fn reanalyse(
     trials: &[TrialRow],
     effect: f64,
     confidence: f64,
-) -> experiment::ExperimentReport {
+) -> experiment::ExperimentAnalysis {
     let names: Vec<String> = arms.iter().map(|a| a.name.clone()).collect();
     let baseline =
         (meta.plan["baseline"].as_u64().unwrap_or(0) as usize).min(names.len().saturating_sub(1));

@@ -14,7 +14,7 @@ pub mod postgres;
 pub mod qemu;
 pub mod redis;
 
-use crate::analyze::experiment::ExperimentReport;
+use crate::analyze::experiment::ExperimentAnalysis;
 use crate::analyze::stats::Estimate;
 use crate::analyze::trace::StallContrast;
 use crate::analyze::verdict::{Better, Verdict};
@@ -54,7 +54,7 @@ pub struct RunEvidence {
     pub baseline: usize,
     /// `--preset` of a `--server` run (postgres, redis, …).
     pub preset: Option<String>,
-    pub report: ExperimentReport,
+    pub report: ExperimentAnalysis,
     pub stalls: Vec<StallContrast>,
 }
 
@@ -391,7 +391,7 @@ pub fn base_advice(target: Target, lines: Vec<EvidenceLine>) -> Advice {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::analyze::experiment::{ArmEvidence, ArmMetric, MetricDef, MetricReport};
+    use crate::analyze::experiment::{ArmEvidence, ArmMetric, MetricAnalysis, MetricDef};
     use crate::analyze::verdict::{Contrast, Design};
     use crate::backing::arm::parse_arm;
     use proptest::prelude::*;
@@ -422,7 +422,7 @@ pub(crate) mod tests {
             method: "test".into(),
             warnings: vec![],
         };
-        let metric = |name: &str, better| MetricReport {
+        let metric = |name: &str, better| MetricAnalysis {
             metric: MetricDef {
                 name: name.into(),
                 better,
@@ -442,7 +442,7 @@ pub(crate) mod tests {
                 .collect(),
             complete_blocks: 10,
         };
-        let report = ExperimentReport {
+        let report = ExperimentAnalysis {
             baseline: arms[0].name.clone(),
             effect: 0.01,
             confidence: 0.99,

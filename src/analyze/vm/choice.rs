@@ -1,7 +1,7 @@
 //! Which measured arm to advise for a VM.
 
 use super::host::{HostAdvice, host_advice};
-use crate::analyze::experiment::ExperimentReport;
+use crate::analyze::experiment::ExperimentAnalysis;
 use crate::analyze::verdict::Verdict;
 use crate::backing::qemu::QemuBacking;
 
@@ -20,7 +20,7 @@ pub struct VmAdvice {
 /// trials were never flagged. Without one, no configuration is advised (keeping the baseline is
 /// not a measured improvement). `backings[i]` is arm i's QEMU backing.
 pub fn advise(
-    report: &ExperimentReport,
+    report: &ExperimentAnalysis,
     backings: &[Option<QemuBacking>],
     guest: u64,
     nodes: usize,

@@ -1,5 +1,5 @@
 //! A run's trials: blocks in seeded random order, one trial at a time through the injected
-//! [`Context`], each stored as it finishes; stops on the plan's design, failure or Ctrl-C.
+//! [`Effects`], each stored as it finishes; stops on the plan's design, failure or Ctrl-C.
 
 use super::Plan;
 use super::plan::block_order;
@@ -27,7 +27,7 @@ use std::time::Instant;
 
 /// The side effects `execute` works through: injected so that planning, block order, arm
 /// switching and storage are testable against a fake runner and a fake sysfs.
-pub struct Context<'a> {
+pub struct Effects<'a> {
     pub runner: &'a mut dyn Runner,
     pub store: &'a mut Store,
     pub run_id: i64,
@@ -99,7 +99,7 @@ fn touched_knobs(all: &[Arm]) -> Vec<Knob> {
 fn apply_system(
     arm: &Arm,
     all: &[Arm],
-    ctx: &mut Context,
+    ctx: &mut Effects,
     guard: &mut Option<Guard>,
 ) -> anyhow::Result<Vec<String>> {
     let touched = touched_knobs(all);
@@ -204,7 +204,7 @@ fn trial(
     job: &Job,
     arm_idx: usize,
     block: i64,
-    ctx: &mut Context,
+    ctx: &mut Effects,
     guard: &mut Option<Guard>,
     notes: &mut Vec<String>,
 ) -> anyhow::Result<TrialRow> {
@@ -452,7 +452,7 @@ fn is_look(design: &Design, blocks: usize) -> bool {
 }
 
 /// Run the experiment through `ctx`, storing each trial as it finishes.
-pub fn execute(plan: &Plan, ctx: &mut Context) -> anyhow::Result<Executed> {
+pub fn execute(plan: &Plan, ctx: &mut Effects) -> anyhow::Result<Executed> {
     let started = Instant::now();
     let base_spec = TrialSpec {
         argv: plan.command.clone(),
@@ -485,7 +485,7 @@ pub fn execute(plan: &Plan, ctx: &mut Context) -> anyhow::Result<Executed> {
     let names: Vec<String> = plan.arms.iter().map(|x| x.name.clone()).collect();
     let mut flagged_arms: Vec<usize> = Vec::new();
     let mut seq = 0i64;
-    let stopped = |ctx: &Context, x: &mut Executed, what: String| {
+    let stopped = |ctx: &Effects, x: &mut Executed, what: String| {
         let stop = (ctx.stop)();
         if stop {
             x.interrupted = true;

@@ -1,6 +1,6 @@
 //! `hugelab run`: A/B/n experiments of any command under page configurations ("arms"),
 //! interleaved in randomized complete blocks. Plan (arguments + arms → a validated [`Plan`]),
-//! execute (one trial at a time through the injected [`Context`]: runner, settings guard,
+//! execute (one trial at a time through the injected [`Effects`]: runner, settings guard,
 //! probe root; each trial stored as it finishes), then analyse with the design the plan chose
 //! and render.
 
@@ -27,7 +27,7 @@ pub mod tracing;
 mod watch;
 
 pub use crate::store::trial_data;
-pub use execute::{Context, Executed, execute};
+pub use execute::{Effects, Executed, execute};
 pub use plan::{block_order, plan, plan_as};
 
 pub const SCHEMA: &str = "hugelab.run/1";
@@ -400,7 +400,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         }
     };
     let trace_notes = trace.as_ref().map(|t| t.notes.clone()).unwrap_or_default();
-    let mut ctx = Context {
+    let mut ctx = Effects {
         runner: &mut runner,
         store: &mut store,
         run_id,

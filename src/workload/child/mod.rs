@@ -17,7 +17,7 @@ mod output;
 mod spawn;
 
 pub use spawn::mono_ns;
-pub(crate) use spawn::{Inherited, SPAWN_TURN, command, pidfd_open, spawn_error};
+pub(crate) use spawn::{Inherited, SPAWN_TURN, command, spawn_error};
 
 use crate::backing::arm::ProcessConfig;
 use output::{Output, ms_ceil};
@@ -152,7 +152,7 @@ impl Runner for ProcessRunner {
         drop(turn);
         let mut child = spawned.map_err(|e| spawn_error(spec, e))?;
         let pid = child.id() as i32;
-        let pidfd = match pidfd_open(pid) {
+        let pidfd = match crate::sys::pidfd_open(pid as u32) {
             Ok(fd) => fd,
             Err(e) => {
                 // SAFETY: the child is ours and not reaped, so the group id is still ours.

@@ -6,19 +6,6 @@ use super::TrialSpec;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
-/// A pidfd for our child: readable once it has exited (it stays a zombie, its process group
-/// id reserved, until we reap it).
-pub(crate) fn pidfd_open(pid: i32) -> std::io::Result<std::os::fd::OwnedFd> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: pidfd_open takes a pid and flags; a non-negative result is a new fd we own.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: the fd was just returned to us and is owned by nobody else.
-    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
-}
-
 /// CLOCK_MONOTONIC now, ns (the clock of `Instant`, and of `time.monotonic_ns()` in a child).
 pub fn mono_ns() -> u64 {
     // SAFETY: a zeroed timespec is a valid out-parameter for clock_gettime.
@@ -42,26 +29,10 @@ pub(crate) struct Inherited {
 impl Inherited {
     pub(crate) fn set(thp_disable: bool, pin: Option<usize>) -> std::io::Result<Inherited> {
         let last = std::io::Error::last_os_error;
-        // SAFETY: prctl with these options takes no pointers.
-        let was = unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) };
-        if was < 0 {
-            return Err(last());
-        }
-        // SAFETY: as above.
-        if unsafe {
-            libc::prctl(
-                libc::PR_SET_THP_DISABLE,
-                thp_disable as libc::c_ulong,
-                0,
-                0,
-                0,
-            )
-        } != 0
-        {
-            return Err(last());
-        }
+        let was = crate::sys::thp_disabled()?;
+        crate::sys::set_thp_disable(thp_disable)?;
         let mut guard = Inherited {
-            thp_was: was == 1,
+            thp_was: was,
             mask_was: None,
         };
         if let Some(cpu) = pin {
@@ -86,18 +57,10 @@ impl Inherited {
 
 impl Drop for Inherited {
     fn drop(&mut self) {
-        // SAFETY: prctl takes no pointers here; the mask is a live local of its full size.
-        unsafe {
-            libc::prctl(
-                libc::PR_SET_THP_DISABLE,
-                self.thp_was as libc::c_ulong,
-                0,
-                0,
-                0,
-            );
-            if let Some(m) = &self.mask_was {
-                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), m);
-            }
+        let _ = crate::sys::set_thp_disable(self.thp_was);
+        if let Some(m) = &self.mask_was {
+            // SAFETY: the mask is a live local of its full size.
+            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), m) };
         }
     }
 }

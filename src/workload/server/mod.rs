@@ -18,7 +18,8 @@ pub use end::{ServerEnd, ServerFailure};
 pub use ready::Ready;
 pub use tree::kill_tree;
 
-use super::child::{Inherited, SPAWN_TURN, TrialSpec, command, pidfd_open, spawn_error};
+use super::child::{Inherited, SPAWN_TURN, TrialSpec, command, spawn_error};
+use crate::sys::pidfd_open;
 use log::{Shared, read_log};
 use ready::connect_tcp;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -59,7 +60,7 @@ impl Server {
         let child = spawned.map_err(|e| spawn_error(spec, e))?;
         let pid = child.id() as i32;
         std::mem::forget(child); // reaped by `stop` with wait4, which also gives its status
-        let pidfd = match pidfd_open(pid) {
+        let pidfd = match pidfd_open(pid as u32) {
             Ok(fd) => fd,
             Err(e) => {
                 kill_tree(pid, &crate::probe::process::tree(pid));
@@ -120,7 +121,7 @@ impl Server {
             // on this project's VM), and pidfd_open accepts a zombie.
             if let Some(fd) = pid
                 .filter(|p| *p > 0)
-                .and_then(|p| pidfd_open(p).ok().map(|fd| (p, fd)))
+                .and_then(|p| pidfd_open(p as u32).ok().map(|fd| (p, fd)))
                 .filter(|(_, fd)| !exited(fd.as_raw_fd()))
             {
                 crate::control::signals::server_started(fd.0);
@@ -278,7 +279,7 @@ impl Server {
         let others: Vec<(i32, OwnedFd)> = family
             .iter()
             .skip(1)
-            .filter_map(|p| Some((*p, pidfd_open(*p).ok()?)))
+            .filter_map(|p| Some((*p, pidfd_open(*p as u32).ok()?)))
             .collect();
         let t0 = Instant::now();
         // SIGTERM to the group (the leader, a wrapping shell and what it started), as a
