@@ -35,23 +35,9 @@ mod tests {
         s.split_whitespace().map(String::from).collect()
     }
 
-    /// smaps of QEMU 7.2 guest RAM captured on this machine (paused, prealloc=on).
-    const MEMFD_2M: &str =
-        "7f3c40000000-7f3c60000000 rw-s 00000000 00:01 2064 /memfd:memory-backend-memfd (deleted)
-Size:             524288 kB
-KernelPageSize:     2048 kB
-Rss:                   0 kB
-AnonHugePages:         0 kB
-Private_Hugetlb:  524288 kB
-Shared_Hugetlb:        0 kB
-VmFlags: rd wr sh mr mw me ms dc de ht hg
-7f3c60000000-7f3c80000000 rw-p 00000000 00:00 0
-Size:             524288 kB
-KernelPageSize:        4 kB
-Rss:                1024 kB
-AnonHugePages:         0 kB
-VmFlags: rd wr mr mw me ac
-";
+    /// smaps of QEMU 7.2 guest RAM captured on this machine (paused, prealloc=on): a 512 MiB
+    /// memfd backend on 2 MiB hugetlb pages, and an anonymous region beside it.
+    const MEMFD_2M: &str = include_str!("../../../tests/fixtures/smaps/qemu-7.2-memfd-2M.smaps");
 
     #[test]
     fn libvirt_json_objects_and_firecracker_configs() {
