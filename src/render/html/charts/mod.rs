@@ -1,0 +1,109 @@
+//! The report's charts, each an inline SVG from plotters, one file per chart: `forest` (the
+//! contrasts' intervals against δ), `trials` (strip and progression plots of every trial),
+//! `coverage` (huge coverage per arm), `bench` (score against region size per backing),
+//! `stalls` (`run --trace` latency histograms). This module holds what they share: the SVG
+//! frame, the figure, padded ranges, a chart with one row per arm, axis units.
+
+mod bench;
+mod coverage;
+mod forest;
+mod stalls;
+mod trials;
+
+pub(super) use bench::bench_chart;
+pub(super) use coverage::coverage_bars;
+pub(super) use forest::forest;
+pub use forest::{ForestRow, forest_rows};
+pub(super) use stalls::stall_chart;
+pub(super) use trials::{progression, strip};
+
+use super::esc;
+use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
+use plotters::prelude::*;
+
+pub(super) type DrawResult = Result<(), Box<dyn std::error::Error>>;
+
+pub(super) fn svg(
+    w: u32,
+    h: u32,
+    draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> DrawResult,
+) -> String {
+    let mut s = String::new();
+    let failed = {
+        let root = SVGBackend::with_string(&mut s, (w, h)).into_drawing_area();
+        let _ = root.fill(&WHITE);
+        let r = draw(&root).err().map(|e| e.to_string());
+        let _ = root.present();
+        r
+    };
+    match failed {
+        Some(e) => format!("<p>chart not drawn: {}</p>", esc(&e)),
+        None => s,
+    }
+}
+
+pub(super) fn figure(svg: String, caption: &str) -> String {
+    format!(
+        "<figure>{svg}<figcaption>{}</figcaption></figure>\n",
+        esc(caption)
+    )
+}
+
+/// Padded range over values (never empty).
+pub(super) fn span(vals: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (lo, hi) = vals
+        .filter(|v| v.is_finite())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+            (a.min(v), b.max(v))
+        });
+    if !lo.is_finite() {
+        return (0.0, 1.0);
+    }
+    let pad = ((hi - lo) * 0.08)
+        .max(hi.abs().max(lo.abs()) * 1e-3)
+        .max(1e-12);
+    (lo - pad, hi + pad)
+}
+
+pub(super) type Rows<'a, 'b> =
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// A chart with one named row per category (arms) on the y axis and a value axis along x.
+pub(super) fn rows_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    names: &[String],
+    x: std::ops::Range<f64>,
+    x_desc: &str,
+) -> Result<Rows<'a, 'b>, Box<dyn std::error::Error>> {
+    let n = names.len();
+    let mut c = ChartBuilder::on(root)
+        .margin(10)
+        .x_label_area_size(35)
+        .y_label_area_size(170)
+        .build_cartesian_2d(x, -0.5f64..(n as f64 - 0.5))?;
+    c.configure_mesh()
+        .light_line_style(RGBColor(238, 238, 238))
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 14))
+        .disable_y_mesh()
+        .y_labels(n.max(1))
+        .y_label_formatter(&|y| {
+            let i = y.round();
+            if (y - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
+                names[i as usize].clone()
+            } else {
+                String::new()
+            }
+        })
+        .x_desc(x_desc)
+        .draw()?;
+    Ok(c)
+}
+
+/// An axis unit: the run metric's, or "as measured" for a user's `--metric`.
+pub(super) fn unit(metric: &str) -> &'static str {
+    crate::units::Unit::of_metric(metric)
+        .symbol()
+        .unwrap_or("as measured")
+}
