@@ -35,9 +35,9 @@ pub enum Command {
     /// Stored results: list, show (re-analyse), export (json, csv, md)
     Results(crate::commands::results::ResultsArgs),
     /// Import hyperfine --export-json results into the results database
-    Import(crate::commands::results::ImportArgs),
+    Import(crate::commands::import::ImportArgs),
     /// Compare two runs (stored ids or exported files), e.g. one benchmark on two machines
-    Compare(crate::commands::results::CompareArgs),
+    Compare(crate::commands::compare::CompareArgs),
     /// One offline HTML file (inline SVG charts) or Markdown for stored runs, benches, or a comparison
     Report(crate::commands::report::ReportArgs),
     /// Page sizes a running process really has, per mapping, and why memory is not huge

@@ -3,7 +3,9 @@
 
 pub mod advise;
 pub mod bench;
+pub mod compare;
 pub mod exporter;
+pub mod import;
 pub mod inspect;
 pub mod judge;
 pub mod options;

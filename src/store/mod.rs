@@ -3,6 +3,7 @@
 //! most the trial in flight and the database stays valid.
 
 pub mod analysis;
+pub mod import;
 
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};

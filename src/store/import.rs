@@ -1,0 +1,169 @@
+//! An import read and checked: hyperfine's `--export-json` output (one unpaired trial per
+//! `times` item, one arm per `results[]` entry) or a hugelab export (`results export`: every
+//! metric, the block pairing, failures and flags kept). Every value is checked before anything
+//! is stored, and a bad one is named by its path in the file.
+
+use super::{ArmRow, TrialRow};
+use std::collections::BTreeMap;
+
+/// Why an import was refused: the value, by its path in the file, and the fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ImportError(pub String);
+
+/// What an import stores: its arms, its trials (in the order they ran, numbered) and its plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Import {
+    pub arms: Vec<ArmRow>,
+    pub trials: Vec<TrialRow>,
+    pub plan: serde_json::Value,
+}
+
+/// A value read from an imported file: finite, not negative, and (for times) above zero.
+fn checked(v: &serde_json::Value, what: &str, time: bool) -> Result<f64, ImportError> {
+    let x = v.as_f64().ok_or_else(|| {
+        ImportError(format!(
+            "{what} = {v}: not a number; fix or remove it in the file"
+        ))
+    })?;
+    if !x.is_finite() || x < 0.0 || (time && x == 0.0) || x > 1e12 {
+        return Err(ImportError(format!(
+            "{what} = {v}: {}; fix or remove it in the file",
+            if time {
+                "a time must be a finite number of seconds above 0"
+            } else {
+                "a metric must be a finite number, not negative"
+            }
+        )));
+    }
+    Ok(x)
+}
+
+/// The arms, trials and plan of an import, all checked before anything is stored. A hugelab
+/// export keeps its trials as they were: every metric, the block pairing, failures and flags.
+/// hyperfine JSON gives one arm per `results[]` entry and one unpaired trial per `times` item.
+pub fn read(v: &serde_json::Value, file: &std::path::Path) -> Result<Import, ImportError> {
+    let results = v["results"].as_array().ok_or_else(|| {
+        ImportError(format!(
+            "{}: no `results` array (expected hyperfine --export-json output or a hugelab export)",
+            file.display()
+        ))
+    })?;
+    if results.is_empty() {
+        return Err(ImportError(format!(
+            "{}: `results` is empty",
+            file.display()
+        )));
+    }
+    let hugelab = v["hugelab"]["schema"] == "hugelab.export/1"
+        && results.iter().all(|r| r["hugelab"]["trials"].is_array());
+    let mut arms = Vec::new();
+    let mut trials = Vec::new();
+    for (i, r) in results.iter().enumerate() {
+        arms.push(ArmRow {
+            idx: i as i64,
+            name: r["hugelab"]["arm"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("cmd{}", i + 1)),
+            spec: r["hugelab"]["spec"]
+                .as_str()
+                .or(r["command"].as_str())
+                .unwrap_or("")
+                .to_string(),
+        });
+        if hugelab {
+            for (k, t) in r["hugelab"]["trials"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                let mut metrics = BTreeMap::new();
+                for (name, x) in t["metrics"].as_object().into_iter().flatten() {
+                    let what = format!("results[{i}].hugelab.trials[{k}].metrics.{name}");
+                    metrics.insert(name.clone(), checked(x, &what, name == "wall_s")?);
+                }
+                trials.push(TrialRow {
+                    block: t["block"].as_i64().unwrap_or(k as i64),
+                    arm_idx: i as i64,
+                    seq: 0,
+                    ok: t["ok"].as_bool().unwrap_or(false),
+                    flagged: t["flagged"].as_str().map(String::from),
+                    metrics,
+                    evidence: t["evidence"].clone(),
+                });
+            }
+            continue;
+        }
+        let times = r["times"]
+            .as_array()
+            .ok_or_else(|| ImportError(format!("results[{i}] has no `times` array")))?;
+        let codes = r["exit_codes"].as_array();
+        for (k, t) in times.iter().enumerate() {
+            let t = checked(t, &format!("results[{i}].times[{k}]"), true)?;
+            let code = codes
+                .and_then(|c| c.get(k))
+                .and_then(|c| c.as_i64())
+                .unwrap_or(0);
+            trials.push(TrialRow {
+                block: k as i64,
+                arm_idx: i as i64,
+                seq: 0,
+                ok: code == 0,
+                flagged: None,
+                metrics: BTreeMap::from([("wall_s".to_string(), t)]),
+                evidence: serde_json::json!({"exit_code": code, "imported": true}),
+            });
+        }
+    }
+    // Trials in the order they ran (by block, then arm), numbered.
+    trials.sort_by_key(|t| (t.block, t.arm_idx));
+    for (n, t) in trials.iter_mut().enumerate() {
+        t.seq = n as i64;
+    }
+    let mut plan = if hugelab {
+        v["hugelab"]["run"]["plan"].clone()
+    } else {
+        serde_json::json!({"paired": false, "baseline": 0, "metrics": [{"name": "wall_s", "better": "lower"}]})
+    };
+    if !plan.is_object() {
+        plan = serde_json::json!({});
+    }
+    plan["imported_from"] = file.display().to_string().into();
+    Ok(Import { arms, trials, plan })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn an_import_is_all_checked_or_refused_naming_the_value(
+            times in proptest::collection::vec(
+                prop_oneof![
+                    (-1e3f64..1e3).prop_map(|x| serde_json::json!(x)),
+                    Just(serde_json::json!(0)),
+                    Just(serde_json::json!(1e308)),
+                    Just(serde_json::json!("fast")),
+                    Just(serde_json::Value::Null),
+                ],
+                0..8,
+            )
+        ) {
+            let v = serde_json::json!({"results": [{"command": "x", "times": times}]});
+            match read(&v, std::path::Path::new("f.json")) {
+                Ok(Import { trials, .. }) => {
+                    prop_assert_eq!(trials.len(), times.len());
+                    for t in &trials {
+                        let w = t.metrics["wall_s"];
+                        prop_assert!(w.is_finite() && w > 0.0);
+                    }
+                }
+                Err(e) => prop_assert!(e.0.contains("results[0].times["), "{}", e.0),
+            }
+        }
+    }
+}
