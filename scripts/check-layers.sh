@@ -39,7 +39,7 @@ if hits=$(grep -rnE '(read_to_string|read_dir|File::open|exists)\(.*"/(proc|sys|
 fi
 # Commands do not import each other; what two share lives in a shared module (options, stored)
 # or further down the stages.
-shared="options|stored"
+shared="options|stored|process"
 for dir in src/commands/*; do
   name=$(basename "$dir" .rs)
   [ "$name" = mod ] && continue

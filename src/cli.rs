@@ -43,9 +43,9 @@ pub enum Command {
     /// Page sizes a running process really has, per mapping, and why memory is not huge
     Inspect(crate::commands::inspect::InspectArgs),
     /// Processes by resident memory or huge-page coverage
-    Top(crate::commands::inspect::TopArgs),
+    Top(crate::commands::top::TopArgs),
     /// Promote a running process's anonymous memory to huge pages (MADV_COLLAPSE) and report before/after
-    Collapse(crate::commands::inspect::CollapseArgs),
+    Collapse(crate::commands::collapse::CollapseArgs),
     /// Kernel latency histograms of huge pages' costs (compaction, reclaim, migration, khugepaged) from tracepoints
     Trace(crate::commands::trace::TraceArgs),
     /// Prometheus metrics for huge pages on this host: pools by state, THP/mTHP, compaction, fragmentation, watched processes
@@ -60,5 +60,5 @@ pub enum Command {
     #[command(hide = true)]
     Hold(crate::commands::restore::HoldArgs),
     /// Map memory with a known backing and hold it (examples and tests; --fragment fragments free memory)
-    HoldMemory(crate::commands::inspect::HoldMemoryArgs),
+    HoldMemory(crate::commands::hold_memory::HoldMemoryArgs),
 }

@@ -3,12 +3,15 @@
 
 pub mod advise;
 pub mod bench;
+pub mod collapse;
 pub mod compare;
 pub mod exporter;
+pub mod hold_memory;
 pub mod import;
 pub mod inspect;
 pub mod judge;
 pub mod options;
+pub mod process;
 pub mod report;
 pub mod restore;
 pub mod results;
@@ -16,6 +19,7 @@ pub mod run;
 pub mod shell;
 pub mod status;
 pub mod stored;
+pub mod top;
 pub mod trace;
 
 /// Bad arguments discovered after parsing (exit code 2).

@@ -1,0 +1,123 @@
+//! `hugelab top`: every process by resident memory, huge coverage or huge bytes; with --full
+//! each one's report (mTHP from folio sizes, guest RAM of a hypervisor).
+
+use super::options::TopSort;
+use super::print_json;
+use super::process::inspect_pid;
+use crate::analyze::vm;
+use crate::model::inspect::TopRow;
+use crate::probe::Root;
+use crate::probe::process::{Proc, ProcError, all_pids};
+use anyhow::Context as _;
+use clap::Args;
+use std::time::Duration;
+
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    /// The order of the rows
+    #[arg(long, value_enum, default_value_t = TopSort::Rss)]
+    pub sort: TopSort,
+    /// Rows to show
+    #[arg(long, short = 'n', default_value_t = 20, allow_negative_numbers = true, value_parser = super::parse_count)]
+    pub limit: usize,
+    /// Full detail (smaps and folio sizes) instead of the cheap smaps_rollup
+    #[arg(long)]
+    pub full: bool,
+    #[command(flatten)]
+    pub out: crate::commands::options::Json,
+}
+
+pub fn run(a: TopArgs) -> anyhow::Result<i32> {
+    let thp = crate::probe::thp::read(&Root::system()).context("reading THP settings")?;
+    let mut rows = Vec::new();
+    let mut unreadable = 0;
+    for pid in all_pids(&Root::system()) {
+        let proc = Proc::system(pid);
+        let Ok(st) = proc.status() else {
+            continue;
+        };
+        if a.full {
+            match inspect_pid(pid, &thp, Duration::from_millis(500)) {
+                Ok(r) if r.resident > 0 => rows.push(TopRow {
+                    pid,
+                    name: r.name,
+                    thp_enabled: r.thp_enabled,
+                    resident: r.resident,
+                    anon_huge_pages: r.mappings.iter().map(|m| m.anon_huge_pages).sum(),
+                    hugetlb: r
+                        .mappings
+                        .iter()
+                        .map(|m| m.private_hugetlb + m.shared_hugetlb)
+                        .sum(),
+                    huge_bytes: r.huge_bytes,
+                    coverage: r.coverage,
+                    guest_ram: r.guest_ram,
+                }),
+                Ok(_) => {}
+                Err(_) => unreadable += 1,
+            }
+            continue;
+        }
+        let r = match proc.rollup() {
+            Ok(r) => r,
+            Err(ProcError::Other(_)) => continue,
+            Err(_) => {
+                unreadable += (st.vm_rss.is_some()) as usize;
+                continue;
+            }
+        };
+        if r.resident() == 0 {
+            continue;
+        }
+        rows.push(TopRow {
+            pid,
+            name: st.name,
+            thp_enabled: st.thp_enabled,
+            resident: r.resident(),
+            anon_huge_pages: r.anon_huge,
+            hugetlb: r.hugetlb,
+            huge_bytes: r.huge(),
+            coverage: Some(r.huge() as f64 / r.resident() as f64),
+            guest_ram: None,
+        });
+    }
+    match a.sort {
+        TopSort::Coverage => rows.sort_by(|x, y| {
+            y.coverage
+                .unwrap_or(0.0)
+                .total_cmp(&x.coverage.unwrap_or(0.0))
+                .then(y.resident.cmp(&x.resident))
+        }),
+        TopSort::Huge => rows.sort_by_key(|r| std::cmp::Reverse(r.huge_bytes)),
+        TopSort::Rss => rows.sort_by_key(|r| std::cmp::Reverse(r.resident)),
+    }
+    rows.truncate(a.limit);
+    // A VM's guest RAM needs its smaps and command line: read for hypervisor processes only.
+    for r in rows.iter_mut().filter(|r| r.guest_ram.is_none()) {
+        let argv: Vec<String> = Proc::system(r.pid).cmdline().into_iter().take(1).collect();
+        if vm::hypervisor(&r.name, &argv).is_some()
+            && let Ok(p) = inspect_pid(r.pid, &thp, Duration::from_millis(500))
+        {
+            r.guest_ram = p.guest_ram;
+        }
+    }
+    if a.out.json {
+        #[derive(serde::Serialize)]
+        struct TopJson<'a> {
+            schema: &'static str,
+            rows: &'a [TopRow],
+            unreadable_processes: usize,
+        }
+        print_json(&TopJson {
+            schema: "hugelab.top/1",
+            rows: &rows,
+            unreadable_processes: unreadable,
+        })?;
+    } else {
+        print!(
+            "{}",
+            crate::render::inspect::render_top(&rows, unreadable, a.full)
+        );
+    }
+    Ok(0)
+}
