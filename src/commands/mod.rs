@@ -100,12 +100,3 @@ pub fn parse_warmup(s: &str) -> Result<usize, String> {
         Err(_) => Err(format!("{s:?} is not a whole number; give 0 or more")),
     }
 }
-
-/// The seed given, or one from the clock (printed or stored so a run can be repeated).
-pub fn seed_or_clock(seed: Option<u64>) -> u64 {
-    seed.unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_nanos() as u64)
-    })
-}

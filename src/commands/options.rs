@@ -17,12 +17,41 @@ pub struct Decision {
     pub confidence: f64,
 }
 
-/// `--db`: where results are stored.
+/// `--db`: where results are stored (global: `results --db F list` and `results list --db F`
+/// both work).
 #[derive(Debug, Clone, Args)]
 pub struct Database {
     /// Results database (SQLite; default $XDG_DATA_HOME/hugelab/results.db)
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", global = true)]
     pub db: Option<PathBuf>,
+}
+
+/// `--seed`: the seed of a run's random order.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct Seed {
+    /// Seed of the random order (run: blocks; bench: rounds and access patterns) [default: from
+    /// the clock; stored with the run and printed]
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+impl Seed {
+    /// The seed given, or one from the clock (stored or printed, so the run can be repeated).
+    pub fn or_clock(self) -> u64 {
+        self.seed.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+        })
+    }
+}
+
+/// `--quiet`: no progress on stderr.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct Quiet {
+    /// No progress on stderr (errors, notes and FLAGGED trials still print)
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// `--json`: the record instead of text.

@@ -12,9 +12,8 @@ use std::path::PathBuf;
 pub struct ResultsArgs {
     #[command(subcommand)]
     pub action: ResultsAction,
-    /// Results database (SQLite; default $XDG_DATA_HOME/hugelab/results.db)
-    #[arg(long, global = true, value_name = "FILE")]
-    pub db: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: super::options::Database,
 }
 
 #[derive(Debug, Subcommand)]
@@ -47,7 +46,7 @@ pub enum ResultsAction {
 }
 
 pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
-    let store = open(&a.db)?;
+    let store = open(&a.store.db)?;
     match a.action {
         ResultsAction::List { out } => {
             let runs = store.runs()?;

@@ -36,9 +36,8 @@ pub struct TraceArgs {
     pub pid: Option<u32>,
     #[command(flatten)]
     pub out: crate::commands::options::Json,
-    /// No progress bar on stderr (shown on a terminal for a --duration trace)
-    #[arg(long, short)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub progress: crate::commands::options::Quiet,
     /// A command to trace from exec to exit, with its children: `hugelab trace -- CMD ARGS…`
     #[arg(last = true)]
     pub command: Vec<String>,
@@ -226,7 +225,7 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
     let mut window_start = started;
     // A bar for a fixed-length trace (seconds traced of --duration), on a terminal only: the
     // header on stdout already says how long it runs.
-    let mut progress = crate::render::progress::Progress::stderr("hugelab trace", a.quiet);
+    let mut progress = crate::render::progress::Progress::stderr("hugelab trace", a.progress.quiet);
     let bar = p
         .duration
         .filter(|_| p.interval.is_none() && std::io::IsTerminal::is_terminal(&std::io::stderr()));

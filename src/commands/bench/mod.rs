@@ -49,17 +49,15 @@ pub struct BenchArgs {
     /// Confidence level of intervals
     #[arg(long, default_value_t = 0.999, allow_negative_numbers = true, value_parser = super::parse_confidence)]
     pub confidence: f64,
-    /// Seed for round order and access patterns (default: from the clock; printed)
-    #[arg(long)]
-    pub seed: Option<u64>,
+    #[command(flatten)]
+    pub order: crate::commands::options::Seed,
     /// Do not grow hugetlb pools, even as root (skip hugetlb backings the pool cannot serve)
     #[arg(long)]
     pub no_grow: bool,
     #[command(flatten)]
     pub out: crate::commands::options::Json,
-    /// No progress on stderr
-    #[arg(long, short)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub progress: crate::commands::options::Quiet,
     #[command(flatten)]
     pub store: crate::commands::options::Database,
     /// Do not save the run in the results database
@@ -71,7 +69,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     let started = Instant::now();
     let st = status::probe(&Root::system()).context("probing the machine")?;
     let (plan, mut notes) = plan(&a, &st)?;
-    let mut obs = Progress::stderr("hugelab bench", a.quiet);
+    let mut obs = Progress::stderr("hugelab bench", a.progress.quiet);
     // One step per measured round of each size: the resident workloads share a round, each
     // fresh-memory workload has its own.
     let resident = plan.workloads.iter().any(|w| w.uses_resident_region()) as usize;

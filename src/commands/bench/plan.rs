@@ -191,7 +191,7 @@ pub fn plan(a: &BenchArgs, st: &Status) -> Result<(Plan, Vec<String>), UsageErro
     {
         notes.push("THP is `never` system-wide: thp backings will get 4 KiB pages (their coverage shows it)".into());
     }
-    let seed = crate::commands::seed_or_clock(a.seed);
+    let seed = a.order.or_clock();
     Ok((
         Plan {
             workloads,

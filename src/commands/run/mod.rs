@@ -179,18 +179,16 @@ pub struct RunArgs {
     /// A label for this run in the results database
     #[arg(long)]
     pub label: Option<String>,
-    /// Seed for the block order (default: from the clock; stored)
-    #[arg(long)]
-    pub seed: Option<u64>,
+    #[command(flatten)]
+    pub order: super::options::Seed,
     #[command(flatten)]
     pub out: super::options::Json,
     /// After the answer, print every table: per-metric summaries, evidence, machine noise,
     /// servers (what `results show` prints for a stored run)
     #[arg(short = 'v', long)]
     pub verbose: bool,
-    /// No progress on stderr (errors and FLAGGED trials still print)
-    #[arg(short = 'q', long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub progress: super::options::Quiet,
     /// The command and its arguments (after --)
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
@@ -366,7 +364,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     if let Some(cpu) = plan.pin {
         pin_self_away_from(cpu)?;
     }
-    let mut progress = Progress::stderr("hugelab run", a.quiet);
+    let mut progress = Progress::stderr("hugelab run", a.progress.quiet);
     if let Some(sp) = plan.server.as_ref().filter(|s| s.preset.is_some()) {
         // The preset's arms as options, to copy and change.
         let arms: Vec<String> = plan

@@ -337,7 +337,7 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
             )));
         }
     }
-    let seed = crate::commands::seed_or_clock(a.seed);
+    let seed = a.order.or_clock();
     Ok(Plan {
         arms,
         baseline,
