@@ -13,6 +13,7 @@ pub mod mounts;
 pub mod noise;
 pub mod pmu;
 pub mod process;
+pub mod program;
 pub mod status;
 pub mod thp;
 pub mod tracefs;

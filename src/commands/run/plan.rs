@@ -120,7 +120,7 @@ fn server_plan(
             "--server is empty; give the server's command".into(),
         ));
     }
-    if !a.shell && crate::probe::process::find_program(&words[0]).is_none() {
+    if !a.shell && crate::probe::program::find_program(&words[0]).is_none() {
         return Err(UsageError(format!(
             "--server: program {:?} not found (give a path, or check PATH; e.g. /usr/lib/postgresql/15/bin/postgres)",
             words[0]
