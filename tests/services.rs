@@ -22,7 +22,7 @@ fn pg_bin() -> Option<PathBuf> {
 }
 
 fn have(program: &str) -> bool {
-    hugelab::probe::process::find_program(program).is_some()
+    hugelab::probe::program::find_program(program).is_some()
 }
 
 /// Processes whose command line contains `needle` (our private servers name their directory
