@@ -40,7 +40,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
             println!("{l}");
         }
         println!();
-        print!("{}", crate::render::run::compare_grid(&c).terminal());
+        print!("{}", crate::render::compare::compare_grid(&c).terminal());
     }
     Ok(0)
 }

@@ -222,6 +222,6 @@ pub fn compare(c: &CompareResult) -> String {
     format!(
         "## hugelab compare\n\n```\n{}\n```\n\n{}",
         super::summary::compare_answer(c).join("\n"),
-        grid(&super::run::compare_grid(c), "###")
+        grid(&super::compare::compare_grid(c), "###")
     )
 }

@@ -2,6 +2,7 @@
 
 pub mod advice;
 pub mod bench;
+pub mod compare;
 pub mod csv;
 pub mod export_json;
 pub mod html;

@@ -202,6 +202,6 @@ pub fn compare(c: &CompareResult) -> String {
             ),
         );
     }
-    body += &table(&super::run::compare_grid(c));
+    body += &table(&super::compare::compare_grid(c));
     page("hugelab compare", &body)
 }
