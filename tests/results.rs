@@ -196,3 +196,64 @@ fn read_only_commands_create_nothing_and_every_store_error_names_the_path() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("not stored (--no-save)"));
     assert!(!db.exists() && !dir.path().join("hugelab").exists());
 }
+
+#[test]
+fn an_export_keeps_hyperfines_arrays_aligned_when_trials_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    // A failing arm (kept with --keep-going): hyperfine's arrays stay aligned — `times` and
+    // `exit_codes` are the same trials — and the failures are kept under hugelab.trials.
+    let out = Command::cargo_bin("hugelab")
+        .unwrap()
+        .args([
+            "run",
+            "--arm",
+            "a=",
+            "--arm",
+            "b=env.X=1",
+            "--blocks",
+            "3",
+            "--warmup",
+            "0",
+        ])
+        .args(["--keep-going", "--shell", "--db"])
+        .arg(&db)
+        .args(["--", "test \"$X\" != 1"])
+        .output()
+        .unwrap();
+    let id = Store::open(&db)
+        .unwrap()
+        .runs()
+        .unwrap()
+        .last()
+        .unwrap()
+        .0
+        .id;
+    assert!(out.status.code().is_some(), "{out:?}");
+    let out = Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(["results", "--db"])
+        .arg(&db)
+        .args(["export", "1"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for r in v["results"].as_array().unwrap() {
+        assert_eq!(
+            r["times"].as_array().unwrap().len(),
+            r["exit_codes"].as_array().unwrap().len(),
+            "{}",
+            r["command"]
+        );
+    }
+    let b = &v["results"][1];
+    assert_eq!(b["times"].as_array().unwrap().len(), 0);
+    let failed = b["hugelab"]["trials"].as_array().unwrap();
+    assert!(
+        failed.len() == 3
+            && failed
+                .iter()
+                .all(|t| t["ok"] == false && t["evidence"]["exit_code"] == 1)
+    );
+    assert_eq!(v["results"][0]["times"].as_array().unwrap().len(), 3);
+}

@@ -35,8 +35,10 @@ pub struct ArmExport<'a> {
     pub system: f64,
     pub min: Option<f64>,
     pub max: Option<f64>,
-    /// Wall seconds of the successful measured trials.
+    /// Wall seconds of the successful measured trials (the ones the statistics above are of).
     pub times: Vec<f64>,
+    /// The exit code of each trial in `times`, in the same order (failed trials are under
+    /// `hugelab.trials` with `ok: false`).
     pub exit_codes: Vec<&'a serde_json::Value>,
     pub hugelab: ArmTrials<'a>,
 }
@@ -66,11 +68,12 @@ pub fn export<'a>(meta: &'a RunMeta, arms: &'a [ArmRow], trials: &'a [TrialRow])
                 .iter()
                 .filter(|t| t.arm_idx == a.idx && t.block >= 0)
                 .collect();
-            let ok: Vec<&TrialRow> = ts.iter().copied().filter(|t| t.ok).collect();
-            let times: Vec<f64> = ok
+            let ok: Vec<&TrialRow> = ts
                 .iter()
-                .filter_map(|t| t.metrics.get("wall_s").copied())
+                .copied()
+                .filter(|t| t.ok && t.metrics.contains_key("wall_s"))
                 .collect();
+            let times: Vec<f64> = ok.iter().map(|t| t.metrics["wall_s"]).collect();
             let s = summarize(&times);
             let secs = |k: &str| {
                 ok.iter()
@@ -88,7 +91,7 @@ pub fn export<'a>(meta: &'a RunMeta, arms: &'a [ArmRow], trials: &'a [TrialRow])
                 system: secs("sys_ns"),
                 min: s.as_ref().map(|s| s.min),
                 max: s.as_ref().map(|s| s.max),
-                exit_codes: ts.iter().map(|t| &t.evidence["exit_code"]).collect(),
+                exit_codes: ok.iter().map(|t| &t.evidence["exit_code"]).collect(),
                 times,
                 hugelab: ArmTrials {
                     arm: &a.name,
