@@ -37,6 +37,15 @@ if hits=$(grep -rnE '(read_to_string|read_dir|File::open|exists)\(.*"/(proc|sys|
   echo "$hits"
   status=1
 fi
+# Only probe/ and collect/ read the system's files, and control/ writes its settings: no other
+# stage opens a /proc, /sys or /etc path (test modules, after #[cfg(test)], may).
+for dir in src/backing src/workload src/analyze src/store src/model src/render src/cli.rs; do
+  if hits=$(find "$dir" -name '*.rs' -exec awk '/^#\[cfg\(test\)\]/ { exit } /(read_to_string|read_dir|File::open|exists)\(.*"\/(proc|sys|etc)\/|format!\("\/(proc|sys|etc)\// { print FILENAME ":" FNR ": " $0 }' {} +); [ -n "$hits" ]; then
+    echo "only probe/ and collect/ read system files (read it through probe::Root or probe::process::Proc):"
+    echo "$hits"
+    status=1
+  fi
+done
 # Commands do not import each other; what two share lives in a shared module (options, stored)
 # or further down the stages.
 shared="options|stored|process"
@@ -56,5 +65,5 @@ for dir in src/commands/*; do
     fi
   done
 done
-[ $status -eq 0 ] && echo "layers: every import points down (${stages[*]}); no command reads /proc or imports another"
+[ $status -eq 0 ] && echo "layers: every import points down (${stages[*]}); only probe and collect read system files; no command imports another"
 exit $status

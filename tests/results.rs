@@ -222,7 +222,11 @@ fn an_export_keeps_hyperfines_arrays_aligned_when_trials_failed() {
         .output()
         .unwrap();
     // Stored (a run whose arm failed every trial exits 4, but its trials are kept).
-    assert_eq!(Store::open(&db).unwrap().runs().unwrap().len(), 1, "{out:?}");
+    assert_eq!(
+        Store::open(&db).unwrap().runs().unwrap().len(),
+        1,
+        "{out:?}"
+    );
     let out = Command::cargo_bin("hugelab")
         .unwrap()
         .args(["results", "--db"])

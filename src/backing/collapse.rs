@@ -2,7 +2,7 @@
 //! process_madvise(MADV_COLLAPSE) on its eligible mappings (used by `collapse` and by the
 //! `collapse=after:` arm of `run`).
 
-use crate::probe::process::{Mapping, parse_smaps};
+use crate::probe::process::Mapping;
 use std::collections::BTreeMap;
 
 const TWO_MIB: u64 = 2 << 20;
@@ -81,16 +81,14 @@ pub fn collapse_pid(pid: i32) -> PidCollapse {
         pid,
         ..Default::default()
     };
-    let maps: Vec<Mapping> = match std::fs::read_to_string(format!("/proc/{pid}/smaps")) {
-        Ok(t) => match parse_smaps(&t) {
-            Ok(m) => m,
-            Err(e) => {
-                out.skipped = Some(format!("unreadable smaps: {e}"));
-                return out;
-            }
-        },
-        Err(_) => {
+    let maps: Vec<Mapping> = match crate::probe::process::Proc::system(pid as u32).smaps() {
+        Ok(m) => m,
+        Err(crate::probe::process::ProcError::Gone { .. }) => {
             out.skipped = Some("exited before the collapse".into());
+            return out;
+        }
+        Err(e) => {
+            out.skipped = Some(format!("unreadable smaps: {e}"));
             return out;
         }
     };
@@ -116,6 +114,7 @@ pub fn collapse_pid(pid: i32) -> PidCollapse {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::probe::process::parse_smaps;
 
     #[test]
     fn eligibility() {

@@ -43,11 +43,9 @@ pub fn default_journal_path() -> PathBuf {
     }
 }
 
-/// Field 22 (starttime) of /proc/PID/stat; the comm field may contain spaces and parentheses.
+/// When a process started (clock ticks after boot): with its pid, it names one process for good.
 pub fn process_start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after_comm = &stat[stat.rfind(')')? + 1..];
-    after_comm.split_whitespace().nth(19)?.parse().ok()
+    crate::probe::process::stat(pid as i32).map(|s| s.start_ticks)
 }
 
 impl Journal {

@@ -1,4 +1,5 @@
-//! CPU identity and the page sizes the MMU supports, from /proc/cpuinfo; kernel release.
+//! CPU identity and the page sizes the MMU supports, from /proc/cpuinfo; kernel release and
+//! host name.
 
 use super::Root;
 use crate::error::{ParseError, ProbeError};
@@ -78,6 +79,14 @@ pub fn kernel_release(root: &Root) -> Result<Option<String>, ProbeError> {
     Ok(root
         .read_opt("/proc/sys/kernel/osrelease")?
         .map(|s| s.trim().to_string()))
+}
+
+/// The host's name (/proc/sys/kernel/hostname), stored with each run.
+pub fn hostname(root: &Root) -> Option<String> {
+    root.read_opt("/proc/sys/kernel/hostname")
+        .ok()
+        .flatten()
+        .map(|s| s.trim().to_string())
 }
 
 /// The base page size of this process's kernel (sysconf).

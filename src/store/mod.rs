@@ -334,10 +334,7 @@ fn insert_run(
     plan: &serde_json::Value,
     arms: &[ArmRow],
 ) -> anyhow::Result<i64> {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .unwrap_or_default()
-        .trim()
-        .to_string();
+    let host = crate::probe::cpu::hostname(&crate::probe::Root::system()).unwrap_or_default();
     tx.execute(
         "INSERT INTO runs (created, label, command, host, kernel, status, plan) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![now_utc(), label, serde_json::to_string(command)?, host, kernel, status, plan.to_string()],
