@@ -125,3 +125,39 @@ fn the_scanner_finds_attributes_and_bodies() {
     assert_eq!(t[1].0, "b");
     assert!(!t[1].2.contains("require_root"));
 }
+
+/// Every `src/…` or `tests/…` path README and docs/ name exists: a file moved by a refactor is
+/// found here, not by the next contributor.
+#[test]
+fn paths_named_in_the_docs_exist() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut docs = vec![root.join("README.md")];
+    for e in std::fs::read_dir(root.join("docs")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md") {
+            docs.push(p);
+        }
+    }
+    let re = regex::Regex::new(r"\b((?:src|tests)/[A-Za-z0-9_./-]+\.(?:rs|css|smaps|sh))").unwrap();
+    let mut missing = Vec::new();
+    let mut seen = 0;
+    for d in &docs {
+        let text = std::fs::read_to_string(d).unwrap();
+        for c in re.captures_iter(&text) {
+            seen += 1;
+            let rel = &c[1];
+            if !root.join(rel).exists() {
+                missing.push(format!(
+                    "{}: {rel}",
+                    d.file_name().unwrap().to_string_lossy()
+                ));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "named but not there:\n{}",
+        missing.join("\n")
+    );
+    assert!(seen >= 30, "only {seen} paths found in the docs");
+}
