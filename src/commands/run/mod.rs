@@ -24,6 +24,7 @@ mod plan;
 mod pools;
 mod service;
 pub mod tracing;
+mod trial;
 mod watch;
 
 pub use crate::store::trial_data;

@@ -1,0 +1,117 @@
+//! The backing evidence of a judgement: each group's mean huge-page coverage over the window
+//! (from the exporter's series), the hosts of the group meant to be on huge pages that were
+//! not, FLAGGED when that group was not or the other was as much as it, and the kernel's
+//! activity per group.
+
+use super::{HostRow, Window, host_rows};
+use crate::collect::prometheus::Series;
+
+/// Coverage at or above this means a group's services were on huge pages (as `run`'s flag).
+pub const HUGE_COVERAGE: f64 = 0.10;
+
+/// Which group is meant to run on huge pages after the change.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum HugeOn {
+    /// The canary got huge pages, the baseline did not (turning THP or a pool on)
+    Canary,
+    /// The baseline keeps huge pages and the canary gives them up (turning THP off)
+    Baseline,
+    /// Both are on huge pages (comparing 2 MiB with 1 GiB pages, or THP with hugetlb)
+    Both,
+}
+
+/// What the exporter says about the backing of each group.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Evidence {
+    /// Mean huge-page coverage of the watched processes over the window, per group.
+    pub canary_coverage: Option<f64>,
+    pub baseline_coverage: Option<f64>,
+    /// Hosts of the group meant to be on huge pages whose coverage stayed below 10%.
+    pub hosts_without: Vec<String>,
+    pub flagged: Option<String>,
+    /// Kernel activity per group over the window.
+    pub kernel: Vec<KernelRow>,
+}
+
+/// One kind of kernel activity, as a window mean per group (`None`: no series).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct KernelRow {
+    pub name: String,
+    pub canary: Option<f64>,
+    pub baseline: Option<f64>,
+    /// `ratio`, `/s` or `s/s`.
+    pub unit: String,
+}
+
+/// The backing evidence from each group's coverage series over the window, and FLAGGED when
+/// the group meant to be on huge pages was not, or the other was as much as it.
+pub fn evidence(canary: &[Series], baseline: &[Series], w: &Window, huge_on: HugeOn) -> Evidence {
+    let rows = |ss: &[Series], is_canary: bool| host_rows(ss, w, is_canary);
+    let (c, b) = (rows(canary, true), rows(baseline, false));
+    let mean = |r: &[HostRow]| {
+        (!r.is_empty()).then(|| r.iter().map(|h| h.mean).sum::<f64>() / r.len() as f64)
+    };
+    let (cc, bc) = (mean(&c), mean(&b));
+    let pct = |v: f64| format!("{:.0}%", v * 100.0);
+    let mut flagged = None;
+    let mut hosts_without = Vec::new();
+    let mut check = |group: &str, rows: &[HostRow], cov: Option<f64>| {
+        hosts_without.extend(
+            rows.iter()
+                .filter(|h| h.mean < HUGE_COVERAGE)
+                .map(|h| h.host.clone()),
+        );
+        if let Some(v) = cov
+            && v < HUGE_COVERAGE
+            && flagged.is_none()
+        {
+            flagged = Some(format!(
+                "the {group}'s watched processes were not on huge pages: mean coverage {} over the window ({} of {} hosts below {})",
+                pct(v),
+                rows.iter().filter(|h| h.mean < HUGE_COVERAGE).count(),
+                rows.len(),
+                pct(HUGE_COVERAGE)
+            ));
+        }
+    };
+    match huge_on {
+        HugeOn::Canary => check("canary", &c, cc),
+        HugeOn::Baseline => check("baseline", &b, bc),
+        HugeOn::Both => {
+            check("canary", &c, cc);
+            check("baseline", &b, bc);
+        }
+    }
+    let other = match huge_on {
+        HugeOn::Canary => Some(("baseline", bc, "canary", cc)),
+        HugeOn::Baseline => Some(("canary", cc, "baseline", bc)),
+        HugeOn::Both => None,
+    };
+    if flagged.is_none()
+        && let Some((name, Some(o), meant, Some(m))) = other
+        && o >= HUGE_COVERAGE
+        && o >= 0.9 * m
+    {
+        flagged = Some(format!(
+            "the {name} was on huge pages as much as the {meant} ({} vs {} mean coverage): the change did not change the backing",
+            pct(o),
+            pct(m)
+        ));
+    }
+    Evidence {
+        canary_coverage: cc,
+        baseline_coverage: bc,
+        hosts_without,
+        flagged,
+        kernel: Vec::new(),
+    }
+}
+
+/// Mean over the window of a group's series (each host weighs the same).
+pub fn window_mean(series: &[Series], w: &Window) -> Option<f64> {
+    let r = host_rows(series, w, true);
+    (!r.is_empty()).then(|| r.iter().map(|h| h.mean).sum::<f64>() / r.len() as f64)
+}

@@ -1,0 +1,412 @@
+//! One trial of a run: the arm's system settings applied through the guard, `--prepare`,
+//! caches dropped or memory compacted, the command (or its server and load) run through the
+//! injected runner with evidence gathered around it, the metrics read from its output, and the
+//! trial's row — with why it failed, in words, when it did.
+
+use super::Plan;
+use super::execute::Effects;
+use super::service;
+use super::watch;
+use crate::analyze::experiment;
+use crate::backing::arm::Arm;
+use crate::backing::qemu;
+use crate::collect::sampler::Schedule;
+use crate::collect::trial::{Gatherer, TrialEvidence};
+use crate::commands::UsageError;
+use crate::control::{self, Guard, Knob};
+use crate::probe::Root;
+use crate::store::TrialRow;
+use crate::units::Bytes;
+use crate::workload::child::{TrialOutcome, TrialSpec};
+use anyhow::Context as _;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+/// A trial's end in words: `exit 1`, `killed by SIGKILL`, with `--timeout` and a metric not
+/// found named.
+pub fn describe_end(evidence: &serde_json::Value) -> String {
+    let mut s = match (evidence["exit_code"].as_i64(), evidence["signal"].as_i64()) {
+        (_, Some(sig)) => format!(
+            "killed by {}",
+            crate::workload::child::signal_name(sig as i32)
+        ),
+        (Some(c), _) => format!("exit {c}"),
+        // The load never ran: its server did not come up (the reason follows).
+        _ => "the load did not run".to_string(),
+    };
+    if let Some(w) = evidence["failure_reason"].as_str() {
+        s.push_str(&format!("; {w}"));
+    }
+    if evidence["timed_out"] == true {
+        s.push_str(", killed by --timeout");
+    }
+    if let Some(m) = evidence["missing_metrics"].as_array() {
+        let names: Vec<&str> = m.iter().filter_map(|x| x.as_str()).collect();
+        s.push_str(&format!(
+            ", metric not found in the output: {}",
+            names.join(", ")
+        ));
+    }
+    s
+}
+
+/// Every system knob any arm sets, once each.
+fn touched_knobs(all: &[Arm]) -> Vec<Knob> {
+    let mut v: Vec<Knob> = Vec::new();
+    for k in all.iter().flat_map(|a| a.system.iter().map(|(k, _)| *k)) {
+        if !v.contains(&k) {
+            v.push(k);
+        }
+    }
+    v
+}
+
+/// Apply one arm's system-wide settings; knobs other arms set go back to their originals.
+fn apply_system(
+    arm: &Arm,
+    all: &[Arm],
+    ctx: &mut Effects,
+    guard: &mut Option<Guard>,
+) -> anyhow::Result<Vec<String>> {
+    let touched = touched_knobs(all);
+    if touched.is_empty() {
+        return Ok(Vec::new());
+    }
+    if guard.is_none() {
+        *guard = Some((ctx.guard)()?);
+    }
+    let g = guard.as_mut().expect("just set");
+    let mut short = Vec::new();
+    for k in touched {
+        let want = match arm.system.iter().find(|(x, _)| *x == k) {
+            Some((_, v)) => v.clone(),
+            None => match g.original(&k) {
+                Some(o) => o.to_string(),
+                None => continue, // never changed: already the machine's own value
+            },
+        };
+        let applied = g.set(k, &want)?;
+        if !applied.honoured() {
+            short.push(format!(
+                "{k}: asked {want}, the kernel gave {}",
+                applied.actual
+            ));
+        }
+    }
+    Ok(short)
+}
+
+/// The evidence stored with a trial: the outcome, what was gathered around it, and why it failed.
+fn evidence_json(
+    o: &TrialOutcome,
+    ev: &TrialEvidence,
+    missing: &[String],
+) -> anyhow::Result<serde_json::Value> {
+    let mut v = serde_json::to_value(o)?;
+    let e = serde_json::to_value(ev)?;
+    if let (Some(v), Some(e)) = (v.as_object_mut(), e.as_object()) {
+        v.extend(e.iter().map(|(k, x)| (k.clone(), x.clone())));
+    }
+    if !missing.is_empty() {
+        v["missing_metrics"] = serde_json::to_value(missing)?;
+    }
+    if !o.succeeded() {
+        let tail: Vec<&str> = o.stderr.lines().rev().take(5).collect();
+        v["stderr_tail"] = serde_json::to_value(tail.into_iter().rev().collect::<Vec<_>>())?;
+    }
+    Ok(v)
+}
+
+/// What every trial of one run shares.
+pub(super) struct Job<'a> {
+    plan: &'a Plan,
+    base_spec: TrialSpec,
+    /// Per arm, its `watch=` spec and the PID it named when the run started.
+    watched: BTreeMap<usize, (String, u32)>,
+    /// Per arm, the watched process's huge coverage after its first trial.
+    watch_first: RefCell<BTreeMap<usize, f64>>,
+}
+
+impl<'a> Job<'a> {
+    /// What the plan's trials share, with each `watch=` arm's process resolved once: a watched
+    /// process that exits mid-run flags its arm's trials.
+    pub(super) fn new(plan: &'a Plan) -> Result<Job<'a>, UsageError> {
+        let mut watched = BTreeMap::new();
+        for (i, x) in plan.arms.iter().enumerate() {
+            if let Some(w) = &x.process.watch {
+                watched.insert(i, (w.clone(), watch::resolve(w).map_err(UsageError)?));
+            }
+        }
+        Ok(Job {
+            plan,
+            base_spec: TrialSpec {
+                argv: plan.command.clone(),
+                shell: plan.trial.shell,
+                cwd: plan.trial.cwd.clone(),
+                env: plan.trial.env.clone(),
+                config: Default::default(),
+                timeout: plan.trial.timeout,
+                user: plan.user.map(|u| (u.uid, u.gid)),
+                pin_cpu: plan.pin,
+            },
+            watched,
+            watch_first: RefCell::new(BTreeMap::new()),
+        })
+    }
+}
+
+/// Why a QEMU arm's trial failed, when QEMU says it could not map its guest RAM: the pool it
+/// needed as the kernel reports it now (the arm's settings are still applied).
+fn qemu_failure(arm: &Arm, stderr: &str, root: &Root) -> Option<String> {
+    let q = arm.process.qemu?;
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("backing store for guest RAM") || l.contains("memory-backend"))?;
+    let what = match q.backing.hugetlb_page() {
+        Some(ps) => {
+            let pool = crate::probe::hugetlb::read(root)
+                .ok()?
+                .into_iter()
+                .find(|p| p.page_size == ps)?;
+            let why = if arm
+                .spec
+                .split(',')
+                .any(|kv| kv.trim().starts_with("hugetlb."))
+            {
+                "the arm's own hugetlb.<size> setting leaves it short (without it, run grows the pool)"
+            } else {
+                "the kernel could not grow the pool as far as asked (memory too fragmented or too full: reserve the pages at boot, or compact first)"
+            };
+            format!(
+                "on {} hugetlb pages: the pool has {} pages, {} available (HugePages_Free − Rsvd); {why}",
+                Bytes(ps),
+                pool.total,
+                pool.available(),
+            )
+        }
+        None => format!("on {}", q.backing.name()),
+    };
+    Some(format!(
+        "arm {}: QEMU could not get its guest RAM {what} — QEMU said: {}",
+        arm.name,
+        line.trim()
+    ))
+}
+
+/// One trial of arm `arm_idx` in `block` (−1: warm-up), not yet stored.
+pub(super) fn trial(
+    job: &Job,
+    arm_idx: usize,
+    block: i64,
+    ctx: &mut Effects,
+    guard: &mut Option<Guard>,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<TrialRow> {
+    let (plan, base_spec) = (job.plan, &job.base_spec);
+    let setup = &plan.trial;
+    let arm = &plan.arms[arm_idx];
+    for s in apply_system(arm, &plan.arms, ctx, guard)? {
+        if !notes.contains(&s) {
+            notes.push(s);
+        }
+    }
+    if let Some(p) = &setup.prepare {
+        let st = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(p)
+            .status()
+            .with_context(|| format!("--prepare {p:?}"))?;
+        if !st.success() {
+            anyhow::bail!("--prepare {p:?} failed ({st})");
+        }
+    }
+    if setup.drop_caches {
+        control::drop_caches()?;
+    }
+    if setup.compact {
+        control::compact_memory()?;
+    }
+    // With a server, the arm configures the server; the load runs as given.
+    let mut spec = TrialSpec {
+        config: if plan.server.is_some() {
+            Default::default()
+        } else {
+            arm.process.clone()
+        },
+        ..base_spec.clone()
+    };
+    if let Some(q) = &arm.process.qemu {
+        spec.argv = qemu::rewrite(&spec.argv, spec.shell, q).map_err(UsageError)?;
+    }
+    let trial_dir = match plan.load_format {
+        Some(_) => Some(
+            crate::collect::load::TrialDir::new(spec.user)
+                .context("a temporary directory for the load's files")?,
+        ),
+        None => None,
+    };
+    if let Some(d) = &trial_dir {
+        let dir = d.path().display().to_string();
+        if !spec.shell {
+            for w in &mut spec.argv {
+                *w = w.replace("$HUGELAB_TRIAL_DIR", &dir);
+            }
+        }
+        spec.env.push(("HUGELAB_TRIAL_DIR".into(), dir));
+    }
+    let running = match &plan.server {
+        Some(sp) => match service::start(sp, arm, &spec) {
+            Ok(r) => Some(r),
+            Err(served) => return Ok(server_failed(arm_idx, block, served)),
+        },
+        None => None,
+    };
+    let watched_pid = job.watched.get(&arm_idx).map(|(w, p)| (w.as_str(), *p));
+    let schedule = if arm.process.no_sample {
+        Schedule::off()
+    } else {
+        plan.sampling
+    };
+    let mut gatherer = Gatherer::new(&ctx.root, &ctx.cpu, schedule);
+    if let Some(t) = ctx.trace.as_deref_mut() {
+        t.start();
+    }
+    let o = ctx.runner.run(&spec, &mut gatherer)?;
+    let served = match (running, &plan.server) {
+        (Some(r), Some(sp)) => Some(service::finish(r, sp, arm)),
+        _ => None,
+    };
+    let server_cpu = served.as_ref().map_or(0, |s| s.cpu_ns);
+    let ev = gatherer.finish(o.user_ns + o.sys_ns + server_cpu);
+    let traced = ctx.trace.as_deref_mut().map(|t| {
+        let comm = spec
+            .argv
+            .first()
+            .map_or("child", |c| c.rsplit('/').next().unwrap_or(c));
+        t.finish(o.start_mono_ns, o.end_mono_ns, comm)
+    });
+    let mut metrics = BTreeMap::from([("wall_s".to_string(), o.wall_ns as f64 / 1e9)]);
+    let mut missing = Vec::new();
+    for m in &plan.outputs {
+        match m.extract(&o.stdout, &o.stderr) {
+            Some(v) => {
+                metrics.insert(m.name.clone(), v);
+            }
+            None => missing.push(m.name.clone()),
+        }
+    }
+    let mut load_error = None;
+    if let (Some(f), Some(d)) = (plan.load_format, &trial_dir)
+        && o.succeeded()
+    {
+        match f.read(&o.stdout, &o.stderr, d.path()) {
+            Ok(m) => metrics.extend(m),
+            Err(e) => load_error = Some(e),
+        }
+        for m in &plan.metrics {
+            if m.name != "wall_s"
+                && m.name != super::plan::SERVER_READY
+                && !plan.outputs.iter().any(|x| x.name == m.name)
+                && !metrics.contains_key(&m.name)
+            {
+                missing.push(m.name.clone());
+            }
+        }
+    }
+    if let Some(r) = served.as_ref().and_then(|s| s.ready_s) {
+        metrics.insert(super::plan::SERVER_READY.into(), r);
+    }
+    if let Some(first) = ev.perf_unavailable.first()
+        && !notes.iter().any(|n| n.starts_with("not counted"))
+    {
+        notes.push(format!(
+            "not counted for the child: {first}{}",
+            if ev.perf_unavailable.len() > 1 {
+                " (and more; see the trial evidence)"
+            } else {
+                ""
+            }
+        ));
+    }
+    let mut flagged = match &served {
+        Some(s) => s.flag.clone(),
+        None => experiment::flag(
+            arm.expects_huge(),
+            &ev.memory,
+            &ev.kernel_counters,
+            &o.stdout,
+            &o.stderr,
+        ),
+    };
+    let mut evidence = evidence_json(&o, &ev, &missing)?;
+    if let Some(e) = &load_error {
+        evidence["load_error"] = e.clone().into();
+    }
+    let server_failure = served.as_ref().and_then(|s| s.failure.clone());
+    if let Some(s) = served {
+        evidence["server"] = s.evidence;
+        evidence["load_output_tail"] = serde_json::to_value(
+            o.stdout
+                .lines()
+                .chain(o.stderr.lines())
+                .rev()
+                .take(20)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect::<Vec<_>>(),
+        )?;
+    }
+    if let Some(f) = &server_failure {
+        evidence["failure_reason"] = f.clone().into();
+    }
+    if let Some((w, pid)) = watched_pid {
+        let seen = watch::observe(w, pid);
+        let first = job.watch_first.borrow().get(&arm_idx).copied();
+        if first.is_none()
+            && let Some(c) = seen.coverage
+        {
+            job.watch_first.borrow_mut().insert(arm_idx, c);
+        }
+        if flagged.is_none() {
+            flagged = watch::flag(&seen, first);
+        }
+        evidence["watch"] = serde_json::to_value(&seen)?;
+    }
+    if !o.succeeded()
+        && let Some(why) = qemu_failure(arm, &o.stderr, &ctx.root)
+    {
+        if !notes.contains(&why) {
+            notes.push(why.clone());
+        }
+        evidence["failure_reason"] = why.into();
+    }
+    if let Some((w, lost)) = traced {
+        evidence["trace"] = serde_json::to_value(&w)?;
+        evidence["trace_lost"] = lost.into();
+    }
+    Ok(TrialRow {
+        block,
+        arm_idx: arm_idx as i64,
+        seq: 0,
+        ok: o.succeeded() && missing.is_empty() && server_failure.is_none(),
+        flagged,
+        metrics,
+        evidence,
+    })
+}
+
+/// A trial whose server did not come up: failed, with the server's reason and last lines.
+fn server_failed(arm_idx: usize, block: i64, served: service::Served) -> TrialRow {
+    let mut evidence = serde_json::json!({ "server": served.evidence });
+    evidence["failure_reason"] = served.failure.unwrap_or_default().into();
+    TrialRow {
+        block,
+        arm_idx: arm_idx as i64,
+        seq: 0,
+        ok: false,
+        flagged: None,
+        metrics: BTreeMap::new(),
+        evidence,
+    }
+}
