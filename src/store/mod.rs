@@ -61,7 +61,8 @@ impl TrialRow {
     /// None for a trial that was not traced (or whose stored window cannot be read).
     pub fn trace(&self) -> Option<crate::analyze::trace::TraceWindow> {
         let w = self.evidence.get("trace").filter(|w| !w.is_null())?;
-        serde_json::from_value(w.clone()).ok()
+        // Read from the stored value in place (no copy of the window's JSON).
+        serde::Deserialize::deserialize(w).ok()
     }
 
     /// Records the kernel dropped while this trial was traced (ring buffers full).
