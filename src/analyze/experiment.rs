@@ -4,6 +4,7 @@
 //! that did not take effect, and how much of the spread the machine's noise explains.
 
 use super::diagnostics::{Diagnostics, diagnose};
+use super::lifetimes::{Components, Placed, components, lifetime_means};
 use super::stats::{Summary, summarize};
 use super::verdict::{Better, Contrast, Design, contrasts, unpaired_contrasts};
 use crate::collect::sampler::MemorySamples;
@@ -25,6 +26,10 @@ pub struct TrialData {
     /// `psi_cpu_some_s`.
     #[serde(default)]
     pub noise: BTreeMap<String, f64>,
+    /// The server lifetime the trial ran in (`run --server`, warm design): blocks are nested
+    /// in lifetimes and the lifetime is the unit of replication.
+    #[serde(default)]
+    pub lifetime: Option<usize>,
 }
 
 /// A stored trial's evidence (the JSON `run` writes) as the analysis sees it.
@@ -60,6 +65,7 @@ pub fn trial_data(
         noise: nums(&evidence["noise"], 1e-9, &|k| {
             k.strip_suffix("_ns").unwrap_or(k).to_string() + "_s"
         }),
+        lifetime: evidence["lifetime"].as_u64().map(|l| l as usize),
     }
 }
 
@@ -220,6 +226,12 @@ pub struct MetricAnalysis {
     /// Non-baseline arm name → contrast vs the baseline (None: too few complete blocks).
     pub contrasts: Vec<(String, Option<Contrast>)>,
     pub complete_blocks: usize,
+    /// Warm services: the server lifetimes the contrasts' units came from (0: blocks are the
+    /// units), and per contrast the variance components of its per-block log-ratios.
+    #[serde(default)]
+    pub lifetimes: usize,
+    #[serde(default)]
+    pub components: Vec<(String, Option<Components>)>,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -261,8 +273,49 @@ impl ExperimentAnalysis {
     }
 }
 
-/// Per-block log-ratios of `arm` vs `baseline` for `metric` over blocks where both succeeded.
+/// The units a contrast is analysed over: per-block log-ratios of `arm` vs `baseline` for
+/// `metric` over blocks where both succeeded — or, when the blocks ran in server lifetimes
+/// (warm services), per lifetime the mean of its blocks' log-ratios (`analyze::lifetimes`).
 pub fn log_ratios(trials: &[TrialData], arm: usize, baseline: usize, metric: &str) -> Vec<f64> {
+    let placed = placed_log_ratios(trials, arm, baseline, metric);
+    if placed.iter().any(|p| p.lifetime != usize::MAX) {
+        lifetime_means(&placed)
+    } else {
+        placed.into_iter().map(|p| p.value).collect()
+    }
+}
+
+/// Per-block log-ratios with their block and lifetime (`usize::MAX` when not nested).
+pub fn placed_log_ratios(
+    trials: &[TrialData],
+    arm: usize,
+    baseline: usize,
+    metric: &str,
+) -> Vec<Placed> {
+    let lifetime = |b: usize| {
+        trials
+            .iter()
+            .find(|t| t.block == b && t.arm == arm)
+            .and_then(|t| t.lifetime)
+            .unwrap_or(usize::MAX)
+    };
+    block_log_ratios(trials, arm, baseline, metric)
+        .into_iter()
+        .map(|(block, value)| Placed {
+            lifetime: lifetime(block),
+            block,
+            value,
+        })
+        .collect()
+}
+
+/// Per-block log-ratios of `arm` vs `baseline`, with the block they came from.
+fn block_log_ratios(
+    trials: &[TrialData],
+    arm: usize,
+    baseline: usize,
+    metric: &str,
+) -> Vec<(usize, f64)> {
     // The trial of arm `a` in block `b` that measured this metric (a bench stores one trial
     // per metric and size, so a block can hold several trials of one arm).
     let value = |b: usize, a: usize| {
@@ -277,7 +330,7 @@ pub fn log_ratios(trials: &[TrialData], arm: usize, baseline: usize, metric: &st
     blocks.dedup();
     blocks
         .into_iter()
-        .filter_map(|b| Some((value(b, arm)? / value(b, baseline)?).ln()))
+        .filter_map(|b| Some((b, (value(b, arm)? / value(b, baseline)?).ln())))
         .collect()
 }
 
@@ -338,11 +391,36 @@ pub fn analyse(
                     .iter()
                     .map(|&a| log_ratios(trials, a, baseline, &m.name))
                     .collect();
-                let complete = d.iter().map(Vec::len).min().unwrap_or(0);
+                let complete = others
+                    .iter()
+                    .map(|&a| block_log_ratios(trials, a, baseline, &m.name).len())
+                    .min()
+                    .unwrap_or(0);
                 (
                     contrasts(&d, effect, confidence, m.better, design),
                     complete,
                 )
+            };
+            let nested = trials.iter().any(|t| t.lifetime.is_some());
+            let comps: Vec<(String, Option<Components>)> = if nested {
+                others
+                    .iter()
+                    .map(|&a| {
+                        let p = placed_log_ratios(trials, a, baseline, &m.name);
+                        (arms[a].clone(), components(&p))
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let lifetimes = if nested {
+                others
+                    .iter()
+                    .map(|&a| log_ratios(trials, a, baseline, &m.name).len())
+                    .min()
+                    .unwrap_or(0)
+            } else {
+                0
             };
             MetricAnalysis {
                 metric: m.clone(),
@@ -353,6 +431,8 @@ pub fn analyse(
                     .map(|(&a, c)| (arms[a].clone(), c))
                     .collect(),
                 complete_blocks: complete,
+                lifetimes,
+                components: comps,
             }
         })
         .collect();
@@ -408,6 +488,7 @@ mod tests {
             coverage_at_peak: None,
             counters: BTreeMap::new(),
             noise: BTreeMap::new(),
+            lifetime: None,
         }
     }
 

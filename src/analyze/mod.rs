@@ -8,6 +8,8 @@
 //! * [`sequential`] — valid early stopping (O'Brien–Fleming group-sequential, confidence sequences);
 //! * [`diagnostics`] — drift, autocorrelation, bimodality;
 //! * [`experiment`] — a run's trials analysed per metric and arm (the primary metric's rule);
+//! * [`lifetimes`] — blocks nested in server lifetimes: the lifetime as the unit, variance
+//!   components and each arm's instance SD;
 //! * [`calibrate`] — the A/A noise floor;
 //! * [`bench`] — bench cells and their paired ratios;
 //! * [`coverage`], [`findings`], [`inspect`] — huge coverage, the FLAGGED evidence, and a
@@ -30,6 +32,7 @@ pub mod experiment;
 pub mod findings;
 pub mod inspect;
 pub mod judge;
+pub mod lifetimes;
 pub mod sequential;
 pub mod server;
 #[cfg(any(test, feature = "simulation"))]

@@ -441,6 +441,8 @@ pub(crate) mod tests {
                 .map(|(a, c)| (a.name.clone(), Some(contrast(c))))
                 .collect(),
             complete_blocks: 10,
+            lifetimes: 0,
+            components: Vec::new(),
         };
         let report = ExperimentAnalysis {
             baseline: arms[0].name.clone(),

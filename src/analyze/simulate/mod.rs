@@ -9,10 +9,12 @@
 //! * `designs` — each design replicated: fixed with Holm, sequential, group-sequential, the
 //!   planner's power, interval coverage;
 //! * `production` — rows that simulate what `run` itself does;
-//! * `fleet` — autocorrelated fleets for `judge`, and its rows.
+//! * `fleet` — autocorrelated fleets for `judge`, and its rows;
+//! * `lifetimes` — warm services: blocks nested in server lifetimes with an instance effect.
 
 mod designs;
 mod fleet;
+mod lifetimes;
 mod noise;
 mod production;
 
@@ -22,6 +24,7 @@ pub use designs::{
 };
 pub use fleet::{Fleet, judge_fleets, judge_rows};
 pub use noise::{Noise, Rng, Scenario, ThreeArms};
+pub use lifetimes::lifetime_rows;
 pub use production::production_rows;
 
 use crate::analyze::sequential::GroupSequential;
@@ -182,5 +185,6 @@ pub fn study(reps: usize) -> Vec<Row> {
     });
     rows.extend(production_rows(reps));
     rows.extend(judge_rows(reps));
+    rows.extend(lifetime_rows(reps));
     rows
 }

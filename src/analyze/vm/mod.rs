@@ -297,6 +297,7 @@ mod tests {
                     coverage_at_peak: None,
                     counters: BTreeMap::new(),
                     noise: BTreeMap::new(),
+                    lifetime: None,
                 });
             }
         }

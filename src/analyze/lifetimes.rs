@@ -1,0 +1,176 @@
+//! Blocks nested in server lifetimes (`run --server`, warm design). Every arm's server runs for
+//! a few blocks, then all are restarted: a server's lifetime is a random effect (where its
+//! memory landed, what khugepaged and compaction did to it), so two identical servers differ by
+//! more than their bursts do. The lifetime is the unit of replication: per lifetime the mean of
+//! its blocks' log-ratios (the summary-measure analysis of a nested design; Altman & Bland,
+//! "Statistics notes: units of analysis", BMJ 1997), and every interval is computed over those
+//! means, so instance-to-instance variation is inside it and its degrees of freedom come from
+//! lifetimes, not bursts.
+//!
+//! Beside it, the variance components that say how predictable an arm is across restarts:
+//! one-way random-effects ANOVA of the per-block log-ratio across lifetimes (between-lifetime
+//! SD of the contrast), and per arm its instance SD from the covariance of the arms' lifetime
+//! means (what the arms share — the machine's drift — is their covariance; what is left is the
+//! arm's own).
+
+/// One measured value placed in its block and lifetime.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Placed {
+    pub lifetime: usize,
+    pub block: usize,
+    pub value: f64,
+}
+
+/// Per lifetime, the mean of its blocks' values, in lifetime order (invariant: every input
+/// finite; lifetimes without a value are absent).
+pub fn lifetime_means(x: &[Placed]) -> Vec<f64> {
+    let mut by: std::collections::BTreeMap<usize, (f64, usize)> = Default::default();
+    for p in x {
+        let e = by.entry(p.lifetime).or_default();
+        e.0 += p.value;
+        e.1 += 1;
+    }
+    by.values().map(|(s, n)| s / *n as f64).collect()
+}
+
+/// Variance components of a contrast's per-block log-ratios grouped by lifetime.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Components {
+    pub lifetimes: usize,
+    pub blocks: usize,
+    /// SD of the blocks within a lifetime (burst-to-burst), log scale.
+    pub within_sd: f64,
+    /// SD between lifetimes beyond what the within SD explains (0 when the data show none),
+    /// log scale: the instance effect of the pair of servers.
+    pub between_sd: f64,
+}
+
+/// One-way random-effects ANOVA (method of moments, unbalanced groups: n0 of Searle et al.,
+/// "Variance Components", 1992, §3.6). Needs at least two lifetimes and one lifetime with two
+/// blocks.
+pub fn components(x: &[Placed]) -> Option<Components> {
+    let mut groups: std::collections::BTreeMap<usize, Vec<f64>> = Default::default();
+    for p in x {
+        groups.entry(p.lifetime).or_default().push(p.value);
+    }
+    let k = groups.len();
+    let n: usize = groups.values().map(Vec::len).sum();
+    if k < 2 || n <= k {
+        return None;
+    }
+    let grand = x.iter().map(|p| p.value).sum::<f64>() / n as f64;
+    let mut ssw = 0.0;
+    let mut ssb = 0.0;
+    for g in groups.values() {
+        let m = g.iter().sum::<f64>() / g.len() as f64;
+        ssw += g.iter().map(|v| (v - m).powi(2)).sum::<f64>();
+        ssb += g.len() as f64 * (m - grand).powi(2);
+    }
+    let msw = ssw / (n - k) as f64;
+    let msb = ssb / (k - 1) as f64;
+    let sum_sq: f64 = groups.values().map(|g| (g.len() * g.len()) as f64).sum();
+    let n0 = (n as f64 - sum_sq / n as f64) / (k - 1) as f64;
+    let between = ((msb - msw) / n0).max(0.0);
+    Some(Components {
+        lifetimes: k,
+        blocks: n,
+        within_sd: msw.sqrt(),
+        between_sd: between.sqrt(),
+    })
+}
+
+/// Per arm, the SD of its own instance effect (log scale): the variance of its lifetime means
+/// minus what it shares with the other arms (their mean pairwise covariance: the machine's
+/// drift) and minus its burst noise averaged over a lifetime's blocks. `means[a][l]` is arm
+/// `a`'s mean log value in lifetime `l`; `within[a]` the SD of arm `a`'s blocks inside a
+/// lifetime (after the block's common part is removed) and `per_lifetime` the blocks a
+/// lifetime holds on average. None for an arm with fewer than three lifetimes.
+pub fn instance_sds(means: &[Vec<f64>], within: &[f64], per_lifetime: f64) -> Vec<Option<f64>> {
+    let l = means.iter().map(Vec::len).min().unwrap_or(0);
+    let cov = |a: &[f64], b: &[f64]| {
+        let (ma, mb) = (
+            a[..l].iter().sum::<f64>() / l as f64,
+            b[..l].iter().sum::<f64>() / l as f64,
+        );
+        a[..l]
+            .iter()
+            .zip(&b[..l])
+            .map(|(x, y)| (x - ma) * (y - mb))
+            .sum::<f64>()
+            / (l as f64 - 1.0)
+    };
+    (0..means.len())
+        .map(|a| {
+            if l < 3 || means.len() < 2 {
+                return None;
+            }
+            let var = cov(&means[a], &means[a]);
+            let others: Vec<f64> = (0..means.len())
+                .filter(|b| *b != a)
+                .map(|b| cov(&means[a], &means[b]))
+                .collect();
+            let shared = others.iter().sum::<f64>() / others.len() as f64;
+            let noise = within.get(a).map_or(0.0, |w| w * w / per_lifetime.max(1.0));
+            Some((var - shared - noise).max(0.0).sqrt())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn placed(groups: &[&[f64]]) -> Vec<Placed> {
+        let mut v = Vec::new();
+        let mut block = 0;
+        for (l, g) in groups.iter().enumerate() {
+            for x in *g {
+                v.push(Placed {
+                    lifetime: l,
+                    block,
+                    value: *x,
+                });
+                block += 1;
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn lifetime_means_average_each_lifetimes_blocks() {
+        let x = placed(&[&[1.0, 3.0], &[10.0], &[4.0, 5.0, 6.0]]);
+        assert_eq!(lifetime_means(&x), vec![2.0, 10.0, 5.0]);
+    }
+
+    #[test]
+    fn components_match_a_hand_computed_anova() {
+        // Balanced, 3 groups of 2: MSW = (2+2+2)/3 = 2; group means 1, 3, 8 (grand 4):
+        // SSB = 2·(9+1+16) = 52, MSB = 26; n0 = 2; between = (26−2)/2 = 12.
+        let x = placed(&[&[0.0, 2.0], &[2.0, 4.0], &[7.0, 9.0]]);
+        let c = components(&x).unwrap();
+        assert_eq!((c.lifetimes, c.blocks), (3, 6));
+        assert!((c.within_sd - 2f64.sqrt()).abs() < 1e-12, "{c:?}");
+        assert!((c.between_sd - 12f64.sqrt()).abs() < 1e-12, "{c:?}");
+        // Lifetimes that differ less than their blocks: no between part, not a negative one.
+        let flat = placed(&[&[0.0, 4.0], &[1.0, 3.0], &[2.0, 2.0]]);
+        assert_eq!(components(&flat).unwrap().between_sd, 0.0);
+        assert!(components(&placed(&[&[1.0], &[2.0]])).is_none());
+        assert!(components(&placed(&[&[1.0, 2.0]])).is_none());
+    }
+
+    #[test]
+    fn instance_sds_remove_what_the_arms_share() {
+        // Both arms follow the same drift; arm 1 adds its own ±1 per lifetime.
+        let drift = [0.0, 5.0, -3.0, 2.0, 8.0, -1.0];
+        let own = [1.0, -1.0, 1.0, -1.0, 1.0, -1.0];
+        let a0: Vec<f64> = drift.to_vec();
+        let a1: Vec<f64> = drift.iter().zip(own).map(|(d, o)| d + o).collect();
+        let s = instance_sds(&[a0, a1], &[0.0, 0.0], 4.0);
+        assert!(s[0].unwrap() < 0.5, "{s:?}");
+        assert!((s[1].unwrap() - 1.0).abs() < 0.35, "{s:?}");
+        assert_eq!(
+            instance_sds(&[vec![1.0, 2.0], vec![1.0, 2.0]], &[], 1.0),
+            [None, None]
+        );
+    }
+}
