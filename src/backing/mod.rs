@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 pub mod arm;
 pub mod collapse;
 pub mod qemu;
+pub mod segment;
 pub mod services;
 
 pub const TWO_MIB: u64 = 2 << 20;

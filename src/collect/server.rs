@@ -1,12 +1,21 @@
 //! Evidence from a `run --server` server: the memory of its whole process tree (a PostgreSQL
 //! postmaster and its backends; a shared segment counted once), the segments that matter
 //! (shared memory and the largest anonymous heaps) with the page size each is on, which
-//! processes have THP disabled for themselves, and the tree's CPU time. Read after the load,
-//! off the measuring path, on the same schedule for every arm.
+//! processes have THP disabled for themselves, and the tree's CPU time. Read during the load
+//! ([`during_load`]), off the measuring path, on the same schedule for every arm.
+//!
+//! A shared segment's residency belongs to the segment, not to any process: a PostgreSQL
+//! postmaster's page tables hold only what it touched itself, and the backends that touched the
+//! buffers come and go. With root, each shared segment is counted as the kernel holds it — the
+//! shmem or hugetlbfs object behind `/proc/PID/map_files/…`: its allocated blocks, and for
+//! shared memory the pages it holds mapped into hugelab read-only (`backing::segment`) to see
+//! which are PMD-mapped THP. Without root, the largest view any of the server's processes has
+//! of it. The kernel's own totals (hugetlb pool pages in use per size, ShmemHugePages) are read
+//! at the same moment and stored beside it.
 
 use crate::probe::process::{Kind, Mapping, kind, parse_smaps, parse_status, stat, tree};
 use crate::units::Bytes;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// One mapping of the server that matters: a shared segment or a large anonymous region.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -25,6 +34,13 @@ pub struct Segment {
     /// KernelPageSize: 2M or 1G for hugetlb; THP shows as 4K here (its huge bytes say more).
     pub page_size: u64,
     pub shared: bool,
+    /// How a shared segment's residency was counted: `segment` (the object itself, through
+    /// map_files) or `page tables` (the largest view any process of the server has of it).
+    #[serde(default)]
+    pub counted: Option<String>,
+    /// Where the mapping was, in the process `pid` (to find the object behind it).
+    #[serde(skip)]
+    pub range: (u64, u64),
 }
 
 impl Segment {
@@ -71,6 +87,27 @@ pub struct ServerMemory {
     pub thp_disabled: Vec<String>,
     /// The largest shared segments and anonymous regions, largest first.
     pub segments: Vec<Segment>,
+    /// Read while the load ran (false: the load had ended first).
+    #[serde(default)]
+    pub during_load: bool,
+    /// The kernel's own accounting at the same moment, machine-wide.
+    #[serde(default)]
+    pub kernel: Option<KernelHuge>,
+}
+
+/// The kernel's machine-wide huge-page accounting, read beside a server's memory.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct KernelHuge {
+    /// Per hugetlb page size, bytes of the pool in use (total − free; reserved pages not yet
+    /// faulted count as free).
+    pub hugetlb_in_use: BTreeMap<u64, u64>,
+    /// Per hugetlb page size, bytes reserved and not yet faulted (HugePages_Rsvd).
+    #[serde(default)]
+    pub hugetlb_reserved: BTreeMap<u64, u64>,
+    /// ShmemHugePages: shared memory (and tmpfs) on PMD-sized THP, bytes.
+    pub shmem_huge: u64,
+    /// AnonHugePages, bytes.
+    pub anon_huge: u64,
 }
 
 impl ServerMemory {
@@ -106,34 +143,84 @@ fn huge_of(m: &Mapping) -> u64 {
         + m.field("Shared_Hugetlb")
 }
 
-/// Add one process's mappings; `seen` holds the shared mappings already counted.
-pub fn add_process(
-    mem: &mut ServerMemory,
-    pid: i32,
-    comm: &str,
-    maps: &[Mapping],
-    seen: &mut BTreeSet<(String, u64, u64)>,
-) {
+/// What one view of a mapping adds to a server's totals.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct View {
+    rss: u64,
+    anon_huge: u64,
+    shmem_pmd: u64,
+    file_pmd: u64,
+    hugetlb: u64,
+    page_size: u64,
+}
+
+impl View {
+    fn of(m: &Mapping) -> View {
+        View {
+            rss: m.field("Rss"),
+            anon_huge: m.field("AnonHugePages"),
+            shmem_pmd: m.field("ShmemPmdMapped"),
+            file_pmd: m.field("FilePmdMapped"),
+            hugetlb: m.field("Private_Hugetlb") + m.field("Shared_Hugetlb"),
+            page_size: m.field("KernelPageSize"),
+        }
+    }
+
+    fn add(self, mem: &mut ServerMemory, sign: i64) {
+        let f = |t: &mut u64, v: u64| *t = (*t as i64 + sign * v as i64).max(0) as u64;
+        f(&mut mem.rss, self.rss);
+        f(&mut mem.anon_huge, self.anon_huge);
+        f(&mut mem.shmem_pmd, self.shmem_pmd);
+        f(&mut mem.file_pmd, self.file_pmd);
+        if self.hugetlb > 0 {
+            f(mem.hugetlb.entry(self.page_size).or_default(), self.hugetlb);
+            mem.hugetlb.retain(|_, v| *v > 0);
+        }
+    }
+
+    fn weight(&self) -> u64 {
+        self.rss + self.hugetlb
+    }
+}
+
+/// The shared mappings already counted, with the view counted for each.
+pub type Seen = BTreeMap<(String, u64, u64), (usize, View)>;
+
+/// Add one process's mappings. A shared segment (inherited by forked workers) is counted once,
+/// at the largest view any process has of it: `seen` holds the views counted so far.
+pub fn add_process(mem: &mut ServerMemory, pid: i32, comm: &str, maps: &[Mapping], seen: &mut Seen) {
     mem.processes += 1;
     for m in maps {
         let shared = m.perms.ends_with('s');
-        if shared && !seen.insert((m.path.clone(), m.start, m.end)) {
-            continue; // the same segment, inherited by a forked worker
-        }
+        let view = View::of(m);
         let k = kind(m);
-        let hugetlb = m.field("Private_Hugetlb") + m.field("Shared_Hugetlb");
-        mem.rss += m.field("Rss");
-        mem.anon_huge += m.field("AnonHugePages");
-        mem.shmem_pmd += m.field("ShmemPmdMapped");
-        mem.file_pmd += m.field("FilePmdMapped");
-        if hugetlb > 0 {
-            *mem.hugetlb.entry(m.field("KernelPageSize")).or_default() += hugetlb;
+        if shared && let Some((idx, old)) = seen.get_mut(&(m.path.clone(), m.start, m.end)) {
+            if view.weight() > old.weight() {
+                old.add(mem, -1);
+                view.add(mem, 1);
+                *old = view;
+                if let Some(s) = mem.segments.get_mut(*idx) {
+                    s.resident = view.weight();
+                    s.huge = huge_of(m);
+                    s.pid = pid;
+                    s.comm = comm.to_string();
+                }
+            }
+            continue;
         }
+        view.add(mem, 1);
+        let hugetlb = view.hugetlb;
         let matters = match k {
             Kind::SharedMemory | Kind::Hugetlb => true,
             Kind::Heap | Kind::Anonymous | Kind::JavaHeap => m.field("Rss") >= 1 << 20,
             _ => false,
         };
+        if shared {
+            seen.insert(
+                (m.path.clone(), m.start, m.end),
+                (if matters { mem.segments.len() } else { usize::MAX }, view),
+            );
+        }
         if matters {
             mem.segments.push(Segment {
                 pid,
@@ -145,6 +232,8 @@ pub fn add_process(
                 huge: huge_of(m),
                 page_size: m.field("KernelPageSize"),
                 shared,
+                counted: shared.then(|| "page tables".to_string()),
+                range: (m.start, m.end),
             });
         }
     }
@@ -169,7 +258,7 @@ pub fn keep_largest(mem: &mut ServerMemory) {
 /// Read the memory of `pid` and its descendants now.
 pub fn read(pid: i32) -> ServerMemory {
     let mut mem = ServerMemory::default();
-    let mut seen = BTreeSet::new();
+    let mut seen = Seen::new();
     for p in tree(pid) {
         let Ok(text) = std::fs::read_to_string(format!("/proc/{p}/smaps")) else {
             continue; // exited since the tree was listed
@@ -186,7 +275,115 @@ pub fn read(pid: i32) -> ServerMemory {
         }
     }
     keep_largest(&mut mem);
+    for i in 0..mem.segments.len() {
+        if mem.segments[i].shared
+            && let Some(r) = segment_residency(&mem.segments[i])
+        {
+            recount(&mut mem, i, r);
+        }
+    }
+    mem.kernel = kernel_huge();
     mem
+}
+
+/// A shared segment's own residency: bytes it holds and bytes of them on huge pages.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Residency {
+    pub resident: u64,
+    pub huge: u64,
+}
+
+/// Count segment `i` by its own residency instead of a process's view of it.
+fn recount(mem: &mut ServerMemory, i: usize, r: Residency) {
+    let s = &mut mem.segments[i];
+    let add = |t: &mut u64, old: u64, new: u64| *t = (*t + new).saturating_sub(old);
+    if s.kind == "hugetlb" {
+        let e = mem.hugetlb.entry(s.page_size).or_default();
+        add(e, s.resident, r.resident);
+    } else {
+        add(&mut mem.rss, s.resident, r.resident);
+        add(&mut mem.shmem_pmd, s.huge, r.huge);
+    }
+    s.resident = r.resident;
+    s.huge = r.huge;
+    s.counted = Some("segment".into());
+}
+
+/// The segment behind `s` (through `/proc/PID/map_files/`, root only), counted as the kernel
+/// holds it: a hugetlbfs object's allocated blocks are all huge pages of its size; a shmem
+/// object's pages are mapped into hugelab read-only to count the PMD-mapped ones.
+pub fn segment_residency(s: &Segment) -> Option<Residency> {
+    use std::os::unix::fs::MetadataExt;
+    let path = format!("/proc/{}/map_files/{:x}-{:x}", s.pid, s.range.0, s.range.1);
+    let file = std::fs::File::open(path).ok()?;
+    let blocks = file.metadata().ok()?.blocks() * 512;
+    if s.kind == "hugetlb" {
+        return Some(Residency {
+            resident: blocks,
+            huge: blocks,
+        });
+    }
+    let size = file.metadata().ok()?.len().min(s.size);
+    let seg = crate::backing::segment::MappedSegment::map(&file, size).ok()?;
+    let resident = seg.populate_resident().ok()?;
+    let (lo, hi) = seg.range();
+    let me = crate::probe::process::Proc::new(&crate::probe::Root::system(), std::process::id());
+    let m = me.smaps().ok()?.into_iter().find(|m| m.start == lo && m.end == hi)?;
+    Some(Residency {
+        resident: resident.max(m.field("Rss")),
+        huge: m.field("ShmemPmdMapped"),
+    })
+}
+
+/// The kernel's huge-page accounting now (hugetlb pools per size, ShmemHugePages).
+pub fn kernel_huge() -> Option<KernelHuge> {
+    let root = crate::probe::Root::system();
+    let mi = crate::probe::meminfo::read(&root).ok().flatten()?;
+    let pools = crate::probe::hugetlb::read(&root).unwrap_or_default();
+    Some(KernelHuge {
+        hugetlb_in_use: pools
+            .iter()
+            .map(|p| (p.page_size, p.total.saturating_sub(p.free) * p.page_size))
+            .collect(),
+        hugetlb_reserved: pools
+            .iter()
+            .map(|p| (p.page_size, p.reserved * p.page_size))
+            .collect(),
+        shmem_huge: mi.shmem_huge_pages.unwrap_or(0),
+        anon_huge: mi.anon_huge_pages.unwrap_or(0),
+    })
+}
+
+/// A reading of the server's memory while its load runs: taken `after` the load's spawn on a
+/// thread of its own (the same delay for every arm), or when the load ends if that comes first.
+pub struct DuringLoad {
+    done: std::sync::mpsc::Sender<()>,
+    reader: std::thread::JoinHandle<ServerMemory>,
+}
+
+impl DuringLoad {
+    /// Start waiting; `pid` is the server's process.
+    pub fn start(pid: i32, after: std::time::Duration) -> std::io::Result<DuringLoad> {
+        let (done, wait) = std::sync::mpsc::channel::<()>();
+        let reader = std::thread::Builder::new()
+            .name("hugelab-server-memory".into())
+            .spawn(move || {
+                // Blocks until the delay passes or the load ends, whichever is first.
+                let during = wait.recv_timeout(after).is_err_and(|e| {
+                    matches!(e, std::sync::mpsc::RecvTimeoutError::Timeout)
+                });
+                let mut mem = read(pid);
+                mem.during_load = during;
+                mem
+            })?;
+        Ok(DuringLoad { done, reader })
+    }
+
+    /// The load has ended: the reading (taken now if it was not yet).
+    pub fn finish(self) -> ServerMemory {
+        let _ = self.done.send(());
+        self.reader.join().unwrap_or_default()
+    }
 }
 
 /// CPU time (user + system) of `pid` and its descendants so far, ns: live ones by their own
@@ -234,7 +431,7 @@ Rss:                1024 kB
     #[test]
     fn a_shared_segment_is_counted_once_and_named() {
         let mut mem = ServerMemory::default();
-        let mut seen = BTreeSet::new();
+        let mut seen = Seen::new();
         add_process(
             &mut mem,
             10,
@@ -251,18 +448,20 @@ Rss:                1024 kB
         );
         keep_largest(&mut mem);
         assert_eq!(mem.processes, 2);
-        // The segment once, as the postmaster saw it; both heaps.
-        assert_eq!(mem.hugetlb, BTreeMap::from([(2 << 20, 200 << 20)]));
+        // The segment once, at the largest view of it (the backend's, which touched more
+        // than the postmaster); both heaps.
+        assert_eq!(mem.hugetlb, BTreeMap::from([(2 << 20, 400 << 20)]));
         assert_eq!(mem.rss, 9 << 20);
         assert_eq!(mem.anon_huge, 4 << 20);
         let c = mem.carried_by().unwrap();
-        assert_eq!((c.pid, c.kind.as_str(), c.huge), (10, "hugetlb", 200 << 20));
+        assert_eq!((c.pid, c.kind.as_str(), c.huge), (11, "hugetlb", 400 << 20));
         assert_eq!(
             c.describe(),
-            "/anon_hugepage (deleted) 1.0G (pid 10 postgres): 200M on 2M hugetlb"
+            "/anon_hugepage (deleted) 1.0G (pid 11 postgres): 400M on 2M hugetlb"
         );
+        assert_eq!(c.counted.as_deref(), Some("page tables"));
         let cov = mem.coverage().unwrap();
-        assert!((cov - 204.0 / 209.0).abs() < 1e-9, "{cov}");
+        assert!((cov - 404.0 / 409.0).abs() < 1e-9, "{cov}");
         assert_eq!(mem.segments.len(), 3, "{:?}", mem.segments);
     }
 
