@@ -10,6 +10,7 @@ pub mod arm;
 pub mod collapse;
 pub mod qemu;
 pub mod segment;
+pub mod side_by_side;
 pub mod services;
 
 pub const TWO_MIB: u64 = 2 << 20;

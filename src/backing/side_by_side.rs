@@ -1,0 +1,229 @@
+//! Whether a run's arms can run side by side — every arm's server up at once (`run --server`,
+//! the warm design) — and what is done instead of a system-wide setting that differs between
+//! them. Per-process keys (`server.arg`, `env.*`, `process.thp`, `malloc`, `jvm*`) always can.
+//! A system-wide knob can when every arm wants the same value, or through a per-process
+//! equivalent the kernel honours:
+//!
+//! * THP `enabled` / `shmem_enabled` of `never` for some arms and one other mode for the rest:
+//!   the knob is set to that mode and the `never` arms' servers get PR_SET_THP_DISABLE
+//!   (inherited across fork and exec; the kernel then gives that process no THP, anonymous or
+//!   shared — `vma_thp_disabled`); the evidence confirms it per trial;
+//! * hugetlb pools: one pool holding the sum of what the arms asked for.
+//!
+//! Anything else (`defrag`, `mthp.*`, khugepaged knobs, an arm that asks for an empty pool while
+//! another needs one) has no per-process equivalent: those arms restart a server per trial.
+
+use super::arm::Arm;
+use crate::control::Knob;
+
+/// How the arms run side by side.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct SideBySide {
+    /// System-wide settings for the whole run.
+    pub system: Vec<(Knob, String)>,
+    /// Arms whose server gets PR_SET_THP_DISABLE in place of a `never` setting.
+    pub thp_off: Vec<usize>,
+    /// What was done instead of the literal settings, in words.
+    pub instead: Vec<String>,
+}
+
+fn is_never(k: &Knob, v: &str) -> bool {
+    match k {
+        Knob::ThpShmemEnabled => v == "never" || v == "deny",
+        _ => v == "never",
+    }
+}
+
+/// The side-by-side form of `arms`, or why there is none. `current` gives a knob's value on the
+/// machine now (what an arm that does not set it runs under).
+pub fn side_by_side(
+    arms: &[Arm],
+    current: &dyn Fn(&Knob) -> Option<String>,
+) -> Result<SideBySide, String> {
+    let mut knobs: Vec<Knob> = Vec::new();
+    for (k, _) in arms.iter().flat_map(|a| a.system.iter()) {
+        if !knobs.contains(k) {
+            knobs.push(*k);
+        }
+    }
+    let mut out = SideBySide::default();
+    let mut lifted: Vec<Knob> = Vec::new();
+    for k in knobs {
+        let wants: Vec<Option<&str>> = arms
+            .iter()
+            .map(|a| {
+                a.system
+                    .iter()
+                    .find(|(x, _)| *x == k)
+                    .map(|(_, v)| v.as_str())
+            })
+            .collect();
+        if let Knob::HugetlbPages { .. } = k {
+            if let Some(i) = wants.iter().position(|w| *w == Some("0")) {
+                return Err(format!(
+                    "arm {} asks for an empty {k} pool while another arm needs one, and a pool is system-wide",
+                    arms[i].name
+                ));
+            }
+            let sum: u64 = wants.iter().flatten().filter_map(|v| v.parse::<u64>().ok()).sum();
+            out.system.push((k, sum.to_string()));
+            if wants.iter().filter(|w| w.is_some()).count() > 1 {
+                out.instead
+                    .push(format!("{k}: one pool of {sum} pages for every arm's server (the sum of what the arms asked)"));
+            }
+            continue;
+        }
+        let now = current(&k);
+        let values: Vec<String> = wants
+            .iter()
+            .map(|w| w.map(String::from).or_else(|| now.clone()).unwrap_or_default())
+            .collect();
+        let mut distinct = values.clone();
+        distinct.sort();
+        distinct.dedup();
+        match distinct.len() {
+            0 | 1 => {
+                if let Some(v) = distinct.first().filter(|_| wants.iter().any(Option::is_some)) {
+                    out.system.push((k, v.clone()));
+                }
+            }
+            2 if matches!(k, Knob::ThpEnabled | Knob::ThpShmemEnabled)
+                && distinct.iter().any(|v| is_never(&k, v))
+                && !distinct.iter().all(|v| is_never(&k, v)) =>
+            {
+                let on = distinct.iter().find(|v| !is_never(&k, v)).expect("one is not never");
+                out.system.push((k, on.clone()));
+                lifted.push(k);
+                for (i, v) in values.iter().enumerate() {
+                    if is_never(&k, v) && !out.thp_off.contains(&i) {
+                        out.thp_off.push(i);
+                    }
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "the arms set {k} to {} and it has no per-process equivalent the kernel honours",
+                    distinct.join(" / ")
+                ));
+            }
+        }
+    }
+    // PR_SET_THP_DISABLE turns off every kind of THP for the process: an arm that gets it must
+    // want none wherever THP is on for the run. THP `madvise` counts as none for a server that
+    // asks for no MADV_HUGEPAGE region (the trial's evidence checks it: `madvised` bytes).
+    for &i in &out.thp_off {
+        for k in [Knob::ThpEnabled, Knob::ThpShmemEnabled] {
+            let run = out
+                .system
+                .iter()
+                .find(|(x, _)| *x == k)
+                .map(|(_, v)| v.clone())
+                .or_else(|| current(&k))
+                .unwrap_or_default();
+            let v = arms[i]
+                .system
+                .iter()
+                .find(|(x, _)| *x == k)
+                .map(|(_, v)| v.clone())
+                .or_else(|| current(&k))
+                .unwrap_or_default();
+            let none = is_never(&k, &v) || (k == Knob::ThpEnabled && v == "madvise");
+            if !is_never(&k, &run) && !none {
+                return Err(format!(
+                    "arm {} wants {k} {v} but THP never elsewhere; PR_SET_THP_DISABLE cannot keep one and drop the other",
+                    arms[i].name
+                ));
+            }
+        }
+    }
+    for &i in &out.thp_off {
+        let on: Vec<String> = lifted
+            .iter()
+            .filter_map(|k| out.system.iter().find(|(x, _)| x == k))
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        out.instead.push(format!(
+            "arm {}: THP never for its server alone (PR_SET_THP_DISABLE) under {}",
+            arms[i].name,
+            on.join(", ")
+        ));
+    }
+    out.thp_off.sort_unstable();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backing::arm::parse_arm;
+
+    fn arms(specs: &[&str]) -> Vec<Arm> {
+        specs.iter().map(|s| parse_arm(s).unwrap()).collect()
+    }
+
+    fn machine(k: &Knob) -> Option<String> {
+        Some(
+            match k {
+                Knob::ThpEnabled => "madvise",
+                Knob::ThpShmemEnabled => "never",
+                Knob::ThpDefrag => "madvise",
+                _ => "0",
+            }
+            .into(),
+        )
+    }
+
+    #[test]
+    fn never_against_one_mode_becomes_thp_disable_for_the_never_arms() {
+        // The PostgreSQL preset: shmem THP for one arm, a pool for another.
+        let a = arms(&[
+            "off=server.arg=-c",
+            "hugetlb-2m=hugetlb.2M=300",
+            "thp=shmem=always",
+        ]);
+        let s = side_by_side(&a, &machine).unwrap();
+        assert!(s.system.contains(&(Knob::ThpShmemEnabled, "always".into())));
+        assert!(s.system.iter().any(|(k, v)| matches!(k, Knob::HugetlbPages { .. }) && v == "300"));
+        assert_eq!(s.thp_off, [0, 1]);
+        assert!(s.instead[0].contains("arm off: THP never for its server alone"), "{:?}", s.instead);
+        // Redis: never / always / always.
+        let a = arms(&["never=thp=never", "always=thp=always", "d=thp=always"]);
+        let s = side_by_side(&a, &machine).unwrap();
+        assert_eq!(s.system, [(Knob::ThpEnabled, "always".into())]);
+        assert_eq!(s.thp_off, [0]);
+    }
+
+    #[test]
+    fn pools_add_up_and_what_has_no_equivalent_is_refused_with_why() {
+        let a = arms(&["a=hugetlb.2M=100", "b=hugetlb.2M=50"]);
+        let s = side_by_side(&a, &machine).unwrap();
+        assert!(s.system.iter().any(|(_, v)| v == "150"), "{s:?}");
+        let e = side_by_side(&arms(&["a=hugetlb.2M=100", "b=hugetlb.2M=0"]), &machine).unwrap_err();
+        assert!(e.contains("arm b asks for an empty"), "{e}");
+        // The thp preset: three modes.
+        let e = side_by_side(&arms(&["n=thp=never", "m=thp=madvise", "a=thp=always"]), &machine)
+            .unwrap_err();
+        assert!(e.contains("madvise / never") || e.contains("always / madvise / never"), "{e}");
+        let e = side_by_side(&arms(&["a=defrag=never", "b=defrag=always"]), &machine).unwrap_err();
+        assert!(e.contains("no per-process equivalent"), "{e}");
+        // madvise (the machine's) vs always: not never, so no equivalent either.
+        assert!(side_by_side(&arms(&["a=", "b=thp=always"]), &machine).is_err());
+        // Same value everywhere: just set.
+        let s = side_by_side(&arms(&["a=defrag=never", "b=defrag=never"]), &machine).unwrap();
+        assert_eq!(s.system, [(Knob::ThpDefrag, "never".into())]);
+        assert!(s.thp_off.is_empty());
+        // An arm that would need THP off for shmem but on for anonymous memory.
+        let e = side_by_side(
+            &arms(&["x=thp=always,shmem=never", "y=thp=always,shmem=always"]),
+            &machine,
+        )
+        .unwrap_err();
+        assert!(e.contains("arm x wants transparent_hugepage/enabled always") || e.contains("arm x wants"), "{e}");
+        let e = side_by_side(
+            &arms(&["x=thp=never,shmem=always", "y=thp=always,shmem=never"]),
+            &machine,
+        )
+        .unwrap_err();
+        assert!(e.contains("cannot keep one and drop the other"), "{e}");
+    }
+}
