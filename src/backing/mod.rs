@@ -10,8 +10,8 @@ pub mod arm;
 pub mod collapse;
 pub mod qemu;
 pub mod segment;
-pub mod side_by_side;
 pub mod services;
+pub mod side_by_side;
 
 pub const TWO_MIB: u64 = 2 << 20;
 pub const ONE_GIB: u64 = 1 << 30;

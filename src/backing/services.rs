@@ -239,12 +239,19 @@ pub fn fill(s: &str, slot: &Slot) -> String {
 
 /// Whether any word holds a placeholder that gives each arm's server an address of its own.
 pub fn has_address_placeholder(words: &[String]) -> bool {
-    words.iter().any(|w| w.contains("{port}") || w.contains("{dir}"))
+    words
+        .iter()
+        .any(|w| w.contains("{port}") || w.contains("{dir}"))
 }
 
 /// Set an option's value in `words` (`-p 5433`, `-p5433`, `--port=5433`, `--port 5433`),
 /// appending `short value` (or `long value`) when it is absent. Returns the old value.
-fn set_option(words: &mut Vec<String>, short: Option<&str>, long: &str, value: &str) -> Option<String> {
+fn set_option(
+    words: &mut Vec<String>,
+    short: Option<&str>,
+    long: &str,
+    value: &str,
+) -> Option<String> {
     let mut i = 0;
     while i < words.len() {
         let w = words[i].clone();
@@ -283,8 +290,8 @@ pub struct PerArm {
 
 /// pgbench's options that take a value (so its database name is the first other word).
 const PGBENCH_VALUED: &[&str] = &[
-    "-c", "-j", "-T", "-t", "-h", "-p", "-U", "-s", "-f", "-b", "-D", "-M", "-R", "-L", "-P",
-    "-d", "-F", "-i", "-I",
+    "-c", "-j", "-T", "-t", "-h", "-p", "-U", "-s", "-f", "-b", "-D", "-M", "-R", "-L", "-P", "-d",
+    "-F", "-i", "-I",
 ];
 
 /// The database a pgbench command connects to (its first non-option word; `postgres` when none).
@@ -417,10 +424,19 @@ mod per_arm_tests {
             p.server.join(" "),
             "/usr/lib/postgresql/15/bin/postgres -D {dir}/data -k {dir} -p {port} -c shared_buffers=512MB"
         );
-        assert_eq!(p.load.join(" "), "pgbench -S -T {burst} -c 2 -j 2 -h {dir} -p{port} bench");
-        assert_eq!(p.copy_data.as_deref(), Some(std::path::Path::new("/tmp/pg/data")));
+        assert_eq!(
+            p.load.join(" "),
+            "pgbench -S -T {burst} -c 2 -j 2 -h {dir} -p{port} bench"
+        );
+        assert_eq!(
+            p.copy_data.as_deref(),
+            Some(std::path::Path::new("/tmp/pg/data"))
+        );
         let w = p.warmup.unwrap();
-        assert!(w.contains("pg_prewarm") && w.contains("-d bench") && w.contains("-h {dir} -p {port}"), "{w}");
+        assert!(
+            w.contains("pg_prewarm") && w.contains("-d bench") && w.contains("-h {dir} -p {port}"),
+            "{w}"
+        );
         let slot = Slot {
             arm: "thp".into(),
             port: 41000,
@@ -428,14 +444,43 @@ mod per_arm_tests {
             dir: "/tmp/x/thp".into(),
             burst: Some(2),
         };
-        assert_eq!(fill("-T {burst} -h {dir} -p {port} {arm}", &slot), "-T 2 -h /tmp/x/thp -p 41000 thp");
+        assert_eq!(
+            fill("-T {burst} -h {dir} -p {port} {arm}", &slot),
+            "-T 2 -h /tmp/x/thp -p 41000 thp"
+        );
         // No -k or -p given: added. No -D: refused with the fix.
-        let p = per_arm("postgres", &words("postgres -D /d"), &words("pgbench -S"), Some("pgbench -S -T 3"), false).unwrap();
-        assert_eq!(p.server.join(" "), "postgres -D {dir}/data -k {dir} -p {port}");
+        let p = per_arm(
+            "postgres",
+            &words("postgres -D /d"),
+            &words("pgbench -S"),
+            Some("pgbench -S -T 3"),
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            p.server.join(" "),
+            "postgres -D {dir}/data -k {dir} -p {port}"
+        );
         assert_eq!(p.load.join(" "), "pgbench -S -h {dir} -p {port}");
-        assert_eq!(p.warmup.as_deref(), Some("pgbench -S -T 3 -h {dir} -p {port}"));
-        assert!(per_arm("postgres", &words("postgres -p 1"), &words("pgbench"), None, false).unwrap_err().contains("-D DATADIR"));
-        assert_eq!(pgbench_db(&words("pgbench -S -c 2 -h /x postgres")), "postgres");
+        assert_eq!(
+            p.warmup.as_deref(),
+            Some("pgbench -S -T 3 -h {dir} -p {port}")
+        );
+        assert!(
+            per_arm(
+                "postgres",
+                &words("postgres -p 1"),
+                &words("pgbench"),
+                None,
+                false
+            )
+            .unwrap_err()
+            .contains("-D DATADIR")
+        );
+        assert_eq!(
+            pgbench_db(&words("pgbench -S -c 2 -h /x postgres")),
+            "postgres"
+        );
         assert_eq!(pgbench_db(&words("pgbench -S")), "postgres");
     }
 
@@ -449,9 +494,22 @@ mod per_arm_tests {
             false,
         )
         .unwrap();
-        assert_eq!(p.server.join(" "), "redis-server --port {port} --save \"\" --dir {dir}");
-        assert_eq!(p.load.join(" "), "redis-benchmark -p {port} -q --csv -t get -n 1000");
-        let e = per_arm("memcached", &words("memcached -p 1"), &words("memcslap"), None, false).unwrap_err();
+        assert_eq!(
+            p.server.join(" "),
+            "redis-server --port {port} --save \"\" --dir {dir}"
+        );
+        assert_eq!(
+            p.load.join(" "),
+            "redis-benchmark -p {port} -q --csv -t get -n 1000"
+        );
+        let e = per_arm(
+            "memcached",
+            &words("memcached -p 1"),
+            &words("memcslap"),
+            None,
+            false,
+        )
+        .unwrap_err();
         assert!(e.contains("{port}"), "{e}");
         assert!(has_address_placeholder(&words("x --port {port}")));
         assert!(!has_address_placeholder(&words("x --port 1")));

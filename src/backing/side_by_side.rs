@@ -65,7 +65,11 @@ pub fn side_by_side(
                     arms[i].name
                 ));
             }
-            let sum: u64 = wants.iter().flatten().filter_map(|v| v.parse::<u64>().ok()).sum();
+            let sum: u64 = wants
+                .iter()
+                .flatten()
+                .filter_map(|v| v.parse::<u64>().ok())
+                .sum();
             out.system.push((k, sum.to_string()));
             if wants.iter().filter(|w| w.is_some()).count() > 1 {
                 out.instead
@@ -76,14 +80,21 @@ pub fn side_by_side(
         let now = current(&k);
         let values: Vec<String> = wants
             .iter()
-            .map(|w| w.map(String::from).or_else(|| now.clone()).unwrap_or_default())
+            .map(|w| {
+                w.map(String::from)
+                    .or_else(|| now.clone())
+                    .unwrap_or_default()
+            })
             .collect();
         let mut distinct = values.clone();
         distinct.sort();
         distinct.dedup();
         match distinct.len() {
             0 | 1 => {
-                if let Some(v) = distinct.first().filter(|_| wants.iter().any(Option::is_some)) {
+                if let Some(v) = distinct
+                    .first()
+                    .filter(|_| wants.iter().any(Option::is_some))
+                {
                     out.system.push((k, v.clone()));
                 }
             }
@@ -91,7 +102,10 @@ pub fn side_by_side(
                 && distinct.iter().any(|v| is_never(&k, v))
                 && !distinct.iter().all(|v| is_never(&k, v)) =>
             {
-                let on = distinct.iter().find(|v| !is_never(&k, v)).expect("one is not never");
+                let on = distinct
+                    .iter()
+                    .find(|v| !is_never(&k, v))
+                    .expect("one is not never");
                 out.system.push((k, on.clone()));
                 lifted.push(k);
                 for (i, v) in values.iter().enumerate() {
@@ -183,9 +197,17 @@ mod tests {
         ]);
         let s = side_by_side(&a, &machine).unwrap();
         assert!(s.system.contains(&(Knob::ThpShmemEnabled, "always".into())));
-        assert!(s.system.iter().any(|(k, v)| matches!(k, Knob::HugetlbPages { .. }) && v == "300"));
+        assert!(
+            s.system
+                .iter()
+                .any(|(k, v)| matches!(k, Knob::HugetlbPages { .. }) && v == "300")
+        );
         assert_eq!(s.thp_off, [0, 1]);
-        assert!(s.instead[0].contains("arm off: THP never for its server alone"), "{:?}", s.instead);
+        assert!(
+            s.instead[0].contains("arm off: THP never for its server alone"),
+            "{:?}",
+            s.instead
+        );
         // Redis: never / always / always.
         let a = arms(&["never=thp=never", "always=thp=always", "d=thp=always"]);
         let s = side_by_side(&a, &machine).unwrap();
@@ -201,9 +223,15 @@ mod tests {
         let e = side_by_side(&arms(&["a=hugetlb.2M=100", "b=hugetlb.2M=0"]), &machine).unwrap_err();
         assert!(e.contains("arm b asks for an empty"), "{e}");
         // The thp preset: three modes.
-        let e = side_by_side(&arms(&["n=thp=never", "m=thp=madvise", "a=thp=always"]), &machine)
-            .unwrap_err();
-        assert!(e.contains("madvise / never") || e.contains("always / madvise / never"), "{e}");
+        let e = side_by_side(
+            &arms(&["n=thp=never", "m=thp=madvise", "a=thp=always"]),
+            &machine,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("madvise / never") || e.contains("always / madvise / never"),
+            "{e}"
+        );
         let e = side_by_side(&arms(&["a=defrag=never", "b=defrag=always"]), &machine).unwrap_err();
         assert!(e.contains("no per-process equivalent"), "{e}");
         // madvise (the machine's) vs always: not never, so no equivalent either.
@@ -218,7 +246,11 @@ mod tests {
             &machine,
         )
         .unwrap_err();
-        assert!(e.contains("arm x wants transparent_hugepage/enabled always") || e.contains("arm x wants"), "{e}");
+        assert!(
+            e.contains("arm x wants transparent_hugepage/enabled always")
+                || e.contains("arm x wants"),
+            "{e}"
+        );
         let e = side_by_side(
             &arms(&["x=thp=never,shmem=always", "y=thp=always,shmem=never"]),
             &machine,

@@ -188,7 +188,13 @@ pub type Seen = BTreeMap<(String, u64, u64), (usize, View)>;
 
 /// Add one process's mappings. A shared segment (inherited by forked workers) is counted once,
 /// at the largest view any process has of it: `seen` holds the views counted so far.
-pub fn add_process(mem: &mut ServerMemory, pid: i32, comm: &str, maps: &[Mapping], seen: &mut Seen) {
+pub fn add_process(
+    mem: &mut ServerMemory,
+    pid: i32,
+    comm: &str,
+    maps: &[Mapping],
+    seen: &mut Seen,
+) {
     mem.processes += 1;
     for m in maps {
         let shared = m.perms.ends_with('s');
@@ -218,7 +224,14 @@ pub fn add_process(mem: &mut ServerMemory, pid: i32, comm: &str, maps: &[Mapping
         if shared {
             seen.insert(
                 (m.path.clone(), m.start, m.end),
-                (if matters { mem.segments.len() } else { usize::MAX }, view),
+                (
+                    if matters {
+                        mem.segments.len()
+                    } else {
+                        usize::MAX
+                    },
+                    view,
+                ),
             );
         }
         if matters {
@@ -328,7 +341,11 @@ pub fn segment_residency(s: &Segment) -> Option<Residency> {
     let resident = seg.populate_resident().ok()?;
     let (lo, hi) = seg.range();
     let me = crate::probe::process::Proc::new(&crate::probe::Root::system(), std::process::id());
-    let m = me.smaps().ok()?.into_iter().find(|m| m.start == lo && m.end == hi)?;
+    let m = me
+        .smaps()
+        .ok()?
+        .into_iter()
+        .find(|m| m.start == lo && m.end == hi)?;
     Some(Residency {
         resident: resident.max(m.field("Rss")),
         huge: m.field("ShmemPmdMapped"),
@@ -369,9 +386,9 @@ impl DuringLoad {
             .name("hugelab-server-memory".into())
             .spawn(move || {
                 // Blocks until the delay passes or the load ends, whichever is first.
-                let during = wait.recv_timeout(after).is_err_and(|e| {
-                    matches!(e, std::sync::mpsc::RecvTimeoutError::Timeout)
-                });
+                let during = wait
+                    .recv_timeout(after)
+                    .is_err_and(|e| matches!(e, std::sync::mpsc::RecvTimeoutError::Timeout));
                 let mut mem = read(pid);
                 mem.during_load = during;
                 mem

@@ -174,34 +174,42 @@ pub mod signals {
     use std::sync::Mutex;
 
     pub(super) static IN_FLIGHT: Mutex<Option<i32>> = Mutex::new(None);
-    /// A `run --server` server that is up: killed with its process tree on an immediate exit.
-    pub(super) static SERVER: Mutex<Option<i32>> = Mutex::new(None);
+    /// The `run --server` servers that are up (the warm design keeps one per arm): killed
+    /// with their process trees on an immediate exit.
+    pub(super) static SERVERS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
     pub fn server_started(pid: i32) {
-        *SERVER.lock().unwrap_or_else(|p| p.into_inner()) = Some(pid);
-    }
-
-    /// The server is stopped and reaped.
-    pub fn server_stopped() {
-        *SERVER.lock().unwrap_or_else(|p| p.into_inner()) = None;
-    }
-
-    /// On an immediate exit: SIGKILL the server's group and tree, and reap it, so that its
-    /// hugetlb pages are free before the pools are restored.
-    pub(super) fn kill_server() -> bool {
-        let Some(pid) = *SERVER.lock().unwrap_or_else(|p| p.into_inner()) else {
-            return false;
-        };
-        let family = crate::probe::process::tree(pid);
-        // SAFETY: our unreaped child's group and its descendants, listed just now.
-        unsafe {
-            libc::killpg(pid, libc::SIGKILL);
-            for p in &family {
-                libc::kill(*p, libc::SIGKILL);
-            }
-            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        let mut s = SERVERS.lock().unwrap_or_else(|p| p.into_inner());
+        if !s.contains(&pid) {
+            s.push(pid);
         }
-        true
+    }
+
+    /// The server `pid` is stopped and reaped.
+    pub fn server_stopped(pid: i32) {
+        SERVERS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|p| *p != pid);
+    }
+
+    /// On an immediate exit: SIGKILL every server's group and tree, and reap them, so that
+    /// their hugetlb pages are free before the pools are restored.
+    pub(super) fn kill_server() -> bool {
+        let pids = std::mem::take(&mut *SERVERS.lock().unwrap_or_else(|p| p.into_inner()));
+        for pid in &pids {
+            let family = crate::probe::process::tree(*pid);
+            // SAFETY: our server's group and its descendants, listed just now; reaping it
+            // (a daemon that is not our child just returns ECHILD).
+            unsafe {
+                libc::killpg(*pid, libc::SIGKILL);
+                for p in &family {
+                    libc::kill(*p, libc::SIGKILL);
+                }
+                libc::waitpid(*pid, std::ptr::null_mut(), 0);
+            }
+        }
+        !pids.is_empty()
     }
 
     /// A child (and its process group `pgid`) started.

@@ -77,6 +77,47 @@ pub struct ServerPlan {
     pub pidfile: Option<std::path::PathBuf>,
     /// From a `--preset` for this server, when one was used.
     pub preset: Option<String>,
+    /// Warm (every arm's server up at once, bursts interleaved, restarted every lifetime) or
+    /// restart (a fresh server per trial), and why.
+    pub design: ServiceDesign,
+    pub design_reason: String,
+    /// The warm design's schedule (None under restart).
+    pub warm: Option<WarmPlan>,
+    /// Per arm what fills its placeholders (`{dir}` is made when the run starts).
+    pub slots: Vec<crate::backing::services::Slot>,
+    /// A directory copied once into each arm's `{dir}/data` (the postgres preset side by side).
+    pub copy_data: Option<std::path::PathBuf>,
+    /// The load reaches each arm's server through placeholders (each arm has its own load).
+    pub per_arm_load: bool,
+}
+
+/// How services are measured.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum ServiceDesign {
+    /// Every arm's server up at once, warmed, one burst per arm in random order per block,
+    /// all restarted every lifetime (the default wherever the arms can run side by side)
+    Warm,
+    /// A fresh server for every trial, started under the arm
+    Restart,
+}
+
+/// The warm design's schedule.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct WarmPlan {
+    /// Blocks per server lifetime (`--lifetime-blocks`); None: sized from the first lifetimes.
+    pub lifetime_blocks: Option<usize>,
+    /// A lifetime ends after this long even with blocks to go.
+    pub lifetime_max: Duration,
+    /// `--burst`, or None: calibrated against the first server (the load's own length when it
+    /// has no `{burst}`).
+    pub burst: Option<Duration>,
+    /// Whether the load has a `{burst}` to fill.
+    pub bursts: bool,
+    /// Settings for the whole run, and the arms whose server gets THP off in place of `never`.
+    pub side_by_side: crate::backing::side_by_side::SideBySide,
 }
 
 impl Plan {

@@ -18,7 +18,8 @@ fn warm_run(effect: f64, lifetimes: usize, per: usize, rng: &mut Rng) -> Vec<Tri
         for _ in 0..per {
             let common = 0.05 * rng.gauss();
             for arm in 0..2 {
-                let v = common + inst[arm] + 0.04 * rng.gauss() + if arm == 1 { effect } else { 0.0 };
+                let v =
+                    common + inst[arm] + 0.04 * rng.gauss() + if arm == 1 { effect } else { 0.0 };
                 out.push(TrialData {
                     block,
                     arm,

@@ -23,8 +23,8 @@ pub use designs::{
     planner_power, run_sequential, sequential_three_arms,
 };
 pub use fleet::{Fleet, judge_fleets, judge_rows};
-pub use noise::{Noise, Rng, Scenario, ThreeArms};
 pub use lifetimes::lifetime_rows;
+pub use noise::{Noise, Rng, Scenario, ThreeArms};
 pub use production::production_rows;
 
 use crate::analyze::sequential::GroupSequential;

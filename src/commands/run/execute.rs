@@ -4,7 +4,8 @@
 
 use super::Plan;
 use super::plan::block_order;
-use super::trial::{Job, describe_end, trial};
+use super::servers::{PerTrial, ServerSchedule, Warm};
+use super::trial::{Job, ServerSlot, describe_end, trial};
 use crate::analyze::experiment::{self, TrialData};
 use crate::analyze::sequential::ConfidenceSequence;
 use crate::analyze::verdict::{self, Design, Verdict};
@@ -91,6 +92,27 @@ pub fn execute(plan: &Plan, ctx: &mut Effects) -> anyhow::Result<Executed> {
         ..Default::default()
     };
     let names: Vec<String> = plan.arms.iter().map(|x| x.name.clone()).collect();
+    // Warm design: its system-wide settings once, for every arm's server at once.
+    if let Some(w) = plan.server.as_ref().and_then(|s| s.warm.as_ref())
+        && !w.side_by_side.system.is_empty()
+    {
+        let g = guard.insert((ctx.guard)()?);
+        for (k, v) in &w.side_by_side.system {
+            let applied = g.set(*k, v)?;
+            if !applied.honoured() {
+                x.notes.push(format!(
+                    "{k}: asked {v}, the kernel gave {}",
+                    applied.actual
+                ));
+            }
+        }
+    }
+    let mut servers: Option<Box<dyn ServerSchedule>> = match &plan.server {
+        Some(sp) if sp.warm.is_some() => Some(Box::new(Warm::new(plan, &job.base_spec)?)),
+        Some(_) => Some(Box::new(PerTrial::new(plan, &job.base_spec)?)),
+        None => None,
+    };
+    let mut lifetime: Option<usize> = None;
     let mut flagged_arms: Vec<usize> = Vec::new();
     let mut seq = 0i64;
     let stopped = |ctx: &Effects, x: &mut Executed, what: String| {
@@ -105,6 +127,20 @@ pub fn execute(plan: &Plan, ctx: &mut Effects) -> anyhow::Result<Executed> {
         let n = (plan.warmup * plan.arms.len()) as u64;
         ctx.progress.phase("warm-up", Some(n));
     }
+    if let Some(s) = servers.as_mut() {
+        match s.before_block(0, ctx.progress) {
+            Ok(l) => lifetime = l,
+            Err((arm, served)) => {
+                x.failed = true;
+                x.stop_reason = format!(
+                    "the server of arm {} did not come up ({}); nothing was measured",
+                    plan.arms[arm].name,
+                    served.failure.unwrap_or_default()
+                );
+                return Ok(x);
+            }
+        }
+    }
     for w in 0..plan.warmup {
         for arm in 0..plan.arms.len() {
             ctx.progress.message(&format!(
@@ -113,7 +149,11 @@ pub fn execute(plan: &Plan, ctx: &mut Effects) -> anyhow::Result<Executed> {
                 plan.warmup,
                 plan.arms[arm].name
             ));
-            let t = trial(&job, arm, -1, ctx, &mut guard, &mut x.notes)?;
+            let slot = servers.as_deref_mut().map(|s| ServerSlot {
+                schedule: s,
+                lifetime,
+            });
+            let t = trial(&job, arm, -1, ctx, &mut guard, &mut x.notes, slot)?;
             ctx.progress.step("");
             if !t.ok && !plan.keep_going {
                 x.failed = true;
@@ -148,6 +188,34 @@ pub fn execute(plan: &Plan, ctx: &mut Effects) -> anyhow::Result<Executed> {
             );
             break;
         }
+        let block_started = Instant::now();
+        if let Some(s) = servers.as_mut() {
+            match s.before_block(block, ctx.progress) {
+                Ok(l) => lifetime = l,
+                Err((arm, served)) => {
+                    let mut t = super::trial::server_failed(arm, block as i64, served);
+                    t.seq = seq;
+                    seq += 1;
+                    ctx.store.add_trial(ctx.run_id, &t)?;
+                    let why = describe_end(&t.evidence);
+                    x.trials.push(t);
+                    if !plan.keep_going {
+                        x.failed = true;
+                        x.stop_reason = format!(
+                            "the server of arm {} did not come up for lifetime {} ({why}); every server was stopped",
+                            plan.arms[arm].name,
+                            lifetime.map_or(1, |l| l + 2)
+                        );
+                        break 'blocks;
+                    }
+                    continue 'blocks;
+                }
+            }
+            for n in s.notes() {
+                ctx.progress.note(&n);
+                x.notes.push(n);
+            }
+        }
         let order = block_order(plan.arms.len(), block, plan.seed);
         let mut block_ok = true;
         for arm in order {
@@ -158,7 +226,11 @@ pub fn execute(plan: &Plan, ctx: &mut Effects) -> anyhow::Result<Executed> {
                 plan.blocks,
                 plan.arms[arm].name,
             ));
-            let mut t = trial(&job, arm, block as i64, ctx, &mut guard, &mut x.notes)?;
+            let slot = servers.as_deref_mut().map(|s| ServerSlot {
+                schedule: s,
+                lifetime,
+            });
+            let mut t = trial(&job, arm, block as i64, ctx, &mut guard, &mut x.notes, slot)?;
             ctx.progress.step("");
             t.seq = seq;
             seq += 1;
@@ -199,6 +271,9 @@ pub fn execute(plan: &Plan, ctx: &mut Effects) -> anyhow::Result<Executed> {
             }
         }
         x.blocks_done += 1;
+        if let Some(s) = servers.as_mut() {
+            s.after_block(block_started.elapsed().as_secs_f64());
+        }
         if block_ok && is_look(&plan.design, x.blocks_done) && settled(plan, &x.trials) {
             x.stop_reason = format!(
                 "every contrast settled after {} blocks ({})",
@@ -208,6 +283,10 @@ pub fn execute(plan: &Plan, ctx: &mut Effects) -> anyhow::Result<Executed> {
             break;
         }
     }
+    if let Some(s) = servers.as_mut() {
+        s.shutdown();
+    }
+    drop(servers); // every server stopped, every arm's directory removed
     drop(guard); // restores every system setting the arms changed
     Ok(x)
 }

@@ -19,9 +19,11 @@ use clap::Args;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+mod design;
 mod execute;
 mod plan;
 mod pools;
+mod servers;
 mod service;
 pub mod tracing;
 mod trial;
@@ -64,9 +66,10 @@ pub struct RunArgs {
     /// The arm the others are compared with (default: the first)
     #[arg(long)]
     pub baseline: Option<String>,
-    /// Unmeasured runs of each arm before the blocks
-    #[arg(short = 'w', long, default_value_t = 1, allow_negative_numbers = true, value_parser = crate::commands::parse_warmup)]
-    pub warmup: usize,
+    /// Unmeasured runs of each arm before the blocks [default: 1; services under the warm
+    /// design: 0, their warm-up is the server's own at every lifetime start]
+    #[arg(short = 'w', long, allow_negative_numbers = true, value_parser = crate::commands::parse_warmup)]
+    pub warmup: Option<usize>,
     /// Blocks (each runs every arm once, in random order) [default: 10; with --sequential, a
     /// maximum of 1000, usually bounded by --max-time]
     #[arg(short = 'b', long, allow_negative_numbers = true, value_parser = crate::commands::parse_count)]
@@ -162,6 +165,22 @@ pub struct RunArgs {
     /// descendants are then the server that is read and stopped
     #[arg(long, value_name = "PATH")]
     pub server_pidfile: Option<PathBuf>,
+    /// How a service is measured: warm (every arm's server up at once, warmed, one short load
+    /// burst per arm in random order per block, all restarted every lifetime; the default
+    /// wherever the arms can run side by side) or restart (a fresh server per trial)
+    #[arg(long, value_enum, value_name = "DESIGN")]
+    pub design: Option<crate::model::run::ServiceDesign>,
+    /// Warm design: the length of each load burst, filled into {burst} (whole seconds; a
+    /// pgbench -T of a preset becomes {burst}); default: calibrated against the first server
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
+    pub burst: Option<Duration>,
+    /// Warm design: blocks per server lifetime before every server is restarted; default:
+    /// sized from the first lifetimes (restart cost against burst cost)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub lifetime_blocks: Option<u32>,
+    /// Warm design: a lifetime ends after this long even with blocks to go
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, default_value = "60s")]
+    pub lifetime_max: Duration,
     /// After SIGTERM, how long the server may take to exit before it is killed
     #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, default_value = "15s")]
     pub stop_grace: Duration,

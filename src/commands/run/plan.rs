@@ -154,13 +154,26 @@ fn server_plan(
             stop_grace: a.stop_grace,
             pidfile: a.server_pidfile.clone(),
             preset: service.map(String::from),
+            design: crate::model::run::ServiceDesign::Restart,
+            design_reason: String::new(),
+            warm: None,
+            slots: Vec::new(),
+            copy_data: None,
+            per_arm_load: false,
         }),
         arms,
     ))
 }
 
 fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, UsageError> {
-    let (server, service_arms) = server_plan(a, pages)?;
+    let (mut server, service_arms) = server_plan(a, pages)?;
+    if server.is_none() && (a.design.is_some() || a.burst.is_some() || a.lifetime_blocks.is_some())
+    {
+        return Err(UsageError(
+            "--design, --burst and --lifetime-blocks are for services: give --server 'COMMAND'"
+                .into(),
+        ));
+    }
     let mut arms = match &a.preset {
         _ if server.as_ref().is_some_and(|s| s.preset.is_some()) => service_arms,
         Some(p) => preset(p).map_err(UsageError)?,
@@ -227,6 +240,11 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
     if arms.iter().any(|x| x.process.qemu.is_some()) {
         qemu::guest_size(&a.command, a.shell).map_err(UsageError)?;
     }
+    let mut command = a.command.clone();
+    if let Some(sp) = server.as_mut() {
+        super::design::choose(a, sp, &arms, &mut command, pages)?;
+    }
+    let warm = server.as_ref().is_some_and(|s| s.warm.is_some());
     let mut load_format = None;
     let mut outputs = Vec::new();
     for m in &a.metrics {
@@ -246,7 +264,6 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
             None => outputs.push(OutputMetric::parse(m).map_err(UsageError)?),
         }
     }
-    let mut command = a.command.clone();
     if server.is_some() && a.metrics.is_empty() {
         load_format = LoadFormat::detect(&words_of(&command, a.shell));
     }
@@ -323,7 +340,7 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
             Better::Lower
         },
     }));
-    if server.is_some() {
+    if server.is_some() && !warm {
         metrics.push(MetricDef {
             name: SERVER_READY.into(),
             better: Better::Lower,
@@ -342,7 +359,7 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
         arms,
         baseline,
         blocks,
-        warmup: a.warmup,
+        warmup: a.warmup.unwrap_or(if warm { 0 } else { 1 }),
         sequential: a.sequential,
         design,
         effect: a.decision.effect,

@@ -1,12 +1,12 @@
 //! The server of a `run --server` trial: started under the arm (its per-process keys, env.*
-//! and server.arg words), waited for, and after the load read (memory of its process tree,
-//! its own words about huge pages), stopped, and judged against what the arm expects. A
-//! server that does not start, is not ready, dies during the load or crashes fails its trial
-//! with its last log lines.
+//! and server.arg words), waited for, read while its load runs (memory of its process tree,
+//! its own words about huge pages), stopped after the trial (restart design) or kept for the
+//! next burst (warm design), and judged against what the arm expects. A server that does not
+//! start, is not ready, dies during the load or crashes fails its trial with its last log lines.
 
 use crate::analyze::server::{flag, said};
 use crate::backing::arm::Arm;
-use crate::collect::server::{ServerMemory, read, tree_cpu_ns};
+use crate::collect::server::{ServerMemory, tree_cpu_ns};
 use crate::model::run::ServerPlan;
 use crate::workload::child::TrialSpec;
 use crate::workload::server::{Ready, Server, ServerEnd, ServerFailure};
@@ -16,7 +16,24 @@ use std::time::Duration;
 pub struct Running {
     server: Server,
     pub ready: Duration,
+    /// The tree's CPU time when the current trial's load started.
     cpu_before: u64,
+}
+
+impl Running {
+    pub fn pid(&self) -> i32 {
+        self.server.pid()
+    }
+
+    /// A load is about to start: its server CPU is counted from here.
+    pub fn mark(&mut self) {
+        self.cpu_before = tree_cpu_ns(self.server.pid());
+    }
+
+    /// Stop it (the warm design's end of a lifetime); how it ended.
+    pub fn stop(mut self, grace: Duration) -> ServerEnd {
+        self.server.stop(grace)
+    }
 }
 
 /// What a server trial adds to the load's trial.
@@ -135,17 +152,41 @@ pub fn start(sp: &ServerPlan, arm: &Arm, base: &TrialSpec) -> Result<Running, Se
     })
 }
 
-/// After the load: CPU, memory and words of the server, then stop it and judge the arm.
-pub fn finish(mut r: Running, sp: &ServerPlan, arm: &Arm) -> Served {
+/// After the load: CPU and words of the server with its `memory` read during the load, then
+/// stop it and judge the arm (the restart design).
+pub fn finish(mut r: Running, sp: &ServerPlan, arm: &Arm, memory: ServerMemory) -> Served {
     let pid = r.server.pid();
     let cpu_ns = tree_cpu_ns(pid).saturating_sub(r.cpu_before);
-    let died = r.server.exited();
-    let memory: ServerMemory = if died {
+    let end: ServerEnd = r.server.stop(sp.stop_grace);
+    served(&r, arm, memory, end, cpu_ns, pid)
+}
+
+/// After a burst of the warm design: CPU, memory and words of the server, which stays up
+/// unless it died during the load (then it is stopped and the trial fails).
+pub fn observe(r: &mut Running, sp: &ServerPlan, arm: &Arm, memory: ServerMemory) -> Served {
+    let pid = r.server.pid();
+    let cpu_ns = tree_cpu_ns(pid).saturating_sub(r.cpu_before);
+    let end = if r.server.exited() {
+        r.server.stop(sp.stop_grace)
+    } else {
+        ServerEnd::default()
+    };
+    served(r, arm, memory, end, cpu_ns, pid)
+}
+
+fn served(
+    r: &Running,
+    arm: &Arm,
+    memory: ServerMemory,
+    end: ServerEnd,
+    cpu_ns: u64,
+    pid: i32,
+) -> Served {
+    let memory = if end.exited_early {
         ServerMemory::default()
     } else {
-        read(pid)
+        memory
     };
-    let end: ServerEnd = r.server.stop(sp.stop_grace);
     let (head, tail) = r.server.output();
     let words = said(head.lines().chain(tail.iter().map(String::as_str)));
     let failure = end.failure();

@@ -5,12 +5,14 @@
 
 use super::Plan;
 use super::execute::Effects;
+use super::servers::ServerSchedule;
 use super::service;
 use super::watch;
 use crate::analyze::experiment;
 use crate::backing::arm::Arm;
 use crate::backing::qemu;
 use crate::collect::sampler::Schedule;
+use crate::collect::server::DuringLoad;
 use crate::collect::trial::{Gatherer, TrialEvidence};
 use crate::commands::UsageError;
 use crate::control::{self, Guard, Knob};
@@ -120,11 +122,13 @@ fn evidence_json(
 /// What every trial of one run shares.
 pub(super) struct Job<'a> {
     plan: &'a Plan,
-    base_spec: TrialSpec,
+    pub(super) base_spec: TrialSpec,
     /// Per arm, its `watch=` spec and the PID it named when the run started.
     watched: BTreeMap<usize, (String, u32)>,
     /// Per arm, the watched process's huge coverage after its first trial.
     watch_first: RefCell<BTreeMap<usize, f64>>,
+    /// When a server is read after its load starts: half a burst, else 200 ms.
+    pub(super) read_after: std::time::Duration,
 }
 
 impl<'a> Job<'a> {
@@ -151,6 +155,12 @@ impl<'a> Job<'a> {
             },
             watched,
             watch_first: RefCell::new(BTreeMap::new()),
+            read_after: plan
+                .server
+                .as_ref()
+                .and_then(|s| s.warm.as_ref())
+                .and_then(|w| w.burst)
+                .map_or(std::time::Duration::from_millis(200), |b| b / 2),
         })
     }
 }
@@ -193,6 +203,12 @@ fn qemu_failure(arm: &Arm, stderr: &str, root: &Root) -> Option<String> {
     ))
 }
 
+/// Where a trial's server comes from, and the lifetime it runs in (warm design).
+pub(super) struct ServerSlot<'s> {
+    pub schedule: &'s mut dyn ServerSchedule,
+    pub lifetime: Option<usize>,
+}
+
 /// One trial of arm `arm_idx` in `block` (−1: warm-up), not yet stored.
 pub(super) fn trial(
     job: &Job,
@@ -201,13 +217,18 @@ pub(super) fn trial(
     ctx: &mut Effects,
     guard: &mut Option<Guard>,
     notes: &mut Vec<String>,
+    mut servers: Option<ServerSlot>,
 ) -> anyhow::Result<TrialRow> {
     let (plan, base_spec) = (job.plan, &job.base_spec);
     let setup = &plan.trial;
     let arm = &plan.arms[arm_idx];
-    for s in apply_system(arm, &plan.arms, ctx, guard)? {
-        if !notes.contains(&s) {
-            notes.push(s);
+    let warm = plan.server.as_ref().is_some_and(|s| s.warm.is_some());
+    // The warm design set its system-wide settings once, for every arm's server at once.
+    if !warm {
+        for s in apply_system(arm, &plan.arms, ctx, guard)? {
+            if !notes.contains(&s) {
+                notes.push(s);
+            }
         }
     }
     if let Some(p) = &setup.prepare {
@@ -238,6 +259,11 @@ pub(super) fn trial(
     if let Some(q) = &arm.process.qemu {
         spec.argv = qemu::rewrite(&spec.argv, spec.shell, q).map_err(UsageError)?;
     }
+    if let Some(s) = &servers
+        && plan.server.as_ref().is_some_and(|p| p.per_arm_load)
+    {
+        spec.argv = s.schedule.arm(arm_idx).load.clone();
+    }
     let trial_dir = match plan.load_format {
         Some(_) => Some(
             crate::collect::load::TrialDir::new(spec.user)
@@ -254,9 +280,9 @@ pub(super) fn trial(
         }
         spec.env.push(("HUGELAB_TRIAL_DIR".into(), dir));
     }
-    let running = match &plan.server {
-        Some(sp) => match service::start(sp, arm, &spec) {
-            Ok(r) => Some(r),
+    let server_pid = match servers.as_mut() {
+        Some(s) => match s.schedule.acquire(arm_idx) {
+            Ok(pid) => Some(pid),
             Err(served) => return Ok(server_failed(arm_idx, block, served)),
         },
         None => None,
@@ -271,11 +297,21 @@ pub(super) fn trial(
     if let Some(t) = ctx.trace.as_deref_mut() {
         t.start();
     }
-    let o = ctx.runner.run(&spec, &mut gatherer)?;
-    let served = match (running, &plan.server) {
-        (Some(r), Some(sp)) => Some(service::finish(r, sp, arm)),
+    // The server is read while its load runs, at the same delay for every arm.
+    let during = match server_pid {
+        Some(pid) => Some(
+            DuringLoad::start(pid, job.read_after)
+                .context("a thread to read the server's memory during its load")?,
+        ),
+        None => None,
+    };
+    let o = ctx.runner.run(&spec, &mut gatherer);
+    let memory = during.map(DuringLoad::finish);
+    let served = match (servers.as_mut(), memory) {
+        (Some(s), Some(m)) => Some(s.schedule.release(arm_idx, m)),
         _ => None,
     };
+    let o = o?;
     let server_cpu = served.as_ref().map_or(0, |s| s.cpu_ns);
     let ev = gatherer.finish(o.user_ns + o.sys_ns + server_cpu);
     let traced = ctx.trace.as_deref_mut().map(|t| {
@@ -343,6 +379,9 @@ pub(super) fn trial(
         evidence["load_error"] = e.clone().into();
     }
     let server_failure = served.as_ref().and_then(|s| s.failure.clone());
+    if let Some(l) = servers.as_ref().and_then(|s| s.lifetime) {
+        evidence["lifetime"] = l.into();
+    }
     if let Some(s) = served {
         evidence["server"] = s.evidence;
         evidence["load_output_tail"] = serde_json::to_value(
@@ -397,7 +436,7 @@ pub(super) fn trial(
 }
 
 /// A trial whose server did not come up: failed, with the server's reason and last lines.
-fn server_failed(arm_idx: usize, block: i64, served: service::Served) -> TrialRow {
+pub(super) fn server_failed(arm_idx: usize, block: i64, served: service::Served) -> TrialRow {
     let mut evidence = serde_json::json!({ "server": served.evidence });
     evidence["failure_reason"] = served.failure.unwrap_or_default().into();
     TrialRow {

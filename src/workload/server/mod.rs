@@ -7,8 +7,10 @@
 //! * this module — the lifecycle: start, wait until ready, follow a daemon, stop;
 //! * `ready` — the readiness probes; `log` — the output reader;
 //! * `end` — how a server's trial failed and how the server ended;
-//! * `tree` — its processes: exit status in words, waiting on pidfds, killing the tree.
+//! * `tree` — its processes: exit status in words, waiting on pidfds, killing the tree;
+//! * `dirs` — each arm's private directory (socket, data copy) in a service run.
 
+pub mod dirs;
 mod end;
 mod log;
 mod ready;
@@ -350,7 +352,8 @@ impl Server {
                 end.signal = Some(libc::WTERMSIG(status));
             }
         }
-        crate::control::signals::server_stopped();
+        crate::control::signals::server_stopped(self.pid());
+        crate::control::signals::server_stopped(self.pid);
         // The pipe closes once every holder has exited; a grandchild that escaped the tree
         // could keep it open, so the reader is not waited for longer than a moment.
         if let Some(r) = self.reader.take()

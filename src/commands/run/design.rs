@@ -1,0 +1,215 @@
+//! Which design measures a service (`run --server`): warm — every arm's server up at once,
+//! each block one load burst per arm in random order, all restarted every lifetime — wherever
+//! the arms can run side by side, else a fresh server per trial, with the reason. The planner
+//! calls [`choose`]; the schedule each design runs is in `servers.rs`.
+
+use super::RunArgs;
+use crate::backing::arm::Arm;
+use crate::backing::services::{self, Slot};
+use crate::backing::side_by_side::side_by_side;
+use crate::commands::UsageError;
+use crate::control::Knob;
+use crate::model::run::{ServerPlan, ServiceDesign, WarmPlan};
+use crate::units::Bytes;
+
+/// A free TCP port on loopback now (the kernel's choice; released at once).
+fn free_port() -> Result<u16, UsageError> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| {
+            UsageError(format!(
+                "no free port on 127.0.0.1 for the arms' servers: {e}"
+            ))
+        })
+}
+
+/// The machine's value of a THP knob now (what an arm that does not set it runs under).
+fn current(k: &Knob) -> Option<String> {
+    let t = crate::probe::thp::read(&crate::probe::Root::system()).ok()?;
+    let sel = match k {
+        Knob::ThpEnabled => t.enabled,
+        Knob::ThpDefrag => t.defrag,
+        Knob::ThpShmemEnabled => t.shmem_enabled,
+        Knob::MthpEnabled { size } => {
+            return t
+                .mthp
+                .iter()
+                .find(|m| m.size_bytes == *size)
+                .and_then(|m| m.enabled.clone())
+                .map(|s| s.selected);
+        }
+        _ => None,
+    }?;
+    Some(sel.selected)
+}
+
+fn words(w: &[String], shell: bool) -> Vec<String> {
+    if shell {
+        w.join(" ").split_whitespace().map(String::from).collect()
+    } else {
+        w.to_vec()
+    }
+}
+
+fn unwords(w: Vec<String>, shell: bool) -> Vec<String> {
+    if shell { vec![w.join(" ")] } else { w }
+}
+
+/// Why the arms cannot run side by side, if they cannot; else what to run per arm.
+fn warm_form(
+    a: &RunArgs,
+    sp: &ServerPlan,
+    arms: &[Arm],
+    command: &[String],
+) -> Result<(WarmPlan, Option<services::PerArm>), String> {
+    let sbs = side_by_side(arms, &current)?;
+    let server = words(&sp.argv, a.shell);
+    let load = words(command, a.shell);
+    let user_addresses = services::has_address_placeholder(&server);
+    let bursts_given = load.iter().any(|w| w.contains("{burst}"));
+    let per_arm = match &sp.preset {
+        Some(p) if !user_addresses => {
+            let burst = load.first().is_some_and(|p| p.ends_with("pgbench"))
+                && crate::backing::services::option(&load, Some("-T"), "--time").is_some();
+            Some(services::per_arm(
+                p,
+                &server,
+                &load,
+                sp.warmup.as_deref(),
+                burst,
+            )?)
+        }
+        _ if user_addresses => None,
+        _ => {
+            return Err(
+                "the server command names one address for every arm; write {port} (and {dir}) in --server and the load so each arm's server has its own"
+                    .into(),
+            );
+        }
+    };
+    let bursts = bursts_given
+        || per_arm
+            .as_ref()
+            .is_some_and(|p| p.load.iter().any(|w| w.contains("{burst}")));
+    Ok((
+        WarmPlan {
+            lifetime_blocks: a.lifetime_blocks.map(|n| n as usize),
+            lifetime_max: a.lifetime_max,
+            burst: a
+                .burst
+                .map(|b| std::time::Duration::from_secs(b.as_secs_f64().ceil().max(1.0) as u64)),
+            bursts,
+            side_by_side: sbs,
+        },
+        per_arm,
+    ))
+}
+
+/// Memory all arms' servers need at once against MemAvailable: each PostgreSQL server's shared
+/// memory (`pages` 2 MiB pages, from `postgres -C`) and 32 MiB of processes per server.
+fn check_memory(arms: usize, pages: Option<u64>) -> Result<(), UsageError> {
+    let Some(pages) = pages else { return Ok(()) };
+    let need = arms as u64 * (pages * (2 << 20) + (32 << 20));
+    let avail = crate::probe::meminfo::read(&crate::probe::Root::system())
+        .ok()
+        .flatten()
+        .and_then(|m| m.mem_available);
+    match avail {
+        Some(av) if need > av => Err(UsageError(format!(
+            "the warm design keeps all {arms} arms' servers up at once: about {} of shared memory and processes, but MemAvailable is {}; give fewer arms or --design restart",
+            Bytes(need),
+            Bytes(av)
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Choose the design for `sp` and rewrite the server and load for it (placeholders per arm).
+pub(super) fn choose(
+    a: &RunArgs,
+    sp: &mut ServerPlan,
+    arms: &[Arm],
+    command: &mut Vec<String>,
+    pages: Option<u64>,
+) -> Result<(), UsageError> {
+    let slots = |with_ports: bool| -> Result<Vec<Slot>, UsageError> {
+        arms.iter()
+            .map(|x| {
+                Ok(Slot {
+                    arm: x.name.clone(),
+                    port: if with_ports { free_port()? } else { 0 },
+                    host: "127.0.0.1".into(),
+                    dir: String::new(),
+                    burst: None,
+                })
+            })
+            .collect()
+    };
+    let placeholders = |w: &[String]| {
+        w.iter()
+            .any(|x| services::PLACEHOLDERS.iter().any(|p| x.contains(p)))
+    };
+    let wanted = a.design;
+    let form = match wanted {
+        Some(ServiceDesign::Restart) => Err("--design restart".to_string()),
+        _ => warm_form(a, sp, arms, command),
+    };
+    match form {
+        Ok((warm, per_arm)) => {
+            check_memory(arms.len(), pages)?;
+            if let Some(p) = per_arm {
+                sp.argv = unwords(p.server, a.shell);
+                *command = unwords(p.load, a.shell);
+                sp.warmup = p.warmup;
+                sp.copy_data = p.copy_data;
+            }
+            sp.design = ServiceDesign::Warm;
+            sp.design_reason = if warm.side_by_side.instead.is_empty() {
+                "every arm's server can run side by side".into()
+            } else {
+                format!(
+                    "the arms run side by side: {}",
+                    warm.side_by_side.instead.join("; ")
+                )
+            };
+            // A tcp:/unix: probe names one address: each arm's server must have its own.
+            if !sp.ready.starts_with("log:")
+                && !sp.ready.starts_with("cmd:")
+                && !(sp.ready.contains("{dir}") || sp.ready.contains("{port}"))
+            {
+                return Err(UsageError(format!(
+                    "--ready {:?} names one address for every arm's server; write {{port}} or {{dir}} in it (e.g. tcp:127.0.0.1:{{port}}), or --design restart",
+                    sp.ready
+                )));
+            }
+            sp.per_arm_load = true;
+            sp.slots = slots(true)?;
+            sp.warm = Some(warm);
+        }
+        Err(why) if wanted == Some(ServiceDesign::Warm) => {
+            return Err(UsageError(format!(
+                "--design warm: the arms cannot run side by side: {why}; use --design restart"
+            )));
+        }
+        Err(why) => {
+            if a.burst.is_some() || a.lifetime_blocks.is_some() {
+                return Err(UsageError(format!(
+                    "--burst and --lifetime-blocks are for the warm design, which this run cannot use: {why}"
+                )));
+            }
+            sp.design = ServiceDesign::Restart;
+            sp.design_reason = if wanted.is_some() {
+                "--design restart".into()
+            } else {
+                format!("a fresh server per trial: {why}")
+            };
+            let any = placeholders(&sp.argv)
+                || placeholders(command)
+                || placeholders(&[sp.ready.clone()]);
+            sp.per_arm_load = any;
+            sp.slots = slots(any)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,432 @@
+//! Where a service trial's server comes from — the one seam between the two designs:
+//!
+//! * [`PerTrial`] (restart design): a fresh server started for every trial under its arm and
+//!   stopped after it;
+//! * [`Warm`]: every arm's server up at once in its own directory and port, warmed, each block
+//!   one load burst per arm in random order; every server restarted (stopped, then started and
+//!   warmed, each in random order) when a lifetime is over, so blocks are nested in lifetimes.
+//!
+//! Both give the same trial evidence (the server read during its load, on the same schedule
+//! for every arm) to the same analysis; `execute.rs` drives either through
+//! [`ServerSchedule`].
+
+use super::Plan;
+use super::service::{self, Running, Served};
+use crate::backing::arm::{Arm, Expect};
+use crate::backing::services::{Slot, fill};
+use crate::collect::server::ServerMemory;
+use crate::model::run::ServerPlan;
+use crate::render::progress::Observer;
+use crate::workload::child::TrialSpec;
+use crate::workload::server::dirs::ArmDirs;
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use std::time::{Duration, Instant};
+
+/// The burst to noise ratio assumed until lifetimes are sized: burst-to-burst SD over the
+/// instance SD of a pair of servers, as measured for PostgreSQL on the development VM (3.2%
+/// per block vs 2.4% between pairs).
+const NOISE_RATIO: f64 = 1.35;
+
+/// One arm's server as this run starts it: the plan and arm with its placeholders filled.
+#[derive(Clone)]
+pub(super) struct ArmServer {
+    pub plan: ServerPlan,
+    pub arm: Arm,
+    /// The load for this arm's server (placeholders filled; `{burst}` once it is known).
+    pub load: Vec<String>,
+    slot: Slot,
+}
+
+impl ArmServer {
+    fn fill_all(&mut self, template_load: &[String]) {
+        let f = |s: &str| fill(s, &self.slot);
+        self.load = template_load.iter().map(|w| f(w)).collect();
+    }
+}
+
+/// The seam: how a run's trials get their servers.
+pub(super) trait ServerSchedule {
+    /// Before block `block`: (warm) restart every server when its lifetime is over; the
+    /// lifetime the block runs in (None: restart design).
+    fn before_block(
+        &mut self,
+        block: usize,
+        progress: &mut dyn Observer,
+    ) -> Result<Option<usize>, (usize, Served)>;
+    /// The server for a trial of `arm` (started now under the restart design); its pid.
+    fn acquire(&mut self, arm: usize) -> Result<i32, Served>;
+    /// After the load, with the server's memory read during it.
+    fn release(&mut self, arm: usize, memory: ServerMemory) -> Served;
+    /// The per-arm server: its load command and its adjusted arm.
+    fn arm(&self, arm: usize) -> &ArmServer;
+    /// A block finished in `secs`.
+    fn after_block(&mut self, secs: f64);
+    /// Stop every server.
+    fn shutdown(&mut self);
+    /// What the schedule chose (burst, lifetime length), once each.
+    fn notes(&mut self) -> Vec<String>;
+}
+
+/// Per arm the plan, arm and load with placeholders filled, and the run's directories.
+fn arm_servers(plan: &Plan, base: &TrialSpec) -> anyhow::Result<(Vec<ArmServer>, Option<ArmDirs>)> {
+    let sp = plan.server.as_ref().expect("a server run");
+    let names: Vec<String> = plan.arms.iter().map(|a| a.name.clone()).collect();
+    let dirs = if sp.per_arm_load || sp.copy_data.is_some() {
+        Some(
+            ArmDirs::new(base.user, &names, sp.copy_data.as_deref())
+                .map_err(|e| anyhow::anyhow!("each arm's directory for its server: {e}"))?,
+        )
+    } else {
+        None
+    };
+    let thp_off: Vec<usize> = sp
+        .warm
+        .as_ref()
+        .map(|w| w.side_by_side.thp_off.clone())
+        .unwrap_or_default();
+    let servers = plan
+        .arms
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let mut slot = sp.slots.get(i).cloned().unwrap_or_default();
+            if let Some(d) = &dirs {
+                slot.dir = d.dirs[i].display().to_string();
+            }
+            let f = |s: &str| fill(s, &slot);
+            let mut p = sp.clone();
+            p.argv = sp.argv.iter().map(|w| f(w)).collect();
+            p.ready = f(&sp.ready);
+            p.warmup = sp.warmup.as_deref().map(f);
+            p.pidfile = sp
+                .pidfile
+                .as_ref()
+                .map(|x| f(&x.display().to_string()).into());
+            let mut arm = a.clone();
+            if thp_off.contains(&i) {
+                // THP never for this server alone: PR_SET_THP_DISABLE, confirmed by its memory.
+                arm.process.thp_disable = true;
+                if arm.server_expectation().is_none() {
+                    arm.expect = Some(Expect::FourK);
+                }
+            }
+            let mut s = ArmServer {
+                plan: p,
+                arm,
+                load: Vec::new(),
+                slot,
+            };
+            s.fill_all(&plan.command);
+            Ok(s)
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let _ = base;
+    Ok((servers, dirs))
+}
+
+/// The restart design: a fresh server per trial.
+pub(super) struct PerTrial {
+    servers: Vec<ArmServer>,
+    base: TrialSpec,
+    running: Option<Running>,
+    _dirs: Option<ArmDirs>,
+}
+
+impl PerTrial {
+    pub(super) fn new(plan: &Plan, base: &TrialSpec) -> anyhow::Result<PerTrial> {
+        let (servers, dirs) = arm_servers(plan, base)?;
+        Ok(PerTrial {
+            servers,
+            base: base.clone(),
+            running: None,
+            _dirs: dirs,
+        })
+    }
+}
+
+impl ServerSchedule for PerTrial {
+    fn before_block(
+        &mut self,
+        _: usize,
+        _: &mut dyn Observer,
+    ) -> Result<Option<usize>, (usize, Served)> {
+        Ok(None)
+    }
+
+    fn acquire(&mut self, arm: usize) -> Result<i32, Served> {
+        let s = &self.servers[arm];
+        let mut r = service::start(&s.plan, &s.arm, &self.base)?;
+        r.mark();
+        let pid = r.pid();
+        self.running = Some(r);
+        Ok(pid)
+    }
+
+    fn release(&mut self, arm: usize, memory: ServerMemory) -> Served {
+        let s = &self.servers[arm];
+        let r = self.running.take().expect("acquired before released");
+        service::finish(r, &s.plan, &s.arm, memory)
+    }
+
+    fn arm(&self, arm: usize) -> &ArmServer {
+        &self.servers[arm]
+    }
+
+    fn after_block(&mut self, _: f64) {}
+
+    fn shutdown(&mut self) {
+        if let Some(r) = self.running.take() {
+            let grace = self.servers[0].plan.stop_grace;
+            r.stop(grace);
+        }
+    }
+
+    fn notes(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// The warm design: every arm's server up at once, restarted every lifetime.
+pub(super) struct Warm {
+    servers: Vec<ArmServer>,
+    base: TrialSpec,
+    template_load: Vec<String>,
+    running: Vec<Option<Running>>,
+    /// Lifetimes started so far.
+    lifetimes: usize,
+    blocks_in: usize,
+    since: Instant,
+    /// Blocks per lifetime: given, or sized after the first lifetime.
+    per_lifetime: Option<usize>,
+    given: bool,
+    lifetime_max: Duration,
+    /// What starting every server (stop, start, warm) cost last time, and a block's mean time.
+    restart_s: f64,
+    block_s: Vec<f64>,
+    bursts: bool,
+    burst: Option<u64>,
+    rng: rand::rngs::SmallRng,
+    pending: Vec<String>,
+    _dirs: Option<ArmDirs>,
+}
+
+impl Warm {
+    pub(super) fn new(plan: &Plan, base: &TrialSpec) -> anyhow::Result<Warm> {
+        let (servers, dirs) = arm_servers(plan, base)?;
+        let w = plan
+            .server
+            .as_ref()
+            .and_then(|s| s.warm.clone())
+            .expect("a warm plan");
+        let n = servers.len();
+        let mut me = Warm {
+            servers,
+            base: base.clone(),
+            template_load: plan.command.clone(),
+            running: (0..n).map(|_| None).collect(),
+            lifetimes: 0,
+            blocks_in: 0,
+            since: Instant::now(),
+            per_lifetime: w.lifetime_blocks,
+            given: w.lifetime_blocks.is_some(),
+            lifetime_max: w.lifetime_max,
+            restart_s: 0.0,
+            block_s: Vec::new(),
+            bursts: w.bursts,
+            burst: w.burst.map(|b| b.as_secs().max(1)),
+            rng: rand::rngs::SmallRng::seed_from_u64(plan.seed ^ 0x5eed_11fe),
+            pending: Vec::new(),
+            _dirs: dirs,
+        };
+        if let Some(b) = me.burst {
+            me.set_burst(b);
+        }
+        Ok(me)
+    }
+
+    fn set_burst(&mut self, secs: u64) {
+        self.burst = Some(secs);
+        for s in &mut self.servers {
+            s.slot.burst = Some(secs);
+            s.fill_all(&self.template_load);
+        }
+    }
+
+    /// Stop every server that is up, in random order.
+    fn stop_all(&mut self) {
+        let mut order: Vec<usize> = (0..self.running.len()).collect();
+        order.shuffle(&mut self.rng);
+        for i in order {
+            if let Some(r) = self.running[i].take() {
+                r.stop(self.servers[i].plan.stop_grace);
+            }
+        }
+    }
+
+    /// Start and warm every server, in random order.
+    fn start_all(&mut self) -> Result<(), (usize, Served)> {
+        let mut order: Vec<usize> = (0..self.servers.len()).collect();
+        order.shuffle(&mut self.rng);
+        for i in order {
+            let s = &self.servers[i];
+            match service::start(&s.plan, &s.arm, &self.base) {
+                Ok(r) => self.running[i] = Some(r),
+                Err(served) => {
+                    self.stop_all();
+                    return Err((i, served));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The burst length: the shortest whole number of seconds whose fixed cost (client start,
+    /// connections: the load's wall time beyond a 1 s burst, measured once against the first
+    /// arm's server) is under 2% of it, at most 10 s.
+    fn calibrate_burst(&mut self) {
+        self.set_burst(1);
+        let s = &self.servers[0];
+        let mut spec = self.base.clone();
+        spec.argv = s
+            .load
+            .iter()
+            .map(|w| w.replace("$HUGELAB_TRIAL_DIR", "/tmp"))
+            .collect();
+        let t = Instant::now();
+        let ok = crate::workload::child::command(&spec)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|st| st.success());
+        let fixed = (t.elapsed().as_secs_f64() - 1.0).max(0.0);
+        let secs = if ok {
+            ((fixed / 0.02).ceil() as u64).clamp(1, 10)
+        } else {
+            1
+        };
+        self.set_burst(secs);
+        self.pending.push(if ok {
+            format!(
+                "burst {secs} s: the load's fixed cost (start, connections) was {:.0} ms beyond a 1 s burst, {:.1}% of {secs} s (--burst to choose)",
+                fixed * 1e3,
+                fixed / secs as f64 * 100.0
+            )
+        } else {
+            "burst 1 s: the calibrating burst failed, so the shortest was kept (--burst to choose)".into()
+        });
+    }
+
+    /// Blocks per lifetime that minimise the variance per second of the run: K = r·√(c/b)
+    /// for restart cost c, block cost b and burst-to-instance noise ratio r, at least 2 (so
+    /// the within-lifetime spread is seen) and at most 20.
+    fn size_lifetimes(&mut self) {
+        let b = self.block_s.iter().sum::<f64>() / self.block_s.len().max(1) as f64;
+        if self.given || b <= 0.0 {
+            return;
+        }
+        let k = (NOISE_RATIO * (self.restart_s / b).sqrt())
+            .round()
+            .clamp(2.0, 20.0) as usize;
+        if self.per_lifetime.is_none() {
+            self.pending.push(format!(
+                "lifetimes of {k} blocks: restarting and warming every server took {:.1} s, a block {:.1} s (--lifetime-blocks to choose)",
+                self.restart_s, b
+            ));
+        }
+        self.per_lifetime = Some(k);
+    }
+}
+
+impl ServerSchedule for Warm {
+    fn before_block(
+        &mut self,
+        _: usize,
+        progress: &mut dyn Observer,
+    ) -> Result<Option<usize>, (usize, Served)> {
+        let up = self.running.iter().all(Option::is_some);
+        let due = match self.per_lifetime {
+            Some(k) => self.blocks_in >= k,
+            // Unsized: the first lifetime runs 2 blocks, then lifetimes are sized.
+            None => self.blocks_in >= 2,
+        } || self.since.elapsed() >= self.lifetime_max;
+        if up && !due {
+            return Ok(Some(self.lifetimes - 1));
+        }
+        if self.lifetimes > 0 && self.per_lifetime.is_none() {
+            self.size_lifetimes();
+        }
+        progress.message(&format!(
+            "lifetime {}: starting and warming every arm's server",
+            self.lifetimes + 1
+        ));
+        let t = Instant::now();
+        self.stop_all();
+        self.start_all()?;
+        self.restart_s = t.elapsed().as_secs_f64();
+        if self.bursts && self.burst.is_none() {
+            self.calibrate_burst();
+        }
+        for r in self.running.iter_mut().flatten() {
+            r.mark();
+        }
+        self.lifetimes += 1;
+        self.blocks_in = 0;
+        self.since = Instant::now();
+        Ok(Some(self.lifetimes - 1))
+    }
+
+    fn acquire(&mut self, arm: usize) -> Result<i32, Served> {
+        match self.running[arm].as_mut() {
+            Some(r) => {
+                r.mark();
+                Ok(r.pid())
+            }
+            None => Err(Served {
+                ready_s: None,
+                cpu_ns: 0,
+                failure: Some("the server is not up (it failed earlier in this lifetime)".into()),
+                flag: None,
+                evidence: serde_json::json!({}),
+            }),
+        }
+    }
+
+    fn release(&mut self, arm: usize, memory: ServerMemory) -> Served {
+        let s = &self.servers[arm];
+        let r = self.running[arm]
+            .as_mut()
+            .expect("acquired before released");
+        let served = service::observe(r, &s.plan, &s.arm, memory);
+        if served.failure.is_some() {
+            // It died: stop the rest; the next block (with --keep-going) starts a new lifetime.
+            self.running[arm] = None;
+            self.stop_all();
+        }
+        served
+    }
+
+    fn arm(&self, arm: usize) -> &ArmServer {
+        &self.servers[arm]
+    }
+
+    fn after_block(&mut self, secs: f64) {
+        self.blocks_in += 1;
+        self.block_s.push(secs);
+    }
+
+    fn shutdown(&mut self) {
+        self.stop_all();
+    }
+
+    fn notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.pending)
+    }
+}
+
+impl Drop for Warm {
+    fn drop(&mut self) {
+        self.stop_all();
+    }
+}
