@@ -210,6 +210,10 @@ pub fn noise_attribution(
 pub struct MetricDef {
     pub name: String,
     pub better: Better,
+    /// Recorded and summarised but not a contrast: a quantity the load itself fixes (the wall
+    /// time of `pgbench -T`, of a service's timed burst).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub context: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -366,7 +370,9 @@ pub fn analyse(
                     }
                 })
                 .collect();
-            let (cs, complete) = if *design == Design::Unpaired {
+            let (cs, complete) = if m.context {
+                (Vec::new(), 0)
+            } else if *design == Design::Unpaired {
                 let logs = |a: usize| -> Vec<f64> {
                     values(trials, a, &m.name)
                         .into_iter()
@@ -509,6 +515,7 @@ mod tests {
             &[MetricDef {
                 name: "wall_s".into(),
                 better: Better::Lower,
+                context: false,
             }],
             0.01,
             0.99,

@@ -116,6 +116,74 @@ pub fn instance_sds(means: &[Vec<f64>], within: &[f64], per_lifetime: f64) -> Ve
         .collect()
 }
 
+/// Per arm, the SD of its instance effect on `metric` (log scale) over the lifetimes of
+/// `trials` (successful trials, blocks where every arm succeeded): each arm's lifetime means of
+/// its log values go to [`instance_sds`] (their covariance with the other arms' is what the
+/// arms share: drift, and the blocks' common noise averaged over a lifetime), with the arm's
+/// own burst noise — its within-lifetime variance less its within-lifetime covariance with
+/// the other arms — as the noise a lifetime mean carries.
+pub fn arm_instance_sds(
+    trials: &[crate::analyze::experiment::TrialData],
+    arms: usize,
+    metric: &str,
+) -> Vec<Option<f64>> {
+    use std::collections::BTreeMap;
+    if arms < 2 {
+        return vec![None; arms];
+    }
+    // block → (lifetime, per arm log value)
+    let mut blocks: BTreeMap<usize, (usize, Vec<Option<f64>>)> = BTreeMap::new();
+    for t in trials.iter().filter(|t| t.ok) {
+        let (Some(l), Some(v)) = (t.lifetime, t.metrics.get(metric).filter(|v| **v > 0.0)) else {
+            continue;
+        };
+        let e = blocks.entry(t.block).or_insert((l, vec![None; arms]));
+        if t.arm < arms {
+            e.1[t.arm] = Some(v.ln());
+        }
+    }
+    // lifetime → per arm its blocks' values
+    let mut by: BTreeMap<usize, Vec<Vec<f64>>> = BTreeMap::new();
+    for (l, vals) in blocks.values() {
+        if let Some(v) = vals.iter().copied().collect::<Option<Vec<f64>>>() {
+            let e = by.entry(*l).or_insert_with(|| vec![Vec::new(); arms]);
+            for (a, x) in v.into_iter().enumerate() {
+                e[a].push(x);
+            }
+        }
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let means: Vec<Vec<f64>> = (0..arms)
+        .map(|a| by.values().map(|r| mean(&r[a])).collect())
+        .collect();
+    // Pooled within-lifetime covariance of arms a and b.
+    let within_cov = |a: usize, b: usize| {
+        let (mut s, mut df) = (0.0, 0usize);
+        for r in by.values() {
+            let (ma, mb) = (mean(&r[a]), mean(&r[b]));
+            s += r[a]
+                .iter()
+                .zip(&r[b])
+                .map(|(x, y)| (x - ma) * (y - mb))
+                .sum::<f64>();
+            df += r[a].len().saturating_sub(1);
+        }
+        if df > 0 { s / df as f64 } else { 0.0 }
+    };
+    let within: Vec<f64> = (0..arms)
+        .map(|a| {
+            let others = (0..arms)
+                .filter(|b| *b != a)
+                .map(|b| within_cov(a, b))
+                .sum::<f64>()
+                / (arms - 1) as f64;
+            (within_cov(a, a) - others).max(0.0).sqrt()
+        })
+        .collect();
+    let n: usize = by.values().map(|r| r[0].len()).sum();
+    instance_sds(&means, &within, n as f64 / by.len().max(1) as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,5 +240,45 @@ mod tests {
             instance_sds(&[vec![1.0, 2.0], vec![1.0, 2.0]], &[], 1.0),
             [None, None]
         );
+    }
+
+    #[test]
+    fn an_arm_whose_servers_differ_more_is_found_from_trials() {
+        // 400 lifetimes × 4 blocks: arm 1's instances spread with SD 3%, arm 0's not at all;
+        // both under shared drift and common block noise, and 2% burst noise each.
+        let mut rng = crate::rng::XorShift::new(7);
+        let mut g = || {
+            // Box–Muller from two uniforms.
+            let mut unit = || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+            let (u, v) = (unit().max(1e-12), unit());
+            (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+        };
+        let mut t = Vec::new();
+        let mut block = 0;
+        for l in 0..400 {
+            let drift = 0.05 * g();
+            let inst = [0.0, 0.03 * g()];
+            for _ in 0..4 {
+                let common = 0.04 * g();
+                for arm in 0..2 {
+                    let v: f64 = drift + common + inst[arm] + 0.02 * g();
+                    t.push(crate::analyze::experiment::TrialData {
+                        block,
+                        arm,
+                        ok: true,
+                        flagged: None,
+                        metrics: [("tps".to_string(), 100.0 * v.exp())].into(),
+                        coverage_at_peak: None,
+                        counters: Default::default(),
+                        noise: Default::default(),
+                        lifetime: Some(l),
+                    });
+                }
+                block += 1;
+            }
+        }
+        let s = arm_instance_sds(&t, 2, "tps");
+        assert!(s[0].unwrap() < 0.01, "{s:?}");
+        assert!((s[1].unwrap() - 0.03).abs() < 0.006, "{s:?}");
     }
 }

@@ -175,6 +175,22 @@ pub struct ServerSummary {
     pub thp_disabled: bool,
     /// The server's own words about huge pages, if it said any.
     pub said: Option<String>,
+    /// How its shared segments were counted: `segment` (the object's own pages) or `page
+    /// tables` (the largest view of one of its processes).
+    #[serde(default)]
+    pub counted: Option<String>,
+    /// Medians of the kernel's machine-wide accounting read at the same moments: hugetlb pool
+    /// bytes in use (every size) and ShmemHugePages.
+    #[serde(default)]
+    pub kernel_hugetlb: Option<u64>,
+    #[serde(default)]
+    pub kernel_shmem_huge: Option<u64>,
+    /// Warm design: the lifetimes its trials ran in, and the SD of its own instance effect
+    /// across them (log scale; `analyze::lifetimes::instance_sds`).
+    #[serde(default)]
+    pub lifetimes: usize,
+    #[serde(default)]
+    pub instance_sd: Option<f64>,
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -251,6 +267,39 @@ pub fn summarise(
                 said: read
                     .iter()
                     .find_map(|s| s["said"]["line"].as_str().map(String::from)),
+                counted: read.iter().rev().find_map(|s| {
+                    s["memory"]["segments"]
+                        .as_array()?
+                        .iter()
+                        .filter(|g| g["shared"] == true)
+                        .find_map(|g| g["counted"].as_str().map(String::from))
+                }),
+                kernel_hugetlb: median(
+                    read.iter()
+                        .filter_map(|s| {
+                            s["memory"]["kernel"]["hugetlb_in_use"]
+                                .as_object()
+                                .map(|o| o.values().filter_map(|v| v.as_f64()).sum::<f64>())
+                        })
+                        .collect(),
+                )
+                .map(|b| b as u64),
+                kernel_shmem_huge: median(
+                    read.iter()
+                        .filter_map(|s| s["memory"]["kernel"]["shmem_huge"].as_f64())
+                        .collect(),
+                )
+                .map(|b| b as u64),
+                lifetimes: {
+                    let mut l: Vec<u64> = mine
+                        .iter()
+                        .filter_map(|t| t.2["lifetime"].as_u64())
+                        .collect();
+                    l.sort_unstable();
+                    l.dedup();
+                    l.len()
+                },
+                instance_sd: None,
             }
         })
         .collect()

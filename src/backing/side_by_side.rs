@@ -150,15 +150,22 @@ pub fn side_by_side(
             }
         }
     }
-    for &i in &out.thp_off {
+    if !out.thp_off.is_empty() {
         let on: Vec<String> = lifted
             .iter()
             .filter_map(|k| out.system.iter().find(|(x, _)| x == k))
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
+        let names: Vec<&str> = out.thp_off.iter().map(|i| arms[*i].name.as_str()).collect();
         out.instead.push(format!(
-            "arm {}: THP never for its server alone (PR_SET_THP_DISABLE) under {}",
-            arms[i].name,
+            "{} {}: THP never for {} alone (PR_SET_THP_DISABLE) under {}",
+            if names.len() > 1 { "arms" } else { "arm" },
+            names.join(", "),
+            if names.len() > 1 {
+                "their servers"
+            } else {
+                "its server"
+            },
             on.join(", ")
         ));
     }

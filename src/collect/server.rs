@@ -1,8 +1,9 @@
 //! Evidence from a `run --server` server: the memory of its whole process tree (a PostgreSQL
 //! postmaster and its backends; a shared segment counted once), the segments that matter
 //! (shared memory and the largest anonymous heaps) with the page size each is on, which
-//! processes have THP disabled for themselves, and the tree's CPU time. Read during the load
-//! ([`during_load`]), off the measuring path, on the same schedule for every arm.
+//! processes have THP disabled for themselves, and the tree's CPU time. Off the measuring path,
+//! on the same schedule for every arm: cheap reads while the load runs ([`DuringLoad`]), the
+//! page-table walk and the segments' residency right after it ([`read`]).
 //!
 //! A shared segment's residency belongs to the segment, not to any process: a PostgreSQL
 //! postmaster's page tables hold only what it touched itself, and the backends that touched the
@@ -87,9 +88,6 @@ pub struct ServerMemory {
     pub thp_disabled: Vec<String>,
     /// The largest shared segments and anonymous regions, largest first.
     pub segments: Vec<Segment>,
-    /// Read while the load ran (false: the load had ended first).
-    #[serde(default)]
-    pub during_load: bool,
     /// The kernel's own accounting at the same moment, machine-wide.
     #[serde(default)]
     pub kernel: Option<KernelHuge>,
@@ -371,11 +369,46 @@ pub fn kernel_huge() -> Option<KernelHuge> {
     })
 }
 
-/// A reading of the server's memory while its load runs: taken `after` the load's spawn on a
-/// thread of its own (the same delay for every arm), or when the load ends if that comes first.
+/// What the server's processes held while its load ran: cheap reads of `/proc/PID/status`
+/// only (no page-table walk, so the reading costs every arm the same and next to nothing).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LoadView {
+    /// Read while the load ran (false: the load had ended first).
+    pub during_load: bool,
+    /// Processes in the server's tree (PostgreSQL: a backend per client connection).
+    pub processes: usize,
+    /// Sum of the processes' VmRSS, bytes (a shared segment counted in every process that
+    /// maps it: a view, not the server's footprint).
+    pub rss_sum: u64,
+    /// Largest HugetlbPages of any one process, bytes.
+    pub hugetlb_max: u64,
+}
+
+/// The cheap reading of `pid`'s tree now.
+pub fn load_view(pid: i32) -> LoadView {
+    let mut v = LoadView::default();
+    for p in tree(pid) {
+        let Some(st) = std::fs::read_to_string(format!("/proc/{p}/status"))
+            .ok()
+            .and_then(|t| parse_status(&t).ok())
+        else {
+            continue;
+        };
+        v.processes += 1;
+        v.rss_sum += st.vm_rss.unwrap_or(0);
+        v.hugetlb_max = v.hugetlb_max.max(st.hugetlb.unwrap_or(0));
+    }
+    v
+}
+
+/// The server read while its load runs: `after` the load's spawn on a thread of its own (the
+/// same delay for every arm), or when the load ends if that comes first. Only the cheap
+/// reading is taken then; the page-table walk and the segments' residency follow the load
+/// ([`read`]), before the server is stopped or loaded again, so they cannot slow one arm's
+/// burst more than another's.
 pub struct DuringLoad {
     done: std::sync::mpsc::Sender<()>,
-    reader: std::thread::JoinHandle<ServerMemory>,
+    reader: std::thread::JoinHandle<LoadView>,
 }
 
 impl DuringLoad {
@@ -386,18 +419,20 @@ impl DuringLoad {
             .name("hugelab-server-memory".into())
             .spawn(move || {
                 // Blocks until the delay passes or the load ends, whichever is first.
-                let during = wait
-                    .recv_timeout(after)
-                    .is_err_and(|e| matches!(e, std::sync::mpsc::RecvTimeoutError::Timeout));
-                let mut mem = read(pid);
-                mem.during_load = during;
-                mem
+                let during = matches!(
+                    wait.recv_timeout(after),
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                );
+                LoadView {
+                    during_load: during,
+                    ..load_view(pid)
+                }
             })?;
         Ok(DuringLoad { done, reader })
     }
 
     /// The load has ended: the reading (taken now if it was not yet).
-    pub fn finish(self) -> ServerMemory {
+    pub fn finish(self) -> LoadView {
         let _ = self.done.send(());
         self.reader.join().unwrap_or_default()
     }

@@ -150,7 +150,7 @@ pub fn system(v: &RunView) -> Option<crate::probe::status::Status> {
 /// The answer lines of a stored run, as the terminal's `results show` prints them first.
 pub fn answer_lines(v: &RunView) -> Vec<String> {
     let facts = super::summary::RunFacts {
-        blocks: v.report.metrics.first().map_or(0, |m| m.complete_blocks),
+        blocks: v.report.primary().map_or(0, |m| m.complete_blocks),
         ..Default::default()
     };
     super::summary::answer(&v.report)

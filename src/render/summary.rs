@@ -51,7 +51,13 @@ pub fn answer(r: &ExperimentAnalysis) -> Vec<String> {
             let settled = c
                 .as_ref()
                 .is_some_and(|c| c.verdict != Verdict::Inconclusive);
-            if k == 0 || settled {
+            // The tail beside the primary metric: the first p99 is always shown.
+            let first_p99 = m.metric.name.contains("p99")
+                && !m.metric.name.contains("p999")
+                && !shown
+                    .iter()
+                    .any(|(n, _): &(String, String)| n.contains("p99"));
+            if k == 0 || settled || first_p99 {
                 let words = match c {
                     None => "too few complete blocks for an interval".to_string(),
                     Some(c) => contrast_words(r, c, k == 0),
@@ -235,7 +241,7 @@ pub fn run_line(r: &ExperimentAnalysis, f: &RunFacts) -> Vec<String> {
     if f.heavy_steal_trials > 0 {
         parts.push(format!("{} trials under heavy steal", f.heavy_steal_trials));
     }
-    let contrasts = r.metrics.first().map_or(0, |m| m.contrasts.len());
+    let contrasts = r.primary().map_or(0, |m| m.contrasts.len());
     parts.push(format!(
         "{}, δ = {}%",
         level_words(&r.design, contrasts, r.confidence),

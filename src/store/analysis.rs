@@ -22,6 +22,7 @@ fn metric_defs(meta: &serde_json::Value, trials: &[TrialRow]) -> Vec<MetricDef> 
         .map(|name| MetricDef {
             better: Better::Lower,
             name,
+            context: false,
         })
         .collect()
 }

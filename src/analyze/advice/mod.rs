@@ -426,6 +426,7 @@ pub(crate) mod tests {
             metric: MetricDef {
                 name: name.into(),
                 better,
+                context: false,
             },
             arms: arms
                 .iter()

@@ -304,6 +304,7 @@ mod tests {
         let defs = [MetricDef {
             name: "wall_s".into(),
             better: Better::Lower,
+            context: false,
         }];
         let backings = [
             Some(QemuBacking::FourK),

@@ -185,6 +185,26 @@ impl Drop for TrialDir {
     }
 }
 
+/// Whether a load runs for a set time rather than a set amount of work, so that its wall time
+/// is the load's own choice: `pgbench -T`, `sysbench --time`, `memtier --test-time`, `wrk -d`,
+/// or a service's `{burst}`.
+pub fn fixed_duration(words: &[String]) -> bool {
+    let prog = words
+        .first()
+        .map_or("", |w| w.rsplit('/').next().unwrap_or(w));
+    let has = |short: Option<&str>, long: &str| {
+        crate::backing::services::option(words, short, long).is_some()
+    };
+    words.iter().any(|w| w.contains("{burst}"))
+        || match prog {
+            "pgbench" => has(Some("-T"), "--time"),
+            "sysbench" => has(None, "--time"),
+            "memtier_benchmark" => has(None, "--test-time"),
+            "wrk" => has(Some("-d"), "--duration"),
+            _ => false,
+        }
+}
+
 /// The nearest-rank percentile (the smallest value with at least `p`% of values at or below
 /// it) of sorted values; `None` for none.
 pub fn nearest_rank(sorted: &[f64], p: f64) -> Option<f64> {
@@ -256,6 +276,17 @@ mod tests {
         assert_eq!(arg_value(&w, "", "--percentile"), Some("99"));
         let w: Vec<String> = ["x", "-tset"].map(String::from).to_vec();
         assert_eq!(arg_value(&w, "-t", "--tests"), Some("set"));
+    }
+
+    #[test]
+    fn fixed_durations_are_recognised() {
+        let w = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        assert!(fixed_duration(&w("pgbench -S -T 5 postgres")));
+        assert!(fixed_duration(&w("/usr/bin/pgbench -S -T{burst}")));
+        assert!(!fixed_duration(&w("pgbench -S -t 1000 postgres")));
+        assert!(fixed_duration(&w("sysbench memory --time=10 run")));
+        assert!(!fixed_duration(&w("redis-benchmark -n 1000 -q --csv")));
+        assert!(fixed_duration(&w("wrk -d 5s http://x")));
     }
 
     #[test]

@@ -46,6 +46,7 @@ impl Saver {
                         } else {
                             Better::Lower
                         },
+                        context: false,
                     });
                 }
             }

@@ -520,7 +520,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
                 )
             })
             .collect();
-        crate::analyze::server::summarise(&names, &measured)
+        let mut s = crate::analyze::server::summarise(&names, &measured);
+        let sds = crate::analyze::lifetimes::arm_instance_sds(&data, names.len(), primary);
+        for (x, sd) in s.iter_mut().zip(sds) {
+            x.instance_sd = sd;
+        }
+        s
     } else {
         Vec::new()
     };

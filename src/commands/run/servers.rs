@@ -14,7 +14,7 @@ use super::Plan;
 use super::service::{self, Running, Served};
 use crate::backing::arm::{Arm, Expect};
 use crate::backing::services::{Slot, fill};
-use crate::collect::server::ServerMemory;
+use crate::collect::server::LoadView;
 use crate::model::run::ServerPlan;
 use crate::render::progress::Observer;
 use crate::workload::child::TrialSpec;
@@ -56,8 +56,8 @@ pub(super) trait ServerSchedule {
     ) -> Result<Option<usize>, (usize, Served)>;
     /// The server for a trial of `arm` (started now under the restart design); its pid.
     fn acquire(&mut self, arm: usize) -> Result<i32, Served>;
-    /// After the load, with the server's memory read during it.
-    fn release(&mut self, arm: usize, memory: ServerMemory) -> Served;
+    /// After the load, with what was read of the server while it ran.
+    fn release(&mut self, arm: usize, view: LoadView) -> Served;
     /// The per-arm server: its load command and its adjusted arm.
     fn arm(&self, arm: usize) -> &ArmServer;
     /// A block finished in `secs`.
@@ -163,10 +163,10 @@ impl ServerSchedule for PerTrial {
         Ok(pid)
     }
 
-    fn release(&mut self, arm: usize, memory: ServerMemory) -> Served {
+    fn release(&mut self, arm: usize, view: LoadView) -> Served {
         let s = &self.servers[arm];
         let r = self.running.take().expect("acquired before released");
-        service::finish(r, &s.plan, &s.arm, memory)
+        service::finish(r, &s.plan, &s.arm, view)
     }
 
     fn arm(&self, arm: usize) -> &ArmServer {
@@ -393,12 +393,12 @@ impl ServerSchedule for Warm {
         }
     }
 
-    fn release(&mut self, arm: usize, memory: ServerMemory) -> Served {
+    fn release(&mut self, arm: usize, view: LoadView) -> Served {
         let s = &self.servers[arm];
         let r = self.running[arm]
             .as_mut()
             .expect("acquired before released");
-        let served = service::observe(r, &s.plan, &s.arm, memory);
+        let served = service::observe(r, &s.plan, &s.arm, view);
         if served.failure.is_some() {
             // It died: stop the rest; the next block (with --keep-going) starts a new lifetime.
             self.running[arm] = None;

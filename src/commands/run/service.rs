@@ -6,7 +6,7 @@
 
 use crate::analyze::server::{flag, said};
 use crate::backing::arm::Arm;
-use crate::collect::server::{ServerMemory, tree_cpu_ns};
+use crate::collect::server::{LoadView, ServerMemory, read, tree_cpu_ns};
 use crate::model::run::ServerPlan;
 use crate::workload::child::TrialSpec;
 use crate::workload::server::{Ready, Server, ServerEnd, ServerFailure};
@@ -152,41 +152,44 @@ pub fn start(sp: &ServerPlan, arm: &Arm, base: &TrialSpec) -> Result<Running, Se
     })
 }
 
-/// After the load: CPU and words of the server with its `memory` read during the load, then
-/// stop it and judge the arm (the restart design).
-pub fn finish(mut r: Running, sp: &ServerPlan, arm: &Arm, memory: ServerMemory) -> Served {
+/// After the load: CPU, memory (read now, before the stop: a shared segment by its own
+/// residency) and words of the server, then stop it and judge the arm (the restart design).
+/// `view`: what was read while the load ran.
+pub fn finish(mut r: Running, sp: &ServerPlan, arm: &Arm, view: LoadView) -> Served {
     let pid = r.server.pid();
     let cpu_ns = tree_cpu_ns(pid).saturating_sub(r.cpu_before);
+    let memory = if r.server.exited() {
+        ServerMemory::default()
+    } else {
+        read(pid)
+    };
     let end: ServerEnd = r.server.stop(sp.stop_grace);
-    served(&r, arm, memory, end, cpu_ns, pid)
+    served(&r, arm, (memory, view), end, cpu_ns, pid)
 }
 
 /// After a burst of the warm design: CPU, memory and words of the server, which stays up
 /// unless it died during the load (then it is stopped and the trial fails).
-pub fn observe(r: &mut Running, sp: &ServerPlan, arm: &Arm, memory: ServerMemory) -> Served {
+pub fn observe(r: &mut Running, sp: &ServerPlan, arm: &Arm, view: LoadView) -> Served {
     let pid = r.server.pid();
     let cpu_ns = tree_cpu_ns(pid).saturating_sub(r.cpu_before);
-    let end = if r.server.exited() {
-        r.server.stop(sp.stop_grace)
+    let (memory, end) = if r.server.exited() {
+        (ServerMemory::default(), r.server.stop(sp.stop_grace))
     } else {
-        ServerEnd::default()
+        (read(pid), ServerEnd::default())
     };
-    served(r, arm, memory, end, cpu_ns, pid)
+    served(r, arm, (memory, view), end, cpu_ns, pid)
 }
 
+/// The trial's server evidence and flag from its memory (after the load) and what was read
+/// while the load ran.
 fn served(
     r: &Running,
     arm: &Arm,
-    memory: ServerMemory,
+    (memory, view): (ServerMemory, LoadView),
     end: ServerEnd,
     cpu_ns: u64,
     pid: i32,
 ) -> Served {
-    let memory = if end.exited_early {
-        ServerMemory::default()
-    } else {
-        memory
-    };
     let (head, tail) = r.server.output();
     let words = said(head.lines().chain(tail.iter().map(String::as_str)));
     let failure = end.failure();
@@ -199,6 +202,7 @@ fn served(
         "ready_s": r.ready.as_secs_f64(),
         "cpu_ns": cpu_ns,
         "memory": memory,
+        "during_load": view,
         "coverage": memory.coverage(),
         "carried_by": memory.carried_by().map(|s| s.describe()),
         "expect": arm.server_expectation(),

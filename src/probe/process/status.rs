@@ -10,6 +10,8 @@ pub struct ProcStatus {
     pub thp_enabled: Option<bool>,
     /// Kernel threads have no VmRSS line.
     pub vm_rss: Option<u64>,
+    /// `HugetlbPages`: hugetlb memory mapped by the process, bytes (not in VmRSS). Since 4.4.
+    pub hugetlb: Option<u64>,
 }
 
 pub fn parse_status(text: &str) -> Result<ProcStatus, ParseError> {
@@ -24,6 +26,13 @@ pub fn parse_status(text: &str) -> Result<ProcStatus, ParseError> {
             "THP_enabled" => s.thp_enabled = Some(v == "1"),
             "VmRSS" => {
                 s.vm_rss = v
+                    .split_whitespace()
+                    .next()
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .map(|kb| kb * 1024)
+            }
+            "HugetlbPages" => {
+                s.hugetlb = v
                     .split_whitespace()
                     .next()
                     .and_then(|n| n.parse::<u64>().ok())
