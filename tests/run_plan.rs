@@ -522,3 +522,105 @@ fn without_root_system_arms_and_root_options_are_refused_with_the_fix() {
     let a = args(&["--arm", "a=", "--arm", "b=process.thp=off", "--", "true"]);
     assert!(plan_as(&a, false).is_ok());
 }
+
+#[test]
+fn services_run_warm_side_by_side_where_they_can_and_say_why_not_otherwise() {
+    use hugelab::model::run::ServiceDesign;
+    let server = |extra: &[&str], s: &str| {
+        let mut v = vec!["--server", s, "--ready", "log:up"];
+        v.extend_from_slice(extra);
+        v.extend(["--", "sh", "-c", "true"]);
+        plan_as(&args(&v), true)
+    };
+    // Per-process arms with an address of their own per arm: warm, each arm its own port.
+    let p = server(
+        &["-a", "a=", "-a", "b=env.X=1"],
+        "sleep 300 --port {port} --dir {dir}",
+    )
+    .unwrap();
+    let sp = p.server.as_ref().unwrap();
+    assert_eq!(sp.design, ServiceDesign::Warm);
+    assert_eq!(sp.slots.len(), 2);
+    assert_ne!(sp.slots[0].port, sp.slots[1].port);
+    assert!(sp.slots.iter().all(|s| s.port > 0));
+    // THP never against always: side by side, `never` as PR_SET_THP_DISABLE for its server.
+    let p = server(
+        &["-a", "never=thp=never", "-a", "always=thp=always"],
+        "sleep 300 {port}",
+    )
+    .unwrap();
+    let sp = p.server.as_ref().unwrap();
+    let w = sp.warm.as_ref().unwrap();
+    assert_eq!(w.side_by_side.thp_off, [0]);
+    assert!(
+        sp.design_reason.contains("PR_SET_THP_DISABLE"),
+        "{}",
+        sp.design_reason
+    );
+    // Three THP modes have no per-process form: a fresh server per trial, and why.
+    let p = server(
+        &[
+            "-a",
+            "n=thp=never",
+            "-a",
+            "m=thp=madvise",
+            "-a",
+            "a=thp=always",
+        ],
+        "sleep 300 {port}",
+    )
+    .unwrap();
+    let sp = p.server.as_ref().unwrap();
+    assert_eq!(sp.design, ServiceDesign::Restart);
+    assert!(
+        sp.design_reason.contains("no per-process equivalent"),
+        "{}",
+        sp.design_reason
+    );
+    // One address for every arm: restart, and --design warm is refused with the fix.
+    let p = server(&["-a", "a=", "-a", "b=env.X=1"], "sleep 300 --port 6390").unwrap();
+    assert_eq!(p.server.as_ref().unwrap().design, ServiceDesign::Restart);
+    assert!(p.server.as_ref().unwrap().design_reason.contains("{port}"));
+    let e = server(
+        &["-a", "a=", "-a", "b=env.X=1", "--design", "warm"],
+        "sleep 300 --port 6390",
+    )
+    .unwrap_err();
+    assert!(
+        e.0.contains("--design warm") && e.0.contains("{port}"),
+        "{e:?}"
+    );
+    // A tcp: probe must name each arm's own port.
+    let e = plan_as(
+        &args(&[
+            "--server",
+            "sleep 300 {port}",
+            "--ready",
+            "tcp:127.0.0.1:6390",
+            "-a",
+            "a=",
+            "-a",
+            "b=env.X=1",
+            "--",
+            "true",
+        ]),
+        true,
+    )
+    .unwrap_err();
+    assert!(e.0.contains("tcp:127.0.0.1:{port}"), "{e:?}");
+    // --design restart is kept, and said.
+    let p = server(
+        &["-a", "a=", "-a", "b=env.X=1", "--design", "restart"],
+        "sleep 300 {port}",
+    )
+    .unwrap();
+    assert_eq!(p.server.as_ref().unwrap().design, ServiceDesign::Restart);
+    assert_eq!(p.warmup, 1);
+    // Warm options without a server are a usage error.
+    let e = plan_as(
+        &args(&["--burst", "1s", "-a", "a=", "-a", "b=", "--", "true"]),
+        true,
+    )
+    .unwrap_err();
+    assert!(e.0.contains("--server"), "{e:?}");
+}

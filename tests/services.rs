@@ -887,3 +887,278 @@ fn sysbench_output_is_read_by_its_parser() {
         assert!(t.metrics.contains_key("lat_p99_ms"));
     }
 }
+
+/// `a` is within `tol` (a fraction) of `b`.
+fn near(a: u64, b: u64, tol: f64) -> bool {
+    (a as f64 - b as f64).abs() <= tol * b.max(1) as f64
+}
+
+#[test]
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: hugetlb pools, shmem THP, runs PostgreSQL as postgres"
+)]
+fn warm_postgres_counts_each_servers_huge_pages_as_the_kernel_does_and_flags_a_fallback() {
+    require_root!();
+    let Some(bin) = pg_bin() else {
+        eprintln!("skipped: PostgreSQL is not installed (.ci/run installs it)");
+        return;
+    };
+    let _lock = common::knob_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let port = common::free_port();
+    let data = pg_cluster(&bin, dir.path(), port);
+    let sock = dir.path().display().to_string();
+    let server = format!(
+        "{} -D {} -k {sock} -p {port} -c listen_addresses= -c shared_buffers=64MB",
+        bin.join("postgres").display(),
+        data.display()
+    );
+    let db = dir.path().join("r.db");
+    let (shmem_before, pool_before) = (
+        common::selected("/sys/kernel/mm/transparent_hugepage/shmem_enabled"),
+        pool_2m(),
+    );
+    let out = common::hugelab_stdout([
+        "run",
+        "--preset",
+        "postgres",
+        "--user",
+        "postgres",
+        "--server",
+        &server,
+        // A server that is not on what its arm expects: FLAGGED under the warm design too.
+        "--arm",
+        "mislabelled=server.arg=-c,server.arg=huge_pages=off,expect=hugetlb-2m",
+        "--blocks",
+        "4",
+        "--lifetime-blocks",
+        "2",
+        "--json",
+        "--db",
+        &db.display().to_string(),
+        "--",
+        "pgbench",
+        "-S",
+        "-T",
+        "1",
+        "-c",
+        "2",
+        "-h",
+        &sock,
+        "-p",
+        &port.to_string(),
+        "postgres",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        v["plan"]["server"]["design"], "warm",
+        "{}",
+        v["plan"]["server"]
+    );
+    let all = trials(&db);
+    assert_eq!(all.len(), 16, "4 arms × 4 blocks");
+    let lifetimes: std::collections::BTreeSet<u64> = all
+        .iter()
+        .filter_map(|t| t.evidence["lifetime"].as_u64())
+        .collect();
+    assert_eq!(lifetimes.len(), 2, "two lifetimes of two blocks");
+    for t in arm_trials(&all, &v, "hugetlb-2m") {
+        let m = &t.evidence["server"]["memory"];
+        assert!(t.ok && t.flagged.is_none(), "{:?}", t.flagged);
+        // The segment's own pages against the pool's pages in use, read at the same moment;
+        // under the warm design only this arm's server uses the pool.
+        let ours = m["hugetlb"]["2097152"].as_u64().unwrap_or(0);
+        let kernel = m["kernel"]["hugetlb_in_use"]["2097152"].as_u64().unwrap();
+        assert!(
+            ours >= 16 << 20,
+            "the prewarmed buffers are on the pool: {m}"
+        );
+        assert!(
+            near(ours, kernel, 0.05),
+            "ours {ours} vs the kernel's {kernel}"
+        );
+        let seg = m["segments"].as_array().unwrap();
+        assert!(seg.iter().any(|s| s["counted"] == "segment"), "{m}");
+        assert!(
+            t.evidence["server"]["during_load"]["processes"]
+                .as_u64()
+                .unwrap()
+                >= 3
+        );
+    }
+    for t in arm_trials(&all, &v, "thp") {
+        let m = &t.evidence["server"]["memory"];
+        assert!(t.ok && t.flagged.is_none(), "{:?}", t.flagged);
+        let ours = m["shmem_pmd"].as_u64().unwrap();
+        let kernel = m["kernel"]["shmem_huge"].as_u64().unwrap();
+        assert!(ours >= 16 << 20, "{m}");
+        assert!(
+            near(ours, kernel, 0.05),
+            "ours {ours} vs ShmemHugePages {kernel}"
+        );
+    }
+    for t in arm_trials(&all, &v, "off") {
+        // THP never for this server alone, under the run's shmem_enabled=always.
+        let m = &t.evidence["server"]["memory"];
+        assert!(t.flagged.is_none(), "{:?}", t.flagged);
+        assert_eq!(m["shmem_pmd"].as_u64().unwrap(), 0, "{m}");
+        assert!(!m["thp_disabled"].as_array().unwrap().is_empty(), "{m}");
+    }
+    for t in arm_trials(&all, &v, "mislabelled") {
+        let f = t
+            .flagged
+            .as_deref()
+            .expect("not on the pages its arm expects");
+        assert!(
+            f.contains("asked for 2M hugetlb pages but the server has none"),
+            "{f}"
+        );
+    }
+    // The wall time of a timed burst is recorded, not contrasted; tps leads.
+    assert_eq!(v["plan"]["metrics"][0]["context"], true);
+    assert_eq!(v["plan"]["metrics"][1]["name"], "tps");
+    assert_eq!(
+        (
+            common::selected("/sys/kernel/mm/transparent_hugepage/shmem_enabled"),
+            pool_2m()
+        ),
+        (shmem_before, pool_before),
+        "settings restored"
+    );
+    assert!(
+        running_with("hugelab-trial-").is_empty(),
+        "{:?}",
+        running_with("hugelab-trial-")
+    );
+}
+
+#[test]
+#[cfg_attr(unprivileged, ignore = "needs root: runs PostgreSQL as postgres")]
+fn warm_a_a_on_fresh_postgres_servers_gives_no_more_false_verdicts_than_the_level() {
+    require_root!();
+    let Some(bin) = pg_bin() else {
+        eprintln!("skipped: PostgreSQL is not installed (.ci/run installs it)");
+        return;
+    };
+    // Its servers' shared memory would take THP under another test's shmem_enabled=always.
+    let _lock = common::knob_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let port = common::free_port();
+    let data = pg_cluster(&bin, dir.path(), port);
+    // Each arm's own copy of the data, named by the arm: the server command reaches it and
+    // its own socket directory and port through placeholders, as a user without a preset would.
+    for arm in ["a", "b"] {
+        common::succeed(
+            Command::new("cp")
+                .args(["-a", &data.display().to_string()])
+                .arg(dir.path().join(arm)),
+        );
+    }
+    let server = format!(
+        "{} -D {}/{{arm}} -k {{dir}} -p {{port}} -c listen_addresses= -c shared_buffers=32MB -c huge_pages=off",
+        bin.join("postgres").display(),
+        dir.path().display()
+    );
+    // Ten A/A runs, each on fresh servers (new shared memory every lifetime): at 99%, two or
+    // more false verdicts in ten would happen with probability 0.004.
+    let mut false_verdicts = Vec::new();
+    for run in 0..10 {
+        let db = dir.path().join(format!("aa{run}.db"));
+        let v = common::hugelab_json([
+            "run",
+            "--user",
+            "postgres",
+            "--server",
+            &server,
+            "--ready",
+            "log:database system is ready to accept connections",
+            "--arm",
+            "a=",
+            "--arm",
+            "b=env.HUGELAB_AA=1",
+            "--blocks",
+            "16",
+            "--lifetime-blocks",
+            "2",
+            "--json",
+            "--db",
+            &db.display().to_string(),
+            "--",
+            "pgbench",
+            "-S",
+            "-t",
+            "1500",
+            "-c",
+            "2",
+            "-h",
+            "{dir}",
+            "-p",
+            "{port}",
+            "postgres",
+        ]);
+        assert_eq!(v["plan"]["server"]["design"], "warm");
+        let tps = v["report"]["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["metric"]["name"] == "tps")
+            .unwrap();
+        assert_eq!(tps["lifetimes"], 8, "{}", tps);
+        for (arm, c) in tps["contrasts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| (&x[0], &x[1]))
+        {
+            if arm == "b" && (c["verdict"] == "FASTER" || c["verdict"] == "SLOWER") {
+                false_verdicts.push(format!("run {run}: {c}"));
+            }
+        }
+    }
+    assert!(false_verdicts.len() <= 1, "{false_verdicts:#?}");
+}
+
+#[test]
+fn a_warm_server_that_dies_fails_the_run_and_every_other_server_is_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    // Arm b's server dies 1.5 s into its lifetime; arm a's would run for ever.
+    let out = common::hugelab_exits(
+        [
+            "run",
+            "--shell",
+            "--server",
+            "echo up {port}; if [ {arm} = b ]; then (sleep 1.5; kill $$) & fi; exec sleep 317",
+            "--ready",
+            "log:^up",
+            "-a",
+            "a=",
+            "-a",
+            "b=env.X=1",
+            "--blocks",
+            "40",
+            "--lifetime-blocks",
+            "40",
+            "--json",
+            "--db",
+            &db.display().to_string(),
+            "--",
+            "sleep 0.1",
+        ],
+        4,
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["plan"]["server"]["design"], "warm");
+    let why = v["stop_reason"].as_str().unwrap();
+    assert!(
+        why.contains("trial of arm b failed") && why.contains("exited during the load"),
+        "{why}"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(
+        running_with("sleep 317").is_empty(),
+        "{:?}",
+        running_with("sleep 317")
+    );
+}

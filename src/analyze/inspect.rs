@@ -384,6 +384,7 @@ mod tests {
                 name: "t".into(),
                 thp_enabled: Some(true),
                 vm_rss: None,
+                hugetlb: None,
             },
         }
     }

@@ -211,7 +211,7 @@ mod tests {
         );
         assert_eq!(s.thp_off, [0, 1]);
         assert!(
-            s.instead[0].contains("arm off: THP never for its server alone"),
+            s.instead[0].contains("arms off, hugetlb-2m: THP never for their servers alone"),
             "{:?}",
             s.instead
         );
