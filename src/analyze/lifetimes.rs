@@ -260,8 +260,8 @@ mod tests {
             let inst = [0.0, 0.03 * g()];
             for _ in 0..4 {
                 let common = 0.04 * g();
-                for arm in 0..2 {
-                    let v: f64 = drift + common + inst[arm] + 0.02 * g();
+                for (arm, own) in inst.iter().enumerate() {
+                    let v: f64 = drift + common + own + 0.02 * g();
                     t.push(crate::analyze::experiment::TrialData {
                         block,
                         arm,

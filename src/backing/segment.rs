@@ -147,6 +147,6 @@ mod tests {
         assert_eq!(m.range().0 % (2 << 20), 0, "2 MiB-aligned");
         let r = m.populate_resident().unwrap();
         // At least the written pages (the page cache may hold read-ahead beside them).
-        assert!(r >= 3 * 4096 && r <= 8 << 20, "{r}");
+        assert!((3 * 4096..=8 << 20).contains(&r), "{r}");
     }
 }

@@ -17,9 +17,9 @@ fn warm_run(effect: f64, lifetimes: usize, per: usize, rng: &mut Rng) -> Vec<Tri
         let inst = [0.02 * rng.gauss(), 0.02 * rng.gauss()];
         for _ in 0..per {
             let common = 0.05 * rng.gauss();
-            for arm in 0..2 {
-                let v =
-                    common + inst[arm] + 0.04 * rng.gauss() + if arm == 1 { effect } else { 0.0 };
+            for (arm, own) in inst.iter().enumerate() {
+                let shift = if arm == 1 { effect } else { 0.0 };
+                let v = common + own + 0.04 * rng.gauss() + shift;
                 out.push(TrialData {
                     block,
                     arm,

@@ -157,33 +157,7 @@ impl LoadFormat {
     }
 }
 
-/// A fresh directory for one trial's load files (pgbench's log, memtier's JSON), owned by the
-/// user the load runs as; removed when dropped.
-pub struct TrialDir(std::path::PathBuf);
-
-impl TrialDir {
-    pub fn new(owner: Option<(u32, u32)>) -> std::io::Result<TrialDir> {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("hugelab-trial-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir); // a leftover of a killed run with this pid
-        std::fs::create_dir(&dir)?;
-        if let Some((uid, gid)) = owner {
-            std::os::unix::fs::chown(&dir, Some(uid), Some(gid))?;
-        }
-        Ok(TrialDir(dir))
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TrialDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+pub use crate::workload::server::dirs::TrialDir;
 
 /// Whether a load runs for a set time rather than a set amount of work, so that its wall time
 /// is the load's own choice: `pgbench -T`, `sysbench --time`, `memtier --test-time`, `wrk -d`,

@@ -174,10 +174,8 @@ pub(super) fn choose(
                 )
             };
             // A tcp:/unix: probe names one address: each arm's server must have its own.
-            if !sp.ready.starts_with("log:")
-                && !sp.ready.starts_with("cmd:")
-                && !(sp.ready.contains("{dir}") || sp.ready.contains("{port}"))
-            {
+            let own = sp.ready.contains("{dir}") || sp.ready.contains("{port}");
+            if !sp.ready.starts_with("log:") && !sp.ready.starts_with("cmd:") && !own {
                 return Err(UsageError(format!(
                     "--ready {:?} names one address for every arm's server; write {{port}} or {{dir}} in it (e.g. tcp:127.0.0.1:{{port}}), or --design restart",
                     sp.ready
@@ -206,7 +204,7 @@ pub(super) fn choose(
             };
             let any = placeholders(&sp.argv)
                 || placeholders(command)
-                || placeholders(&[sp.ready.clone()]);
+                || placeholders(std::slice::from_ref(&sp.ready));
             sp.per_arm_load = any;
             sp.slots = slots(any)?;
         }

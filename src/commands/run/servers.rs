@@ -288,11 +288,17 @@ impl Warm {
         self.set_burst(1);
         let s = &self.servers[0];
         let mut spec = self.base.clone();
+        // The load's files (pgbench's log) go to a directory of their own, removed after.
+        let files = crate::workload::server::dirs::TrialDir::new(spec.user).ok();
+        let at = files
+            .as_ref()
+            .map_or("/nonexistent".into(), |d| d.path().display().to_string());
         spec.argv = s
             .load
             .iter()
-            .map(|w| w.replace("$HUGELAB_TRIAL_DIR", "/tmp"))
+            .map(|w| w.replace("$HUGELAB_TRIAL_DIR", &at))
             .collect();
+        spec.env.push(("HUGELAB_TRIAL_DIR".into(), at.clone()));
         let t = Instant::now();
         let ok = crate::workload::child::command(&spec)
             .stdin(std::process::Stdio::null())

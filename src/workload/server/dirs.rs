@@ -1,11 +1,40 @@
 //! Each arm's private directory for a service run (`{dir}`): its server's socket, and with the
 //! postgres preset a copy of the user's data directory (reflinked where the filesystem can;
-//! the user's directory is only read). Removed with every copy when the run ends.
+//! the user's directory is only read). Removed with every copy when the run ends. Also the
+//! private directory of one trial's load files ([`TrialDir`]).
 
 use std::path::{Path, PathBuf};
 
+/// A fresh directory for one trial's load files (pgbench's log, memtier's JSON), owned by the
+/// user the load runs as; removed when dropped.
+pub struct TrialDir(std::path::PathBuf);
+
+impl TrialDir {
+    pub fn new(owner: Option<(u32, u32)>) -> std::io::Result<TrialDir> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("hugelab-trial-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir); // a leftover of a killed run with this pid
+        std::fs::create_dir(&dir)?;
+        if let Some((uid, gid)) = owner {
+            std::os::unix::fs::chown(&dir, Some(uid), Some(gid))?;
+        }
+        Ok(TrialDir(dir))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TrialDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 pub struct ArmDirs {
-    root: crate::collect::load::TrialDir,
+    root: TrialDir,
     pub dirs: Vec<PathBuf>,
 }
 
@@ -17,7 +46,7 @@ impl ArmDirs {
         arms: &[String],
         copy: Option<&Path>,
     ) -> std::io::Result<ArmDirs> {
-        let root = crate::collect::load::TrialDir::new(owner)?;
+        let root = TrialDir::new(owner)?;
         let mut dirs = Vec::new();
         for (i, a) in arms.iter().enumerate() {
             let name: String = a
