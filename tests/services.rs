@@ -1161,4 +1161,121 @@ fn a_warm_server_that_dies_fails_the_run_and_every_other_server_is_stopped() {
         "{:?}",
         running_with("sleep 317")
     );
+    // Arm b's server never gets ready: the run fails with its last line, and arm a's server,
+    // already up or not yet started, is not left running.
+    let db = dir.path().join("r2.db");
+    let out = common::hugelab_exits(
+        [
+            "run",
+            "--shell",
+            "--server",
+            "if [ {arm} = b ]; then echo 'FATAL: no luck on port {port}'; else echo up; fi; exec sleep 318",
+            "--ready",
+            "log:^up",
+            "--ready-timeout",
+            "2s",
+            "-a",
+            "a=",
+            "-a",
+            "b=env.X=1",
+            "--blocks",
+            "4",
+            "--json",
+            "--db",
+            &db.display().to_string(),
+            "--",
+            "sleep 0.1",
+        ],
+        4,
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let why = v["stop_reason"].as_str().unwrap();
+    assert!(
+        why.contains("the server of arm b did not come up") && why.contains("FATAL: no luck"),
+        "{why}"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(
+        running_with("sleep 318").is_empty(),
+        "{:?}",
+        running_with("sleep 318")
+    );
+}
+
+#[test]
+#[cfg_attr(unprivileged, ignore = "needs root: THP modes")]
+fn ctrl_c_stops_every_warm_server_and_restores_settings() {
+    require_root!();
+    if !have("redis-server") {
+        eprintln!("skipped: redis-server is not installed (.ci/run installs it)");
+        return;
+    }
+    let _lock = common::knob_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let thp_before = thp_enabled();
+    for presses in [1, 2] {
+        let db = dir.path().join(format!("r{presses}.db"));
+        /// Killed if the test fails before it exits (it would hold the settings journal).
+        struct Running(std::process::Child);
+        impl Drop for Running {
+            fn drop(&mut self) {
+                let _ = self.0.kill();
+                let _ = self.0.wait();
+            }
+        }
+        let mut child = Running(
+            std::process::Command::new(assert_cmd::cargo::cargo_bin("hugelab"))
+                .args([
+                    "run",
+                    "--server",
+                    "redis-server --port {port} --bind 127.0.0.1 --save '' --appendonly no",
+                    "--ready",
+                    "tcp:127.0.0.1:{port}",
+                    "--arm",
+                    "never=thp=never",
+                    "--arm",
+                    "always=thp=always",
+                    "--blocks",
+                    "50",
+                    "--db",
+                    &db.display().to_string(),
+                    "--",
+                    "sleep",
+                    "3",
+                ])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        // The arms' ports, from the plan stored as the run starts; wait for both servers.
+        let ports: Vec<String> = (0..100)
+            .find_map(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                let store = hugelab::store::Store::open(&db).ok()?;
+                let (run, _, _) = store.load(1).ok()?;
+                let slots = run.plan["server"]["slots"].as_array()?.clone();
+                let ports: Vec<String> = slots.iter().map(|s| s["port"].to_string()).collect();
+                ports
+                    .iter()
+                    .all(|p| !redis_running(p).is_empty())
+                    .then_some(ports)
+            })
+            .expect("both arms' servers came up");
+        assert_eq!(ports.len(), 2);
+        for _ in 0..presses {
+            // SAFETY: signalling the hugelab this test started.
+            unsafe { libc::kill(child.0.id() as i32, libc::SIGINT) };
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+        let status = child.0.wait().unwrap();
+        assert_eq!(status.code(), Some(130), "{presses} Ctrl-C");
+        for p in &ports {
+            assert!(
+                redis_running(p).is_empty(),
+                "{presses} Ctrl-C: server on {p} left"
+            );
+        }
+        assert_eq!(thp_enabled(), thp_before, "{presses} Ctrl-C: THP restored");
+    }
 }

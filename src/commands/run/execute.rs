@@ -82,6 +82,32 @@ fn is_look(design: &Design, blocks: usize) -> bool {
     }
 }
 
+/// The warm design's system-wide settings, once, for every arm's server at once.
+fn warm_settings(
+    plan: &Plan,
+    ctx: &mut Effects,
+    guard: &mut Option<Guard>,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    let Some(w) = plan.server.as_ref().and_then(|s| s.warm.as_ref()) else {
+        return Ok(());
+    };
+    if w.side_by_side.system.is_empty() {
+        return Ok(());
+    }
+    let g = guard.insert((ctx.guard)()?);
+    for (k, v) in &w.side_by_side.system {
+        let applied = g.set(*k, v)?;
+        if !applied.honoured() {
+            notes.push(format!(
+                "{k}: asked {v}, the kernel gave {}",
+                applied.actual
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Run the experiment through `ctx`, storing each trial as it finishes.
 pub fn execute(plan: &Plan, ctx: &mut Effects) -> anyhow::Result<Executed> {
     let started = Instant::now();
@@ -92,21 +118,7 @@ pub fn execute(plan: &Plan, ctx: &mut Effects) -> anyhow::Result<Executed> {
         ..Default::default()
     };
     let names: Vec<String> = plan.arms.iter().map(|x| x.name.clone()).collect();
-    // Warm design: its system-wide settings once, for every arm's server at once.
-    if let Some(w) = plan.server.as_ref().and_then(|s| s.warm.as_ref())
-        && !w.side_by_side.system.is_empty()
-    {
-        let g = guard.insert((ctx.guard)()?);
-        for (k, v) in &w.side_by_side.system {
-            let applied = g.set(*k, v)?;
-            if !applied.honoured() {
-                x.notes.push(format!(
-                    "{k}: asked {v}, the kernel gave {}",
-                    applied.actual
-                ));
-            }
-        }
-    }
+    warm_settings(plan, ctx, &mut guard, &mut x.notes)?;
     let mut servers: Option<Box<dyn ServerSchedule>> = match &plan.server {
         Some(sp) if sp.warm.is_some() => Some(Box::new(Warm::new(plan, &job.base_spec)?)),
         Some(_) => Some(Box::new(PerTrial::new(plan, &job.base_spec)?)),

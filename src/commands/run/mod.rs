@@ -71,7 +71,8 @@ pub struct RunArgs {
     #[arg(short = 'w', long, allow_negative_numbers = true, value_parser = crate::commands::parse_warmup)]
     pub warmup: Option<usize>,
     /// Blocks (each runs every arm once, in random order) [default: 10; with --sequential, a
-    /// maximum of 1000, usually bounded by --max-time]
+    /// maximum of 1000, usually bounded by --max-time; services under the warm design: as many
+    /// as fit in --max-time, 5 minutes by default]
     #[arg(short = 'b', long, allow_negative_numbers = true, value_parser = crate::commands::parse_count)]
     pub blocks: Option<usize>,
     /// Stop as soon as every contrast is settled (a confidence sequence for the mean log-ratio,

@@ -16,6 +16,9 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use std::time::Duration;
 
+/// How long a warm service run lasts when neither `--blocks` nor `--max-time` is given.
+pub const WARM_DEFAULT_TIME: Duration = Duration::from_secs(300);
+
 /// The metric of a server trial: from the spawn to ready, seconds.
 pub const SERVER_READY: &str = "server_ready_s";
 
@@ -144,7 +147,16 @@ fn server_plan(
             "--server needs --ready: tcp:HOST:PORT, unix:PATH, cmd:COMMAND or log:REGEX (or a --preset for the server: postgres, redis, memcached, mariadb)".into(),
         )
     })?;
-    crate::workload::server::Ready::parse(&ready).map_err(UsageError)?;
+    // Checked as one arm's would be, with its placeholders filled.
+    let sample = crate::backing::services::Slot {
+        arm: "arm".into(),
+        port: 1,
+        host: "127.0.0.1".into(),
+        dir: "/tmp".into(),
+        burst: Some(1),
+    };
+    crate::workload::server::Ready::parse(&crate::backing::services::fill(&ready, &sample))
+        .map_err(UsageError)?;
     Ok((
         Some(ServerPlan {
             argv: words,
@@ -278,7 +290,14 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
     crate::commands::parse_effect(&a.decision.effect.to_string())
         .map_err(|e| UsageError(format!("--effect {e}")))?;
     let open_ended = a.sequential || a.calibrate.is_some();
-    let blocks = a.blocks.unwrap_or(if open_ended { 1000 } else { 10 });
+    // Warm services replicate over lifetimes, not blocks: unless told otherwise they run for
+    // WARM_DEFAULT_TIME, as many blocks as fit.
+    let warm_default = warm && a.blocks.is_none() && a.max_time.is_none() && a.calibrate.is_none();
+    let blocks = a.blocks.unwrap_or(if open_ended || warm_default {
+        100_000
+    } else {
+        10
+    });
     if blocks < 2 {
         return Err(UsageError("--blocks must be at least 2".into()));
     }
@@ -382,7 +401,10 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
             }
         },
         pin: a.pin,
-        max_time: a.calibrate.or(a.max_time),
+        max_time: a
+            .calibrate
+            .or(a.max_time)
+            .or(warm_default.then_some(WARM_DEFAULT_TIME)),
         calibrate: a.calibrate.is_some(),
         server,
         load_format,

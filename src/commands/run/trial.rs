@@ -203,6 +203,44 @@ fn qemu_failure(arm: &Arm, stderr: &str, root: &Root) -> Option<String> {
     ))
 }
 
+/// A trial's metrics from its outcome and output: wall time, the `--metric` regexes and the
+/// load format's parser; the metrics not found, and why the load's output could not be read.
+fn read_metrics(
+    plan: &Plan,
+    o: &TrialOutcome,
+    trial_dir: Option<&crate::collect::load::TrialDir>,
+) -> (BTreeMap<String, f64>, Vec<String>, Option<String>) {
+    let mut metrics = BTreeMap::from([("wall_s".to_string(), o.wall_ns as f64 / 1e9)]);
+    let mut missing = Vec::new();
+    for m in &plan.outputs {
+        match m.extract(&o.stdout, &o.stderr) {
+            Some(v) => {
+                metrics.insert(m.name.clone(), v);
+            }
+            None => missing.push(m.name.clone()),
+        }
+    }
+    let mut load_error = None;
+    if let (Some(f), Some(d)) = (plan.load_format, trial_dir)
+        && o.succeeded()
+    {
+        match f.read(&o.stdout, &o.stderr, d.path()) {
+            Ok(m) => metrics.extend(m),
+            Err(e) => load_error = Some(e),
+        }
+        for m in &plan.metrics {
+            if m.name != "wall_s"
+                && m.name != super::plan::SERVER_READY
+                && !plan.outputs.iter().any(|x| x.name == m.name)
+                && !metrics.contains_key(&m.name)
+            {
+                missing.push(m.name.clone());
+            }
+        }
+    }
+    (metrics, missing, load_error)
+}
+
 /// Where a trial's server comes from, and the lifetime it runs in (warm design).
 pub(super) struct ServerSlot<'s> {
     pub schedule: &'s mut dyn ServerSchedule,
@@ -321,35 +359,13 @@ pub(super) fn trial(
             .map_or("child", |c| c.rsplit('/').next().unwrap_or(c));
         t.finish(o.start_mono_ns, o.end_mono_ns, comm)
     });
-    let mut metrics = BTreeMap::from([("wall_s".to_string(), o.wall_ns as f64 / 1e9)]);
-    let mut missing = Vec::new();
-    for m in &plan.outputs {
-        match m.extract(&o.stdout, &o.stderr) {
-            Some(v) => {
-                metrics.insert(m.name.clone(), v);
-            }
-            None => missing.push(m.name.clone()),
-        }
-    }
-    let mut load_error = None;
-    if let (Some(f), Some(d)) = (plan.load_format, &trial_dir)
-        && o.succeeded()
+    let (mut metrics, missing, load_error) = read_metrics(plan, &o, trial_dir.as_ref());
+    if let Some(r) = served.as_ref().and_then(|s| s.ready_s)
+        && plan
+            .metrics
+            .iter()
+            .any(|m| m.name == super::plan::SERVER_READY)
     {
-        match f.read(&o.stdout, &o.stderr, d.path()) {
-            Ok(m) => metrics.extend(m),
-            Err(e) => load_error = Some(e),
-        }
-        for m in &plan.metrics {
-            if m.name != "wall_s"
-                && m.name != super::plan::SERVER_READY
-                && !plan.outputs.iter().any(|x| x.name == m.name)
-                && !metrics.contains_key(&m.name)
-            {
-                missing.push(m.name.clone());
-            }
-        }
-    }
-    if let Some(r) = served.as_ref().and_then(|s| s.ready_s) {
         metrics.insert(super::plan::SERVER_READY.into(), r);
     }
     if let Some(first) = ev.perf_unavailable.first()
