@@ -124,23 +124,18 @@ pub fn side_by_side(
     }
     // PR_SET_THP_DISABLE turns off every kind of THP for the process: an arm that gets it must
     // want none wherever THP is on for the run. THP `madvise` counts as none for a server that
-    // asks for no MADV_HUGEPAGE region (the trial's evidence checks it: `madvised` bytes).
+    // asks for no MADV_HUGEPAGE region (each trial checks it: the server's `madvised` bytes).
+    let value = |list: &[(Knob, String)], k: Knob| {
+        list.iter()
+            .find(|(x, _)| *x == k)
+            .map(|(_, v)| v.clone())
+            .or_else(|| current(&k))
+            .unwrap_or_default()
+    };
     for &i in &out.thp_off {
         for k in [Knob::ThpEnabled, Knob::ThpShmemEnabled] {
-            let run = out
-                .system
-                .iter()
-                .find(|(x, _)| *x == k)
-                .map(|(_, v)| v.clone())
-                .or_else(|| current(&k))
-                .unwrap_or_default();
-            let v = arms[i]
-                .system
-                .iter()
-                .find(|(x, _)| *x == k)
-                .map(|(_, v)| v.clone())
-                .or_else(|| current(&k))
-                .unwrap_or_default();
+            let run = value(&out.system, k);
+            let v = value(&arms[i].system, k);
             let none = is_never(&k, &v) || (k == Knob::ThpEnabled && v == "madvise");
             if !is_never(&k, &run) && !none {
                 return Err(format!(

@@ -88,6 +88,9 @@ pub struct ServerMemory {
     pub thp_disabled: Vec<String>,
     /// The largest shared segments and anonymous regions, largest first.
     pub segments: Vec<Segment>,
+    /// Bytes of mappings the server asked THP for (MADV_HUGEPAGE: VmFlags `hg`).
+    #[serde(default)]
+    pub madvised: u64,
     /// The kernel's own accounting at the same moment, machine-wide.
     #[serde(default)]
     pub kernel: Option<KernelHuge>,
@@ -198,6 +201,11 @@ pub fn add_process(
         let shared = m.perms.ends_with('s');
         let view = View::of(m);
         let k = kind(m);
+        if m.vm_flags.iter().any(|f| f == "hg")
+            && !(shared && seen.contains_key(&(m.path.clone(), m.start, m.end)))
+        {
+            mem.madvised += m.size();
+        }
         if shared && let Some((idx, old)) = seen.get_mut(&(m.path.clone(), m.start, m.end)) {
             if view.weight() > old.weight() {
                 old.add(mem, -1);
@@ -515,6 +523,30 @@ Rss:                1024 kB
         let cov = mem.coverage().unwrap();
         assert!((cov - 404.0 / 409.0).abs() < 1e-9, "{cov}");
         assert_eq!(mem.segments.len(), 3, "{:?}", mem.segments);
+    }
+
+    #[test]
+    fn regions_the_server_asked_thp_for_are_counted_once() {
+        let jvm = "\
+7f0000000000-7f0000400000 rw-p 00000000 00:00 0
+Size:               4096 kB
+KernelPageSize:        4 kB
+Rss:                4096 kB
+AnonHugePages:         0 kB
+VmFlags: rd wr mr mw me ac hg
+7f1000000000-7f1000200000 rw-s 00000000 00:01 9 /dev/zero (deleted)
+Size:               2048 kB
+KernelPageSize:        4 kB
+Rss:                   0 kB
+VmFlags: rd wr sh mr mw me hg
+";
+        let mut mem = ServerMemory::default();
+        let mut seen = Seen::new();
+        let maps = parse_smaps(jvm).unwrap();
+        add_process(&mut mem, 1, "java", &maps, &mut seen);
+        // A forked child maps the same shared region: counted once.
+        add_process(&mut mem, 2, "java", &maps[1..], &mut seen);
+        assert_eq!(mem.madvised, 6 << 20);
     }
 
     #[test]

@@ -39,6 +39,9 @@ pub(super) struct ArmServer {
     /// The load for this arm's server (placeholders filled; `{burst}` once it is known).
     pub load: Vec<String>,
     slot: Slot,
+    /// Its server gets PR_SET_THP_DISABLE in place of a THP mode of `madvise` (checked per
+    /// trial: a server with MADV_HUGEPAGE regions is FLAGGED).
+    stand_in: bool,
 }
 
 impl ArmServer {
@@ -107,6 +110,11 @@ fn arm_servers(plan: &Plan, base: &TrialSpec) -> anyhow::Result<(Vec<ArmServer>,
                 .as_ref()
                 .map(|x| f(&x.display().to_string()).into());
             let mut arm = a.clone();
+            let wants_madvise = !a
+                .system
+                .iter()
+                .any(|(k, v)| *k == crate::control::Knob::ThpEnabled && v == "never");
+            let stand_in = thp_off.contains(&i) && wants_madvise;
             if thp_off.contains(&i) {
                 // THP never for this server alone: PR_SET_THP_DISABLE, confirmed by its memory.
                 arm.process.thp_disable = true;
@@ -119,6 +127,7 @@ fn arm_servers(plan: &Plan, base: &TrialSpec) -> anyhow::Result<(Vec<ArmServer>,
                 arm,
                 load: Vec::new(),
                 slot,
+                stand_in,
             };
             s.fill_all(&plan.command);
             Ok(s)
@@ -409,7 +418,20 @@ impl ServerSchedule for Warm {
         let r = self.running[arm]
             .as_mut()
             .expect("acquired before released");
-        let served = service::observe(r, &s.plan, &s.arm, view);
+        let mut served = service::observe(r, &s.plan, &s.arm, view);
+        if s.stand_in
+            && served.flag.is_none()
+            && let Some(b) = served.evidence["memory"]["madvised"]
+                .as_u64()
+                .filter(|b| *b > 0)
+        {
+            // THP `madvise` was stood in for by PR_SET_THP_DISABLE, which also refuses what the
+            // server asked for with MADV_HUGEPAGE: not the same setting for this server.
+            served.flag = Some(format!(
+                "its server asked for THP on {} (MADV_HUGEPAGE), which THP madvise would give and the side-by-side stand-in (PR_SET_THP_DISABLE) refuses; measure this arm with --design restart",
+                crate::units::Bytes(b)
+            ));
+        }
         if served.failure.is_some() {
             // It died: stop the rest; the next block (with --keep-going) starts a new lifetime.
             self.running[arm] = None;
