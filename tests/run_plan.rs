@@ -624,3 +624,35 @@ fn services_run_warm_side_by_side_where_they_can_and_say_why_not_otherwise() {
     .unwrap_err();
     assert!(e.0.contains("--server"), "{e:?}");
 }
+
+#[test]
+fn warm_services_run_for_a_time_not_ten_blocks() {
+    let p = |extra: &[&str]| {
+        let mut v = vec![
+            "--server",
+            "sleep 300 {port}",
+            "--ready",
+            "log:up",
+            "-a",
+            "a=",
+            "-a",
+            "b=env.X=1",
+        ];
+        v.extend_from_slice(extra);
+        v.extend(["--", "true"]);
+        plan_as(&args(&v), true).unwrap()
+    };
+    let d = p(&[]);
+    assert_eq!(d.max_time, Some(std::time::Duration::from_secs(300)));
+    assert!(d.blocks > 1000);
+    let t = p(&["--max-time", "60s"]);
+    assert_eq!(t.max_time, Some(std::time::Duration::from_secs(60)));
+    assert!(
+        t.blocks > 1000,
+        "--max-time alone bounds a warm run, not 10 blocks"
+    );
+    let b = p(&["--blocks", "12"]);
+    assert_eq!((b.blocks, b.max_time), (12, None));
+    let r = p(&["--design", "restart"]);
+    assert_eq!((r.blocks, r.max_time), (10, None));
+}

@@ -184,6 +184,42 @@ pub fn arm_instance_sds(
     instance_sds(&means, &within, n as f64 / by.len().max(1) as f64)
 }
 
+/// Whether a lifetime's warm-up reached the warm state, measured: per arm, over lifetimes with
+/// at least two successful blocks of it, log(first block's value) − mean log(the later
+/// blocks'), and its Hodges–Lehmann estimate with the signed-rank interval at `confidence`
+/// (log scale). A cold first burst shows as an interval away from 0 (below it for a
+/// throughput). None for an arm with too few lifetimes.
+pub fn first_burst_effects(
+    trials: &[crate::analyze::experiment::TrialData],
+    arms: usize,
+    metric: &str,
+    confidence: f64,
+) -> Vec<Option<crate::analyze::stats::Estimate>> {
+    use std::collections::BTreeMap;
+    (0..arms)
+        .map(|a| {
+            let mut by: BTreeMap<usize, Vec<(usize, f64)>> = BTreeMap::new();
+            for t in trials.iter().filter(|t| t.ok && t.arm == a) {
+                if let (Some(l), Some(v)) =
+                    (t.lifetime, t.metrics.get(metric).filter(|v| **v > 0.0))
+                {
+                    by.entry(l).or_default().push((t.block, v.ln()));
+                }
+            }
+            let d: Vec<f64> = by
+                .into_values()
+                .filter(|v| v.len() >= 2)
+                .map(|mut v| {
+                    v.sort_by_key(|x| x.0);
+                    let rest = &v[1..];
+                    v[0].1 - rest.iter().map(|x| x.1).sum::<f64>() / rest.len() as f64
+                })
+                .collect();
+            crate::analyze::stats::hodges_lehmann(&d, confidence)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,6 +275,44 @@ mod tests {
         assert_eq!(
             instance_sds(&[vec![1.0, 2.0], vec![1.0, 2.0]], &[], 1.0),
             [None, None]
+        );
+    }
+
+    #[test]
+    fn a_cold_first_burst_is_found_and_a_warm_one_is_not() {
+        // Arm 0's first burst of every lifetime runs 10% slower; arm 1's does not.
+        let mut t = Vec::new();
+        let mut block = 0;
+        for l in 0..30 {
+            for k in 0..3 {
+                for arm in 0..2 {
+                    let wiggle = 1.0 + 0.002 * ((l * 7 + k * 3 + arm) % 5) as f64;
+                    let cold = if arm == 0 && k == 0 { 0.9 } else { 1.0 };
+                    t.push(crate::analyze::experiment::TrialData {
+                        block,
+                        arm,
+                        ok: true,
+                        flagged: None,
+                        metrics: [("tps".to_string(), 1000.0 * cold * wiggle)].into(),
+                        coverage_at_peak: None,
+                        counters: Default::default(),
+                        noise: Default::default(),
+                        lifetime: Some(l),
+                    });
+                }
+                block += 1;
+            }
+        }
+        let e = first_burst_effects(&t, 2, "tps", 0.99);
+        let cold = e[0].as_ref().unwrap();
+        assert!(
+            cold.hi.unwrap() < -0.09 && cold.lo.unwrap() > -0.12,
+            "{cold:?}"
+        );
+        let warm = e[1].as_ref().unwrap();
+        assert!(
+            warm.lo.unwrap() <= 0.0 && warm.hi.unwrap() >= -0.01,
+            "{warm:?}"
         );
     }
 

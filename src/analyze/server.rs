@@ -191,6 +191,10 @@ pub struct ServerSummary {
     pub lifetimes: usize,
     #[serde(default)]
     pub instance_sd: Option<f64>,
+    /// Warm design: the first burst of a lifetime against the lifetime's later bursts, percent
+    /// (point, lo, hi at the run's confidence): whether the warm-up reached the warm state.
+    #[serde(default)]
+    pub first_burst: Option<(f64, Option<f64>, Option<f64>)>,
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -300,6 +304,7 @@ pub fn summarise(
                     l.len()
                 },
                 instance_sd: None,
+                first_burst: None,
             }
         })
         .collect()

@@ -370,6 +370,11 @@ fn service_lines(r: &RunResult) -> Vec<String> {
                 s.lifetimes
             ));
         }
+        if let Some((p, Some(lo), Some(hi))) = s.first_burst {
+            line.push_str(&format!(
+                "; first burst of a lifetime vs the rest {p:+.1}% [{lo:+.1}, {hi:+.1}]"
+            ));
+        }
         if s.thp_disabled {
             line.push_str(" — THP off for the server");
         }

@@ -526,6 +526,18 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         for (x, sd) in s.iter_mut().zip(sds) {
             x.instance_sd = sd;
         }
+        let first = crate::analyze::lifetimes::first_burst_effects(
+            &data,
+            names.len(),
+            primary,
+            plan.confidence,
+        );
+        for (x, e) in s.iter_mut().zip(first) {
+            x.first_burst = e.map(|e| {
+                let p = crate::analyze::verdict::to_percent(e);
+                (p.point, p.lo, p.hi)
+            });
+        }
         s
     } else {
         Vec::new()

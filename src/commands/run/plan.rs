@@ -290,9 +290,9 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
     crate::commands::parse_effect(&a.decision.effect.to_string())
         .map_err(|e| UsageError(format!("--effect {e}")))?;
     let open_ended = a.sequential || a.calibrate.is_some();
-    // Warm services replicate over lifetimes, not blocks: unless told otherwise they run for
-    // WARM_DEFAULT_TIME, as many blocks as fit.
-    let warm_default = warm && a.blocks.is_none() && a.max_time.is_none() && a.calibrate.is_none();
+    // Warm services replicate over lifetimes, not blocks: without --blocks they run as many
+    // blocks as fit in --max-time (WARM_DEFAULT_TIME when not given).
+    let warm_default = warm && a.blocks.is_none() && a.calibrate.is_none();
     let blocks = a.blocks.unwrap_or(if open_ended || warm_default {
         100_000
     } else {
