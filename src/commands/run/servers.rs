@@ -133,7 +133,6 @@ fn arm_servers(plan: &Plan, base: &TrialSpec) -> anyhow::Result<(Vec<ArmServer>,
             Ok(s)
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let _ = base;
     Ok((servers, dirs))
 }
 
