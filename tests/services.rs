@@ -1276,6 +1276,15 @@ fn ctrl_c_stops_every_warm_server_and_restores_settings() {
                 "{presses} Ctrl-C: server on {p} left"
             );
         }
+        // Its private directories (each arm's {dir}) are gone, also after an immediate exit.
+        let prefix = format!("hugelab-trial-{}-", child.0.id());
+        let left: Vec<String> = std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(&prefix))
+            .collect();
+        assert!(left.is_empty(), "{presses} Ctrl-C: {left:?} left");
         assert_eq!(thp_enabled(), thp_before, "{presses} Ctrl-C: THP restored");
     }
 }

@@ -193,6 +193,30 @@ pub mod signals {
             .retain(|p| *p != pid);
     }
 
+    /// hugelab's own private directories (a trial's load files, each arm's server directory
+    /// and data copy): removed on an immediate exit, once the servers are killed.
+    pub(super) static DIRS: Mutex<Vec<std::path::PathBuf>> = Mutex::new(Vec::new());
+
+    pub fn dir_created(path: &std::path::Path) {
+        DIRS.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(path.to_path_buf());
+    }
+
+    /// The directory is removed (or kept on purpose) by its owner.
+    pub fn dir_removed(path: &std::path::Path) {
+        DIRS.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|p| p != path);
+    }
+
+    /// On an immediate exit: remove every private directory still registered.
+    pub(super) fn remove_dirs() {
+        for d in std::mem::take(&mut *DIRS.lock().unwrap_or_else(|p| p.into_inner())) {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+
     /// On an immediate exit: SIGKILL every server's group and tree, and reap them, so that
     /// their hugetlb pages are free before the pools are restored.
     pub(super) fn kill_server() -> bool {
@@ -291,6 +315,7 @@ fn install_signal_handler() {
                 if signals::kill_server() {
                     say("hugelab: killed the server and its processes");
                 }
+                signals::remove_dirs();
                 let active = lock_active();
                 for (root, path) in active.iter() {
                     if let Ok(Some(j)) = Journal::load(path) {

@@ -16,6 +16,8 @@ impl TrialDir {
         let dir = std::env::temp_dir().join(format!("hugelab-trial-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir); // a leftover of a killed run with this pid
         std::fs::create_dir(&dir)?;
+        // Removed by drop, or by the signal handler on an immediate exit (a second Ctrl-C).
+        crate::control::signals::dir_created(&dir);
         if let Some((uid, gid)) = owner {
             std::os::unix::fs::chown(&dir, Some(uid), Some(gid))?;
         }
@@ -30,6 +32,7 @@ impl TrialDir {
 impl Drop for TrialDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+        crate::control::signals::dir_removed(&self.0);
     }
 }
 
