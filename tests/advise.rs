@@ -235,7 +235,7 @@ fn artefacts_pass_the_real_tools() {
         );
         assert!(!err.contains("hugelab-advice.service:"), "{err}");
     } else {
-        eprintln!("skipped: no systemd-analyze (apt-get install systemd)");
+        common::skip("skipped: no systemd-analyze (apt-get install systemd)");
     }
     let tuned_dir = dir.path().join("profiles/hugelab");
     std::fs::create_dir_all(&tuned_dir).unwrap();
@@ -274,7 +274,7 @@ print(sorted(prof.units.keys()), dict(prof.units['vm'].options), dict(prof.units
             "{said}"
         );
     } else {
-        eprintln!("skipped: tuned's loader (apt-get install tuned; .ci/run does)");
+        common::skip("skipped: tuned's loader (apt-get install tuned; .ci/run does)");
     }
 }
 
@@ -300,7 +300,9 @@ fn qemu_advice_is_valid_libvirt() {
     let xml = json["service"][0]["line"].as_str().unwrap().to_string();
     assert!(xml.contains("<hugepages>"), "{xml}");
     if !tool("virt-xml-validate") {
-        eprintln!("skipped: no virt-xml-validate (apt-get install libvirt-clients; .ci/run does)");
+        common::skip(
+            "skipped: no virt-xml-validate (apt-get install libvirt-clients; .ci/run does)",
+        );
         return;
     }
     let domain = format!(
@@ -336,11 +338,11 @@ fn pg_bin() -> Option<PathBuf> {
 #[test]
 fn postgres_pool_is_what_postgres_computes() {
     let (Some(bin), Some(pg)) = (pg_bin(), hugelab::probe::user::lookup("postgres")) else {
-        eprintln!("skipped: no PostgreSQL (apt-get install postgresql; .ci/run does)");
+        common::skip("skipped: no PostgreSQL (apt-get install postgresql; .ci/run does)");
         return;
     };
     if !common::is_root() {
-        eprintln!("skipped: initdb as the postgres user needs root");
+        common::skip("skipped: initdb as the postgres user needs root");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -427,7 +429,7 @@ fn postgres_pool_is_what_postgres_computes() {
 #[test]
 fn check_tells_a_machine_that_follows_the_advice() {
     if !common::is_root() {
-        eprintln!("skipped: applying settings needs root");
+        common::skip("skipped: applying settings needs root");
         return;
     }
     let _lock = common::knob_lock();

@@ -245,7 +245,7 @@ fn without_root_what_needs_root_is_skipped_with_reasons() {
         .output()
         .is_err()
     {
-        eprintln!("skipped: runuser not available");
+        common::skip("skipped: runuser not available");
         return;
     }
     let bin = assert_cmd::cargo::cargo_bin("hugelab");

@@ -101,7 +101,7 @@ fn tool(name: &str) -> bool {
 #[test]
 fn alert_rules_pass_promtool_and_their_unit_tests() {
     if !tool("promtool") {
-        eprintln!("skipped: no promtool (apt-get install prometheus; .ci/run does)");
+        common::skip("skipped: no promtool (apt-get install prometheus; .ci/run does)");
         return;
     }
     let dir = deploy("prometheus");
@@ -116,7 +116,7 @@ fn alert_rules_pass_promtool_and_their_unit_tests() {
 #[test]
 fn systemd_unit_verifies() {
     if !tool("systemd-analyze") {
-        eprintln!("skipped: no systemd-analyze on this machine");
+        common::skip("skipped: no systemd-analyze on this machine");
         return;
     }
     let unit = std::fs::read_to_string(deploy("systemd/hugelab-exporter.service")).unwrap();

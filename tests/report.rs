@@ -354,7 +354,9 @@ fn headless(bin: &str, profile: &Path) -> std::process::Command {
 #[test]
 fn a_real_browser_renders_the_report() {
     let Some(bin) = chromium() else {
-        eprintln!("skipped: no Chromium on this machine (apt-get install chromium; .ci/run does)");
+        common::skip(
+            "skipped: no Chromium on this machine (apt-get install chromium; .ci/run does)",
+        );
         return;
     };
     let dir = tempfile::tempdir().unwrap();

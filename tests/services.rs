@@ -152,7 +152,7 @@ fn arm_trials<'a>(
 fn postgres_preset_puts_shared_memory_on_the_pages_each_arm_asks_for_and_flags_try() {
     require_root!();
     let Some(bin) = pg_bin() else {
-        eprintln!("skipped: PostgreSQL is not installed (.ci/run installs it)");
+        common::skip("skipped: PostgreSQL is not installed (.ci/run installs it)");
         return;
     };
     let _lock = common::knob_lock();
@@ -261,7 +261,7 @@ fn postgres_preset_puts_shared_memory_on_the_pages_each_arm_asks_for_and_flags_t
 fn pgbench_percentiles_equal_those_computed_by_hand_from_its_log() {
     require_root!();
     let Some(bin) = pg_bin() else {
-        eprintln!("skipped: PostgreSQL is not installed (.ci/run installs it)");
+        common::skip("skipped: PostgreSQL is not installed (.ci/run installs it)");
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -448,7 +448,7 @@ fn failing_redis(port: &str, server: &str, extra: &[&str], load: &[&str]) -> Str
 #[test]
 fn a_server_that_fails_fails_the_run_loudly_and_leaves_nothing_running() {
     if !have("redis-server") || !have("redis-cli") {
-        eprintln!("skipped: redis-server or redis-cli is not installed (.ci/run installs them)");
+        common::skip("skipped: redis-server or redis-cli is not installed (.ci/run installs them)");
         return;
     }
     let port = common::free_port().to_string();
@@ -579,7 +579,7 @@ fn server_input_is_checked_before_anything_runs() {
 fn ctrl_c_stops_the_server_and_restores_settings() {
     require_root!();
     if !have("redis-server") {
-        eprintln!("skipped: redis-server is not installed (.ci/run installs it)");
+        common::skip("skipped: redis-server is not installed (.ci/run installs it)");
         return;
     }
     let _lock = common::knob_lock();
@@ -651,7 +651,7 @@ fn ctrl_c_stops_the_server_and_restores_settings() {
 fn memcached_large_pages_land_on_thp_and_refusal_under_never_is_loud() {
     require_root!();
     if !have("memcached") || !have("memcslap") {
-        eprintln!("skipped: memcached or memcslap is not installed (.ci/run installs them)");
+        common::skip("skipped: memcached or memcslap is not installed (.ci/run installs them)");
         return;
     }
     let _lock = common::knob_lock();
@@ -715,7 +715,7 @@ fn memcached_large_pages_land_on_thp_and_refusal_under_never_is_loud() {
 fn jvm_preset_sizes_a_pool_for_the_heap_so_hugetlbfs_is_measured() {
     require_root!();
     if !have("java") || !have("javac") {
-        eprintln!("skipped: no JDK (java, javac)");
+        common::skip("skipped: no JDK (java, javac)");
         return;
     }
     let _lock = common::knob_lock();
@@ -771,7 +771,7 @@ fn jvm_preset_sizes_a_pool_for_the_heap_so_hugetlbfs_is_measured() {
 #[test]
 fn a_server_that_daemonizes_is_followed_through_its_pidfile() {
     if !have("redis-server") || !have("redis-cli") {
-        eprintln!("skipped: redis-server or redis-cli is not installed (.ci/run installs them)");
+        common::skip("skipped: redis-server or redis-cli is not installed (.ci/run installs them)");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -839,7 +839,7 @@ fn a_server_that_daemonizes_is_followed_through_its_pidfile() {
 #[test]
 fn sysbench_output_is_read_by_its_parser() {
     if !have("sysbench") {
-        eprintln!("skipped: sysbench is not installed (.ci/run installs it)");
+        common::skip("skipped: sysbench is not installed (.ci/run installs it)");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -901,7 +901,7 @@ fn near(a: u64, b: u64, tol: f64) -> bool {
 fn warm_postgres_counts_each_servers_huge_pages_as_the_kernel_does_and_flags_a_fallback() {
     require_root!();
     let Some(bin) = pg_bin() else {
-        eprintln!("skipped: PostgreSQL is not installed (.ci/run installs it)");
+        common::skip("skipped: PostgreSQL is not installed (.ci/run installs it)");
         return;
     };
     let _lock = common::knob_lock();
@@ -1038,7 +1038,7 @@ fn warm_postgres_counts_each_servers_huge_pages_as_the_kernel_does_and_flags_a_f
 fn warm_a_a_on_fresh_postgres_servers_gives_no_more_false_verdicts_than_the_level() {
     require_root!();
     let Some(bin) = pg_bin() else {
-        eprintln!("skipped: PostgreSQL is not installed (.ci/run installs it)");
+        common::skip("skipped: PostgreSQL is not installed (.ci/run installs it)");
         return;
     };
     // Its servers' shared memory would take THP under another test's shmem_enabled=always.
@@ -1207,7 +1207,7 @@ fn a_warm_server_that_dies_fails_the_run_and_every_other_server_is_stopped() {
 fn ctrl_c_stops_every_warm_server_and_restores_settings() {
     require_root!();
     if !have("redis-server") {
-        eprintln!("skipped: redis-server is not installed (.ci/run installs it)");
+        common::skip("skipped: redis-server is not installed (.ci/run installs it)");
         return;
     }
     let _lock = common::knob_lock();

@@ -69,7 +69,9 @@ impl Drop for Pools {
 /// released (the other order let the next test read this one's pools as the machine's).
 fn qemu_test() -> Option<(Pools, common::KnobLock)> {
     if !has_qemu() {
-        eprintln!("skipped: no {QEMU} (apt-get install qemu-system-x86)");
+        common::skip(&format!(
+            "skipped: no {QEMU} (apt-get install qemu-system-x86)"
+        ));
         return None;
     }
     let lock = common::knob_lock();
