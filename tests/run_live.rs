@@ -104,7 +104,7 @@ fn malloc_hugetlb_with_an_empty_pool_is_flagged() {
         ev["first_flag"]
             .as_str()
             .unwrap()
-            .contains("asked for huge pages")
+            .contains("of the memory that matters")
     );
 }
 

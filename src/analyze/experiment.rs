@@ -5,9 +5,12 @@
 
 use super::diagnostics::{Diagnostics, diagnose};
 use super::lifetimes::{Components, Placed, components, lifetime_means};
+use super::matters::{self, Judgment};
 use super::stats::{Summary, summarize};
 use super::verdict::{Better, Contrast, Design, contrasts, unpaired_contrasts};
+use crate::backing::arm::Expect;
 use crate::collect::sampler::MemorySamples;
+use crate::units::Bytes;
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -30,6 +33,12 @@ pub struct TrialData {
     /// in lifetimes and the lifetime is the unit of replication.
     #[serde(default)]
     pub lifetime: Option<usize>,
+    /// The trial's backing judgment (`analyze::matters`): the share of the memory that matters
+    /// on the pages asked for, and why when it was PARTIAL.
+    #[serde(default)]
+    pub share: Option<f64>,
+    #[serde(default)]
+    pub partial: Option<String>,
 }
 
 /// A stored trial's evidence (the JSON `run` writes) as the analysis sees it.
@@ -61,6 +70,10 @@ pub fn trial_data(
             Some(s) => s["coverage"].as_f64(),
             None => evidence["memory"]["coverage_at_peak"].as_f64(),
         },
+        share: evidence["backing"]["share"].as_f64(),
+        partial: (evidence["backing"]["state"] == "partial")
+            .then(|| evidence["backing"]["why"].as_str().map(String::from))
+            .flatten(),
         counters: nums(&evidence["perf"], 1.0, &|k| k.to_string()),
         noise: nums(&evidence["noise"], 1e-9, &|k| {
             k.strip_suffix("_ns").unwrap_or(k).to_string() + "_s"
@@ -69,27 +82,21 @@ pub fn trial_data(
     }
 }
 
-/// Why an arm's configuration visibly did not take effect in a trial, if it did not: it asked
-/// for huge pages (`expects_huge`), yet sampling saw (almost) none and the kernel allocated no
-/// THP for anyone during the trial (sampling can miss a short-lived peak; the counters cannot).
-pub fn flag(
-    expects_huge: bool,
+/// Whether a command's arm got the pages it asked for, from the walk of its process group at the
+/// largest resident memory (`analyze::matters`), with the program's own words about its pages
+/// (warnings first: the JVM's "UseLargePages disabled", "Failed to reserve … memory").
+/// A peak the walks missed (a short burst seen only by status reads) is judged from the group's
+/// share at it. `None`: nothing to judge (4 KiB-indifferent arm, not sampled, too small).
+pub fn judge_trial(
+    expect: Option<Expect>,
     memory: &MemorySamples,
-    kernel: &BTreeMap<String, u64>,
     stdout: &str,
     stderr: &str,
-) -> Option<String> {
-    if !expects_huge || memory.peak_rss < (8 << 20) {
+) -> Option<Judgment> {
+    let expect = expect?;
+    if memory.walks == 0 || memory.peak_rss < matters::MIN_RESIDENT {
         return None;
     }
-    let cov = memory.coverage_at_peak.unwrap_or(0.0);
-    let thp_allocated = ["thp_fault_alloc", "thp_collapse_alloc"]
-        .iter()
-        .any(|k| kernel.get(*k).copied().unwrap_or(0) > 0);
-    if cov >= 0.1 || memory.peak_hugetlb > 0 || thp_allocated {
-        return None;
-    }
-    // The program's own words about it, warnings first (e.g. the JVM's "UseLargePages disabled").
     let lines: Vec<&str> = stderr
         .lines()
         .chain(stdout.lines())
@@ -101,27 +108,34 @@ pub fn flag(
             || l.contains("hugetlb")
             || l.contains("huge page")
             || l.contains("uselargepages")
+            || (l.contains("failed to reserve") && l.contains("page size"))
     };
-    let hint = lines
+    let said = lines
         .iter()
         .filter(about)
         .find(|l| l.to_ascii_lowercase().contains("warn"))
         .or_else(|| lines.iter().find(about))
-        .map(|l| format!("; the program said: {}", l.trim()))
-        .unwrap_or_default();
-    let sampled = if memory.walks == 0 {
-        "memory was not sampled (--no-sample)".to_string()
-    } else {
-        format!(
-            "at peak, {:.1}% of {} MiB resident was huge (AnonHugePages {} MiB, hugetlb 0)",
-            cov * 100.0,
-            memory.peak_rss >> 20,
-            memory.peak_anon_huge >> 20
-        )
-    };
-    Some(format!(
-        "asked for huge pages but got none: {sampled} and the kernel allocated no THP during the trial{hint}"
-    ))
+        .map(|l| format!("the program said: {}", l.trim()));
+    let view = memory.at_peak.as_ref()?;
+    let walked = view.rss + view.hugetlb_total();
+    if (walked as f64) >= 0.95 * memory.peak_rss as f64 || expect == Expect::FourK {
+        return matters::judge(expect, view, said.as_deref());
+    }
+    // The walks missed the peak: the share status reads saw there (hugetlb only).
+    let share = memory.coverage_at_peak.unwrap_or(0.0);
+    let state = matters::classify(share);
+    Some(Judgment {
+        state,
+        share,
+        matters: memory.peak_rss,
+        on_asked: (share * memory.peak_rss as f64) as u64,
+        why: format!(
+            "{:.0}% of {} resident at the peak was on hugetlb pages (status reads: the page-table walks missed the peak){}",
+            share * 100.0,
+            Bytes(memory.peak_rss),
+            said.map(|w| format!("; {w}")).unwrap_or_default()
+        ),
+    })
 }
 
 /// Steal above this share of the trial's CPU capacity marks a trial as taken during heavy steal.
@@ -245,6 +259,14 @@ pub struct ArmEvidence {
     pub failed: usize,
     pub flagged: usize,
     pub first_flag: Option<String>,
+    /// Trials whose memory that matters was only partly on the pages asked for.
+    #[serde(default)]
+    pub partial: usize,
+    #[serde(default)]
+    pub first_partial: Option<String>,
+    /// Mean share of the memory that matters on the pages asked for, over judged trials.
+    #[serde(default)]
+    pub mean_share: Option<f64>,
     pub mean_coverage_at_peak: Option<f64>,
     /// Mean perf counts per trial, over trials where they were counted.
     pub mean_counters: BTreeMap<String, f64>,
@@ -464,6 +486,12 @@ pub fn analyse(
                 failed: ts.iter().filter(|t| !t.ok).count(),
                 flagged: ts.iter().filter(|t| t.flagged.is_some()).count(),
                 first_flag: ts.iter().find_map(|t| t.flagged.clone()),
+                partial: ts.iter().filter(|t| t.partial.is_some()).count(),
+                first_partial: ts.iter().find_map(|t| t.partial.clone()),
+                mean_share: {
+                    let v: Vec<f64> = ts.iter().filter_map(|t| t.share).collect();
+                    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+                },
                 mean_coverage_at_peak: (!covs.is_empty())
                     .then(|| covs.iter().sum::<f64>() / covs.len() as f64),
             }
@@ -495,6 +523,8 @@ mod tests {
             counters: BTreeMap::new(),
             noise: BTreeMap::new(),
             lifetime: None,
+            share: None,
+            partial: None,
         }
     }
 

@@ -298,6 +298,8 @@ mod tests {
                         counters: Default::default(),
                         noise: Default::default(),
                         lifetime: Some(l),
+                        share: None,
+                        partial: None,
                     });
                 }
                 block += 1;
@@ -346,6 +348,8 @@ mod tests {
                         counters: Default::default(),
                         noise: Default::default(),
                         lifetime: Some(l),
+                        share: None,
+                        partial: None,
                     });
                 }
                 block += 1;

@@ -14,6 +14,8 @@
 //! * [`bench`] — bench cells and their paired ratios;
 //! * [`coverage`], [`findings`], [`inspect`] — huge coverage, the FLAGGED evidence, and a
 //!   process's report from its snapshot (why a mapping is not huge, TLB reach);
+//! * [`matters`] — whether the memory that matters is on the pages an arm asked for (FLAGGED,
+//!   PARTIAL), one rule for commands, servers and watched processes;
 //! * [`server`] — a service's fallback signatures and per-arm summary;
 //! * [`trace`] — tracepoint pairing, histograms, the vmstat check, stall contrasts;
 //! * [`vm`] — guest-RAM recognition and VM host configuration;
@@ -33,6 +35,7 @@ pub mod findings;
 pub mod inspect;
 pub mod judge;
 pub mod lifetimes;
+pub mod matters;
 pub mod sequential;
 pub mod server;
 #[cfg(any(test, feature = "simulation"))]

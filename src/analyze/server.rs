@@ -3,9 +3,9 @@
 //! announce that they fell back to 4 KiB pages or turned THP off for themselves. System-wide
 //! counters are never used here: other processes move them.
 
+use super::matters::{self, Judgment};
 use crate::backing::arm::Expect;
-use crate::collect::server::ServerMemory;
-use crate::units::Bytes;
+use crate::collect::server::GroupMemory;
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -87,68 +87,15 @@ pub fn said<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option<(&'static Si
     })
 }
 
-/// Why the server's memory does not match what the arm expected, or `None` when it does.
-/// `words`: the server's own fallback message, if it printed one.
-pub fn flag(
+/// Whether the server's memory is on the pages the arm expected (`analyze::matters`, the rule
+/// every arm is judged by), with the server's own fallback message when it printed one.
+pub fn judge(
     expect: Expect,
-    mem: &ServerMemory,
+    mem: &GroupMemory,
     words: Option<&(&'static Signature, String)>,
-) -> Option<String> {
-    let hugetlb = |size: Option<u64>| match size {
-        Some(s) => mem.hugetlb.get(&s).copied().unwrap_or(0),
-        None => mem.hugetlb_total(),
-    };
-    // A process that turned THP off for itself did not get THP, whatever it faulted before
-    // it did (Redis's allocator starts before its prctl).
-    let thp = mem.thp() >= 2 << 20 && mem.thp_disabled.is_empty();
-    let got = match expect {
-        Expect::Hugetlb(size) => hugetlb(size) > 0,
-        Expect::Thp => thp,
-        Expect::Huge => thp || mem.hugetlb_total() > 0,
-        Expect::FourK => mem.coverage().is_none_or(|c| c <= 0.1),
-    };
-    if got {
-        return None;
-    }
-    let mut why = if expect == Expect::FourK {
-        format!(
-            "expected 4 KiB pages, but {:.0}% of the server's resident memory is on huge pages",
-            mem.coverage().unwrap_or(0.0) * 100.0
-        )
-    } else {
-        let largest = mem
-            .segments
-            .iter()
-            .max_by_key(|s| s.size.max(s.resident))
-            .map(|s| format!("; its largest region: {}", s.describe()))
-            .unwrap_or_default();
-        let none = if mem.thp() + mem.hugetlb_total() == 0 {
-            "the server has none"
-        } else {
-            "the server did not get them"
-        };
-        format!(
-            "asked for {} but {none}: {} process(es), {} resident, THP {}, hugetlb {}{largest}",
-            expect.describe(),
-            mem.processes,
-            Bytes(mem.rss + mem.hugetlb_total()),
-            Bytes(mem.thp()),
-            Bytes(mem.hugetlb_total()),
-        )
-    };
-    if matches!(expect, Expect::Thp | Expect::Huge) && !mem.thp_disabled.is_empty() {
-        why.push_str(&format!(
-            "; THP is disabled for the server process itself (THP_enabled: 0 in /proc/PID/status of {}: prctl(PR_SET_THP_DISABLE) — Redis ≥ 6.2 does this when THP is `always` unless `disable-thp no`; systemd's MemoryTHP= does it per unit)",
-            mem.thp_disabled.join(", ")
-        ));
-    }
-    if let Some((sig, line)) = words {
-        why.push_str(&format!(
-            "; {} said: {line:?} ({})",
-            sig.server, sig.meaning
-        ));
-    }
-    Some(why)
+) -> Option<Judgment> {
+    let words = words.map(|(sig, line)| format!("{} said: {line:?} ({})", sig.server, sig.meaning));
+    matters::judge(expect, mem, words.as_deref())
 }
 
 /// Per arm, what its servers did across the trials (from each trial's `server` evidence).
@@ -372,13 +319,16 @@ mod tests {
         }
     }
 
-    fn mem(hugetlb: u64, thp: u64, rss: u64, thp_disabled: bool) -> ServerMemory {
-        ServerMemory {
+    /// A server with one 300M shared segment: on 2M hugetlb, on THP, or on 4 KiB pages.
+    fn mem(on: &str, thp_disabled: bool) -> GroupMemory {
+        let mb = 300u64 << 20;
+        let hugetlb = on == "hugetlb";
+        GroupMemory {
             processes: 3,
-            rss,
-            anon_huge: thp,
-            hugetlb: if hugetlb > 0 {
-                BTreeMap::from([(2 << 20, hugetlb)])
+            rss: if hugetlb { 1 << 20 } else { mb },
+            shmem_pmd: if on == "thp" { mb } else { 0 },
+            hugetlb: if hugetlb {
+                BTreeMap::from([(2 << 20, mb)])
             } else {
                 BTreeMap::new()
             },
@@ -391,81 +341,62 @@ mod tests {
                 pid: 812,
                 comm: "postgres".into(),
                 path: "/dev/zero (deleted)".into(),
-                kind: "shm".into(),
+                kind: if hugetlb { "hugetlb" } else { "shm" }.into(),
                 size: 1 << 30,
-                resident: 300 << 20,
+                resident: mb,
+                huge: if on == "4k" { 0 } else { mb },
+                page_size: if hugetlb { 2 << 20 } else { 4096 },
+                shared: true,
                 ..Segment::default()
             }],
-            ..ServerMemory::default()
+            ..GroupMemory::default()
         }
     }
 
     #[test]
-    fn flags_follow_the_servers_memory_and_quote_its_words() {
+    fn servers_are_judged_by_the_one_rule_and_quoted() {
+        use crate::analyze::matters::State;
         // Hugetlb asked, segment on 4 KiB, PostgreSQL's DEBUG1 line in the log.
         let words = said([CAPTURED[0].0]);
-        let f = flag(
+        let j = judge(
             Expect::Hugetlb(Some(2 << 20)),
-            &mem(0, 0, 300 << 20, false),
+            &mem("4k", false),
             words.as_ref(),
         )
         .unwrap();
+        assert_eq!(j.state, State::FellBack);
         assert!(
-            f.contains("asked for 2M hugetlb pages but the server has none"),
-            "{f}"
+            j.why
+                .contains("/dev/zero (deleted) 1G (pid 812 postgres): on 4K pages"),
+            "{}",
+            j.why
         );
         assert!(
-            f.contains("/dev/zero (deleted) 1G (pid 812 postgres): on 4K pages"),
-            "{f}"
+            j.why.contains("PostgreSQL said") && j.why.contains("huge_pages=try fell back"),
+            "{}",
+            j.why
         );
+        // Got them: whatever the log says; 1G asked but 2M got: fell back.
+        let got = judge(Expect::Hugetlb(Some(2 << 20)), &mem("hugetlb", false), None).unwrap();
+        assert_eq!(got.state, State::Got);
+        let other = judge(Expect::Hugetlb(Some(1 << 30)), &mem("hugetlb", false), None).unwrap();
+        assert_eq!(other.state, State::FellBack);
+        assert_eq!(
+            judge(Expect::Huge, &mem("thp", false), None).unwrap().state,
+            State::Got
+        );
+        // THP asked, the server opted out itself (Redis's disable-thp): said beside the share.
+        let f = judge(Expect::Thp, &mem("4k", true), None).unwrap();
+        assert_eq!(f.state, State::FellBack);
         assert!(
-            f.contains("PostgreSQL said") && f.contains("huge_pages=try fell back"),
-            "{f}"
+            f.why.contains("THP_enabled: 0 for 812 redis-server")
+                && f.why.contains("disable-thp no"),
+            "{}",
+            f.why
         );
-        // Got them: no flag, whatever the log says; 1G asked but 2M got: flagged.
-        assert!(
-            flag(
-                Expect::Hugetlb(Some(2 << 20)),
-                &mem(1 << 30, 0, 1 << 20, false),
-                words.as_ref()
-            )
-            .is_none()
-        );
-        assert!(
-            flag(
-                Expect::Hugetlb(Some(1 << 30)),
-                &mem(1 << 30, 0, 1 << 20, false),
-                None
-            )
-            .is_some()
-        );
-        assert!(
-            flag(
-                Expect::Hugetlb(None),
-                &mem(1 << 30, 0, 1 << 20, false),
-                None
-            )
-            .is_none()
-        );
-        // THP asked, the server opted out itself (Redis's disable-thp).
-        let f = flag(Expect::Thp, &mem(0, 0, 100 << 20, true), None).unwrap();
-        // Some THP from before the opt-out does not count.
-        let early = flag(Expect::Thp, &mem(0, 6 << 20, 100 << 20, true), None).unwrap();
-        assert!(
-            early.contains("did not get them") && early.contains("THP_enabled: 0"),
-            "{early}"
-        );
-        assert!(
-            f.contains("THP_enabled: 0")
-                && f.contains("812 redis-server")
-                && f.contains("disable-thp no"),
-            "{f}"
-        );
-        assert!(flag(Expect::Thp, &mem(0, 64 << 20, 100 << 20, false), None).is_none());
-        assert!(flag(Expect::Huge, &mem(4 << 20, 0, 100 << 20, false), None).is_none());
-        // 4 KiB expected: a tenth on huge pages is tolerated, more is flagged.
-        assert!(flag(Expect::FourK, &mem(0, 10 << 20, 100 << 20, false), None).is_none());
-        let f = flag(Expect::FourK, &mem(0, 50 << 20, 100 << 20, false), None).unwrap();
-        assert!(f.contains("50% of the server's resident memory"), "{f}");
+        // 4 KiB expected: THP on the segment is flagged with its share.
+        let f = judge(Expect::FourK, &mem("thp", false), None).unwrap();
+        assert_eq!(f.state, State::FellBack);
+        assert!(f.why.contains("100% of 300M resident"), "{}", f.why);
     }
 }

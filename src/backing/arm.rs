@@ -92,6 +92,10 @@ pub struct ProcessConfig {
     /// `server.arg=WORD` (repeatable): words appended to the `--server` command for this arm.
     #[serde(default)]
     pub server_args: Vec<String>,
+    /// The JVM options go to the JVMs a JMH launcher forks (`-jvmArgsAppend`), not to the
+    /// launcher through `JAVA_TOOL_OPTIONS` (set by the planner for a forking JMH command).
+    #[serde(default)]
+    pub jvm_to_forks: bool,
 }
 
 impl ProcessConfig {
@@ -106,6 +110,16 @@ impl ProcessConfig {
             };
             out.push(("GLIBC_TUNABLES".into(), format!("glibc.malloc.hugetlb={v}")));
         }
+        let java = self.java_options();
+        if !java.is_empty() && !self.jvm_to_forks {
+            out.push(("JAVA_TOOL_OPTIONS".into(), java.join(" ")));
+        }
+        out.extend(self.env.iter().cloned());
+        out
+    }
+
+    /// The JVM options this configuration sets (`jvm`, `jvm.pretouch`, `jvm.pagesize`).
+    pub fn java_options(&self) -> Vec<String> {
         let mut java = Vec::new();
         match self.jvm {
             Some(Jvm::Off) => java
@@ -128,11 +142,7 @@ impl ProcessConfig {
                 Bytes(p).to_string().to_lowercase()
             ));
         }
-        if !java.is_empty() {
-            out.push(("JAVA_TOOL_OPTIONS".into(), java.join(" ")));
-        }
-        out.extend(self.env.iter().cloned());
-        out
+        java
     }
 }
 
@@ -188,6 +198,23 @@ impl Arm {
             _ if thp || p.collapse_after.is_some() => Some(Expect::Thp),
             _ => None,
         }
+    }
+
+    /// What a command run under this arm must end up on: the server's rule, and a VM's guest
+    /// RAM on the backing its `qemu.backing` names; an arm that asks for huge pages in another
+    /// way (THP `always` only through defrag, a collapse) expects any huge pages.
+    pub fn expectation(&self) -> Option<Expect> {
+        if self.expect.is_some() {
+            return self.expect;
+        }
+        match self.process.qemu.map(|q| q.backing) {
+            Some(QemuBacking::Hugetlb2M) => return Some(Expect::Hugetlb(Some(2 << 20))),
+            Some(QemuBacking::Hugetlb1G) => return Some(Expect::Hugetlb(Some(1 << 30))),
+            Some(QemuBacking::Thp) => return Some(Expect::Thp),
+            _ => {}
+        }
+        self.server_expectation()
+            .or_else(|| self.expects_huge().then_some(Expect::Huge))
     }
 
     pub fn needs_root(&self) -> bool {

@@ -3,14 +3,17 @@
 //!
 //! * cheap reads of `/proc/PID/status` (RSS and hugetlb from the mm's counters: no page-table
 //!   walk, no mmap lock) every `every`;
-//! * the page-table walk of `/proc/PID/smaps_rollup` (which takes the child's mmap lock and costs
-//!   more the more 4 KiB pages it maps, so it disturbs a 4K arm more than a huge-page arm) only
+//! * the page-table walk of each member's `/proc/PID/smaps` (which takes the child's mmap lock
+//!   and costs more the more 4 KiB pages it maps, so it disturbs a 4K arm more than a huge-page
+//!   arm; the same walk as `smaps_rollup`, per region, so that the walk at the peak says which
+//!   process and region holds what: `analyze::matters` judges the arm from it) only
 //!   at `4·every`, `8·every`, `16·every`, … — a geometric back-off of `backoff_walks` steps
 //!   (80 ms … 41 s by default), then once per that last offset (every 41 s), so that its share of
 //!   a trial's time shrinks as the trial grows and a trial of minutes (a VM booting and touching
 //!   its RAM) is still seen at its peak.
 
-use crate::probe::process::{Rollup, group_members};
+use crate::collect::server::{GroupMemory, read_pids};
+use crate::probe::process::group_members;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -57,7 +60,7 @@ impl Schedule {
 }
 
 /// Memory of the child's process group over its life.
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MemorySamples {
     /// Cheap status reads that found the group alive.
     pub samples: u64,
@@ -75,12 +78,9 @@ pub struct MemorySamples {
     pub mean_huge_coverage: Option<f64>,
     /// Huge coverage at the walk with the largest resident memory.
     pub coverage_at_peak: Option<f64>,
-}
-
-/// (Rss, AnonHugePages, hugetlb) of one smaps_rollup text.
-pub fn rollup_totals(text: &str) -> Option<(u64, u64, u64)> {
-    let r = Rollup::parse(text).ok()?;
-    Some((r.rss, r.anon_huge, r.hugetlb))
+    /// The group's memory per process and region at the walk with the largest resident memory.
+    #[serde(default)]
+    pub at_peak: Option<GroupMemory>,
 }
 
 /// (VmRSS, HugetlbPages) of one /proc/PID/status text, bytes.
@@ -136,17 +136,16 @@ pub fn sample(pgid: i32, start: Instant, schedule: Schedule, stop: Receiver<()>)
             next_walk += 1;
             members = group_members(pgid);
             let t0 = Instant::now();
-            let totals = sum(&members, "smaps_rollup", rollup_totals, |a, b| {
-                (a.0 + b.0, a.1 + b.1, a.2 + b.2)
-            });
+            let view = read_pids(&members);
             m.walk_ns += t0.elapsed().as_nanos() as u64;
             m.walks += 1;
-            if let Some((rss, anon, htlb)) = totals {
+            if view.processes > 0 {
+                let (rss, anon, htlb) = (view.rss, view.anon_huge, view.hugetlb_total());
                 let resident = rss + htlb;
                 m.peak_anon_huge = m.peak_anon_huge.max(anon);
                 m.peak_hugetlb = m.peak_hugetlb.max(htlb);
                 if resident > 0 {
-                    let cov = (anon + htlb) as f64 / resident as f64;
+                    let cov = (view.thp() + htlb) as f64 / resident as f64;
                     if let Some((t, c)) = last_walk {
                         let dt = now.duration_since(t).as_secs_f64();
                         weighted += c * dt;
@@ -156,6 +155,7 @@ pub fn sample(pgid: i32, start: Instant, schedule: Schedule, stop: Receiver<()>)
                     if m.coverage_at_peak.is_none() || resident >= walk_peak {
                         m.coverage_at_peak = Some(cov);
                         walk_peak = resident;
+                        m.at_peak = Some(view);
                     }
                     m.peak_rss = m.peak_rss.max(resident);
                 }
@@ -255,16 +255,11 @@ mod tests {
     }
 
     #[test]
-    fn parses_status_and_rollup() {
+    fn parses_status() {
         assert_eq!(
             status_totals("Name:\tx\nVmRSS:\t  2048 kB\nHugetlbPages:\t 4096 kB\n"),
             (2 << 20, 4 << 20)
         );
-        let r = rollup_totals(
-            "00400000-7fff rw-p 00000000 00:00 0 [rollup]\nRss: 8 kB\nAnonHugePages: 4 kB\nPrivate_Hugetlb: 2 kB\n",
-        )
-        .unwrap();
-        assert_eq!(r, (8192, 4096, 2048));
     }
 
     #[test]

@@ -72,9 +72,10 @@ impl Segment {
     }
 }
 
-/// The server's memory after the load.
+/// The memory of a process group or tree: a server's (read after its load), a command's (at
+/// the sampler's largest walk), a watched or inspected process's.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ServerMemory {
+pub struct GroupMemory {
     /// Processes in the server's tree when read.
     pub processes: usize,
     /// Rss of every process, shared mappings counted once, bytes (hugetlb apart).
@@ -111,7 +112,7 @@ pub struct KernelHuge {
     pub anon_huge: u64,
 }
 
-impl ServerMemory {
+impl GroupMemory {
     pub fn hugetlb_total(&self) -> u64 {
         self.hugetlb.values().sum()
     }
@@ -167,7 +168,7 @@ impl View {
         }
     }
 
-    fn add(self, mem: &mut ServerMemory, sign: i64) {
+    fn add(self, mem: &mut GroupMemory, sign: i64) {
         let f = |t: &mut u64, v: u64| *t = (*t as i64 + sign * v as i64).max(0) as u64;
         f(&mut mem.rss, self.rss);
         f(&mut mem.anon_huge, self.anon_huge);
@@ -189,13 +190,7 @@ pub type Seen = BTreeMap<(String, u64, u64), (usize, View)>;
 
 /// Add one process's mappings. A shared segment (inherited by forked workers) is counted once,
 /// at the largest view any process has of it: `seen` holds the views counted so far.
-pub fn add_process(
-    mem: &mut ServerMemory,
-    pid: i32,
-    comm: &str,
-    maps: &[Mapping],
-    seen: &mut Seen,
-) {
+pub fn add_process(mem: &mut GroupMemory, pid: i32, comm: &str, maps: &[Mapping], seen: &mut Seen) {
     mem.processes += 1;
     for m in maps {
         let shared = m.perms.ends_with('s');
@@ -259,7 +254,7 @@ pub fn add_process(
 }
 
 /// Keep the 4 largest shared segments and the 4 largest private regions.
-pub fn keep_largest(mem: &mut ServerMemory) {
+pub fn keep_largest(mem: &mut GroupMemory) {
     let mut all = std::mem::take(&mut mem.segments);
     all.sort_by(|a, b| {
         b.resident
@@ -274,11 +269,27 @@ pub fn keep_largest(mem: &mut ServerMemory) {
         .collect();
 }
 
-/// Read the memory of `pid` and its descendants now.
-pub fn read(pid: i32) -> ServerMemory {
-    let mut mem = ServerMemory::default();
+/// Read the memory of `pid` and its descendants now, each shared segment by its own residency
+/// where it can be read, with the kernel's accounting beside it.
+pub fn read(pid: i32) -> GroupMemory {
+    let mut mem = read_pids(&tree(pid));
+    for i in 0..mem.segments.len() {
+        if mem.segments[i].shared
+            && let Some(r) = segment_residency(&mem.segments[i])
+        {
+            recount(&mut mem, i, r);
+        }
+    }
+    mem.kernel = kernel_huge();
+    mem
+}
+
+/// The memory of these processes from their page tables (`/proc/PID/smaps`), a shared segment
+/// counted once at the largest view; the largest regions kept.
+pub fn read_pids(pids: &[i32]) -> GroupMemory {
+    let mut mem = GroupMemory::default();
     let mut seen = Seen::new();
-    for p in tree(pid) {
+    for &p in pids {
         let Ok(text) = std::fs::read_to_string(format!("/proc/{p}/smaps")) else {
             continue; // exited since the tree was listed
         };
@@ -294,14 +305,6 @@ pub fn read(pid: i32) -> ServerMemory {
         }
     }
     keep_largest(&mut mem);
-    for i in 0..mem.segments.len() {
-        if mem.segments[i].shared
-            && let Some(r) = segment_residency(&mem.segments[i])
-        {
-            recount(&mut mem, i, r);
-        }
-    }
-    mem.kernel = kernel_huge();
     mem
 }
 
@@ -313,7 +316,7 @@ pub struct Residency {
 }
 
 /// Count segment `i` by its own residency instead of a process's view of it.
-fn recount(mem: &mut ServerMemory, i: usize, r: Residency) {
+fn recount(mem: &mut GroupMemory, i: usize, r: Residency) {
     let s = &mut mem.segments[i];
     let add = |t: &mut u64, old: u64, new: u64| *t = (*t + new).saturating_sub(old);
     if s.kind == "hugetlb" {
@@ -490,7 +493,7 @@ Rss:                1024 kB
 
     #[test]
     fn a_shared_segment_is_counted_once_and_named() {
-        let mut mem = ServerMemory::default();
+        let mut mem = GroupMemory::default();
         let mut seen = Seen::new();
         add_process(
             &mut mem,
@@ -540,7 +543,7 @@ KernelPageSize:        4 kB
 Rss:                   0 kB
 VmFlags: rd wr sh mr mw me hg
 ";
-        let mut mem = ServerMemory::default();
+        let mut mem = GroupMemory::default();
         let mut seen = Seen::new();
         let maps = parse_smaps(jvm).unwrap();
         add_process(&mut mem, 1, "java", &maps, &mut seen);

@@ -23,7 +23,7 @@ pub struct InspectResult {
 pub struct Instance {
     pub pid: u32,
     pub name: String,
-    pub memory: crate::collect::server::ServerMemory,
+    pub memory: crate::collect::server::GroupMemory,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]

@@ -42,6 +42,8 @@ pub struct Plan {
     pub trial: TrialSetup,
     /// `--keep-going`: a failed trial is kept and counted instead of stopping the run.
     pub keep_going: bool,
+    /// What the planner did that the user did not ask for in so many words (printed first).
+    pub notes: Vec<String>,
 }
 
 /// How each trial runs and what is done before it (none of it measured).

@@ -120,6 +120,10 @@ pub fn answer(r: &ExperimentAnalysis) -> Vec<String> {
             let head = format!("FLAGGED {} ({} of {} trials): ", e.arm, e.flagged, e.trials);
             out.extend(wrap_hanging(&format!("{head}{f}"), 2));
         }
+        if let Some(f) = &e.first_partial {
+            let head = format!("PARTIAL {} ({} of {} trials): ", e.arm, e.partial, e.trials);
+            out.extend(wrap_hanging(&format!("{head}{f}"), 2));
+        }
     }
     out
 }
@@ -222,6 +226,10 @@ pub fn run_line(r: &ExperimentAnalysis, f: &RunFacts) -> Vec<String> {
     let flagged: usize = r.evidence.iter().map(|e| e.flagged).sum();
     parts.push(format!("{failed} failed"));
     parts.push(format!("{flagged} flagged"));
+    let partial: usize = r.evidence.iter().map(|e| e.partial).sum();
+    if partial > 0 {
+        parts.push(format!("{partial} partial"));
+    }
     if r.evidence.iter().any(|e| e.mean_coverage_at_peak.is_some()) {
         let cov: Vec<String> = r
             .evidence
@@ -236,6 +244,20 @@ pub fn run_line(r: &ExperimentAnalysis, f: &RunFacts) -> Vec<String> {
             "huge coverage {} ({})",
             cov.join(" / "),
             names.join(" / ")
+        ));
+    }
+    if r.evidence.iter().any(|e| e.mean_share.is_some()) {
+        let share: Vec<String> = r
+            .evidence
+            .iter()
+            .map(|e| {
+                e.mean_share
+                    .map_or("-".into(), |c| format!("{:.0}%", c * 100.0))
+            })
+            .collect();
+        parts.push(format!(
+            "memory that matters on the pages asked for {}",
+            share.join(" / ")
         ));
     }
     if f.heavy_steal_trials > 0 {

@@ -464,6 +464,9 @@ pub(crate) mod tests {
                     failed: 0,
                     flagged: if i == 0 { 0 } else { contrasts[i - 1].4 },
                     first_flag: None,
+                    partial: 0,
+                    first_partial: None,
+                    mean_share: None,
                     mean_coverage_at_peak: Some(if i == 0 { 0.0 } else { 0.95 }),
                     mean_counters: Default::default(),
                 })

@@ -30,6 +30,8 @@ fn warm_run(effect: f64, lifetimes: usize, per: usize, rng: &mut Rng) -> Vec<Tri
                     counters: Default::default(),
                     noise: Default::default(),
                     lifetime: Some(l),
+                    share: None,
+                    partial: None,
                 });
             }
             block += 1;

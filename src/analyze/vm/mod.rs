@@ -298,6 +298,8 @@ mod tests {
                     counters: BTreeMap::new(),
                     noise: BTreeMap::new(),
                     lifetime: None,
+                    share: None,
+                    partial: None,
                 });
             }
         }

@@ -400,6 +400,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
             sp.ready
         ));
     }
+    for n in &plan.notes {
+        progress.note(n);
+    }
     let too_few = too_few_blocks(&plan);
     if let Some(w) = &too_few {
         progress.note(w);

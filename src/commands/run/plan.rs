@@ -1,6 +1,8 @@
 //! A run's plan: arguments and arms checked, the design chosen, output metrics compiled.
 
-use super::pools::{check_knobs_exist, check_pools_fit, service_pages, size_jvm_pools, size_pools};
+use super::pools::{
+    check_knobs_exist, check_pools_fit, jmh_forks, service_pages, size_jvm_pools, size_pools,
+};
 use super::{Plan, RunArgs};
 use crate::analyze::experiment::MetricDef;
 use crate::analyze::sequential::ConfidenceSequence;
@@ -71,6 +73,20 @@ pub fn plan(a: &RunArgs) -> Result<Plan, UsageError> {
             Some(s) => s.argv.clone(),
             None => words_of(&p.command, a.shell),
         };
+        if p.server.is_none() && jmh_forks(&words, p.load_format == Some(LoadFormat::Jmh)) {
+            let mut given = Vec::new();
+            for arm in p.arms.iter_mut() {
+                let opts = arm.process.java_options();
+                if !opts.is_empty() {
+                    arm.process.jvm_to_forks = true;
+                    given.push(format!("{}: -jvmArgsAppend '{}'", arm.name, opts.join(" ")));
+                }
+            }
+            p.notes.push(format!(
+                "jvm: JMH forks the measured JVM, which inherits the launcher's options: the arms' JVM options go to the forks only ({}), the launcher runs without them, and a hugetlb pool is sized for one heap",
+                given.join("; ")
+            ));
+        }
         size_jvm_pools(&mut p.arms, &words, &pools, privileged)?;
     }
     if p.arms.iter().any(|x| x.process.qemu.is_some()) {
@@ -382,6 +398,7 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
     }
     let seed = a.order.or_clock();
     Ok(Plan {
+        notes: Vec::new(),
         arms,
         baseline,
         blocks,

@@ -27,6 +27,20 @@ pub fn java_max_heap(words: &[String]) -> Option<u64> {
         .next_back()
 }
 
+/// Whether the command is a JMH launcher that forks the measured JVM: `org.openjdk.jmh.Main`
+/// named, or `-jar` with the `jmh` load format; not with `-f 0` (JMH then measures in the
+/// launcher itself). A forked JVM inherits the launcher's `JAVA_TOOL_OPTIONS`, so both would
+/// reserve a large-page heap from a pool sized for one, and the measured fork falls back.
+pub fn jmh_forks(words: &[String], jmh_metric: bool) -> bool {
+    let named = words.iter().any(|w| w.contains("org.openjdk.jmh.Main"));
+    let jar = jmh_metric && words.iter().any(|w| w == "-jar");
+    let no_fork = words
+        .windows(2)
+        .any(|p| (p[0] == "-f" || p[0] == "-forks") && p[1] == "0")
+        || words.iter().any(|w| w == "-f0" || w == "-f=0");
+    (named || jar) && !no_fork
+}
+
 /// Give each `jvm=hugetlbfs` arm without a pool of its own a pool for its heap: `-Xmx` in
 /// pages of `jvm.pagesize` (2M by default), plus a sixteenth and 128 pages for the code cache
 /// and the rest the JVM maps with large pages. Without it, HotSpot prints "UseLargePages

@@ -407,6 +407,7 @@ impl ServerSchedule for Warm {
                 cpu_ns: 0,
                 failure: Some("the server is not up (it failed earlier in this lifetime)".into()),
                 flag: None,
+                backing: None,
                 evidence: serde_json::json!({}),
             }),
         }

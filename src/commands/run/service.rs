@@ -4,9 +4,10 @@
 //! next burst (warm design), and judged against what the arm expects. A server that does not
 //! start, is not ready, dies during the load or crashes fails its trial with its last log lines.
 
-use crate::analyze::server::{flag, said};
+use crate::analyze::matters::{Judgment, State};
+use crate::analyze::server::{judge, said};
 use crate::backing::arm::Arm;
-use crate::collect::server::{LoadView, ServerMemory, read, tree_cpu_ns};
+use crate::collect::server::{GroupMemory, LoadView, read, tree_cpu_ns};
 use crate::model::run::ServerPlan;
 use crate::workload::child::TrialSpec;
 use crate::workload::server::{Ready, Server, ServerEnd, ServerFailure};
@@ -43,6 +44,8 @@ pub struct Served {
     pub cpu_ns: u64,
     pub failure: Option<String>,
     pub flag: Option<String>,
+    /// Whether the memory that matters got the pages asked for (`analyze::matters`).
+    pub backing: Option<Box<Judgment>>,
     pub evidence: serde_json::Value,
 }
 
@@ -81,6 +84,7 @@ pub fn start(sp: &ServerPlan, arm: &Arm, base: &TrialSpec) -> Result<Running, Se
             cpu_ns: 0,
             failure: Some(format!("{f}{words}")),
             flag: None,
+            backing: None,
             evidence: serde_json::json!({ "failure": f.what, "log_tail": f.log_tail }),
         }
     };
@@ -159,7 +163,7 @@ pub fn finish(mut r: Running, sp: &ServerPlan, arm: &Arm, view: LoadView) -> Ser
     let pid = r.server.pid();
     let cpu_ns = tree_cpu_ns(pid).saturating_sub(r.cpu_before);
     let memory = if r.server.exited() {
-        ServerMemory::default()
+        GroupMemory::default()
     } else {
         read(pid)
     };
@@ -173,7 +177,7 @@ pub fn observe(r: &mut Running, sp: &ServerPlan, arm: &Arm, view: LoadView) -> S
     let pid = r.server.pid();
     let cpu_ns = tree_cpu_ns(pid).saturating_sub(r.cpu_before);
     let (memory, end) = if r.server.exited() {
-        (ServerMemory::default(), r.server.stop(sp.stop_grace))
+        (GroupMemory::default(), r.server.stop(sp.stop_grace))
     } else {
         (read(pid), ServerEnd::default())
     };
@@ -185,7 +189,7 @@ pub fn observe(r: &mut Running, sp: &ServerPlan, arm: &Arm, view: LoadView) -> S
 fn served(
     r: &Running,
     arm: &Arm,
-    (memory, view): (ServerMemory, LoadView),
+    (memory, view): (GroupMemory, LoadView),
     end: ServerEnd,
     cpu_ns: u64,
     pid: i32,
@@ -193,10 +197,14 @@ fn served(
     let (head, tail) = r.server.output();
     let words = said(head.lines().chain(tail.iter().map(String::as_str)));
     let failure = end.failure();
-    let flag = match (arm.server_expectation(), &failure) {
-        (Some(e), None) => flag(e, &memory, words.as_ref()),
+    let backing = match (arm.server_expectation(), &failure) {
+        (Some(e), None) => judge(e, &memory, words.as_ref()).map(Box::new),
         _ => None,
     };
+    let flag = backing
+        .as_ref()
+        .filter(|j| j.state == State::FellBack)
+        .map(|j| j.why.clone());
     let evidence = serde_json::json!({
         "pid": pid,
         "ready_s": r.ready.as_secs_f64(),
@@ -215,6 +223,7 @@ fn served(
         cpu_ns,
         failure,
         flag,
+        backing,
         evidence,
     }
 }

@@ -9,6 +9,7 @@ use super::servers::ServerSchedule;
 use super::service;
 use super::watch;
 use crate::analyze::experiment;
+use crate::analyze::matters::State;
 use crate::backing::arm::Arm;
 use crate::backing::qemu;
 use crate::collect::sampler::Schedule;
@@ -294,6 +295,16 @@ pub(super) fn trial(
         },
         ..base_spec.clone()
     };
+    if arm.process.jvm_to_forks && plan.server.is_none() {
+        let opts = arm.process.java_options().join(" ");
+        if spec.shell {
+            if let Some(cmd) = spec.argv.first_mut() {
+                cmd.push_str(&format!(" -jvmArgsAppend '{opts}'"));
+            }
+        } else {
+            spec.argv.extend(["-jvmArgsAppend".to_string(), opts]);
+        }
+    }
     if let Some(q) = &arm.process.qemu {
         spec.argv = qemu::rewrite(&spec.argv, spec.shell, q).map_err(UsageError)?;
     }
@@ -380,17 +391,21 @@ pub(super) fn trial(
             }
         ));
     }
+    let backing = match &served {
+        Some(s) => s.backing.as_deref().cloned(),
+        None => experiment::judge_trial(arm.expectation(), &ev.memory, &o.stdout, &o.stderr),
+    };
     let mut flagged = match &served {
         Some(s) => s.flag.clone(),
-        None => experiment::flag(
-            arm.expects_huge(),
-            &ev.memory,
-            &ev.kernel_counters,
-            &o.stdout,
-            &o.stderr,
-        ),
+        None => backing
+            .as_ref()
+            .filter(|j| j.state == State::FellBack)
+            .map(|j| j.why.clone()),
     };
     let mut evidence = evidence_json(&o, &ev, &missing)?;
+    if let Some(j) = &backing {
+        evidence["backing"] = serde_json::to_value(j)?;
+    }
     if let Some(e) = &load_error {
         evidence["load_error"] = e.clone().into();
     }
