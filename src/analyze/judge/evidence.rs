@@ -6,8 +6,10 @@
 use super::{HostRow, Window, host_rows};
 use crate::collect::prometheus::Series;
 
-/// Coverage at or above this means a group's services were on huge pages (as `run`'s flag).
-pub const HUGE_COVERAGE: f64 = 0.10;
+/// Coverage at or above this means a group's services were on huge pages: `run`'s FLAGGED
+/// threshold (`analyze::matters`), applied to the exporter's per-process coverage series (the
+/// exporter reads smaps_rollup totals, not regions: the memory that matters is not judged here).
+pub const HUGE_COVERAGE: f64 = crate::analyze::matters::FELL_BACK_BELOW;
 
 /// Which group is meant to run on huge pages after the change.
 #[derive(
