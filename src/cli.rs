@@ -5,7 +5,7 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(
     name = "hugelab",
-    version,
+    version = crate::VERSION,
     about = "Measure what huge pages (THP, mTHP, hugetlbfs 2M/1G) do for a workload, and what they cost",
     long_about = "hugelab answers one question with evidence: what do huge pages do for this workload, \
 on this machine, and what do they cost? It shows the machine's page-size state, configures page \

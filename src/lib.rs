@@ -6,6 +6,9 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+/// `0.1.0 (commit 1a2b3c4d5e6f)`: the version, and the commit when built from git (build.rs).
+pub const VERSION: &str = env!("HUGELAB_VERSION");
+
 pub mod analyze;
 pub mod backing;
 pub mod cli;

@@ -136,6 +136,16 @@ fn faster_arm_becomes_settings_with_their_evidence() {
     let json: serde_json::Value =
         serde_json::from_str(&advise(&db, &[&id.to_string(), "--format", "json"])).unwrap();
     assert_eq!(json["schema"], "hugelab.advice/1");
+    // `--json`, as every command with a JSON record takes it, is the same record.
+    let by_flag: serde_json::Value =
+        serde_json::from_str(&advise(&db, &[&id.to_string(), "--json"])).unwrap();
+    assert_eq!(by_flag, json);
+    assert!(
+        json["hugelab_version"]
+            .as_str()
+            .unwrap()
+            .starts_with(env!("CARGO_PKG_VERSION"))
+    );
     assert_eq!(json["adopt"], "always");
     assert_eq!(json["evidence"][0]["finding"], "adopt");
 }

@@ -120,14 +120,14 @@ fn systemd_unit_verifies() {
         return;
     }
     let unit = std::fs::read_to_string(deploy("systemd/hugelab-exporter.service")).unwrap();
-    assert!(unit.contains("ExecStart=/usr/local/bin/hugelab exporter"));
-    // Verify it as installed, with this build's binary in place of /usr/local/bin/hugelab.
+    assert!(unit.contains("ExecStart=/usr/bin/hugelab exporter"));
+    // Verify it as installed, with this build's binary in place of /usr/bin/hugelab.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("hugelab-exporter.service");
     std::fs::write(
         &path,
         unit.replace(
-            "/usr/local/bin/hugelab",
+            "/usr/bin/hugelab",
             assert_cmd::cargo::cargo_bin("hugelab").to_str().unwrap(),
         ),
     )

@@ -33,6 +33,10 @@ pub struct AdviseArgs {
     /// What to write: a readable plan, or an artefact to install
     #[arg(long, value_enum, default_value_t = Format::Plan)]
     pub format: Format,
+    /// The advice as JSON (`hugelab.advice`), as every command with a JSON record takes it; the
+    /// same as --format json
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
     /// Write the artefact to this file instead of stdout
     #[arg(long, short, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -200,12 +204,13 @@ pub fn run(a: AdviseArgs) -> anyhow::Result<i32> {
             pooled as f64 * 100.0 / total as f64
         ));
     }
-    let text = crate::render::advice::render(&adv, a.format);
+    let format = if a.json { Format::Json } else { a.format };
+    let text = crate::render::advice::render(&adv, format);
     match &a.out {
         Some(p) => {
             std::fs::write(p, &text)
                 .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
-            println!("{} written to {}", format_name(a.format), p.display());
+            println!("{} written to {}", format_name(format), p.display());
         }
         None => print!("{text}"),
     }

@@ -33,11 +33,42 @@ pub struct HoldMemoryArgs {
     pub seconds: u64,
 }
 
+/// A size this machine can map and fault in (exit 2 otherwise): at least one page, and at most
+/// MemTotal — or for `--sparse`, which reserves nothing, the 128 TiB of a user address space.
+fn check_size(size: u64, sparse: bool) -> Result<(), UsageError> {
+    if size < 4096 {
+        return Err(UsageError(format!(
+            "--size {size}: below one 4 KiB page; give at least 4K"
+        )));
+    }
+    let limit = if sparse {
+        Some((128u64 << 40, "a user address space (128T)".to_string()))
+    } else {
+        crate::probe::meminfo::read(&crate::probe::Root::system())
+            .ok()
+            .flatten()
+            .and_then(|m| m.mem_total)
+            .map(|t| (t, format!("this machine's memory (MemTotal {})", Bytes(t))))
+    };
+    match limit {
+        Some((max, what)) if size > max => Err(UsageError(format!(
+            "--size {}: more than {what}; give a size below it",
+            if size > 1 << 60 {
+                size.to_string()
+            } else {
+                Bytes(size).to_string()
+            }
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Map and fault in memory with a known backing, print `ready START END`, and wait.
 pub fn run(a: HoldMemoryArgs) -> anyhow::Result<i32> {
     if a.thp_disable {
         crate::sys::set_thp_disable(true)?;
     }
+    check_size(a.size.0, a.sparse)?;
     let (backing, plain) = match a.backing.as_str() {
         "plain" => (Backing::Base, true),
         b => (b.parse::<Backing>().map_err(UsageError)?, false),

@@ -27,9 +27,12 @@ pub mod trace;
 #[error("{0}")]
 pub struct UsageError(pub String);
 
-/// Print a serializable record as pretty JSON on stdout.
+/// Print a serializable record as pretty JSON on stdout, with the version that wrote it.
 pub fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(v)?);
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&crate::model::Versioned::of(v))?
+    );
     Ok(())
 }
 

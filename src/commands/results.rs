@@ -51,12 +51,14 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
         ResultsAction::List { out } => {
             let runs = store.runs()?;
             if out.json {
-                print_json(
-                    &runs
-                        .iter()
-                        .map(|(m, n)| serde_json::json!({"run": m, "trials": n}))
-                        .collect::<Vec<_>>(),
-                )?;
+                // A list, not a record: each run carries the version that wrote it.
+                let list: Vec<serde_json::Value> = runs
+                    .iter()
+                    .map(|(m, n)| {
+                        serde_json::json!({"run": m, "trials": n, "hugelab_version": m.written_by()})
+                    })
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&list)?);
             } else {
                 let mut t = crate::render::table(&[
                     "run", "created", "status", "trials", "label", "command",
@@ -89,15 +91,18 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
                     meta.status,
                     meta.command.join(" ")
                 );
+                if let Some(note) = meta.other_version() {
+                    println!("note: {note}");
+                }
                 print!("{}", crate::render::run::render_stored(&report));
             }
         }
         ResultsAction::Export { run, format, out } => {
             let (meta, arms, trials) = store.load(run)?;
             let text = match format {
-                ExportFormat::Json => serde_json::to_string_pretty(
+                ExportFormat::Json => serde_json::to_string_pretty(&crate::model::Versioned::of(
                     &crate::render::export_json::export(&meta, &arms, &trials),
-                )?,
+                ))?,
                 ExportFormat::Csv => crate::render::csv::trials(run, &arms, &trials),
                 ExportFormat::Md => crate::render::markdown::runs(&[super::stored::view(
                     meta, &arms, &trials, 0.01, 0.99,

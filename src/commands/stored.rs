@@ -86,6 +86,14 @@ pub fn compare_runs(
 ) -> anyhow::Result<CompareResult> {
     let (la, va) = values_of(a, metric, db)?;
     let (lb, vb) = values_of(b, metric, db)?;
+    // A run against itself (the same id or file, or the same values) compares nothing.
+    if a == b || va == vb {
+        return Err(super::UsageError(format!(
+            "{a} and {b} are {}: a comparison with itself says nothing; give two different runs (hugelab results list)",
+            if a == b { "the same run" } else { "the same data" }
+        ))
+        .into());
+    }
     let better = if higher {
         Better::Higher
     } else {

@@ -8,3 +8,20 @@ pub mod judge;
 pub mod report;
 pub mod run;
 pub mod trace;
+
+/// A JSON record with the version of hugelab that wrote it (its last key).
+#[derive(serde::Serialize)]
+pub struct Versioned<'a, T: serde::Serialize> {
+    #[serde(flatten)]
+    pub record: &'a T,
+    pub hugelab_version: &'static str,
+}
+
+impl<'a, T: serde::Serialize> Versioned<'a, T> {
+    pub fn of(record: &'a T) -> Self {
+        Versioned {
+            record,
+            hugelab_version: crate::VERSION,
+        }
+    }
+}

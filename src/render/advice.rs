@@ -69,7 +69,9 @@ fn cmdline_word(s: &Setting) -> Option<String> {
 pub fn render(a: &Advice, f: Format) -> String {
     match f {
         Format::Plan => plan(a),
-        Format::Json => serde_json::to_string_pretty(a).unwrap_or_default() + "\n",
+        Format::Json => {
+            serde_json::to_string_pretty(&crate::model::Versioned::of(a)).unwrap_or_default() + "\n"
+        }
         Format::Sysctl => sysctl(a),
         Format::Tmpfiles => tmpfiles(a),
         Format::Systemd => systemd(a),

@@ -62,8 +62,22 @@ pub fn read(v: &serde_json::Value, file: &std::path::Path) -> Result<Import, Imp
     for (i, r) in results.iter().enumerate() {
         arms.push(ArmRow {
             idx: i as i64,
+            // The name the file gives: a hugelab arm, else hyperfine's `command` (its `-n`
+            // name when one was given), unless another arm has it already.
             name: r["hugelab"]["arm"]
                 .as_str()
+                .or(r["command"].as_str())
+                .map(str::trim)
+                .filter(|n| !n.is_empty())
+                .filter(|n| {
+                    !results[..i].iter().any(|o| {
+                        o["hugelab"]["arm"]
+                            .as_str()
+                            .or(o["command"].as_str())
+                            .map(str::trim)
+                            == Some(n)
+                    })
+                })
                 .map(str::to_string)
                 .unwrap_or_else(|| format!("cmd{}", i + 1)),
             spec: r["hugelab"]["spec"]
@@ -99,6 +113,11 @@ pub fn read(v: &serde_json::Value, file: &std::path::Path) -> Result<Import, Imp
         let times = r["times"]
             .as_array()
             .ok_or_else(|| ImportError(format!("results[{i}] has no `times` array")))?;
+        if times.is_empty() {
+            return Err(ImportError(format!(
+                "results[{i}].times is empty: an arm with no trials; rerun hyperfine for it or remove results[{i}] from the file"
+            )));
+        }
         let codes = r["exit_codes"].as_array();
         for (k, t) in times.iter().enumerate() {
             let t = checked(t, &format!("results[{i}].times[{k}]"), true)?;
@@ -162,8 +181,35 @@ mod tests {
                         prop_assert!(w.is_finite() && w > 0.0);
                     }
                 }
+                Err(e) if times.is_empty() => {
+                    prop_assert!(e.0.contains("results[0].times is empty"), "{}", e.0)
+                }
                 Err(e) => prop_assert!(e.0.contains("results[0].times["), "{}", e.0),
             }
         }
+    }
+
+    #[test]
+    fn an_arm_with_no_times_refuses_the_whole_file_and_arms_keep_their_names() {
+        let f = std::path::Path::new("h.json");
+        let v = serde_json::json!({"results": [
+            {"command": "a", "times": [0.1, 0.2]},
+            {"command": "b", "times": []},
+        ]});
+        let e = read(&v, f).unwrap_err();
+        assert!(e.0.contains("results[1].times is empty"), "{}", e.0);
+        let v = serde_json::json!({"results": [
+            {"command": "a", "times": [0.1]},
+            {"command": "sleep 0.2", "times": [0.2]},
+            {"command": "a", "times": [0.3]},
+            {"times": [0.4]},
+        ]});
+        let names: Vec<String> = read(&v, f)
+            .unwrap()
+            .arms
+            .into_iter()
+            .map(|a| a.name)
+            .collect();
+        assert_eq!(names, ["a", "sleep 0.2", "cmd3", "cmd4"]);
     }
 }

@@ -37,6 +37,29 @@ pub struct RunMeta {
     pub plan: serde_json::Value,
 }
 
+impl RunMeta {
+    /// The hugelab that stored the run (`plan.hugelab_version`; runs stored before versions
+    /// were recorded have none).
+    pub fn written_by(&self) -> Option<&str> {
+        self.plan["hugelab_version"].as_str()
+    }
+
+    /// Said when the run was written by another hugelab than this one.
+    pub fn other_version(&self) -> Option<String> {
+        match self.written_by() {
+            Some(v) if v == crate::VERSION => None,
+            Some(v) => Some(format!(
+                "this run was written by hugelab {v}; this is {}: its evidence is read as this version reads it",
+                crate::VERSION
+            )),
+            None => Some(format!(
+                "this run was written by a hugelab that did not record its version (before 0.1.0's packaging); this is {}",
+                crate::VERSION
+            )),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ArmRow {
     pub idx: i64,
@@ -336,6 +359,11 @@ fn insert_run(
     arms: &[ArmRow],
 ) -> anyhow::Result<i64> {
     let host = crate::probe::cpu::hostname(&crate::probe::Root::system()).unwrap_or_default();
+    // The version that wrote the run travels with its plan (no schema change).
+    let mut plan = plan.clone();
+    if let Some(o) = plan.as_object_mut() {
+        o.entry("hugelab_version").or_insert(crate::VERSION.into());
+    }
     tx.execute(
         "INSERT INTO runs (created, label, command, host, kernel, status, plan) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![now_utc(), label, serde_json::to_string(command)?, host, kernel, status, plan.to_string()],
