@@ -233,10 +233,34 @@ fn a_watched_process_is_measured_and_its_series_drop_when_it_exits() {
         let folio_2m = folio_2m.expect("the folio pass never completed in 200 scrapes");
         assert!(folio_2m >= (60 << 20) as f64, "{folio_2m}");
     }
+    assert_eq!(s[&format!("hugelab_watched_up{{pid=\"{pid}\"}}")], 1.0);
     child.kill().unwrap();
     child.wait().unwrap();
-    let after = scrape_text(&mut ex);
-    assert!(!after.contains(&format!("pid=\"{pid}\"")), "{after}");
+    let after = samples(&scrape_text(&mut ex));
+    // Its series drop; the pid asked for stays, as not up.
+    assert!(!after.keys().any(|k| k.contains(&id)), "{after:?}");
+    assert_eq!(after[&format!("hugelab_watched_up{{pid=\"{pid}\"}}")], 0.0);
+}
+
+#[test]
+fn a_pid_that_does_not_exist_is_an_error_once_and_a_warning_when_serving() {
+    let out = Command::new(assert_cmd::cargo::cargo_bin("hugelab"))
+        .args(["exporter", "--once", "--pid", "999999"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("--pid 999999: no such process"), "{e}");
+    let ex = serve(&["--pid", "999999"]);
+    assert!(
+        ex.before
+            .iter()
+            .any(|l| l.contains("warning: --pid 999999: no such process")),
+        "{:?}",
+        ex.before
+    );
+    let (_, body) = get(&ex.addr, "/metrics", None);
+    assert!(body.contains("hugelab_watched_up{pid=\"999999\"} 0"), "{body}");
 }
 
 #[test]
@@ -268,6 +292,8 @@ fn tracefs_mounted() -> bool {
 struct Served {
     child: Child,
     addr: String,
+    /// What it printed before its address line (warnings, notes).
+    before: Vec<String>,
 }
 
 impl Drop for Served {
@@ -295,6 +321,7 @@ fn serve(extra: &[&str]) -> Served {
         .unwrap();
     // Notes may come first; the address line says where it listens.
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut before = Vec::new();
     let addr = loop {
         let line = lines
             .next()
@@ -303,10 +330,15 @@ fn serve(extra: &[&str]) -> Served {
         if let Some(rest) = line.split("http://").nth(1) {
             break rest.split('/').next().unwrap().to_string();
         }
+        before.push(line);
     };
     // Keep reading its stderr, so that later notes never hit a closed pipe.
     std::thread::spawn(move || lines.for_each(drop));
-    Served { child, addr }
+    Served {
+        child,
+        addr,
+        before,
+    }
 }
 
 /// (status line, headers and body) of one HTTP GET.

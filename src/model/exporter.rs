@@ -52,6 +52,9 @@ pub struct StallHistogram {
 pub struct Scrape {
     pub status: Status,
     pub processes: Vec<WatchedProcess>,
+    /// Each `--pid` asked for: whether it was there to read this scrape.
+    #[serde(default)]
+    pub watched_up: Vec<(u32, bool)>,
     pub health: ExporterHealth,
     pub version: &'static str,
     /// `--trace`: stall histograms since start, and records the kernel dropped.

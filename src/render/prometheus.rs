@@ -373,6 +373,16 @@ fn memory(o: &mut Out, s: &Scrape) {
 }
 
 fn processes(o: &mut Out, s: &Scrape) {
+    if !s.watched_up.is_empty() {
+        let up = o.gauge(
+            "watched_up",
+            "Each --pid asked for: 1 when the process was there to read this scrape, 0 when it is not (gone, or never existed)",
+            None,
+        );
+        for (pid, there) in &s.watched_up {
+            set(&up, vec![("pid", pid.to_string())], u64::from(*there));
+        }
+    }
     if s.processes.is_empty() {
         return;
     }

@@ -65,6 +65,13 @@ impl Exporter {
                 )));
             }
         }
+        if a.once
+            && let Some(p) = a.pid.iter().find(|p| comm(**p).is_none())
+        {
+            return Err(UsageError(format!(
+                "--pid {p}: no such process (see ps, or use --name COMM to follow a process by name)"
+            )));
+        }
         if a.top == Some(0) {
             return Err(UsageError("--top 0 watches nothing; give N ≥ 1".into()));
         }
@@ -229,6 +236,11 @@ impl Exporter {
             }
         }
         let live: Vec<u32> = processes.iter().map(|p| p.pid).collect();
+        let watched_up: Vec<(u32, bool)> = self
+            .pids
+            .iter()
+            .map(|p| (*p, live.contains(p)))
+            .collect();
         self.watched.retain(|pid, _| live.contains(pid));
         self.health.scrapes += 1;
         self.health.last_duration_s = t.elapsed().as_secs_f64();
@@ -242,6 +254,7 @@ impl Exporter {
         Ok(Scrape {
             status,
             processes,
+            watched_up,
             health: self.health.clone(),
             version: env!("CARGO_PKG_VERSION"),
             stalls,
