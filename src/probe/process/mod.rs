@@ -48,7 +48,10 @@ impl Proc {
         match self.root.read_opt(&path) {
             Ok(Some(t)) => Ok(t),
             Ok(None) => Err(ProcError::Gone { pid: self.pid }),
-            Err(crate::error::ProbeError::Permission { .. }) => Err(ProcError::Denied { path }),
+            Err(crate::error::ProbeError::Permission { .. }) => Err(ProcError::Denied {
+                path,
+                hint: denied_hint(),
+            }),
             Err(e) => Err(ProcError::Other(e.to_string())),
         }
     }
@@ -119,10 +122,30 @@ impl Proc {
 pub enum ProcError {
     #[error("process {pid} does not exist (or exited)")]
     Gone { pid: u32 },
-    #[error("{path}: permission denied (another user's process: run as root)")]
-    Denied { path: String },
+    #[error("{path}: permission denied ({hint})")]
+    Denied { path: String, hint: String },
     #[error("{0}")]
     Other(String),
+}
+
+/// Why reading another process's memory maps was refused, in words that fit the user: without
+/// root, the fix is root; as root, something above root refused it (a container's namespaces or
+/// /proc mount, an LSM such as SELinux or AppArmor, Yama's ptrace_scope).
+pub fn denied_hint() -> String {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return "another user's process: run as root".into();
+    }
+    let yama = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
+        .ok()
+        .map(|v| v.trim().to_string());
+    match yama.as_deref() {
+        Some("3") => "denied to root by Yama (kernel.yama.ptrace_scope = 3: no process may read another's memory maps until reboot)".into(),
+        Some(n) => format!(
+            "denied to root: by a container (a process outside this one's namespaces, or a restricted /proc), an LSM (SELinux, AppArmor) or ptrace rules (kernel.yama.ptrace_scope = {n}); run where the process is visible, or check the LSM's audit log"
+        ),
+        None => "denied to root: by a container (a process outside this one's namespaces, or a restricted /proc) or an LSM (SELinux, AppArmor); run where the process is visible, or check the LSM's audit log".into(),
+    }
 }
 
 /// Every process id under `root`'s /proc, ascending.
@@ -145,4 +168,20 @@ pub fn comm(pid: u32) -> Option<String> {
             .trim_end()
             .to_string(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_denial_is_explained_for_the_user_who_got_it() {
+        let hint = super::denied_hint();
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            // Root is never told to run as root.
+            assert!(hint.starts_with("denied to root"), "{hint}");
+            assert!(!hint.contains("run as root"), "{hint}");
+        } else {
+            assert_eq!(hint, "another user's process: run as root");
+        }
+    }
 }
