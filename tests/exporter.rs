@@ -260,7 +260,10 @@ fn a_pid_that_does_not_exist_is_an_error_once_and_a_warning_when_serving() {
         ex.before
     );
     let (_, body) = get(&ex.addr, "/metrics", None);
-    assert!(body.contains("hugelab_watched_up{pid=\"999999\"} 0"), "{body}");
+    assert!(
+        body.contains("hugelab_watched_up{pid=\"999999\"} 0"),
+        "{body}"
+    );
 }
 
 #[test]

@@ -22,7 +22,10 @@ fn fixture(db: &Path) {
         .collect();
     let plan =
         serde_json::json!({"baseline": 0, "metrics": [{"name": "wall_s", "better": "lower"}]});
-    for _ in 0..2 {
+    // Two runs of the same programs, the second on a machine 3% slower (a comparison of a run
+    // with itself is refused).
+    for run in 0..2 {
+        let machine = if run == 0 { 1.0 } else { 1.03 };
         let id = s
             .create_run(
                 Some("golden"),
@@ -37,11 +40,12 @@ fn fixture(db: &Path) {
         for b in 0..12i64 {
             for a in 0..3i64 {
                 let base = 1.0 + 0.013 * ((b * 5 + a) % 7) as f64;
-                let v = match a {
-                    1 => base * 0.9,
-                    2 => base * (1.0 + 0.001 * ((b % 3) as f64 - 1.0)),
-                    _ => base,
-                };
+                let v = machine
+                    * match a {
+                        1 => base * 0.9,
+                        2 => base * (1.0 + 0.001 * ((b % 3) as f64 - 1.0)),
+                        _ => base,
+                    };
                 s.add_trial(
                     id,
                     &TrialRow {

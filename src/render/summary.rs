@@ -265,11 +265,27 @@ pub fn run_line(r: &ExperimentAnalysis, f: &RunFacts) -> Vec<String> {
     }
     let contrasts = r.primary().map_or(0, |m| m.contrasts.len());
     parts.push(format!(
-        "{}, δ = {}%",
+        "{}, δ = {}%{}",
         level_words(&r.design, contrasts, r.confidence),
-        r.effect * 100.0
+        r.effect * 100.0,
+        secondary_words(r)
     ));
     wrap_hanging(&parts.join(" · "), 2)
+}
+
+/// What the level does not cover: each metric's contrasts are controlled on their own, so with
+/// secondary metrics a verdict on one of them has no control across metrics.
+fn secondary_words(r: &ExperimentAnalysis) -> &'static str {
+    let contrasted = r
+        .metrics
+        .iter()
+        .filter(|m| !m.metric.context && !m.contrasts.is_empty())
+        .count();
+    if contrasted > 1 {
+        " (the primary metric's; secondary metrics: not adjusted across metrics)"
+    } else {
+        ""
+    }
 }
 
 /// The level the verdicts have, in a few words: `99%`, `99% family-wise (Holm, 2 contrasts)`,
@@ -435,6 +451,69 @@ mod tests {
         assert_eq!(thousands(6000), "6,000");
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(1234567), "1,234,567");
+    }
+
+    #[test]
+    fn the_run_line_says_secondary_metrics_are_not_adjusted_across_metrics() {
+        use crate::analyze::experiment::{MetricDef, TrialData, analyse};
+        use crate::analyze::verdict::Better;
+        let trials: Vec<TrialData> = (0..12)
+            .flat_map(|b| {
+                (0..2).map(move |a| TrialData {
+                    block: b,
+                    arm: a,
+                    ok: true,
+                    flagged: None,
+                    metrics: [
+                        ("wall_s".to_string(), 1.0 + 0.01 * (b % 3) as f64),
+                        ("tps".to_string(), 100.0 + (a * 10 + b % 2) as f64),
+                    ]
+                    .into(),
+                    coverage_at_peak: None,
+                    counters: Default::default(),
+                    noise: Default::default(),
+                    lifetime: None,
+                    share: None,
+                    partial: None,
+                })
+            })
+            .collect();
+        let def = |name: &str, better, context| MetricDef {
+            name: name.into(),
+            better,
+            context,
+        };
+        let line = |defs: &[MetricDef]| {
+            let r = analyse(
+                &["a".into(), "b".into()],
+                0,
+                &trials,
+                defs,
+                0.01,
+                0.99,
+                &Design::Fixed,
+            );
+            run_line(&r, &RunFacts::default())
+                .iter()
+                .map(|l| l.trim())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let both = [
+            def("wall_s", Better::Lower, false),
+            def("tps", Better::Higher, false),
+        ];
+        assert!(
+            line(&both).contains("secondary metrics: not adjusted across metrics"),
+            "{}",
+            line(&both)
+        );
+        // Wall time recorded as context: one contrasted metric, nothing to say.
+        let one = [
+            def("wall_s", Better::Lower, true),
+            def("tps", Better::Higher, false),
+        ];
+        assert!(!line(&one).contains("secondary"), "{}", line(&one));
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! (corrected for its small-sample bias) widens the interval by √((1+ρ)/(1−ρ)), the variance
 //! inflation of the mean of an AR(1) series. The interval is Hodges–Lehmann with the
 //! signed-rank interval, Holm's step-down across metrics (fixed window), or the confidence
-//! sequence with a Bonferroni split (`--follow`, valid at every look).
+//! sequence with a Bonferroni split (`--follow`, asymptotically valid at every look).
 //!
 //! Evidence first (`evidence`): the exporter's coverage of the watched services tells whether
 //! the group that should be on huge pages was, and whether the other was not; if not, the

@@ -48,7 +48,7 @@ impl Design {
             ),
             Design::Fixed => format!("Hodges–Lehmann, signed-rank intervals, {lvl}"),
             Design::Sequential { .. } => format!(
-                "sequential: confidence sequence for the mean log-ratio (valid at every look), {}",
+                "sequential: confidence sequence for the mean log-ratio (asymptotically valid at every look: its scale is estimated from the data), {}",
                 fam("Bonferroni")
             ),
             Design::GroupSequential { looks, max_blocks } => format!(

@@ -87,7 +87,11 @@ pub fn run(a: ExporterArgs) -> anyhow::Result<i32> {
         );
         return Ok(0);
     }
-    for p in a.pid.iter().filter(|p| crate::probe::process::comm(**p).is_none()) {
+    for p in a
+        .pid
+        .iter()
+        .filter(|p| crate::probe::process::comm(**p).is_none())
+    {
         eprintln!(
             "hugelab exporter: warning: --pid {p}: no such process; it is exported as hugelab_watched_up{{pid=\"{p}\"}} 0"
         );

@@ -236,11 +236,8 @@ impl Exporter {
             }
         }
         let live: Vec<u32> = processes.iter().map(|p| p.pid).collect();
-        let watched_up: Vec<(u32, bool)> = self
-            .pids
-            .iter()
-            .map(|p| (*p, live.contains(p)))
-            .collect();
+        let watched_up: Vec<(u32, bool)> =
+            self.pids.iter().map(|p| (*p, live.contains(p))).collect();
         self.watched.retain(|pid, _| live.contains(pid));
         self.health.scrapes += 1;
         self.health.last_duration_s = t.elapsed().as_secs_f64();
