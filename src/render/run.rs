@@ -102,6 +102,13 @@ pub fn metric_grid(r: &ExperimentAnalysis, m: &MetricAnalysis) -> Grid {
                     b.point,
                     fmt_level(c.level)
                 ));
+            } else if c.percent.lo.is_some() && c.blocks < crate::analyze::verdict::BOOTSTRAP_MIN_N
+            {
+                g.notes.push(format!(
+                    "  {arm}: mean ratio - (a BCa bootstrap interval needs {} units; {} here)",
+                    crate::analyze::verdict::BOOTSTRAP_MIN_N,
+                    c.blocks
+                ));
             }
             for w in &c.warnings {
                 g.notes.push(format!("  {arm}: warning: {w}"));

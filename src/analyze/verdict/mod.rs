@@ -277,6 +277,10 @@ pub fn unpaired_contrasts(
 /// interval, its p-value and how many more blocks would settle it (`more(n)`): the verdict
 /// against δ, the percent interval at the level it achieved, and the warnings.
 #[allow(clippy::too_many_arguments)]
+/// The fewest units (blocks, or lifetimes) a BCa bootstrap interval of the mean ratio is
+/// computed for: below it the resamples are too few to reach the tail the level asks for.
+pub const BOOTSTRAP_MIN_N: usize = 10;
+
 pub fn contrast_from(
     n: usize,
     e: Estimate,
@@ -302,6 +306,9 @@ pub fn contrast_from(
             (Verdict::Inconclusive, false, None)
         }
     };
+    // No secondary interval where the primary was refused, or where too few units leave the
+    // bootstrap's tail quantile at the sample's extreme (3 blocks have 10 distinct resamples).
+    let boot = boot.filter(|_| e.lo.is_some() && n >= BOOTSTRAP_MIN_N);
     let pct = to_percent(e);
     if let (Some(b), Some(lo), Some(hi)) = (&boot, pct.lo, pct.hi)
         && let (Some(blo), Some(bhi)) = (b.lo, b.hi)
@@ -429,6 +436,35 @@ mod tests {
             );
             assert!(f.mean_ratio_percent.is_some() && q.mean_ratio_percent.is_none());
         }
+    }
+
+    #[test]
+    fn no_bootstrap_interval_from_too_few_blocks_or_beside_a_refused_primary() {
+        let d = |n: usize| -> Vec<Vec<f64>> {
+            vec![(0..n).map(|i| -0.2 + 0.01 * (i % 3) as f64).collect()]
+        };
+        // 3 blocks at 99.5%: the primary interval is refused, and so is the bootstrap's.
+        let three = contrasts(&d(3), 0.01, 0.99, Better::Lower, &Design::Fixed);
+        let c = three[0].as_ref().unwrap();
+        assert!(
+            c.percent.lo.is_none() && c.mean_ratio_percent.is_none(),
+            "{c:?}"
+        );
+        // Enough for the signed-rank interval at 99%, too few for the bootstrap.
+        let eight = contrasts(&d(8), 0.01, 0.99, Better::Lower, &Design::Fixed);
+        let c = eight[0].as_ref().unwrap();
+        assert!(
+            c.percent.lo.is_some() && c.mean_ratio_percent.is_none(),
+            "{c:?}"
+        );
+        let ten = contrasts(
+            &d(BOOTSTRAP_MIN_N),
+            0.01,
+            0.99,
+            Better::Lower,
+            &Design::Fixed,
+        );
+        assert!(ten[0].as_ref().unwrap().mean_ratio_percent.is_some());
     }
 
     #[test]
