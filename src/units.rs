@@ -149,7 +149,8 @@ impl Unit {
 
     /// How to print numbers of this unit near `reference` so that a spread of `spread` still
     /// shows: the scale comes from the reference (ns, µs, ms, s; B, KiB … GiB), the decimals
-    /// give the reference 3 significant digits and the spread 2 (at most 6 decimals).
+    /// give the reference 3 significant digits and the spread 2, but never the reference more
+    /// than 4 (a float-noise spread counts as none).
     pub fn fmt_for(self, reference: f64, spread: f64) -> Shown {
         let (factor, suffix) = match self {
             Unit::Time(secs_each) => {
@@ -175,11 +176,16 @@ impl Unit {
             }
             Unit::Plain => (1.0, ""),
         };
-        let decimals = decimals(reference * factor, 3).max(decimals(spread * factor, 2));
+        // A spread below a billionth of the reference is float noise (identical values), not a
+        // spread; and the spread never asks for more than one digit past the reference's third.
+        let (r, sp) = (reference * factor, spread * factor);
+        let real_spread = sp.is_finite() && sp.abs() > r.abs() * 1e-9;
+        let wanted = decimals(r, 3).max(if real_spread { decimals(sp, 2) } else { 0 });
+        let cap = if r == 0.0 { 6 } else { decimals(r, 4) };
         Shown {
             factor,
             suffix,
-            decimals: decimals.min(6),
+            decimals: wanted.min(cap).min(6),
         }
     }
 }
@@ -354,9 +360,24 @@ mod tests {
             Unit::of_metric("tps").fmt_for(2466.12, 35.0).show(2466.12),
             "2466"
         );
+        // A tiny spread asks for at most one digit past the reference's third.
         assert_eq!(
             Unit::of_metric("tps").fmt_for(2466.12, 0.35).show(2466.12),
-            "2466.12"
+            "2466"
+        );
+        assert_eq!(
+            Unit::of_metric("tps")
+                .fmt_for(24.6612, 0.0035)
+                .show(24.6612),
+            "24.66"
+        );
+        // Three identical sub-millisecond latencies: a float-noise sd is no spread (it gave
+        // `471.000000 µs`), and a real one of 4.6 µs still shows at the reference's precision.
+        let lat = Unit::of_metric("get_p99_ms");
+        assert_eq!(lat.fmt_for(0.471, 5.5e-17).show(0.471), "471 µs");
+        assert_eq!(
+            lat.fmt_for(0.471, 0.0046188).plus_minus(0.471, 0.0046188),
+            "471.0 ± 4.6 µs"
         );
         assert_eq!(f.show(f64::NAN), "-");
     }

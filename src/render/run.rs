@@ -45,10 +45,10 @@ pub fn metric_grid(r: &ExperimentAnalysis, m: &MetricAnalysis) -> Grid {
             "verdict",
         ],
     );
-    // One scale and precision for the whole column: the baseline's median, the smallest spread.
-    let summaries = m.arms.iter().filter_map(|a| a.summary.as_ref());
-    let reference = summaries.clone().next().map_or(0.0, |s| s.median);
-    let spread = summaries.map(|s| s.sd).fold(f64::INFINITY, f64::min);
+    // One scale and precision for the whole column: the baseline's median and spread.
+    let baseline = m.arms.iter().find_map(|a| a.summary.as_ref());
+    let reference = baseline.map_or(0.0, |s| s.median);
+    let spread = baseline.map_or(0.0, |s| s.sd);
     let shown = Unit::of_metric(&m.metric.name).fmt_for(reference, spread);
     for a in &m.arms {
         let Some(s) = &a.summary else {
