@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "hugelab",
     version = crate::VERSION,
+    max_term_width = 100,
     about = "Measure what huge pages (THP, mTHP, hugetlbfs 2M/1G) do for a workload, and what they cost",
     long_about = "hugelab answers one question with evidence: what do huge pages do for this workload, \
 on this machine, and what do they cost? It shows the machine's page-size state, configures page \

@@ -118,10 +118,17 @@ pub fn judge_trial(
         .map(|l| format!("the program said: {}", l.trim()));
     let view = memory.at_peak.as_ref()?;
     let walked = view.rss + view.hugetlb_total();
-    if (walked as f64) >= 0.95 * memory.peak_rss as f64 || expect == Expect::FourK {
+    if (walked as f64) >= 0.95 * memory.peak_rss as f64 {
         return matters::judge(expect, view, said.as_deref());
     }
-    // The walks missed the peak: the share status reads saw there (hugetlb only).
+    if !matches!(expect, Expect::Hugetlb(_)) {
+        // Status reads cannot see THP: judged at the largest walk only when that walk saw most
+        // of the peak; a short peak that fell between walks is not judged at all.
+        return ((walked as f64) >= 0.5 * memory.peak_rss as f64)
+            .then(|| matters::judge(expect, view, said.as_deref()))
+            .flatten();
+    }
+    // A hugetlb arm whose peak the walks missed: the hugetlb share status reads saw there.
     let share = memory.coverage_at_peak.unwrap_or(0.0);
     let state = matters::classify(share);
     Some(Judgment {

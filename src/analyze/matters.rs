@@ -31,7 +31,8 @@ pub const PARTIAL_BELOW: f64 = 0.5;
 pub const MATTERS_SHARE: f64 = 0.8;
 /// A process with at least this share of the memory that matters is judged on its own too.
 pub const PROCESS_SHARE: f64 = 0.25;
-/// Groups with less resident memory than this are not judged: too small for pages to matter.
+/// Groups (and regions that matter) with less resident memory than this are not judged: too
+/// small for pages to matter, or the walk saw only a program's start.
 pub const MIN_RESIDENT: u64 = 8 << 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -143,8 +144,8 @@ pub fn judge(expect: Expect, mem: &GroupMemory, words: Option<&str>) -> Option<J
     let regions = regions_that_matter(mem);
     let matters: u64 = regions.iter().map(|s| s.resident).sum();
     let on_asked: u64 = regions.iter().map(|s| counts(expect, s)).sum();
-    if matters == 0 {
-        return None;
+    if matters < MIN_RESIDENT {
+        return None; // the regions that can hold huge pages are too small to judge
     }
     let share = on_asked as f64 / matters as f64;
     // Per process among the regions that matter.

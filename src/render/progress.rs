@@ -105,6 +105,12 @@ impl Observer for Progress {
     }
 
     fn note(&mut self, msg: &str) {
+        // Within 100 columns, continuation lines indented.
+        let msg = msg
+            .lines()
+            .flat_map(|l| super::summary::wrap_hanging(l, 2))
+            .collect::<Vec<_>>()
+            .join("\n");
         match &self.bar {
             Some(b) => b.println(msg),
             // A note stays even with --quiet: it is not progress but something to read.

@@ -236,14 +236,14 @@ pub fn render(s: &Status, findings: Option<&[Finding]>) -> String {
             }
         }
     }
-    o
+    super::summary::wrap_aligned(&o)
 }
 
-/// Counters as `name value` pairs, four per line, aligned.
+/// Counters as `name value` pairs, two per line (84 columns), aligned.
 pub fn counter_lines(c: &BTreeMap<String, u64>) -> String {
     let mut o = String::new();
     let items: Vec<String> = c.iter().map(|(k, v)| format!("{k:<30}{v:>10}")).collect();
-    for chunk in items.chunks(3) {
+    for chunk in items.chunks(2) {
         let _ = writeln!(o, "  {}", chunk.join("  "));
     }
     o

@@ -423,6 +423,36 @@ pub fn wrap_lines(text: &str) -> String {
     o
 }
 
+/// Every line of `text` longer than [`WIDTH`] wrapped under its own value: after a `key: `
+/// near its start (`evidence: …`), else after the spaces that follow its label (`memory      …`),
+/// else two more than its own indent.
+pub fn wrap_aligned(text: &str) -> String {
+    let mut o = String::new();
+    for line in text.lines() {
+        if line.chars().count() <= WIDTH {
+            o.push_str(line);
+            o.push('\n');
+            continue;
+        }
+        let lead = line.len() - line.trim_start_matches(' ').len();
+        let rest = &line[lead..];
+        let key = rest
+            .find(": ")
+            .filter(|i| *i < 20 && !rest[..*i].contains(' '))
+            .map(|i| lead + i + 2);
+        let label = rest.find("  ").filter(|i| *i < 20).map(|i| {
+            let after = &rest[i..];
+            lead + i + (after.len() - after.trim_start_matches(' ').len())
+        });
+        let indent = key.or(label).unwrap_or(lead + 2);
+        for l in wrap_hanging(line, indent) {
+            o += &l;
+            o.push('\n');
+        }
+    }
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
