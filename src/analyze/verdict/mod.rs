@@ -273,13 +273,13 @@ pub fn unpaired_contrasts(
         .collect()
 }
 
-/// One contrast from its interval `e` on the log scale (at `level`), the optional mean-ratio
-/// interval, its p-value and how many more blocks would settle it (`more(n)`): the verdict
-/// against δ, the percent interval at the level it achieved, and the warnings.
 /// The fewest units (blocks, or lifetimes) a BCa bootstrap interval of the mean ratio is
 /// computed for: below it the resamples are too few to reach the tail the level asks for.
 pub const BOOTSTRAP_MIN_N: usize = 10;
 
+/// One contrast from its interval `e` on the log scale (at `level`), the optional mean-ratio
+/// interval, its p-value and how many more blocks would settle it (`more(n)`): the verdict
+/// against δ, the percent interval at the level it achieved, and the warnings.
 #[allow(clippy::too_many_arguments)]
 pub fn contrast_from(
     n: usize,
