@@ -252,3 +252,45 @@ fn an_export_keeps_hyperfines_arrays_aligned_when_trials_failed() {
     );
     assert_eq!(v["results"][0]["times"].as_array().unwrap().len(), 3);
 }
+
+#[test]
+fn every_record_and_stored_run_names_the_version_that_wrote_it() {
+    let version = common::hugelab_stdout(["--version"]);
+    assert!(
+        version.starts_with(&format!("hugelab {}", env!("CARGO_PKG_VERSION"))),
+        "{version}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("v.db");
+    let v = common::run_json(
+        &["--arm", "a=", "--arm", "b=env.X=1", "--blocks", "2"],
+        &["true"],
+        &db,
+    );
+    let this = v["hugelab_version"].as_str().unwrap().to_string();
+    assert!(version.trim().ends_with(&this), "{version} vs {this}");
+    let status = common::hugelab_json(["status", "--json"]);
+    assert_eq!(status["hugelab_version"], this.as_str());
+    // The stored run carries it; `results show` is silent about its own version...
+    let store = Store::open(&db).unwrap();
+    let (meta, _, _) = store.load(1).unwrap();
+    assert_eq!(meta.written_by(), Some(this.as_str()));
+    let db_s = db.display().to_string();
+    let show = common::hugelab_stdout(["results", "show", "1", "--db", &db_s]);
+    assert!(!show.contains("written by"), "{show}");
+    // ...and says when another version wrote the run.
+    let mut other = meta.plan.clone();
+    other["hugelab_version"] = "0.0.9 (commit 0123456789ab)".into();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute(
+        "UPDATE runs SET plan = ?1 WHERE id = 1",
+        [other.to_string()],
+    )
+    .unwrap();
+    drop(conn);
+    let show = common::hugelab_stdout(["results", "show", "1", "--db", &db_s]);
+    assert!(
+        show.contains("this run was written by hugelab 0.0.9 (commit 0123456789ab); this is"),
+        "{show}"
+    );
+}
