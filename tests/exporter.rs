@@ -219,6 +219,9 @@ fn a_watched_process_is_measured_and_its_series_drop_when_it_exits() {
     let thp = s[&format!("hugelab_process_huge_bytes{{{id},kind=\"anon_thp\"}}")];
     assert!(resident >= (64 << 20) as f64, "{resident}");
     assert!(thp >= (60 << 20) as f64, "THP-backed: {thp}");
+    // Judged by the rule `run` uses: its 64M region is the memory that matters, on THP.
+    let matters = s[&format!("hugelab_process_huge_matters_ratio{{{id}}}")];
+    assert!(matters >= 0.9, "{matters}");
     if common::is_root() {
         // The folio pass spreads over scrapes within the budget (a loaded machine needs more of
         // them); once complete it shows the THP as 2 MiB folios.

@@ -401,6 +401,11 @@ fn processes(o: &mut Out, s: &Scrape) {
         "Watched process: huge bytes over resident bytes (PMD-mapped THP and hugetlb)",
         Some(Unit::Other("ratio".into())),
     );
+    let matters = o.ratio(
+        "process_huge_matters",
+        "Watched process: share of the memory that matters (its largest regions, holding 80% of what can be huge) on huge pages, the rule hugelab run judges arms by",
+        Some(Unit::Other("ratio".into())),
+    );
     let rollup_age = o.ratio(
         "process_rollup_age",
         "Watched process: age of the smaps_rollup numbers (read less often when its walk costs more than --budget)",
@@ -426,6 +431,9 @@ fn processes(o: &mut Out, s: &Scrape) {
         }
         if let Some(c) = p.coverage {
             coverage.get_or_create(&id()).set(c);
+        }
+        if let Some(m) = p.matters {
+            matters.get_or_create(&id()).set(m);
         }
         rollup_age.get_or_create(&id()).set(p.rollup_age_s);
         if let (Some(f), Some(age)) = (&p.folios, p.folios_age_s) {

@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 /// What the exporter remembers of one watched process between scrapes.
 struct Watch {
     comm: String,
-    rollup: Option<(Rollup, Instant)>,
+    /// The totals of the last smaps walk, the share of the memory that matters on huge pages
+    /// (`analyze::matters`, `None` when too small to judge), and when it was read.
+    rollup: Option<(Rollup, Option<f64>, Instant)>,
     /// Scrapes to skip before the next smaps_rollup read (its last read cost more than the budget).
     skip: u64,
     scan: Option<FolioScan>,
@@ -155,10 +157,25 @@ impl Exporter {
             w.skip -= 1;
         } else {
             let t = Instant::now();
-            match crate::probe::process::Proc::system(pid).rollup() {
-                Ok(r) => w.rollup = Some((r, Instant::now())),
-                Err(crate::probe::process::ProcError::Gone { .. }) => return None,
-                Err(_) => errors.push("process"),
+            // One walk of /proc/PID/smaps: its totals (what smaps_rollup sums) and its regions,
+            // so the memory that matters is judged by the rule `run` uses.
+            let mem = crate::collect::server::read_pids(&[pid as i32]);
+            if mem.processes == 1 {
+                let r = Rollup {
+                    rss: mem.rss,
+                    anon_huge: mem.anon_huge,
+                    shmem_pmd: mem.shmem_pmd,
+                    file_pmd: mem.file_pmd,
+                    hugetlb: mem.hugetlb_total(),
+                };
+                let share =
+                    crate::analyze::matters::judge(crate::backing::arm::Expect::Huge, &mem, None)
+                        .map(|j| j.share);
+                w.rollup = Some((r, share, Instant::now()));
+            } else if !crate::probe::process::Proc::system(pid).exists() {
+                return None;
+            } else {
+                errors.push("process");
             }
             let cost = t.elapsed();
             walked += cost;
@@ -190,7 +207,7 @@ impl Exporter {
                 }
             }
         }
-        let (r, at) = w.rollup?;
+        let (r, matters, at) = w.rollup?;
         let folios = w.scan.as_ref().and_then(|s| s.last.clone());
         let out = WatchedProcess {
             pid,
@@ -203,6 +220,7 @@ impl Exporter {
                 ("hugetlb".to_string(), r.hugetlb),
             ]),
             coverage: (r.resident() > 0).then(|| r.huge() as f64 / r.resident() as f64),
+            matters,
             rollup_age_s: at.elapsed().as_secs_f64(),
             folios_age_s: folios.as_ref().map(|(_, t)| t.elapsed().as_secs_f64()),
             folios: folios.map(|(f, _)| f),

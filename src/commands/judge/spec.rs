@@ -93,13 +93,16 @@ pub(super) fn fill(template: &str, sel: &str) -> String {
 
 /// The built-in queries on hugelab's exporter: coverage (the evidence) and kernel activity,
 /// per host. `range` is the rate window.
+/// Coverage is the share of the memory that matters on huge pages where the exporter gives it
+/// (the rule `run` judges arms by), else all resident memory's share (older exporters).
 pub(super) fn coverage_query(service: Option<&str>) -> String {
-    match service {
-        Some(c) => {
-            format!("avg by (instance) (hugelab_process_huge_coverage_ratio{{comm=\"{c}\",$sel}})")
-        }
-        None => "avg by (instance) (hugelab_process_huge_coverage_ratio{$sel})".into(),
-    }
+    let sel = match service {
+        Some(c) => format!("comm=\"{c}\",$sel"),
+        None => "$sel".into(),
+    };
+    format!(
+        "avg by (instance) (hugelab_process_huge_matters_ratio{{{sel}}}) or avg by (instance) (hugelab_process_huge_coverage_ratio{{{sel}}})"
+    )
 }
 
 pub(super) fn kernel_queries(range: &str) -> Vec<(&'static str, String, &'static str)> {
