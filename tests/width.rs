@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 const WIDTH: usize = 100;
 
@@ -103,28 +103,9 @@ fn a_run_its_stored_tables_the_list_advice_and_inspect_fit() {
     );
     assert_fits("results list", &output(&["results", "list", "--db", db]));
     assert_fits("advise", &output(&["advise", "--db", db]));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hugelab"))
-        .args([
-            "hold-memory",
-            "--backing",
-            "thp",
-            "--size",
-            "16M",
-            "--seconds",
-            "30",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    let inspect = output(&["inspect", &child.id().to_string()]);
-    child.kill().ok();
-    child.wait().ok();
+    let held = common::hold_memory(&["--backing", "thp", "--size", "16M", "--seconds", "30"]);
+    let inspect = output(&["inspect", &held.id().to_string()]);
+    drop(held);
     assert!(inspect.contains("hugelab"), "{inspect}");
     assert_fits("inspect", &inspect);
 }

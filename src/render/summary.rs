@@ -2,7 +2,7 @@
 //! metric (effect, interval, verdict), the FLAGGED arms, then one line on the run itself.
 //! `run`, `results show` and `report` print the same lines.
 
-use crate::analyze::experiment::{ExperimentAnalysis, primary_index};
+use crate::analyze::experiment::{ArmEvidence, ExperimentAnalysis, primary_index};
 use crate::analyze::stats::Estimate;
 use crate::analyze::verdict::{Contrast, Design, Verdict, fmt_level};
 use crate::model::report::CompareResult;
@@ -230,34 +230,23 @@ pub fn run_line(r: &ExperimentAnalysis, f: &RunFacts) -> Vec<String> {
     if partial > 0 {
         parts.push(format!("{partial} partial"));
     }
-    if r.evidence.iter().any(|e| e.mean_coverage_at_peak.is_some()) {
-        let cov: Vec<String> = r
-            .evidence
-            .iter()
-            .map(|e| {
-                e.mean_coverage_at_peak
-                    .map_or("-".into(), |c| format!("{:.0}%", c * 100.0))
-            })
-            .collect();
+    // Per arm, `93% / -`: a share each arm got, when any arm has one.
+    let shares = |f: fn(&ArmEvidence) -> Option<f64>| {
+        r.evidence.iter().any(|e| f(e).is_some()).then(|| {
+            r.evidence
+                .iter()
+                .map(|e| f(e).map_or("-".into(), |c| format!("{:.0}%", c * 100.0)))
+                .collect::<Vec<String>>()
+                .join(" / ")
+        })
+    };
+    if let Some(cov) = shares(|e| e.mean_coverage_at_peak) {
         let names: Vec<&str> = r.evidence.iter().map(|e| e.arm.as_str()).collect();
-        parts.push(format!(
-            "huge coverage {} ({})",
-            cov.join(" / "),
-            names.join(" / ")
-        ));
+        parts.push(format!("huge coverage {cov} ({})", names.join(" / ")));
     }
-    if r.evidence.iter().any(|e| e.mean_share.is_some()) {
-        let share: Vec<String> = r
-            .evidence
-            .iter()
-            .map(|e| {
-                e.mean_share
-                    .map_or("-".into(), |c| format!("{:.0}%", c * 100.0))
-            })
-            .collect();
+    if let Some(share) = shares(|e| e.mean_share) {
         parts.push(format!(
-            "memory that matters on the pages asked for {}",
-            share.join(" / ")
+            "memory that matters on the pages asked for {share}"
         ));
     }
     if f.heavy_steal_trials > 0 {
