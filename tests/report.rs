@@ -22,6 +22,11 @@ fn report_to(db: &Path, id: i64, out: &Path) {
 
 /// A stored two-arm run with known values: arm b is 10% faster in every block but one.
 fn stored_run(db: &Path) -> i64 {
+    stored_run_on(db, 1.0)
+}
+
+/// The same run on a machine `machine` times slower (a compare of a run with itself is refused).
+fn stored_run_on(db: &Path, machine: f64) -> i64 {
     let mut s = Store::open(db).unwrap();
     let arms = vec![
         ArmRow {
@@ -51,11 +56,12 @@ fn stored_run(db: &Path) -> i64 {
     for b in 0..20i64 {
         for a in [0i64, 1] {
             let base = 1.0 + 0.01 * ((b * 7) % 5) as f64;
-            let v = if a == 0 {
-                base
-            } else {
-                base * if b == 3 { 1.02 } else { 0.9 }
-            };
+            let v = machine
+                * if a == 0 {
+                    base
+                } else {
+                    base * if b == 3 { 1.02 } else { 0.9 }
+                };
             s.add_trial(id, &TrialRow {
                 block: b,
                 arm_idx: a,
@@ -283,7 +289,7 @@ fn compare_report_and_errors() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");
     let a = stored_run(&db);
-    let b = stored_run(&db);
+    let b = stored_run_on(&db, 1.03);
     let out = dir.path().join("c.md");
     Command::cargo_bin("hugelab")
         .unwrap()
