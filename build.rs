@@ -1,5 +1,8 @@
 //! Marks a build made by a user who is not root (`cfg(unprivileged)`), so that tests which
 //! change kernel settings are reported as ignored in that user's `cargo test`, not as passed;
+//! marks the tools some tests need and this machine lacks (`cfg(missing_postgres)`, …) so that
+//! those tests are reported as ignored too — except under CI (`HUGELAB_CI` set), where a
+//! missing tool must fail them;
 //! and names the git commit the binary is built from (`HUGELAB_COMMIT`, for `--version`), when
 //! it is built from a git checkout.
 
@@ -17,11 +20,43 @@ fn main() {
     if euid != "0" {
         println!("cargo::rustc-cfg=unprivileged");
     }
-    commit();
+    version();
+    missing_tools();
+}
+
+/// `cfg(missing_NAME)` for each tool a test needs that is not installed here (not under CI).
+fn missing_tools() {
+    println!("cargo::rerun-if-env-changed=HUGELAB_CI");
+    println!("cargo::rerun-if-env-changed=PATH");
+    // Installing a tool changes these directories: the marks are taken again.
+    for dir in ["/usr/bin", "/usr/sbin"] {
+        if std::path::Path::new(dir).is_dir() {
+            println!("cargo::rerun-if-changed={dir}");
+        }
+    }
+    let on_path = |tool: &str| {
+        std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+    };
+    let postgres = std::fs::read_dir("/usr/lib/postgresql").is_ok_and(|d| {
+        d.filter_map(Result::ok)
+            .any(|v| v.path().join("bin/postgres").is_file())
+    });
+    let ci = std::env::var_os("HUGELAB_CI").is_some();
+    for (cfg, found) in [
+        ("missing_postgres", postgres),
+        ("missing_virt_xml_validate", on_path("virt-xml-validate")),
+        ("missing_runuser", on_path("runuser")),
+    ] {
+        println!("cargo::rustc-check-cfg=cfg({cfg})");
+        if !found && !ci {
+            println!("cargo::rustc-cfg={cfg}");
+        }
+    }
 }
 
 /// `HUGELAB_VERSION`: the package version, and the commit when built from a git checkout.
-fn commit() {
+fn version() {
     let version = std::env::var("CARGO_PKG_VERSION").unwrap_or_default();
     let git = |args: &[&str]| {
         std::process::Command::new("git")

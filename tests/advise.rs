@@ -290,6 +290,10 @@ print(sorted(prof.units.keys()), dict(prof.units['vm'].options), dict(prof.units
 
 /// A QEMU run whose hugetlb-2m arm was faster: the libvirt XML validates inside a domain with
 /// virt-xml-validate, and the pool is the guest's RAM in 2 MiB pages.
+#[cfg_attr(
+    missing_virt_xml_validate,
+    ignore = "needs virt-xml-validate (apt-get install libvirt-clients; .ci/run does)"
+)]
 #[test]
 fn qemu_advice_is_valid_libvirt() {
     let dir = tempfile::tempdir().unwrap();
@@ -309,12 +313,10 @@ fn qemu_advice_is_valid_libvirt() {
     assert_eq!(json["settings"][0]["value"], "512", "{json}");
     let xml = json["service"][0]["line"].as_str().unwrap().to_string();
     assert!(xml.contains("<hugepages>"), "{xml}");
-    if !tool("virt-xml-validate") {
-        common::skip(
-            "skipped: no virt-xml-validate (apt-get install libvirt-clients; .ci/run does)",
-        );
-        return;
-    }
+    assert!(
+        tool("virt-xml-validate"),
+        "no virt-xml-validate (apt-get install libvirt-clients; .ci/run does)"
+    );
     let domain = format!(
         "<domain type='kvm'><name>g</name><memory unit='GiB'>1</memory>{xml}<os><type arch='x86_64'>hvm</type></os></domain>"
     );
@@ -345,16 +347,17 @@ fn pg_bin() -> Option<PathBuf> {
 
 /// `--for postgres --pg-datadir`: the pool PostgreSQL itself computes for the data directory
 /// (plus the 2-page margin), and `huge_pages = on` from the arm that was faster.
+#[cfg_attr(
+    missing_postgres,
+    ignore = "needs PostgreSQL (apt-get install postgresql; .ci/run does)"
+)]
+#[cfg_attr(unprivileged, ignore = "needs root: runs initdb as the postgres user")]
 #[test]
 fn postgres_pool_is_what_postgres_computes() {
+    require_root!();
     let (Some(bin), Some(pg)) = (pg_bin(), hugelab::probe::user::lookup("postgres")) else {
-        common::skip("skipped: no PostgreSQL (apt-get install postgresql; .ci/run does)");
-        return;
+        panic!("no PostgreSQL or no postgres user (apt-get install postgresql; .ci/run does)");
     };
-    if !common::is_root() {
-        common::skip("skipped: initdb as the postgres user needs root");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     Command::new("chown")
         .arg("postgres")
@@ -436,12 +439,13 @@ fn postgres_pool_is_what_postgres_computes() {
 
 /// Advise → apply through the guard → `--check` passes; restored → `--check` fails with the
 /// differences (exit 3).
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: changes kernel settings or switches user"
+)]
 #[test]
 fn check_tells_a_machine_that_follows_the_advice() {
-    if !common::is_root() {
-        common::skip("skipped: applying settings needs root");
-        return;
-    }
+    require_root!();
     let _lock = common::knob_lock();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("a.db");

@@ -236,18 +236,18 @@ fn ctrl_c_restores_pools_and_knobs() {
     unprivileged,
     ignore = "needs root: changes kernel settings or switches user"
 )]
+#[cfg_attr(missing_runuser, ignore = "needs runuser (util-linux)")]
 #[test]
 fn without_root_what_needs_root_is_skipped_with_reasons() {
     require_root!(); // to switch to `nobody`
     let _lock = common::knob_lock(); // pool sizes must be the machine's own, not another test's
-    if std::process::Command::new("runuser")
-        .arg("--help")
-        .output()
-        .is_err()
-    {
-        common::skip("skipped: runuser not available");
-        return;
-    }
+    assert!(
+        std::process::Command::new("runuser")
+            .arg("--help")
+            .output()
+            .is_ok(),
+        "runuser is not available (util-linux)"
+    );
     let bin = assert_cmd::cargo::cargo_bin("hugelab");
     let out = std::process::Command::new("runuser")
         .args(["-u", "nobody", "--"])
