@@ -46,16 +46,6 @@ pub enum State {
     FellBack,
 }
 
-impl State {
-    pub fn word(self) -> &'static str {
-        match self {
-            State::Got => "on huge pages",
-            State::Partial => "PARTIAL",
-            State::FellBack => "FLAGGED",
-        }
-    }
-}
-
 /// The judgment of one trial's (or one reading's) memory.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Judgment {
@@ -249,15 +239,6 @@ pub fn judge(expect: Expect, mem: &GroupMemory, words: Option<&str>) -> Option<J
     })
 }
 
-/// The run line's count: trials per state.
-pub fn count<'a>(states: impl IntoIterator<Item = &'a State>) -> (usize, usize) {
-    states.into_iter().fold((0, 0), |(p, f), s| match s {
-        State::Partial => (p + 1, f),
-        State::FellBack => (p, f + 1),
-        State::Got => (p, f),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -386,7 +367,7 @@ mod tests {
     }
 
     #[test]
-    fn four_k_arms_small_groups_and_counts() {
+    fn four_k_arms_small_groups_and_the_thresholds() {
         let mem = small_thp_large_4k(0);
         assert_eq!(judge(Expect::FourK, &mem, None).unwrap().state, State::Got);
         assert_eq!(
@@ -396,10 +377,6 @@ mod tests {
             State::FellBack
         );
         assert!(judge(Expect::Thp, &GroupMemory::default(), None).is_none());
-        assert_eq!(
-            count(&[State::Got, State::Partial, State::FellBack, State::Partial]),
-            (2, 1)
-        );
         assert_eq!(classify(0.05), State::FellBack);
         assert_eq!(classify(0.3), State::Partial);
         assert_eq!(classify(0.6), State::Got);
