@@ -47,6 +47,10 @@ fn missing_tools() {
         ("missing_postgres", postgres),
         ("missing_virt_xml_validate", on_path("virt-xml-validate")),
         ("missing_runuser", on_path("runuser")),
+        (
+            "missing_prometheus",
+            on_path("prometheus") && on_path("promtool"),
+        ),
     ] {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
         if !found && !ci {

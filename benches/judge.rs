@@ -32,6 +32,7 @@ fn main() {
             phi: 0.9,
             sigma: 0.05,
             effect: if k == 0 { 0.03 } else { 0.0 },
+            ..Fleet::default()
         };
         let (c, b) = f.series(&mut rng);
         let mut s = relabel(c, start, |i| vec![("instance", format!("canary-{i}:9100"))]);

@@ -32,7 +32,7 @@ pub enum Command {
     Advise(crate::commands::advise::AdviseArgs),
     /// A huge-page change on live hosts, judged from Prometheus: canary against baseline per
     /// metric with intervals, whether the canary really had huge pages, one verdict
-    Judge(crate::commands::judge::JudgeArgs),
+    Judge(Box<crate::commands::judge::JudgeArgs>),
     /// Stored results: list, show (re-analyse), export (json, csv, md)
     Results(crate::commands::results::ResultsArgs),
     /// Import hyperfine --export-json results into the results database

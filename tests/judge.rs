@@ -59,6 +59,7 @@ fn openmetrics(start: f64) -> String {
         phi: 0.9,
         sigma: 0.05,
         effect,
+        ..Fleet::default()
     };
     let inst = |p: &'static str| move |i: usize| vec![("instance", format!("{p}-{i}:9100"))];
     let (canary, base) = fleet(0.05).series(&mut rng);
@@ -180,18 +181,26 @@ fn run(args: &[String]) -> (i32, String, String) {
     )
 }
 
+/// A private Prometheus serving the series `text(start)` backfilled over the last HOURS, and
+/// the window's (start, end).
+fn serve(text: fn(f64) -> String) -> (tempfile::TempDir, PrometheusServer, f64, f64) {
+    let (start, end) = recent_window(HOURS);
+    let dir = tempfile::tempdir().unwrap();
+    let data = backfill(dir.path(), &text(start));
+    let server = PrometheusServer::start(dir.path(), "global:\n  scrape_interval: 1h\n", &data);
+    (dir, server, start, end)
+}
+
 const P99: &str = "p99=avg by (instance) (http_p99_seconds{$sel}),lower,critical";
 const TPUT: &str = "throughput=sum by (instance) (app_throughput{$sel}),higher";
 
 #[test]
+#[cfg_attr(missing_prometheus, ignore = "needs prometheus and promtool")]
 fn judge_finds_known_effects_in_a_real_prometheus() {
     if !common::has_prometheus() {
         return;
     }
-    let (start, end) = recent_window(HOURS);
-    let dir = tempfile::tempdir().unwrap();
-    let data = backfill(dir.path(), &openmetrics(start));
-    let server = PrometheusServer::start(dir.path(), "global:\n  scrape_interval: 1h\n", &data);
+    let (_dir, server, start, end) = serve(openmetrics);
     let prom = server.url();
     let window_end = end - STEP;
 
@@ -260,12 +269,17 @@ fn judge_finds_known_effects_in_a_real_prometheus() {
         lines[1].trim_start().starts_with("p99") && lines[1].contains("WORSE"),
         "{text}"
     );
+    let overall = lines
+        .iter()
+        .position(|l| l.starts_with("overall: "))
+        .unwrap();
     assert!(
-        lines[3].starts_with("overall: WORSE (critical: p99)"),
+        lines[overall].starts_with("overall: WORSE (critical: p99)"),
         "{text}"
     );
     assert!(
-        lines[4].starts_with("canary {instance=~\"db-1.*\"} · baseline {instance=~\"db-0.*\"}"),
+        lines[overall + 1]
+            .starts_with("canary {instance=~\"db-1.*\"} · baseline {instance=~\"db-0.*\"}"),
         "{text}"
     );
     assert!(text.contains("canary 93% · baseline 0%"), "{text}");
@@ -319,25 +333,55 @@ fn judge_finds_known_effects_in_a_real_prometheus() {
     assert!(err.contains("look 1 at"), "{err}");
     assert!([3, 4].contains(&code), "{code}");
 
-    // A/A pairs with strongly autocorrelated latency: no more directions than chance allows
-    // (30 pairs at 99%: 0.3 expected; P(≥ 4) < 0.0003).
+    // A/A pairs with strongly autocorrelated latency, one host a group: without a before
+    // window no interval can tell these two hosts from a change, and judge says so.
+    let mid = start + HOURS * 1800.0;
+    let (code, out, _) = run(&judge(
+        &prom,
+        mid,
+        window_end,
+        "pair=\"0\",grp=\"a\"",
+        "pair=\"0\",grp=\"b\"",
+        &["aa=avg(aa_latency_seconds{$sel}),lower"],
+        &["--json"],
+    ));
+    let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        r["metrics"][0]["contrast"],
+        serde_json::Value::Null,
+        "{out}"
+    );
+    assert!(
+        r["metrics"][0]["why_not"]
+            .as_str()
+            .unwrap()
+            .starts_with("1 vs 1 hosts and no before window"),
+        "{out}"
+    );
+    assert_eq!(r["metrics"][0]["composition"]["basis"], "too_few_hosts");
+    assert_eq!(code, 4);
+    // With the first half as the before window every pair gets an interval, and no more
+    // directions than chance allows (30 pairs at 99%: 0.3 expected; P(≥ 4) < 0.0003).
+    let before = format!("{start:.0}..{mid:.0}");
     let mut directions = Vec::new();
     for k in 0..AA_PAIRS {
         let (code, out, err) = run(&judge(
             &prom,
-            start,
+            mid,
             window_end,
             &format!("pair=\"{k}\",grp=\"a\""),
             &format!("pair=\"{k}\",grp=\"b\""),
             &["aa=avg(aa_latency_seconds{$sel}),lower"],
-            &["--json"],
+            &["--json", "--before", &before],
         ));
         let r: serde_json::Value =
             serde_json::from_str(&out).unwrap_or_else(|_| panic!("{out}{err}"));
-        let v = r["metrics"][0]["contrast"]["verdict"]
+        let m = &r["metrics"][0];
+        let v = m["contrast"]["verdict"]
             .as_str()
-            .unwrap_or("")
+            .unwrap_or_else(|| panic!("pair {k}: no interval: {m}"))
             .to_string();
+        assert_eq!(m["composition"]["basis"], "time_paired", "{m}");
         if v == "FASTER" || v == "SLOWER" {
             directions.push((k, v, code));
         }
@@ -382,6 +426,160 @@ fn judge_finds_known_effects_in_a_real_prometheus() {
     );
 }
 
+/// Unlike groups of hosts: 6 + 6 whose canary hosts ran 5% above the baseline's before anything
+/// changed (and each host at its own level, SD 2%; AR(1) at φ = 0.94 per 30 s step, correlated
+/// over about 8 minutes, with a shared diurnal swing and an incident), a true −4% on the canary's throughput from
+/// the middle of the window, and coverage showing the canary got huge pages only then. A third
+/// group, `early`, is the same canary series with coverage from the start: a canary already
+/// changed in what is given as the before window.
+fn unlike_groups(start: f64) -> String {
+    let mut rng = Rng::new(35);
+    let f = Fleet {
+        hosts: 6,
+        step: STEP,
+        hours: HOURS / 2.0,
+        before_hours: HOURS / 2.0,
+        phi: 0.94,
+        sigma: 0.03,
+        effect: -0.04,
+        host_sd: 0.02,
+        incident: true,
+    };
+    let (mut canary, baseline) = f.series(&mut rng);
+    for s in &mut canary {
+        for p in &mut s.points {
+            p.1 *= 1.05;
+        }
+    }
+    let inst = |pool: &'static str| {
+        move |i: usize| {
+            vec![
+                ("instance", format!("{pool}-{i}:9100")),
+                ("pool", pool.to_string()),
+            ]
+        }
+    };
+    let mut tput = relabel(canary.clone(), start, inst("canary"));
+    tput.extend(relabel(canary, start, inst("early")));
+    tput.extend(relabel(baseline, start, inst("baseline")));
+    let mid = start + HOURS * 1800.0;
+    let coverage: Vec<Series> = tput
+        .iter()
+        .map(|s| {
+            let pool = s.labels["pool"].clone();
+            let mut labels = s.labels.clone();
+            labels.insert("comm".into(), "postgres".into());
+            Series {
+                labels,
+                points: s
+                    .points
+                    .iter()
+                    .map(|(t, _)| {
+                        let v = match pool.as_str() {
+                            "canary" if *t >= mid => 0.93,
+                            "early" => 0.9,
+                            _ => 0.0,
+                        };
+                        (*t, v)
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    let mut out = String::new();
+    family(&mut out, "app_throughput", "gauge", "app_throughput", &tput);
+    family(
+        &mut out,
+        "hugelab_process_huge_coverage_ratio",
+        "gauge",
+        "hugelab_process_huge_coverage_ratio",
+        &coverage,
+    );
+    out.push_str("# EOF\n");
+    out
+}
+
+#[test]
+#[cfg_attr(missing_prometheus, ignore = "needs prometheus and promtool")]
+fn a_before_window_recovers_a_known_change_between_groups_that_differed_before_it() {
+    if !common::has_prometheus() {
+        return;
+    }
+    let (_dir, server, start, end) = serve(unlike_groups);
+    let prom = server.url();
+    let (mid, window_end) = (start + HOURS * 1800.0, end - STEP);
+    let before = format!("{start:.0}..{mid:.0}");
+    const THROUGHPUT: &str = "throughput=sum by (instance) (app_throughput{$sel}),higher";
+    let judge_pools = |canary: &str, extra: &[&str]| {
+        run(&judge(
+            &prom,
+            mid,
+            window_end,
+            &format!("pool=\"{canary}\""),
+            "pool=\"baseline\"",
+            &[THROUGHPUT],
+            extra,
+        ))
+    };
+
+    // With the before window: the change is the after ratio over the before ratio, −4%, WORSE;
+    // the answer shows that the groups differed by about +5% before.
+    let (code, out, err) = judge_pools("canary", &["--json", "--before", &before]);
+    let r: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|_| panic!("{out}{err}"));
+    let m = &r["metrics"][0];
+    let pct = &m["contrast"]["percent"];
+    let (lo, hi) = (pct["lo"].as_f64().unwrap(), pct["hi"].as_f64().unwrap());
+    assert!(lo <= -4.0 && -4.0 <= hi, "−4% not in [{lo}, {hi}]: {m}");
+    assert_eq!(m["contrast"]["verdict"], "SLOWER", "{m}");
+    assert_eq!(r["overall"], "WORSE");
+    assert_eq!(code, 3);
+    let before_ratio = m["before"]["ratio"]["point"].as_f64().unwrap();
+    assert!((2.0..8.0).contains(&before_ratio), "{m}");
+    assert_eq!(m["before"]["blocks"], 36, "{m}");
+    let after_ratio = m["after_ratio"]["point"].as_f64().unwrap();
+    assert!(after_ratio > -3.0, "{m}");
+    assert_eq!(r["before"][0].as_f64().unwrap(), start.round());
+    // Evidence per window: the canary was not on huge pages before, and was after.
+    assert_eq!(r["evidence"]["before"]["canary"].as_f64(), Some(0.0));
+    assert!((r["evidence"]["canary_coverage"].as_f64().unwrap() - 0.93).abs() < 1e-9);
+    assert_eq!(r["evidence"]["flagged"], serde_json::Value::Null);
+
+    let (_, text, _) = judge_pools("canary", &["--before", &before]);
+    assert!(text.contains("canary/baseline before +"), "{text}");
+    assert!(text.contains("before: canary 0% · baseline 0%"), "{text}");
+    assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+
+    // The same window without it: the +5% the canary hosts started with hides the change (the
+    // interval is about these hosts, not the change).
+    let (_, out, _) = judge_pools("canary", &["--json"]);
+    let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let m = &r["metrics"][0];
+    assert_eq!(m["before"], serde_json::Value::Null);
+    assert!(
+        m["contrast"]["percent"]["point"].as_f64().unwrap() > -3.0,
+        "{m}"
+    );
+
+    // A canary that was already on huge pages in the before window: FLAGGED.
+    let (code, text, _) = judge_pools("early", &["--before", &before]);
+    assert_eq!(code, 5, "{text}");
+    assert!(
+        text.contains("the canary was already changed in the before window"),
+        "{text}"
+    );
+
+    // A before window that runs past the change, or holds fewer than 2 intervals: exit 2.
+    let (code, _, err) = judge_pools(
+        "canary",
+        &["--before", &format!("{start:.0}..{:.0}", mid + 600.0)],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("after the change"), "{err}");
+    let (code, _, err) = judge_pools("canary", &["--before-last", "15m"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("fewer than 2 intervals"), "{err}");
+}
+
 /// A process that maps 64 MiB of private anonymous memory without madvise (Python's default
 /// mmap would be shared, i.e. shmem), touches every page, holds it a second and maps it again:
 /// THP backs it only while THP is `always`.
@@ -389,6 +587,7 @@ const REFAULTER: &str = "import mmap, time\nwhile True:\n    m = mmap.mmap(-1, 6
 
 #[test]
 #[cfg_attr(unprivileged, ignore = "needs root: changes THP through the guard")]
+#[cfg_attr(missing_prometheus, ignore = "needs prometheus and promtool")]
 fn switchback_alternates_thp_on_this_host_restores_it_and_judges_the_pairs() {
     if !common::has_prometheus() {
         return;

@@ -31,6 +31,8 @@ pub struct JudgeResult {
     pub elapsed_s: f64,
     /// `--follow`: the look this record is (1 = first).
     pub look: usize,
+    /// `--before`: the before window (unix seconds), when one was given.
+    pub before: Option<(f64, f64)>,
     /// `--switchback`: the arms and the periods run on this host (`canary` is the second arm's
     /// periods, `baseline` the first's).
     pub switchback: Option<Switchback>,

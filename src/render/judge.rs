@@ -3,8 +3,8 @@
 //! the blocks were formed (autocorrelation) and what was fetched; hosts with `--verbose`.
 
 use super::summary::{level_mark_at, level_words_of, percent_interval, thousands, wrap_hanging};
-use crate::analyze::judge::{MetricJudgement, Overall};
-use crate::analyze::verdict::{Better, Verdict, fmt_level};
+use crate::analyze::judge::{Basis, Composition, MetricJudgement, Overall};
+use crate::analyze::verdict::{Better, Verdict};
 use crate::model::judge::JudgeResult;
 use crate::units::{Unit, fmt_elapsed, fmt_span, fmt_utc};
 use std::fmt::Write;
@@ -70,26 +70,61 @@ fn metric_line(r: &JudgeResult, m: &MetricJudgement, width: usize) -> Vec<String
         (None, None) => "not judged".into(),
     };
     let mut lines = wrap_hanging(&format!("{head}{text}"), width + 4);
-    if let (Some(h), Some(c)) = (&m.per_host, &m.contrast) {
-        let by_hosts = format!(
-            "per host: {} @{} (Mann–Whitney, {} vs {} hosts){}",
-            percent_interval(h),
-            fmt_level(h.confidence),
-            m.canary_hosts,
-            m.baseline_hosts,
-            match (h.lo, h.hi) {
-                (Some(lo), Some(hi)) if lo > 0.0 || hi < 0.0 => "",
-                _ if c.verdict == Verdict::Faster || c.verdict == Verdict::Slower =>
-                    " — host to host the difference is not resolved: with this few hosts, which hosts are in which group can matter",
-                _ => "",
-            }
-        );
-        lines.extend(wrap_hanging(
-            &format!("  {:<width$}  {by_hosts}", ""),
-            width + 4,
+    let pad = format!("  {:<width$}  ", "");
+    let mut more = |l: String| lines.extend(wrap_hanging(&format!("{pad}{l}"), width + 4));
+    if let (Some(b), Some(before), Some(after)) = (
+        &m.before,
+        m.before.as_ref().and_then(|b| b.ratio),
+        m.after_ratio,
+    ) {
+        more(format!(
+            "canary/baseline before {} → after {} ({} and {} intervals)",
+            percent_interval(&before),
+            percent_interval(&after),
+            b.blocks,
+            m.contrast.as_ref().map_or(0, |c| c.blocks)
         ));
     }
+    if let (Some(comp), Some(_)) = (&m.composition, &m.contrast)
+        && let Some(l) = composition_line(m, comp)
+    {
+        more(l);
+    }
     lines
+}
+
+/// How hosts entered the interval, in words (nothing for one host switched back and forth).
+fn composition_line(m: &MetricJudgement, c: &Composition) -> Option<String> {
+    let units = format!("{} vs {} hosts", c.canary_units, c.baseline_units);
+    let what = if m.before.is_some() {
+        "changes from the before window"
+    } else {
+        "window means"
+    };
+    let spread = c.host_sd_percent.map_or(String::new(), |sd| {
+        format!("host {what} spread {sd:.1}% within groups, ")
+    });
+    match c.basis {
+        Basis::OneHost | Basis::TooFewHosts => None,
+        Basis::HostsAsUnits => Some(format!(
+            "{spread}more than time explains: the interval is hosts as units ({units}, Welch t, {:.0} df){}",
+            c.df.unwrap_or(0.0),
+            if m.before.is_none() {
+                "; --before would calibrate the groups"
+            } else {
+                ""
+            }
+        )),
+        Basis::TimePaired => Some(match c.hosts {
+            Some(h) => format!(
+                "{spread}no more than time explains (as units {}): time-paired interval",
+                percent_interval(&h)
+            ),
+            None => format!(
+                "time-paired over both windows; with {units}, host levels drifting between the windows cannot be measured"
+            ),
+        }),
+    }
 }
 
 fn pct(v: Option<f64>) -> String {
@@ -194,10 +229,16 @@ pub fn text(r: &JudgeResult, verbose: bool) -> String {
             }
         ),
         None => format!(
-            "canary {{{}}} · baseline {{{}}} · blocks of {}{}",
+            "canary {{{}}} · baseline {{{}}} · blocks of {}{}{}",
             r.canary,
             r.baseline,
             fmt_span(r.interval_s),
+            r.before.map_or(String::new(), |(f, t)| format!(
+                " · before window {} → {} ({})",
+                fmt_utc(f, false).trim_end_matches(" UTC"),
+                fmt_utc(t, false),
+                fmt_span(t - f)
+            )),
             if r.burn_in_s > 0.0 {
                 format!(
                     " · the first {} after the change left out (burn-in)",
@@ -229,7 +270,13 @@ pub fn text(r: &JudgeResult, verbose: bool) -> String {
             } else {
                 format!("; below 10%: {}", e.hosts_without.join(", "))
             }
-        )
+        ) + &e.before.as_ref().map_or(String::new(), |b| {
+            format!(
+                "; before: canary {} · baseline {}",
+                pct(b.canary),
+                pct(b.baseline)
+            )
+        })
     };
     for l in wrap_hanging(&backing, 2) {
         let _ = writeln!(o, "{l}");
@@ -244,8 +291,19 @@ pub fn text(r: &JudgeResult, verbose: bool) -> String {
         .iter()
         .filter(|k| k.canary.is_some() || k.baseline.is_some())
         .map(|k| {
+            let before = if r.before.is_some()
+                && (k.canary_before.is_some() || k.baseline_before.is_some())
+            {
+                format!(
+                    " (before {} / {})",
+                    rate(k.canary_before, &k.unit),
+                    rate(k.baseline_before, &k.unit)
+                )
+            } else {
+                String::new()
+            };
             format!(
-                "{} {} / {}",
+                "{} {} / {}{before}",
                 k.name,
                 rate(k.canary, &k.unit),
                 rate(k.baseline, &k.unit)
@@ -311,6 +369,16 @@ fn autocorrelation_line(r: &JudgeResult) -> String {
             };
             if a.widened > 1.0005 {
                 s += &format!(" (interval widened ×{:.2})", a.widened);
+            }
+            if let Some(b) = m
+                .before
+                .as_ref()
+                .and_then(|b| b.autocorrelation.blocks.map(|r| (r, b)))
+            {
+                s += &format!(", before window {:.2}", b.0);
+                if b.1.autocorrelation.widened > 1.0005 {
+                    s += &format!(" (×{:.2})", b.1.autocorrelation.widened);
+                }
             }
             Some(s)
         })

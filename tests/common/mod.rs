@@ -269,9 +269,7 @@ pub fn has_prometheus() -> bool {
     if ok("prometheus") && ok("promtool") {
         true
     } else {
-        eprintln!(
-            "skipped: no prometheus/promtool here (apt-get install prometheus; .ci/run does)"
-        );
+        skip("skipped: no prometheus/promtool here (apt-get install prometheus; .ci/run does)");
         false
     }
 }

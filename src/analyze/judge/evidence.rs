@@ -36,6 +36,16 @@ pub struct Evidence {
     pub flagged: Option<String>,
     /// Kernel activity per group over the window.
     pub kernel: Vec<KernelRow>,
+    /// Coverage per group over the before window, when one was given.
+    #[serde(default)]
+    pub before: Option<WindowCoverage>,
+}
+
+/// Each group's mean coverage over a window.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct WindowCoverage {
+    pub canary: Option<f64>,
+    pub baseline: Option<f64>,
 }
 
 /// One kind of kernel activity, as a window mean per group (`None`: no series).
@@ -46,6 +56,11 @@ pub struct KernelRow {
     pub baseline: Option<f64>,
     /// `ratio`, `/s` or `s/s`.
     pub unit: String,
+    /// The same over the before window, when one was given.
+    #[serde(default)]
+    pub canary_before: Option<f64>,
+    #[serde(default)]
+    pub baseline_before: Option<f64>,
 }
 
 /// The backing evidence from each group's coverage series over the window, and FLAGGED when
@@ -109,7 +124,48 @@ pub fn evidence(canary: &[Series], baseline: &[Series], w: &Window, huge_on: Hug
         hosts_without,
         flagged,
         kernel: Vec::new(),
+        before: None,
     }
+}
+
+/// The before window's coverage into `e`, and FLAGGED when the canary had already changed in
+/// it: on huge pages before a change that puts it there (or off them before a change that
+/// takes it off, while the baseline was on them) — then the before window does not calibrate
+/// the groups.
+pub fn before_evidence(
+    canary: &[Series],
+    baseline: &[Series],
+    w: &Window,
+    huge_on: HugeOn,
+    e: &mut Evidence,
+) {
+    let (c, b) = (window_mean(canary, w), window_mean(baseline, w));
+    let pct = |v: f64| format!("{:.0}%", v * 100.0);
+    let already = match (huge_on, c, b) {
+        (HugeOn::Canary, Some(c), _) if c >= HUGE_COVERAGE => Some(format!(
+            "on huge pages in the before window (mean coverage {})",
+            pct(c)
+        )),
+        (HugeOn::Baseline, Some(c), Some(b)) if c < HUGE_COVERAGE && b >= HUGE_COVERAGE => {
+            Some(format!(
+                "off huge pages in the before window (mean coverage {} against the baseline's {})",
+                pct(c),
+                pct(b)
+            ))
+        }
+        _ => None,
+    };
+    if let Some(what) = already
+        && e.flagged.is_none()
+    {
+        e.flagged = Some(format!(
+            "the canary was already changed in the before window: its watched processes were {what}, so that window does not show the groups without the change; give a before window that ends before the change reached the canary"
+        ));
+    }
+    e.before = Some(WindowCoverage {
+        canary: c,
+        baseline: b,
+    });
 }
 
 /// Mean over the window of a group's series (each host weighs the same).

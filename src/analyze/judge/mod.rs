@@ -14,13 +14,25 @@
 //! signed-rank interval, Holm's step-down across metrics (fixed window), or the confidence
 //! sequence with a Bonferroni split (`--follow`, asymptotically valid at every look).
 //!
+//! Time pairing cannot cancel what differed between the two groups of hosts before anything
+//! changed. A before window (the same metrics when neither group had the change) calibrates
+//! it: the change is the after blocks' shift over the before blocks. And the interval a verdict
+//! rests on includes host-to-host variation where the hosts show it (`views`: time-paired or
+//! hosts as units, whichever is wider), or says no interval can be had.
+//!
 //! Evidence first (`evidence`): the exporter's coverage of the watched services tells whether
-//! the group that should be on huge pages was, and whether the other was not; if not, the
-//! judgement is FLAGGED.
+//! the group that should be on huge pages was, and whether the other was not — and, in the
+//! before window, that the canary was not changed yet; if not, the judgement is FLAGGED.
 
 mod evidence;
+mod views;
 
-pub use evidence::{Evidence, HUGE_COVERAGE, HugeOn, KernelRow, evidence, window_mean};
+pub use evidence::{
+    Evidence, HUGE_COVERAGE, HugeOn, KernelRow, WindowCoverage, before_evidence, evidence,
+    window_mean,
+};
+use views::Units;
+pub use views::{Basis, Composition, Groups};
 
 use super::diagnostics::lag1;
 use super::stats::{self, Estimate};
@@ -66,6 +78,23 @@ pub struct HostRow {
     /// Mean of the host's samples over the judged window.
     pub mean: f64,
     pub samples: usize,
+    /// Mean over the before window, when one was given and the host has samples in it.
+    #[serde(default)]
+    pub before_mean: Option<f64>,
+}
+
+/// What the before window says about one metric.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct BeforeWindow {
+    pub blocks: usize,
+    /// Intervals of the before window where one group had no sample.
+    pub missing: usize,
+    pub canary_typical: Option<f64>,
+    pub baseline_typical: Option<f64>,
+    /// The canary/baseline ratio over the before window, percent (Hodges–Lehmann of its blocks,
+    /// widened for their autocorrelation), at the level of the metric's verdict.
+    pub ratio: Option<Estimate>,
+    pub autocorrelation: Autocorrelation,
 }
 
 /// One metric's judgement.
@@ -83,17 +112,18 @@ pub struct MetricJudgement {
     /// Intervals of the window where one group had no sample.
     pub missing: usize,
     pub autocorrelation: Autocorrelation,
-    /// The canary against the baseline, percent, with its verdict; `None` with `why_not`.
+    /// The change on the canary against the baseline, percent, with its verdict; `None` with
+    /// `why_not`. With a before window: the after ratio over the before ratio.
     pub contrast: Option<Contrast>,
-    /// Per-host check: canary hosts' window means against the baseline hosts' (Mann–Whitney
-    /// shift of log means, percent), when both groups have at least [`HOST_UNITS`] hosts.
-    pub per_host: Option<Estimate>,
+    /// The canary/baseline ratio over the judged window, time-paired, percent: what these hosts
+    /// did (with a before window, shown beside the before ratio).
+    pub after_ratio: Option<Estimate>,
+    pub before: Option<BeforeWindow>,
+    /// How host-to-host variation entered the interval.
+    pub composition: Option<Composition>,
     pub hosts: Vec<HostRow>,
     pub why_not: Option<String>,
 }
-
-/// Hosts per group from which the per-host comparison is made.
-pub const HOST_UNITS: usize = 5;
 
 /// The verdict over every metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -112,6 +142,8 @@ pub struct Settings {
     pub confidence: f64,
     /// Fixed window (Holm) or a confidence sequence (`--follow`).
     pub design: Design,
+    /// Different hosts, or one host switched back and forth.
+    pub groups: Groups,
 }
 
 /// Each group's value per interval of the window: the mean over hosts of each host's interval
@@ -216,26 +248,23 @@ pub(super) fn host_rows(series: &[Series], w: &Window, canary: bool) -> Vec<Host
                 canary,
                 mean: stats::mean(&v),
                 samples: v.len(),
+                before_mean: None,
             })
         })
         .collect()
 }
 
-/// The blocks of one metric, prepared for the interval.
-pub struct Prepared {
-    pub judgement: MetricJudgement,
-    pub blocks: Vec<f64>,
+/// One window's blocks, and what they are: missing intervals, a why-not, typical values.
+struct Blocks {
+    blocks: Vec<f64>,
+    missing: usize,
+    nonpositive: usize,
+    canary_typical: Option<f64>,
+    baseline_typical: Option<f64>,
+    autocorrelation: Autocorrelation,
 }
 
-/// Everything about one metric except its interval (which needs every metric, for Holm).
-pub fn prepare(
-    name: &str,
-    better: Better,
-    critical: bool,
-    canary: &[Series],
-    baseline: &[Series],
-    w: &Window,
-) -> Prepared {
+fn window_blocks(canary: &[Series], baseline: &[Series], w: &Window) -> Blocks {
     let (c, b) = (group_values(canary, w), group_values(baseline, w));
     let missing = c
         .iter()
@@ -243,19 +272,111 @@ pub fn prepare(
         .filter(|(x, y)| x.is_none() || y.is_none())
         .count();
     let (d, nonpositive) = blocks(&c, &b);
-    let r = lag1(&d);
-    // The lag-1 estimate is biased low by about (1 + 4ρ)/n (Kendall 1954): corrected before
-    // it widens the interval.
-    let rho = r
-        .map_or(0.0, |r| r + (1.0 + 4.0 * r) / d.len() as f64)
-        .clamp(0.0, MAX_RHO);
     let typical = |v: &[Option<f64>]| {
         let x: Vec<f64> = v.iter().flatten().copied().collect();
         (!x.is_empty()).then(|| stats::quantile_sorted(&stats::sorted(&x), 0.5))
     };
+    Blocks {
+        autocorrelation: autocorrelation(&d),
+        blocks: d,
+        missing,
+        nonpositive,
+        canary_typical: typical(&c),
+        baseline_typical: typical(&b),
+    }
+}
+
+/// The blocks' lag-1 autocorrelation and the widening it costs. The lag-1 estimate is biased
+/// low by about (1 + 4ρ)/n (Kendall 1954): corrected before it widens the interval.
+fn autocorrelation(d: &[f64]) -> Autocorrelation {
+    let r = lag1(d);
+    let rho = r
+        .map_or(0.0, |r| r + (1.0 + 4.0 * r) / d.len() as f64)
+        .clamp(0.0, MAX_RHO);
+    Autocorrelation {
+        per_step: None,
+        blocks: r,
+        corrected: rho,
+        widened: ((1.0 + rho) / (1.0 - rho)).sqrt(),
+    }
+}
+
+/// The blocks of one metric, prepared for the interval.
+pub struct Prepared {
+    pub judgement: MetricJudgement,
+    /// Log-ratios of the judged window, and of the before window when one was given.
+    pub blocks: Vec<f64>,
+    pub before: Option<Vec<f64>>,
+    /// Each host's value as a unit: its log mean over the judged window, less its log mean
+    /// over the before window when one was given (hosts with both).
+    pub units: Vec<(bool, f64)>,
+}
+
+impl Prepared {
+    fn units(&self) -> Units<'_> {
+        Units {
+            after: &self.blocks,
+            before: self.before.as_deref(),
+            widened_after: self.judgement.autocorrelation.widened,
+            widened_before: self
+                .judgement
+                .before
+                .as_ref()
+                .map_or(1.0, |b| b.autocorrelation.widened),
+            hosts: &self.units,
+        }
+    }
+}
+
+/// The canary's and the baseline's series of one metric.
+pub type Pair<'a> = (&'a [Series], &'a [Series]);
+
+/// Everything about one metric except its interval (which needs every metric, for Holm).
+pub fn prepare(
+    name: &str,
+    better: Better,
+    critical: bool,
+    (canary, baseline): Pair,
+    w: &Window,
+    before: Option<(Pair, &Window)>,
+) -> Prepared {
+    let a = window_blocks(canary, baseline, w);
     let mut hosts = host_rows(canary, w, true);
     hosts.extend(host_rows(baseline, w, false));
+    let pre = before.map(|((bc, bb), bw)| {
+        let b = window_blocks(bc, bb, bw);
+        let mut rows = host_rows(bc, bw, true);
+        rows.extend(host_rows(bb, bw, false));
+        for h in &mut hosts {
+            h.before_mean = rows
+                .iter()
+                .find(|r| r.host == h.host && r.canary == h.canary)
+                .map(|r| r.mean);
+        }
+        b
+    });
+    let units: Vec<(bool, f64)> = hosts
+        .iter()
+        .filter(|h| h.mean > 0.0)
+        .filter_map(|h| match (&pre, h.before_mean) {
+            (None, _) => Some((h.canary, h.mean.ln())),
+            (Some(_), Some(b)) if b > 0.0 => Some((h.canary, h.mean.ln() - b.ln())),
+            _ => None,
+        })
+        .collect();
     let count = |ss: &[Series]| ss.iter().map(|s| s.points.len() as u64).sum::<u64>();
+    let unusable = |b: &Blocks, window: &str| {
+        if b.nonpositive > 0 {
+            Some(format!(
+                "{} intervals {window}have a value ≤ 0, so no ratio can be taken (a rate of rare events? judge a rate over a longer range, or a ratio of counts)",
+                b.nonpositive
+            ))
+        } else if b.blocks.is_empty() {
+            Some(format!("no interval {window}has samples from both groups"))
+        } else {
+            None
+        }
+    };
     let why_not = if canary.is_empty() || baseline.is_empty() {
         Some(format!(
             "the query returned no series for the {}",
@@ -265,15 +386,13 @@ pub fn prepare(
                 _ => "baseline",
             }
         ))
-    } else if nonpositive > 0 {
-        Some(format!(
-            "{nonpositive} intervals have a value ≤ 0, so no ratio can be taken (a rate of rare events? judge a rate over a longer range, or a ratio of counts)"
-        ))
-    } else if d.is_empty() {
-        Some("no interval of the window has samples from both groups".into())
     } else {
-        None
+        unusable(&a, "of the window ").or_else(|| {
+            pre.as_ref()
+                .and_then(|b| unusable(b, "of the before window "))
+        })
     };
+    let usable = why_not.is_none();
     Prepared {
         judgement: MetricJudgement {
             name: name.into(),
@@ -282,53 +401,78 @@ pub fn prepare(
             canary_hosts: canary.len(),
             baseline_hosts: baseline.len(),
             samples: count(canary) + count(baseline),
-            canary_typical: typical(&c),
-            baseline_typical: typical(&b),
-            missing,
+            canary_typical: a.canary_typical,
+            baseline_typical: a.baseline_typical,
+            missing: a.missing,
             autocorrelation: Autocorrelation {
                 per_step: per_step_lag1(canary, baseline),
-                blocks: r,
-                corrected: rho,
-                widened: ((1.0 + rho) / (1.0 - rho)).sqrt(),
+                ..a.autocorrelation.clone()
             },
             contrast: None,
-            per_host: None,
+            after_ratio: None,
+            before: pre.as_ref().map(|b| BeforeWindow {
+                blocks: b.blocks.len(),
+                missing: b.missing,
+                canary_typical: b.canary_typical,
+                baseline_typical: b.baseline_typical,
+                ratio: None,
+                autocorrelation: b.autocorrelation.clone(),
+            }),
+            composition: None,
             hosts,
             why_not,
         },
-        blocks: if d.is_empty() || nonpositive > 0 {
-            Vec::new()
-        } else {
-            d
-        },
+        blocks: if usable { a.blocks } else { Vec::new() },
+        before: pre.map(|b| if usable { b.blocks } else { Vec::new() }),
+        units,
     }
 }
 
-/// An interval widened by `f` around its point estimate.
-fn widen(e: Estimate, f: f64) -> Estimate {
-    Estimate {
-        lo: e.lo.map(|lo| e.point - f * (e.point - lo)),
-        hi: e.hi.map(|hi| e.point + f * (hi - e.point)),
-        ..e
+/// How the interval of a basis is computed, in words.
+fn method(basis: Basis, before: bool, design: &Design) -> String {
+    let sequential = matches!(design, Design::Sequential { .. });
+    match (basis, before, sequential) {
+        (Basis::HostsAsUnits, b, seq) => format!(
+            "hosts as units: Welch t over each host's {}{}",
+            if b {
+                "change from the before window"
+            } else {
+                "log mean over the window"
+            },
+            if seq {
+                " (a fixed-sample interval at each look)"
+            } else {
+                ""
+            }
+        ),
+        (_, true, true) => "confidence sequence of the after intervals less the before window's interval (Bonferroni halves)".into(),
+        (_, true, false) => "Hodges–Lehmann shift of the after intervals over the before intervals, Mann–Whitney".into(),
+        (_, false, true) => "confidence sequence (mean log-ratio per interval)".into(),
+        (_, false, false) => "Hodges–Lehmann, signed-rank over intervals".into(),
     }
 }
 
 /// Intervals and verdicts for every prepared metric at once: Holm's step-down across the
-/// metrics that have blocks (fixed window), or the confidence sequence at α/m each (`--follow`).
+/// metrics that have an interval (fixed window), or the confidence sequence at α/m each
+/// (`--follow`). Each metric's interval rests on its composition's basis.
 pub fn judge(prepared: Vec<Prepared>, s: &Settings) -> Vec<MetricJudgement> {
+    let compositions: Vec<Composition> = prepared
+        .iter()
+        .map(|p| p.units().compose(s.groups, s.confidence))
+        .collect();
     let judged: Vec<usize> = (0..prepared.len())
-        .filter(|i| !prepared[*i].blocks.is_empty())
+        .filter(|i| !prepared[*i].blocks.is_empty() && compositions[*i].basis != Basis::TooFewHosts)
         .collect();
     let m = judged.len().max(1);
     let alpha = 1.0 - s.confidence;
     let interval = |i: usize, level: f64| {
-        let p = &prepared[i];
-        verdict::paired_interval(&p.blocks, level, &s.design)
-            .map(|e| widen(e, p.judgement.autocorrelation.widened))
+        prepared[i]
+            .units()
+            .interval(compositions[i].basis, level, &s.design)
     };
     let raw: Vec<f64> = judged
         .iter()
-        .map(|i| stats::signed_rank_p(&prepared[*i].blocks))
+        .map(|i| prepared[*i].units().p_value(compositions[*i].basis))
         .collect();
     let levels: Vec<f64> = match s.design {
         Design::Sequential { .. } => vec![1.0 - alpha / m as f64; judged.len()],
@@ -337,13 +481,12 @@ pub fn judge(prepared: Vec<Prepared>, s: &Settings) -> Vec<MetricJudgement> {
         }),
     };
     let adjusted = if m > 1 { verdict::holm(&raw) } else { raw };
-    let method = match s.design {
-        Design::Sequential { .. } => "confidence sequence (mean log-ratio per interval)",
-        _ => "Hodges–Lehmann, signed-rank over intervals",
-    };
+    let mut level_of = vec![s.confidence; prepared.len()];
     let mut contrasts: Vec<Option<Contrast>> = vec![None; prepared.len()];
     for (j, &i) in judged.iter().enumerate() {
         let p = &prepared[i];
+        level_of[i] = levels[j];
+        let basis = compositions[i].basis;
         let Some(e) = interval(i, levels[j]) else {
             continue;
         };
@@ -365,51 +508,65 @@ pub fn judge(prepared: Vec<Prepared>, s: &Settings) -> Vec<MetricJudgement> {
                 .saturating_sub(n)
                 .max(1)
         };
-        contrasts[i] = Some(verdict::contrast_from(
+        let mut c = verdict::contrast_from(
             p.blocks.len(),
             e,
             None,
             adjusted[j],
             levels[j],
-            method,
+            &method(basis, p.before.is_some(), &s.design),
             s.effect,
             p.judgement.better,
             more,
-        ));
+        );
+        if basis == Basis::HostsAsUnits {
+            // Longer windows do not narrow how hosts differ: more hosts or a before window do.
+            c.more_blocks = None;
+        }
+        contrasts[i] = Some(c);
     }
     prepared
         .into_iter()
         .zip(contrasts)
-        .map(|(p, c)| {
+        .zip(compositions)
+        .zip(level_of)
+        .map(|(((p, c), mut comp), level)| {
+            let u = p.units();
+            if s.groups == Groups::Hosts {
+                comp.hosts = u
+                    .interval(Basis::HostsAsUnits, level, &s.design)
+                    .map(verdict::to_percent);
+            }
+            let ratio = |d: &[f64], f: f64| {
+                stats::hodges_lehmann(d, level).map(|e| verdict::to_percent(views::widen(e, f)))
+            };
+            let after_ratio = ratio(&p.blocks, p.judgement.autocorrelation.widened);
+            let before_ratio = p.judgement.before.as_ref().and_then(|b| {
+                ratio(
+                    p.before.as_deref().unwrap_or_default(),
+                    b.autocorrelation.widened,
+                )
+            });
             let mut j = p.judgement;
             if c.is_none() && j.why_not.is_none() {
-                j.why_not = Some(format!(
-                    "{} blocks are too few for an interval",
-                    p.blocks.len()
-                ));
+                j.why_not = Some(if comp.basis == Basis::TooFewHosts {
+                    format!(
+                        "{} vs {} hosts and no before window: what the groups differed by before the change cannot be told from the change, and with one host in a group host-to-host variation cannot be measured; give --before FROM..TO (or --before-last) from before the change, or at least 2 hosts per group",
+                        j.canary_hosts, j.baseline_hosts
+                    )
+                } else {
+                    format!("{} blocks are too few for an interval", p.blocks.len())
+                });
             }
             j.contrast = c;
-            j.per_host = per_host(&j.hosts, s.confidence);
+            j.after_ratio = after_ratio;
+            if let Some(b) = &mut j.before {
+                b.ratio = before_ratio;
+            }
+            j.composition = Some(comp);
             j
         })
         .collect()
-}
-
-/// Hosts as units: the shift of canary hosts' log window means against the baseline hosts'
-/// (Mann–Whitney), percent, when both groups have [`HOST_UNITS`] hosts with positive means.
-fn per_host(hosts: &[HostRow], confidence: f64) -> Option<Estimate> {
-    let logs = |canary: bool| -> Vec<f64> {
-        hosts
-            .iter()
-            .filter(|h| h.canary == canary && h.mean > 0.0)
-            .map(|h| h.mean.ln())
-            .collect()
-    };
-    let (c, b) = (logs(true), logs(false));
-    if c.len() < HOST_UNITS || b.len() < HOST_UNITS {
-        return None;
-    }
-    stats::mann_whitney_shift(&c, &b, confidence).map(|s| verdict::to_percent(s.estimate))
 }
 
 /// The verdict over every metric: FLAGGED when the evidence says so; WORSE when a critical

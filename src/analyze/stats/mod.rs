@@ -7,13 +7,15 @@
 //!   the signed-rank test (exact for n ≤ 60);
 //! * [`bootstrap`] — the BCa bootstrap interval of a mean;
 //! * [`mann_whitney`] — the Hodges–Lehmann shift with the Mann–Whitney interval for two
-//!   independent samples.
+//!   independent samples;
+//! * [`welch`] — the difference of two samples' means, Welch's t (few units, e.g. hosts).
 //!
 //! Invariants: inputs are finite (NaN is rejected), and functions state their minimum n.
 
 pub mod bootstrap;
 pub mod mann_whitney;
 pub mod signed_rank;
+pub mod welch;
 
 pub use bootstrap::bootstrap_bca_mean;
 pub use mann_whitney::{Shift, mann_whitney_shift};
@@ -21,6 +23,7 @@ pub use signed_rank::{
     hodges_lehmann, min_pairs_for_interval, signed_rank_critical, signed_rank_p, signed_rank_z,
     walsh_order_stat,
 };
+pub use welch::{Welch, welch};
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 

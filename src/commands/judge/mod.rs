@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 mod spec;
 mod switchback;
 
-pub use spec::{MetricSpec, parse_metric, parse_time};
+pub use spec::{MetricSpec, parse_metric, parse_span, parse_time};
 use spec::{coverage_query, fill, kernel_queries, matchers};
 
 /// Exit codes by the overall verdict.
@@ -27,8 +27,10 @@ pub const EXIT_FLAGGED: i32 = 5;
 #[derive(Debug, Args)]
 #[command(
     after_help = "Each group's value per interval is the mean over its hosts; the canary/baseline ratio per interval is one block \
-(paired by time, so load that hits both cancels); blocks are merged while they are autocorrelated; Hodges–Lehmann with \
-signed-rank intervals and Holm across metrics (--follow: a confidence sequence, Bonferroni). Exit codes: 0 BETTER or \
+(paired by time, so load that hits both cancels); the interval is widened for the blocks' autocorrelation; Hodges–Lehmann with \
+signed-rank intervals and Holm across metrics (--follow: a confidence sequence, Bonferroni). With --before the change is \
+the after blocks' shift over the before blocks, so what the groups of hosts differed by before cancels; the interval \
+includes host-to-host variation (hosts as units, Welch t) where the hosts spread more than time explains. Exit codes: 0 BETTER or \
 EQUIVALENT; 1 an error (Prometheus unreachable, a query refused); 2 bad input; 3 WORSE; 4 INCONCLUSIVE; 5 FLAGGED (the \
 group meant to be on huge pages was not, or the other was as much)."
 )]
@@ -52,6 +54,16 @@ pub struct JudgeArgs {
     /// End of the window (default: now): RFC 3339 or unix seconds
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub to: Option<f64>,
+    /// A window before the change, when neither group had it: FROM..TO (RFC 3339 or unix
+    /// seconds). The change is then judged as the after ratio over the before ratio, so what
+    /// the groups of hosts differed by before cancels. As long as the window judged if possible,
+    /// on the same weekdays and hours
+    #[arg(long, value_name = "FROM..TO", value_parser = parse_span, conflicts_with = "before_last")]
+    pub before: Option<(f64, f64)>,
+    /// The before window is the DURATION that ends where the judged window starts (--from, or
+    /// the start of --last)
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
+    pub before_last: Option<Duration>,
     /// Resolution of the queries (Prometheus's step)
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_positive_duration)]
     pub step: Duration,
@@ -95,7 +107,7 @@ pub struct JudgeArgs {
     /// in pairs of --period (random order within each pair) through the guard, restored on
     /// exit, while the service runs under its real load; then judge the change's periods
     /// against the baseline's from this host's series (--host)
-    #[arg(long, requires = "host", conflicts_with_all = ["canary", "baseline", "last", "from", "to", "follow"])]
+    #[arg(long, requires = "host", conflicts_with_all = ["canary", "baseline", "last", "from", "to", "follow", "before", "before_last"])]
     pub switchback: bool,
     /// With --switchback: the baseline, then the change, as `run --arm` (system-wide keys only),
     /// e.g. --arm off=thp=madvise --arm on=thp=always
@@ -122,6 +134,8 @@ struct Plan {
     from: f64,
     to: f64,
     window: Window,
+    /// The before window, when one was given.
+    before: Option<Window>,
     step: f64,
     token: Option<String>,
 }
@@ -181,6 +195,28 @@ fn plan(a: &JudgeArgs, now: f64) -> Result<Plan, UsageError> {
             fmt_span(interval)
         )));
     }
+    let before = match (a.before, a.before_last) {
+        (Some((f, t)), _) => Some((f, t)),
+        (None, Some(d)) => Some((from - d.as_secs_f64(), from)),
+        _ => None,
+    };
+    if let Some((bf, bt)) = before {
+        if bt > from {
+            return Err(UsageError(format!(
+                "the before window ends at {}, after the change at {} (--from); it must end before the change reached the canary",
+                fmt_utc(bt, true),
+                fmt_utc(from, true)
+            )));
+        }
+        if bf + 2.0 * interval > bt {
+            return Err(UsageError(format!(
+                "the before window {} → {} holds fewer than 2 intervals of {}; widen it (as long as the judged window if possible)",
+                fmt_utc(bf, true),
+                fmt_utc(bt, true),
+                fmt_span(interval)
+            )));
+        }
+    }
     Ok(Plan {
         canary,
         baseline,
@@ -191,6 +227,11 @@ fn plan(a: &JudgeArgs, now: f64) -> Result<Plan, UsageError> {
             end: to,
             interval,
         },
+        before: before.map(|(bf, bt)| Window {
+            start: bf,
+            end: bt,
+            interval,
+        }),
         step,
         token: token(a)?,
     })
@@ -241,36 +282,53 @@ fn now() -> f64 {
     jiff::Timestamp::now().as_millisecond() as f64 / 1000.0
 }
 
-/// Fetch both groups of one query over the window (burn-in included: the evidence reads the
-/// judged part only); an error names what was being fetched for which group.
+/// Fetch both groups of one query over `range` (the judged window with its burn-in, or the
+/// before window); an error names what was being fetched for which group.
 fn both(
     prom: &mut Prometheus,
     what: &str,
     template: &str,
     p: &Plan,
-    end: f64,
+    (from, end): (f64, f64),
 ) -> anyhow::Result<(Vec<Series>, Vec<Series>)> {
     let mut get = |sel: &str, group: &str| {
-        prom.query_range(&fill(template, sel), p.from, end, p.step)
+        prom.query_range(&fill(template, sel), from, end, p.step)
             .map_err(|e| anyhow::anyhow!("{e}\n  while fetching {what} for the {group}"))
     };
     Ok((get(&p.canary, "canary")?, get(&p.baseline, "baseline")?))
 }
 
-/// One look: fetch every query up to `end` and judge.
-/// Every metric judged and the evidence gathered from series that `fetch(what, template)`
-/// gives as (canary, baseline) over `window`.
+/// Every metric judged and the evidence gathered from series that `fetch(what, template,
+/// range)` gives as (canary, baseline) over `range`: the judged window (with its burn-in), and
+/// the before window when there is one.
 fn judge_all(
     a: &JudgeArgs,
-    window: &Window,
-    design: &Design,
-    mut fetch: impl FnMut(&str, &str) -> anyhow::Result<(Vec<Series>, Vec<Series>)>,
+    (window, range): (&Window, (f64, f64)),
+    before: Option<&Window>,
+    (design, groups): (&Design, judge::Groups),
+    mut fetch: impl FnMut(&str, &str, (f64, f64)) -> anyhow::Result<(Vec<Series>, Vec<Series>)>,
 ) -> anyhow::Result<(Vec<judge::MetricJudgement>, Evidence)> {
+    let before_range = before.map(|b| (b.start, b.end));
+    let mut both_windows = |what: &str, q: &str| -> anyhow::Result<_> {
+        let after = fetch(what, q, range)?;
+        let before = match before_range {
+            Some(r) => Some(fetch(&format!("{what} (before window)"), q, r)?),
+            None => None,
+        };
+        Ok((after, before))
+    };
     let mut prepared: Vec<Prepared> = Vec::new();
     for m in &a.metrics {
-        let (c, b) = fetch(&format!("metric {}", m.name), &m.query)?;
+        let ((c, b), pre) = both_windows(&format!("metric {}", m.name), &m.query)?;
         prepared.push(judge::prepare(
-            &m.name, m.better, m.critical, &c, &b, window,
+            &m.name,
+            m.better,
+            m.critical,
+            (&c, &b),
+            window,
+            pre.as_ref()
+                .zip(before)
+                .map(|((bc, bb), w)| ((bc.as_slice(), bb.as_slice()), w)),
         ));
     }
     let metrics = judge::judge(
@@ -279,21 +337,31 @@ fn judge_all(
             effect: a.decision.effect,
             confidence: a.decision.confidence,
             design: design.clone(),
+            groups,
         },
     );
-    let (cc, bc) = fetch(
+    let ((cc, bc), pre) = both_windows(
         "the coverage evidence",
         &coverage_query(a.service.as_deref()),
     )?;
     let mut evidence: Evidence = judge::evidence(&cc, &bc, window, a.huge_on);
+    if let (Some((pc, pb)), Some(w)) = (&pre, before) {
+        judge::before_evidence(pc, pb, w, a.huge_on, &mut evidence);
+    }
     let range = fmt_span((4.0 * a.step.as_secs_f64()).max(60.0));
     for (name, q, unit) in kernel_queries(&range) {
-        let (c, b) = fetch(&format!("the kernel evidence ({name})"), &q)?;
+        let ((c, b), pre) = both_windows(&format!("the kernel evidence ({name})"), &q)?;
+        let (canary_before, baseline_before) = match (&pre, before) {
+            (Some((pc, pb)), Some(w)) => (judge::window_mean(pc, w), judge::window_mean(pb, w)),
+            _ => (None, None),
+        };
         evidence.kernel.push(judge::KernelRow {
             name: name.to_string(),
             canary: judge::window_mean(&c, window),
             baseline: judge::window_mean(&b, window),
             unit: unit.to_string(),
+            canary_before,
+            baseline_before,
         });
     }
     Ok((metrics, evidence))
@@ -341,6 +409,7 @@ fn record(
         elapsed_s: started.elapsed().as_secs_f64(),
         look,
         switchback,
+        before: None,
     }
 }
 
@@ -356,10 +425,14 @@ fn look(a: &JudgeArgs, p: &Plan, end: f64, look: usize) -> anyhow::Result<JudgeR
     } else {
         Design::Fixed
     };
-    let judged = judge_all(a, &window, &design, |what, q| {
-        both(&mut prom, what, q, p, end)
-    })?;
-    Ok(record(
+    let judged = judge_all(
+        a,
+        (&window, (p.from, end)),
+        p.before.as_ref(),
+        (&design, judge::Groups::Hosts),
+        |what, q, range| both(&mut prom, what, q, p, range),
+    )?;
+    let mut r = record(
         a,
         (p.canary.clone(), p.baseline.clone()),
         (p.from, end, &window),
@@ -369,7 +442,9 @@ fn look(a: &JudgeArgs, p: &Plan, end: f64, look: usize) -> anyhow::Result<JudgeR
         started,
         look,
         None,
-    ))
+    );
+    r.before = p.before.map(|w| (w.start, w.end));
+    Ok(r)
 }
 
 fn exit_code(o: Overall) -> i32 {

@@ -71,6 +71,20 @@ pub fn parse_time(s: &str) -> Result<f64, String> {
         })
 }
 
+/// `--before FROM..TO`: two times, the first before the second.
+pub fn parse_span(s: &str) -> Result<(f64, f64), String> {
+    let (a, b) = s.split_once("..").ok_or_else(|| {
+        format!("{s:?} is not FROM..TO; give two times joined by '..', e.g. 2026-11-23T06:00:00Z..2026-11-23T14:00:00Z")
+    })?;
+    let (from, to) = (parse_time(a)?, parse_time(b)?);
+    if from >= to {
+        return Err(format!(
+            "{s:?} does not run forward: FROM must be before TO"
+        ));
+    }
+    Ok((from, to))
+}
+
 /// The group's matchers, without braces, checked to be non-empty.
 pub(super) fn matchers(flag: &str, s: &str) -> Result<String, UsageError> {
     let m = s
@@ -172,6 +186,16 @@ mod tests {
         assert_eq!(parse_time("1764000000").unwrap(), 1764000000.0);
         assert_eq!(parse_time("2025-11-24T16:00:00Z").unwrap(), 1764000000.0);
         assert!(parse_time("yesterday").is_err());
+        assert_eq!(
+            parse_span("1764000000..2025-11-24T17:00:00Z").unwrap(),
+            (1764000000.0, 1764003600.0)
+        );
+        assert!(
+            parse_span("1764003600..1764000000")
+                .unwrap_err()
+                .contains("forward")
+        );
+        assert!(parse_span("1764000000").unwrap_err().contains("FROM..TO"));
         assert_eq!(fmt_span(5400.0), "1h30m");
         assert_eq!(fmt_utc(1764000000.0, true), "2025-11-24 16:00:00 UTC");
     }

@@ -192,15 +192,21 @@ pub fn run(a: &JudgeArgs) -> anyhow::Result<JudgeResult> {
         interval: period,
     };
     let step = a.step.as_secs_f64();
-    let mut judged = judge_all(a, &window, &Design::Fixed, |what, q| {
-        let s = prom
-            .query_range(&fill(q, &host), first.start, last.end, step)
-            .map_err(|e| anyhow::anyhow!("{e}\n  while fetching {what} for this host"))?;
-        Ok((
-            slots(&s, &periods, 1, burn, period),
-            slots(&s, &periods, 0, burn, period),
-        ))
-    })?;
+    let mut judged = judge_all(
+        a,
+        (&window, (first.start, last.end)),
+        None,
+        (&Design::Fixed, crate::analyze::judge::Groups::OneHost),
+        |what, q, _| {
+            let s = prom
+                .query_range(&fill(q, &host), first.start, last.end, step)
+                .map_err(|e| anyhow::anyhow!("{e}\n  while fetching {what} for this host"))?;
+            Ok((
+                slots(&s, &periods, 1, burn, period),
+                slots(&s, &periods, 0, burn, period),
+            ))
+        },
+    )?;
     // Samples of one slot come from two periods that did not run side by side: a per-sample
     // autocorrelation across them would be a number about nothing.
     for m in &mut judged.0 {
