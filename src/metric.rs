@@ -15,6 +15,7 @@ pub enum Metric {
     ReadGbs,
     WriteGbs,
     FaultNs,
+    TlbNs,
 }
 
 impl Metric {
@@ -27,6 +28,7 @@ impl Metric {
             Metric::ReadGbs => "stream read",
             Metric::WriteGbs => "stream write",
             Metric::FaultNs => "fault",
+            Metric::TlbNs => "tlb",
         }
     }
     pub fn unit(self) -> &'static str {
@@ -35,6 +37,7 @@ impl Metric {
             Metric::ChaseNs => "ns/load",
             Metric::CommitGbs | Metric::FreeGbs | Metric::ReadGbs | Metric::WriteGbs => "GB/s",
             Metric::FaultNs => "ns/4KiB",
+            Metric::TlbNs => "ns/access",
         }
     }
     pub fn higher_is_better(self) -> bool {

@@ -221,6 +221,7 @@ fn bench_renders_exactly_as_before() {
         settings_changed: vec![],
         notes: vec![],
         elapsed_s: 12.0,
+        tlb: None,
     };
     let text = hugelab::render::bench::render(&r);
     for l in text.lines() {

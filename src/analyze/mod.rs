@@ -11,7 +11,8 @@
 //! * [`lifetimes`] — blocks nested in server lifetimes: the lifetime as the unit, variance
 //!   components and each arm's instance SD;
 //! * [`calibrate`] — the A/A noise floor;
-//! * [`bench`] — bench cells and their paired ratios;
+//! * [`bench`] — bench cells and their paired ratios; [`tlb`] — the TLB reach and miss cost
+//!   from `bench tlb`'s spans;
 //! * [`coverage`], [`findings`], [`inspect`] — huge coverage, the FLAGGED evidence, and a
 //!   process's report from its snapshot (why a mapping is not huge, TLB reach);
 //! * [`matters`] — whether the memory that matters is on the pages an arm asked for (FLAGGED,
@@ -41,6 +42,7 @@ pub mod server;
 #[cfg(any(test, feature = "simulation"))]
 pub mod simulate;
 pub mod stats;
+pub mod tlb;
 pub mod trace;
 pub mod verdict;
 pub mod vm;

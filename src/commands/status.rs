@@ -24,6 +24,8 @@ pub struct StatusArgs {
     /// Read /proc and /sys under this directory instead of / (for captured fixtures)
     #[arg(long, hide = true)]
     pub root: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: crate::commands::options::Database,
 }
 use std::collections::BTreeMap;
 
@@ -35,12 +37,21 @@ struct StatusJson<'a> {
     findings: Option<&'a [Finding]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     counter_deltas: Option<&'a BTreeMap<String, i64>>,
+    /// What `bench tlb` last measured on this host (run id, when, the reach).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tlb: Option<&'a (i64, String, crate::analyze::tlb::TlbReach)>,
 }
 
 pub fn run(a: StatusArgs) -> anyhow::Result<i32> {
     let root = a.root.clone().map_or_else(Root::system, Root::new);
     let mut previous: Option<status::Status> = None;
     let mut samples = 0u64;
+    // The machine's measured TLB, when `bench tlb` has run here (not for a fixture's tree).
+    let tlb = if a.root.is_none() {
+        super::stored::measured_tlb(&a.store.db)
+    } else {
+        None
+    };
     loop {
         let s = status::probe(&root).context("reading the machine's page-size state")?;
         let f = a.explain.then(|| findings::explain(&s));
@@ -52,12 +63,21 @@ pub fn run(a: StatusArgs) -> anyhow::Result<i32> {
                 status: &s,
                 findings: f.as_deref(),
                 counter_deltas: deltas.as_ref(),
+                tlb: tlb.as_ref(),
             })?;
         } else {
             if a.interval.is_some() {
                 println!("── {} ──", humantime_now());
             }
             print!("{}", crate::render::status::render(&s, f.as_deref()));
+            if let Some((run, created, t)) = &tlb {
+                for l in crate::render::summary::wrap_hanging(
+                    &crate::render::tlb::summary_line(t, *run, created),
+                    2,
+                ) {
+                    println!("{l}");
+                }
+            }
             if let Some(d) = &deltas {
                 let changed: BTreeMap<String, u64> = d
                     .iter()

@@ -58,4 +58,6 @@ pub struct BenchResult {
     pub settings_changed: Vec<String>,
     pub notes: Vec<String>,
     pub elapsed_s: f64,
+    /// `bench tlb`: the reach and the miss cost the spans show.
+    pub tlb: Option<crate::analyze::tlb::TlbReach>,
 }

@@ -14,6 +14,9 @@ pub struct Cpu {
     pub pse: bool,
     /// `pdpe1gb`: 1 GiB pages.
     pub pdpe1gb: bool,
+    /// `hypervisor`: a guest of a hypervisor (a TLB miss walks guest and host tables).
+    #[serde(default)]
+    pub hypervisor: bool,
     pub logical_cpus: usize,
 }
 
@@ -64,6 +67,7 @@ pub fn parse(text: &str) -> Result<Cpu, ParseError> {
             "flags" => {
                 cpu.pse = v.split_whitespace().any(|f| f == "pse");
                 cpu.pdpe1gb = v.split_whitespace().any(|f| f == "pdpe1gb");
+                cpu.hypervisor = v.split_whitespace().any(|f| f == "hypervisor");
             }
             _ => {}
         }

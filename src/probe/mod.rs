@@ -16,6 +16,7 @@ pub mod process;
 pub mod program;
 pub mod status;
 pub mod thp;
+pub mod tlb;
 pub mod tracefs;
 pub mod user;
 

@@ -17,6 +17,7 @@ fn workload_of(m: Metric) -> Workload {
         Metric::CommitGbs | Metric::FreeGbs => Workload::Pretouch,
         Metric::ReadGbs | Metric::WriteGbs => Workload::Stream,
         Metric::FaultNs => Workload::Fault,
+        Metric::TlbNs => Workload::Tlb,
     }
 }
 
@@ -134,6 +135,11 @@ pub fn headline(r: &BenchResult) -> Vec<String> {
 }
 
 pub fn render(r: &BenchResult) -> String {
+    if let Some(t) = &r.tlb {
+        let mut o = super::tlb::text(t, r.plan.confidence);
+        footer(r, &mut o);
+        return o;
+    }
     let mut o: String = headline(r).into_iter().map(|l| l + "\n").collect();
     let level = format!("{}%", r.plan.confidence * 100.0);
     let tlb = r
@@ -269,6 +275,12 @@ backing's page size (smaps, or folio sizes from pagemap). vs baseline: ratio to 
             let _ = writeln!(o, "{l}");
         }
     }
+    footer(r, &mut o);
+    o
+}
+
+/// What was changed and restored, the notes, the seed and the time.
+fn footer(r: &BenchResult, o: &mut String) {
     for c in &r.settings_changed {
         let _ = writeln!(o, "changed for the run and restored: {c}");
     }
@@ -278,5 +290,4 @@ backing's page size (smaps, or folio sizes from pagemap). vs baseline: ratio to 
         }
     }
     let _ = writeln!(o, "seed {}; {:.0} s", r.plan.seed, r.elapsed_s);
-    o
 }

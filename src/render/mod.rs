@@ -14,6 +14,7 @@ pub mod prometheus;
 pub mod run;
 pub mod status;
 pub mod summary;
+pub mod tlb;
 pub mod trace;
 
 use comfy_table::{ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};

@@ -269,6 +269,28 @@ impl Store {
         Ok(())
     }
 
+    /// The latest run on this host whose summary holds `key` (a `bench tlb`'s `tlb`): its id,
+    /// when it was created, and the value under the key.
+    pub fn latest_summary(
+        &self,
+        key: &str,
+    ) -> anyhow::Result<Option<(i64, String, serde_json::Value)>> {
+        let host = crate::probe::cpu::hostname(&crate::probe::Root::system()).unwrap_or_default();
+        let row: Option<(i64, String, String)> = self
+            .conn
+            .query_row(
+                "SELECT id, created, json_extract(summary, ?2) FROM runs WHERE host = ?1 AND summary IS NOT NULL AND json_extract(summary, ?2) IS NOT NULL ORDER BY id DESC LIMIT 1",
+                params![host, format!("$.{key}")],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()?;
+        Ok(
+            row.and_then(|(id, created, v)| {
+                serde_json::from_str(&v).ok().map(|v| (id, created, v))
+            }),
+        )
+    }
+
     pub fn runs(&self) -> anyhow::Result<Vec<(RunMeta, i64)>> {
         let mut st = self.conn.prepare(
             "SELECT r.id, r.created, r.label, r.command, r.host, r.kernel, r.status, r.plan, (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id) FROM runs r ORDER BY r.id",

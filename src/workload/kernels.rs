@@ -39,6 +39,41 @@ pub fn build_chase(words: &mut [u64], seed: u64) {
     }
 }
 
+/// Words in a 4 KiB page.
+pub const PAGE_WORDS: usize = 512;
+
+/// Link one cache line of every 4 KiB page of `words` into one random cycle over the pages
+/// (Sattolo's algorithm): each access is to a new page, so once the pages outnumber the TLB's
+/// entries most accesses miss it, while the lines touched stay few (64 B a page). The line
+/// within each page is drawn at random, so the lines spread over every cache set instead of
+/// aliasing onto the sets of one page offset (the same offset in every page would fill one
+/// L1 set, and on physically contiguous huge pages a few L2 sets).
+pub fn build_page_chase(words: &mut [u64], seed: u64) {
+    let pages = words.len() / PAGE_WORDS;
+    if pages == 0 {
+        return;
+    }
+    let mut rng = XorShift::new(seed);
+    let line: Vec<usize> = (0..pages)
+        .map(|p| p * PAGE_WORDS + rng.below(PAGE_WORDS / LINE_WORDS) * LINE_WORDS)
+        .collect();
+    let mut order: Vec<usize> = (0..pages).collect();
+    for i in (1..pages).rev() {
+        let j = rng.below(i);
+        order.swap(i, j);
+    }
+    // `order` is a random permutation; visiting it in sequence and closing the loop is a
+    // single cycle through every page.
+    for k in 0..pages {
+        words[line[order[k]]] = line[order[(k + 1) % pages]] as u64;
+    }
+    // The chase starts at word 0: when page 0's line is elsewhere, word 0 is free and leads
+    // into the cycle at that line.
+    if line[0] != 0 {
+        words[0] = line[0] as u64;
+    }
+}
+
 /// Follow the chain for `loads` dependent loads; returns where it ended.
 #[inline(never)]
 pub fn chase(words: &[u64], loads: u64) -> u64 {
@@ -82,6 +117,27 @@ mod tests {
         }
         assert_eq!(p, 0);
         assert!(seen.iter().all(|&s| s));
+    }
+
+    #[test]
+    fn page_chase_visits_every_page_once_per_cycle_one_line_each() {
+        let pages = 300;
+        let mut w = vec![0u64; pages * PAGE_WORDS];
+        build_page_chase(&mut w, 11);
+        let mut seen = vec![false; pages];
+        let mut offsets = std::collections::BTreeSet::new();
+        // Word 0 leads into the cycle (it may itself be a page's line).
+        let mut p = w[0] as usize;
+        for _ in 0..pages {
+            assert!(!seen[p / PAGE_WORDS], "page visited twice in one cycle");
+            seen[p / PAGE_WORDS] = true;
+            assert_eq!(p % LINE_WORDS, 0, "a line's first word");
+            offsets.insert(p % PAGE_WORDS);
+            p = w[p] as usize;
+        }
+        assert!(seen.iter().all(|&s| s));
+        // Lines spread over the page offsets (64 possible).
+        assert!(offsets.len() > 40, "{}", offsets.len());
     }
 
     #[test]

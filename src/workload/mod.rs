@@ -24,17 +24,21 @@ pub enum Workload {
     Stream,
     /// First-touch cost, ns per 4 KiB.
     Fault,
+    /// Dependent loads of one cache line per 4 KiB page in random order, ns/access: the
+    /// region's size is the span, so a size sweep finds the TLB's reach.
+    Tlb,
 }
 
-pub const WORKLOAD_NAMES: &str = "touch, chase, pretouch, stream, fault";
+pub const WORKLOAD_NAMES: &str = "touch, chase, pretouch, stream, fault, tlb";
 
 impl Workload {
-    pub const ALL: [Workload; 5] = [
+    pub const ALL: [Workload; 6] = [
         Workload::Touch,
         Workload::Chase,
         Workload::Pretouch,
         Workload::Stream,
         Workload::Fault,
+        Workload::Tlb,
     ];
 
     pub fn name(self) -> &'static str {
@@ -44,12 +48,16 @@ impl Workload {
             Workload::Pretouch => "pretouch",
             Workload::Stream => "stream",
             Workload::Fault => "fault",
+            Workload::Tlb => "tlb",
         }
     }
 
     /// Whether it runs on a prepared, resident region (else it maps its own each iteration).
     pub fn uses_resident_region(self) -> bool {
-        matches!(self, Workload::Touch | Workload::Chase | Workload::Stream)
+        matches!(
+            self,
+            Workload::Touch | Workload::Chase | Workload::Stream | Workload::Tlb
+        )
     }
 
     pub fn metrics(self) -> &'static [Metric] {
@@ -59,6 +67,7 @@ impl Workload {
             Workload::Pretouch => &[Metric::CommitGbs, Metric::FreeGbs],
             Workload::Stream => &[Metric::ReadGbs, Metric::WriteGbs],
             Workload::Fault => &[Metric::FaultNs],
+            Workload::Tlb => &[Metric::TlbNs],
         }
     }
 }
@@ -114,6 +123,17 @@ pub fn run_chase(region: &Region, loads: u64) -> Sample {
     kernels::chase(region.as_words(), loads);
     Sample {
         metric: Metric::ChaseNs,
+        value: per_op_ns(t.elapsed(), loads),
+        ops: loads,
+    }
+}
+
+/// Dependent loads through the one-line-per-page chain of [`kernels::build_page_chase`].
+pub fn run_tlb(region: &Region, loads: u64) -> Sample {
+    let t = Instant::now();
+    kernels::chase(region.as_words(), loads);
+    Sample {
+        metric: Metric::TlbNs,
         value: per_op_ns(t.elapsed(), loads),
         ops: loads,
     }

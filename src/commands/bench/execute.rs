@@ -214,14 +214,19 @@ impl Bench<'_, '_, '_> {
                 }),
             }
         }
-        if resident.contains(&Workload::Chase)
+        let chain = if resident.contains(&Workload::Tlb) {
+            Some(kernels::build_page_chase as fn(&mut [u64], u64))
+        } else if resident.contains(&Workload::Chase) {
+            Some(kernels::build_chase as fn(&mut [u64], u64))
+        } else {
+            None
+        };
+        if let Some(build) = chain
             && let Some((first, rest)) = regions.split_first_mut()
         {
-            {
-                kernels::build_chase(first.as_words_mut(), plan.seed);
-                for r in rest {
-                    r.as_words_mut().copy_from_slice(first.as_words());
-                }
+            build(first.as_words_mut(), plan.seed);
+            for r in rest {
+                r.as_words_mut().copy_from_slice(first.as_words());
             }
         }
         let region_ev: Vec<RegionEvidence> = regions
@@ -257,6 +262,9 @@ impl Bench<'_, '_, '_> {
                     Workload::Chase => {
                         workload::run_chase(base, probe_ops);
                     }
+                    Workload::Tlb => {
+                        workload::run_tlb(base, probe_ops);
+                    }
                     _ => {}
                 }
                 let per = t.elapsed().as_nanos().max(1) as u64 / probe_ops;
@@ -287,6 +295,7 @@ impl Bench<'_, '_, '_> {
                             plan.seed ^ round as u64,
                         )],
                         Workload::Chase => vec![workload::run_chase(&regions[i], ops[&w])],
+                        Workload::Tlb => vec![workload::run_tlb(&regions[i], ops[&w])],
                         Workload::Stream => {
                             workload::run_stream(&mut regions[i], plan.threads).to_vec()
                         }

@@ -28,7 +28,8 @@ pub const SCHEMA: &str = "hugelab.bench/1";
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Workloads: touch, chase, pretouch, stream, fault [default: touch chase pretouch]
+    /// Workloads: touch, chase, pretouch, stream, fault [default: touch chase pretouch]; or tlb
+    /// alone: the TLB's reach and miss cost, from spans of 64K to 256M one line a page
     pub workloads: Vec<String>,
     /// Region sizes, comma-separated (K/M/G suffixes) [default: 4K,64K,1M,16M,256M,1G, capped by MemAvailable]
     #[arg(short = 's', long, value_delimiter = ',')]
@@ -138,8 +139,24 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     if let Some(e) = save_error {
         notes.push(format!("saving stopped: {e}"));
     }
+    // The cells (and the TLB's reach) are known before the run is closed, so the stored run
+    // carries what `bench tlb` found.
+    let analysed = result.as_ref().ok().map(|m| {
+        let cells = analyse(&m.observations, Backing::Base, plan.confidence);
+        let tlb = (plan.workloads == [crate::workload::Workload::Tlb]).then(|| {
+            crate::analyze::tlb::reach(&cells, crate::probe::tlb::read(), st.cpu.hypervisor)
+        });
+        (cells, tlb)
+    });
     if let Some(s) = saver.take() {
-        match s.finish(if result.is_ok() { "complete" } else { "failed" }) {
+        let summary = analysed
+            .as_ref()
+            .and_then(|(_, t)| t.as_ref())
+            .map(|t| serde_json::json!({ "tlb": t }));
+        match s.finish(
+            if result.is_ok() { "complete" } else { "failed" },
+            summary.as_ref(),
+        ) {
             Ok(n) => notes.push(n),
             Err(e) => notes.push(format!("not saved to the results database: {e:#}")),
         }
@@ -155,7 +172,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         notes: run_notes,
     } = result?;
     notes.extend(run_notes);
-    let mut cells = analyse(&observations, Backing::Base, plan.confidence);
+    let (mut cells, tlb) = analysed.unwrap_or_default();
     let rank = |b: &Backing| {
         plan.backings
             .iter()
@@ -175,6 +192,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         settings_changed: std::mem::take(&mut sys.changed),
         notes,
         elapsed_s: started.elapsed().as_secs_f64(),
+        tlb,
     };
     if a.out.json {
         print_json(&res)?;

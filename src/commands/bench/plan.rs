@@ -8,6 +8,20 @@ use crate::units::Bytes;
 use crate::workload::Workload;
 
 const DEFAULT_SIZES: [u64; 6] = [4 << 10, 64 << 10, 1 << 20, 16 << 20, 256 << 20, 1 << 30];
+
+/// `bench tlb`'s default spans: 16 to 65,536 pages of 4 KiB (64 KiB to 256 MiB), in steps of
+/// about √2, so a knee is placed within a factor of 1.5.
+pub fn tlb_sizes() -> Vec<u64> {
+    let mut v = Vec::new();
+    let mut pages = 16u64;
+    while pages <= 65_536 {
+        v.push(pages * 4096);
+        v.push(pages * 3 / 2 * 4096);
+        pages *= 2;
+    }
+    v.pop();
+    v
+}
 /// Memory left to everything else when sizing regions.
 const MARGIN_MIN: u64 = 1 << 30;
 
@@ -36,6 +50,12 @@ pub fn plan(a: &BenchArgs, st: &Status) -> Result<(Plan, Vec<String>), UsageErro
         workloads = vec![Workload::Touch, Workload::Chase, Workload::Pretouch];
     }
     workloads.dedup();
+    let tlb = workloads.contains(&Workload::Tlb);
+    if tlb && workloads.len() > 1 {
+        return Err(UsageError(
+            "tlb sweeps spans of its own and lays its region out one line a page; run `hugelab bench tlb` on its own".into(),
+        ));
+    }
     let explicit_backings = !a.backings.is_empty();
     let mut backings: Vec<Backing> = parse_list(&a.backings)?;
     if explicit_backings && backings.is_empty() {
@@ -117,7 +137,12 @@ pub fn plan(a: &BenchArgs, st: &Status) -> Result<(Plan, Vec<String>), UsageErro
     };
     let mut sizes: Vec<u64> = Vec::new();
     if a.sizes.is_empty() {
-        for s in DEFAULT_SIZES {
+        let defaults = if tlb {
+            tlb_sizes()
+        } else {
+            DEFAULT_SIZES.to_vec()
+        };
+        for s in defaults {
             if mapped(s) <= budget {
                 sizes.push(s);
             } else {

@@ -110,8 +110,13 @@ impl Saver {
         Ok(())
     }
 
-    pub fn finish(mut self, status: &str) -> anyhow::Result<String> {
-        self.store.finish_run(self.id, status, None)?;
+    /// Close the run with its status and, for `bench tlb`, what it found (`summary`).
+    pub fn finish(
+        mut self,
+        status: &str,
+        summary: Option<&serde_json::Value>,
+    ) -> anyhow::Result<String> {
+        self.store.finish_run(self.id, status, summary)?;
         Ok(format!(
             "saved as run {} in {} (`hugelab results show {}`)",
             self.id,

@@ -1,0 +1,258 @@
+//! `bench tlb`: the TLB's reach and the cost of a miss, from timing alone (no PMU needed).
+//!
+//! The workload loads one cache line of every 4 KiB page of a span, in a random cycle, so every
+//! access is to another page while the lines touched stay few. On 4 KiB pages each access
+//! needs its own TLB entry; on 2 MiB or 1 GiB pages the same span needs a handful. Both see the
+//! same data-cache behaviour, so their ratio, paired by round, isolates translation: it stays
+//! at 1 while the 4 KiB pages fit the TLB, and leaves it where they stop fitting — the reach,
+//! found within the step between two spans. Past it, the extra time per access is what a miss
+//! costs (the walk, and under a hypervisor the host's walk too), in ns and as a share of an
+//! access whose translation hits.
+
+use super::bench::CellStats;
+use super::stats::Estimate;
+use crate::backing::Backing;
+use crate::metric::Metric;
+use crate::probe::tlb::TlbGeometry;
+
+/// A span is past the reach when huge pages are faster by at least this share, with the
+/// bench's confidence (the ratio's whole interval below 1 − 5%).
+pub const FASTER_BY: f64 = 0.05;
+
+/// One span: both backings' times and their paired ratio.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Point {
+    /// 4 KiB pages in the span (one access each per cycle).
+    pub pages: u64,
+    /// Mean ns per access on 4 KiB pages and on the huge backing.
+    pub base_ns: f64,
+    pub huge_ns: f64,
+    /// Huge over 4 KiB, paired by round, with its interval.
+    pub ratio: Estimate,
+    /// What 4 KiB pages cost per access beyond the huge backing, ns (from the ratio's interval
+    /// at the huge backing's mean).
+    pub extra_ns: Estimate,
+}
+
+impl Point {
+    pub fn past_reach(&self) -> bool {
+        self.ratio.hi.is_some_and(|hi| hi < 1.0 - FASTER_BY)
+    }
+}
+
+/// One huge backing against 4 KiB pages across the spans.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Sweep {
+    pub backing: Backing,
+    pub points: Vec<Point>,
+    /// The reach of the 4 KiB TLB in pages: above the last span before the huge backing
+    /// pulled ahead for good, at most the first span from which it stayed ahead (`None`:
+    /// never, within the spans measured).
+    pub knee: Option<(u64, u64)>,
+}
+
+impl Sweep {
+    /// The first span past the knee, and the largest span.
+    pub fn past(&self) -> (Option<&Point>, Option<&Point>) {
+        let Some((_, hi)) = self.knee else {
+            return (None, None);
+        };
+        (
+            self.points.iter().find(|p| p.pages == hi),
+            self.points.last().filter(|p| p.past_reach()),
+        )
+    }
+}
+
+/// What `bench tlb` found.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TlbReach {
+    pub sweeps: Vec<Sweep>,
+    /// The sweep the answer is read from: hugetlb 2 MiB, else THP, else the first.
+    pub headline: Option<usize>,
+    /// What CPUID declares, and whether the measured knee agrees with it.
+    pub geometry: TlbGeometry,
+    pub agreement: Option<Agreement>,
+    /// A guest of a hypervisor: each miss walks the guest's and the host's tables.
+    pub hypervisor: bool,
+}
+
+/// The declared reach beside the measured one.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Agreement {
+    pub level: u8,
+    pub entries: u32,
+    /// Whether the declared entries fall within the measured knee (a step either side).
+    pub agrees: bool,
+}
+
+impl TlbReach {
+    pub fn headline(&self) -> Option<&Sweep> {
+        self.headline.map(|i| &self.sweeps[i])
+    }
+
+    /// The measured reach in 4 KiB entries, as (at least, at most).
+    pub fn entries_4k(&self) -> Option<(u64, u64)> {
+        self.headline()?.knee
+    }
+}
+
+/// The knee of a sweep: the first span past the reach (its interval below 1 − 5%) after
+/// which no span's ratio comes back to within 5% of 1. Large spans are noisy (their accesses
+/// go to memory), so a later span whose interval is merely wide does not move the knee; one
+/// whose estimate is back near 1 does.
+fn knee(points: &[Point]) -> Option<(u64, u64)> {
+    let back = points
+        .iter()
+        .rposition(|p| p.ratio.point >= 1.0 - FASTER_BY)
+        .map_or(0, |i| i + 1);
+    let first = back + points[back..].iter().position(Point::past_reach)?;
+    let hi = points[first].pages;
+    let lo = if first == 0 {
+        0
+    } else {
+        points[first - 1].pages
+    };
+    Some((lo, hi))
+}
+
+/// The reach and the miss cost from a tlb bench's cells.
+pub fn reach(cells: &[CellStats], geometry: TlbGeometry, hypervisor: bool) -> TlbReach {
+    let tlb: Vec<&CellStats> = cells.iter().filter(|c| c.metric == Metric::TlbNs).collect();
+    let mut backings: Vec<Backing> = Vec::new();
+    for c in &tlb {
+        if c.backing != Backing::Base && !backings.contains(&c.backing) {
+            backings.push(c.backing);
+        }
+    }
+    let sweeps: Vec<Sweep> = backings
+        .iter()
+        .map(|&b| {
+            let mut points: Vec<Point> = tlb
+                .iter()
+                .filter(|c| c.backing == b)
+                .filter_map(|c| {
+                    let base = tlb
+                        .iter()
+                        .find(|x| x.backing == Backing::Base && x.size == c.size)?;
+                    let ratio = c.vs_baseline?;
+                    // 4 KiB time = huge time / ratio, so the extra is huge × (1/ratio − 1).
+                    let extra = |r: f64| c.score * (1.0 / r - 1.0);
+                    Some(Point {
+                        pages: c.size / 4096,
+                        base_ns: base.score,
+                        huge_ns: c.score,
+                        extra_ns: Estimate {
+                            point: extra(ratio.point),
+                            lo: ratio.hi.map(extra),
+                            hi: ratio.lo.map(extra),
+                            confidence: ratio.confidence,
+                        },
+                        ratio,
+                    })
+                })
+                .collect();
+            points.sort_by_key(|p| p.pages);
+            Sweep {
+                backing: b,
+                knee: knee(&points),
+                points,
+            }
+        })
+        .collect();
+    let pick = |want: &dyn Fn(Backing) -> bool| sweeps.iter().position(|s| want(s.backing));
+    let headline = pick(&|b| b == Backing::Hugetlb { page_size: 2 << 20 })
+        .or_else(|| pick(&|b| b == Backing::Thp))
+        .or_else(|| (!sweeps.is_empty()).then_some(0));
+    let agreement = headline.and_then(|i| {
+        let (lo, hi) = sweeps[i].knee?;
+        let (level, entries) = [2u8, 1]
+            .iter()
+            .find_map(|l| geometry.data_entries(*l, 4096).map(|e| (*l, e)))?;
+        let e = entries as f64;
+        Some(Agreement {
+            level,
+            entries,
+            agrees: e >= lo as f64 / 1.5 && e <= hi as f64 * 1.5,
+        })
+    });
+    TlbReach {
+        sweeps,
+        headline,
+        geometry,
+        agreement,
+        hypervisor,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::bench::{Observation, analyse};
+
+    /// A machine with 3,072 second-level entries: 4 KiB pages cost 10 ns more per access once
+    /// the pages outnumber them (scaled by the share that miss), the data cache the same for both.
+    fn observations(entries: f64, noise: f64) -> Vec<Observation> {
+        let mut obs = Vec::new();
+        let mut rng = crate::rng::XorShift::new(3);
+        for &pages in &[512u64, 1024, 2048, 3072, 4096, 8192, 16384] {
+            let hit = 3.0 + (pages as f64).log2() * 0.3;
+            let miss = (1.0 - entries / pages as f64).max(0.0);
+            for round in 0..12 {
+                let wobble = |r: &mut crate::rng::XorShift| {
+                    1.0 + noise * (r.below(1000) as f64 / 500.0 - 1.0)
+                };
+                for (backing, v) in [
+                    (Backing::Base, hit + 10.0 * miss),
+                    (Backing::Hugetlb { page_size: 2 << 20 }, hit),
+                ] {
+                    obs.push(Observation {
+                        metric: Metric::TlbNs,
+                        size: pages * 4096,
+                        backing,
+                        round,
+                        value: v * wobble(&mut rng),
+                    });
+                }
+            }
+        }
+        obs
+    }
+
+    fn geometry(entries: u32) -> TlbGeometry {
+        TlbGeometry {
+            levels: vec![crate::probe::tlb::TlbLevel {
+                level: 2,
+                kind: crate::probe::tlb::TlbKind::Data,
+                page_size: 4096,
+                entries,
+                ways: Some(8),
+            }],
+            source: "test".into(),
+        }
+    }
+
+    #[test]
+    fn the_knee_is_where_the_pages_outnumber_the_entries() {
+        let cells = analyse(&observations(3072.0, 0.01), Backing::Base, 0.999);
+        let r = reach(&cells, geometry(3072), true);
+        let s = r.headline().unwrap();
+        assert_eq!(s.knee, Some((3072, 4096)), "{:?}", s.points);
+        let (first, last) = s.past();
+        let (first, last) = (first.unwrap(), last.unwrap());
+        // At 4,096 pages a quarter of the accesses miss: about 2.5 ns extra; at 16,384, 8.1.
+        assert!((first.extra_ns.point - 2.5).abs() < 0.5, "{first:?}");
+        assert!((last.extra_ns.point - 8.1).abs() < 0.8, "{last:?}");
+        assert!(last.extra_ns.lo.unwrap() <= last.extra_ns.point);
+        assert_eq!(r.agreement.as_ref().map(|a| a.agrees), Some(true));
+        // CPUID declaring a quarter of that disagrees with the timing.
+        let r = reach(&cells, geometry(768), true);
+        assert_eq!(r.agreement.map(|a| a.agrees), Some(false));
+        // No knee when the huge backing never pulls ahead.
+        let flat = analyse(&observations(1e9, 0.01), Backing::Base, 0.999);
+        assert_eq!(
+            reach(&flat, geometry(3072), false).headline().unwrap().knee,
+            None
+        );
+    }
+}

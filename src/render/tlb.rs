@@ -1,0 +1,229 @@
+//! `bench tlb` on a terminal: the reach and the miss cost first, CPUID's geometry beside them,
+//! then the spans: 4 KiB time and each huge backing's ratio.
+
+use super::summary::{thousands, wrap_hanging};
+use crate::analyze::stats::Estimate;
+use crate::analyze::tlb::{Sweep, TlbReach};
+use crate::probe::tlb::{TlbKind, TlbLevel};
+use crate::units::Bytes;
+use std::fmt::Write;
+
+fn ns(e: &Estimate) -> String {
+    match (e.lo, e.hi) {
+        (Some(lo), Some(hi)) => format!("{:+.1} ns [{:+.1}, {:+.1}]", e.point, lo, hi),
+        _ => format!("{:+.1} ns", e.point),
+    }
+}
+
+fn span(pages: u64) -> String {
+    Bytes(pages * 4096).to_string()
+}
+
+/// "second-level data 3,072 × 4K (12M)".
+fn level_words(l: &TlbLevel) -> String {
+    let kind = match l.kind {
+        TlbKind::Data => "data",
+        TlbKind::Instruction => "instruction",
+        TlbKind::Unified => "unified",
+        TlbKind::Load => "load",
+        TlbKind::Store => "store",
+    };
+    format!(
+        "L{} {kind} {} × {} ({})",
+        l.level,
+        thousands(l.entries as usize),
+        Bytes(l.page_size),
+        Bytes(l.reach())
+    )
+}
+
+/// The answer lines of one sweep.
+fn reach_lines(t: &TlbReach, s: &Sweep, confidence: f64) -> Vec<String> {
+    let mut out = Vec::new();
+    let largest = s.points.last().map_or(0, |p| p.pages);
+    match s.knee {
+        Some((0, hi)) => out.push(format!(
+            "4 KiB pages already miss at the smallest span, {} pages ({}): the reach is below it",
+            thousands(hi as usize),
+            span(hi)
+        )),
+        Some((lo, hi)) => out.push(format!(
+            "reach: 4 KiB pages fit up to {} pages and miss from {} ({}–{} of span): about {}–{} entries",
+            thousands(lo as usize),
+            thousands(hi as usize),
+            span(lo),
+            span(hi),
+            thousands(lo as usize),
+            thousands(hi as usize)
+        )),
+        None => out.push(format!(
+            "reach: not exceeded — {} stayed within {:.0}% of 4 KiB pages up to {} pages ({}); the TLB covers at least that",
+            s.backing,
+            super::super::analyze::tlb::FASTER_BY * 100.0,
+            thousands(largest as usize),
+            span(largest)
+        )),
+    }
+    let data: Vec<&TlbLevel> = t
+        .geometry
+        .levels
+        .iter()
+        .filter(|l| !matches!(l.kind, TlbKind::Instruction))
+        .collect();
+    if data.is_empty() {
+        out.push(format!(
+            "CPUID: no geometry — {}; the timing is the only source",
+            t.geometry.source
+        ));
+    } else {
+        let list: Vec<String> = data.iter().map(|l| level_words(l)).collect();
+        let verdict = match &t.agreement {
+            Some(a) if a.agrees => format!(
+                " — its L{} {} entries of 4 KiB agree with the timing",
+                a.level,
+                thousands(a.entries as usize)
+            ),
+            Some(a) => format!(
+                " — DISAGREES: its L{} {} entries of 4 KiB are not where the timing puts the reach (a hypervisor's CPUID can describe another CPU, or entries are shared with other page sizes)",
+                a.level,
+                thousands(a.entries as usize)
+            ),
+            None => String::new(),
+        };
+        out.push(format!(
+            "{}: {}{verdict}",
+            t.geometry.source,
+            list.join(", ")
+        ));
+    }
+    let (first, last) = s.past();
+    if let Some(f) = first {
+        let share = f.extra_ns.point / f.huge_ns * 100.0;
+        let mut l = format!(
+            "a miss: {} per access at {} pages (+{share:.0}% on an access whose translation hits, {:.1} ns)",
+            ns(&f.extra_ns),
+            thousands(f.pages as usize),
+            f.huge_ns
+        );
+        if let Some(z) = last.filter(|z| z.pages != f.pages) {
+            l += &format!(
+                "; {} at {} pages, as the page tables themselves leave the caches",
+                ns(&z.extra_ns),
+                thousands(z.pages as usize)
+            );
+        }
+        out.push(l);
+    }
+    if t.hypervisor {
+        out.push("under a hypervisor (cpuinfo): each miss walks the guest's page tables and, for every guest table access, the host's (a two-dimensional walk); the cost above is both, and the host's page size is not visible from inside".into());
+    }
+    out.push(format!(
+        "at {}% per span; a span is past the reach when {} is at least {:.0}% faster with that confidence",
+        confidence * 100.0,
+        s.backing,
+        super::super::analyze::tlb::FASTER_BY * 100.0
+    ));
+    out
+}
+
+pub fn text(t: &TlbReach, confidence: f64) -> String {
+    let mut o = String::new();
+    let Some(s) = t.headline() else {
+        let _ = writeln!(
+            o,
+            "TLB: no huge backing was measured beside 4 KiB pages, so no reach can be read (give -b 4k,thp)"
+        );
+        return o;
+    };
+    let _ = writeln!(
+        o,
+        "TLB, from timing: one line of every 4 KiB page in random order, 4k against {}:",
+        s.backing
+    );
+    for line in reach_lines(t, s, confidence) {
+        for l in wrap_hanging(&format!("  {line}"), 4) {
+            let _ = writeln!(o, "{l}");
+        }
+    }
+    let mut header = vec!["span".to_string(), "pages".into(), "4k ns".into()];
+    header.extend(t.sweeps.iter().map(|s| format!("{} ×", s.backing)));
+    header.push(format!("{} extra ns", s.backing));
+    let refs: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut table = super::table(&refs);
+    for p in &s.points {
+        let mut row = vec![
+            span(p.pages),
+            thousands(p.pages as usize),
+            format!("{:.2}", p.base_ns),
+        ];
+        for w in &t.sweeps {
+            row.push(
+                w.points
+                    .iter()
+                    .find(|q| q.pages == p.pages)
+                    .map_or("—".into(), |q| {
+                        format!(
+                            "{:.3}{}",
+                            q.ratio.point,
+                            if q.past_reach() { " *" } else { "" }
+                        )
+                    }),
+            );
+        }
+        row.push(format!("{:+.1}", p.extra_ns.point));
+        table.add_row(row);
+    }
+    let _ = writeln!(o, "{}", super::fit(&mut table));
+    let _ = writeln!(
+        o,
+        "× = huge / 4 KiB time per access, paired by round; * past the reach"
+    );
+    o
+}
+
+/// One line for `status` and the answers that cite it: "TLB (bench tlb, run 12, 2026-11-25):
+/// reach about 2,048–3,072 entries of 4 KiB (8M–12M); a miss +9.2 ns per access at 4,096 pages".
+pub fn summary_line(t: &TlbReach, run: i64, created: &str) -> String {
+    let when = created.split('T').next().unwrap_or(created);
+    let mut s = format!("TLB (measured by bench tlb, run {run}, {when}): ");
+    match t.headline() {
+        Some(sw) => {
+            match sw.knee {
+                Some((lo, hi)) => {
+                    s += &format!(
+                        "reach about {}–{} entries of 4 KiB ({}–{})",
+                        thousands(lo as usize),
+                        thousands(hi as usize),
+                        span(lo),
+                        span(hi)
+                    )
+                }
+                None => {
+                    let top = sw.points.last().map_or(0, |p| p.pages);
+                    s += &format!(
+                        "reach beyond {} pages of 4 KiB ({})",
+                        thousands(top as usize),
+                        span(top)
+                    )
+                }
+            }
+            if let (Some(f), _) = sw.past() {
+                s += &format!(
+                    "; a miss {} per access at {} pages",
+                    ns(&f.extra_ns),
+                    thousands(f.pages as usize)
+                );
+            }
+            if let Some(a) = &t.agreement {
+                s += &format!(
+                    "; CPUID L{} {} entries {}",
+                    a.level,
+                    thousands(a.entries as usize),
+                    if a.agrees { "agrees" } else { "DISAGREES" }
+                );
+            }
+        }
+        None => s += "no huge backing was measured",
+    }
+    s
+}
