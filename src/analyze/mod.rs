@@ -33,6 +33,7 @@ pub mod coverage;
 pub mod diagnostics;
 pub mod experiment;
 pub mod findings;
+pub mod hot;
 pub mod inspect;
 pub mod judge;
 pub mod lifetimes;

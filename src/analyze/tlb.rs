@@ -77,6 +77,14 @@ pub struct TlbReach {
     pub hypervisor: bool,
 }
 
+/// A reach `bench tlb` stored: which run, when, and what it found.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Measured {
+    pub run: i64,
+    pub created: String,
+    pub reach: TlbReach,
+}
+
 /// The declared reach beside the measured one.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Agreement {

@@ -4,6 +4,7 @@
 
 pub mod coverage;
 pub mod folio_scan;
+pub mod hot;
 pub mod load;
 pub mod noise;
 pub mod output;

@@ -37,8 +37,16 @@ pub struct InspectArgs {
     /// shared memory counted once), and show the hugetlb pools' reservations
     #[arg(long)]
     pub tree: bool,
+    /// Hot memory: clear each process's referenced bits, wait DURATION (e.g. 10s), and show
+    /// what was touched, the TLB entries it needs at 4 KiB, 2 MiB and 1 GiB, and that against
+    /// the reach `bench tlb` measured. Needs root or the process's owner; it perturbs reclaim's
+    /// aging (pages look idle until touched again)
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
+    pub hot: Option<Duration>,
     #[command(flatten)]
     pub out: crate::commands::options::Json,
+    #[command(flatten)]
+    pub store: crate::commands::options::Database,
 }
 
 pub fn run(a: InspectArgs) -> anyhow::Result<i32> {
@@ -58,6 +66,31 @@ pub fn run(a: InspectArgs) -> anyhow::Result<i32> {
     if pids.is_empty() {
         return Err(UsageError("give one or more PIDs, or --name COMM".into()).into());
     }
+    // The hot window first: the reports below then see the memory as it is after it.
+    let (hot, tlb) = match a.hot {
+        Some(window) => {
+            let mut sets = Vec::new();
+            let mut errors = Vec::new();
+            for w in crate::collect::hot::hot_window(&pids, window) {
+                match w.mappings {
+                    Ok(maps) => sets.push(crate::analyze::hot::hot_set(
+                        w.pid,
+                        &w.name,
+                        window.as_secs_f64(),
+                        &maps,
+                    )),
+                    Err(e) => errors.push(e),
+                }
+            }
+            let context = crate::model::inspect::HotContext {
+                measured: super::stored::measured_tlb(&a.store.db),
+                geometry: crate::probe::tlb::read(),
+                errors,
+            };
+            (sets, Some(context))
+        }
+        None => (Vec::new(), None),
+    };
     let thp = crate::probe::thp::read(&Root::system()).context("reading THP settings")?;
     let mut processes = Vec::new();
     let mut errors = Vec::new();
@@ -108,6 +141,8 @@ pub fn run(a: InspectArgs) -> anyhow::Result<i32> {
         errors,
         instances,
         pools,
+        hot,
+        tlb,
     };
     if a.out.json {
         print_json(&res)?;

@@ -39,7 +39,7 @@ struct StatusJson<'a> {
     counter_deltas: Option<&'a BTreeMap<String, i64>>,
     /// What `bench tlb` last measured on this host (run id, when, the reach).
     #[serde(skip_serializing_if = "Option::is_none")]
-    tlb: Option<&'a (i64, String, crate::analyze::tlb::TlbReach)>,
+    tlb: Option<&'a crate::analyze::tlb::Measured>,
 }
 
 pub fn run(a: StatusArgs) -> anyhow::Result<i32> {
@@ -70,9 +70,9 @@ pub fn run(a: StatusArgs) -> anyhow::Result<i32> {
                 println!("── {} ──", humantime_now());
             }
             print!("{}", crate::render::status::render(&s, f.as_deref()));
-            if let Some((run, created, t)) = &tlb {
+            if let Some(t) = &tlb {
                 for l in crate::render::summary::wrap_hanging(
-                    &crate::render::tlb::summary_line(t, *run, created),
+                    &crate::render::tlb::summary_line(&t.reach, t.run, &t.created),
                     2,
                 ) {
                     println!("{l}");

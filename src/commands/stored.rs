@@ -22,12 +22,16 @@ pub fn open(db: &Option<PathBuf>) -> anyhow::Result<Store> {
     Store::open_existing(&db.clone().unwrap_or_else(crate::store::default_path))
 }
 
-/// The TLB reach `bench tlb` last measured on this host, from the results database: (run id,
-/// when, the reach); `None` when nothing was measured (or there is no database).
-pub fn measured_tlb(db: &Option<PathBuf>) -> Option<(i64, String, crate::analyze::tlb::TlbReach)> {
+/// The TLB reach `bench tlb` last measured on this host, from the results database; `None`
+/// when nothing was measured (or there is no database).
+pub fn measured_tlb(db: &Option<PathBuf>) -> Option<crate::analyze::tlb::Measured> {
     let store = open(db).ok()?;
-    let (id, created, v) = store.latest_summary("tlb").ok()??;
-    Some((id, created, serde_json::from_value(v).ok()?))
+    let (run, created, v) = store.latest_summary("tlb").ok()??;
+    Some(crate::analyze::tlb::Measured {
+        run,
+        created,
+        reach: serde_json::from_value(v).ok()?,
+    })
 }
 
 /// Arm name → successful values of `metric`, from a run id or an exported file.

@@ -16,6 +16,22 @@ pub struct InspectResult {
     /// in use, reserved (promised to a mapping, not yet touched) and free.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pools: Vec<crate::probe::hugetlb::Pool>,
+    /// `--hot`: each process's memory referenced in the window.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hot: Vec<crate::analyze::hot::HotSet>,
+    /// With `--hot`: the TLB reach `bench tlb` measured on this host (null if never), and what
+    /// CPUID declares.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tlb: Option<HotContext>,
+}
+
+/// What a hot set is held against: the measured reach, and CPUID's geometry.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct HotContext {
+    pub measured: Option<crate::analyze::tlb::Measured>,
+    pub geometry: crate::probe::tlb::TlbGeometry,
+    /// Hot-set processes that could not be read (clear_refs refused, gone).
+    pub errors: Vec<String>,
 }
 
 /// A server and its workers, read as one: the root PID and the memory of its tree.

@@ -90,7 +90,10 @@ fn render_instances(r: &InspectResult) -> String {
 }
 
 pub fn render(r: &InspectResult, maps: bool, folios: bool) -> String {
-    let mut o = String::new();
+    let mut o = match &r.tlb {
+        Some(ctx) => super::tlb::hot_text(&r.hot, ctx),
+        None => String::new(),
+    };
     for p in &r.processes {
         let thp = match p.thp_enabled {
             Some(false) => " — THP disabled for this process (PR_SET_THP_DISABLE)",
@@ -394,6 +397,8 @@ mod tests {
             errors: vec![],
             instances: vec![],
             pools: vec![],
+            hot: vec![],
+            tlb: None,
         };
         for folios in [false, true] {
             let text = render(&r, true, folios);

@@ -2,6 +2,7 @@
 //! then the spans: 4 KiB time and each huge backing's ratio.
 
 use super::summary::{thousands, wrap_hanging};
+use crate::analyze::hot::HotSet;
 use crate::analyze::stats::Estimate;
 use crate::analyze::tlb::{Sweep, TlbReach};
 use crate::probe::tlb::{TlbKind, TlbLevel};
@@ -226,4 +227,143 @@ pub fn summary_line(t: &TlbReach, run: i64, created: &str) -> String {
         None => s += "no huge backing was measured",
     }
     s
+}
+
+/// "50–265", or "50" when both ends agree.
+fn range((lo, hi): (u64, u64)) -> String {
+    if lo == hi {
+        thousands(lo as usize)
+    } else {
+        format!("{}–{}", thousands(lo as usize), thousands(hi as usize))
+    }
+}
+
+/// How many times `need` entries is `lo`–`hi` entries, in words.
+fn times(need: u64, lo: u64, hi: u64) -> String {
+    let (a, b) = (
+        need as f64 / hi.max(1) as f64,
+        need as f64 / lo.max(1) as f64,
+    );
+    if b < 1.0 {
+        "within it".into()
+    } else if a < 1.0 {
+        "at its edge".into()
+    } else {
+        format!("{a:.1}–{b:.1}× it")
+    }
+}
+
+/// `inspect --hot`: each process's hot memory, the entries it needs, and that against the
+/// measured reach (and CPUID's 2 MiB entries, labelled as declared, not measured).
+pub fn hot_text(sets: &[HotSet], ctx: &crate::model::inspect::HotContext) -> String {
+    let mut o = String::new();
+    let reach = ctx.measured.as_ref();
+    let l2m = reach
+        .map_or(&ctx.geometry, |m| &m.reach.geometry)
+        .data_entries(2, 2 << 20)
+        .or_else(|| {
+            reach
+                .map_or(&ctx.geometry, |m| &m.reach.geometry)
+                .data_entries(1, 2 << 20)
+        });
+    for h in sets {
+        let share = h.hot as f64 * 100.0 / h.resident.max(1) as f64;
+        let e = &h.entries;
+        let mut lines = vec![format!(
+            "pid {} ({}), hot over {:.0}s: {} of {} resident ({share:.0}%) = {} entries at 4 KiB · {} at 2 MiB · {} at 1 GiB · {} on the pages it has now",
+            h.pid,
+            h.name,
+            h.window_s,
+            Bytes(h.hot),
+            Bytes(h.resident),
+            thousands(e.at_4k as usize),
+            range(e.at_2m),
+            range(e.at_1g),
+            thousands(e.now as usize)
+        )];
+        match reach.and_then(|m| m.reach.entries_4k().map(|k| (m, k))) {
+            Some((m, (lo, hi))) => {
+                let mut l = format!(
+                    "against the reach bench tlb measured here (run {}): {} entries at 4 KiB is {} ({}–{} entries)",
+                    m.run,
+                    thousands(e.at_4k as usize),
+                    times(e.at_4k, lo, hi),
+                    thousands(lo as usize),
+                    thousands(hi as usize)
+                );
+                if e.at_4k > hi {
+                    l += ": most accesses that leave the data caches also walk the page tables";
+                }
+                if let Some(n) = l2m {
+                    l += &format!(
+                        "; on 2 MiB pages {} entries against the {} CPUID declares for them ({}; declared, not measured)",
+                        range(e.at_2m),
+                        thousands(n as usize),
+                        if e.at_2m.1 <= n as u64 {
+                            "within"
+                        } else if e.at_2m.0 > n as u64 {
+                            "beyond"
+                        } else {
+                            "perhaps beyond"
+                        }
+                    );
+                }
+                lines.push(l);
+            }
+            None => lines.push(
+                "no TLB reach measured on this machine: `hugelab bench tlb` measures it (then this line compares)".into(),
+            ),
+        }
+        let top: Vec<String> = h
+            .mappings
+            .iter()
+            .filter(|m| m.hot > 0)
+            .take(4)
+            .map(|m| {
+                let name = if m.path.is_empty() {
+                    m.kind.name().to_string()
+                } else {
+                    m.path.rsplit('/').next().unwrap_or(&m.path).to_string()
+                };
+                format!(
+                    "{name} {} of {}{}",
+                    Bytes(m.hot),
+                    Bytes(m.resident),
+                    if m.on_thp > 0 {
+                        format!(" ({} on THP)", Bytes(m.on_thp))
+                    } else {
+                        String::new()
+                    }
+                )
+            })
+            .collect();
+        if !top.is_empty() {
+            lines.push(format!("hottest: {}", top.join(" · ")));
+        }
+        if h.hugetlb_untracked > 0 {
+            lines.push(format!(
+                "{} on hugetlb is not tracked by referenced bits (not in the hot bytes)",
+                Bytes(h.hugetlb_untracked)
+            ));
+        }
+        for (i, l) in lines.iter().enumerate() {
+            let (lead, hang) = if i == 0 { ("", 2) } else { ("  ", 4) };
+            for w in wrap_hanging(&format!("{lead}{l}"), hang) {
+                let _ = writeln!(o, "{w}");
+            }
+        }
+    }
+    for e in &ctx.errors {
+        for w in wrap_hanging(&format!("hot: {e}"), 2) {
+            let _ = writeln!(o, "{w}");
+        }
+    }
+    for w in wrap_hanging(
+        "hot = referenced in the window (/proc/PID/clear_refs, then smaps Referenced; THP counts whole 2 MiB pages); clearing the bits makes pages look idle to reclaim until touched again",
+        2,
+    ) {
+        let _ = writeln!(o, "{w}");
+    }
+    o.push('\n');
+    o
 }
