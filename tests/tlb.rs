@@ -103,7 +103,10 @@ fn bench_tlb_finds_a_reach_stores_it_and_a_hot_set_is_held_against_it() {
         "{status}"
     );
     assert!(
-        status.contains(&format!("reach about {}", thousands(lo))),
+        status.contains(&format!(
+            "reach about {}",
+            hugelab::render::summary::thousands(lo as usize)
+        )),
         "{status}"
     );
 
@@ -135,16 +138,4 @@ fn bench_tlb_finds_a_reach_stores_it_and_a_hot_set_is_held_against_it() {
     // tlb lays its region out on its own: not beside another workload.
     let err = common::hugelab_exits(["bench", "tlb", "chase", "--no-save"], 2);
     assert!(err.is_empty());
-}
-
-fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
