@@ -222,6 +222,7 @@ fn bench_renders_exactly_as_before() {
         notes: vec![],
         elapsed_s: 12.0,
         tlb: None,
+        measured_tlb: None,
     };
     let text = hugelab::render::bench::render(&r);
     for l in text.lines() {

@@ -39,6 +39,17 @@ pub struct TrialData {
     pub share: Option<f64>,
     #[serde(default)]
     pub partial: Option<String>,
+    /// Resident bytes of the memory that matters, and the TLB entries it needed on its pages.
+    #[serde(default)]
+    pub matters: Option<u64>,
+    #[serde(default)]
+    pub entries: Option<u64>,
+}
+
+/// The mean of some values, `None` without any.
+fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
+    let (s, n) = v.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    (n > 0).then(|| s / n as f64)
 }
 
 /// A stored trial's evidence (the JSON `run` writes) as the analysis sees it.
@@ -71,6 +82,13 @@ pub fn trial_data(
             None => evidence["memory"]["coverage_at_peak"].as_f64(),
         },
         share: evidence["backing"]["share"].as_f64(),
+        matters: evidence["backing"]["matters"].as_u64(),
+        entries: serde_json::from_value::<crate::analyze::matters::Judgment>(
+            evidence["backing"].clone(),
+        )
+        .ok()
+        .filter(|j| j.page_size > 0)
+        .map(|j| j.entries()),
         partial: (evidence["backing"]["state"] == "partial")
             .then(|| evidence["backing"]["why"].as_str().map(String::from))
             .flatten(),
@@ -136,6 +154,10 @@ pub fn judge_trial(
         share,
         matters: memory.peak_rss,
         on_asked: (share * memory.peak_rss as f64) as u64,
+        page_size: match expect {
+            Expect::Hugetlb(Some(ps)) => ps,
+            _ => 2 << 20,
+        },
         why: format!(
             "{:.0}% of {} resident at the peak was on hugetlb pages (status reads: the page-table walks missed the peak){}",
             share * 100.0,
@@ -275,6 +297,12 @@ pub struct ArmEvidence {
     #[serde(default)]
     pub mean_share: Option<f64>,
     pub mean_coverage_at_peak: Option<f64>,
+    /// Mean resident bytes of the memory that matters, and the TLB entries it needs on the
+    /// pages it was on (trials whose backing was judged).
+    #[serde(default)]
+    pub mean_matters: Option<f64>,
+    #[serde(default)]
+    pub mean_entries: Option<f64>,
     /// Mean perf counts per trial, over trials where they were counted.
     pub mean_counters: BTreeMap<String, f64>,
 }
@@ -501,6 +529,8 @@ pub fn analyse(
                 },
                 mean_coverage_at_peak: (!covs.is_empty())
                     .then(|| covs.iter().sum::<f64>() / covs.len() as f64),
+                mean_matters: mean(ts.iter().filter_map(|t| t.matters.map(|v| v as f64))),
+                mean_entries: mean(ts.iter().filter_map(|t| t.entries.map(|v| v as f64))),
             }
         })
         .collect();
@@ -532,6 +562,8 @@ mod tests {
             lifetime: None,
             share: None,
             partial: None,
+            matters: None,
+            entries: None,
         }
     }
 

@@ -300,6 +300,8 @@ mod tests {
                         lifetime: Some(l),
                         share: None,
                         partial: None,
+                        matters: None,
+                        entries: None,
                     });
                 }
                 block += 1;
@@ -350,6 +352,8 @@ mod tests {
                         lifetime: Some(l),
                         share: None,
                         partial: None,
+                        matters: None,
+                        entries: None,
                     });
                 }
                 block += 1;

@@ -57,6 +57,22 @@ pub struct Judgment {
     pub on_asked: u64,
     /// One sentence: what the memory that matters is on, and who fell short.
     pub why: String,
+    /// The page size the pages asked for are (4 KiB arms: 4096; THP and unsized hugetlb:
+    /// 2 MiB): with `matters` and `on_asked`, the TLB entries the memory needs now.
+    #[serde(default)]
+    pub page_size: u64,
+}
+
+impl Judgment {
+    /// TLB entries the memory that matters needs on the pages it is on: one per page asked
+    /// for, one per 4 KiB for the rest.
+    pub fn entries(&self) -> u64 {
+        if self.page_size > 4096 {
+            self.on_asked / self.page_size + (self.matters - self.on_asked.min(self.matters)) / 4096
+        } else {
+            self.matters / 4096
+        }
+    }
 }
 
 /// The state a share of the memory that matters on the pages asked for stands for.
@@ -124,6 +140,7 @@ pub fn judge(expect: Expect, mem: &GroupMemory, words: Option<&str>) -> Option<J
             share,
             matters: resident,
             on_asked: huge,
+            page_size: 4096,
             why: format!(
                 "expected 4 KiB pages; {:.0}% of {} resident is on huge pages{said}",
                 share * 100.0,
@@ -236,6 +253,10 @@ pub fn judge(expect: Expect, mem: &GroupMemory, words: Option<&str>) -> Option<J
         matters,
         on_asked,
         why,
+        page_size: match expect {
+            Expect::Hugetlb(Some(ps)) => ps,
+            _ => 2 << 20,
+        },
     })
 }
 

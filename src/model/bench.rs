@@ -60,4 +60,6 @@ pub struct BenchResult {
     pub elapsed_s: f64,
     /// `bench tlb`: the reach and the miss cost the spans show.
     pub tlb: Option<crate::analyze::tlb::TlbReach>,
+    /// Other benches: the reach `bench tlb` measured here before, for the answer's "why".
+    pub measured_tlb: Option<crate::analyze::tlb::Measured>,
 }

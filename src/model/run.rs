@@ -151,4 +151,6 @@ pub struct RunResult {
     /// With `--server`: per arm, what its servers did (ready and stop times, memory, words).
     pub servers: Vec<crate::analyze::server::ServerSummary>,
     pub elapsed_s: f64,
+    /// The TLB reach `bench tlb` measured on this host, when it has: the answer's "why".
+    pub tlb: Option<crate::analyze::tlb::Measured>,
 }

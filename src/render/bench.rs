@@ -141,6 +141,11 @@ pub fn render(r: &BenchResult) -> String {
         return o;
     }
     let mut o: String = headline(r).into_iter().map(|l| l + "\n").collect();
+    for l in why(r) {
+        for w in super::summary::wrap_hanging(&l, 2) {
+            let _ = writeln!(o, "{w}");
+        }
+    }
     let level = format!("{}%", r.plan.confidence * 100.0);
     let tlb = r
         .evidence
@@ -277,6 +282,52 @@ backing's page size (smaps, or folio sizes from pagemap). vs baseline: ratio to 
     }
     footer(r, &mut o);
     o
+}
+
+/// Why, at the largest size of the random-access workloads: the dTLB misses per operation
+/// where a PMU counted them (measured, first), then the entries the region needs on each
+/// backing's pages against the reach `bench tlb` measured here (a model, labelled so).
+fn why(r: &BenchResult) -> Vec<String> {
+    let mut out = Vec::new();
+    let Some(size) = r.cells.iter().map(|c| c.size).max() else {
+        return out;
+    };
+    let random = [Workload::Touch, Workload::Chase];
+    let Some(w) = random
+        .into_iter()
+        .find(|w| r.plan.workloads.contains(w))
+    else {
+        return out;
+    };
+    let misses: Vec<String> = r
+        .evidence
+        .iter()
+        .filter(|e| e.size == size && e.workload == w)
+        .filter_map(|e| {
+            e.per_op
+                .get(&PerfEvent::DtlbLoadMisses)
+                .map(|m| format!("{} {:.3}", e.backing, m))
+        })
+        .collect();
+    if !misses.is_empty() {
+        out.push(format!(
+            "why (measured): dTLB load misses per {} op at {}: {}",
+            w.name(),
+            Bytes(size),
+            misses.join(" · ")
+        ));
+    }
+    if let Some(m) = &r.measured_tlb {
+        let arms: Vec<(String, u64)> = r
+            .plan
+            .backings
+            .iter()
+            .map(|b| (b.to_string(), size.div_ceil(b.page_size().max(4096))))
+            .collect();
+        let what = format!("{}'s {} region (every page of it touched)", w.name(), Bytes(size));
+        out.extend(super::tlb::why_line(&what, &arms, m));
+    }
+    out
 }
 
 /// What was changed and restored, the notes, the seed and the time.

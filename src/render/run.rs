@@ -469,6 +469,35 @@ pub fn render(r: &RunResult, verbose: bool) -> String {
     for l in service_lines(r) {
         o.extend(summary::wrap_hanging(&l, 2).into_iter().map(|l| l + "\n"));
     }
+    if let Some(m) = &r.tlb {
+        let size = r
+            .report
+            .evidence
+            .iter()
+            .filter_map(|e| e.mean_matters)
+            .fold(0.0f64, f64::max);
+        // An arm whose backing was not judged (4 KiB-indifferent) and had no huge coverage
+        // needs one entry per 4 KiB of the same memory.
+        let arms: Vec<(String, u64)> = r
+            .report
+            .evidence
+            .iter()
+            .filter_map(|e| match (e.mean_entries, e.mean_coverage_at_peak) {
+                (Some(n), _) => Some((e.arm.clone(), n as u64)),
+                (None, Some(c)) if c < 0.1 && size > 0.0 => {
+                    Some((e.arm.clone(), size as u64 / 4096))
+                }
+                _ => None,
+            })
+            .collect();
+        let what = format!(
+            "the memory that matters ({} resident — all of it, not only its hot part)",
+            Bytes(size as u64)
+        );
+        if let Some(l) = super::tlb::why_line(&what, &arms, m) {
+            o.extend(summary::wrap_hanging(&l, 2).into_iter().map(|l| l + "\n"));
+        }
+    }
     if verbose {
         o.push('\n');
         o.push_str(&render_report(&r.report));

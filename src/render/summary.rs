@@ -494,6 +494,8 @@ mod tests {
                     lifetime: None,
                     share: None,
                     partial: None,
+                    matters: None,
+                    entries: None,
                 })
             })
             .collect();

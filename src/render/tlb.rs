@@ -239,7 +239,7 @@ fn range((lo, hi): (u64, u64)) -> String {
 }
 
 /// How many times `need` entries is `lo`–`hi` entries, in words.
-fn times(need: u64, lo: u64, hi: u64) -> String {
+pub fn times(need: u64, lo: u64, hi: u64) -> String {
     let (a, b) = (
         need as f64 / hi.max(1) as f64,
         need as f64 / lo.max(1) as f64,
@@ -249,7 +249,7 @@ fn times(need: u64, lo: u64, hi: u64) -> String {
     } else if a < 1.0 {
         "at its edge".into()
     } else {
-        format!("{a:.1}–{b:.1}× it")
+        format!("{a:.1}–{b:.1}× the reach")
     }
 }
 
@@ -366,4 +366,32 @@ pub fn hot_text(sets: &[HotSet], ctx: &crate::model::inspect::HotContext) -> Str
     }
     o.push('\n');
     o
+}
+
+/// "why (a model: …)": TLB entries the memory needs on each arm's pages, against the 4 KiB
+/// reach `bench tlb` measured. `arms`: (name, entries needed on the pages it was on).
+pub fn why_line(what: &str, arms: &[(String, u64)], m: &crate::analyze::tlb::Measured) -> Option<String> {
+    let (lo, hi) = m.reach.entries_4k()?;
+    if arms.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = arms
+        .iter()
+        .enumerate()
+        .map(|(i, (name, n))| {
+            format!(
+                "{}{} on {name}'s pages ({})",
+                thousands(*n as usize),
+                if i == 0 { " TLB entries" } else { "" },
+                times(*n, lo, hi)
+            )
+        })
+        .collect();
+    Some(format!(
+        "why (a model: the 4 KiB TLB reach bench tlb measured here, run {}, {}–{} entries): {what} needs {}",
+        m.run,
+        thousands(lo as usize),
+        thousands(hi as usize),
+        parts.join(" · ")
+    ))
 }

@@ -469,6 +469,8 @@ pub(crate) mod tests {
                     mean_share: None,
                     mean_coverage_at_peak: Some(if i == 0 { 0.0 } else { 0.95 }),
                     mean_counters: Default::default(),
+                    mean_matters: None,
+                    mean_entries: None,
                 })
                 .collect(),
         };

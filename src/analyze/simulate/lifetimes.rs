@@ -32,6 +32,8 @@ fn warm_run(effect: f64, lifetimes: usize, per: usize, rng: &mut Rng) -> Vec<Tri
                     lifetime: Some(l),
                     share: None,
                     partial: None,
+                    matters: None,
+                    entries: None,
                 });
             }
             block += 1;

@@ -300,6 +300,8 @@ mod tests {
                     lifetime: None,
                     share: None,
                     partial: None,
+                    matters: None,
+                    entries: None,
                 });
             }
         }

@@ -192,6 +192,11 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         settings_changed: std::mem::take(&mut sys.changed),
         notes,
         elapsed_s: started.elapsed().as_secs_f64(),
+        measured_tlb: if tlb.is_none() {
+            crate::commands::stored::measured_tlb(&a.store.db)
+        } else {
+            None
+        },
         tlb,
     };
     if a.out.json {

@@ -565,6 +565,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         vm_advice,
         servers,
         elapsed_s: started.elapsed().as_secs_f64(),
+        tlb: crate::commands::stored::measured_tlb(&Some(db.clone())),
     };
     if a.out.json {
         print_json(&res)?;
