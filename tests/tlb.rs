@@ -79,6 +79,39 @@ fn bench_tlb_finds_a_reach_stores_it_and_a_hot_set_is_held_against_it() {
             .contains(" hypervisor")
     );
 
+    // The knee predicts `bench chase` (every line of the region, in random order): below it
+    // huge pages are not resolved faster, far past it they are.
+    let below = lo.min(512).max(16) * 4096;
+    let above = (hi * 4).max(16_384) * 4096;
+    let sizes = format!("{below},{above}");
+    let c = common::hugelab_json([
+        "bench",
+        "chase",
+        "-s",
+        &sizes,
+        "-b",
+        "4k,thp",
+        "-r",
+        "15",
+        "--confidence",
+        "0.99",
+        "--json",
+        "--no-save",
+        "-q",
+    ]);
+    let cell = |size: u64| {
+        c["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["size"] == size && x["backing"] == "thp")
+            .unwrap()["vs_baseline"]
+            .clone()
+    };
+    let (b, a) = (cell(below), cell(above));
+    assert!(b["hi"].as_f64().unwrap() >= 1.0, "below the knee: {b}");
+    assert!(a["hi"].as_f64().unwrap() < 1.0, "past the knee: {a}");
+
     // The text answers with the reach first.
     let text = common::hugelab_stdout([
         "bench",

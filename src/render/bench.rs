@@ -293,10 +293,7 @@ fn why(r: &BenchResult) -> Vec<String> {
         return out;
     };
     let random = [Workload::Touch, Workload::Chase];
-    let Some(w) = random
-        .into_iter()
-        .find(|w| r.plan.workloads.contains(w))
-    else {
+    let Some(w) = random.into_iter().find(|w| r.plan.workloads.contains(w)) else {
         return out;
     };
     let misses: Vec<String> = r
@@ -324,7 +321,11 @@ fn why(r: &BenchResult) -> Vec<String> {
             .iter()
             .map(|b| (b.to_string(), size.div_ceil(b.page_size().max(4096))))
             .collect();
-        let what = format!("{}'s {} region (every page of it touched)", w.name(), Bytes(size));
+        let what = format!(
+            "{}'s {} region (every page of it touched)",
+            w.name(),
+            Bytes(size)
+        );
         out.extend(super::tlb::why_line(&what, &arms, m));
     }
     out

@@ -370,7 +370,11 @@ pub fn hot_text(sets: &[HotSet], ctx: &crate::model::inspect::HotContext) -> Str
 
 /// "why (a model: …)": TLB entries the memory needs on each arm's pages, against the 4 KiB
 /// reach `bench tlb` measured. `arms`: (name, entries needed on the pages it was on).
-pub fn why_line(what: &str, arms: &[(String, u64)], m: &crate::analyze::tlb::Measured) -> Option<String> {
+pub fn why_line(
+    what: &str,
+    arms: &[(String, u64)],
+    m: &crate::analyze::tlb::Measured,
+) -> Option<String> {
     let (lo, hi) = m.reach.entries_4k()?;
     if arms.is_empty() {
         return None;
