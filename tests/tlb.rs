@@ -81,7 +81,7 @@ fn bench_tlb_finds_a_reach_stores_it_and_a_hot_set_is_held_against_it() {
 
     // The knee predicts `bench chase` (every line of the region, in random order): below it
     // huge pages are not resolved faster, far past it they are.
-    let below = lo.min(512).max(16) * 4096;
+    let below = lo.clamp(16, 512) * 4096;
     let above = (hi * 4).max(16_384) * 4096;
     let sizes = format!("{below},{above}");
     let c = common::hugelab_json([
