@@ -370,6 +370,7 @@ fn redis_preset_shows_thp_reaching_redis_only_when_it_does_not_opt_out() {
         "2",
         "--warmup",
         "0",
+        "--hot",
         "--json",
         "--db",
         &db.display().to_string(),
@@ -393,6 +394,11 @@ fn redis_preset_shows_thp_reaching_redis_only_when_it_does_not_opt_out() {
     for t in arm_trials(&all, &v, "always") {
         let m = &t.evidence["server"]["memory"];
         assert!(t.ok && t.flagged.is_none(), "{:?}", t.flagged);
+        // --hot: what the load touched, read after it — some, and no more than is resident
+        // (THP counts a touched 2 MiB page whole, so on THP it can reach all of it).
+        let hot = t.evidence["server"]["hot_bytes"].as_u64().unwrap();
+        let resident = m["rss"].as_u64().unwrap();
+        assert!(hot > 0 && hot <= resident, "hot {hot} of {resident}");
         assert!(m["anon_huge"].as_u64().unwrap() >= 2 << 20, "{m}");
         assert!(m["thp_disabled"].as_array().unwrap().is_empty());
         assert!(t.metrics["set_p99_ms"] > 0.0 && t.metrics["get_rps"] > 0.0);
@@ -412,7 +418,20 @@ fn redis_preset_shows_thp_reaching_redis_only_when_it_does_not_opt_out() {
     for t in arm_trials(&all, &v, "never") {
         assert_eq!(t.evidence["server"]["memory"]["anon_huge"], 0);
         assert!(t.flagged.is_none());
+        // On 4 KiB pages the load's 20,000 SETs of 1 KiB values (about 18,000 distinct keys)
+        // touch at least those values, and no more than the server holds.
+        let hot = t.evidence["server"]["hot_bytes"].as_u64().unwrap();
+        let resident = t.evidence["server"]["memory"]["rss"].as_u64().unwrap();
+        assert!(
+            hot >= 10 << 20 && hot <= resident,
+            "hot {hot} of {resident}"
+        );
     }
+    let arms = v["report"]["evidence"].as_array().unwrap();
+    assert!(
+        arms.iter().all(|e| e["mean_hot"].as_f64().is_some()),
+        "{arms:?}"
+    );
     assert_eq!(thp_enabled(), thp_before, "THP mode restored");
     assert!(redis_running(&port).is_empty());
 }
@@ -510,6 +529,7 @@ fn server_input_is_checked_before_anything_runs() {
         ),
         (&["--ready", "tcp:127.0.0.1:1"], "need --server"),
         (&["--preset", "postgres"], "give --server"),
+        (&["--hot"], "--hot is for services"),
         (
             &[
                 "--server",

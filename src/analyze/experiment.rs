@@ -44,6 +44,9 @@ pub struct TrialData {
     pub matters: Option<u64>,
     #[serde(default)]
     pub entries: Option<u64>,
+    /// `run --hot`: bytes the server's load referenced.
+    #[serde(default)]
+    pub hot: Option<u64>,
 }
 
 /// The mean of some values, `None` without any.
@@ -83,6 +86,7 @@ pub fn trial_data(
         },
         share: evidence["backing"]["share"].as_f64(),
         matters: evidence["backing"]["matters"].as_u64(),
+        hot: evidence["server"]["hot_bytes"].as_u64(),
         entries: serde_json::from_value::<crate::analyze::matters::Judgment>(
             evidence["backing"].clone(),
         )
@@ -303,6 +307,9 @@ pub struct ArmEvidence {
     pub mean_matters: Option<f64>,
     #[serde(default)]
     pub mean_entries: Option<f64>,
+    /// `run --hot`: mean bytes the server's load referenced.
+    #[serde(default)]
+    pub mean_hot: Option<f64>,
     /// Mean perf counts per trial, over trials where they were counted.
     pub mean_counters: BTreeMap<String, f64>,
 }
@@ -531,6 +538,7 @@ pub fn analyse(
                     .then(|| covs.iter().sum::<f64>() / covs.len() as f64),
                 mean_matters: mean(ts.iter().filter_map(|t| t.matters.map(|v| v as f64))),
                 mean_entries: mean(ts.iter().filter_map(|t| t.entries.map(|v| v as f64))),
+                mean_hot: mean(ts.iter().filter_map(|t| t.hot.map(|v| v as f64))),
             }
         })
         .collect();
@@ -564,6 +572,7 @@ mod tests {
             partial: None,
             matters: None,
             entries: None,
+            hot: None,
         }
     }
 

@@ -19,6 +19,19 @@ fn clear(pid: u32) -> std::io::Result<()> {
     std::fs::write(format!("/proc/{pid}/clear_refs"), "1")
 }
 
+/// Clear the referenced bits of `pid` and its descendants (a server before a load); the
+/// processes that refused, with why.
+pub fn clear_tree(pid: i32) -> Vec<String> {
+    crate::probe::process::tree(pid)
+        .into_iter()
+        .filter_map(|p| {
+            clear(p as u32)
+                .err()
+                .map(|e| format!("/proc/{p}/clear_refs: {e}"))
+        })
+        .collect()
+}
+
 /// Clear every process's referenced bits, wait `window` (blocking, once for all), read smaps.
 pub fn hot_window(pids: &[u32], window: Duration) -> Vec<Window> {
     let cleared: Vec<(u32, Result<(), String>)> = pids

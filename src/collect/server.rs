@@ -89,6 +89,11 @@ pub struct GroupMemory {
     pub thp_disabled: Vec<String>,
     /// The largest shared segments and anonymous regions, largest first.
     pub segments: Vec<Segment>,
+    /// Bytes referenced since the referenced bits were last cleared (`run --hot` clears them
+    /// before each load): smaps `Referenced`, shared mappings by the view counted (so at
+    /// least what the group touched there). Hugetlb is not tracked.
+    #[serde(default)]
+    pub referenced: u64,
     /// Bytes of mappings the server asked THP for (MADV_HUGEPAGE: VmFlags `hg`).
     #[serde(default)]
     pub madvised: u64,
@@ -154,6 +159,7 @@ pub struct View {
     file_pmd: u64,
     hugetlb: u64,
     page_size: u64,
+    referenced: u64,
 }
 
 impl View {
@@ -165,6 +171,7 @@ impl View {
             file_pmd: m.field("FilePmdMapped"),
             hugetlb: m.field("Private_Hugetlb") + m.field("Shared_Hugetlb"),
             page_size: m.field("KernelPageSize"),
+            referenced: m.field("Referenced"),
         }
     }
 
@@ -174,6 +181,7 @@ impl View {
         f(&mut mem.anon_huge, self.anon_huge);
         f(&mut mem.shmem_pmd, self.shmem_pmd);
         f(&mut mem.file_pmd, self.file_pmd);
+        f(&mut mem.referenced, self.referenced);
         if self.hugetlb > 0 {
             f(mem.hugetlb.entry(self.page_size).or_default(), self.hugetlb);
             mem.hugetlb.retain(|_, v| *v > 0);

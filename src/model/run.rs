@@ -91,6 +91,10 @@ pub struct ServerPlan {
     pub copy_data: Option<std::path::PathBuf>,
     /// The load reaches each arm's server through placeholders (each arm has its own load).
     pub per_arm_load: bool,
+    /// `--hot`: the server tree's referenced bits are cleared before each load, so the memory
+    /// read after it says what the load touched.
+    #[serde(default)]
+    pub hot: bool,
 }
 
 /// How services are measured.

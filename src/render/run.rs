@@ -476,24 +476,46 @@ pub fn render(r: &RunResult, verbose: bool) -> String {
             .iter()
             .filter_map(|e| e.mean_matters)
             .fold(0.0f64, f64::max);
-        // An arm whose backing was not judged (4 KiB-indifferent) and had no huge coverage
-        // needs one entry per 4 KiB of the same memory.
+        // With --hot, the bytes each arm's load touched; else all the memory that matters.
+        let hot = r.report.evidence.iter().any(|e| e.mean_hot.is_some());
+        // Entries per arm: its memory that matters on its pages (scaled to the hot bytes, in
+        // the same mix of page sizes); an arm whose backing was not judged (4 KiB-indifferent)
+        // and had no huge coverage, one per 4 KiB.
         let arms: Vec<(String, u64)> = r
             .report
             .evidence
             .iter()
-            .filter_map(|e| match (e.mean_entries, e.mean_coverage_at_peak) {
-                (Some(n), _) => Some((e.arm.clone(), n as u64)),
-                (None, Some(c)) if c < 0.1 && size > 0.0 => {
-                    Some((e.arm.clone(), size as u64 / 4096))
+            .filter_map(|e| {
+                let bytes = if hot { e.mean_hot? } else { size };
+                match (e.mean_entries, e.mean_matters, e.mean_coverage_at_peak) {
+                    (Some(n), Some(m), _) if m > 0.0 => {
+                        Some((e.arm.clone(), (n * bytes / m).ceil() as u64))
+                    }
+                    (None, _, Some(c)) if c < 0.1 && bytes > 0.0 => {
+                        Some((e.arm.clone(), bytes as u64 / 4096))
+                    }
+                    _ => None,
                 }
-                _ => None,
             })
             .collect();
-        let what = format!(
-            "the memory that matters ({} resident — all of it, not only its hot part)",
-            Bytes(size as u64)
-        );
+        let what = if hot {
+            let most = r
+                .report
+                .evidence
+                .iter()
+                .filter_map(|e| e.mean_hot)
+                .fold(0.0f64, f64::max);
+            format!(
+                "the memory each load touched (--hot: up to {} referenced in a load; {} matters)",
+                Bytes(most as u64),
+                Bytes(size as u64)
+            )
+        } else {
+            format!(
+                "the memory that matters ({} resident — all of it, not only its hot part: --hot measures that for services)",
+                Bytes(size as u64)
+            )
+        };
         if let Some(l) = super::tlb::why_line(&what, &arms, m) {
             o.extend(summary::wrap_hanging(&l, 2).into_iter().map(|l| l + "\n"));
         }

@@ -496,6 +496,7 @@ mod tests {
                     partial: None,
                     matters: None,
                     entries: None,
+                    hot: None,
                 })
             })
             .collect();

@@ -471,6 +471,7 @@ pub(crate) mod tests {
                     mean_counters: Default::default(),
                     mean_matters: None,
                     mean_entries: None,
+                    mean_hot: None,
                 })
                 .collect(),
         };

@@ -34,6 +34,7 @@ fn warm_run(effect: f64, lifetimes: usize, per: usize, rng: &mut Rng) -> Vec<Tri
                     partial: None,
                     matters: None,
                     entries: None,
+                    hot: None,
                 });
             }
             block += 1;

@@ -302,6 +302,7 @@ mod tests {
                     partial: None,
                     matters: None,
                     entries: None,
+                    hot: None,
                 });
             }
         }

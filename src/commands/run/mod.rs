@@ -171,6 +171,12 @@ pub struct RunArgs {
     /// wherever the arms can run side by side) or restart (a fresh server per trial)
     #[arg(long, value_enum, value_name = "DESIGN")]
     pub design: Option<crate::model::run::ServiceDesign>,
+    /// Services: clear the server tree's referenced bits before each load and read what the
+    /// load touched after it (its hot memory): the answer's "why" then holds the hot memory,
+    /// not all the memory that matters, against the TLB reach `bench tlb` measured. Perturbs
+    /// reclaim's aging of the server's pages
+    #[arg(long)]
+    pub hot: bool,
     /// Warm design: the length of each load burst, filled into {burst} (whole seconds; a
     /// pgbench -T of a preset becomes {burst}); default: calibrated against the first server
     #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]

@@ -188,6 +188,7 @@ fn server_plan(
             slots: Vec::new(),
             copy_data: None,
             per_arm_load: false,
+            hot: a.hot,
         }),
         arms,
     ))
@@ -195,6 +196,11 @@ fn server_plan(
 
 fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, UsageError> {
     let (mut server, service_arms) = server_plan(a, pages)?;
+    if server.is_none() && a.hot {
+        return Err(UsageError(
+            "--hot is for services (--server or a server --preset): it clears the server's referenced bits before each load; a command starts fresh every trial, so all it touched is referenced and its hot set is its resident memory (see `hugelab inspect --hot` for a running process)".into(),
+        ));
+    }
     if server.is_none() && (a.design.is_some() || a.burst.is_some() || a.lifetime_blocks.is_some())
     {
         return Err(UsageError(

@@ -170,6 +170,9 @@ impl ServerSchedule for PerTrial {
         let mut r = service::start(&s.plan, &s.arm, &self.base)?;
         r.mark();
         let pid = r.pid();
+        if s.plan.hot {
+            r.hot_refused = crate::collect::hot::clear_tree(pid);
+        }
         self.running = Some(r);
         Ok(pid)
     }
@@ -397,9 +400,13 @@ impl ServerSchedule for Warm {
     }
 
     fn acquire(&mut self, arm: usize) -> Result<i32, Served> {
+        let hot = self.servers[arm].plan.hot;
         match self.running[arm].as_mut() {
             Some(r) => {
                 r.mark();
+                if hot {
+                    r.hot_refused = crate::collect::hot::clear_tree(r.pid());
+                }
                 Ok(r.pid())
             }
             None => Err(Served {

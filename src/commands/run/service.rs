@@ -19,6 +19,8 @@ pub struct Running {
     pub ready: Duration,
     /// The tree's CPU time when the current trial's load started.
     cpu_before: u64,
+    /// `--hot`: processes whose referenced bits could not be cleared before this load.
+    pub hot_refused: Vec<String>,
 }
 
 impl Running {
@@ -153,6 +155,7 @@ pub fn start(sp: &ServerPlan, arm: &Arm, base: &TrialSpec) -> Result<Running, Se
         server,
         ready: ready_in,
         cpu_before,
+        hot_refused: Vec::new(),
     })
 }
 
@@ -168,7 +171,7 @@ pub fn finish(mut r: Running, sp: &ServerPlan, arm: &Arm, view: LoadView) -> Ser
         read(pid)
     };
     let end: ServerEnd = r.server.stop(sp.stop_grace);
-    served(&r, arm, (memory, view), end, cpu_ns, pid)
+    served(&r, (arm, sp.hot), (memory, view), end, cpu_ns, pid)
 }
 
 /// After a burst of the warm design: CPU, memory and words of the server, which stays up
@@ -181,14 +184,14 @@ pub fn observe(r: &mut Running, sp: &ServerPlan, arm: &Arm, view: LoadView) -> S
     } else {
         (read(pid), ServerEnd::default())
     };
-    served(r, arm, (memory, view), end, cpu_ns, pid)
+    served(r, (arm, sp.hot), (memory, view), end, cpu_ns, pid)
 }
 
 /// The trial's server evidence and flag from its memory (after the load) and what was read
 /// while the load ran.
 fn served(
     r: &Running,
-    arm: &Arm,
+    (arm, hot): (&Arm, bool),
     (memory, view): (GroupMemory, LoadView),
     end: ServerEnd,
     cpu_ns: u64,
@@ -217,6 +220,9 @@ fn served(
         "said": words.as_ref().map(|(s, l)| serde_json::json!({"server": s.server, "line": l, "meaning": s.meaning})),
         "end": end,
         "log_tail": tail.iter().rev().take(20).rev().collect::<Vec<_>>(),
+        // What the load touched: referenced since the bits were cleared before it.
+        "hot_bytes": (hot && r.hot_refused.is_empty() && memory.processes > 0).then_some(memory.referenced),
+        "hot_refused": r.hot_refused,
     });
     Served {
         ready_s: Some(r.ready.as_secs_f64()),
