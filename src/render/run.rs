@@ -506,7 +506,7 @@ pub fn render(r: &RunResult, verbose: bool) -> String {
                 .filter_map(|e| e.mean_hot)
                 .fold(0.0f64, f64::max);
             format!(
-                "the memory each load touched (--hot: up to {} referenced in a load; {} matters)",
+                "the memory each load touched (--hot: up to {} referenced in a load; the memory that matters is {})",
                 Bytes(most as u64),
                 Bytes(size as u64)
             )
