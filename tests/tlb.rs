@@ -112,6 +112,43 @@ fn bench_tlb_finds_a_reach_stores_it_and_a_hot_set_is_held_against_it() {
     assert!(b["hi"].as_f64().unwrap() >= 1.0, "below the knee: {b}");
     assert!(a["hi"].as_f64().unwrap() < 1.0, "past the knee: {a}");
 
+    // Once a reach is stored, bench and run say why in its terms, labelled as a model.
+    let text = common::hugelab_stdout([
+        "bench", "chase", "-s", "64M", "-b", "4k,thp", "-r", "3", "--db", db, "-q",
+    ]);
+    // (Lines wrap under a hanging indent: read them as one.)
+    let flat = |t: &str| t.replace("\n    ", " ").replace("\n  ", " ");
+    assert!(
+        flat(&text).contains("why (a model: the 4 KiB TLB reach bench tlb measured here, run 1,"),
+        "{text}"
+    );
+    assert!(
+        flat(&text).contains("16,384 TLB entries on 4k's pages"),
+        "{text}"
+    );
+    let text = common::hugelab_stdout([
+        "run",
+        "-a",
+        "4k=process.thp=off",
+        "-a",
+        "thp=malloc=thp",
+        "--blocks",
+        "2",
+        "--db",
+        db,
+        "--",
+        "sysbench",
+        "memory",
+        "--memory-block-size=128M",
+        "--memory-total-size=512M",
+        "run",
+    ]);
+    assert!(
+        flat(&text).contains("why (a model: the 4 KiB TLB reach bench tlb measured here, run 1,"),
+        "{text}"
+    );
+    assert!(flat(&text).contains("the memory that matters ("), "{text}");
+
     // The text answers with the reach first.
     let text = common::hugelab_stdout([
         "bench",
