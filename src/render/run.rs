@@ -1,5 +1,6 @@
 //! `hugelab run` for people: per arm summaries, contrasts with verdicts, evidence, warnings.
 
+use super::summary::thousands;
 use super::summary::{self, RunFacts};
 use super::{Grid, table};
 use crate::analyze::experiment::{ExperimentAnalysis, MetricAnalysis};
@@ -185,6 +186,32 @@ pub fn evidence_grid(r: &ExperimentAnalysis) -> Grid {
         }
     }
     g
+}
+
+/// "why (measured): dTLB load misses per trial: …" from the arms' perf counts, where a PMU
+/// counted them (with the page walks' share of cycles where the CPU has that event).
+fn measured_why(evidence: &[crate::analyze::experiment::ArmEvidence]) -> Option<String> {
+    let misses: Vec<String> = evidence
+        .iter()
+        .filter_map(|e| {
+            let m = e.mean_counters.get("dtlb_load_misses")?;
+            let walk = e
+                .mean_counters
+                .get("dtlb_walk_cycles")
+                .zip(e.mean_counters.get("cycles"))
+                .filter(|(_, c)| **c > 0.0)
+                .map_or(String::new(), |(w, c)| {
+                    format!(", page walks {:.1}% of cycles", w / c * 100.0)
+                });
+            Some(format!("{} {}{walk}", e.arm, thousands(*m as usize)))
+        })
+        .collect();
+    (!misses.is_empty()).then(|| {
+        format!(
+            "why (measured): dTLB load misses per trial: {}",
+            misses.join(" · ")
+        )
+    })
 }
 
 /// A stored run (`results show`): the answer lines, then every table.
@@ -469,6 +496,10 @@ pub fn render(r: &RunResult, verbose: bool) -> String {
     for l in service_lines(r) {
         o.extend(summary::wrap_hanging(&l, 2).into_iter().map(|l| l + "\n"));
     }
+    // Where a PMU counted them, the measured TLB misses come before any model.
+    if let Some(l) = measured_why(&r.report.evidence) {
+        o.extend(summary::wrap_hanging(&l, 2).into_iter().map(|l| l + "\n"));
+    }
     if let Some(m) = &r.tlb {
         let size = r
             .report
@@ -630,4 +661,50 @@ fn grouped_warnings(r: &ExperimentAnalysis) -> Option<String> {
         "warnings: {} — each with --verbose",
         said.join(", ")
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::experiment::ArmEvidence;
+
+    fn arm(name: &str, counters: &[(&str, f64)]) -> ArmEvidence {
+        ArmEvidence {
+            arm: name.into(),
+            trials: 4,
+            failed: 0,
+            flagged: 0,
+            first_flag: None,
+            partial: 0,
+            first_partial: None,
+            mean_share: None,
+            mean_coverage_at_peak: None,
+            mean_counters: counters.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            mean_matters: None,
+            mean_entries: None,
+            mean_hot: None,
+        }
+    }
+
+    #[test]
+    fn measured_tlb_misses_come_first_and_only_where_counted() {
+        // No PMU (this VM): nothing measured is claimed.
+        assert_eq!(measured_why(&[arm("4k", &[("page_faults", 10.0)])]), None);
+        let l = measured_why(&[
+            arm(
+                "4k",
+                &[
+                    ("dtlb_load_misses", 1_234_567.0),
+                    ("dtlb_walk_cycles", 150.0),
+                    ("cycles", 1000.0),
+                ],
+            ),
+            arm("thp", &[("dtlb_load_misses", 20_000.0)]),
+        ])
+        .unwrap();
+        assert_eq!(
+            l,
+            "why (measured): dTLB load misses per trial: 4k 1,234,567, page walks 15.0% of cycles · thp 20,000"
+        );
+    }
 }
