@@ -105,14 +105,15 @@ impl TlbReach {
     }
 }
 
-/// The knee of a sweep: the first span past the reach (its interval below 1 − 5%) after
-/// which no span's ratio comes back to within 5% of 1. Large spans are noisy (their accesses
-/// go to memory), so a later span whose interval is merely wide does not move the knee; one
-/// whose estimate is back near 1 does.
+/// The knee of a sweep: the first span past the reach (its interval below 1 − 5%) after the
+/// last span that still fits with confidence (its interval above 1 − 5%). Large spans are noisy
+/// (their accesses go to memory, and on a busy machine their intervals are wide), so a later
+/// span whose interval merely reaches back towards 1 does not move the knee; one that fits
+/// with confidence does.
 fn knee(points: &[Point]) -> Option<(u64, u64)> {
     let back = points
         .iter()
-        .rposition(|p| p.ratio.point >= 1.0 - FASTER_BY)
+        .rposition(|p| p.ratio.lo.is_some_and(|lo| lo >= 1.0 - FASTER_BY))
         .map_or(0, |i| i + 1);
     let first = back + points[back..].iter().position(Point::past_reach)?;
     let hi = points[first].pages;
@@ -225,6 +226,37 @@ mod tests {
             }
         }
         obs
+    }
+
+    fn point(pages: u64, lo: f64, point: f64, hi: f64) -> Point {
+        let e = Estimate {
+            point,
+            lo: Some(lo),
+            hi: Some(hi),
+            confidence: 0.999,
+        };
+        Point {
+            pages,
+            base_ns: 1.0,
+            huge_ns: point,
+            ratio: e,
+            extra_ns: e,
+        }
+    }
+
+    #[test]
+    fn a_noisy_large_span_does_not_move_the_knee_one_that_fits_with_confidence_does() {
+        let mut p = vec![
+            point(16, 0.97, 1.0, 1.01),
+            point(64, 0.90, 0.97, 1.02),
+            point(4096, 0.73, 0.80, 0.85),
+            // Seen in CI under load: a memory-bound span, point near 1, interval very wide.
+            point(16384, 0.46, 0.97, 1.62),
+        ];
+        assert_eq!(knee(&p), Some((64, 4096)));
+        // A larger span that fits with confidence: what looked like a knee was not one.
+        p.push(point(65536, 0.98, 1.0, 1.02));
+        assert_eq!(knee(&p), None);
     }
 
     fn geometry(entries: u32) -> TlbGeometry {
