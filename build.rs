@@ -51,6 +51,17 @@ fn missing_tools() {
             "missing_prometheus",
             on_path("prometheus") && on_path("promtool"),
         ),
+        ("missing_systemd_analyze", on_path("systemd-analyze")),
+        (
+            "missing_kubernetes_validate",
+            on_path("kubernetes-validate"),
+        ),
+        (
+            "missing_chromium",
+            ["chromium", "chromium-browser", "google-chrome"]
+                .iter()
+                .any(|b| std::path::Path::new("/usr/bin").join(b).is_file()),
+        ),
     ] {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
         if !found && !ci {

@@ -99,11 +99,15 @@ fn tool(name: &str) -> bool {
 }
 
 #[test]
+#[cfg_attr(
+    missing_prometheus,
+    ignore = "needs promtool (apt-get install prometheus)"
+)]
 fn alert_rules_pass_promtool_and_their_unit_tests() {
-    if !tool("promtool") {
-        common::skip("skipped: no promtool (apt-get install prometheus; .ci/run does)");
-        return;
-    }
+    assert!(
+        tool("promtool"),
+        "no promtool (apt-get install prometheus; .ci/run does)"
+    );
     let dir = deploy("prometheus");
     for args in [
         ["check", "rules", "hugelab-alerts.yml"],
@@ -114,11 +118,12 @@ fn alert_rules_pass_promtool_and_their_unit_tests() {
 }
 
 #[test]
+#[cfg_attr(missing_systemd_analyze, ignore = "needs systemd-analyze")]
 fn systemd_unit_verifies() {
-    if !tool("systemd-analyze") {
-        common::skip("skipped: no systemd-analyze on this machine");
-        return;
-    }
+    assert!(
+        tool("systemd-analyze"),
+        "no systemd-analyze (apt-get install systemd)"
+    );
     let unit = std::fs::read_to_string(deploy("systemd/hugelab-exporter.service")).unwrap();
     assert!(unit.contains("ExecStart=/usr/bin/hugelab exporter"));
     // Verify it as installed, with this build's binary in place of /usr/bin/hugelab.
@@ -136,6 +141,10 @@ fn systemd_unit_verifies() {
 }
 
 #[test]
+#[cfg_attr(
+    missing_kubernetes_validate,
+    ignore = "needs kubernetes-validate (pip install kubernetes-validate)"
+)]
 fn kubernetes_daemonset_passes_the_schema_check_and_runs_hugelab_s_own_arguments() {
     let path = deploy("kubernetes/hugelab-exporter.yaml");
     let text = std::fs::read_to_string(&path).unwrap();
@@ -160,12 +169,10 @@ fn kubernetes_daemonset_passes_the_schema_check_and_runs_hugelab_s_own_arguments
     );
     assert!(parsed.is_ok(), "{args:?}: {:?}", parsed.err());
     assert!(text.contains("hostPID: true") && text.contains("readOnly: true"));
-    if !tool("kubernetes-validate") {
-        eprintln!(
-            "skipped the schema check: no kubernetes-validate (pip install kubernetes-validate; .ci/run does)"
-        );
-        return;
-    }
+    assert!(
+        tool("kubernetes-validate"),
+        "no kubernetes-validate (pip install kubernetes-validate; .ci/run does)"
+    );
     common::succeed(
         Command::new("kubernetes-validate")
             .arg("--strict")
