@@ -3,7 +3,7 @@
 # utilities (error, units, rng, metric, sys) may be used anywhere. Fails on any upward import.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-stages=(probe control backing workload collect analyze store model render commands cli)
+stages=(probe control backing workload collect analyze store model render experiment commands cli)
 status=0
 if grep -rn 'crate::{' src >/dev/null; then
   echo "grouped 'use crate::{…}' imports hide which stage they reach; import each stage on its own line:"

@@ -72,3 +72,8 @@ pub enum ControlError {
         expected: String,
     },
 }
+
+/// Bad arguments discovered after parsing, before anything ran or was stored (exit code 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);

@@ -1,8 +1,9 @@
 //! hugelab: measure what huge pages do for a workload, and what they cost.
 //!
 //! The modules are the stages of the data flow (docs/architecture.md), in dependency order:
-//! probe → control → backing → workload → collect → analyze → store → model → render;
-//! `commands` plans and runs each CLI command on top of them, producing `model` records.
+//! probe → control → backing → workload → collect → analyze → store → model → render →
+//! experiment (the run engine: schedule, trial, servers); `commands` plans and runs each CLI
+//! command on top of them, producing `model` records.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
@@ -16,6 +17,7 @@ pub mod collect;
 pub mod commands;
 pub mod control;
 pub mod error;
+pub mod experiment;
 pub mod metric;
 pub mod model;
 pub mod probe;

@@ -1,8 +1,8 @@
 //! `hugelab inspect PID…`: where each process's memory is, on which page sizes, why a mapping
 //! is not huge, and (with --tree) a server's processes as one instance.
 
-use super::process::inspect_pid;
 use super::{UsageError, print_json};
+use crate::experiment::process::inspect_pid;
 use crate::model::inspect::{InspectResult, Instance};
 use crate::probe::Root;
 use crate::probe::process::{Proc, all_pids};

@@ -11,7 +11,6 @@ pub mod import;
 pub mod inspect;
 pub mod judge;
 pub mod options;
-pub mod process;
 pub mod report;
 pub mod restore;
 pub mod results;
@@ -22,10 +21,7 @@ pub mod stored;
 pub mod top;
 pub mod trace;
 
-/// Bad arguments discovered after parsing (exit code 2).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
+pub use crate::error::UsageError;
 
 /// Print a serializable record as pretty JSON on stdout, with the version that wrote it.
 pub fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {

@@ -3,8 +3,8 @@
 
 use super::options::TopSort;
 use super::print_json;
-use super::process::inspect_pid;
 use crate::analyze::vm;
+use crate::experiment::process::inspect_pid;
 use crate::model::inspect::TopRow;
 use crate::probe::Root;
 use crate::probe::process::{Proc, ProcError, all_pids};

@@ -13,16 +13,12 @@ use crate::collect::load::LoadFormat;
 use crate::collect::output::OutputMetric;
 use crate::collect::sampler::Schedule;
 use crate::commands::UsageError;
+use crate::experiment::SERVER_READY;
 use crate::model::run::{ServerPlan, TrialSetup};
-use rand::SeedableRng;
-use rand::seq::SliceRandom;
 use std::time::Duration;
 
 /// How long a warm service run lasts when neither `--blocks` nor `--max-time` is given.
 pub const WARM_DEFAULT_TIME: Duration = Duration::from_secs(300);
-
-/// The metric of a server trial: from the spawn to ready, seconds.
-pub const SERVER_READY: &str = "server_ready_s";
 
 /// A command's words: argv, or a shell string split on white space.
 fn words_of(command: &[String], shell: bool) -> Vec<String> {
@@ -453,14 +449,4 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
         },
         keep_going: a.keep_going,
     })
-}
-
-/// The order of trials: each block is every arm once, shuffled with the seed.
-pub fn block_order(arms: usize, block: usize, seed: u64) -> Vec<usize> {
-    let mut rng = rand::rngs::SmallRng::seed_from_u64(
-        seed ^ (block as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
-    );
-    let mut o: Vec<usize> = (0..arms).collect();
-    o.shuffle(&mut rng);
-    o
 }

@@ -3,8 +3,7 @@
 //! injected runner with evidence gathered around it, the metrics read from its output, and the
 //! trial's row — with why it failed, in words, when it did.
 
-use super::Plan;
-use super::execute::Effects;
+use super::Effects;
 use super::servers::ServerSchedule;
 use super::service;
 use super::watch;
@@ -15,8 +14,9 @@ use crate::backing::qemu;
 use crate::collect::sampler::Schedule;
 use crate::collect::server::DuringLoad;
 use crate::collect::trial::{Gatherer, TrialEvidence};
-use crate::commands::UsageError;
 use crate::control::{self, Guard, Knob};
+use crate::error::UsageError;
+use crate::model::run::Plan;
 use crate::probe::Root;
 use crate::store::TrialRow;
 use crate::units::Bytes;
@@ -231,7 +231,7 @@ fn read_metrics(
         }
         for m in &plan.metrics {
             if m.name != "wall_s"
-                && m.name != super::plan::SERVER_READY
+                && m.name != super::SERVER_READY
                 && !plan.outputs.iter().any(|x| x.name == m.name)
                 && !metrics.contains_key(&m.name)
             {
@@ -372,12 +372,9 @@ pub(super) fn trial(
     });
     let (mut metrics, missing, load_error) = read_metrics(plan, &o, trial_dir.as_ref());
     if let Some(r) = served.as_ref().and_then(|s| s.ready_s)
-        && plan
-            .metrics
-            .iter()
-            .any(|m| m.name == super::plan::SERVER_READY)
+        && plan.metrics.iter().any(|m| m.name == super::SERVER_READY)
     {
-        metrics.insert(super::plan::SERVER_READY.into(), r);
+        metrics.insert(super::SERVER_READY.into(), r);
     }
     if let Some(first) = ev.perf_unavailable.first()
         && !notes.iter().any(|n| n.starts_with("not counted"))

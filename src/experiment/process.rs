@@ -1,4 +1,4 @@
-//! A process read into its report: a snapshot of its memory (`collect::snapshot`: smaps and
+//! experiment: a process read into its report: a snapshot of its memory (`collect::snapshot`: smaps and
 //! folio sizes under a time budget) and the report built from it (`analyze::inspect`) — what
 //! `inspect`, `top --full` and `run`'s `watch=` arms share.
 

@@ -10,11 +10,11 @@
 //! for every arm) to the same analysis; `execute.rs` drives either through
 //! [`ServerSchedule`].
 
-use super::Plan;
 use super::service::{self, Running, Served};
 use crate::backing::arm::{Arm, Expect};
 use crate::backing::services::{Slot, fill};
 use crate::collect::server::LoadView;
+use crate::model::run::Plan;
 use crate::model::run::ServerPlan;
 use crate::render::progress::Observer;
 use crate::workload::child::TrialSpec;

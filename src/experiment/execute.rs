@@ -2,38 +2,18 @@
 //! the injected [`Effects`], each stored as it finishes; stops on the plan's design, failure or
 //! Ctrl-C.
 
-use super::Plan;
-use super::plan::block_order;
+use super::Effects;
 use super::servers::{PerTrial, ServerSchedule, Warm};
 use super::trial::{Job, ServerSlot, describe_end, trial};
 use crate::analyze::experiment::{self, TrialData};
 use crate::analyze::sequential::ConfidenceSequence;
 use crate::analyze::verdict::{self, Design, Verdict};
 use crate::control::Guard;
-use crate::probe::Root;
-use crate::probe::cpu::Cpu;
-use crate::render::progress::Observer;
-use crate::store::{Store, TrialRow, trial_data};
-use crate::workload::child::Runner;
+use crate::model::run::Plan;
+use crate::store::{TrialRow, trial_data};
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
 use std::time::Instant;
-
-/// The side effects `execute` works through: injected so that planning, block order, arm
-/// switching and storage are testable against a fake runner and a fake sysfs.
-pub struct Effects<'a> {
-    pub runner: &'a mut dyn Runner,
-    pub store: &'a mut Store,
-    pub run_id: i64,
-    /// Where kernel counters and noise are read (the live `/` in production).
-    pub root: Root,
-    pub cpu: Cpu,
-    /// Makes the settings guard the first time an arm changes a system setting.
-    pub guard: Box<dyn FnMut() -> anyhow::Result<Guard> + 'a>,
-    /// True once the user asked to stop (first Ctrl-C): finish the trial in flight, then stop.
-    pub stop: &'a dyn Fn() -> bool,
-    pub progress: &'a mut dyn Observer,
-    /// `--trace`: the tracepoints read around each trial.
-    pub trace: Option<&'a mut super::tracing::TrialTrace>,
-}
 
 /// What `execute` did.
 #[derive(Debug, Default)]
@@ -328,4 +308,14 @@ fn estimate_line(names: &[String], plan: &Plan, trials: &[TrialRow]) -> String {
             parts.join(", ")
         )
     }
+}
+
+/// The order of trials: each block is every arm once, shuffled with the seed.
+pub fn block_order(arms: usize, block: usize, seed: u64) -> Vec<usize> {
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(
+        seed ^ (block as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+    );
+    let mut o: Vec<usize> = (0..arms).collect();
+    o.shuffle(&mut rng);
+    o
 }

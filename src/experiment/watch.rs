@@ -77,7 +77,7 @@ pub fn observe(spec: &str, pid: u32) -> Watched {
     let Ok(thp) = crate::probe::thp::read(&Root::system()) else {
         return gone;
     };
-    let report = crate::commands::process::inspect_pid(pid, &thp, BUDGET);
+    let report = super::process::inspect_pid(pid, &thp, BUDGET);
     match report {
         // A zombie (exited, not yet reaped by its parent) has no memory left.
         Ok(r) if r.mappings.is_empty() => gone,

@@ -1,0 +1,192 @@
+//! `hugelab run`'s arguments: syntax only; `plan.rs` turns them into a validated plan.
+
+use crate::units::parse_positive_duration;
+use clap::Args;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Exit code of a run that stopped on a failed trial or completed no block with every trial
+/// ok (its status in the results database is `failed`).
+pub const EXIT_FAILED: i32 = 4;
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit codes: 0 the run completed (whatever the verdicts); 1 an error stopped it; \
+2 a usage error, found before anything ran or was stored; 3 --fail-on slower and an arm was SLOWER \
+on the primary metric; 4 the run failed: it stopped on a failed trial (a non-zero exit, a signal, \
+--timeout, a metric not found, a server that did not start or died) or no block completed with \
+every trial ok (stored with status `failed`); 130 interrupted by Ctrl-C (completed blocks analysed).\n\
+The primary metric is the first --metric (or a load parser's first metric), else wall time: \
+--fail-on, --sequential and --looks decide on it."
+)]
+pub struct RunArgs {
+    /// An arm NAME=SPEC (repeatable), SPEC = comma-separated key=value. System-wide: thp,
+    /// defrag, shmem, mthp.<size>, hugetlb.<size> (a pool). Per process: process.thp=off,
+    /// malloc=thp|hugetlb|hugetlb-1G, jvm=off|thp|hugetlbfs, jvm.pretouch, jvm.pagesize,
+    /// collapse=after:<duration>, env.<NAME>. VMs: qemu.backing, qemu.prealloc. Evidence:
+    /// sample=off, watch=<comm>, expect=huge|none; services: server.arg=<word>. Every key:
+    /// docs/run.md
+    #[arg(short = 'a', long = "arm", value_name = "NAME=SPEC")]
+    pub arms: Vec<String>,
+    /// Arms from a preset: thp (never/madvise/always), malloc (process.thp=off/malloc=thp/malloc=hugetlb),
+    /// jvm (off/thp/hugetlbfs); for --server: postgres, redis, memcached, mariadb (arms, readiness,
+    /// fallback signature and load parser; the arms are printed)
+    #[arg(short = 'p', long)]
+    pub preset: Option<String>,
+    /// The arm the others are compared with (default: the first)
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// Unmeasured runs of each arm before the blocks [default: 1; services under the warm
+    /// design: 0, their warm-up is the server's own at every lifetime start]
+    #[arg(short = 'w', long, allow_negative_numbers = true, value_parser = crate::commands::parse_warmup)]
+    pub warmup: Option<usize>,
+    /// Blocks (each runs every arm once, in random order) [default: 10; with --sequential, a
+    /// maximum of 1000, usually bounded by --max-time; services under the warm design: as many
+    /// as fit in --max-time, 5 minutes by default]
+    #[arg(short = 'b', long, allow_negative_numbers = true, value_parser = crate::commands::parse_count)]
+    pub blocks: Option<usize>,
+    /// Stop as soon as every contrast is settled (a confidence sequence for the mean log-ratio,
+    /// looked at after every block; α split across contrasts). Its time-uniform validity is
+    /// asymptotic: the sample SD is plugged in for the unknown one (the simulation study
+    /// measures the false-positive rate it really has)
+    #[arg(long, conflicts_with = "looks")]
+    pub sequential: bool,
+    /// Group-sequential O'Brien–Fleming design: K equally spaced looks up to --blocks (the
+    /// maximum); stops at the first look where every contrast is settled
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(2..=20))]
+    pub looks: Option<u32>,
+    /// A/A calibration: run the command as two identical arms for this long and print the
+    /// machine's noise floor (the smallest effect it can resolve per minute of running)
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, conflicts_with_all = ["preset", "sequential", "looks"])]
+    pub calibrate: Option<Duration>,
+    #[command(flatten)]
+    pub decision: crate::commands::options::Decision,
+    /// Stop starting new blocks after this long (e.g. 10m)
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]
+    pub max_time: Option<Duration>,
+    /// Shell command run before every trial (not measured)
+    #[arg(long)]
+    pub prepare: Option<String>,
+    /// Drop the page cache before every trial (root)
+    #[arg(long)]
+    pub drop_caches: bool,
+    /// Compact memory before every trial, so each arm starts from the same fragmentation (root)
+    #[arg(long)]
+    pub compact: bool,
+    /// Kill a trial (and its process group) after this long
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]
+    pub timeout: Option<Duration>,
+    /// Working directory of the command (and of the server with --server)
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Extra environment for the command, NAME=VALUE (repeatable)
+    #[arg(long = "env", value_name = "NAME=VALUE", value_parser = crate::commands::parse_env)]
+    pub env: Vec<(String, String)>,
+    /// Period of the cheap memory reads of the child (/proc/PID/status); the page-table walk of
+    /// smaps_rollup backs off from 4× this (at most 10 walks per trial), the same for every arm
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, default_value = "20ms")]
+    pub sample_every: Duration,
+    /// Do not sample the child's memory (flags then rest on the kernel's THP counters alone)
+    #[arg(long)]
+    pub no_sample: bool,
+    /// Trace the kernel's costs per trial (root), comma-separated kinds; each trial's histograms
+    /// are stored with it and the stall time per trial is summarised per arm
+    #[arg(long, value_name = "KINDS", value_delimiter = ',')]
+    pub trace: Vec<crate::analyze::trace::TraceKind>,
+    /// Run the child on this CPU only and hugelab on the others (less cross-talk; docs/run.md)
+    #[arg(long, value_name = "CPU")]
+    pub pin: Option<usize>,
+    /// Run the command through /bin/sh -c
+    #[arg(long)]
+    pub shell: bool,
+    /// Run the command as this user (when hugelab runs as root)
+    #[arg(long)]
+    pub user: Option<String>,
+    /// Extract a number from the command's output: NAME=REGEX[,higher|lower] (first capture
+    /// group), or a load generator's output read by a built-in parser: pgbench (tps and
+    /// latency p50/p95/p99/p99.9 from its per-transaction log, which hugelab asks for),
+    /// redis-benchmark (--csv, per -t test: rps, p50, p99), memtier, sysbench, wrk, jmh. With
+    /// --server, a known load program is read without --metric
+    #[arg(
+        short = 'm',
+        long = "metric",
+        value_name = "NAME=REGEX[,higher|lower]|FORMAT"
+    )]
+    pub metrics: Vec<String>,
+    /// Measure a service: start this server for every trial under the arm's configuration
+    /// (per-process keys, env.* and server.arg=WORD apply to the server, not to the load),
+    /// wait until it is ready, run the command after -- as its load (the measured trial),
+    /// then stop it (SIGTERM, --stop-grace, SIGKILL of its process tree) and read its memory.
+    /// A fresh server per trial is the default because page state carries over: pages
+    /// already faulted keep their size after a sysfs change, and fragmentation persists
+    #[arg(long, value_name = "COMMAND")]
+    pub server: Option<String>,
+    /// When the server is ready: tcp:HOST:PORT, unix:PATH, cmd:COMMAND (exits 0), log:REGEX
+    /// (a line of its output); a --preset brings one
+    #[arg(long, value_name = "PROBE")]
+    pub ready: Option<String>,
+    /// Fail the trial when the server is not ready after this long
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, default_value = "60s")]
+    pub ready_timeout: Duration,
+    /// A shell command run against the ready server before the load (not measured)
+    #[arg(long, value_name = "COMMAND")]
+    pub server_warmup: Option<String>,
+    /// For a server that daemonizes (its command exits 0 once the daemon runs, e.g. pg_ctl
+    /// start, redis-server --daemonize yes): the pid file it writes; the daemon and its
+    /// descendants are then the server that is read and stopped
+    #[arg(long, value_name = "PATH")]
+    pub server_pidfile: Option<PathBuf>,
+    /// How a service is measured: warm (every arm's server up at once, warmed, one short load
+    /// burst per arm in random order per block, all restarted every lifetime; the default
+    /// wherever the arms can run side by side) or restart (a fresh server per trial)
+    #[arg(long, value_enum, value_name = "DESIGN")]
+    pub design: Option<crate::model::run::ServiceDesign>,
+    /// Services: clear the server tree's referenced bits before each load and read what the
+    /// load touched after it (its hot memory): the answer's "why" then holds the hot memory,
+    /// not all the memory that matters, against the TLB reach `bench tlb` measured. Perturbs
+    /// reclaim's aging of the server's pages
+    #[arg(long)]
+    pub hot: bool,
+    /// Warm design: the length of each load burst, filled into {burst} (whole seconds; a
+    /// pgbench -T of a preset becomes {burst}); default: calibrated against the first server
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
+    pub burst: Option<Duration>,
+    /// Warm design: blocks per server lifetime before every server is restarted; default:
+    /// sized from the first lifetimes (restart cost against burst cost)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub lifetime_blocks: Option<u32>,
+    /// Warm design: a lifetime ends after this long even with blocks to go
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, default_value = "60s")]
+    pub lifetime_max: Duration,
+    /// After SIGTERM, how long the server may take to exit before it is killed
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, default_value = "15s")]
+    pub stop_grace: Duration,
+    /// Keep going when a trial fails (failed trials are kept, counted and excluded)
+    #[arg(long)]
+    pub keep_going: bool,
+    /// Exit with code 3 when any arm is SLOWER on the primary metric (for CI; the primary
+    /// metric is the first --metric, or a load parser's first, else wall_s)
+    #[arg(long, value_enum)]
+    pub fail_on: Option<crate::commands::options::FailOn>,
+    #[command(flatten)]
+    pub store: crate::commands::options::Database,
+    /// Do not store the run (the results database is not opened; `results show` cannot see it)
+    #[arg(long, conflicts_with_all = ["db", "label"])]
+    pub no_save: bool,
+    /// A label for this run in the results database
+    #[arg(long)]
+    pub label: Option<String>,
+    #[command(flatten)]
+    pub order: crate::commands::options::Seed,
+    #[command(flatten)]
+    pub out: crate::commands::options::Json,
+    /// After the answer, print every table: per-metric summaries, evidence, machine noise,
+    /// servers (what `results show` prints for a stored run)
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+    #[command(flatten)]
+    pub progress: crate::commands::options::Quiet,
+    /// The command and its arguments (after --)
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}
