@@ -214,6 +214,23 @@ fn postgres_preset_puts_shared_memory_on_the_pages_each_arm_asks_for_and_flags_t
             "{carried}"
         );
         assert!(t.metrics["tps"] > 0.0 && t.metrics["lat_p99_ms"] > 0.0);
+        // The server's memory cost counts every pool page committed to it — faulted or
+        // reserved at mmap and not yet used — as the kernel's pool counts them at that moment
+        // (this server is the pool's only user).
+        let m = &s["memory"];
+        let committed = m["hugetlb_committed"].as_u64().unwrap() as f64;
+        let k = &m["kernel"];
+        let pool = k["hugetlb_in_use"]["2097152"].as_u64().unwrap_or(0)
+            + k["hugetlb_reserved"]["2097152"].as_u64().unwrap_or(0);
+        assert!(
+            (committed / pool as f64 - 1.0).abs() < 0.05,
+            "committed {committed} vs the pool's in use + reserved {pool}: {m}"
+        );
+        assert!(
+            t.metrics["server_mem_bytes"] >= committed,
+            "{:?}",
+            t.metrics
+        );
     }
     for t in arm_trials(&all, &v, "thp") {
         let s = &t.evidence["server"];
@@ -895,9 +912,18 @@ fn sysbench_output_is_read_by_its_parser() {
         .iter()
         .map(|m| m["name"].as_str().unwrap())
         .collect();
+    // The load's metrics, then the costs every run records.
     assert_eq!(
         names,
-        ["wall_s", "events_per_s", "lat_avg_ms", "lat_p99_ms"]
+        [
+            "wall_s",
+            "events_per_s",
+            "lat_avg_ms",
+            "lat_p99_ms",
+            "peak_mem_bytes",
+            "user_cpu_s",
+            "sys_cpu_s"
+        ]
     );
     for t in trials(&db) {
         assert!(t.ok, "{}", t.evidence);

@@ -261,6 +261,10 @@ pub struct MetricDef {
     /// time of `pgbench -T`, of a service's timed burst).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub context: bool,
+    /// What the arm costs, not what it gains (`analyze::costs`: peak memory, CPU time): contrasted
+    /// with the same statistics, shown on the answer's cost line and weighed by `advise`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cost: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -329,15 +333,18 @@ pub struct ExperimentAnalysis {
 /// Which of a run's metrics is the primary one — the metric `--fail-on`, `--sequential` and
 /// `--looks` decide on, listed first in the answer: wall time is always stored first, so the
 /// primary metric is the second (the first `--metric`, or a load parser's first) when there is
-/// one, else wall time. The one definition of the rule.
-pub fn primary_index(metrics: usize) -> usize {
-    metrics.clamp(1, 2) - 1
+/// one, else wall time. Cost metrics (`analyze::costs`) come last and are never primary. The
+/// one definition of the rule.
+pub fn primary_index<'a>(metrics: impl IntoIterator<Item = &'a MetricDef>) -> usize {
+    let gains = metrics.into_iter().filter(|m| !m.cost).count();
+    gains.clamp(1, 2) - 1
 }
 
 impl ExperimentAnalysis {
     /// The primary metric's report (see [`primary_index`]).
     pub fn primary(&self) -> Option<&MetricAnalysis> {
-        self.metrics.get(primary_index(self.metrics.len()))
+        self.metrics
+            .get(primary_index(self.metrics.iter().map(|m| &m.metric)))
     }
 }
 
@@ -594,6 +601,7 @@ mod tests {
                 name: "wall_s".into(),
                 better: Better::Lower,
                 context: false,
+                cost: false,
             }],
             0.01,
             0.99,

@@ -97,6 +97,12 @@ pub struct GroupMemory {
     /// Bytes of mappings the server asked THP for (MADV_HUGEPAGE: VmFlags `hg`).
     #[serde(default)]
     pub madvised: u64,
+    /// Hugetlb bytes committed to the group's mappings, shared ones once: a mapping's whole
+    /// size (its pages faulted, or reserved from the pool at mmap and not yet used: memory
+    /// nothing else can have), or what is resident where it was mapped MAP_NORESERVE
+    /// (VmFlags `nr`).
+    #[serde(default)]
+    pub hugetlb_committed: u64,
     /// The kernel's own accounting at the same moment, machine-wide.
     #[serde(default)]
     pub kernel: Option<KernelHuge>,
@@ -120,6 +126,12 @@ pub struct KernelHuge {
 impl GroupMemory {
     pub fn hugetlb_total(&self) -> u64 {
         self.hugetlb.values().sum()
+    }
+
+    /// What the group's memory costs everything else: resident memory (shared segments once)
+    /// plus the hugetlb pages committed to it, faulted or reserved.
+    pub fn cost_bytes(&self) -> u64 {
+        self.rss + self.hugetlb_committed.max(self.hugetlb_total())
     }
 
     /// Bytes on PMD-mapped THP (anonymous, shared memory or file).
@@ -209,8 +221,12 @@ pub fn add_process(mem: &mut GroupMemory, pid: i32, comm: &str, maps: &[Mapping]
         {
             mem.madvised += m.size();
         }
+        let noreserve = m.has_flag("nr");
         if shared && let Some((idx, old)) = seen.get_mut(&(m.path.clone(), m.start, m.end)) {
             if view.weight() > old.weight() {
+                if noreserve && view.hugetlb > old.hugetlb {
+                    mem.hugetlb_committed += view.hugetlb - old.hugetlb;
+                }
                 old.add(mem, -1);
                 view.add(mem, 1);
                 *old = view;
@@ -225,6 +241,9 @@ pub fn add_process(mem: &mut GroupMemory, pid: i32, comm: &str, maps: &[Mapping]
         }
         view.add(mem, 1);
         let hugetlb = view.hugetlb;
+        if k == Kind::Hugetlb {
+            mem.hugetlb_committed += if noreserve { hugetlb } else { m.size() };
+        }
         let matters = match k {
             Kind::SharedMemory | Kind::Hugetlb => true,
             Kind::Heap | Kind::Anonymous | Kind::JavaHeap => m.field("Rss") >= 1 << 20,

@@ -5,6 +5,7 @@
 //! the [`RunResult`] that every renderer reads (`summary.rs`). It sits above `render` (progress
 //! goes through its observer) and below `commands`, which only parses, plans and prints.
 
+pub mod costs;
 pub mod effects;
 pub mod execute;
 pub mod process;

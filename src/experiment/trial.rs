@@ -231,6 +231,7 @@ fn read_metrics(
         }
         for m in &plan.metrics {
             if m.name != "wall_s"
+                && !m.cost
                 && m.name != super::SERVER_READY
                 && !plan.outputs.iter().any(|x| x.name == m.name)
                 && !metrics.contains_key(&m.name)
@@ -342,6 +343,8 @@ pub(super) fn trial(
     } else {
         plan.sampling
     };
+    // What the workload could get as it starts, read the same way for every arm.
+    let at_start = super::costs::machine_at_start(&ctx.root);
     let mut gatherer = Gatherer::new(&ctx.root, &ctx.cpu, schedule);
     if let Some(t) = ctx.trace.as_deref_mut() {
         t.start();
@@ -371,6 +374,10 @@ pub(super) fn trial(
         t.finish(o.start_mono_ns, o.end_mono_ns, comm)
     });
     let (mut metrics, missing, load_error) = read_metrics(plan, &o, trial_dir.as_ref());
+    metrics.extend(match &served {
+        Some(s) => super::costs::of_server(s),
+        None => super::costs::of_command(&o, &ev.memory),
+    });
     if let Some(r) = served.as_ref().and_then(|s| s.ready_s)
         && plan.metrics.iter().any(|m| m.name == super::SERVER_READY)
     {
@@ -405,6 +412,9 @@ pub(super) fn trial(
     }
     if let Some(e) = &load_error {
         evidence["load_error"] = e.clone().into();
+    }
+    if let Some(m) = at_start {
+        evidence["machine_at_start"] = serde_json::to_value(m)?;
     }
     let server_failure = served.as_ref().and_then(|s| s.failure.clone());
     if let Some(l) = servers.as_ref().and_then(|s| s.lifetime) {

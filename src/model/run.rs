@@ -129,7 +129,7 @@ pub struct WarmPlan {
 impl Plan {
     /// The metric the verdicts are about: the first `--metric`, else wall time.
     pub fn primary(&self) -> &MetricDef {
-        &self.metrics[crate::analyze::experiment::primary_index(self.metrics.len())]
+        &self.metrics[crate::analyze::experiment::primary_index(&self.metrics)]
     }
 }
 

@@ -39,6 +39,13 @@ impl Zone {
     }
 }
 
+/// /proc/buddyinfo of `root` (no zones where it is absent).
+pub fn read(root: &crate::probe::Root) -> Result<Vec<Zone>, crate::error::ProbeError> {
+    Ok(root
+        .parse_opt("/proc/buddyinfo", parse)?
+        .unwrap_or_default())
+}
+
 pub fn parse(text: &str) -> Result<Vec<Zone>, ParseError> {
     let mut zones = Vec::new();
     for (i, line) in text.lines().enumerate() {

@@ -113,12 +113,18 @@ fn plan(a: &Advice) -> String {
         let _ = writeln!(o, "  none (no stored run compares arms)");
     }
     for e in &a.evidence {
-        let line = format!("  {:?}: {}", e.finding, e.describe()).to_string();
+        let line = format!("  {}: {}", e.finding.word(), e.describe());
         for l in super::summary::wrap_hanging(&line, 4) {
             let _ = writeln!(o, "{l}");
         }
         for s in &e.stalls {
             let _ = writeln!(o, "    stalls: {s}");
+        }
+        if !e.weighed.is_empty() {
+            let w = format!("    weighed against the benefit: {}", e.weighed.join(", "));
+            for l in super::summary::wrap_hanging(&w, 6) {
+                let _ = writeln!(o, "{l}");
+            }
         }
     }
     for (what, list) in [

@@ -326,7 +326,7 @@ fn why(r: &BenchResult) -> Vec<String> {
             w.name(),
             Bytes(size)
         );
-        out.extend(super::tlb::why_line(&what, &arms, m));
+        out.extend(super::tlb::why_line(&what, &arms, m, None));
     }
     out
 }

@@ -509,15 +509,16 @@ pub fn render(r: &RunResult, verbose: bool) -> String {
             .fold(0.0f64, f64::max);
         // With --hot, the bytes each arm's load touched; else all the memory that matters.
         let hot = r.report.evidence.iter().any(|e| e.mean_hot.is_some());
-        // Entries per arm: its memory that matters on its pages (scaled to the hot bytes, in
-        // the same mix of page sizes); an arm whose backing was not judged (4 KiB-indifferent)
-        // and had no huge coverage, one per 4 KiB.
+        // Entries per arm: its own memory that matters on its pages (scaled to the hot bytes,
+        // in the same mix of page sizes); an arm whose backing was not judged (4 KiB-indifferent)
+        // and had no huge coverage, one per 4 KiB of its own peak memory.
         let arms: Vec<(String, u64)> = r
             .report
             .evidence
             .iter()
             .filter_map(|e| {
-                let bytes = if hot { e.mean_hot? } else { size };
+                let own = e.mean_matters.or_else(|| peak_memory(&r.report, &e.arm));
+                let bytes = if hot { e.mean_hot? } else { own? };
                 match (e.mean_entries, e.mean_matters, e.mean_coverage_at_peak) {
                     (Some(n), Some(m), _) if m > 0.0 => {
                         Some((e.arm.clone(), (n * bytes / m).ceil() as u64))
@@ -543,11 +544,19 @@ pub fn render(r: &RunResult, verbose: bool) -> String {
             )
         } else {
             format!(
-                "the memory that matters ({} resident — all of it, not only its hot part: --hot measures that for services)",
+                "each arm's memory that matters (up to {} resident — all of it, not only its hot part: --hot measures that for services)",
                 Bytes(size as u64)
             )
         };
-        if let Some(l) = super::tlb::why_line(&what, &arms, m) {
+        let primary = r.report.primary();
+        let resolved = primary.is_some_and(|p| {
+            p.contrasts.iter().any(|(_, c)| {
+                c.as_ref()
+                    .is_some_and(|c| matches!(c.verdict, Verdict::Faster | Verdict::Slower))
+            })
+        });
+        let unresolved = (!resolved).then(|| primary.map_or("", |p| p.metric.name.as_str()));
+        if let Some(l) = super::tlb::why_line(&what, &arms, m, unresolved) {
             o.extend(summary::wrap_hanging(&l, 2).into_iter().map(|l| l + "\n"));
         }
     }
@@ -625,6 +634,14 @@ pub fn render(r: &RunResult, verbose: bool) -> String {
     };
     let _ = writeln!(o, "{stored}");
     o
+}
+
+/// An arm's median peak memory (the cost metric), where the run recorded it.
+fn peak_memory(r: &ExperimentAnalysis, arm: &str) -> Option<f64> {
+    let m = r.metrics.iter().find(|m| {
+        m.metric.cost && crate::units::Unit::of_metric(&m.metric.name) == crate::units::Unit::Bytes
+    })?;
+    crate::analyze::costs::arm_median(m, arm)
 }
 
 /// The per-arm warnings of the distribution checks (drift, correlation, bimodality) and of

@@ -25,7 +25,7 @@ pub struct RunFacts {
 /// `--fail-on` and `--sequential` decide on) and every other metric with a verdict; the other
 /// metrics, still inconclusive, are named in one line. Then the FLAGGED arms.
 pub fn answer(r: &ExperimentAnalysis) -> Vec<String> {
-    let primary = primary_index(r.metrics.len());
+    let primary = primary_index(r.metrics.iter().map(|m| &m.metric));
     // Metrics in the order the answer gives them: the primary first.
     let mut order: Vec<usize> = (0..r.metrics.len()).collect();
     if primary < order.len() {
@@ -43,7 +43,11 @@ pub fn answer(r: &ExperimentAnalysis) -> Vec<String> {
     for arm in arms {
         let mut shown = Vec::new();
         let mut rest = Vec::new();
-        for (k, &mi) in order.iter().enumerate() {
+        for (k, &mi) in order
+            .iter()
+            .filter(|&&i| !r.metrics[i].metric.cost)
+            .enumerate()
+        {
             let m = &r.metrics[mi];
             let Some((_, c)) = m.contrasts.iter().find(|(a, _)| a == arm) else {
                 continue;
@@ -91,6 +95,7 @@ pub fn answer(r: &ExperimentAnalysis) -> Vec<String> {
                 &format!("{head}{words}"),
                 head.chars().count(),
             ));
+            out.extend(cost_lines(r, what));
         }
     } else {
         let w1 = groups
@@ -113,6 +118,7 @@ pub fn answer(r: &ExperimentAnalysis) -> Vec<String> {
                     4,
                 ));
             }
+            out.extend(cost_lines(r, what));
         }
     }
     for e in &r.evidence {
@@ -126,6 +132,16 @@ pub fn answer(r: &ExperimentAnalysis) -> Vec<String> {
         }
     }
     out
+}
+
+/// The cost line under a contrast (`render::costs`), wrapped under its words.
+fn cost_lines(r: &ExperimentAnalysis, what: &str) -> Vec<String> {
+    let arm = what
+        .strip_suffix(&format!(" vs {}", r.baseline))
+        .unwrap_or(what);
+    super::costs::line(r, arm)
+        .map(|l| wrap_hanging(&format!("  {l}"), 4))
+        .unwrap_or_default()
 }
 
 /// `-8.9% [-12.8, -8.8] @99.5% FASTER`, or for an unsettled contrast of the primary metric its
@@ -466,6 +482,97 @@ mod tests {
     }
 
     #[test]
+    fn the_cost_line_sits_under_the_verdict_with_each_arms_memory() {
+        use crate::analyze::costs::{PEAK_MEM, SYS_CPU, USER_CPU, defs};
+        use crate::analyze::experiment::{MetricDef, TrialData, analyse};
+        use crate::analyze::verdict::Better;
+        // 12 blocks: `always` 20% faster, 13× the memory, the same user CPU, 5× system CPU.
+        let trials: Vec<TrialData> = (0..12)
+            .flat_map(|b| {
+                (0..2).map(move |a| {
+                    let j = 1.0 + 0.001 * ((b * 7 + a * 3) % 5) as f64;
+                    let (wall, mem, sys) = if a == 0 {
+                        (1.0, 77.0 * 1048576.0, 0.03)
+                    } else {
+                        (0.8, 1030.0 * 1048576.0, 0.15)
+                    };
+                    TrialData {
+                        block: b,
+                        arm: a,
+                        ok: true,
+                        flagged: None,
+                        metrics: [
+                            ("wall_s".to_string(), wall * j),
+                            (PEAK_MEM.to_string(), mem * j),
+                            (USER_CPU.to_string(), 0.5 * j),
+                            (SYS_CPU.to_string(), sys * j),
+                        ]
+                        .into(),
+                        coverage_at_peak: None,
+                        counters: Default::default(),
+                        noise: Default::default(),
+                        lifetime: None,
+                        share: None,
+                        partial: None,
+                        matters: None,
+                        entries: None,
+                        hot: None,
+                    }
+                })
+            })
+            .collect();
+        let mut metrics = vec![MetricDef {
+            name: "wall_s".into(),
+            better: Better::Lower,
+            context: false,
+            cost: false,
+        }];
+        metrics.extend(defs(false));
+        let r = analyse(
+            &["never".into(), "always".into()],
+            0,
+            &trials,
+            &metrics,
+            0.01,
+            0.99,
+            &Design::Fixed,
+        );
+        // The primary metric is wall time, not a cost that comes second.
+        assert_eq!(r.primary().unwrap().metric.name, "wall_s");
+        let lines = answer(&r);
+        assert!(
+            lines[0].contains("wall_s") && lines[0].contains("FASTER"),
+            "{lines:?}"
+        );
+        let costs = lines[1..].join("\n");
+        assert!(
+            costs.trim_start().starts_with("costs: peak memory ×13."),
+            "{costs}"
+        );
+        assert!(costs.contains("MORE (1.01 GiB vs 77."), "{costs}");
+        assert!(
+            costs.contains("user CPU") && costs.contains("SAME"),
+            "{costs}"
+        );
+        assert!(costs.contains("system CPU ×5.0"), "{costs}");
+        assert!(
+            lines.iter().all(|l| l.chars().count() <= WIDTH),
+            "{lines:?}"
+        );
+        // A run that recorded no cost (stored before, or imported) gets no cost line.
+        let plain = analyse(
+            &["never".into(), "always".into()],
+            0,
+            &trials,
+            &metrics[..1],
+            0.01,
+            0.99,
+            &Design::Fixed,
+        );
+        assert!(!answer(&plain).iter().any(|l| l.contains("costs:")));
+    }
+
+    #[test]
     fn thousands_separators() {
         assert_eq!(thousands(6000), "6,000");
         assert_eq!(thousands(999), "999");
@@ -504,6 +611,7 @@ mod tests {
             name: name.into(),
             better,
             context,
+            cost: false,
         };
         let line = |defs: &[MetricDef]| {
             let r = analyse(

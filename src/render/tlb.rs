@@ -374,6 +374,7 @@ pub fn why_line(
     what: &str,
     arms: &[(String, u64)],
     m: &crate::analyze::tlb::Measured,
+    unresolved: Option<&str>,
 ) -> Option<String> {
     let (lo, hi) = m.reach.entries_4k()?;
     if arms.is_empty() {
@@ -391,8 +392,15 @@ pub fn why_line(
             )
         })
         .collect();
+    // Beside no measured effect the model explains nothing: it says what it predicts.
+    let head = match unresolved {
+        None => "why (a model".to_string(),
+        Some(metric) => format!(
+            "what the TLB model predicts (no effect on {metric} was resolved, so it explains none; a model"
+        ),
+    };
     Some(format!(
-        "why (a model: the 4 KiB TLB reach bench tlb measured here, run {}, {}–{} entries): {what} needs {}",
+        "{head}: the 4 KiB TLB reach bench tlb measured here, run {}, {}–{} entries): {what} needs {}",
         m.run,
         thousands(lo as usize),
         thousands(hi as usize),

@@ -23,6 +23,7 @@ fn metric_defs(meta: &serde_json::Value, trials: &[TrialRow]) -> Vec<MetricDef> 
             better: Better::Lower,
             name,
             context: false,
+            cost: false,
         })
         .collect()
 }

@@ -59,6 +59,19 @@ pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>) -> Advice {
 
 /// What no run of this kind measures, and the checks that prove the advice took effect.
 pub fn common_notes(a: &mut Advice) {
+    let mut unweighed: Vec<String> = a
+        .evidence
+        .iter()
+        .filter(|l| l.weighed.is_empty())
+        .map(|l| l.run_id.to_string())
+        .collect();
+    unweighed.dedup();
+    if !unweighed.is_empty() {
+        a.not_measured.push(format!(
+            "the memory and CPU cost: run {} recorded no cost metric (stored by an older hugelab, or imported): repeat it with `hugelab run`",
+            unweighed.join(", ")
+        ));
+    }
     if a.evidence.iter().all(|l| l.stalls.is_empty()) {
         a.not_measured.push(
             "the latency cost (compaction and reclaim stalls) was not traced: repeat the run with `--trace compaction,reclaim`"

@@ -13,6 +13,7 @@ pub mod machine;
 pub mod postgres;
 pub mod qemu;
 pub mod redis;
+pub mod weigh;
 
 use crate::analyze::experiment::ExperimentAnalysis;
 use crate::analyze::stats::Estimate;
@@ -66,6 +67,9 @@ pub enum Finding {
     Adopt,
     /// FASTER by at least δ and never flagged, but another arm did better.
     Runner,
+    /// FASTER by at least δ, but a measured cost grew by more than the benefit (`weigh.rs`):
+    /// not adopted; the conflict is stated.
+    Costly,
     /// FASTER, but by less than δ: not worth a change.
     BelowEffect,
     /// SLOWER: its settings are advised against.
@@ -98,6 +102,29 @@ pub struct EvidenceLine {
     pub trials: usize,
     /// Kernel stall time per trial vs the baseline (`run --trace`), one line per kind.
     pub stalls: Vec<String>,
+    /// What the arm cost against the baseline (`weigh.rs`), each with its figures.
+    #[serde(default)]
+    pub costs: Vec<weigh::CostNote>,
+    /// Everything that was weighed against the benefit (cost metrics, secondary metrics, the
+    /// tail, stalls); empty for a run that recorded none.
+    #[serde(default)]
+    pub weighed: Vec<String>,
+}
+
+impl Finding {
+    /// The finding in the advice's words.
+    pub fn word(self) -> &'static str {
+        match self {
+            Finding::Adopt => "adopt",
+            Finding::Runner => "runner-up",
+            Finding::Costly => "not adopted (its costs outweigh)",
+            Finding::BelowEffect => "below δ",
+            Finding::Slower => "slower",
+            Finding::Equivalent => "equivalent",
+            Finding::Inconclusive => "inconclusive",
+            Finding::Flagged => "flagged",
+        }
+    }
 }
 
 impl EvidenceLine {
@@ -115,8 +142,14 @@ impl EvidenceLine {
         } else {
             String::new()
         };
+        let costs = if self.costs.is_empty() {
+            String::new()
+        } else {
+            let c: Vec<&str> = self.costs.iter().map(|c| c.what.as_str()).collect();
+            format!("; costs: {}", c.join("; "))
+        };
         format!(
-            "run {}: {} vs {}, {} {:+.1}%{interval} {}{coverage}{flagged}",
+            "run {}: {} vs {}, {} {:+.1}%{interval} {}{coverage}{flagged}{costs}",
             self.run_id,
             self.arm,
             self.baseline,
@@ -124,6 +157,15 @@ impl EvidenceLine {
             self.percent.point,
             format!("{:?}", self.verdict).to_uppercase()
         )
+    }
+
+    /// The costs that outweigh the benefit, in words.
+    pub fn outweighing(&self) -> Vec<&str> {
+        self.costs
+            .iter()
+            .filter(|c| c.outweighs)
+            .map(|c| c.what.as_str())
+            .collect()
     }
 }
 
@@ -178,10 +220,18 @@ pub fn findings(runs: &[RunEvidence]) -> Vec<EvidenceLine> {
             let Some(c) = c else { continue };
             let ev = run.report.evidence.iter().find(|e| &e.arm == arm);
             let flagged = ev.map_or(0, |e| e.flagged);
+            let gain = match m.metric.better {
+                Better::Lower => -c.percent.point,
+                Better::Higher => c.percent.point,
+            };
+            let (costs, weighed) = weigh::costs(&run.report, m, arm, gain, &run.stalls);
             let finding = if flagged > 0 {
                 Finding::Flagged
             } else {
                 match c.verdict {
+                    Verdict::Faster if c.clears_effect && costs.iter().any(|c| c.outweighs) => {
+                        Finding::Costly
+                    }
                     Verdict::Faster if c.clears_effect => Finding::Runner,
                     Verdict::Faster => Finding::BelowEffect,
                     Verdict::Slower => Finding::Slower,
@@ -221,6 +271,8 @@ pub fn findings(runs: &[RunEvidence]) -> Vec<EvidenceLine> {
                     flagged,
                     trials: ev.map_or(0, |e| e.trials),
                     stalls,
+                    costs,
+                    weighed,
                 },
             ));
         }
@@ -331,8 +383,11 @@ pub fn no_change(lines: &[EvidenceLine]) -> String {
     let why: Vec<String> = lines
         .iter()
         .map(|l| {
+            let outweighing = l.outweighing().join("; ");
+            let costly = format!("FASTER, but costs more than it gains: {outweighing}");
             let what = match l.finding {
                 Finding::Adopt | Finding::Runner => "FASTER",
+                Finding::Costly => costly.as_str(),
                 Finding::BelowEffect => "FASTER by less than δ",
                 Finding::Slower => "SLOWER",
                 Finding::Equivalent => "EQUIVALENT",
@@ -346,10 +401,12 @@ pub fn no_change(lines: &[EvidenceLine]) -> String {
             format!("{} (run {}) {what}{half}", l.arm, l.run_id)
         })
         .collect();
-    format!(
-        "no change: no arm was measurably better — {}",
-        why.join("; ")
-    )
+    let head = if lines.iter().any(|l| l.finding == Finding::Costly) {
+        "no change: no arm was measurably better at an acceptable cost"
+    } else {
+        "no change: no arm was measurably better"
+    };
+    format!("{head} — {}", why.join("; "))
 }
 
 /// The current value of every knob a setting names, filled in by the caller's reader.
@@ -427,6 +484,7 @@ pub(crate) mod tests {
                 name: name.into(),
                 better,
                 context: false,
+                cost: false,
             },
             arms: arms
                 .iter()
@@ -485,6 +543,101 @@ pub(crate) mod tests {
             report,
             stalls: vec![],
         }
+    }
+
+    /// `r` with one more metric: `name` (lower is better, a cost when `cost`), whose contrasts
+    /// are the (point, lo, hi, verdict) of each non-baseline arm in order.
+    pub fn with_metric(
+        mut r: RunEvidence,
+        name: &str,
+        cost: bool,
+        contrasts: &[(f64, f64, f64, Verdict)],
+    ) -> RunEvidence {
+        let mut m = r.report.metrics[0].clone();
+        m.metric.name = name.into();
+        m.metric.cost = cost;
+        for ((_, c), (p, lo, hi, v)) in m.contrasts.iter_mut().zip(contrasts) {
+            let c = c.as_mut().unwrap();
+            c.percent = Estimate {
+                point: *p,
+                lo: Some(*lo),
+                hi: Some(*hi),
+                confidence: 0.99,
+            };
+            c.verdict = *v;
+        }
+        r.report.metrics.push(m);
+        r
+    }
+
+    #[test]
+    fn an_arm_whose_memory_grows_by_more_than_it_gains_is_not_adopted_and_says_so() {
+        let r = run(
+            7,
+            &["never=thp=never", "always=thp=always"],
+            &[(22.0, 17.0, 32.0, Verdict::Faster, 0)],
+        );
+        let r = with_metric(
+            r,
+            "peak_mem_bytes",
+            true,
+            &[(1245.0, 1190.0, 1300.0, Verdict::Slower)],
+        );
+        let lines = findings(std::slice::from_ref(&r));
+        assert_eq!(lines[0].finding, Finding::Costly);
+        assert!(lines[0].weighed.contains(&"peak memory".to_string()));
+        let a = machine::advise(&[r], lines);
+        assert_eq!(a.adopt, None);
+        assert!(a.settings.is_empty(), "{:?}", a.settings);
+        assert!(
+            a.summary.starts_with("no change") && a.summary.contains("peak memory +1245%"),
+            "{}",
+            a.summary
+        );
+    }
+
+    #[test]
+    fn a_cost_smaller_than_the_gain_is_adopted_with_it_stated() {
+        let r = run(
+            8,
+            &["never=thp=never", "always=thp=always"],
+            &[(9.0, 5.0, 13.0, Verdict::Faster, 0)],
+        );
+        let r = with_metric(r, "sys_cpu_s", true, &[(3.0, 1.5, 4.5, Verdict::Slower)]);
+        let lines = findings(std::slice::from_ref(&r));
+        assert_eq!(lines[0].finding, Finding::Adopt);
+        let a = machine::advise(&[r], lines);
+        assert_eq!(a.adopt.as_deref(), Some("always"));
+        assert!(
+            a.summary.contains("costs: system CPU +3.0% [+1.5, +4.5]"),
+            "{}",
+            a.summary
+        );
+    }
+
+    #[test]
+    fn a_secondary_metric_that_got_worse_is_a_cost_too() {
+        let r = run(
+            9,
+            &["never=thp=never", "always=thp=always"],
+            &[(4.0, 2.0, 6.0, Verdict::Faster, 0)],
+        );
+        // A p99 latency 25% worse (lower is better) outweighs 4% more throughput.
+        let r = with_metric(
+            r,
+            "lat_p99_ms",
+            false,
+            &[(25.0, 10.0, 40.0, Verdict::Slower)],
+        );
+        let lines = findings(std::slice::from_ref(&r));
+        assert_eq!(lines[0].finding, Finding::Costly);
+        assert!(
+            lines[0].outweighing()[0].starts_with("lat_p99_ms +25.0%"),
+            "{:?}",
+            lines[0].costs
+        );
+        assert_eq!(Finding::Costly.word(), "not adopted (its costs outweigh)");
+        assert_eq!(Finding::BelowEffect.word(), "below δ");
     }
 
     #[test]

@@ -310,6 +310,7 @@ mod tests {
             name: "wall_s".into(),
             better: Better::Lower,
             context: false,
+            cost: false,
         }];
         let backings = [
             Some(QemuBacking::FourK),

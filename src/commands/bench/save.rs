@@ -47,6 +47,7 @@ impl Saver {
                             Better::Lower
                         },
                         context: false,
+                        cost: false,
                     });
                 }
             }

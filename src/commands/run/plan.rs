@@ -364,6 +364,7 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
         name: "wall_s".into(),
         better: Better::Lower,
         context: fixed && (server.is_some() || load_format.is_some()),
+        cost: false,
     }];
     metrics.extend(outputs.iter().map(|m| MetricDef {
         name: m.name.clone(),
@@ -373,6 +374,7 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
             Better::Lower
         },
         context: false,
+        cost: false,
     }));
     metrics.extend(load_metrics.into_iter().map(|m| MetricDef {
         name: m.name,
@@ -382,14 +384,17 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
             Better::Lower
         },
         context: false,
+        cost: false,
     }));
     if server.is_some() && !warm {
         metrics.push(MetricDef {
             name: SERVER_READY.into(),
             better: Better::Lower,
             context: false,
+            cost: false,
         });
     }
+    metrics.extend(crate::analyze::costs::defs(server.is_some()));
     for (i, m) in metrics.iter().enumerate() {
         if metrics[..i].iter().any(|x| x.name == m.name) {
             return Err(UsageError(format!(

@@ -1,0 +1,159 @@
+//! What an arm's benefit costs, as the advice weighs it. Every contrast of the run besides the
+//! primary one that went the wrong way — a cost metric (peak memory, CPU time: `analyze::costs`)
+//! or a secondary metric (a p99 that is SLOWER) — and the kernel's stall time (`run --trace`)
+//! are costs; so is a slower tail of the trial times where both arms' p95 have intervals that
+//! do not overlap. A cost **outweighs** the benefit when it grows by more, in percent, than the
+//! primary metric improves (stall time as a share of the baseline's median trial time): an arm
+//! with such a cost is not adopted, and the advice says which cost and by how much. Costs that
+//! do not outweigh are adopted with the arm and stated beside it.
+
+use crate::analyze::experiment::{ExperimentAnalysis, MetricAnalysis};
+use crate::analyze::stats::Summary;
+use crate::analyze::trace::StallContrast;
+use crate::analyze::verdict::{Better, Verdict};
+use crate::units::Unit;
+
+/// One cost of an arm against the baseline.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CostNote {
+    /// In words, with the measured figures: `peak memory +1,240% [+1,190, +1,300] (1.0 GiB vs
+    /// 77.1 MiB)`.
+    pub what: String,
+    /// How much worse, percent (the point estimate).
+    pub percent: f64,
+    /// It grew by more than the benefit improved: the arm is not adopted.
+    pub outweighs: bool,
+}
+
+/// Every measured cost of `arm` against a benefit of `gain` percent on `primary`, and the names
+/// of everything that was weighed (whether it turned out a cost or not).
+pub fn costs(
+    r: &ExperimentAnalysis,
+    primary: &MetricAnalysis,
+    arm: &str,
+    gain: f64,
+    stalls: &[StallContrast],
+) -> (Vec<CostNote>, Vec<String>) {
+    let mut out = Vec::new();
+    let mut weighed = Vec::new();
+    for m in r
+        .metrics
+        .iter()
+        .filter(|m| m.metric.name != primary.metric.name && !m.metric.context)
+    {
+        let Some(Some(c)) = m.contrasts.iter().find(|(a, _)| a == arm).map(|x| &x.1) else {
+            continue;
+        };
+        weighed.push(crate::analyze::costs::label(&m.metric.name).to_string());
+        if c.verdict != Verdict::Slower {
+            continue;
+        }
+        let worse = match m.metric.better {
+            Better::Lower => c.percent.point,
+            Better::Higher => -c.percent.point,
+        };
+        out.push(CostNote {
+            what: format!(
+                "{} {}{}",
+                crate::analyze::costs::label(&m.metric.name),
+                percent(&c.percent),
+                medians(m, arm, &r.baseline)
+            ),
+            percent: worse,
+            outweighs: worse > gain,
+        });
+    }
+    if let Some(t) = tail(r, arm, gain) {
+        weighed.push("p95 of the trial times".into());
+        out.extend(t);
+    }
+    let base_ms = median_of(r, "wall_s", &r.baseline).map(|s| s * 1e3);
+    for s in stalls.iter().filter(|s| s.arm == arm) {
+        weighed.push(format!("{} stalls", s.kind));
+        let d = &s.difference_ms;
+        if !d.lo.is_some_and(|lo| lo > 0.0) {
+            continue;
+        }
+        let share = base_ms.filter(|b| *b > 0.0).map(|b| d.point / b * 100.0);
+        out.push(CostNote {
+            what: format!(
+                "{} stalls {:+.1} ms per trial [{:+.1}, {:+.1}] ({:.1} vs {:.1} ms){}",
+                s.kind,
+                d.point,
+                d.lo.unwrap_or(f64::NAN),
+                d.hi.unwrap_or(f64::NAN),
+                s.arm_mean_ms,
+                s.baseline_mean_ms,
+                share.map_or(String::new(), |p| format!(", {p:.1}% of a trial"))
+            ),
+            percent: share.unwrap_or(0.0),
+            outweighs: share.is_some_and(|p| p > gain),
+        });
+    }
+    (out, weighed)
+}
+
+/// The tail of the trial times (commands): the arm's p95 above the baseline's by more than δ.
+/// It outweighs only when both p95 have intervals that do not overlap and the rise is larger
+/// than the gain; without intervals it is stated, not weighed.
+fn tail(r: &ExperimentAnalysis, arm: &str, gain: f64) -> Option<Vec<CostNote>> {
+    let m = r
+        .metrics
+        .iter()
+        .find(|m| m.metric.name == "wall_s" && !m.metric.context)?;
+    let of = |n: &str| -> Option<Summary> { m.arms.iter().find(|a| a.arm == n)?.summary.clone() };
+    let (a, b) = (of(arm)?, of(&r.baseline)?);
+    let rise = (a.p95 / b.p95 - 1.0) * 100.0;
+    if b.p95 <= 0.0 || rise <= r.effect * 100.0 {
+        return Some(Vec::new());
+    }
+    let f = Unit::Time(1.0).fmt_for(a.p95.max(b.p95), 0.0);
+    let resolved = match (a.p95_interval, b.p95_interval) {
+        (Some((lo, _)), Some((_, hi))) => lo > hi,
+        _ => false,
+    };
+    let how = match (a.p95_interval, b.p95_interval) {
+        (Some(_), Some(_)) if resolved => "95% intervals apart".to_string(),
+        (Some(_), Some(_)) => "95% intervals overlap: not weighed".to_string(),
+        _ => format!(
+            "{} and {} trials: too few for an interval, not weighed",
+            a.n, b.n
+        ),
+    };
+    Some(vec![CostNote {
+        what: format!(
+            "p95 of the trial times {} vs {} ({how})",
+            f.show(a.p95),
+            f.show(b.p95)
+        ),
+        percent: rise,
+        outweighs: resolved && rise > gain,
+    }])
+}
+
+/// `+1,240% [+1,190, +1,300]` (one decimal below 100%).
+fn percent(e: &crate::analyze::stats::Estimate) -> String {
+    let d = if e.point.abs() >= 100.0 { 0 } else { 1 };
+    match (e.lo, e.hi) {
+        (Some(lo), Some(hi)) => format!("{:+.d$}% [{lo:+.d$}, {hi:+.d$}]", e.point),
+        _ => format!("{:+.d$}%", e.point),
+    }
+}
+
+/// ` (1.0 GiB vs 77.1 MiB)`: both arms' medians in the metric's unit.
+fn medians(m: &MetricAnalysis, arm: &str, baseline: &str) -> String {
+    let med = |n: &str| crate::analyze::costs::arm_median(m, n);
+    match (med(arm), med(baseline)) {
+        (Some(a), Some(b)) => {
+            let u = Unit::of_metric(&m.metric.name);
+            let show = |v: f64| u.fmt_for(v, 0.0).show(v);
+            format!(" ({} vs {})", show(a), show(b))
+        }
+        _ => String::new(),
+    }
+}
+
+fn median_of(r: &ExperimentAnalysis, metric: &str, arm: &str) -> Option<f64> {
+    let m = r.metrics.iter().find(|m| m.metric.name == metric)?;
+    crate::analyze::costs::arm_median(m, arm)
+}

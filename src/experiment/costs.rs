@@ -1,0 +1,55 @@
+//! experiment: a trial's costs as metrics (`analyze::costs` names them), from what the trial
+//! already gathered off the measuring path — the child's rusage and the sampler's peak for a
+//! command, the server tree's memory and CPU read around its load for a server — and the
+//! machine's memory state at the trial's start.
+
+use crate::analyze::costs::{PEAK_MEM, SERVER_CPU, SERVER_MEM, SYS_CPU, USER_CPU};
+use crate::collect::sampler::MemorySamples;
+use crate::probe::Root;
+use crate::workload::child::TrialOutcome;
+
+/// A command's costs: peak memory (the kernel's high-water mark of the largest process from
+/// `wait4`, or the sampler's largest tree total if larger, plus the tree's hugetlb pages), user
+/// and system CPU time.
+pub fn of_command(o: &TrialOutcome, mem: &MemorySamples) -> Vec<(String, f64)> {
+    let peak = mem.peak_rss.max(o.max_rss_bytes + mem.peak_hugetlb);
+    vec![
+        (PEAK_MEM.into(), peak as f64),
+        (USER_CPU.into(), o.user_ns as f64 / 1e9),
+        (SYS_CPU.into(), o.sys_ns as f64 / 1e9),
+    ]
+}
+
+/// A server's costs: its memory after the load (shared segments once, hugetlb committed to it)
+/// and its tree's CPU time during the load. None when the server could not be read.
+pub fn of_server(s: &super::service::Served) -> Vec<(String, f64)> {
+    let mut out = vec![(SERVER_CPU.into(), s.cpu_ns as f64 / 1e9)];
+    if let Some(m) = s.memory_bytes {
+        out.push((SERVER_MEM.into(), m as f64));
+    }
+    out
+}
+
+/// The machine's memory at a trial's start: what the workload could get.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct MachineAtStart {
+    /// MemAvailable, bytes.
+    pub mem_available: u64,
+    /// Free 2 MiB blocks (order 9 and above, counted in 2 MiB blocks) over every zone.
+    pub free_2m_blocks: u64,
+    /// The unusable free space index at order 9 (0: every free page is in a 2 MiB block; 1:
+    /// none is).
+    pub unusable_2m: Option<f64>,
+}
+
+/// Read it through `root` (None where /proc is not readable).
+pub fn machine_at_start(root: &Root) -> Option<MachineAtStart> {
+    let mem = crate::probe::meminfo::read(root).ok()??;
+    let zones = crate::probe::buddyinfo::read(root).ok()?;
+    let f = crate::probe::buddyinfo::fragmentation(&zones, 9);
+    Some(MachineAtStart {
+        mem_available: mem.mem_available?,
+        free_2m_blocks: f.blocks_available,
+        unusable_2m: f.unusable_index,
+    })
+}

@@ -1,0 +1,116 @@
+//! The answer's cost line: under each contrast's verdict, what the arm cost against the baseline
+//! — peak memory and CPU time (contrasted like every metric: paired, with the same interval and
+//! level) with each arm's median beside it, and the tail of the trial times per arm.
+
+use super::summary::{level_mark, percent_interval};
+use crate::analyze::costs::{self, Cost};
+use crate::analyze::experiment::{ExperimentAnalysis, MetricAnalysis};
+use crate::analyze::stats::Estimate;
+use crate::units::Unit;
+
+/// `costs: peak memory ×13.4 [×12.9, ×14.0] MORE (1.0 GiB vs 76.2 MiB) · system CPU … ·
+/// p95 wall 2.68 s vs 1.12 s`, or None when the run recorded no cost (an imported run, or
+/// one stored before costs were recorded).
+pub fn line(r: &ExperimentAnalysis, arm: &str) -> Option<String> {
+    let mut parts: Vec<String> = costs::of_arm(r, arm)
+        .iter()
+        .map(|c| cost_words(r, arm, c))
+        .collect();
+    if parts.is_empty() {
+        return None;
+    }
+    parts.extend(tail_words(r, arm));
+    Some(format!("costs: {}", parts.join(" · ")))
+}
+
+/// One cost: its contrast, its verdict in cost words, and both arms' medians.
+fn cost_words(r: &ExperimentAnalysis, arm: &str, c: &Cost) -> String {
+    let name = &c.metric.metric.name;
+    let figures = medians(c.metric, arm, &r.baseline)
+        .map(|f| format!(" ({f})"))
+        .unwrap_or_default();
+    format!(
+        "{} {}{} {}{figures}",
+        costs::label(name),
+        change(&c.contrast.percent),
+        level_mark(r, c.contrast),
+        costs::verdict_word(c.contrast.verdict)
+    )
+}
+
+/// A change as a percentage, or as a ratio (`×13.4 [×12.9, ×14.0]`) once it doubles, where a
+/// percentage stops being read.
+pub fn change(p: &Estimate) -> String {
+    if p.point.abs() < 100.0 {
+        return percent_interval(p);
+    }
+    let x = |v: f64| {
+        let r = 1.0 + v / 100.0;
+        if r >= 100.0 {
+            format!("×{r:.0}")
+        } else {
+            format!("×{r:.1}")
+        }
+    };
+    match (p.lo, p.hi) {
+        (Some(lo), Some(hi)) => format!("{} [{}, {}]", x(p.point), x(lo), x(hi)),
+        _ => x(p.point),
+    }
+}
+
+/// `1.0 GiB vs 76.2 MiB`: the arm's median against the baseline's, in the metric's unit.
+fn medians(m: &MetricAnalysis, arm: &str, baseline: &str) -> Option<String> {
+    let a = costs::arm_median(m, arm)?;
+    let b = costs::arm_median(m, baseline)?;
+    let unit = Unit::of_metric(&m.metric.name);
+    Some(format!(
+        "{} vs {}",
+        unit.fmt_for(a, 0.0).show(a),
+        unit.fmt_for(b, 0.0).show(b)
+    ))
+}
+
+/// The tail of the trial times: `p95 wall 2.68 s vs 1.12 s`, each with its distribution-free
+/// 95% interval where the arm has enough trials for one. None where wall time is not a
+/// contrast (a load that fixes its own duration: its percentiles are its own metrics).
+fn tail_words(r: &ExperimentAnalysis, arm: &str) -> Option<String> {
+    let m = r
+        .metrics
+        .iter()
+        .find(|m| m.metric.name == "wall_s" && !m.metric.context)?;
+    let of = |name: &str| m.arms.iter().find(|a| a.arm == name)?.summary.clone();
+    let (a, b) = (of(arm)?, of(&r.baseline)?);
+    let unit = Unit::of_metric("wall_s");
+    let f = unit.fmt_for(a.p95.max(b.p95), 0.0);
+    let one = |s: &crate::analyze::stats::Summary| match s.p95_interval {
+        Some((lo, hi)) => format!("{} [{}, {}]", f.show(s.p95), f.bare(lo), f.bare(hi)),
+        None => f.show(s.p95),
+    };
+    let why = if a.p95_interval.is_none() || b.p95_interval.is_none() {
+        format!(
+            " ({} and {} trials: too few for a 95% interval of a p95)",
+            a.n, b.n
+        )
+    } else {
+        " (95% distribution-free intervals)".to_string()
+    };
+    Some(format!("p95 wall {} vs {}{why}", one(&a), one(&b)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_change_past_doubling_reads_as_a_ratio() {
+        let e = |p, lo, hi| Estimate {
+            point: p,
+            lo: Some(lo),
+            hi: Some(hi),
+            confidence: 0.99,
+        };
+        assert_eq!(change(&e(1240.0, 1190.0, 1300.0)), "×13.4 [×12.9, ×14.0]");
+        assert_eq!(change(&e(150.0, 120.0, 180.0)), "×2.5 [×2.2, ×2.8]");
+        assert_eq!(change(&e(-3.0, -4.0, -2.0)), "-3.0% [-4.0, -2.0]");
+    }
+}
