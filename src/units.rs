@@ -152,6 +152,13 @@ impl Unit {
     /// give the reference 3 significant digits and the spread 2, but never the reference more
     /// than 4 (a float-noise spread counts as none).
     pub fn fmt_for(self, reference: f64, spread: f64) -> Shown {
+        // A zero reference (a median of zeros: the system CPU of `true`) says nothing of the
+        // scale; the spread does.
+        let reference = if reference == 0.0 && spread.is_finite() {
+            spread
+        } else {
+            reference
+        };
         let (factor, suffix) = match self {
             Unit::Time(secs_each) => {
                 let s = (reference * secs_each).abs();
