@@ -5,6 +5,7 @@
 
 use crate::analyze::costs::{PEAK_MEM, SERVER_CPU, SERVER_MEM, SYS_CPU, USER_CPU};
 use crate::collect::sampler::MemorySamples;
+use crate::collect::server::GroupMemory;
 use crate::probe::Root;
 use crate::workload::child::TrialOutcome;
 
@@ -24,8 +25,9 @@ pub fn of_command(o: &TrialOutcome, mem: &MemorySamples) -> Vec<(String, f64)> {
 /// and its tree's CPU time during the load. None when the server could not be read.
 pub fn of_server(s: &super::service::Served) -> Vec<(String, f64)> {
     let mut out = vec![(SERVER_CPU.into(), s.cpu_ns as f64 / 1e9)];
-    if let Some(m) = s.memory_bytes {
-        out.push((SERVER_MEM.into(), m as f64));
+    let memory: Option<GroupMemory> = serde_json::from_value(s.evidence["memory"].clone()).ok();
+    if let Some(m) = memory.filter(|m| m.processes > 0) {
+        out.push((SERVER_MEM.into(), m.cost_bytes() as f64));
     }
     out
 }

@@ -412,7 +412,6 @@ impl ServerSchedule for Warm {
             None => Err(Served {
                 ready_s: None,
                 cpu_ns: 0,
-                memory_bytes: None,
                 failure: Some("the server is not up (it failed earlier in this lifetime)".into()),
                 flag: None,
                 backing: None,

@@ -44,8 +44,6 @@ pub struct Served {
     pub ready_s: Option<f64>,
     /// The server tree's CPU time during the load, ns (part of the experiment, not noise).
     pub cpu_ns: u64,
-    /// The server's memory after the load (`GroupMemory::cost_bytes`), when it was read.
-    pub memory_bytes: Option<u64>,
     pub failure: Option<String>,
     pub flag: Option<String>,
     /// Whether the memory that matters got the pages asked for (`analyze::matters`).
@@ -86,7 +84,6 @@ pub fn start(sp: &ServerPlan, arm: &Arm, base: &TrialSpec) -> Result<Running, Se
         Served {
             ready_s,
             cpu_ns: 0,
-            memory_bytes: None,
             failure: Some(format!("{f}{words}")),
             flag: None,
             backing: None,
@@ -230,7 +227,6 @@ fn served(
     Served {
         ready_s: Some(r.ready.as_secs_f64()),
         cpu_ns,
-        memory_bytes: (memory.processes > 0).then(|| memory.cost_bytes()),
         failure,
         flag,
         backing,
