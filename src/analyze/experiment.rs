@@ -13,7 +13,7 @@ use crate::collect::sampler::MemorySamples;
 use crate::units::Bytes;
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TrialData {
     pub block: usize,
     pub arm: usize,
@@ -47,6 +47,9 @@ pub struct TrialData {
     /// `run --hot`: bytes the server's load referenced.
     #[serde(default)]
     pub hot: Option<u64>,
+    /// `run --condition`: the machine state the trial ran in, and the kernel's work during it.
+    #[serde(default)]
+    pub condition: Option<super::conditions::TrialCondition>,
 }
 
 /// The mean of some values, `None` without any.
@@ -101,7 +104,38 @@ pub fn trial_data(
             k.strip_suffix("_ns").unwrap_or(k).to_string() + "_s"
         }),
         lifetime: evidence["lifetime"].as_u64().map(|l| l as usize),
+        condition: trial_condition(evidence),
     }
+}
+
+/// A trial's condition, when it ran under one: its name, the state at its start, the kernel's
+/// compaction and reclaim counters and, when traced, its tree's stall times.
+fn trial_condition(evidence: &serde_json::Value) -> Option<super::conditions::TrialCondition> {
+    let name = evidence["condition"]["name"].as_str()?;
+    let at = &evidence["machine_at_start"];
+    let stalls_ms = serde_json::from_value::<super::trace::TraceWindow>(evidence["trace"].clone())
+        .map(|w| {
+            w.latencies
+                .iter()
+                .map(|l| (l.kind.clone(), l.hist.total_ns as f64 / 1e6))
+                .collect()
+        })
+        .unwrap_or_default();
+    Some(super::conditions::TrialCondition {
+        name: name.to_string(),
+        free_2m_blocks: at["free_2m_blocks"].as_u64(),
+        unusable_2m: at["unusable_2m"].as_f64(),
+        mem_available: at["mem_available"].as_u64(),
+        kernel: evidence["kernel_counters"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        stalls_ms,
+    })
 }
 
 /// Whether a command's arm got the pages it asked for, from the walk of its process group at the
@@ -328,6 +362,10 @@ pub struct ExperimentAnalysis {
     pub design: Design,
     pub metrics: Vec<MetricAnalysis>,
     pub evidence: Vec<ArmEvidence>,
+    /// `run --condition`: every condition's own contrasts, the interaction and the state per
+    /// arm (the first condition's contrasts are the report's own).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<super::conditions::ConditionAnalysis>,
 }
 
 /// Which of a run's metrics is the primary one — the metric `--fail-on`, `--sequential` and
@@ -556,6 +594,7 @@ pub fn analyse(
         design: design.clone(),
         metrics: metric_reports,
         evidence,
+        conditions: Vec::new(),
     }
 }
 
@@ -580,6 +619,7 @@ mod tests {
             matters: None,
             entries: None,
             hot: None,
+            condition: None,
         }
     }
 

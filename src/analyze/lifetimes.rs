@@ -303,6 +303,7 @@ mod tests {
                         matters: None,
                         entries: None,
                         hot: None,
+                        condition: None,
                     });
                 }
                 block += 1;
@@ -356,6 +357,7 @@ mod tests {
                         matters: None,
                         entries: None,
                         hot: None,
+                        condition: None,
                     });
                 }
                 block += 1;

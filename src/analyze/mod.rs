@@ -29,6 +29,7 @@
 pub mod advice;
 pub mod bench;
 pub mod calibrate;
+pub mod conditions;
 pub mod costs;
 pub mod coverage;
 pub mod diagnostics;

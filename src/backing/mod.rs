@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 pub mod arm;
 pub mod collapse;
+pub mod condition;
 pub mod qemu;
 pub mod segment;
 pub mod services;
@@ -133,6 +134,9 @@ fn last_os_error(what: &str, len: usize) -> std::io::Error {
 }
 
 /// An anonymous private mapping with a page backing. Unmapped on drop.
+/// [`Region::fragment`] keeps the first 4 KiB page of every stride of this many bytes.
+pub const FRAGMENT_STRIDE: usize = 16 << 10;
+
 pub struct Region {
     ptr: *mut u8,
     /// Mapped length: the request rounded up to the backing's page size.
@@ -348,22 +352,56 @@ impl Region {
     /// quarters of the region return to free memory, in pieces no huge page can be made of
     /// without compaction.
     pub fn fragment(&mut self) -> std::io::Result<()> {
-        const BLOCK: usize = 16 << 10;
-        let mut at = 0;
-        while at + 4096 < self.mapped {
-            let len = (BLOCK - 4096).min(self.mapped - at - 4096);
-            // SAFETY: [at + 4 KiB, at + 4 KiB + len) lies inside this region's mapping.
-            let rc = unsafe {
-                libc::madvise(
-                    self.ptr.add(at + 4096) as *mut libc::c_void,
-                    len,
-                    libc::MADV_DONTNEED,
-                )
-            };
-            if rc != 0 {
-                return Err(last_os_error("MADV_DONTNEED", len));
+        // Every stride but its first page, in batches of IOV_MAX ranges per process_madvise
+        // (one TLB flush per batch); a kernel that refuses MADV_DONTNEED there (before 6.12)
+        // gets one madvise per stride.
+        let ranges: Vec<(u64, u64)> = (0..self.mapped)
+            .step_by(FRAGMENT_STRIDE)
+            .filter(|at| at + 4096 < self.mapped)
+            .map(|at| {
+                let len = (FRAGMENT_STRIDE - 4096).min(self.mapped - at - 4096);
+                (self.ptr as u64 + at as u64 + 4096, len as u64)
+            })
+            .collect();
+        let pidfd = crate::sys::pidfd_open(std::process::id()).ok();
+        for batch in ranges.chunks(1024) {
+            let want: u64 = batch.iter().map(|r| r.1).sum();
+            let done = pidfd.as_ref().and_then(|fd| {
+                crate::sys::process_madvise_ranges(fd, batch, libc::MADV_DONTNEED).ok()
+            });
+            if done != Some(want) {
+                for &(start, len) in batch {
+                    self.discard(start as usize - self.ptr as usize, len as usize)?;
+                }
             }
-            at += BLOCK;
+        }
+        Ok(())
+    }
+
+    /// Keep the mapping out of children (MADV_DONTFORK): memory this process holds for a
+    /// condition is then neither copied at fork nor counted in a child's RSS before its exec.
+    pub fn dont_fork(&self) -> std::io::Result<()> {
+        self.madvise(libc::MADV_DONTFORK, "madvise(MADV_DONTFORK)")
+    }
+
+    /// Give back `len` bytes at `offset` (MADV_DONTNEED; both rounded to whole 4 KiB pages and
+    /// clipped to the mapping).
+    pub fn discard(&mut self, offset: usize, len: usize) -> std::io::Result<()> {
+        let start = offset.next_multiple_of(4096).min(self.mapped);
+        let end = (offset + len).next_multiple_of(4096).min(self.mapped);
+        if end <= start {
+            return Ok(());
+        }
+        // SAFETY: [start, end) lies inside this region's mapping.
+        let rc = unsafe {
+            libc::madvise(
+                self.ptr.add(start) as *mut libc::c_void,
+                end - start,
+                libc::MADV_DONTNEED,
+            )
+        };
+        if rc != 0 {
+            return Err(last_os_error("MADV_DONTNEED", end - start));
         }
         Ok(())
     }

@@ -65,6 +65,8 @@ pub enum Knob {
     HugetlbOvercommit {
         size: u64,
     },
+    /// `vm.compaction_proactiveness` (0–100): how hard kcompactd compacts ahead of demand.
+    CompactionProactiveness,
 }
 
 /// Whether a knob holds a bracketed selector or a number.
@@ -107,6 +109,7 @@ impl Knob {
                     kb(size)
                 )
             }
+            Knob::CompactionProactiveness => "/proc/sys/vm/compaction_proactiveness".into(),
         }
     }
 
@@ -158,11 +161,12 @@ impl fmt::Display for Knob {
                 node: Some(n),
             } => write!(f, "hugetlb.{}.node{n}", Bytes(size)),
             Knob::HugetlbOvercommit { size } => write!(f, "hugetlb.{}.overcommit", Bytes(size)),
+            Knob::CompactionProactiveness => write!(f, "vm.compaction_proactiveness"),
         }
     }
 }
 
-pub const KNOB_NAMES: &str = "thp.enabled, thp.defrag, thp.shmem_enabled, mthp.<size>, khugepaged.<pages_to_scan|scan_sleep_millisecs|alloc_sleep_millisecs|max_ptes_none|max_ptes_swap|max_ptes_shared|defrag>, hugetlb.<size>, hugetlb.<size>.node<N>, hugetlb.<size>.overcommit";
+pub const KNOB_NAMES: &str = "thp.enabled, thp.defrag, thp.shmem_enabled, mthp.<size>, khugepaged.<pages_to_scan|scan_sleep_millisecs|alloc_sleep_millisecs|max_ptes_none|max_ptes_swap|max_ptes_shared|defrag>, hugetlb.<size>, hugetlb.<size>.node<N>, hugetlb.<size>.overcommit, vm.compaction_proactiveness";
 
 impl FromStr for Knob {
     type Err = String;
@@ -174,6 +178,7 @@ impl FromStr for Knob {
             ["thp", "enabled"] => Ok(Knob::ThpEnabled),
             ["thp", "defrag"] => Ok(Knob::ThpDefrag),
             ["thp", "shmem_enabled"] => Ok(Knob::ThpShmemEnabled),
+            ["vm", "compaction_proactiveness"] => Ok(Knob::CompactionProactiveness),
             ["mthp", sz] => Ok(Knob::MthpEnabled { size: size(sz)? }),
             ["khugepaged", name] => KhugepagedKnob::ALL
                 .into_iter()
@@ -214,6 +219,7 @@ mod tests {
             "hugetlb.2M",
             "hugetlb.1G.node0",
             "hugetlb.2M.overcommit",
+            "vm.compaction_proactiveness",
         ] {
             let k: Knob = name.parse().unwrap();
             assert_eq!(k.to_string(), name);

@@ -37,7 +37,7 @@ pub fn of_server(s: &super::service::Served) -> Vec<(String, f64)> {
 pub struct MachineAtStart {
     /// MemAvailable, bytes.
     pub mem_available: u64,
-    /// Free 2 MiB blocks (order 9 and above, counted in 2 MiB blocks) over every zone.
+    /// Free 2 MiB blocks (order 9 and above, counted in 2 MiB blocks) over every zone but DMA.
     pub free_2m_blocks: u64,
     /// The unusable free space index at order 9 (0: every free page is in a 2 MiB block; 1:
     /// none is).
@@ -47,7 +47,12 @@ pub struct MachineAtStart {
 /// Read it through `root` (None where /proc is not readable).
 pub fn machine_at_start(root: &Root) -> Option<MachineAtStart> {
     let mem = crate::probe::meminfo::read(root).ok()??;
-    let zones = crate::probe::buddyinfo::read(root).ok()?;
+    // The DMA zone's blocks are kept for DMA: no ordinary allocation takes them.
+    let zones: Vec<_> = crate::probe::buddyinfo::read(root)
+        .ok()?
+        .into_iter()
+        .filter(|z| z.zone != "DMA")
+        .collect();
     let f = crate::probe::buddyinfo::fragmentation(&zones, 9);
     Some(MachineAtStart {
         mem_available: mem.mem_available?,

@@ -8,9 +8,12 @@ use super::trial::{Job, ServerSlot, describe_end, trial};
 use crate::analyze::experiment::{self, TrialData};
 use crate::analyze::sequential::ConfidenceSequence;
 use crate::analyze::verdict::{self, Design, Verdict};
+use crate::backing::condition::{Condition, Held, Prepared};
 use crate::control::Guard;
 use crate::model::run::Plan;
 use crate::store::{TrialRow, trial_data};
+use crate::units::Bytes;
+use anyhow::Context as _;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use std::time::Instant;
@@ -26,6 +29,8 @@ pub struct Executed {
     pub interrupted: bool,
     /// Stopped on a failed trial (without `--keep-going`): the run's status is `failed`.
     pub failed: bool,
+    /// `--condition`: each condition's name, description and preparation, as it ran.
+    pub conditions: Vec<(String, String, Prepared)>,
 }
 
 /// Whether every contrast of the primary metric is settled by the plan's design.
@@ -88,199 +93,389 @@ fn warm_settings(
     Ok(())
 }
 
-/// Run the experiment through `ctx`, storing each trial as it finishes.
+/// A run in progress: what `execute` carries from one block to the next.
+struct Course<'p> {
+    plan: &'p Plan,
+    job: Job<'p>,
+    guard: Option<Guard>,
+    servers: Option<Box<dyn ServerSchedule>>,
+    lifetime: Option<usize>,
+    flagged_arms: Vec<usize>,
+    seq: i64,
+    /// The condition held now (`--condition`), and its name.
+    held: Option<Held>,
+    x: Executed,
+}
+
+/// How a block ended.
+enum BlockEnd {
+    Done,
+    /// A trial failed (its block is incomplete) and the run goes on (`--keep-going`).
+    Incomplete,
+    /// The run stops here.
+    Stop,
+}
+
+/// Run the experiment through `ctx`, storing each trial as it finishes: under each condition
+/// in turn (one phase of `plan.blocks` blocks each; none given: one phase, the machine as found).
 pub fn execute(plan: &Plan, ctx: &mut Effects) -> anyhow::Result<Executed> {
     let started = Instant::now();
-    let job = Job::new(plan)?;
-    let mut guard: Option<Guard> = None;
-    let mut x = Executed {
-        stop_reason: format!("{} blocks done", plan.blocks),
-        ..Default::default()
+    let mut c = Course {
+        plan,
+        job: Job::new(plan)?,
+        guard: None,
+        servers: None,
+        lifetime: None,
+        flagged_arms: Vec::new(),
+        seq: 0,
+        held: None,
+        x: Executed {
+            stop_reason: format!("{} blocks done", plan.blocks * plan.conditions.len().max(1)),
+            ..Default::default()
+        },
     };
-    let names: Vec<String> = plan.arms.iter().map(|x| x.name.clone()).collect();
-    warm_settings(plan, ctx, &mut guard, &mut x.notes)?;
-    let mut servers: Option<Box<dyn ServerSchedule>> = match &plan.server {
-        Some(sp) if sp.warm.is_some() => Some(Box::new(Warm::new(plan, &job.base_spec)?)),
-        Some(_) => Some(Box::new(PerTrial::new(plan, &job.base_spec)?)),
+    warm_settings(plan, ctx, &mut c.guard, &mut c.x.notes)?;
+    c.servers = match &plan.server {
+        Some(sp) if sp.warm.is_some() => Some(Box::new(Warm::new(plan, &c.job.base_spec)?)),
+        Some(_) => Some(Box::new(PerTrial::new(plan, &c.job.base_spec)?)),
         None => None,
     };
-    let mut lifetime: Option<usize> = None;
-    let mut flagged_arms: Vec<usize> = Vec::new();
-    let mut seq = 0i64;
-    let stopped = |ctx: &Effects, x: &mut Executed, what: String| {
-        let stop = (ctx.stop)();
-        if stop {
-            x.interrupted = true;
-            x.stop_reason = what;
-        }
-        stop
+    let phases: Vec<Option<&Condition>> = if plan.conditions.is_empty() {
+        vec![None]
+    } else {
+        plan.conditions.iter().map(Some).collect()
     };
-    if plan.warmup > 0 {
-        let n = (plan.warmup * plan.arms.len()) as u64;
-        ctx.progress.phase("warm-up", Some(n));
-    }
-    if let Some(s) = servers.as_mut() {
-        match s.before_block(0, ctx.progress) {
-            Ok(l) => lifetime = l,
-            Err((arm, served)) => {
-                x.failed = true;
-                x.stop_reason = format!(
-                    "the server of arm {} did not come up ({}); nothing was measured",
-                    plan.arms[arm].name,
-                    served.failure.unwrap_or_default()
-                );
-                return Ok(x);
-            }
+    for (phase, condition) in phases.iter().enumerate() {
+        if let Some(cond) = condition {
+            c.enter(cond, ctx)?;
         }
-    }
-    for w in 0..plan.warmup {
-        for arm in 0..plan.arms.len() {
-            ctx.progress.message(&format!(
-                "warm-up {}/{} · {}",
-                w + 1,
-                plan.warmup,
-                plan.arms[arm].name
-            ));
-            let slot = servers.as_deref_mut().map(|s| ServerSlot {
-                schedule: s,
-                lifetime,
-            });
-            let t = trial(&job, arm, -1, ctx, &mut guard, &mut x.notes, slot)?;
-            ctx.progress.step("");
-            if !t.ok && !plan.keep_going {
-                x.failed = true;
-                x.stop_reason = format!(
-                    "warm-up trial of arm {} failed ({}); nothing was measured; use --keep-going to continue past failures",
-                    plan.arms[arm].name,
-                    describe_end(&t.evidence)
-                );
-                return Ok(x);
-            }
-            if stopped(ctx, &mut x, "interrupted (Ctrl-C) during warm-up".into()) {
-                return Ok(x);
-            }
-        }
-    }
-    // A fixed number of trials has a length (and an ETA); a run that may stop early has not.
-    let open_ended = plan.max_time.is_some() || !matches!(plan.design, Design::Fixed);
-    let total = (plan.blocks * plan.arms.len()) as u64;
-    ctx.progress.phase("trials", (!open_ended).then_some(total));
-    'blocks: for block in 0..plan.blocks {
-        if let Some(max) = plan.max_time
-            && started.elapsed() >= max
-        {
-            x.stop_reason = format!(
-                "{} {} s reached after {block} blocks",
-                if plan.calibrate {
-                    "--calibrate"
-                } else {
-                    "--max-time"
-                },
-                max.as_secs()
-            );
+        if phase == 0 && !(c.first_lifetime(ctx) && c.warm_up(ctx)?) {
             break;
         }
-        let block_started = Instant::now();
-        if let Some(s) = servers.as_mut() {
-            match s.before_block(block, ctx.progress) {
-                Ok(l) => lifetime = l,
-                Err((arm, served)) => {
-                    let mut t = super::trial::server_failed(arm, block as i64, served);
-                    t.seq = seq;
-                    seq += 1;
-                    ctx.store.add_trial(ctx.run_id, &t)?;
-                    let why = describe_end(&t.evidence);
-                    x.trials.push(t);
-                    if !plan.keep_going {
-                        x.failed = true;
-                        x.stop_reason = format!(
-                            "the server of arm {} did not come up for lifetime {} ({why}); every server was stopped",
-                            plan.arms[arm].name,
-                            lifetime.map_or(1, |l| l + 2)
-                        );
-                        break 'blocks;
-                    }
-                    continue 'blocks;
-                }
-            }
-            for n in s.notes() {
-                ctx.progress.note(&n);
-                x.notes.push(n);
+        // Each phase has its share of --max-time.
+        let deadline = plan
+            .max_time
+            .map(|m| (m.mul_f64((phase + 1) as f64 / phases.len() as f64), m));
+        if !c.phase(phase, started, deadline, ctx)? {
+            break;
+        }
+        c.held = None; // the condition's memory given back
+    }
+    c.held = None;
+    if let Some(s) = c.servers.as_mut() {
+        s.shutdown();
+    }
+    drop(c.servers); // every server stopped, every arm's directory removed
+    drop(c.guard); // restores every system setting the arms and conditions changed
+    Ok(c.x)
+}
+
+impl Course<'_> {
+    /// Bring the machine into `cond` (its settings through the guard, restored with the rest).
+    fn enter(&mut self, cond: &Condition, ctx: &mut Effects) -> anyhow::Result<()> {
+        self.held = None;
+        let g = match self.guard.as_mut() {
+            Some(g) => g,
+            None => self.guard.insert((ctx.guard)()?),
+        };
+        for k in [crate::control::knob::Knob::CompactionProactiveness] {
+            if let Some(o) = g.original(&k).map(String::from) {
+                g.set(k, &o)?; // a previous condition's value undone
             }
         }
-        let order = block_order(plan.arms.len(), block, plan.seed);
-        let mut block_ok = true;
-        for arm in order {
-            let est = estimate_line(&names, plan, &x.trials);
+        for (k, v) in cond.settings() {
+            g.set(k, &v)?;
+        }
+        ctx.progress.message(&format!(
+            "preparing --condition {}: {}",
+            cond.name(),
+            cond.describe()
+        ));
+        let (held, prepared) = Held::prepare(cond, &ctx.root)
+            .with_context(|| format!("preparing --condition {}", cond.name()))?;
+        let note = format!(
+            "condition {}: prepared in {:.1} s{}{}",
+            cond.name(),
+            prepared.seconds,
+            if prepared.held_bytes > 0 {
+                format!(", holding {}", Bytes(prepared.held_bytes))
+            } else {
+                String::new()
+            },
+            if prepared.cache_bytes > 0 {
+                format!(", {} of page cache read", Bytes(prepared.cache_bytes))
+            } else {
+                String::new()
+            },
+        );
+        ctx.progress.note(&note);
+        self.x.notes.push(note);
+        self.x
+            .conditions
+            .push((cond.name(), cond.describe(), prepared));
+        self.held = Some(held);
+        Ok(())
+    }
+
+    /// Before the first block: every server of the first lifetime up. False when one did not
+    /// come up (the run stops, nothing measured).
+    fn first_lifetime(&mut self, ctx: &mut Effects) -> bool {
+        let Some(s) = self.servers.as_mut() else {
+            return true;
+        };
+        match s.before_block(0, ctx.progress) {
+            Ok(l) => {
+                self.lifetime = l;
+                true
+            }
+            Err((arm, served)) => {
+                self.x.failed = true;
+                self.x.stop_reason = format!(
+                    "the server of arm {} did not come up ({}); nothing was measured",
+                    self.plan.arms[arm].name,
+                    served.failure.unwrap_or_default()
+                );
+                false
+            }
+        }
+    }
+
+    /// The condition brought back before a trial, recorded with it.
+    fn restore(&mut self, ctx: &Effects) -> anyhow::Result<Option<serde_json::Value>> {
+        let Some(h) = self.held.as_mut() else {
+            return Ok(None);
+        };
+        let r = h
+            .restore(&ctx.root)
+            .with_context(|| format!("bringing back --condition {}", h.condition().name()))?;
+        Ok(Some(
+            serde_json::json!({ "name": h.condition().name(), "restored": r }),
+        ))
+    }
+
+    /// One trial of `arm` in `block` (−1: warm-up), under the condition brought back first.
+    fn trial(&mut self, arm: usize, block: i64, ctx: &mut Effects) -> anyhow::Result<TrialRow> {
+        let condition = self.restore(ctx)?;
+        let slot = self.servers.as_deref_mut().map(|s| ServerSlot {
+            schedule: s,
+            lifetime: self.lifetime,
+        });
+        let mut t = trial(
+            &self.job,
+            arm,
+            block,
+            ctx,
+            &mut self.guard,
+            &mut self.x.notes,
+            slot,
+        )?;
+        if let Some(c) = condition {
+            t.evidence["condition"] = c;
+        }
+        Ok(t)
+    }
+
+    /// The unmeasured runs of each arm. False when the run stops (a failure, Ctrl-C).
+    fn warm_up(&mut self, ctx: &mut Effects) -> anyhow::Result<bool> {
+        let plan = self.plan;
+        if plan.warmup > 0 {
+            let n = (plan.warmup * plan.arms.len()) as u64;
+            ctx.progress.phase("warm-up", Some(n));
+        }
+        for w in 0..plan.warmup {
+            for arm in 0..plan.arms.len() {
+                ctx.progress.message(&format!(
+                    "warm-up {}/{} · {}",
+                    w + 1,
+                    plan.warmup,
+                    plan.arms[arm].name
+                ));
+                let t = self.trial(arm, -1, ctx)?;
+                ctx.progress.step("");
+                if !t.ok && !plan.keep_going {
+                    self.x.failed = true;
+                    self.x.stop_reason = format!(
+                        "warm-up trial of arm {} failed ({}); nothing was measured; use --keep-going to continue past failures",
+                        plan.arms[arm].name,
+                        describe_end(&t.evidence)
+                    );
+                    return Ok(false);
+                }
+                if self.stopped(ctx, "interrupted (Ctrl-C) during warm-up".into()) {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    fn stopped(&mut self, ctx: &Effects, what: String) -> bool {
+        let stop = (ctx.stop)();
+        if stop {
+            self.x.interrupted = true;
+            self.x.stop_reason = what;
+        }
+        stop
+    }
+
+    /// The blocks of one phase (blocks numbered on from the previous phases'). False when the
+    /// run stops before its plan is done.
+    fn phase(
+        &mut self,
+        phase: usize,
+        started: Instant,
+        deadline: Option<(std::time::Duration, std::time::Duration)>,
+        ctx: &mut Effects,
+    ) -> anyhow::Result<bool> {
+        let plan = self.plan;
+        // A fixed number of trials has a length (and an ETA); a run that may stop early has not.
+        let open_ended = plan.max_time.is_some() || !matches!(plan.design, Design::Fixed);
+        let total = (plan.blocks * plan.arms.len()) as u64;
+        ctx.progress.phase(
+            &match plan.conditions.get(phase) {
+                Some(c) => format!("trials · {}", c.name()),
+                None => "trials".into(),
+            },
+            (!open_ended).then_some(total),
+        );
+        for b in 0..plan.blocks {
+            if let Some((at, max)) = deadline
+                && started.elapsed() >= at
+            {
+                if phase + 1 == plan.conditions.len().max(1) {
+                    self.x.stop_reason = format!(
+                        "{} {} s reached after {} blocks",
+                        if plan.calibrate {
+                            "--calibrate"
+                        } else {
+                            "--max-time"
+                        },
+                        max.as_secs(),
+                        self.x.blocks_done
+                    );
+                }
+                return Ok(true);
+            }
+            let block = phase * plan.blocks + b;
+            let block_started = Instant::now();
+            let end = self.block(block, ctx)?;
+            if matches!(end, BlockEnd::Stop) {
+                return Ok(false);
+            }
+            self.x.blocks_done += 1;
+            if let Some(s) = self.servers.as_mut() {
+                s.after_block(block_started.elapsed().as_secs_f64());
+            }
+            if matches!(end, BlockEnd::Done)
+                && is_look(&plan.design, self.x.blocks_done)
+                && settled(plan, &self.x.trials)
+            {
+                self.x.stop_reason = format!(
+                    "every contrast settled after {} blocks ({})",
+                    self.x.blocks_done,
+                    plan.design.describe(plan.arms.len() - 1, plan.confidence)
+                );
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Every arm once, in the block's seeded order.
+    fn block(&mut self, block: usize, ctx: &mut Effects) -> anyhow::Result<BlockEnd> {
+        let plan = self.plan;
+        if let Some(end) = self.servers_before(block, ctx)? {
+            return Ok(end);
+        }
+        let names: Vec<String> = plan.arms.iter().map(|x| x.name.clone()).collect();
+        let mut end = BlockEnd::Done;
+        for arm in block_order(plan.arms.len(), block, plan.seed) {
+            let est = estimate_line(&names, plan, &self.x.trials);
             ctx.progress.message(&format!(
                 "block {}/{} · {}{est}",
-                block + 1,
+                block % plan.blocks + 1,
                 plan.blocks,
                 plan.arms[arm].name,
             ));
-            let slot = servers.as_deref_mut().map(|s| ServerSlot {
-                schedule: s,
-                lifetime,
-            });
-            let mut t = trial(&job, arm, block as i64, ctx, &mut guard, &mut x.notes, slot)?;
+            let mut t = self.trial(arm, block as i64, ctx)?;
             ctx.progress.step("");
-            t.seq = seq;
-            seq += 1;
+            t.seq = self.seq;
+            self.seq += 1;
             ctx.store.add_trial(ctx.run_id, &t)?;
             if let Some(f) = &t.flagged
-                && !flagged_arms.contains(&arm)
+                && !self.flagged_arms.contains(&arm)
             {
                 // Live, once per arm; the final report counts every flagged trial.
-                flagged_arms.push(arm);
+                self.flagged_arms.push(arm);
                 ctx.progress
                     .note(&format!("FLAGGED {}: {f}", plan.arms[arm].name));
             }
             let failed = !t.ok;
-            x.trials.push(t);
+            self.x.trials.push(t);
             if failed {
-                block_ok = false;
+                end = BlockEnd::Incomplete;
                 if !plan.keep_going {
-                    let last = x.trials.last().expect("just pushed");
-                    x.failed = true;
-                    x.stop_reason = format!(
+                    let last = self.x.trials.last().expect("just pushed");
+                    self.x.failed = true;
+                    self.x.stop_reason = format!(
                         "trial of arm {} failed ({}); use --keep-going to continue past failures",
                         plan.arms[arm].name,
                         describe_end(&last.evidence),
                     );
-                    break 'blocks;
+                    return Ok(BlockEnd::Stop);
                 }
             }
-            let done = x.blocks_done;
-            if stopped(
+            let done = self.x.blocks_done;
+            if self.stopped(
                 ctx,
-                &mut x,
                 format!(
                     "interrupted (Ctrl-C) in block {}; the trial in flight finished and was kept; {done} complete blocks analysed",
                     block + 1
                 ),
             ) {
-                break 'blocks;
+                return Ok(BlockEnd::Stop);
             }
         }
-        x.blocks_done += 1;
-        if let Some(s) = servers.as_mut() {
-            s.after_block(block_started.elapsed().as_secs_f64());
-        }
-        if block_ok && is_look(&plan.design, x.blocks_done) && settled(plan, &x.trials) {
-            x.stop_reason = format!(
-                "every contrast settled after {} blocks ({})",
-                x.blocks_done,
-                plan.design.describe(plan.arms.len() - 1, plan.confidence)
-            );
-            break;
-        }
+        Ok(end)
     }
-    if let Some(s) = servers.as_mut() {
-        s.shutdown();
+
+    /// The servers' schedule before a block (a new lifetime may start). Some(end) when a server
+    /// did not come up: its failed trial is stored.
+    fn servers_before(
+        &mut self,
+        block: usize,
+        ctx: &mut Effects,
+    ) -> anyhow::Result<Option<BlockEnd>> {
+        let Some(s) = self.servers.as_mut() else {
+            return Ok(None);
+        };
+        match s.before_block(block, ctx.progress) {
+            Ok(l) => self.lifetime = l,
+            Err((arm, served)) => {
+                let mut t = super::trial::server_failed(arm, block as i64, served);
+                t.seq = self.seq;
+                self.seq += 1;
+                ctx.store.add_trial(ctx.run_id, &t)?;
+                let why = describe_end(&t.evidence);
+                self.x.trials.push(t);
+                if !self.plan.keep_going {
+                    self.x.failed = true;
+                    self.x.stop_reason = format!(
+                        "the server of arm {} did not come up for lifetime {} ({why}); every server was stopped",
+                        self.plan.arms[arm].name,
+                        self.lifetime.map_or(1, |l| l + 2)
+                    );
+                    return Ok(Some(BlockEnd::Stop));
+                }
+                return Ok(Some(BlockEnd::Incomplete));
+            }
+        }
+        for n in s.notes() {
+            ctx.progress.note(&n);
+            self.x.notes.push(n);
+        }
+        Ok(None)
     }
-    drop(servers); // every server stopped, every arm's directory removed
-    drop(guard); // restores every system setting the arms changed
-    Ok(x)
 }
 
 fn estimate_line(names: &[String], plan: &Plan, trials: &[TrialRow]) -> String {

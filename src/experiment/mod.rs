@@ -210,7 +210,12 @@ fn analyse(
 ) -> (RunResult, Outcome) {
     let names: Vec<String> = plan.arms.iter().map(|x| x.name.clone()).collect();
     let data: Vec<TrialData> = x.trials.iter().map(trial_data).collect();
-    let report = experiment::analyse(
+    let described: Vec<(String, String)> = x
+        .conditions
+        .iter()
+        .map(|(n, d, _)| (n.clone(), d.clone()))
+        .collect();
+    let report = crate::analyze::conditions::analyse(
         &names,
         plan.baseline,
         &data,
@@ -218,6 +223,7 @@ fn analyse(
         plan.effect,
         plan.confidence,
         &plan.design,
+        &described,
     );
     let primary = plan.primary().name.clone();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -44,6 +44,10 @@ pub struct Plan {
     pub keep_going: bool,
     /// What the planner did that the user did not ask for in so many words (printed first).
     pub notes: Vec<String>,
+    /// `--condition`: the machine states the blocks run in, one after another (empty: the
+    /// machine as found, not recorded as a condition).
+    #[serde(default)]
+    pub conditions: Vec<crate::backing::condition::Condition>,
 }
 
 /// How each trial runs and what is done before it (none of it measured).

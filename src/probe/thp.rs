@@ -99,7 +99,17 @@ pub fn read(root: &Root) -> Result<Thp, ProbeError> {
 pub fn huge_counters(vmstat: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
     vmstat
         .iter()
-        .filter(|(k, _)| k.starts_with("thp_") || k.starts_with("compact_"))
+        .filter(|(k, _)| {
+            [
+                "thp_",
+                "compact_",
+                "allocstall_",
+                "pgscan_direct",
+                "pgsteal_direct",
+            ]
+            .iter()
+            .any(|p| k.starts_with(p))
+        })
         .map(|(k, v)| (k.clone(), *v))
         .collect()
 }

@@ -3,6 +3,7 @@
 pub mod advice;
 pub mod bench;
 pub mod compare;
+pub mod conditions;
 pub mod costs;
 pub mod csv;
 pub mod export_json;

@@ -121,6 +121,7 @@ pub fn answer(r: &ExperimentAnalysis) -> Vec<String> {
             out.extend(cost_lines(r, what));
         }
     }
+    out.extend(super::conditions::lines(r));
     for e in &r.evidence {
         if let Some(f) = &e.first_flag {
             let head = format!("FLAGGED {} ({} of {} trials): ", e.arm, e.flagged, e.trials);
@@ -146,7 +147,7 @@ fn cost_lines(r: &ExperimentAnalysis, what: &str) -> Vec<String> {
 
 /// `-8.9% [-12.8, -8.8] @99.5% FASTER`, or for an unsettled contrast of the primary metric its
 /// half-width and the blocks that δ would need.
-fn contrast_words(r: &ExperimentAnalysis, c: &Contrast, primary: bool) -> String {
+pub(super) fn contrast_words(r: &ExperimentAnalysis, c: &Contrast, primary: bool) -> String {
     let effect = r.effect * 100.0;
     let verdict = match c.verdict {
         Verdict::Faster | Verdict::Slower => {
@@ -517,6 +518,7 @@ mod tests {
                         matters: None,
                         entries: None,
                         hot: None,
+                        condition: None,
                     }
                 })
             })
@@ -604,6 +606,7 @@ mod tests {
                     matters: None,
                     entries: None,
                     hot: None,
+                    condition: None,
                 })
             })
             .collect();

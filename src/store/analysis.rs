@@ -47,7 +47,13 @@ pub fn reanalyse(
     let names: Vec<String> = arms.iter().map(|a| a.name.clone()).collect();
     let baseline =
         (meta.plan["baseline"].as_u64().unwrap_or(0) as usize).min(names.len().saturating_sub(1));
-    experiment::analyse(
+    let conditions: Vec<crate::backing::condition::Condition> =
+        serde_json::from_value(meta.plan["conditions"].clone()).unwrap_or_default();
+    let described: Vec<(String, String)> = conditions
+        .iter()
+        .map(|c| (c.name(), c.describe()))
+        .collect();
+    crate::analyze::conditions::analyse(
         &names,
         baseline,
         &data(trials),
@@ -55,6 +61,7 @@ pub fn reanalyse(
         effect,
         confidence,
         &stored_design(&meta.plan),
+        &described,
     )
 }
 

@@ -532,6 +532,7 @@ pub(crate) mod tests {
                     mean_hot: None,
                 })
                 .collect(),
+            conditions: Vec::new(),
         };
         RunEvidence {
             run_id: id,

@@ -35,6 +35,7 @@ fn warm_run(effect: f64, lifetimes: usize, per: usize, rng: &mut Rng) -> Vec<Tri
                     matters: None,
                     entries: None,
                     hot: None,
+                    condition: None,
                 });
             }
             block += 1;

@@ -303,6 +303,7 @@ mod tests {
                     matters: None,
                     entries: None,
                     hot: None,
+                    condition: None,
                 });
             }
         }

@@ -73,6 +73,13 @@ pub struct RunArgs {
     /// Compact memory before every trial, so each arm starts from the same fragmentation (root)
     #[arg(long)]
     pub compact: bool,
+    /// The machine state the trials run in (repeatable: every block count runs in each, one
+    /// condition after another, and the answer adds each one's contrasts and the interaction):
+    /// clean (as found), fragmented[=FRACTION][,proactiveness=N] (free memory in 4 KiB pieces,
+    /// no free 2 MiB block; root), pressure=SIZE (MemAvailable held at SIZE), cache[=FRACTION]
+    /// (free memory filled with clean page cache). Brought back before every trial
+    #[arg(long = "condition", value_name = "STATE")]
+    pub conditions: Vec<String>,
     /// Kill a trial (and its process group) after this long
     #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub timeout: Option<Duration>,

@@ -8,6 +8,7 @@ use crate::analyze::experiment::MetricDef;
 use crate::analyze::sequential::ConfidenceSequence;
 use crate::analyze::verdict::{self, Better, Design};
 use crate::backing::arm::{Arm, parse_arm, preset};
+use crate::backing::condition::Condition;
 use crate::backing::qemu;
 use crate::collect::load::LoadFormat;
 use crate::collect::output::OutputMetric;
@@ -48,12 +49,17 @@ pub fn plan(a: &RunArgs) -> Result<Plan, UsageError> {
         &crate::probe::thp::read(&root).unwrap_or_default(),
         &crate::probe::hugetlb::read(&root).unwrap_or_default(),
     )?;
-    if let Some(total) = crate::probe::meminfo::read(&root)
-        .ok()
-        .flatten()
-        .and_then(|m| m.mem_total)
-    {
+    let meminfo = crate::probe::meminfo::read(&root).ok().flatten();
+    if let Some(total) = meminfo.as_ref().and_then(|m| m.mem_total) {
         check_pools_fit(&p.arms, total)?;
+    }
+    if let Some(avail) = meminfo.as_ref().and_then(|m| m.mem_available) {
+        check_conditions_fit(&p.conditions, avail)?;
+    }
+    if p.conditions.iter().any(|c| *c != Condition::Clean) {
+        let thp = crate::probe::thp::read(&root).unwrap_or_default();
+        let notes = no_direct_compaction(&p.arms, thp.defrag.as_ref().map(|s| s.selected.as_str()));
+        p.notes.extend(notes);
     }
     if let Some(d) = &a.cwd
         && !d.is_dir()
@@ -188,6 +194,70 @@ fn server_plan(
         }),
         arms,
     ))
+}
+
+/// `--condition`s, checked: known, distinct, root where one holds a system setting, and more
+/// than one only with a fixed number of blocks (they run one after another).
+fn parse_conditions(a: &RunArgs, privileged: bool) -> Result<Vec<Condition>, UsageError> {
+    let mut out: Vec<Condition> = Vec::new();
+    for s in &a.conditions {
+        let c: Condition = s.parse().map_err(UsageError)?;
+        if out.iter().any(|x| x.name() == c.name()) {
+            return Err(UsageError(format!(
+                "--condition {s}: given twice; give each condition once"
+            )));
+        }
+        if c.needs_root() && !privileged {
+            return Err(UsageError(format!(
+                "--condition {s} holds vm.compaction_proactiveness, which needs root"
+            )));
+        }
+        out.push(c);
+    }
+    if out.len() > 1 && (a.sequential || a.looks.is_some() || a.calibrate.is_some()) {
+        return Err(UsageError(
+            "several --condition run one after another, each for the blocks given: they take a fixed --blocks, not --sequential, --looks or --calibrate".into(),
+        ));
+    }
+    Ok(out)
+}
+
+/// A `pressure=SIZE` condition needs SIZE to be below what is available now.
+fn check_conditions_fit(conditions: &[Condition], available: u64) -> Result<(), UsageError> {
+    for c in conditions {
+        if let Condition::Pressure { headroom } = c
+            && *headroom + (64 << 20) >= available
+        {
+            return Err(UsageError(format!(
+                "--condition {}: MemAvailable is {} now, so there is no pressure to make; give a headroom below it",
+                c.name(),
+                crate::units::Bytes(available)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Under a condition, an arm whose THP setting is `always` while defrag is `madvise` never
+/// compacts directly for memory without MADV_HUGEPAGE: say so, since no stall is then a
+/// consequence of the configuration.
+fn no_direct_compaction(arms: &[Arm], defrag_now: Option<&str>) -> Vec<String> {
+    use crate::control::knob::Knob;
+    arms.iter()
+        .filter(|x| x.system.iter().any(|(k, v)| *k == Knob::ThpEnabled && v == "always"))
+        .filter_map(|x| {
+            let defrag = x
+                .system
+                .iter()
+                .find(|(k, _)| *k == Knob::ThpDefrag)
+                .map(|(_, v)| v.as_str())
+                .or(defrag_now)?;
+            (defrag == "madvise").then(|| format!(
+                "arm {}: THP always with defrag madvise never compacts directly for memory without MADV_HUGEPAGE (such faults fall back to 4 KiB pages, khugepaged collapses later); a host with defrag=always would stall there",
+                x.name
+            ))
+        })
+        .collect()
 }
 
 fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, UsageError> {
@@ -406,6 +476,7 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
     let seed = a.order.or_clock();
     Ok(Plan {
         notes: Vec::new(),
+        conditions: parse_conditions(a, privileged)?,
         arms,
         baseline,
         blocks,

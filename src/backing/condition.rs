@@ -1,0 +1,578 @@
+//! backing: the machine states a run measures in (`run --condition`): `clean` (as found),
+//! `fragmented` (free memory in pieces no 2 MiB page can be made of without compaction),
+//! `pressure=SIZE` (only SIZE of memory left to the workload), `cache` (free memory filled with
+//! clean page cache that a huge-page fault must reclaim first). A [`Held`] condition is this
+//! process's own memory: prepared once, brought back before every trial so that one trial cannot
+//! repair the next one's condition, released on drop — and by the kernel if hugelab dies.
+
+use super::{Backing, FRAGMENT_STRIDE, Region};
+use crate::control::knob::Knob;
+use crate::probe::Root;
+use crate::units::Bytes;
+use std::io::{Error, ErrorKind};
+use std::time::Instant;
+
+const TWO_MIB: u64 = 2 << 20;
+/// Memory a condition never takes: MemAvailable stays above this while it is prepared.
+const FLOOR: u64 = 512 << 20;
+/// Memory is taken in chunks of at most this size, MemAvailable read before each.
+const CHUNK: u64 = 1 << 30;
+/// `pressure`: how far MemAvailable may stray from the headroom before it is corrected.
+const SLACK: u64 = 32 << 20;
+
+/// A machine state, as `--condition` names it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Condition {
+    /// The machine as found.
+    Clean,
+    /// `fraction` of MemAvailable faulted in 4 KiB pages, three of every four given back, and
+    /// every 2 MiB block still free taken whole; kcompactd's proactive compaction held at
+    /// `proactiveness` meanwhile (0 by default: otherwise it repairs the damage within seconds).
+    Fragmented { fraction: f64, proactiveness: u32 },
+    /// Memory held so that MemAvailable is `headroom` when each trial starts.
+    Pressure { headroom: u64 },
+    /// `fraction` of free memory filled with clean page cache (a file's pages, read).
+    Cache { fraction: f64 },
+}
+
+const SYNTAX: &str =
+    "clean, fragmented[=FRACTION][,proactiveness=N], pressure=SIZE or cache[=FRACTION]";
+
+fn fraction(what: &str, v: Option<&str>) -> Result<f64, String> {
+    let Some(v) = v else { return Ok(1.0) };
+    match v.parse::<f64>() {
+        Ok(f) if f > 0.0 && f <= 1.0 => Ok(f),
+        _ => Err(format!(
+            "--condition {what}={v}: the fraction must be a number in (0, 1], e.g. {what}=0.5"
+        )),
+    }
+}
+
+impl std::str::FromStr for Condition {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut parts = s.split(',');
+        let head = parts.next().unwrap_or_default().trim();
+        let (kind, value) = match head.split_once('=') {
+            Some((k, v)) => (k, Some(v)),
+            None => (head, None),
+        };
+        let extra: Vec<&str> = parts.collect();
+        let mut proactiveness = 0;
+        for e in &extra {
+            match e.split_once('=') {
+                Some(("proactiveness", n)) if kind == "fragmented" => {
+                    proactiveness = n.parse().ok().filter(|n| *n <= 100).ok_or_else(|| {
+                        format!("--condition {s}: proactiveness must be 0–100 (vm.compaction_proactiveness)")
+                    })?;
+                }
+                _ => {
+                    return Err(format!(
+                        "--condition {s}: {e:?} is not an option of {kind}; give {SYNTAX}"
+                    ));
+                }
+            }
+        }
+        match (kind, value) {
+            ("clean", None) => Ok(Condition::Clean),
+            ("fragmented", v) => Ok(Condition::Fragmented {
+                fraction: fraction(kind, v)?,
+                proactiveness,
+            }),
+            ("pressure", Some(v)) => {
+                let headroom = v
+                    .parse::<Bytes>()
+                    .map_err(|e| format!("--condition pressure={v}: {e}; give a size such as 1G"))?
+                    .0;
+                if headroom < 64 << 20 {
+                    return Err(format!(
+                        "--condition pressure={v}: below 64M the workload would meet the OOM killer, not reclaim; give at least 64M"
+                    ));
+                }
+                Ok(Condition::Pressure { headroom })
+            }
+            ("pressure", None) => Err(
+                "--condition pressure needs the headroom the workload keeps: pressure=SIZE, e.g. pressure=1G".into(),
+            ),
+            ("cache", v) => Ok(Condition::Cache {
+                fraction: fraction(kind, v)?,
+            }),
+            _ => Err(format!("--condition {s:?}: unknown; give {SYNTAX}")),
+        }
+    }
+}
+
+impl Condition {
+    /// Its name in answers: the kind, with the value when it is not the default.
+    pub fn name(&self) -> String {
+        match self {
+            Condition::Clean => "clean".into(),
+            Condition::Fragmented {
+                fraction,
+                proactiveness,
+            } => {
+                let mut s = "fragmented".to_string();
+                if *fraction < 1.0 {
+                    s.push_str(&format!("={fraction}"));
+                }
+                if *proactiveness > 0 {
+                    s.push_str(&format!(",proactiveness={proactiveness}"));
+                }
+                s
+            }
+            Condition::Pressure { headroom } => format!("pressure={}", Bytes(*headroom)),
+            Condition::Cache { fraction } if *fraction < 1.0 => format!("cache={fraction}"),
+            Condition::Cache { .. } => "cache".into(),
+        }
+    }
+
+    /// What it does to the machine, in a sentence.
+    pub fn describe(&self) -> String {
+        match self {
+            Condition::Clean => "the machine as found".into(),
+            Condition::Fragmented {
+                fraction,
+                proactiveness,
+            } => format!(
+                "{}% of MemAvailable faulted in 4 KiB pages and three of every four given back, every 2 MiB block still free taken whole before each trial; vm.compaction_proactiveness {proactiveness} meanwhile",
+                (fraction * 100.0).round()
+            ),
+            Condition::Pressure { headroom } => format!(
+                "memory held so that MemAvailable is {} as each trial starts",
+                Bytes(*headroom)
+            ),
+            Condition::Cache { fraction } => format!(
+                "{}% of free memory filled with clean page cache (a file's pages, read), re-read before each trial",
+                (fraction * 100.0).round()
+            ),
+        }
+    }
+
+    /// System settings held while the condition is (restored with every other setting).
+    pub fn settings(&self) -> Vec<(Knob, String)> {
+        match self {
+            Condition::Fragmented { proactiveness, .. } => {
+                vec![(Knob::CompactionProactiveness, proactiveness.to_string())]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether holding it needs root (a system setting).
+    pub fn needs_root(&self) -> bool {
+        !self.settings().is_empty()
+    }
+}
+
+/// How a condition was prepared.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Prepared {
+    pub seconds: f64,
+    /// Anonymous memory this process holds for it.
+    pub held_bytes: u64,
+    /// Page cache it filled (`cache`).
+    pub cache_bytes: u64,
+}
+
+/// How a condition was brought back before a trial.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Restored {
+    pub seconds: f64,
+    /// `fragmented`: free 2 MiB blocks taken whole (the previous trial's compaction made them).
+    pub taken_2m: u64,
+    /// Memory given back (`fragmented`: kept pages, as many as the blocks taken; `pressure`).
+    pub released_bytes: u64,
+    /// Memory taken (`pressure`) or page cache read again (`cache`).
+    pub added_bytes: u64,
+}
+
+/// A condition this process holds.
+pub struct Held {
+    condition: Condition,
+    /// `fragmented`: 4 KiB-page regions keeping one page per stride; `pressure`: chunks.
+    regions: Vec<Region>,
+    /// `fragmented`: the 2 MiB blocks taken whole.
+    taken: Vec<Region>,
+    /// `fragmented`: kept pages given back so far, counted from the last region's end.
+    released: usize,
+    cache: Option<CacheFile>,
+}
+
+fn mem_available(root: &Root) -> std::io::Result<u64> {
+    crate::probe::meminfo::read(root)
+        .ok()
+        .flatten()
+        .and_then(|m| m.mem_available)
+        .ok_or_else(|| Error::other("MemAvailable is not readable in /proc/meminfo"))
+}
+
+fn mem_free(root: &Root) -> std::io::Result<u64> {
+    crate::probe::meminfo::read(root)
+        .ok()
+        .flatten()
+        .and_then(|m| m.mem_free)
+        .ok_or_else(|| Error::other("MemFree is not readable in /proc/meminfo"))
+}
+
+/// Free 2 MiB blocks an ordinary allocation can take (the DMA zone's are kept for DMA).
+fn free_blocks(root: &Root) -> std::io::Result<u64> {
+    let zones = crate::probe::buddyinfo::read(root).map_err(Error::other)?;
+    Ok(zones
+        .iter()
+        .filter(|z| z.zone != "DMA")
+        .map(|z| z.blocks_available(9))
+        .sum())
+}
+
+/// Map and fault in up to `want` bytes of `backing`, in chunks, never taking MemAvailable
+/// below the floor. Returns the regions and the bytes they hold.
+fn take(root: &Root, want: u64, backing: Backing) -> std::io::Result<(Vec<Region>, u64)> {
+    let (mut regions, mut got) = (Vec::new(), 0);
+    while got < want {
+        let room = mem_available(root)?.saturating_sub(FLOOR);
+        let size = CHUNK.min(want - got).min(room) / TWO_MIB * TWO_MIB;
+        if size == 0 {
+            break;
+        }
+        let mut r = Region::map(size, backing)?;
+        r.dont_fork()?;
+        r.populate()?;
+        got += size;
+        regions.push(r);
+    }
+    Ok((regions, got))
+}
+
+impl Held {
+    /// Bring the machine into `condition` (nothing for `clean`).
+    pub fn prepare(condition: &Condition, root: &Root) -> std::io::Result<(Held, Prepared)> {
+        let t = Instant::now();
+        let mut h = Held {
+            condition: condition.clone(),
+            regions: Vec::new(),
+            taken: Vec::new(),
+            released: 0,
+            cache: None,
+        };
+        match *condition {
+            Condition::Clean => {}
+            Condition::Fragmented { fraction, .. } => {
+                let want = mem_available(root)?.saturating_sub(FLOOR) as f64 * fraction;
+                let (mut regions, _) = take(root, want as u64, Backing::Base)?;
+                for r in &mut regions {
+                    r.fragment()?;
+                }
+                h.regions = regions;
+                h.restore(root)?;
+            }
+            Condition::Pressure { headroom } => {
+                let avail = mem_available(root)?;
+                if avail <= headroom + SLACK {
+                    return Err(Error::new(
+                        ErrorKind::InvalidInput,
+                        format!(
+                            "--condition pressure={}: MemAvailable is only {} now; give a smaller headroom",
+                            Bytes(headroom),
+                            Bytes(avail)
+                        ),
+                    ));
+                }
+                h.restore(root)?;
+            }
+            Condition::Cache { fraction } => {
+                let size = mem_free(root)?.saturating_sub(FLOOR) as f64 * fraction;
+                h.cache = Some(CacheFile::fill((size as u64) / TWO_MIB * TWO_MIB)?);
+            }
+        }
+        let prepared = Prepared {
+            seconds: t.elapsed().as_secs_f64(),
+            held_bytes: h.held_bytes(),
+            cache_bytes: h.cache.as_ref().map_or(0, |c| c.len),
+        };
+        Ok((h, prepared))
+    }
+
+    pub fn condition(&self) -> &Condition {
+        &self.condition
+    }
+
+    /// Anonymous memory held now (kept 4 KiB pages count one page per stride).
+    pub fn held_bytes(&self) -> u64 {
+        let taken: u64 = self.taken.iter().map(|r| r.mapped_len() as u64).sum();
+        match self.condition {
+            Condition::Fragmented { .. } => {
+                let kept: usize = self
+                    .regions
+                    .iter()
+                    .map(|r| r.mapped_len() / FRAGMENT_STRIDE)
+                    .sum();
+                taken + (kept.saturating_sub(self.released) as u64) * 4096
+            }
+            _ => {
+                taken
+                    + self
+                        .regions
+                        .iter()
+                        .map(|r| r.mapped_len() as u64)
+                        .sum::<u64>()
+            }
+        }
+    }
+
+    /// Bring the condition back before a trial: what the previous trial (its compaction, its
+    /// reclaim) changed is undone the same way for every arm.
+    pub fn restore(&mut self, root: &Root) -> std::io::Result<Restored> {
+        let t = Instant::now();
+        let mut r = Restored::default();
+        match self.condition {
+            Condition::Clean => {}
+            Condition::Fragmented { .. } => self.retake(root, &mut r)?,
+            Condition::Pressure { headroom } => self.adjust(root, headroom, &mut r)?,
+            Condition::Cache { .. } => {
+                if let Some(c) = &self.cache {
+                    r.added_bytes = c.reread()?;
+                }
+            }
+        }
+        r.seconds = t.elapsed().as_secs_f64();
+        Ok(r)
+    }
+
+    /// `fragmented`: take every free 2 MiB block whole (faulted as 4 KiB pages from the pieces,
+    /// then collapsed into 2 MiB pages, which works under every THP setting), and give back as
+    /// many kept pages so free memory stays the same size; repeated while blocks come free.
+    fn retake(&mut self, root: &Root, r: &mut Restored) -> std::io::Result<()> {
+        for _ in 0..4 {
+            let n = free_blocks(root)?;
+            if n == 0 {
+                break;
+            }
+            let mut region = Region::map(n * TWO_MIB, Backing::ThpCollapse)?;
+            region.dont_fork()?;
+            region.populate()?;
+            // A block that cannot be collapsed stays held as 4 KiB pages: still taken.
+            let _ = region.collapse();
+            self.taken.push(region);
+            r.taken_2m += n;
+            r.released_bytes += self.give_back_kept(n as usize * (TWO_MIB as usize / 4096))?;
+        }
+        Ok(())
+    }
+
+    /// Give back up to `pages` kept pages, spread out: the k-th is kept slot k × 521 (mod the
+    /// slots), 8 MiB apart, so every 2 MiB block keeps the rest of its kept pages and none comes
+    /// free whole (giving back a run of neighbours would free whole blocks, four for every
+    /// block's worth given back).
+    fn give_back_kept(&mut self, pages: usize) -> std::io::Result<u64> {
+        let slots: Vec<usize> = self
+            .regions
+            .iter()
+            .map(|r| r.mapped_len() / FRAGMENT_STRIDE)
+            .collect();
+        let total: usize = slots.iter().sum();
+        let step = [521, 523, 541]
+            .into_iter()
+            .find(|p| !total.is_multiple_of(*p))
+            .unwrap_or(1);
+        let mut given = 0;
+        while given < pages && self.released < total {
+            let mut slot = self.released * step % total;
+            self.released += 1;
+            for (region, n) in self.regions.iter_mut().zip(&slots) {
+                if slot < *n {
+                    region.discard(slot * FRAGMENT_STRIDE, 4096)?;
+                    given += 1;
+                    break;
+                }
+                slot -= n;
+            }
+        }
+        Ok(given as u64 * 4096)
+    }
+
+    /// `pressure`: hold more or give back chunks until MemAvailable is the headroom.
+    fn adjust(&mut self, root: &Root, headroom: u64, r: &mut Restored) -> std::io::Result<()> {
+        while mem_available(root)? + SLACK < headroom {
+            let Some(last) = self.regions.pop() else {
+                break;
+            };
+            r.released_bytes += last.mapped_len() as u64;
+        }
+        let avail = mem_available(root)?;
+        if avail > headroom + SLACK {
+            let (more, got) = take(root, avail - headroom, Backing::Thp)?;
+            self.regions.extend(more);
+            r.added_bytes += got;
+        }
+        Ok(())
+    }
+}
+
+/// An unnamed file (O_TMPFILE on a disk file system, gone when closed) whose pages are read
+/// into the page cache: clean cache, which any allocation may reclaim.
+struct CacheFile {
+    file: std::fs::File,
+    len: u64,
+}
+
+/// Linux `statfs` magic numbers of memory-backed file systems (no page cache to reclaim).
+const TMPFS_MAGIC: i64 = 0x0102_1994;
+const RAMFS_MAGIC: i64 = 0x8584_58f6;
+
+impl CacheFile {
+    /// A directory on a disk: $TMPDIR, /var/tmp or /tmp, the first not in memory.
+    fn directory() -> std::io::Result<std::path::PathBuf> {
+        let candidates = std::env::var_os("TMPDIR")
+            .map(std::path::PathBuf::from)
+            .into_iter()
+            .chain(["/var/tmp".into(), "/tmp".into()]);
+        for d in candidates {
+            let Ok(c) = std::ffi::CString::new(d.as_os_str().as_encoded_bytes()) else {
+                continue;
+            };
+            // SAFETY: a zeroed statfs is a valid out-parameter; c is a NUL-terminated path.
+            let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+            // SAFETY: as above.
+            if unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0 {
+                let magic = st.f_type as i64;
+                if magic != TMPFS_MAGIC && magic != RAMFS_MAGIC {
+                    return Ok(d);
+                }
+            }
+        }
+        Err(Error::other(
+            "--condition cache needs a directory on a disk file system ($TMPDIR, /var/tmp or /tmp); all are in memory here",
+        ))
+    }
+
+    fn fill(len: u64) -> std::io::Result<CacheFile> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = Self::directory()?;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_TMPFILE)
+            .open(&dir)
+            .map_err(|e| {
+                Error::new(
+                    e.kind(),
+                    format!("an unnamed file in {}: {e}", dir.display()),
+                )
+            })?;
+        // A sparse file: its holes read as zeros through the page cache, without a disk write.
+        file.set_len(len)?;
+        let c = CacheFile { file, len };
+        c.read_range(0, len)?;
+        Ok(c)
+    }
+
+    fn read_range(&self, from: u64, to: u64) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = vec![0u8; 4 << 20];
+        let mut at = from;
+        while at < to {
+            let n = (to - at).min(buf.len() as u64) as usize;
+            let got = self.file.read_at(&mut buf[..n], at)?;
+            if got == 0 {
+                break;
+            }
+            at += got as u64;
+        }
+        Ok(())
+    }
+
+    /// Read again what reclaim took from the cache (found with mincore); the bytes read.
+    fn reread(&self) -> std::io::Result<u64> {
+        use std::os::fd::AsRawFd;
+        let len = self.len as usize;
+        // SAFETY: a read-only shared mapping of our own file, unmapped below; nothing is faulted.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                self.file.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(Error::last_os_error());
+        }
+        let mut resident = vec![0u8; len.div_ceil(4096)];
+        // SAFETY: p..p+len is the mapping made above; the vector has one byte per page.
+        let rc = unsafe { libc::mincore(p, len, resident.as_mut_ptr()) };
+        let err = Error::last_os_error();
+        // SAFETY: the mapping made above, not used after this.
+        unsafe { libc::munmap(p, len) };
+        if rc != 0 {
+            return Err(err);
+        }
+        let mut read = 0;
+        let mut i = 0;
+        while i < resident.len() {
+            if resident[i] & 1 == 1 {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < resident.len() && resident[i] & 1 == 0 {
+                i += 1;
+            }
+            let (from, to) = (start as u64 * 4096, (i as u64 * 4096).min(self.len));
+            self.read_range(from, to)?;
+            read += to - from;
+        }
+        Ok(read)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conditions_parse_with_their_defaults_and_refuse_bad_values() {
+        assert_eq!("clean".parse::<Condition>().unwrap(), Condition::Clean);
+        assert_eq!(
+            "fragmented".parse::<Condition>().unwrap(),
+            Condition::Fragmented {
+                fraction: 1.0,
+                proactiveness: 0
+            }
+        );
+        let f: Condition = "fragmented=0.5,proactiveness=20".parse().unwrap();
+        assert_eq!(
+            f,
+            Condition::Fragmented {
+                fraction: 0.5,
+                proactiveness: 20
+            }
+        );
+        assert_eq!(f.name(), "fragmented=0.5,proactiveness=20");
+        let p: Condition = "pressure=2G".parse().unwrap();
+        assert_eq!(p, Condition::Pressure { headroom: 2 << 30 });
+        assert_eq!(p.name(), "pressure=2.0G");
+        assert_eq!(
+            "cache=0.25".parse::<Condition>().unwrap(),
+            Condition::Cache { fraction: 0.25 }
+        );
+        for (bad, says) in [
+            ("pressure", "pressure=SIZE"),
+            ("pressure=10M", "at least 64M"),
+            ("fragmented=2", "(0, 1]"),
+            ("cache,proactiveness=3", "not an option of cache"),
+            ("fragmented,proactiveness=300", "0–100"),
+            ("dirty", "unknown"),
+        ] {
+            let e = bad.parse::<Condition>().unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        assert!(f.needs_root() && !p.needs_root());
+        assert_eq!(
+            f.settings(),
+            vec![(Knob::CompactionProactiveness, "20".to_string())]
+        );
+    }
+}

@@ -1,0 +1,133 @@
+//! The answer's lines for `run --condition`: under each condition, each arm's contrast on the
+//! primary metric and, past the first condition, how much the effect changed against it (the
+//! interaction); then the state the trials started in and the kernel's compaction and reclaim
+//! per trial of each arm.
+
+use super::summary::{contrast_words, percent_interval, wrap_hanging};
+use crate::analyze::conditions::{ArmState, ConditionAnalysis, SHOWN_COUNTERS};
+use crate::analyze::experiment::{ExperimentAnalysis, primary_index};
+use crate::units::Bytes;
+
+/// Every condition's lines (none for a run without `--condition`).
+pub fn lines(r: &ExperimentAnalysis) -> Vec<String> {
+    let first = r.conditions.first().map(|c| c.name.as_str());
+    let mut out = Vec::new();
+    for c in &r.conditions {
+        out.extend(condition_lines(
+            c,
+            first.filter(|f| *f != c.name),
+            r.conditions.len() > 1,
+        ));
+    }
+    out
+}
+
+fn condition_lines(c: &ConditionAnalysis, against: Option<&str>, several: bool) -> Vec<String> {
+    let a = &c.analysis;
+    let mut out = vec![format!("under {}: {}", c.name, c.description)];
+    let primary = a
+        .metrics
+        .get(primary_index(a.metrics.iter().map(|m| &m.metric)));
+    if let Some(m) = primary.filter(|_| several) {
+        for (arm, contrast) in &m.contrasts {
+            let words = match contrast {
+                Some(x) => contrast_words(a, x, false),
+                None => "too few complete blocks for an interval".into(),
+            };
+            let mut line = format!("  {arm} vs {}  {}  {words}", a.baseline, m.metric.name);
+            if let Some(name) = against {
+                let i = c
+                    .interaction
+                    .iter()
+                    .find(|(x, _)| x == arm)
+                    .and_then(|(_, i)| i.as_ref());
+                line.push_str(&match i {
+                    Some(i) => {
+                        let changed = i
+                            .percent
+                            .lo
+                            .zip(i.percent.hi)
+                            .is_some_and(|(lo, hi)| lo > 0.0 || hi < 0.0);
+                        let at = if (i.level - a.confidence).abs() > 1e-9 {
+                            format!(" @{}", crate::analyze::verdict::fmt_level(i.level))
+                        } else {
+                            String::new()
+                        };
+                        format!(
+                            "; the effect against {name}'s: {}{at} {}",
+                            percent_interval(&i.percent),
+                            if changed {
+                                "CHANGED"
+                            } else {
+                                "no change resolved"
+                            }
+                        )
+                    }
+                    None => format!("; against {name}: too few blocks"),
+                });
+            }
+            out.extend(wrap_hanging(&line, 4));
+        }
+    }
+    if let Some(s) = state_words(&c.arms) {
+        out.extend(wrap_hanging(&format!("  at trial start: {s}"), 4));
+    }
+    let kernel: Vec<String> = c.arms.iter().filter_map(kernel_words).collect();
+    if !kernel.is_empty() {
+        out.extend(wrap_hanging(
+            &format!("  per trial: {}", kernel.join("; ")),
+            4,
+        ));
+    }
+    out
+}
+
+/// The state the trials started in, over every arm's trials (the same for each by design).
+fn state_words(arms: &[ArmState]) -> Option<String> {
+    let avg = |f: &dyn Fn(&ArmState) -> Option<f64>| {
+        let v: Vec<f64> = arms.iter().filter_map(f).collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    let blocks = avg(&|a| a.free_2m_blocks)?;
+    let mut s = format!("{blocks:.0} free 2 MiB blocks");
+    if let Some(u) = avg(&|a| a.unusable_2m) {
+        s.push_str(&format!(
+            ", {:.0}% of free memory unusable for them",
+            u * 100.0
+        ));
+    }
+    if let Some(m) = avg(&|a| a.mem_available) {
+        s.push_str(&format!(", MemAvailable {}", Bytes(m as u64)));
+    }
+    Some(s + " (means)")
+}
+
+/// One arm's kernel work per trial: direct compaction and reclaim, kcompactd, traced stalls.
+fn kernel_words(a: &ArmState) -> Option<String> {
+    if a.trials == 0 {
+        return None;
+    }
+    let mut parts: Vec<String> = SHOWN_COUNTERS
+        .iter()
+        .filter(|(k, _)| *k != "compact_daemon_free_scanned")
+        .map(|(k, words)| {
+            format!(
+                "{} {words}",
+                count(a.per_trial.get(*k).copied().unwrap_or(0.0))
+            )
+        })
+        .collect();
+    for (k, v) in a.per_trial.iter().filter(|(k, _)| k.ends_with(" ms")) {
+        parts.push(format!("{v:.1} ms {} (traced)", k.trim_end_matches(" ms")));
+    }
+    Some(format!("{} {}", a.arm, parts.join(", ")))
+}
+
+/// A mean count: whole numbers past 10, one decimal below.
+fn count(v: f64) -> String {
+    if v >= 10.0 || v == 0.0 {
+        super::summary::thousands(v.round() as usize)
+    } else {
+        format!("{v:.1}")
+    }
+}
