@@ -553,7 +553,7 @@ mod tests {
         assert_eq!(f.name(), "fragmented=0.5,proactiveness=20");
         let p: Condition = "pressure=2G".parse().unwrap();
         assert_eq!(p, Condition::Pressure { headroom: 2 << 30 });
-        assert_eq!(p.name(), "pressure=2.0G");
+        assert_eq!(p.name(), "pressure=2G");
         assert_eq!(
             "cache=0.25".parse::<Condition>().unwrap(),
             Condition::Cache { fraction: 0.25 }
