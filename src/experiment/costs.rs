@@ -11,9 +11,16 @@ use crate::workload::child::TrialOutcome;
 
 /// A command's costs: peak memory (the kernel's high-water mark of the largest process from
 /// `wait4`, or the sampler's largest tree total if larger, plus the tree's hugetlb pages), user
-/// and system CPU time.
-pub fn of_command(o: &TrialOutcome, mem: &MemorySamples) -> Vec<(String, f64)> {
-    let peak = mem.peak_rss.max(o.max_rss_bytes + mem.peak_hugetlb);
+/// and system CPU time. The child is started by vfork, so the kernel's mark starts at hugelab's
+/// own (`own_hwm`, VmHWM): a mark no higher than that is hugelab's, and the sampler's peak
+/// stands alone.
+pub fn of_command(o: &TrialOutcome, mem: &MemorySamples, own_hwm: u64) -> Vec<(String, f64)> {
+    let kernel = if o.max_rss_bytes > own_hwm {
+        o.max_rss_bytes + mem.peak_hugetlb
+    } else {
+        0
+    };
+    let peak = mem.peak_rss.max(kernel);
     vec![
         (PEAK_MEM.into(), peak as f64),
         (USER_CPU.into(), o.user_ns as f64 / 1e9),
@@ -30,6 +37,15 @@ pub fn of_server(s: &super::service::Served) -> Vec<(String, f64)> {
         out.push((SERVER_MEM.into(), m.cost_bytes() as f64));
     }
     out
+}
+
+/// hugelab's own high-water resident memory (VmHWM), 0 where it cannot be read.
+pub fn own_hwm() -> u64 {
+    crate::probe::process::Proc::system(std::process::id())
+        .status()
+        .ok()
+        .and_then(|s| s.vm_hwm)
+        .unwrap_or(0)
 }
 
 /// The machine's memory at a trial's start: what the workload could get.

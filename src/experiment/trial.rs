@@ -376,7 +376,7 @@ pub(super) fn trial(
     let (mut metrics, missing, load_error) = read_metrics(plan, &o, trial_dir.as_ref());
     metrics.extend(match &served {
         Some(s) => super::costs::of_server(s),
-        None => super::costs::of_command(&o, &ev.memory),
+        None => super::costs::of_command(&o, &ev.memory, super::costs::own_hwm()),
     });
     if let Some(r) = served.as_ref().and_then(|s| s.ready_s)
         && plan.metrics.iter().any(|m| m.name == super::SERVER_READY)

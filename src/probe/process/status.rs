@@ -12,6 +12,9 @@ pub struct ProcStatus {
     pub vm_rss: Option<u64>,
     /// `HugetlbPages`: hugetlb memory mapped by the process, bytes (not in VmRSS). Since 4.4.
     pub hugetlb: Option<u64>,
+    /// `VmHWM`: the largest VmRSS the process has had, bytes.
+    #[serde(default)]
+    pub vm_hwm: Option<u64>,
 }
 
 pub fn parse_status(text: &str) -> Result<ProcStatus, ParseError> {
@@ -26,6 +29,13 @@ pub fn parse_status(text: &str) -> Result<ProcStatus, ParseError> {
             "THP_enabled" => s.thp_enabled = Some(v == "1"),
             "VmRSS" => {
                 s.vm_rss = v
+                    .split_whitespace()
+                    .next()
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .map(|kb| kb * 1024)
+            }
+            "VmHWM" => {
+                s.vm_hwm = v
                     .split_whitespace()
                     .next()
                     .and_then(|n| n.parse::<u64>().ok())
@@ -54,7 +64,10 @@ mod tests {
 
     #[test]
     fn status_fields() {
-        let s = parse_status("Name:\tjava\nVmRSS:\t  2048 kB\nTHP_enabled:\t0\n").unwrap();
+        let s =
+            parse_status("Name:\tjava\nVmRSS:\t  2048 kB\nVmHWM:\t  4096 kB\nTHP_enabled:\t0\n")
+                .unwrap();
+        assert_eq!(s.vm_hwm, Some(4096 * 1024));
         assert_eq!(
             (s.name.as_str(), s.thp_enabled, s.vm_rss),
             ("java", Some(false), Some(2 << 20))
