@@ -385,6 +385,7 @@ mod tests {
                 thp_enabled: Some(true),
                 vm_rss: None,
                 hugetlb: None,
+                vm_hwm: None,
             },
         }
     }

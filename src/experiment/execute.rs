@@ -208,8 +208,10 @@ impl Course<'_> {
                 String::new()
             },
         );
-        ctx.progress.note(&note);
-        self.x.notes.push(note);
+        if *cond != Condition::Clean {
+            ctx.progress.note(&note);
+            self.x.notes.push(note);
+        }
         self.x
             .conditions
             .push((cond.name(), cond.describe(), prepared));

@@ -257,6 +257,7 @@ fn analyse(
     }
     let vm_advice = summary::vm_advice(&plan, req.command, req.shell, &report, x.blocks_done);
     let servers = summary::servers(&plan, &x.trials, &data);
+    let pools = summary::pool_uses(&plan, &x.trials);
     let res = RunResult {
         schema: SCHEMA,
         run_id,
@@ -278,6 +279,7 @@ fn analyse(
         servers,
         elapsed_s: started.elapsed().as_secs_f64(),
         tlb: None,
+        pools,
     };
     (res, outcome)
 }

@@ -178,3 +178,52 @@ pub fn complete_blocks(metrics: &[MetricAnalysis], primary: &str) -> usize {
         .find(|m| m.metric.name == primary)
         .map_or(0, |m| m.complete_blocks)
 }
+
+/// Per arm that sets a hugetlb pool: pages asked, obtained, used by the workload at its peak
+/// (a command's tree from the sampler, a server's committed pages), and MemTotal.
+pub fn pool_uses(plan: &Plan, trials: &[TrialRow]) -> Vec<crate::model::run::PoolUse> {
+    use crate::control::knob::Knob;
+    let mem_total = crate::probe::meminfo::read(&Root::system())
+        .ok()
+        .flatten()
+        .and_then(|m| m.mem_total);
+    let mut out = Vec::new();
+    for (i, arm) in plan.arms.iter().enumerate() {
+        for (k, v) in &arm.system {
+            let Knob::HugetlbPages { size, node: None } = *k else {
+                continue;
+            };
+            let ts: Vec<&TrialRow> = trials
+                .iter()
+                .filter(|t| t.block >= 0 && t.arm_idx == i as i64)
+                .collect();
+            let obtained = ts
+                .iter()
+                .filter_map(|t| {
+                    let pools: Vec<(u64, u64)> =
+                        serde_json::from_value(t.evidence["pools"].clone()).ok()?;
+                    pools.into_iter().find(|p| p.0 == size).map(|p| p.1)
+                })
+                .min();
+            let used: Vec<f64> = ts
+                .iter()
+                .filter_map(|t| {
+                    let bytes = match t.evidence.get("server") {
+                        Some(s) => s["memory"]["hugetlb_committed"].as_u64(),
+                        None => t.evidence["memory"]["peak_hugetlb"].as_u64(),
+                    }?;
+                    Some(bytes as f64 / size as f64)
+                })
+                .collect();
+            out.push(crate::model::run::PoolUse {
+                arm: arm.name.clone(),
+                page_size: size,
+                asked: v.parse().unwrap_or(0),
+                obtained,
+                in_use: (!used.is_empty()).then(|| used.iter().sum::<f64>() / used.len() as f64),
+                mem_total,
+            });
+        }
+    }
+    out
+}

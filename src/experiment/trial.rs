@@ -99,6 +99,27 @@ fn apply_system(
     Ok(short)
 }
 
+/// The pools an arm sets, as its trial starts: (page size, pages in the pool).
+fn pools_at_start(arm: &Arm, root: &crate::probe::Root) -> Vec<(u64, u64)> {
+    let sizes: Vec<u64> = arm
+        .system
+        .iter()
+        .filter_map(|(k, _)| match k {
+            crate::control::knob::Knob::HugetlbPages { size, .. } => Some(*size),
+            _ => None,
+        })
+        .collect();
+    if sizes.is_empty() {
+        return Vec::new();
+    }
+    crate::probe::hugetlb::read(root)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| sizes.contains(&p.page_size))
+        .map(|p| (p.page_size, p.total))
+        .collect()
+}
+
 /// The evidence stored with a trial: the outcome, what was gathered around it, and why it failed.
 fn evidence_json(
     o: &TrialOutcome,
@@ -271,6 +292,7 @@ pub(super) fn trial(
             }
         }
     }
+    let pools = pools_at_start(arm, &ctx.root);
     if let Some(p) = &setup.prepare {
         let st = std::process::Command::new("/bin/sh")
             .arg("-c")
@@ -415,6 +437,9 @@ pub(super) fn trial(
     }
     if let Some(m) = at_start {
         evidence["machine_at_start"] = serde_json::to_value(m)?;
+    }
+    if !pools.is_empty() {
+        evidence["pools"] = serde_json::to_value(&pools)?;
     }
     let server_failure = served.as_ref().and_then(|s| s.failure.clone());
     if let Some(l) = servers.as_ref().and_then(|s| s.lifetime) {

@@ -161,4 +161,19 @@ pub struct RunResult {
     pub elapsed_s: f64,
     /// The TLB reach `bench tlb` measured on this host, when it has: the answer's "why".
     pub tlb: Option<crate::analyze::tlb::Measured>,
+    /// Per arm that sets a hugetlb pool: what it asked, got and used.
+    pub pools: Vec<PoolUse>,
+}
+
+/// A hugetlb pool an arm set: pages asked, obtained (the fewest any of its trials started with),
+/// used by the workload (mean over trials of its peak), and the memory it took from everything
+/// else as a share of MemTotal.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PoolUse {
+    pub arm: String,
+    pub page_size: u64,
+    pub asked: u64,
+    pub obtained: Option<u64>,
+    pub in_use: Option<f64>,
+    pub mem_total: Option<u64>,
 }

@@ -13,18 +13,16 @@ pub fn lines(r: &ExperimentAnalysis) -> Vec<String> {
     let first = r.conditions.first().map(|c| c.name.as_str());
     let mut out = Vec::new();
     for c in &r.conditions {
-        out.extend(condition_lines(
-            c,
-            first.filter(|f| *f != c.name),
-            r.conditions.len() > 1,
-        ));
+        // The first condition's contrasts are the answer's own lines, above.
+        let against = first.filter(|f| *f != c.name);
+        out.extend(condition_lines(c, against, against.is_some()));
     }
     out
 }
 
 fn condition_lines(c: &ConditionAnalysis, against: Option<&str>, several: bool) -> Vec<String> {
     let a = &c.analysis;
-    let mut out = vec![format!("under {}: {}", c.name, c.description)];
+    let mut out = wrap_hanging(&format!("under {}: {}", c.name, c.description), 4);
     let primary = a
         .metrics
         .get(primary_index(a.metrics.iter().map(|m| &m.metric)));
@@ -72,12 +70,41 @@ fn condition_lines(c: &ConditionAnalysis, against: Option<&str>, several: bool) 
     if let Some(s) = state_words(&c.arms) {
         out.extend(wrap_hanging(&format!("  at trial start: {s}"), 4));
     }
-    let kernel: Vec<String> = c.arms.iter().filter_map(kernel_words).collect();
-    if !kernel.is_empty() {
-        out.extend(wrap_hanging(
-            &format!("  per trial: {}", kernel.join("; ")),
-            4,
-        ));
+    let mut seen: Vec<&str> = SHOWN_COUNTERS
+        .iter()
+        .map(|(k, _)| *k)
+        .chain(
+            c.arms
+                .iter()
+                .flat_map(|a| a.per_trial.keys().map(String::as_str)),
+        )
+        .filter(|k| {
+            c.arms
+                .iter()
+                .any(|a| a.per_trial.get(*k).is_some_and(|v| *v > 0.0))
+        })
+        .collect();
+    let mut i = 0;
+    while i < seen.len() {
+        if seen[..i].contains(&seen[i]) {
+            seen.remove(i);
+        } else {
+            i += 1;
+        }
+    }
+    let kernel: Vec<String> = c
+        .arms
+        .iter()
+        .filter_map(|a| kernel_words(a, &seen))
+        .collect();
+    if c.arms.iter().any(|a| a.trials > 0) {
+        let line = if seen.is_empty() {
+            "  per trial: no direct compaction, kcompactd scanning or direct reclaim in any arm"
+                .to_string()
+        } else {
+            format!("  per trial: {}", kernel.join("; "))
+        };
+        out.extend(wrap_hanging(&line, 4));
     }
     out
 }
@@ -102,24 +129,19 @@ fn state_words(arms: &[ArmState]) -> Option<String> {
     Some(s + " (means)")
 }
 
-/// One arm's kernel work per trial: direct compaction and reclaim, kcompactd, traced stalls.
-fn kernel_words(a: &ArmState) -> Option<String> {
+/// One arm's kernel work per trial: of the counters and traced stalls any arm saw (`seen`).
+fn kernel_words(a: &ArmState, seen: &[&str]) -> Option<String> {
     if a.trials == 0 {
         return None;
     }
-    let mut parts: Vec<String> = SHOWN_COUNTERS
-        .iter()
-        .filter(|(k, _)| *k != "compact_daemon_free_scanned")
-        .map(|(k, words)| {
-            format!(
-                "{} {words}",
-                count(a.per_trial.get(*k).copied().unwrap_or(0.0))
-            )
-        })
-        .collect();
-    for (k, v) in a.per_trial.iter().filter(|(k, _)| k.ends_with(" ms")) {
-        parts.push(format!("{v:.1} ms {} (traced)", k.trim_end_matches(" ms")));
-    }
+    let words = |k: &str| -> String {
+        let v = a.per_trial.get(k).copied().unwrap_or(0.0);
+        match SHOWN_COUNTERS.iter().find(|(c, _)| *c == k) {
+            Some((_, w)) => format!("{} {w}", count(v)),
+            None => format!("{v:.1} ms {} (traced)", k.trim_end_matches(" ms")),
+        }
+    };
+    let parts: Vec<String> = seen.iter().map(|k| words(k)).collect();
     Some(format!("{} {}", a.arm, parts.join(", ")))
 }
 

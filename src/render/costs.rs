@@ -6,7 +6,7 @@ use super::summary::{level_mark, percent_interval};
 use crate::analyze::costs::{self, Cost};
 use crate::analyze::experiment::{ExperimentAnalysis, MetricAnalysis};
 use crate::analyze::stats::Estimate;
-use crate::units::Unit;
+use crate::units::{Bytes, Unit};
 
 /// `costs: peak memory ×13.4 [×12.9, ×14.0] MORE (1.0 GiB vs 76.2 MiB) · system CPU … ·
 /// p95 wall 2.68 s vs 1.12 s`, or None when the run recorded no cost (an imported run, or
@@ -97,6 +97,38 @@ fn tail_words(r: &ExperimentAnalysis, arm: &str) -> Option<String> {
     Some(format!("p95 wall {} vs {}{why}", one(&a), one(&b)))
 }
 
+/// The run line's pool part, per arm that set a pool: asked, obtained (and its share of
+/// MemTotal: memory nothing else can use while the pool holds it), used at the workload's peak.
+pub fn pool_lines(pools: &[crate::model::run::PoolUse]) -> Vec<String> {
+    pools
+        .iter()
+        .map(|p| {
+            let got = match p.obtained {
+                Some(n) => {
+                    let bytes = n * p.page_size;
+                    let share = p
+                        .mem_total
+                        .filter(|t| *t > 0)
+                        .map(|t| format!(", {:.1}% of MemTotal", bytes as f64 * 100.0 / t as f64))
+                        .unwrap_or_default();
+                    format!("obtained {n} ({}{share})", Bytes(bytes))
+                }
+                None => "obtained: not read".into(),
+            };
+            let used = match p.in_use {
+                Some(u) => format!("the workload used {u:.0} at its peak (mean over trials)"),
+                None => "the workload's use was not read".into(),
+            };
+            format!(
+                "pool {} of arm {}: asked {}, {got}; {used}",
+                Bytes(p.page_size),
+                p.arm,
+                p.asked
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,5 +144,23 @@ mod tests {
         assert_eq!(change(&e(1240.0, 1190.0, 1300.0)), "×13.4 [×12.9, ×14.0]");
         assert_eq!(change(&e(150.0, 120.0, 180.0)), "×2.5 [×2.2, ×2.8]");
         assert_eq!(change(&e(-3.0, -4.0, -2.0)), "-3.0% [-4.0, -2.0]");
+    }
+
+    #[test]
+    fn a_pool_line_says_asked_obtained_its_share_and_the_use() {
+        let p = crate::model::run::PoolUse {
+            arm: "hugetlb".into(),
+            page_size: 2 << 20,
+            asked: 4096,
+            obtained: Some(4000),
+            in_use: Some(180.4),
+            mem_total: Some(24 << 30),
+        };
+        assert_eq!(
+            pool_lines(&[p]),
+            [
+                "pool 2M of arm hugetlb: asked 4096, obtained 4000 (7.8G, 32.6% of MemTotal); the workload used 180 at its peak (mean over trials)"
+            ]
+        );
     }
 }

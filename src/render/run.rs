@@ -493,7 +493,10 @@ pub fn render(r: &RunResult, verbose: bool) -> String {
     {
         let _ = writeln!(o, "{l}");
     }
-    for l in service_lines(r) {
+    for l in super::costs::pool_lines(&r.pools)
+        .into_iter()
+        .chain(service_lines(r))
+    {
         o.extend(summary::wrap_hanging(&l, 2).into_iter().map(|l| l + "\n"));
     }
     // Where a PMU counted them, the measured TLB misses come before any model.
