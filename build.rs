@@ -53,6 +53,17 @@ fn missing_tools() {
         ),
         ("missing_systemd_analyze", on_path("systemd-analyze")),
         (
+            "missing_redis",
+            on_path("redis-server") && on_path("redis-benchmark") && on_path("redis-cli"),
+        ),
+        (
+            "missing_memcached",
+            on_path("memcached") && on_path("memcslap"),
+        ),
+        ("missing_sysbench", on_path("sysbench")),
+        ("missing_mariadb", on_path("mariadbd") || on_path("mysqld")),
+        ("missing_java", on_path("java") && on_path("javac")),
+        (
             "missing_kubernetes_validate",
             on_path("kubernetes-validate"),
         ),

@@ -1336,3 +1336,108 @@ fn ctrl_c_stops_every_warm_server_and_restores_settings() {
         assert_eq!(thp_enabled(), thp_before, "{presses} Ctrl-C: THP restored");
     }
 }
+
+/// `--during`: a BGSAVE inside every burst of Redis under THP `never` and `always` (the redis
+/// preset's arms): per trial the fork Redis itself timed (`latest_fork_usec`) and the memory the
+/// save's child added to the server tree while it lived, contrasted with intervals; Redis's own
+/// copy-on-write count (`rdb_last_cow_size`, measured by its child) is stored beside it.
+#[test]
+#[cfg_attr(unprivileged, ignore = "needs root: THP modes")]
+#[cfg_attr(
+    missing_redis,
+    ignore = "needs redis-server, redis-benchmark and redis-cli (.ci/run installs them)"
+)]
+fn redis_bgsave_during_each_burst_has_its_fork_time_and_copy_on_write_per_arm() {
+    require_root!();
+    assert!(
+        have("redis-server") && have("redis-benchmark") && have("redis-cli"),
+        "redis-server, redis-benchmark and redis-cli are needed (.ci/run installs them)"
+    );
+    let _lock = common::knob_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let port = common::free_port().to_string();
+    let server = format!("redis-server --port {port} --bind 127.0.0.1 --save '' --appendonly no");
+    let db = dir.path().join("r.db");
+    let thp_before = thp_enabled();
+    let out = common::hugelab_stdout([
+        "run",
+        "--preset",
+        "redis",
+        "--server",
+        &server,
+        // About 250 MB of 1 KiB values at every lifetime's start, for the save to copy.
+        "--server-warmup",
+        "redis-benchmark -p {port} -q -t set -n 200000 -d 1024 -r 200000 -P 32 > /dev/null",
+        "--during",
+        "redis-cli -p {port} bgsave",
+        "--during-at",
+        "300ms",
+        // Every block a lifetime of its own: lifetimes are the units of a warm run.
+        "--blocks",
+        "7",
+        "--lifetime-blocks",
+        "1",
+        "--confidence",
+        "0.9",
+        "--json",
+        "--db",
+        &db.display().to_string(),
+        "--",
+        "redis-benchmark",
+        "-p",
+        &port,
+        "-q",
+        "--csv",
+        "-t",
+        "set",
+        "-n",
+        "150000",
+        "-d",
+        "1024",
+        "-r",
+        "200000",
+        "-P",
+        "16",
+    ]);
+    assert_eq!(thp_enabled(), thp_before, "THP restored");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let metric = |name: &str| {
+        v["report"]["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["metric"]["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {}", v["report"]["metrics"]))
+            .clone()
+    };
+    for name in ["event_fork_s", "event_mem_bytes"] {
+        let m = metric(name);
+        assert_eq!(m["metric"]["cost"], true, "{name}");
+        let always = m["contrasts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c[0] == "always")
+            .unwrap()[1]
+            .clone();
+        assert!(
+            always["percent"]["lo"].is_number() && always["percent"]["hi"].is_number(),
+            "{name}: always vs never has an interval: {always}"
+        );
+    }
+    let all = trials(&db);
+    for arm in ["never", "always"] {
+        for t in arm_trials(&all, &v, arm) {
+            let e = &t.evidence["event"];
+            assert!(e["ran"] == true && e["ok"] == true, "{arm}: {e}");
+            assert!(
+                e["children"].as_u64().unwrap() >= 1,
+                "{arm}: the save's child: {e}"
+            );
+            assert!(e["fork_s"].as_f64().unwrap() > 0.0, "{arm}: {e}");
+            assert!(e["server_cow_bytes"].is_u64(), "{arm}: {e}");
+            assert!(t.metrics["event_mem_bytes"] > 0.0, "{arm}: {e}");
+        }
+    }
+    assert!(running_with(&port).is_empty(), "every server stopped");
+}

@@ -22,6 +22,31 @@ pub const SERVER_MEM: &str = "server_mem_bytes";
 /// A server tree's CPU time (user + system) during the load burst, seconds.
 pub const SERVER_CPU: &str = "server_cpu_s";
 
+/// `run --during`: the memory the event added to the server tree at its peak (copy-on-write
+/// after a fork, and the child's own), bytes.
+pub const EVENT_MEM: &str = "event_mem_bytes";
+/// `run --during` with `--preset redis`: Redis's own account of its fork (`latest_fork_usec`),
+/// seconds.
+pub const EVENT_FORK: &str = "event_fork_s";
+
+/// The costs of `--during`'s event: its memory, and the fork time where the server reports it.
+pub fn event_defs(fork: bool) -> Vec<MetricDef> {
+    let names: &[&str] = if fork {
+        &[EVENT_MEM, EVENT_FORK]
+    } else {
+        &[EVENT_MEM]
+    };
+    names
+        .iter()
+        .map(|n| MetricDef {
+            name: (*n).into(),
+            better: Better::Lower,
+            context: false,
+            cost: true,
+        })
+        .collect()
+}
+
 /// The cost metrics a run records: a command's, or a server's.
 pub fn defs(server: bool) -> Vec<MetricDef> {
     let names: &[&str] = if server {
@@ -48,6 +73,8 @@ pub fn label(name: &str) -> &str {
         SYS_CPU => "system CPU",
         SERVER_MEM => "server memory",
         SERVER_CPU => "server CPU",
+        EVENT_MEM => "event memory",
+        EVENT_FORK => "fork time",
         other => other,
     }
 }

@@ -222,6 +222,15 @@ pub struct Slot {
     pub burst: Option<u64>,
 }
 
+/// A preset's command that reports the server's own account of its last fork (Redis `INFO`:
+/// `latest_fork_usec`, and its child's `rdb_last_cow_size`), placeholders to fill.
+pub fn fork_report(preset: Option<&str>) -> Option<&'static str> {
+    match preset {
+        Some("redis") => Some("redis-cli -h {host} -p {port} INFO"),
+        _ => None,
+    }
+}
+
 pub const PLACEHOLDERS: [&str; 5] = ["{port}", "{host}", "{dir}", "{arm}", "{burst}"];
 
 /// `s` with the slot's values in place of its placeholders (`{burst}` stays when no burst).

@@ -3,6 +3,7 @@
 //! generators' outputs — and a fleet's series read from Prometheus (`prometheus`, for `judge`).
 
 pub mod coverage;
+pub mod event;
 pub mod folio_scan;
 pub mod hot;
 pub mod load;

@@ -45,6 +45,16 @@ pub(super) struct ArmServer {
 }
 
 impl ArmServer {
+    /// `s` with this arm's placeholders filled ({port}, {host}, {dir}, {burst}).
+    pub(super) fn fill(&self, s: &str) -> String {
+        fill(s, &self.slot)
+    }
+
+    /// The burst length, seconds, once known (warm design).
+    pub(super) fn burst(&self) -> Option<u64> {
+        self.slot.burst
+    }
+
     fn fill_all(&mut self, template_load: &[String]) {
         let f = |s: &str| fill(s, &self.slot);
         self.load = template_load.iter().map(|w| f(w)).collect();

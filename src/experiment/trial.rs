@@ -11,6 +11,7 @@ use crate::analyze::experiment;
 use crate::analyze::matters::State;
 use crate::backing::arm::Arm;
 use crate::backing::qemu;
+use crate::collect::event::{DuringEvent, EventView};
 use crate::collect::sampler::Schedule;
 use crate::collect::server::DuringLoad;
 use crate::collect::trial::{Gatherer, TrialEvidence};
@@ -97,6 +98,56 @@ fn apply_system(
         }
     }
     Ok(short)
+}
+
+/// `--during`: the event's thread, started as the load is (its moment measured from here), and
+/// the arm's fork-report command. None when its moment is a share of a burst not yet known.
+fn start_event(
+    d: &crate::model::run::During,
+    server: i32,
+    arm: &super::servers::ArmServer,
+) -> anyhow::Result<Option<(DuringEvent, Option<String>)>> {
+    use crate::model::run::DuringAt;
+    let at = match d.at {
+        DuringAt::After(t) => Some(t),
+        DuringAt::Share(p) => arm
+            .burst()
+            .map(|b| std::time::Duration::from_secs_f64(b as f64 * p)),
+    };
+    let Some(at) = at else { return Ok(None) };
+    let e = DuringEvent::start(server, arm.fill(&d.command), at)
+        .context("a thread for the --during event")?;
+    Ok(Some((e, d.fork_report.as_deref().map(|r| arm.fill(r)))))
+}
+
+/// The event's costs as metrics (the memory it added while its processes lived; the server's
+/// fork time from its own report), and its evidence.
+fn event_costs(view: &EventView, report: Option<&str>) -> (Vec<(String, f64)>, serde_json::Value) {
+    use crate::analyze::costs::{EVENT_FORK, EVENT_MEM};
+    let mut metrics = Vec::new();
+    let (mut fork_s, mut cow) = (None, None);
+    if view.ran && view.children > 0 {
+        metrics.push((EVENT_MEM.to_string(), view.added_bytes() as f64));
+        let info = report
+            .and_then(|r| {
+                std::process::Command::new("/bin/sh")
+                    .arg("-c")
+                    .arg(r)
+                    .output()
+                    .ok()
+            })
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        fork_s = crate::collect::event::redis_fork_s(&info);
+        cow = crate::collect::event::redis_cow_bytes(&info);
+        if let Some(f) = fork_s {
+            metrics.push((EVENT_FORK.to_string(), f));
+        }
+    }
+    let mut ev = serde_json::to_value(view).unwrap_or_default();
+    ev["fork_s"] = fork_s.into();
+    ev["server_cow_bytes"] = cow.into();
+    (metrics, ev)
 }
 
 /// The pools an arm sets, as its trial starts: (page size, pages in the pool).
@@ -379,8 +430,13 @@ pub(super) fn trial(
         ),
         None => None,
     };
+    let event = match (&plan.during, server_pid, servers.as_ref()) {
+        (Some(d), Some(pid), Some(s)) => start_event(d, pid, s.schedule.arm(arm_idx))?,
+        _ => None,
+    };
     let o = ctx.runner.run(&spec, &mut gatherer);
     let memory = during.map(DuringLoad::finish);
+    let event = event.map(|(e, report)| (e.finish(), report));
     let served = match (servers.as_mut(), memory) {
         (Some(s), Some(m)) => Some(s.schedule.release(arm_idx, m)),
         _ => None,
@@ -396,10 +452,16 @@ pub(super) fn trial(
         t.finish(o.start_mono_ns, o.end_mono_ns, comm)
     });
     let (mut metrics, missing, load_error) = read_metrics(plan, &o, trial_dir.as_ref());
+    let mut evidence_event = None;
     metrics.extend(match &served {
         Some(s) => super::costs::of_server(s),
         None => super::costs::of_command(&o, &ev.memory, super::costs::own_hwm()),
     });
+    if let Some((view, report)) = &event {
+        let e = event_costs(view, report.as_deref());
+        metrics.extend(e.0);
+        evidence_event = Some(e.1);
+    }
     if let Some(r) = served.as_ref().and_then(|s| s.ready_s)
         && plan.metrics.iter().any(|m| m.name == super::SERVER_READY)
     {
@@ -440,6 +502,9 @@ pub(super) fn trial(
     }
     if !pools.is_empty() {
         evidence["pools"] = serde_json::to_value(&pools)?;
+    }
+    if let Some(e) = evidence_event {
+        evidence["event"] = e;
     }
     let server_failure = served.as_ref().and_then(|s| s.failure.clone());
     if let Some(l) = servers.as_ref().and_then(|s| s.lifetime) {

@@ -48,6 +48,24 @@ pub struct Plan {
     /// machine as found, not recorded as a condition).
     #[serde(default)]
     pub conditions: Vec<crate::backing::condition::Condition>,
+    /// `--during`: an operator's event run inside every burst against the arm's server.
+    pub during: Option<During>,
+}
+
+/// `--during COMMAND --during-at AT`: the event, when in each burst it runs, and (a preset's)
+/// command that reports the server's own account of its fork.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct During {
+    pub command: String,
+    pub at: DuringAt,
+    pub fork_report: Option<String>,
+}
+
+/// When the event runs: a share of the burst, or a time after the load's start.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub enum DuringAt {
+    Share(f64),
+    After(Duration),
 }
 
 /// How each trial runs and what is done before it (none of it measured).

@@ -167,6 +167,7 @@ impl Exporter {
                     shmem_pmd: mem.shmem_pmd,
                     file_pmd: mem.file_pmd,
                     hugetlb: mem.hugetlb_total(),
+                    pss: 0,
                 };
                 let share =
                     crate::analyze::matters::judge(crate::backing::arm::Expect::Huge, &mem, None)

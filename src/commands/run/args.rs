@@ -80,6 +80,16 @@ pub struct RunArgs {
     /// (free memory filled with clean page cache). Brought back before every trial
     #[arg(long = "condition", value_name = "STATE")]
     pub conditions: Vec<String>,
+    /// An operator's event inside every burst, the same for every arm: a shell command run
+    /// against the arm's server ({port}, {host}, {dir} filled), e.g. 'redis-cli -p {port}
+    /// bgsave'. Its cost is measured: the server tree's added memory while the processes it
+    /// made live (copy-on-write after a fork), Redis's own fork time with --preset redis
+    #[arg(long, value_name = "COMMAND")]
+    pub during: Option<String>,
+    /// When in each burst --during runs: a share of the burst (20%; warm design) or a time
+    /// after the load's start (500ms)
+    #[arg(long, value_name = "AT", default_value = "20%")]
+    pub during_at: String,
     /// Kill a trial (and its process group) after this long
     #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub timeout: Option<Duration>,

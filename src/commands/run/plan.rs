@@ -222,6 +222,54 @@ fn parse_conditions(a: &RunArgs, privileged: bool) -> Result<Vec<Condition>, Usa
     Ok(out)
 }
 
+/// `--during`: for a server only; a share of the burst needs the warm design's timed bursts.
+fn during(
+    a: &RunArgs,
+    server: Option<&ServerPlan>,
+    load: &[String],
+) -> Result<Option<crate::model::run::During>, UsageError> {
+    use crate::model::run::{During, DuringAt};
+    let Some(command) = &a.during else {
+        return Ok(None);
+    };
+    let Some(sp) = server else {
+        return Err(UsageError(
+            "--during runs an event against a server: give --server (or a server --preset)".into(),
+        ));
+    };
+    let at = match a.during_at.strip_suffix('%') {
+        Some(p) => match p.parse::<f64>() {
+            Ok(p) if (0.0..100.0).contains(&p) => DuringAt::Share(p / 100.0),
+            _ => {
+                return Err(UsageError(format!(
+                    "--during-at {}: a share of the burst is 0% to 99%, e.g. 20%",
+                    a.during_at
+                )));
+            }
+        },
+        None => DuringAt::After(crate::units::parse_positive_duration(&a.during_at).map_err(
+            |e| {
+                UsageError(format!(
+                    "--during-at {}: {e}; give 20% or 500ms",
+                    a.during_at
+                ))
+            },
+        )?),
+    };
+    let timed = sp.warm.is_some() && crate::collect::load::fixed_duration(load);
+    if matches!(at, DuringAt::Share(_)) && !timed {
+        return Err(UsageError(format!(
+            "--during-at {}: a share of the burst needs the warm design's timed bursts ({{burst}} in the load, or pgbench -T); for this load give a time after its start, e.g. --during-at 500ms",
+            a.during_at
+        )));
+    }
+    Ok(Some(During {
+        command: command.clone(),
+        at,
+        fork_report: crate::backing::services::fork_report(sp.preset.as_deref()).map(String::from),
+    }))
+}
+
 /// A `pressure=SIZE` condition needs SIZE to be below what is available now.
 fn check_conditions_fit(conditions: &[Condition], available: u64) -> Result<(), UsageError> {
     for c in conditions {
@@ -465,6 +513,10 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
         });
     }
     metrics.extend(crate::analyze::costs::defs(server.is_some()));
+    if a.during.is_some() {
+        let redis = server.as_ref().and_then(|s| s.preset.as_deref()) == Some("redis");
+        metrics.extend(crate::analyze::costs::event_defs(redis));
+    }
     for (i, m) in metrics.iter().enumerate() {
         if metrics[..i].iter().any(|x| x.name == m.name) {
             return Err(UsageError(format!(
@@ -477,6 +529,7 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
     Ok(Plan {
         notes: Vec::new(),
         conditions: parse_conditions(a, privileged)?,
+        during: during(a, server.as_ref(), &words_of(&command, a.shell))?,
         arms,
         baseline,
         blocks,

@@ -173,6 +173,9 @@ pub struct Rollup {
     pub file_pmd: u64,
     /// Private_Hugetlb + Shared_Hugetlb (not part of Rss).
     pub hugetlb: u64,
+    /// Proportional set size: each page divided among the processes mapping it, so the sum over
+    /// processes counts every page once.
+    pub pss: u64,
 }
 
 impl Rollup {
@@ -185,6 +188,7 @@ impl Rollup {
             shmem_pmd: g("ShmemPmdMapped"),
             file_pmd: g("FilePmdMapped"),
             hugetlb: g("Private_Hugetlb") + g("Shared_Hugetlb"),
+            pss: g("Pss"),
         })
     }
 
