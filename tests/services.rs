@@ -149,12 +149,10 @@ fn arm_trials<'a>(
     unprivileged,
     ignore = "needs root: hugetlb pools, THP modes, runs PostgreSQL as postgres"
 )]
+#[cfg_attr(missing_postgres, ignore = "needs PostgreSQL (.ci/run installs it)")]
 fn postgres_preset_puts_shared_memory_on_the_pages_each_arm_asks_for_and_flags_try() {
     require_root!();
-    let Some(bin) = pg_bin() else {
-        common::skip("skipped: PostgreSQL is not installed (.ci/run installs it)");
-        return;
-    };
+    let bin = pg_bin().expect("PostgreSQL is needed (.ci/run installs it)");
     let _lock = common::knob_lock();
     let dir = tempfile::tempdir().unwrap();
     let port = common::free_port();
@@ -275,12 +273,10 @@ fn postgres_preset_puts_shared_memory_on_the_pages_each_arm_asks_for_and_flags_t
 
 #[test]
 #[cfg_attr(unprivileged, ignore = "needs root: runs PostgreSQL as postgres")]
+#[cfg_attr(missing_postgres, ignore = "needs PostgreSQL (.ci/run installs it)")]
 fn pgbench_percentiles_equal_those_computed_by_hand_from_its_log() {
     require_root!();
-    let Some(bin) = pg_bin() else {
-        common::skip("skipped: PostgreSQL is not installed (.ci/run installs it)");
-        return;
-    };
+    let bin = pg_bin().expect("PostgreSQL is needed (.ci/run installs it)");
     let dir = tempfile::tempdir().unwrap();
     let port = common::free_port();
     let data = pg_cluster(&bin, dir.path(), port);
@@ -360,14 +356,16 @@ fn pgbench_percentiles_equal_those_computed_by_hand_from_its_log() {
 
 #[test]
 #[cfg_attr(unprivileged, ignore = "needs root: THP modes")]
+#[cfg_attr(
+    missing_redis,
+    ignore = "needs redis-server, redis-benchmark and redis-cli (.ci/run installs them)"
+)]
 fn redis_preset_shows_thp_reaching_redis_only_when_it_does_not_opt_out() {
     require_root!();
-    if !have("redis-server") || !have("redis-benchmark") {
-        eprintln!(
-            "skipped: redis-server or redis-benchmark is not installed (.ci/run installs them)"
-        );
-        return;
-    }
+    assert!(
+        have("redis-server") && have("redis-benchmark"),
+        "redis-server or redis-benchmark is not installed (.ci/run installs them)"
+    );
     let _lock = common::knob_lock();
     let dir = tempfile::tempdir().unwrap();
     let port = common::free_port().to_string();
@@ -484,11 +482,15 @@ fn failing_redis(port: &str, server: &str, extra: &[&str], load: &[&str]) -> Str
 }
 
 #[test]
+#[cfg_attr(
+    missing_redis,
+    ignore = "needs redis-server, redis-benchmark and redis-cli (.ci/run installs them)"
+)]
 fn a_server_that_fails_fails_the_run_loudly_and_leaves_nothing_running() {
-    if !have("redis-server") || !have("redis-cli") {
-        common::skip("skipped: redis-server or redis-cli is not installed (.ci/run installs them)");
-        return;
-    }
+    assert!(
+        have("redis-server") && have("redis-cli"),
+        "redis-server or redis-cli is not installed (.ci/run installs them)"
+    );
     let port = common::free_port().to_string();
     let ready = format!("tcp:127.0.0.1:{port}");
     let ok_server =
@@ -615,12 +617,16 @@ fn server_input_is_checked_before_anything_runs() {
 
 #[test]
 #[cfg_attr(unprivileged, ignore = "needs root: THP modes")]
+#[cfg_attr(
+    missing_redis,
+    ignore = "needs redis-server, redis-benchmark and redis-cli (.ci/run installs them)"
+)]
 fn ctrl_c_stops_the_server_and_restores_settings() {
     require_root!();
-    if !have("redis-server") {
-        common::skip("skipped: redis-server is not installed (.ci/run installs it)");
-        return;
-    }
+    assert!(
+        have("redis-server"),
+        "redis-server is not installed (.ci/run installs it)"
+    );
     let _lock = common::knob_lock();
     let dir = tempfile::tempdir().unwrap();
     let port = common::free_port().to_string();
@@ -687,12 +693,16 @@ fn ctrl_c_stops_the_server_and_restores_settings() {
 
 #[test]
 #[cfg_attr(unprivileged, ignore = "needs root: THP modes")]
+#[cfg_attr(
+    missing_memcached,
+    ignore = "needs memcached and memcslap (.ci/run installs them)"
+)]
 fn memcached_large_pages_land_on_thp_and_refusal_under_never_is_loud() {
     require_root!();
-    if !have("memcached") || !have("memcslap") {
-        common::skip("skipped: memcached or memcslap is not installed (.ci/run installs them)");
-        return;
-    }
+    assert!(
+        have("memcached") && have("memcslap"),
+        "memcached or memcslap is not installed (.ci/run installs them)"
+    );
     let _lock = common::knob_lock();
     let dir = tempfile::tempdir().unwrap();
     let port = common::free_port().to_string();
@@ -751,12 +761,10 @@ fn memcached_large_pages_land_on_thp_and_refusal_under_never_is_loud() {
 
 #[test]
 #[cfg_attr(unprivileged, ignore = "needs root: hugetlb pools")]
+#[cfg_attr(missing_java, ignore = "needs a JDK (.ci/run installs it)")]
 fn jvm_preset_sizes_a_pool_for_the_heap_so_hugetlbfs_is_measured() {
     require_root!();
-    if !have("java") || !have("javac") {
-        common::skip("skipped: no JDK (java, javac)");
-        return;
-    }
+    assert!(have("java") && have("javac"), "no JDK (java, javac)");
     let _lock = common::knob_lock();
     let dir = tempfile::tempdir().unwrap();
     let build = dir.path().join("build");
@@ -808,11 +816,15 @@ fn jvm_preset_sizes_a_pool_for_the_heap_so_hugetlbfs_is_measured() {
 }
 
 #[test]
+#[cfg_attr(
+    missing_redis,
+    ignore = "needs redis-server, redis-benchmark and redis-cli (.ci/run installs them)"
+)]
 fn a_server_that_daemonizes_is_followed_through_its_pidfile() {
-    if !have("redis-server") || !have("redis-cli") {
-        common::skip("skipped: redis-server or redis-cli is not installed (.ci/run installs them)");
-        return;
-    }
+    assert!(
+        have("redis-server") && have("redis-cli"),
+        "redis-server or redis-cli is not installed (.ci/run installs them)"
+    );
     let dir = tempfile::tempdir().unwrap();
     let port = common::free_port().to_string();
     let pidfile = dir.path().join("redis.pid");
@@ -876,11 +888,12 @@ fn a_server_that_daemonizes_is_followed_through_its_pidfile() {
 }
 
 #[test]
+#[cfg_attr(missing_sysbench, ignore = "needs sysbench (.ci/run installs it)")]
 fn sysbench_output_is_read_by_its_parser() {
-    if !have("sysbench") {
-        common::skip("skipped: sysbench is not installed (.ci/run installs it)");
-        return;
-    }
+    assert!(
+        have("sysbench"),
+        "sysbench is not installed (.ci/run installs it)"
+    );
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");
     let out = common::hugelab_stdout([
@@ -946,12 +959,10 @@ fn near(a: u64, b: u64, tol: f64) -> bool {
     unprivileged,
     ignore = "needs root: hugetlb pools, shmem THP, runs PostgreSQL as postgres"
 )]
+#[cfg_attr(missing_postgres, ignore = "needs PostgreSQL (.ci/run installs it)")]
 fn warm_postgres_counts_each_servers_huge_pages_as_the_kernel_does_and_flags_a_fallback() {
     require_root!();
-    let Some(bin) = pg_bin() else {
-        common::skip("skipped: PostgreSQL is not installed (.ci/run installs it)");
-        return;
-    };
+    let bin = pg_bin().expect("PostgreSQL is needed (.ci/run installs it)");
     let _lock = common::knob_lock();
     let dir = tempfile::tempdir().unwrap();
     let port = common::free_port();
@@ -1083,12 +1094,10 @@ fn warm_postgres_counts_each_servers_huge_pages_as_the_kernel_does_and_flags_a_f
 
 #[test]
 #[cfg_attr(unprivileged, ignore = "needs root: runs PostgreSQL as postgres")]
+#[cfg_attr(missing_postgres, ignore = "needs PostgreSQL (.ci/run installs it)")]
 fn warm_a_a_on_fresh_postgres_servers_gives_no_more_false_verdicts_than_the_level() {
     require_root!();
-    let Some(bin) = pg_bin() else {
-        common::skip("skipped: PostgreSQL is not installed (.ci/run installs it)");
-        return;
-    };
+    let bin = pg_bin().expect("PostgreSQL is needed (.ci/run installs it)");
     // Its servers' shared memory would take THP under another test's shmem_enabled=always.
     let _lock = common::knob_lock();
     let dir = tempfile::tempdir().unwrap();
@@ -1252,12 +1261,16 @@ fn a_warm_server_that_dies_fails_the_run_and_every_other_server_is_stopped() {
 
 #[test]
 #[cfg_attr(unprivileged, ignore = "needs root: THP modes")]
+#[cfg_attr(
+    missing_redis,
+    ignore = "needs redis-server, redis-benchmark and redis-cli (.ci/run installs them)"
+)]
 fn ctrl_c_stops_every_warm_server_and_restores_settings() {
     require_root!();
-    if !have("redis-server") {
-        common::skip("skipped: redis-server is not installed (.ci/run installs it)");
-        return;
-    }
+    assert!(
+        have("redis-server"),
+        "redis-server is not installed (.ci/run installs it)"
+    );
     let _lock = common::knob_lock();
     let dir = tempfile::tempdir().unwrap();
     let thp_before = thp_enabled();
