@@ -31,7 +31,12 @@ pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>, pg_pages: Option<u
     let Some(Adopted { arm, why, .. }) = chosen else {
         return a;
     };
-    a.service = conf_lines(&arm.process.server_args)
+    a.notes.extend(tails(runs, &arm.name));
+    let conf = conf_lines(&arm.process.server_args);
+    if let Some(n) = huge_pages_note(&conf) {
+        a.notes.push(n.into());
+    }
+    a.service = conf
         .into_iter()
         .map(|line| ServiceLine {
             file: "postgresql.conf".into(),
@@ -74,6 +79,59 @@ pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>, pg_pages: Option<u
     a
 }
 
+/// What `huge_pages` does when the pool is short, for the value advised.
+fn huge_pages_note(conf: &[String]) -> Option<&'static str> {
+    let v = conf.iter().find_map(|l| l.strip_prefix("huge_pages = "))?;
+    match v {
+        "on" => Some(
+            "huge_pages = on: when the pool is short of the shared memory, PostgreSQL refuses to start (FATAL: could not map anonymous shared memory) — the server stays down until the pool is grown; huge_pages = try would start on 4 KiB pages instead, without a word to the operator",
+        ),
+        "try" => Some(
+            "huge_pages = try: when the pool is short, PostgreSQL starts on 4 KiB pages without a word to the operator (hugelab FLAGs such a trial); huge_pages = on would refuse to start instead, so a short pool is seen at once",
+        ),
+        _ => None,
+    }
+}
+
+/// The tail: every p99 contrast of the adopted arm in the runs that measured it.
+fn tails(runs: &[RunEvidence], arm: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in runs {
+        for m in r
+            .report
+            .metrics
+            .iter()
+            .filter(|m| m.metric.name.contains("p99"))
+        {
+            let Some((_, c)) = m.contrasts.iter().find(|(a, _)| a == arm) else {
+                continue;
+            };
+            let words = match c {
+                Some(c) => {
+                    let e = &c.percent;
+                    let interval = match (e.lo, e.hi) {
+                        (Some(lo), Some(hi)) => format!(" [{lo:+.1}, {hi:+.1}]"),
+                        _ => " (no interval: too few blocks)".into(),
+                    };
+                    let verdict = match c.verdict {
+                        crate::analyze::verdict::Verdict::Faster => "better",
+                        crate::analyze::verdict::Verdict::Slower => "WORSE",
+                        crate::analyze::verdict::Verdict::Equivalent => "the same",
+                        crate::analyze::verdict::Verdict::Inconclusive => "not resolved",
+                    };
+                    format!("{:+.1}%{interval} {verdict}", e.point)
+                }
+                None => "too few complete blocks".into(),
+            };
+            out.push(format!(
+                "tail (run {}): {} {arm} vs {}: {words}",
+                r.run_id, m.metric.name, r.report.baseline
+            ));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::findings;
@@ -91,9 +149,26 @@ mod tests {
             ],
             &[(7.0, 2.0, 12.0, Verdict::Faster, 0)],
         );
+        let mut r = r;
+        // The load's p99 beside its throughput: the advice carries it.
+        let mut p99 = r.report.metrics[1].clone();
+        p99.metric.name = "latency_p99_ms".into();
+        r.report.metrics.push(p99);
         let runs = [r];
         let a = advise(&runs, findings(&runs), Some(265));
         assert_eq!(a.service[0].line, "huge_pages = on");
+        assert!(
+            a.notes.iter().any(|n| n.starts_with(
+                "tail (run 3): latency_p99_ms hugetlb-2m vs off: +7.0% [+2.0, +12.0]"
+            )),
+            "{:?}",
+            a.notes
+        );
+        assert!(
+            a.notes.iter().any(|n| n.contains("refuses to start")),
+            "{:?}",
+            a.notes
+        );
         let pool: Vec<&Setting> = a.settings.iter().filter(|s| s.knob.is_pool()).collect();
         assert_eq!(pool.len(), 1);
         assert_eq!(pool[0].value, "267");
