@@ -229,6 +229,13 @@ fn postgres_preset_puts_shared_memory_on_the_pages_each_arm_asks_for_and_flags_t
             "{:?}",
             t.metrics
         );
+        // CPU per transaction: the server's CPU over tps × the load's wall time.
+        let per_op = t.metrics["server_cpu_s"] * 1e6 / (t.metrics["tps"] * t.metrics["wall_s"]);
+        assert!(
+            (t.metrics["server_cpu_per_op_us"] / per_op - 1.0).abs() < 1e-9,
+            "{:?}",
+            t.metrics
+        );
     }
     for t in arm_trials(&all, &v, "thp") {
         let s = &t.evidence["server"];

@@ -22,6 +22,10 @@ pub const SERVER_MEM: &str = "server_mem_bytes";
 /// A server tree's CPU time (user + system) during the load burst, seconds.
 pub const SERVER_CPU: &str = "server_cpu_s";
 
+/// A server's CPU time per unit of its load's work: `server_cpu_s` over the primary metric's
+/// rate (requests or transactions per second) times the load's wall time, microseconds.
+pub const CPU_PER_OP: &str = "server_cpu_per_op_us";
+
 /// `run --during`: the memory the event added to the server tree at its peak (copy-on-write
 /// after a fork, and the child's own), bytes.
 pub const EVENT_MEM: &str = "event_mem_bytes";
@@ -47,9 +51,12 @@ pub fn event_defs(fork: bool) -> Vec<MetricDef> {
         .collect()
 }
 
-/// The cost metrics a run records: a command's, or a server's.
-pub fn defs(server: bool) -> Vec<MetricDef> {
-    let names: &[&str] = if server {
+/// The cost metrics a run records: a command's, or a server's (with its CPU per unit of work
+/// when the primary metric is a rate of work, `per_op`).
+pub fn defs(server: bool, per_op: bool) -> Vec<MetricDef> {
+    let names: &[&str] = if server && per_op {
+        &[SERVER_MEM, SERVER_CPU, CPU_PER_OP]
+    } else if server {
         &[SERVER_MEM, SERVER_CPU]
     } else {
         &[PEAK_MEM, USER_CPU, SYS_CPU]
@@ -73,6 +80,7 @@ pub fn label(name: &str) -> &str {
         SYS_CPU => "system CPU",
         SERVER_MEM => "server memory",
         SERVER_CPU => "server CPU",
+        CPU_PER_OP => "server CPU per op",
         EVENT_MEM => "event memory",
         EVENT_FORK => "fork time",
         other => other,
@@ -130,13 +138,21 @@ pub fn arm_median(m: &MetricAnalysis, arm: &str) -> Option<f64> {
         .map(|s| s.median)
 }
 
+/// Whether a metric is a rate of work a load reports (requests, transactions, operations per
+/// second), so CPU per unit of work can be derived from it.
+pub fn is_rate_of_work(name: &str) -> bool {
+    ["tps", "rps", "ops", "qps"]
+        .iter()
+        .any(|r| name == *r || name.ends_with(&format!("_{r}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn a_command_and_a_server_record_their_own_costs_all_lower_is_better() {
-        let c = defs(false);
+        let c = defs(false, false);
         assert_eq!(
             c.iter().map(|d| d.name.as_str()).collect::<Vec<_>>(),
             [PEAK_MEM, USER_CPU, SYS_CPU]
@@ -145,7 +161,9 @@ mod tests {
             c.iter()
                 .all(|d| d.cost && !d.context && d.better == Better::Lower)
         );
-        assert_eq!(defs(true).len(), 2);
+        assert_eq!(defs(true, false).len(), 2);
+        assert_eq!(defs(true, true).len(), 3);
+        assert!(is_rate_of_work("tps") && is_rate_of_work("set_rps") && !is_rate_of_work("wall_s"));
         assert_eq!(label(SYS_CPU), "system CPU");
         assert_eq!(verdict_word(Verdict::Slower), "MORE");
     }

@@ -150,6 +150,17 @@ fn event_costs(view: &EventView, report: Option<&str>) -> (Vec<(String, f64)>, s
     (metrics, ev)
 }
 
+/// A server's CPU per unit of work: its CPU over the load's work (the primary rate times the
+/// load's wall time), µs — where the plan records it.
+fn cpu_per_op(plan: &Plan, metrics: &BTreeMap<String, f64>) -> Option<f64> {
+    use crate::analyze::costs::{CPU_PER_OP, SERVER_CPU};
+    if !plan.metrics.iter().any(|m| m.name == CPU_PER_OP) {
+        return None;
+    }
+    let work = metrics.get(&plan.primary().name)? * metrics.get("wall_s")?;
+    (work > 0.0).then(|| metrics.get(SERVER_CPU).copied().unwrap_or(0.0) * 1e6 / work)
+}
+
 /// The pools an arm sets, as its trial starts: (page size, pages in the pool).
 fn pools_at_start(arm: &Arm, root: &crate::probe::Root) -> Vec<(u64, u64)> {
     let sizes: Vec<u64> = arm
@@ -457,6 +468,9 @@ pub(super) fn trial(
         Some(s) => super::costs::of_server(s),
         None => super::costs::of_command(&o, &ev.memory, super::costs::own_hwm()),
     });
+    if let Some(v) = cpu_per_op(plan, &metrics) {
+        metrics.insert(crate::analyze::costs::CPU_PER_OP.into(), v);
+    }
     if let Some((view, report)) = &event {
         let e = event_costs(view, report.as_deref());
         metrics.extend(e.0);

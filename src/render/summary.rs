@@ -529,7 +529,7 @@ mod tests {
             context: false,
             cost: false,
         }];
-        metrics.extend(defs(false));
+        metrics.extend(defs(false, false));
         let r = analyse(
             &["never".into(), "always".into()],
             0,

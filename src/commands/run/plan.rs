@@ -512,7 +512,10 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
             cost: false,
         });
     }
-    metrics.extend(crate::analyze::costs::defs(server.is_some()));
+    let per_op = crate::analyze::costs::is_rate_of_work(
+        &metrics[crate::analyze::experiment::primary_index(&metrics)].name,
+    );
+    metrics.extend(crate::analyze::costs::defs(server.is_some(), per_op));
     if a.during.is_some() {
         let redis = server.as_ref().and_then(|s| s.preset.as_deref()) == Some("redis");
         metrics.extend(crate::analyze::costs::event_defs(redis));
