@@ -177,3 +177,91 @@ fn another_process_faulting_thp_does_not_clear_an_arm_on_4k() {
         "{a}"
     );
 }
+
+/// The published JVM table in one run: a JMH sweep over two sizes in `avgt` mode (ns/op), each
+/// row its own metric with the row's direction (lower), shown in the answer with its contrast,
+/// the rows one Holm family across rows × arms; JMH's result file is read (hugelab asks for it).
+#[test]
+fn every_jmh_result_row_is_a_metric_with_the_direction_its_mode_states() {
+    let Some(jar) = benchmarks_jar() else { return };
+    // JMH allows one instance at a time (/tmp/jmh.lock): the other JMH tests hold this lock.
+    let _lock = common::knob_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let jar = jar.display().to_string();
+    let v = common::run_json(
+        &[
+            "--arm",
+            "a=env.HUGELAB_ARM=a",
+            "--arm",
+            "b=env.HUGELAB_ARM=b",
+            "--blocks",
+            "2",
+            "--warmup",
+            "0",
+            "--metric",
+            "jmh",
+        ],
+        &[
+            "java",
+            "-Xmx512m",
+            "-jar",
+            &jar,
+            "ByteArrayTouch",
+            "-f",
+            "1",
+            "-wi",
+            "1",
+            "-i",
+            "1",
+            "-w",
+            "200ms",
+            "-r",
+            "200ms",
+            "-bm",
+            "avgt",
+            "-tu",
+            "ns",
+            "-p",
+            "size=1000000,100000000",
+        ],
+        &db,
+    );
+    let rows: Vec<&serde_json::Value> = v["plan"]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["row"] == true)
+        .collect();
+    let names: Vec<&str> = rows.iter().map(|m| m["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "ByteArrayTouch.touch size=1000000",
+            "ByteArrayTouch.touch size=100000000"
+        ]
+    );
+    assert!(
+        rows.iter().all(|m| m["better"] == "lower"),
+        "avgt: {rows:?}"
+    );
+    // Every trial read both rows from JMH's JSON result file, in ns/op: the larger array costs
+    // more per operation.
+    let trials = hugelab::store::Store::open(&db).unwrap().load(1).unwrap().2;
+    for t in trials.iter().filter(|t| t.block >= 0) {
+        let (small, large) = (t.metrics[names[0]], t.metrics[names[1]]);
+        assert!(small > 0.0 && large > small, "{:?}", t.metrics);
+        assert_eq!(t.evidence["load_metrics"].as_array().unwrap().len(), 2);
+    }
+    // The answer: a line per row, and the family it was judged in.
+    let shown = common::hugelab_stdout(["results", "show", "1", "--db", db.to_str().unwrap()]);
+    for n in names {
+        assert!(shown.contains(n), "{shown}");
+    }
+    assert!(
+        shown.contains(
+            "the load's 2 result rows × 1 arm are one family: Holm across their 2 contrasts"
+        ),
+        "{shown}"
+    );
+}

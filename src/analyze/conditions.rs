@@ -270,6 +270,7 @@ mod tests {
             better: Better::Lower,
             context: false,
             cost: false,
+            row: false,
         }];
         let arms = ["never".to_string(), "madvise".to_string()];
         let r = analyse(&arms, 0, &t, &metrics, 0.01, 0.95, &Design::Fixed, &[]);
@@ -308,6 +309,7 @@ mod tests {
             better: Better::Lower,
             context: false,
             cost: false,
+            row: false,
         }];
         let arms = ["a".to_string(), "b".to_string()];
         let r = analyse(&arms, 0, &t, &metrics, 0.01, 0.95, &Design::Fixed, &[]);

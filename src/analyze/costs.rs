@@ -47,6 +47,7 @@ pub fn event_defs(fork: bool) -> Vec<MetricDef> {
             better: Better::Lower,
             context: false,
             cost: true,
+            row: false,
         })
         .collect()
 }
@@ -68,6 +69,7 @@ pub fn defs(server: bool, per_op: bool) -> Vec<MetricDef> {
             better: Better::Lower,
             context: false,
             cost: true,
+            row: false,
         })
         .collect()
 }

@@ -299,6 +299,10 @@ pub struct MetricDef {
     /// with the same statistics, shown on the answer's cost line and weighed by `advise`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cost: bool,
+    /// A row of the load's own result table (a JMH benchmark × parameters): one of a family of
+    /// rows that is the question, each shown in the answer whatever its verdict.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub row: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -447,6 +451,49 @@ fn block_log_ratios(
         .collect()
 }
 
+/// A load's result rows (`MetricDef::row`: JMH's benchmark × parameters) are the question
+/// together: their contrasts are one family, Holm across rows × arms (computed on the log-ratios
+/// as lower-is-better and turned round for the rows better higher: the interval and p-value do
+/// not depend on the direction, only the verdict's word does).
+fn rows_as_one_family(
+    reports: &mut [MetricAnalysis],
+    trials: &[TrialData],
+    baseline: usize,
+    others: &[usize],
+    effect: f64,
+    confidence: f64,
+    design: &Design,
+) {
+    let rows: Vec<usize> = (0..reports.len())
+        .filter(|&i| reports[i].metric.row)
+        .collect();
+    if rows.len() < 2 {
+        return;
+    }
+    let mut d = Vec::new();
+    for &r in &rows {
+        for &a in others {
+            d.push(log_ratios(trials, a, baseline, &reports[r].metric.name));
+        }
+    }
+    let mut joint = contrasts(&d, effect, confidence, Better::Lower, design).into_iter();
+    for &r in &rows {
+        let higher = reports[r].metric.better == Better::Higher;
+        for (_, c) in reports[r].contrasts.iter_mut() {
+            *c = joint.next().flatten().map(|mut c| {
+                if higher {
+                    c.verdict = match c.verdict {
+                        super::verdict::Verdict::Faster => super::verdict::Verdict::Slower,
+                        super::verdict::Verdict::Slower => super::verdict::Verdict::Faster,
+                        v => v,
+                    };
+                }
+                c
+            });
+        }
+    }
+}
+
 /// Every arm's successful values of `metric`, in block order.
 fn values(trials: &[TrialData], arm: usize, metric: &str) -> Vec<f64> {
     let mut ts: Vec<&TrialData> = trials.iter().filter(|t| t.arm == arm && t.ok).collect();
@@ -466,7 +513,7 @@ pub fn analyse(
     design: &Design,
 ) -> ExperimentAnalysis {
     let others: Vec<usize> = (0..arms.len()).filter(|a| *a != baseline).collect();
-    let metric_reports = metrics
+    let mut metric_reports: Vec<MetricAnalysis> = metrics
         .iter()
         .map(|m| {
             let arm_metrics = (0..arms.len())
@@ -551,6 +598,17 @@ pub fn analyse(
             }
         })
         .collect();
+    if *design != Design::Unpaired {
+        rows_as_one_family(
+            &mut metric_reports,
+            trials,
+            baseline,
+            &others,
+            effect,
+            confidence,
+            design,
+        );
+    }
     let evidence = (0..arms.len())
         .map(|a| {
             let ts: Vec<&TrialData> = trials.iter().filter(|t| t.arm == a).collect();
@@ -642,6 +700,7 @@ mod tests {
                 better: Better::Lower,
                 context: false,
                 cost: false,
+                row: false,
             }],
             0.01,
             0.99,

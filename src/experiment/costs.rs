@@ -21,11 +21,15 @@ pub fn of_command(o: &TrialOutcome, mem: &MemorySamples, own_hwm: u64) -> Vec<(S
         0
     };
     let peak = mem.peak_rss.max(kernel);
-    vec![
-        (PEAK_MEM.into(), peak as f64),
+    let mut out = vec![
         (USER_CPU.into(), o.user_ns as f64 / 1e9),
         (SYS_CPU.into(), o.sys_ns as f64 / 1e9),
-    ]
+    ];
+    // A child too short for the sampler and smaller than hugelab: its peak is not known.
+    if peak > 0 {
+        out.insert(0, (PEAK_MEM.into(), peak as f64));
+    }
+    out
 }
 
 /// A server's costs: its memory after the load (shared segments once, hugetlb committed to it)

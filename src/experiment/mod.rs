@@ -201,7 +201,7 @@ fn announce(plan: &Plan, too_few: Option<&str>, progress: &mut dyn Observer) {
 
 /// The stored trials analysed with the design the plan chose, into the run's record.
 fn analyse(
-    plan: Plan,
+    mut plan: Plan,
     req: &Request,
     run_id: i64,
     x: Executed,
@@ -209,6 +209,7 @@ fn analyse(
     mut notes: Vec<String>,
 ) -> (RunResult, Outcome) {
     let names: Vec<String> = plan.arms.iter().map(|x| x.name.clone()).collect();
+    plan.metrics = crate::store::analysis::with_discovered(plan.metrics, &x.trials);
     let data: Vec<TrialData> = x.trials.iter().map(trial_data).collect();
     let described: Vec<(String, String)> = x
         .conditions

@@ -462,7 +462,17 @@ pub(super) fn trial(
             .map_or("child", |c| c.rsplit('/').next().unwrap_or(c));
         t.finish(o.start_mono_ns, o.end_mono_ns, comm)
     });
-    let (mut metrics, missing, load_error) = read_metrics(plan, &o, trial_dir.as_ref());
+    let (mut metrics, mut missing, load_error) = read_metrics(plan, &o, trial_dir.as_ref());
+    let discovered = match (plan.load_format, trial_dir.as_ref()) {
+        (Some(f), Some(d)) if o.succeeded() => f.discovered(&o.stdout, &o.stderr, d.path()),
+        _ => Vec::new(),
+    };
+    if plan.load_format == Some(crate::collect::load::LoadFormat::Jmh)
+        && o.succeeded()
+        && discovered.is_empty()
+    {
+        missing.push("JMH's result rows".into());
+    }
     let mut evidence_event = None;
     metrics.extend(match &served {
         Some(s) => super::costs::of_server(s),
@@ -519,6 +529,12 @@ pub(super) fn trial(
     }
     if let Some(e) = evidence_event {
         evidence["event"] = e;
+    }
+    if !discovered.is_empty() {
+        evidence["load_metrics"] = discovered
+            .iter()
+            .map(|m| serde_json::json!({ "name": m.name, "higher": m.higher }))
+            .collect();
     }
     let server_failure = served.as_ref().and_then(|s| s.failure.clone());
     if let Some(l) = servers.as_ref().and_then(|s| s.lifetime) {

@@ -61,7 +61,7 @@ pub fn answer(r: &ExperimentAnalysis) -> Vec<String> {
                 && !shown
                     .iter()
                     .any(|(n, _): &(String, String)| n.contains("p99"));
-            if k == 0 || settled || first_p99 {
+            if k == 0 || settled || first_p99 || m.metric.row {
                 let words = match c {
                     None => "too few complete blocks for an interval".to_string(),
                     Some(c) => contrast_words(r, c, k == 0),
@@ -120,6 +120,19 @@ pub fn answer(r: &ExperimentAnalysis) -> Vec<String> {
             }
             out.extend(cost_lines(r, what));
         }
+    }
+    let rows = r.metrics.iter().filter(|m| m.metric.row).count();
+    if rows > 1 {
+        let arms = r.evidence.len().saturating_sub(1);
+        out.extend(wrap_hanging(
+            &format!(
+                "the load's {rows} result rows × {arms} arm{} are one family: Holm across their {} contrasts at {}",
+                if arms == 1 { "" } else { "s" },
+                rows * arms,
+                crate::analyze::verdict::fmt_level(r.confidence)
+            ),
+            2,
+        ));
     }
     out.extend(super::conditions::lines(r));
     for e in &r.evidence {
@@ -528,6 +541,7 @@ mod tests {
             better: Better::Lower,
             context: false,
             cost: false,
+            row: false,
         }];
         metrics.extend(defs(false, false));
         let r = analyse(
@@ -615,6 +629,7 @@ mod tests {
             better,
             context,
             cost: false,
+            row: false,
         };
         let line = |defs: &[MetricDef]| {
             let r = analyse(

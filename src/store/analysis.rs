@@ -5,11 +5,42 @@ use super::{ArmRow, TrialRow};
 use crate::analyze::experiment::{self, MetricDef, TrialData};
 use crate::analyze::verdict::{Better, Design};
 
+/// `defs` with the metrics the trials found in their results (`evidence.load_metrics`: JMH's
+/// rows, each with its direction), in the order first seen, before the cost metrics: the first
+/// row is then the primary metric.
+pub fn with_discovered(mut defs: Vec<MetricDef>, trials: &[TrialRow]) -> Vec<MetricDef> {
+    let at = defs.iter().position(|d| d.cost).unwrap_or(defs.len());
+    let mut found: Vec<MetricDef> = Vec::new();
+    for t in trials {
+        for m in t.evidence["load_metrics"].as_array().into_iter().flatten() {
+            let Some(name) = m["name"].as_str() else {
+                continue;
+            };
+            if defs.iter().chain(&found).any(|d| d.name == name) {
+                continue;
+            }
+            found.push(MetricDef {
+                name: name.to_string(),
+                better: if m["higher"] == true {
+                    Better::Higher
+                } else {
+                    Better::Lower
+                },
+                context: false,
+                cost: false,
+                row: true,
+            });
+        }
+    }
+    defs.splice(at..at, found);
+    defs
+}
+
 fn metric_defs(meta: &serde_json::Value, trials: &[TrialRow]) -> Vec<MetricDef> {
     if let Ok(m) = serde_json::from_value::<Vec<MetricDef>>(meta["metrics"].clone())
         && !m.is_empty()
     {
-        return m;
+        return with_discovered(m, trials);
     }
     let mut names: Vec<String> = trials
         .iter()
@@ -24,6 +55,7 @@ fn metric_defs(meta: &serde_json::Value, trials: &[TrialRow]) -> Vec<MetricDef> 
             name,
             context: false,
             cost: false,
+            row: false,
         })
         .collect()
 }

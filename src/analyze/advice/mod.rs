@@ -485,6 +485,7 @@ pub(crate) mod tests {
                 better,
                 context: false,
                 cost: false,
+                row: false,
             },
             arms: arms
                 .iter()

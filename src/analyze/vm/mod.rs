@@ -312,6 +312,7 @@ mod tests {
             better: Better::Lower,
             context: false,
             cost: false,
+            row: false,
         }];
         let backings = [
             Some(QemuBacking::FourK),

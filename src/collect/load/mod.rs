@@ -96,7 +96,8 @@ impl LoadFormat {
             LoadFormat::Memtier => Ok(memtier::metrics()),
             LoadFormat::Sysbench => Ok(sysbench::metrics(words)),
             LoadFormat::Wrk => Ok(wrk::metrics(words)),
-            LoadFormat::Jmh => Ok(jmh::metrics(words)),
+            // Its rows are found in the first trial's results (`discovered`).
+            LoadFormat::Jmh => Ok(Vec::new()),
         }
     }
 
@@ -107,6 +108,9 @@ impl LoadFormat {
         let add: &[&str] = match self {
             LoadFormat::Pgbench => &["-l", "--log-prefix=$HUGELAB_TRIAL_DIR/pgbench_log"],
             LoadFormat::Memtier => &["--json-out-file=$HUGELAB_TRIAL_DIR/memtier.json"],
+            LoadFormat::Jmh if !jmh::names_result_file(argv) => {
+                &["-rf", "json", "-rff", "$HUGELAB_TRIAL_DIR/jmh.json"]
+            }
             _ => return Ok(()),
         };
         if shell {
@@ -152,7 +156,18 @@ impl LoadFormat {
             }
             LoadFormat::Sysbench => sysbench::read(stdout),
             LoadFormat::Wrk => wrk::read(stdout),
-            LoadFormat::Jmh => jmh::read(stdout, stderr),
+            LoadFormat::Jmh => jmh::read(stdout, stderr, dir),
+        }
+    }
+
+    /// Metrics a load names only in its results (JMH's rows, with their directions); empty for
+    /// a format whose metrics are known before the run.
+    pub fn discovered(self, stdout: &str, stderr: &str, dir: &Path) -> Vec<LoadMetric> {
+        match self {
+            LoadFormat::Jmh => jmh::rows(stdout, stderr, dir)
+                .map(|r| jmh::metrics_of(&r))
+                .unwrap_or_default(),
+            _ => Vec::new(),
         }
     }
 }

@@ -48,6 +48,7 @@ impl Saver {
                         },
                         context: false,
                         cost: false,
+                        row: false,
                     });
                 }
             }

@@ -422,6 +422,11 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
             .metrics(&words_of(&command, a.shell))
             .map_err(UsageError)?;
     }
+    if load_format == Some(LoadFormat::Jmh) && (a.sequential || a.looks.is_some()) {
+        return Err(UsageError(
+            "--metric jmh: JMH's rows are found in the trials' results, so none can be the metric --sequential or --looks stops on; give a fixed --blocks, or a --metric NAME=REGEX for the row to stop on".into(),
+        ));
+    }
     crate::commands::check_confidence(a.decision.confidence)?;
     crate::commands::parse_effect(&a.decision.effect.to_string())
         .map_err(|e| UsageError(format!("--effect {e}")))?;
@@ -483,6 +488,7 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
         better: Better::Lower,
         context: fixed && (server.is_some() || load_format.is_some()),
         cost: false,
+        row: false,
     }];
     metrics.extend(outputs.iter().map(|m| MetricDef {
         name: m.name.clone(),
@@ -493,6 +499,7 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
         },
         context: false,
         cost: false,
+        row: false,
     }));
     metrics.extend(load_metrics.into_iter().map(|m| MetricDef {
         name: m.name,
@@ -503,6 +510,7 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
         },
         context: false,
         cost: false,
+        row: false,
     }));
     if server.is_some() && !warm {
         metrics.push(MetricDef {
@@ -510,6 +518,7 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
             better: Better::Lower,
             context: false,
             cost: false,
+            row: false,
         });
     }
     let per_op = crate::analyze::costs::is_rate_of_work(
