@@ -95,6 +95,7 @@ pub fn answer(r: &ExperimentAnalysis) -> Vec<String> {
                 &format!("{head}{words}"),
                 head.chars().count(),
             ));
+            out.extend(no_interval_line(r, what, shown));
             out.extend(cost_lines(r, what));
         }
     } else {
@@ -118,6 +119,7 @@ pub fn answer(r: &ExperimentAnalysis) -> Vec<String> {
                     4,
                 ));
             }
+            out.extend(no_interval_line(r, what, shown));
             out.extend(cost_lines(r, what));
         }
     }
@@ -148,6 +150,24 @@ pub fn answer(r: &ExperimentAnalysis) -> Vec<String> {
     out
 }
 
+/// Why a contrast shown without an interval has none, on its own line under it (its first
+/// warning that says so: too few blocks at the level asked).
+fn no_interval_line(r: &ExperimentAnalysis, what: &str, shown: &[(String, String)]) -> Vec<String> {
+    let arm = what
+        .strip_suffix(&format!(" vs {}", r.baseline))
+        .unwrap_or(what);
+    let why = shown.iter().find_map(|(name, _)| {
+        let m = r.metrics.iter().find(|m| &m.metric.name == name)?;
+        let c = m.contrasts.iter().find(|(a, _)| a == arm)?.1.as_ref()?;
+        if c.percent.lo.is_some() {
+            return None;
+        }
+        c.warnings.iter().find(|w| w.contains("too few")).cloned()
+    });
+    why.map(|w| wrap_hanging(&format!("  no interval: {w}"), 4))
+        .unwrap_or_default()
+}
+
 /// The cost line under a contrast (`render::costs`), wrapped under its words.
 fn cost_lines(r: &ExperimentAnalysis, what: &str) -> Vec<String> {
     let arm = what
@@ -169,10 +189,17 @@ pub(super) fn contrast_words(r: &ExperimentAnalysis, c: &Contrast, primary: bool
             } else {
                 "SLOWER"
             };
-            if c.clears_effect {
-                word.to_string()
-            } else {
-                format!("{word} (by less than δ = {effect}%)")
+            match (c.clears_effect, c.percent.lo, c.percent.hi) {
+                (true, _, _) => word.to_string(),
+                // The interval excludes no change but not δ: name its end nearest zero.
+                (false, Some(lo), Some(hi)) => {
+                    let near = if c.percent.point < 0.0 { hi } else { lo };
+                    let d = percent_decimals((hi - lo) / 2.0);
+                    format!(
+                        "{word}, not clearing δ = {effect}% (the interval reaches {near:+.d$}%)"
+                    )
+                }
+                (false, _, _) => format!("{word}, not clearing δ = {effect}%"),
             }
         }
         Verdict::Equivalent => format!("EQUIVALENT (within ±{effect}%)"),
@@ -198,15 +225,28 @@ pub(super) fn contrast_words(r: &ExperimentAnalysis, c: &Contrast, primary: bool
     )
 }
 
-/// `-8.9% [-12.8, -8.8]`: decimals from the interval's half-width (one without an interval).
+/// `-8.9% [-12.8, -8.8]`: decimals from the interval's half-width; without an interval the
+/// point to two significant digits (`+140%`, `+3.7%`), since nothing says how many it has.
 pub fn percent_interval(e: &Estimate) -> String {
     match (e.lo, e.hi) {
         (Some(lo), Some(hi)) => {
             let d = percent_decimals((hi - lo) / 2.0);
             format!("{:+.d$}% [{lo:+.d$}, {hi:+.d$}]", e.point)
         }
-        _ => fmt_percent(e.point, f64::NAN),
+        _ => two_significant(e.point),
     }
+}
+
+/// A percentage to two significant digits, signed.
+pub fn two_significant(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return fmt_percent(v, f64::NAN);
+    }
+    let magnitude = v.abs().log10().floor() as i32;
+    let decimals = (1 - magnitude).max(0) as usize;
+    let scale = 10f64.powi(magnitude - 1);
+    let rounded = (v / scale).round() * scale;
+    format!("{rounded:+.decimals$}%")
 }
 
 /// ` @99.61%` when the level the interval really has is not the family's: computed at a Holm
@@ -586,6 +626,76 @@ mod tests {
             &Design::Fixed,
         );
         assert!(!answer(&plain).iter().any(|l| l.contains("costs:")));
+    }
+
+    /// `blocks` blocks of two arms, the second `ratio` times the first (with a little jitter).
+    fn two_arms(blocks: usize, ratio: f64) -> ExperimentAnalysis {
+        use crate::analyze::experiment::{MetricDef, TrialData, analyse};
+        use crate::analyze::verdict::Better;
+        let trials: Vec<TrialData> = (0..blocks)
+            .flat_map(|b| {
+                (0..2).map(move |a| TrialData {
+                    block: b,
+                    arm: a,
+                    ok: true,
+                    metrics: [(
+                        "wall_s".to_string(),
+                        (if a == 0 { 1.0 } else { ratio })
+                            * (1.0 + 0.0004 * ((b * 7 + a * 3) % 5) as f64),
+                    )]
+                    .into(),
+                    ..Default::default()
+                })
+            })
+            .collect();
+        let metrics = [MetricDef {
+            name: "wall_s".into(),
+            better: Better::Lower,
+            context: false,
+            cost: false,
+            row: false,
+        }];
+        analyse(
+            &["a".into(), "b".into()],
+            0,
+            &trials,
+            &metrics,
+            0.01,
+            0.99,
+            &Design::Fixed,
+        )
+    }
+
+    #[test]
+    fn faster_not_by_delta_names_the_end_of_the_interval_that_misses_it() {
+        // 0.5% faster, resolved: the interval excludes 0 but not δ = 1%.
+        let text = answer(&two_arms(12, 0.995)).join(" ");
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            text.contains(
+                "[-0.58, -0.38] @99.07% FASTER, not clearing δ = 1% (the interval reaches -0.38%)"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_point_without_an_interval_says_why_on_its_own_line() {
+        let lines = answer(&two_arms(3, 2.399));
+        assert!(lines[0].contains("wall_s  +140% INCONCLUSIVE"), "{lines:?}");
+        assert!(
+            lines[1].starts_with("  no interval: 3 blocks are too few"),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn a_point_without_an_interval_has_two_significant_digits() {
+        assert_eq!(two_significant(139.9), "+140%");
+        assert_eq!(two_significant(24.9), "+25%");
+        assert_eq!(two_significant(-3.74), "-3.7%");
+        assert_eq!(two_significant(0.523), "+0.52%");
+        assert_eq!(two_significant(0.0), "+0.0%");
     }
 
     #[test]

@@ -388,7 +388,7 @@ pub fn no_change(lines: &[EvidenceLine]) -> String {
             let what = match l.finding {
                 Finding::Adopt | Finding::Runner => "FASTER",
                 Finding::Costly => costly.as_str(),
-                Finding::BelowEffect => "FASTER by less than δ",
+                Finding::BelowEffect => "FASTER, not clearing δ",
                 Finding::Slower => "SLOWER",
                 Finding::Equivalent => "EQUIVALENT",
                 Finding::Flagged => "FLAGGED (no advice from it)",
