@@ -7,6 +7,21 @@ use assert_cmd::Command;
 /// (arguments, exit code, a fragment of stderr). `DB` is replaced by a fresh database path,
 /// `DIR` by a temporary directory.
 const CASES: &[(&[&str], i32, &str)] = &[
+    // run: a program that is not there is found while planning, before anything runs
+    (
+        &[
+            "run",
+            "--no-save",
+            "--arm",
+            "a=",
+            "--arm",
+            "b=",
+            "--",
+            "/nonexistent/prog",
+        ],
+        2,
+        "program \"/nonexistent/prog\" not found",
+    ),
     // run: arms
     (
         &["run", "--arm", "a=", "--", "true"],

@@ -113,7 +113,10 @@ fn run_leads_with_the_answer_within_100_columns() {
     // The costs under the verdict, then the run line (`true` is too short and too small for
     // its peak memory to be known: the sampler misses it and its kernel mark is hugelab's).
     // 4 blocks give no interval at 99%: why, on its own line, then the costs.
-    assert!(lines[1].starts_with("  no interval: 4 blocks are too few"), "{out}");
+    assert!(
+        lines[1].starts_with("  no interval: 4 blocks are too few"),
+        "{out}"
+    );
     assert!(lines[2].starts_with("  costs: user CPU "), "{out}");
     assert!(lines.iter().any(|l| l.starts_with("4 blocks in ")), "{out}");
     assert!(!out.contains('┌'), "tables only with --verbose:\n{out}");

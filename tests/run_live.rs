@@ -251,12 +251,14 @@ fn a_missing_command_is_a_clear_error() {
         .args(["--", "no-such-program-xyz"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    // Found while planning: a usage error (exit 2), and nothing stored.
+    assert_eq!(out.status.code(), Some(2));
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(
-        e.contains("cannot start \"no-such-program-xyz\"") && e.contains("not found"),
+        e.contains("program \"no-such-program-xyz\" not found") && e.contains("check PATH"),
         "{e}"
     );
+    assert!(!dir.path().join("r.db").exists(), "nothing stored");
 }
 
 #[cfg_attr(

@@ -20,6 +20,7 @@ pub use plan::{plan, plan_as};
 
 pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     let plan = plan(&a)?;
+    plan::check_program(&a, &plan)?;
     let db = (!a.no_save).then(|| {
         a.store
             .db

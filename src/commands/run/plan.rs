@@ -99,6 +99,27 @@ pub fn plan(a: &RunArgs) -> Result<Plan, UsageError> {
     Ok(p)
 }
 
+/// The command's program, found before anything runs: a missing one is bad input (exit 2), not
+/// a failed trial.
+pub fn check_program(a: &RunArgs, p: &Plan) -> Result<(), UsageError> {
+    let in_cwd = |prog: &str| match &a.cwd {
+        // A relative path runs from --cwd.
+        Some(d) if prog.contains('/') && !prog.starts_with('/') => {
+            d.join(prog).display().to_string()
+        }
+        _ => prog.to_string(),
+    };
+    if !a.shell
+        && let Some(prog) = p.command.first()
+        && crate::probe::program::find_program(&in_cwd(prog)).is_none()
+    {
+        return Err(UsageError(format!(
+            "program {prog:?} not found (give a path, or check PATH; use --shell for shell syntax)"
+        )));
+    }
+    Ok(())
+}
+
 /// A server command's words: argv split on white space, or the one shell string.
 pub fn server_words(server: &str, shell: bool) -> Vec<String> {
     if shell {
