@@ -1,7 +1,8 @@
 //! Machine states as a factor of the experiment, on the live kernel: a child faulting 256 MiB
 //! of MADV_HUGEPAGE memory under THP `never` and `madvise`, clean and then in fragmented free
 //! memory. Each trial's direct compaction (the kernel's `compact_stall` delta over the trial)
-//! is checked against the stalls traced in the trial's own process tree, the answer carries
+//! is checked against the stalls traced in the trial's own process tree (equal, but for a stall
+//! of another process in the same window: the counter is system-wide), the answer carries
 //! both conditions' contrasts and the interaction, and every setting and all memory come back.
 
 mod common;
@@ -109,9 +110,11 @@ fn fragmented_memory_makes_madvise_compact_directly_and_the_answer_says_how_much
             .as_u64()
             .unwrap_or(0);
         let traced = t.trace().unwrap().direct_compaction_stalls;
-        assert_eq!(
-            vmstat, traced,
-            "trial {} ({condition}): compact_stall vs traced",
+        // The kernel's counter is system-wide: another process faulting huge pages in this
+        // fragmented memory during the trial adds to it, never takes from it.
+        assert!(
+            traced <= vmstat && vmstat - traced <= 1.max(vmstat / 50),
+            "trial {} ({condition}): compact_stall {vmstat} vs {traced} traced in its tree",
             t.seq
         );
         // The memory hugelab holds for the condition is not the child's (it is not inherited,
@@ -133,7 +136,7 @@ fn fragmented_memory_makes_madvise_compact_directly_and_the_answer_says_how_much
                 );
                 fragmented_madvise += 1;
             } else {
-                assert_eq!(vmstat, 0, "trial {}: never compacted", t.seq);
+                assert_eq!(traced, 0, "trial {}: never compacted", t.seq);
             }
         }
     }
