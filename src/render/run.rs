@@ -562,6 +562,17 @@ pub fn render(r: &RunResult, verbose: bool) -> String {
         if let Some(l) = super::tlb::why_line(&what, &arms, m, unresolved) {
             o.extend(summary::wrap_hanging(&l, 2).into_iter().map(|l| l + "\n"));
         }
+        // A sweep's rows (JMH): which sizes fit the reach and which do not, row by row.
+        let rows: Vec<&str> = r
+            .report
+            .metrics
+            .iter()
+            .filter(|x| x.metric.row)
+            .map(|x| x.metric.name.as_str())
+            .collect();
+        if let Some(l) = super::tlb::row_why_line(&rows, m) {
+            o.extend(summary::wrap_hanging(&l, 2).into_iter().map(|l| l + "\n"));
+        }
     }
     if verbose {
         o.push('\n');

@@ -368,6 +368,38 @@ pub fn hot_text(sets: &[HotSet], ctx: &crate::model::inspect::HotContext) -> Str
     o
 }
 
+/// A sweep's rows (JMH: `Class.method size=N …`): per row whose `size` parameter is a number,
+/// the 4 KiB TLB entries that many bytes need against the measured reach — a model that takes
+/// `size` as the bytes the row touches, and says so.
+pub fn row_why_line(rows: &[&str], m: &crate::analyze::tlb::Measured) -> Option<String> {
+    let (lo, hi) = m.reach.entries_4k()?;
+    let parts: Vec<String> = rows
+        .iter()
+        .filter_map(|name| {
+            let size: u64 = name
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix("size="))?
+                .parse()
+                .ok()?;
+            let n = size.div_ceil(4096);
+            Some(format!(
+                "size={size}: {} entries ({})",
+                thousands(n as usize),
+                times(n, lo, hi)
+            ))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| {
+        format!(
+            "why, row by row (a model that takes each row's size as the bytes it touches; the 4 KiB TLB reach bench tlb measured here, run {}, {}–{} entries): {}",
+            m.run,
+            thousands(lo as usize),
+            thousands(hi as usize),
+            parts.join(" · ")
+        )
+    })
+}
+
 /// "why (a model: …)": TLB entries the memory needs on each arm's pages, against the 4 KiB
 /// reach `bench tlb` measured. `arms`: (name, entries needed on the pages it was on).
 pub fn why_line(
@@ -406,4 +438,46 @@ pub fn why_line(
         thousands(hi as usize),
         parts.join(" · ")
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sweeps_rows_say_which_sizes_fit_the_measured_reach() {
+        let m = crate::analyze::tlb::Measured {
+            run: 7,
+            created: String::new(),
+            reach: TlbReach {
+                sweeps: vec![Sweep {
+                    backing: crate::backing::Backing::Thp,
+                    points: Vec::new(),
+                    knee: Some((2048, 3072)),
+                }],
+                headline: Some(0),
+                geometry: Default::default(),
+                agreement: None,
+                hypervisor: true,
+            },
+        };
+        let rows = [
+            "ByteArrayTouch.touch size=1000",
+            "ByteArrayTouch.touch size=10000000",
+            "ByteArrayTouch.touch size=100000000",
+            "Other.run",
+        ];
+        let l = row_why_line(&rows, &m).unwrap();
+        assert!(l.contains("run 7, 2,048–3,072 entries"), "{l}");
+        assert!(l.contains("size=1000: 1 entries (within it)"), "{l}");
+        assert!(
+            l.contains("size=10000000: 2,442 entries (at its edge)"),
+            "{l}"
+        );
+        assert!(
+            l.contains("size=100000000: 24,415 entries (7.9–11.9× the reach)"),
+            "{l}"
+        );
+        assert!(row_why_line(&["Other.run"], &m).is_none());
+    }
 }
