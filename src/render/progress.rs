@@ -25,28 +25,82 @@ pub trait Observer {
 pub struct Silent;
 impl Observer for Silent {}
 
-/// Progress on stderr: a bar on a terminal, lines otherwise.
+/// On a stderr that is not a terminal (a log), at most one progress line per this long.
+const LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// Progress on stderr: a bar on a terminal; otherwise a line per phase and at most one line of
+/// progress every [`LOG_EVERY`] (with the steps done), so a log is not flooded.
 pub struct Progress {
     prefix: String,
     bar: Option<ProgressBar>,
     tty: bool,
     quiet: bool,
+    /// Not a terminal: the phase's steps done and total, and when a line was last written.
+    done: u64,
+    total: Option<u64>,
+    last: Option<std::time::Instant>,
+    kind: String,
+    /// The last progress line held back: written when the phase ends, so a log has each phase's
+    /// last state.
+    pending: Option<String>,
+    sink: Box<dyn FnMut(&str)>,
 }
 
 impl Progress {
     pub fn stderr(prefix: &str, quiet: bool) -> Progress {
+        Progress::to(prefix, quiet, std::io::stderr().is_terminal(), |l| {
+            crate::eprintln_safe!("{l}")
+        })
+    }
+
+    /// Progress written to `sink` (a line at a time), as on a terminal or not.
+    pub fn to(prefix: &str, quiet: bool, tty: bool, sink: impl FnMut(&str) + 'static) -> Progress {
         Progress {
             prefix: prefix.to_string(),
             bar: None,
-            tty: std::io::stderr().is_terminal(),
+            tty,
             quiet,
+            done: 0,
+            total: None,
+            last: None,
+            kind: String::new(),
+            pending: None,
+            sink: Box::new(sink),
         }
     }
 
-    fn line(&self, msg: &str) {
+    fn line(&mut self, msg: &str) {
         if !self.quiet {
-            crate::eprintln_safe!("{}: {msg}", self.prefix);
+            let l = format!("{}: {msg}", self.prefix);
+            (self.sink)(&l);
         }
+    }
+
+    /// The progress line held back, if any, now.
+    fn flush(&mut self) {
+        if let Some(msg) = self.pending.take() {
+            self.last = None;
+            self.log_line(&msg);
+        }
+    }
+
+    /// A progress line for a log, unless one was written less than [`LOG_EVERY`] ago about the
+    /// same thing (its first word: `block`, `touch`, `pretouch`, …).
+    fn log_line(&mut self, msg: &str) {
+        let kind = msg.split_whitespace().next().unwrap_or("").to_string();
+        if self.last.is_some_and(|t| t.elapsed() < LOG_EVERY) && kind == self.kind {
+            self.pending = Some(msg.to_string());
+            return;
+        }
+        self.pending = None;
+        self.last = Some(std::time::Instant::now());
+        self.kind = kind;
+        let count = match self.total {
+            Some(t) => format!("{}/{t} · ", self.done),
+            None if self.done > 0 => format!("{} done · ", self.done),
+            None => String::new(),
+        };
+        self.line(&format!("{count}{msg}"));
     }
 }
 
@@ -55,8 +109,11 @@ impl Observer for Progress {
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
         }
+        self.flush();
         if self.quiet || !self.tty {
+            (self.done, self.total, self.last) = (0, total, None);
             self.line(name);
+            // The phase's first message follows it at once.
             return;
         }
         let (bar, template) = match total {
@@ -86,8 +143,12 @@ impl Observer for Progress {
                     b.set_message(msg.to_string());
                 }
             }
-            None if !msg.is_empty() => self.line(msg),
-            None => {}
+            None => {
+                self.done += 1;
+                if !msg.is_empty() {
+                    self.log_line(msg);
+                }
+            }
         }
     }
 
@@ -100,7 +161,7 @@ impl Observer for Progress {
     fn message(&mut self, msg: &str) {
         match &self.bar {
             Some(b) => b.set_message(msg.to_string()),
-            None => self.line(msg),
+            None => self.log_line(msg),
         }
     }
 
@@ -114,7 +175,7 @@ impl Observer for Progress {
         match &self.bar {
             Some(b) => b.println(msg),
             // A note stays even with --quiet: it is not progress but something to read.
-            None => crate::eprintln_safe!("{msg}"),
+            None => (self.sink)(&msg),
         }
     }
 
@@ -122,11 +183,52 @@ impl Observer for Progress {
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
         }
+        self.flush();
     }
 }
 
 impl Drop for Progress {
     fn drop(&mut self) {
         self.done();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    #[test]
+    fn a_log_gets_a_line_per_phase_and_not_one_per_step() {
+        let lines = Rc::new(RefCell::new(Vec::<String>::new()));
+        let l = lines.clone();
+        let mut p = Progress::to("hugelab bench", false, false, move |s| {
+            l.borrow_mut().push(s.to_string())
+        });
+        p.phase("tlb", Some(300));
+        for k in 0..300 {
+            p.message(&format!("round {}/12", k % 12 + 1));
+            p.step("");
+        }
+        // Something else begins: said at once, once.
+        p.message("pretouch round 1/5");
+        p.message("pretouch round 2/5");
+        p.note("FLAGGED x: a note always shows");
+        p.phase("results", None);
+        let got = lines.borrow().clone();
+        // The phase, its first progress line, the first of something else, the note, the
+        // phase's last state as it ends, the next phase: not 300 rounds.
+        assert_eq!(
+            got,
+            [
+                "hugelab bench: tlb",
+                "hugelab bench: 0/300 · round 1/12",
+                "hugelab bench: 300/300 · pretouch round 1/5",
+                "FLAGGED x: a note always shows",
+                "hugelab bench: 300/300 · pretouch round 2/5",
+                "hugelab bench: results",
+            ]
+        );
     }
 }
