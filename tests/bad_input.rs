@@ -22,6 +22,38 @@ const CASES: &[(&[&str], i32, &str)] = &[
         2,
         "program \"/nonexistent/prog\" not found",
     ),
+    // run: a condition and a flag that would undo it before every trial
+    (
+        &[
+            "run",
+            "--condition",
+            "cache",
+            "--drop-caches",
+            "--arm",
+            "a=",
+            "--arm",
+            "b=",
+            "--",
+            "true",
+        ],
+        2,
+        "--drop-caches before every trial would undo the condition",
+    ),
+    (
+        &[
+            "run",
+            "--condition",
+            "pressure",
+            "--arm",
+            "a=",
+            "--arm",
+            "b=",
+            "--",
+            "true",
+        ],
+        2,
+        "pressure=SIZE",
+    ),
     // run: arms
     (
         &["run", "--arm", "a=", "--", "true"],

@@ -233,6 +233,16 @@ fn parse_conditions(a: &RunArgs, privileged: bool) -> Result<Vec<Condition>, Usa
                 "--condition {s} holds vm.compaction_proactiveness, which needs root"
             )));
         }
+        let undone = match c {
+            Condition::Fragmented { .. } if a.compact => Some("--compact"),
+            Condition::Cache { .. } if a.drop_caches => Some("--drop-caches"),
+            _ => None,
+        };
+        if let Some(flag) = undone {
+            return Err(UsageError(format!(
+                "--condition {s} with {flag}: {flag} before every trial would undo the condition; give one of them"
+            )));
+        }
         out.push(c);
     }
     if out.len() > 1 && (a.sequential || a.looks.is_some() || a.calibrate.is_some()) {
