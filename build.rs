@@ -63,6 +63,8 @@ fn missing_tools() {
         ("missing_sysbench", on_path("sysbench")),
         ("missing_mariadb", on_path("mariadbd") || on_path("mysqld")),
         ("missing_java", on_path("java") && on_path("javac")),
+        ("missing_hugeadm", on_path("hugeadm")),
+        ("missing_qemu", on_path("qemu-system-x86_64")),
         (
             "missing_kubernetes_validate",
             on_path("kubernetes-validate"),

@@ -64,18 +64,17 @@ impl Drop for Pools {
     }
 }
 
-/// The pools to put back and the knob lock, or None (with a note) when QEMU is missing. In this
-/// order: a tuple drops its first field first, so the pools are restored before the lock is
-/// released (the other order let the next test read this one's pools as the machine's).
-fn qemu_test() -> Option<(Pools, common::KnobLock)> {
-    if !has_qemu() {
-        common::skip(&format!(
-            "skipped: no {QEMU} (apt-get install qemu-system-x86)"
-        ));
-        return None;
-    }
+/// The pools to put back and the knob lock. In this order: a tuple drops its first field first,
+/// so the pools are restored before the lock is released (the other order let the next test
+/// read this one's pools as the machine's). QEMU must be there (tests that need it are marked
+/// `missing_qemu` by build.rs).
+fn qemu_test() -> (Pools, common::KnobLock) {
+    assert!(
+        has_qemu(),
+        "{QEMU} is needed (apt-get install qemu-system-x86)"
+    );
     let lock = common::knob_lock();
-    Some((Pools::save(), lock))
+    (Pools::save(), lock)
 }
 
 struct Kill(Child);
@@ -137,9 +136,13 @@ fn start_named(backing: QemuBacking, mem: &str, name: Option<&str>) -> (Kill, se
 
 #[test]
 #[cfg_attr(unprivileged, ignore = "needs root: hugetlb pools")]
+#[cfg_attr(
+    missing_qemu,
+    ignore = "needs qemu-system-x86_64 (.ci/run installs it)"
+)]
 fn inspect_reports_each_qemu_backing_with_its_page_size() {
     require_root!();
-    let Some(_held) = qemu_test() else { return };
+    let _held = qemu_test();
     std::fs::write(POOL_2M, "128").unwrap();
     std::fs::write(POOL_1G, "1").unwrap();
     let cases = [
@@ -222,9 +225,13 @@ fn quit_script(mem: &str) -> String {
 
 #[test]
 #[cfg_attr(unprivileged, ignore = "needs root: hugetlb pools")]
+#[cfg_attr(
+    missing_qemu,
+    ignore = "needs qemu-system-x86_64 (.ci/run installs it)"
+)]
 fn run_times_paused_qemu_per_backing_with_evidence_from_qemu() {
     require_root!();
-    let Some(_held) = qemu_test() else { return };
+    let _held = qemu_test();
     let before = (common::read_trim(POOL_2M), common::read_trim(POOL_1G));
     let db = tempfile::tempdir().unwrap();
     let db = db.path().join("r.db");
@@ -428,8 +435,12 @@ fn watch_arms_read_the_named_process_and_flag_one_that_is_gone() {
 /// named with `-name NAME,process=NAME`, and each arm's `watch=NAME` stores that VM's guest-RAM
 /// coverage with every trial.
 #[test]
+#[cfg_attr(
+    missing_qemu,
+    ignore = "needs qemu-system-x86_64 (.ci/run installs it)"
+)]
 fn watch_arms_read_named_qemu_vms_as_in_the_two_vm_recipe() {
-    let Some(_held) = qemu_test() else { return };
+    let _held = qemu_test();
     let (thp, _) = start_named(QemuBacking::Thp, "256M", Some("hl-vm-thp"));
     let (small, _) = start_named(QemuBacking::FourK, "256M", Some("hl-vm-4k"));
     let db = tempfile::tempdir().unwrap();
@@ -491,11 +502,15 @@ fn watch_arms_read_named_qemu_vms_as_in_the_two_vm_recipe() {
 /// ```
 #[test]
 #[ignore = "needs a guest built by examples/vm-guest/build.sh (HUGELAB_GUEST=DIR) and ~30 minutes"]
+#[cfg_attr(
+    missing_qemu,
+    ignore = "needs qemu-system-x86_64 (.ci/run installs it)"
+)]
 fn guest_pointer_chase_per_host_backing_is_read_from_the_serial_console() {
     require_root!();
     let dir =
         std::env::var("HUGELAB_GUEST").expect("HUGELAB_GUEST=DIR of examples/vm-guest/build.sh");
-    let Some(_held) = qemu_test() else { return };
+    let _held = qemu_test();
     // The QEMU command as docs/vms.md gives it to `run --shell`: qemu.sh prints it.
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/vm-guest/qemu.sh");
     let out = Command::new(script)
