@@ -33,13 +33,8 @@ pub const EVENT_MEM: &str = "event_mem_bytes";
 /// seconds.
 pub const EVENT_FORK: &str = "event_fork_s";
 
-/// The costs of `--during`'s event: its memory, and the fork time where the server reports it.
-pub fn event_defs(fork: bool) -> Vec<MetricDef> {
-    let names: &[&str] = if fork {
-        &[EVENT_MEM, EVENT_FORK]
-    } else {
-        &[EVENT_MEM]
-    };
+/// Cost metrics by name: lower is better, never primary.
+fn of_names(names: &[&str]) -> Vec<MetricDef> {
     names
         .iter()
         .map(|n| MetricDef {
@@ -52,6 +47,16 @@ pub fn event_defs(fork: bool) -> Vec<MetricDef> {
         .collect()
 }
 
+/// The costs of `--during`'s event: its memory, and the fork time where the server reports it.
+pub fn event_defs(fork: bool) -> Vec<MetricDef> {
+    let names: &[&str] = if fork {
+        &[EVENT_MEM, EVENT_FORK]
+    } else {
+        &[EVENT_MEM]
+    };
+    of_names(names)
+}
+
 /// The cost metrics a run records: a command's, or a server's (with its CPU per unit of work
 /// when the primary metric is a rate of work, `per_op`).
 pub fn defs(server: bool, per_op: bool) -> Vec<MetricDef> {
@@ -62,16 +67,7 @@ pub fn defs(server: bool, per_op: bool) -> Vec<MetricDef> {
     } else {
         &[PEAK_MEM, USER_CPU, SYS_CPU]
     };
-    names
-        .iter()
-        .map(|n| MetricDef {
-            name: (*n).into(),
-            better: Better::Lower,
-            context: false,
-            cost: true,
-            row: false,
-        })
-        .collect()
+    of_names(names)
 }
 
 /// How a cost is named to a person.
