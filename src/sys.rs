@@ -128,24 +128,65 @@ pub fn process_madvise_ranges(
     Ok(r as u64)
 }
 
-/// PR_SET_THP_DISABLE for this process and its future children (inherited across exec).
-pub fn set_thp_disable(disable: bool) -> std::io::Result<()> {
+/// PR_THP_DISABLE_EXCEPT_ADVISED (linux/prctl.h, Linux 6.18): with PR_SET_THP_DISABLE, THP
+/// stays on where the process asked for it (MADV_HUGEPAGE, MADV_COLLAPSE).
+pub const PR_THP_DISABLE_EXCEPT_ADVISED: libc::c_ulong = 1 << 1;
+
+/// A process's own THP policy (PR_SET_THP_DISABLE), inherited across fork and exec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThpPolicy {
+    /// The system's THP settings apply.
+    System,
+    /// No THP of any kind for the process (`THP_enabled: 0`).
+    Off,
+    /// THP only in regions the process advised (MADV_HUGEPAGE): `madvise` for it alone.
+    Advised,
+}
+
+/// Set this process's THP policy (and its future children's).
+pub fn set_thp_policy(p: ThpPolicy) -> std::io::Result<()> {
+    let (on, flags) = match p {
+        ThpPolicy::System => (0, 0),
+        ThpPolicy::Off => (1, 0),
+        ThpPolicy::Advised => (1, PR_THP_DISABLE_EXCEPT_ADVISED),
+    };
     // SAFETY: prctl with integer arguments only.
-    let r = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, disable as libc::c_ulong, 0, 0, 0) };
+    let r = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, on as libc::c_ulong, flags, 0, 0) };
     if r != 0 {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
 }
 
-/// Whether PR_SET_THP_DISABLE is set for this process (PR_GET_THP_DISABLE).
-pub fn thp_disabled() -> std::io::Result<bool> {
+/// This process's THP policy (PR_GET_THP_DISABLE: 0, 1, or 1 | EXCEPT_ADVISED).
+pub fn thp_policy() -> std::io::Result<ThpPolicy> {
     // SAFETY: prctl with integer arguments only.
     let r = unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) };
     if r < 0 {
         return Err(std::io::Error::last_os_error());
     }
-    Ok(r == 1)
+    Ok(match r as libc::c_ulong {
+        0 => ThpPolicy::System,
+        r if r & PR_THP_DISABLE_EXCEPT_ADVISED != 0 => ThpPolicy::Advised,
+        _ => ThpPolicy::Off,
+    })
+}
+
+/// Whether this kernel knows PR_THP_DISABLE_EXCEPT_ADVISED (an older one refuses the flag with
+/// EINVAL): tried in a short-lived child, so that this process's own flag, which every spawn
+/// inherits, is never touched outside a spawn.
+pub fn thp_advised_supported() -> bool {
+    use std::os::unix::process::CommandExt;
+    static KNOWN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *KNOWN.get_or_init(|| {
+        let mut c = std::process::Command::new("/bin/true");
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+        unsafe { c.pre_exec(|| set_thp_policy(ThpPolicy::Advised)) };
+        c.stdin(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    })
 }
 
 #[cfg(test)]

@@ -22,6 +22,9 @@ pub struct TrialData {
     pub metrics: BTreeMap<String, f64>,
     /// Huge coverage of the child's memory at its peak resident size.
     pub coverage_at_peak: Option<f64>,
+    /// The largest huge coverage any walk of the trial saw (commands).
+    #[serde(default)]
+    pub max_coverage: Option<f64>,
     /// perf counts of the trial (page_faults, dtlb_load_misses, …).
     #[serde(default)]
     pub counters: BTreeMap<String, f64>,
@@ -50,6 +53,29 @@ pub struct TrialData {
     /// `run --condition`: the machine state the trial ran in, and the kernel's work during it.
     #[serde(default)]
     pub condition: Option<super::conditions::TrialCondition>,
+    /// The kernel's huge-page counter deltas during the trial, machine-wide (a counter absent
+    /// did not move); `None`: not read.
+    #[serde(default)]
+    pub kernel: Option<BTreeMap<String, f64>>,
+    /// The mTHP gauges (`mthp.<size>.nr_anon_partially_mapped`, …) at the trial's peak
+    /// (commands) or after its load (servers).
+    #[serde(default)]
+    pub gauges: BTreeMap<String, f64>,
+}
+
+/// Per key, the mean over maps, a key a map lacks counting 0 there (a counter that did not move).
+fn means_by_key<'a>(
+    maps: impl Iterator<Item = &'a BTreeMap<String, f64>>,
+) -> BTreeMap<String, f64> {
+    let mut sums: BTreeMap<String, f64> = BTreeMap::new();
+    let mut n = 0usize;
+    for m in maps {
+        n += 1;
+        for (k, v) in m {
+            *sums.entry(k.clone()).or_default() += v;
+        }
+    }
+    sums.into_iter().map(|(k, s)| (k, s / n as f64)).collect()
 }
 
 /// The mean of some values, `None` without any.
@@ -87,6 +113,10 @@ pub fn trial_data(
             Some(s) => s["coverage"].as_f64(),
             None => evidence["memory"]["coverage_at_peak"].as_f64(),
         },
+        max_coverage: match evidence.get("server") {
+            Some(_) => None,
+            None => evidence["memory"]["max_coverage"].as_f64(),
+        },
         share: evidence["backing"]["share"].as_f64(),
         matters: evidence["backing"]["matters"].as_u64(),
         hot: evidence["server"]["hot_bytes"].as_u64(),
@@ -105,7 +135,21 @@ pub fn trial_data(
         }),
         lifetime: evidence["lifetime"].as_u64().map(|l| l as usize),
         condition: trial_condition(evidence),
+        kernel: evidence["kernel_counters"].as_object().map(numbers),
+        gauges: match evidence.get("server") {
+            Some(s) => s["memory"]["kernel"]["thp_gauges"].as_object(),
+            None => evidence["memory"]["gauges_at_peak"].as_object(),
+        }
+        .map(numbers)
+        .unwrap_or_default(),
     }
+}
+
+/// The numbers of a JSON object, by key.
+fn numbers(m: &serde_json::Map<String, serde_json::Value>) -> BTreeMap<String, f64> {
+    m.iter()
+        .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
+        .collect()
 }
 
 /// A trial's condition, when it ran under one: its name, the state at its start, the kernel's
@@ -128,11 +172,7 @@ fn trial_condition(evidence: &serde_json::Value) -> Option<super::conditions::Tr
         mem_available: at["mem_available"].as_u64(),
         kernel: evidence["kernel_counters"]
             .as_object()
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
-                    .collect()
-            })
+            .map(numbers)
             .unwrap_or_default(),
         stalls_ms,
     })
@@ -172,6 +212,18 @@ pub fn judge_trial(
         .find(|l| l.to_ascii_lowercase().contains("warn"))
         .or_else(|| lines.iter().find(about))
         .map(|l| format!("the program said: {}", l.trim()));
+    if expect == Expect::NoThp {
+        // Any walk: THP that came after the peak (a collapse) or went before it still counts.
+        let (view, at) = match &memory.most_thp {
+            Some(w) => (&w.memory, Some(w.at_s)),
+            None => (memory.at_peak.as_ref()?, None),
+        };
+        let mut j = matters::judge(expect, view, said.as_deref())?;
+        if let Some(t) = at.filter(|_| j.state != matters::State::Got) {
+            j.why = format!("at a walk {t:.1} s in: {}", j.why);
+        }
+        return Some(j);
+    }
     let view = memory.at_peak.as_ref()?;
     let walked = view.rss + view.hugetlb_total();
     if (walked as f64) >= 0.95 * memory.peak_rss as f64 {
@@ -343,6 +395,9 @@ pub struct ArmEvidence {
     #[serde(default)]
     pub mean_share: Option<f64>,
     pub mean_coverage_at_peak: Option<f64>,
+    /// Mean over trials of the largest huge coverage any walk saw.
+    #[serde(default)]
+    pub mean_max_coverage: Option<f64>,
     /// Mean resident bytes of the memory that matters, and the TLB entries it needs on the
     /// pages it was on (trials whose backing was judged).
     #[serde(default)]
@@ -354,6 +409,12 @@ pub struct ArmEvidence {
     pub mean_hot: Option<f64>,
     /// Mean perf counts per trial, over trials where they were counted.
     pub mean_counters: BTreeMap<String, f64>,
+    /// Mean per trial of the kernel's huge-page counter deltas (machine-wide), over the trials
+    /// that read them; the mean of the mTHP gauges at the trials' peaks.
+    #[serde(default)]
+    pub mean_kernel: BTreeMap<String, f64>,
+    #[serde(default)]
+    pub mean_gauges: BTreeMap<String, f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -639,9 +700,12 @@ pub fn analyse(
                 },
                 mean_coverage_at_peak: (!covs.is_empty())
                     .then(|| covs.iter().sum::<f64>() / covs.len() as f64),
+                mean_max_coverage: mean(ts.iter().filter_map(|t| t.max_coverage)),
                 mean_matters: mean(ts.iter().filter_map(|t| t.matters.map(|v| v as f64))),
                 mean_entries: mean(ts.iter().filter_map(|t| t.entries.map(|v| v as f64))),
                 mean_hot: mean(ts.iter().filter_map(|t| t.hot.map(|v| v as f64))),
+                mean_kernel: means_by_key(ts.iter().filter_map(|t| t.kernel.as_ref())),
+                mean_gauges: means_by_key(ts.iter().map(|t| &t.gauges).filter(|g| !g.is_empty())),
             }
         })
         .collect();
@@ -669,6 +733,7 @@ mod tests {
             flagged: None,
             metrics: [("wall_s".to_string(), wall)].into(),
             coverage_at_peak: None,
+            max_coverage: None,
             counters: BTreeMap::new(),
             noise: BTreeMap::new(),
             lifetime: None,
@@ -678,6 +743,8 @@ mod tests {
             entries: None,
             hot: None,
             condition: None,
+            kernel: None,
+            gauges: Default::default(),
         }
     }
 

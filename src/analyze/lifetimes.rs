@@ -295,6 +295,7 @@ mod tests {
                         flagged: None,
                         metrics: [("tps".to_string(), 1000.0 * cold * wiggle)].into(),
                         coverage_at_peak: None,
+                        max_coverage: None,
                         counters: Default::default(),
                         noise: Default::default(),
                         lifetime: Some(l),
@@ -304,6 +305,8 @@ mod tests {
                         entries: None,
                         hot: None,
                         condition: None,
+                        kernel: None,
+                        gauges: Default::default(),
                     });
                 }
                 block += 1;
@@ -349,6 +352,7 @@ mod tests {
                         flagged: None,
                         metrics: [("tps".to_string(), 100.0 * v.exp())].into(),
                         coverage_at_peak: None,
+                        max_coverage: None,
                         counters: Default::default(),
                         noise: Default::default(),
                         lifetime: Some(l),
@@ -358,6 +362,8 @@ mod tests {
                         entries: None,
                         hot: None,
                         condition: None,
+                        kernel: None,
+                        gauges: Default::default(),
                     });
                 }
                 block += 1;

@@ -94,6 +94,7 @@ fn counts(expect: Expect, s: &Segment) -> u64 {
         Expect::Hugetlb(None) => hugetlb,
         Expect::Thp => !hugetlb,
         Expect::Huge | Expect::FourK => true,
+        Expect::NoThp => !hugetlb,
     };
     if ok { s.huge.min(s.resident) } else { 0 }
 }
@@ -127,6 +128,33 @@ pub fn judge(expect: Expect, mem: &GroupMemory, words: Option<&str>) -> Option<J
         return None;
     }
     let said = words.map(|w| format!("; {w}")).unwrap_or_default();
+    if expect == Expect::NoThp {
+        let thp = crate::collect::sampler::anon_thp(mem);
+        let share = thp as f64 / resident as f64;
+        // What was asked for is memory off THP: its share is the rest.
+        return Some(Judgment {
+            state: if thp >= 2 << 20 {
+                State::FellBack
+            } else {
+                State::Got
+            },
+            share: 1.0 - share,
+            matters: resident,
+            on_asked: resident - thp.min(resident),
+            page_size: 4096,
+            why: format!(
+                "THP is never or off for this arm, yet {} of {} resident ({:.0}%) was on transparent huge pages{}{said}",
+                Bytes(thp),
+                Bytes(resident),
+                share * 100.0,
+                if mem.thp_disabled.is_empty() {
+                    ": MADV_COLLAPSE (by the workload or a library) collapses memory whatever THP `enabled` says"
+                } else {
+                    ""
+                }
+            ),
+        });
+    }
     if expect == Expect::FourK {
         let huge = mem.thp() + mem.hugetlb_total();
         let share = huge as f64 / resident as f64;
@@ -137,9 +165,9 @@ pub fn judge(expect: Expect, mem: &GroupMemory, words: Option<&str>) -> Option<J
         };
         return Some(Judgment {
             state,
-            share,
+            share: 1.0 - share,
             matters: resident,
-            on_asked: huge,
+            on_asked: resident - huge.min(resident),
             page_size: 4096,
             why: format!(
                 "expected 4 KiB pages; {:.0}% of {} resident is on huge pages{said}",

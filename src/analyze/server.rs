@@ -98,6 +98,53 @@ pub fn judge(
     matters::judge(expect, mem, words.as_deref())
 }
 
+/// Whether a server's own THP policy held, from its memory read after the load (the kernel's
+/// words): for `off`, every process says `THP_enabled: 0`; for `advised`, none does, and no
+/// private anonymous mapping outside its MADV_HUGEPAGE regions is `THPeligible`. `None`: the
+/// server runs under the system's policy, or nothing was read.
+pub fn policy_held(
+    policy: crate::sys::ThpPolicy,
+    mem: &GroupMemory,
+) -> Option<Result<String, String>> {
+    use crate::sys::ThpPolicy;
+    if mem.processes == 0 {
+        return None;
+    }
+    let off = mem.thp_disabled.len();
+    let b = crate::units::Bytes;
+    Some(match policy {
+        ThpPolicy::System => return None,
+        ThpPolicy::Off if off == mem.processes => Ok(format!(
+            "THP off (PR_SET_THP_DISABLE): THP_enabled 0 in {}",
+            if off == 1 {
+                "its process".to_string()
+            } else {
+                format!("each of its {off} processes")
+            }
+        )),
+        ThpPolicy::Off => Err(format!(
+            "THP off was asked (PR_SET_THP_DISABLE) but {} of its {} processes have THP_enabled 1",
+            mem.processes - off,
+            mem.processes
+        )),
+        ThpPolicy::Advised if off > 0 => Err(format!(
+            "THP madvise was asked (PR_THP_DISABLE_EXCEPT_ADVISED) but {} turned THP off entirely",
+            mem.thp_disabled.join(", ")
+        )),
+        ThpPolicy::Advised if mem.thp_eligible_unadvised > 0 => Err(format!(
+            "THP madvise was asked (PR_THP_DISABLE_EXCEPT_ADVISED) but {} of anonymous memory it did not advise is THP-eligible",
+            b(mem.thp_eligible_unadvised)
+        )),
+        ThpPolicy::Advised if mem.madvised == 0 => Ok(
+            "THP madvise (PR_THP_DISABLE_EXCEPT_ADVISED): it advised no region, and none of its memory is THP-eligible".to_string(),
+        ),
+        ThpPolicy::Advised => Ok(format!(
+            "THP madvise (PR_THP_DISABLE_EXCEPT_ADVISED): THP-eligible only in the {} it advised (MADV_HUGEPAGE)",
+            b(mem.madvised)
+        )),
+    })
+}
+
 /// Per arm, what its servers did across the trials (from each trial's `server` evidence).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ServerSummary {
@@ -120,6 +167,10 @@ pub struct ServerSummary {
     pub carried_by: Option<String>,
     /// Some trial's server turned THP off for itself.
     pub thp_disabled: bool,
+    /// The server's own THP policy (`process.thp`) and in how many trials it held: the words
+    /// of the last trial read, (held, checked).
+    #[serde(default)]
+    pub policy: Option<(String, usize, usize)>,
     /// The server's own words about huge pages, if it said any.
     pub said: Option<String>,
     /// How its shared segments were counted: `segment` (the object's own pages) or `page
@@ -210,6 +261,17 @@ pub fn summarise(
                     .iter()
                     .rev()
                     .find_map(|s| s["carried_by"].as_str().map(String::from)),
+                policy: {
+                    let checked: Vec<&serde_json::Value> = read
+                        .iter()
+                        .map(|s| &s["thp_policy"])
+                        .filter(|p| p.is_object())
+                        .collect();
+                    checked.last().and_then(|p| p["words"].as_str()).map(|w| {
+                        let held = checked.iter().filter(|p| p["held"] == true).count();
+                        (w.to_string(), held, checked.len())
+                    })
+                },
                 thp_disabled: read.iter().any(|s| {
                     s["memory"]["thp_disabled"]
                         .as_array()
@@ -317,6 +379,42 @@ mod tests {
         ] {
             assert!(said([ok]).is_none(), "{ok}");
         }
+    }
+
+    #[test]
+    fn a_servers_own_thp_policy_is_confirmed_or_flagged_from_the_kernels_words() {
+        use crate::sys::ThpPolicy;
+        let mut m = GroupMemory {
+            processes: 2,
+            thp_disabled: vec!["10 postgres".into(), "11 postgres".into()],
+            ..Default::default()
+        };
+        assert!(policy_held(ThpPolicy::System, &m).is_none());
+        let ok = policy_held(ThpPolicy::Off, &m).unwrap().unwrap();
+        assert!(ok.contains("each of its 2 processes"), "{ok}");
+        // A child that got THP back (another exec path): not held.
+        m.thp_disabled.pop();
+        let e = policy_held(ThpPolicy::Off, &m).unwrap().unwrap_err();
+        assert!(e.contains("1 of its 2 processes have THP_enabled 1"), "{e}");
+        // Advised: THP off entirely is not madvise; eligible memory it did not advise is not
+        // either; eligible only where advised is.
+        let e = policy_held(ThpPolicy::Advised, &m).unwrap().unwrap_err();
+        assert!(
+            e.contains("11 postgres") || e.contains("10 postgres"),
+            "{e}"
+        );
+        m.thp_disabled.clear();
+        m.thp_eligible_unadvised = 64 << 20;
+        let e = policy_held(ThpPolicy::Advised, &m).unwrap().unwrap_err();
+        assert!(
+            e.contains("64M of anonymous memory it did not advise"),
+            "{e}"
+        );
+        m.thp_eligible_unadvised = 0;
+        m.madvised = 8 << 20;
+        let ok = policy_held(ThpPolicy::Advised, &m).unwrap().unwrap();
+        assert!(ok.contains("only in the 8M it advised"), "{ok}");
+        assert!(policy_held(ThpPolicy::Advised, &GroupMemory::default()).is_none());
     }
 
     /// A server with one 300M shared segment: on 2M hugetlb, on THP, or on 4 KiB pages.

@@ -8,7 +8,7 @@ use crate::control::Knob;
 use crate::units::{Bytes, parse_duration};
 use std::time::Duration;
 
-pub const ARM_KEYS: &str = "thp, defrag, shmem, mthp.<size>, hugetlb.<size>, process.thp, malloc, jvm, jvm.pretouch, jvm.pagesize, collapse, sample, qemu.backing, qemu.prealloc, watch, server.arg, expect, env.<NAME>";
+pub const ARM_KEYS: &str = "thp, defrag, shmem, mthp.<size>, hugetlb.<size>, khugepaged.<max_ptes_none|max_ptes_swap|max_ptes_shared|pages_to_scan|scan_sleep_millisecs|alloc_sleep_millisecs|defrag>, thp.shrink_underused, thp.use_zero_page, process.thp, malloc, jvm, jvm.pretouch, jvm.pagesize, collapse, sample, qemu.backing, qemu.prealloc, watch, server.arg, expect, env.<NAME>";
 
 /// What an arm's workload (or server) must end up on; an arm whose memory is not is FLAGGED.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -22,14 +22,18 @@ pub enum Expect {
     Huge,
     /// Base pages only: more than a tenth of resident memory on huge pages is a surprise.
     FourK,
+    /// No anonymous or shared-memory THP at any walk (an arm whose THP is `never` or off for
+    /// the process): a collapse the settings did not stop is a surprise. Hugetlb is allowed.
+    NoThp,
 }
 
 impl Expect {
-    pub const NAMES: &str = "4k, thp, huge, hugetlb, hugetlb-2m, hugetlb-1g";
+    pub const NAMES: &str = "4k, no-thp, thp, huge, hugetlb, hugetlb-2m, hugetlb-1g";
 
     pub fn parse(v: &str) -> Option<Expect> {
         Some(match v.to_ascii_lowercase().as_str() {
             "4k" => Expect::FourK,
+            "no-thp" => Expect::NoThp,
             "thp" => Expect::Thp,
             "huge" => Expect::Huge,
             "hugetlb" => Expect::Hugetlb(None),
@@ -46,6 +50,7 @@ impl Expect {
             Expect::Thp => "transparent huge pages".into(),
             Expect::Huge => "huge pages".into(),
             Expect::FourK => "4 KiB pages".into(),
+            Expect::NoThp => "no transparent huge pages".into(),
         }
     }
 }
@@ -70,8 +75,13 @@ pub enum Jvm {
 /// What an arm does to the child process only.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProcessConfig {
-    /// PR_SET_THP_DISABLE before exec (inherited).
+    /// PR_SET_THP_DISABLE before exec (inherited): `process.thp=off`.
     pub thp_disable: bool,
+    /// PR_SET_THP_DISABLE with PR_THP_DISABLE_EXCEPT_ADVISED (Linux 6.18): THP only where the
+    /// process asked for it (MADV_HUGEPAGE), THP `madvise` for this process alone:
+    /// `process.thp=advised`.
+    #[serde(default)]
+    pub thp_advised: bool,
     pub malloc: Option<Malloc>,
     pub jvm: Option<Jvm>,
     pub jvm_pretouch: Option<bool>,
@@ -99,6 +109,16 @@ pub struct ProcessConfig {
 }
 
 impl ProcessConfig {
+    /// The THP policy the child starts with (`process.thp`).
+    pub fn thp_policy(&self) -> crate::sys::ThpPolicy {
+        use crate::sys::ThpPolicy;
+        match (self.thp_disable, self.thp_advised) {
+            (true, _) => ThpPolicy::Off,
+            (false, true) => ThpPolicy::Advised,
+            _ => ThpPolicy::System,
+        }
+    }
+
     /// Environment variables this configuration adds (GLIBC_TUNABLES, JAVA_TOOL_OPTIONS, env.*).
     pub fn environment(&self) -> Vec<(String, String)> {
         let mut out = Vec::new();
@@ -196,6 +216,7 @@ impl Arm {
             (Some(Malloc::Thp), _) | (_, Some(Jvm::Thp)) => Some(Expect::Thp),
             _ if pool.is_some() => Some(Expect::Hugetlb(pool)),
             _ if thp || p.collapse_after.is_some() => Some(Expect::Thp),
+            _ if self.thp_never() => Some(Expect::NoThp),
             _ => None,
         }
     }
@@ -215,6 +236,15 @@ impl Arm {
         }
         self.server_expectation()
             .or_else(|| self.expects_huge().then_some(Expect::Huge))
+    }
+
+    /// Whether the arm turns anonymous THP off: THP `enabled` never, or off for the process.
+    pub fn thp_never(&self) -> bool {
+        self.process.thp_disable
+            || self
+                .system
+                .iter()
+                .any(|(k, v)| matches!(k, Knob::ThpEnabled) && v == "never")
     }
 
     pub fn needs_root(&self) -> bool {
@@ -241,10 +271,10 @@ pub fn parse_arm(s: &str) -> Result<Arm, String> {
     if name.is_empty()
         || !name
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            .all(|c| c.is_ascii_alphanumeric() || "-_.+".contains(c))
     {
         return Err(format!(
-            "arm name {name:?}: use letters, digits, '-', '_' or '.'"
+            "arm name {name:?}: use letters, digits, '-', '_', '.' or '+'"
         ));
     }
     let mut arm = Arm {
@@ -298,8 +328,9 @@ pub fn parse_arm(s: &str) -> Result<Arm, String> {
                 p.server_args.push(v.to_string())
             }
             "process.thp" => {
-                one_of(k, v, &["off"])?;
-                p.thp_disable = true;
+                let off = one_of(k, v, &["off", "advised"])? == "off";
+                p.thp_disable = off;
+                p.thp_advised = !off;
             }
             "malloc" => {
                 p.malloc = Some(match one_of(k, v, &["thp", "hugetlb", "hugetlb-1G"])? {
@@ -368,6 +399,16 @@ pub fn parse_arm(s: &str) -> Result<Arm, String> {
                     one_of(k, v, &["always", "inherit", "madvise", "never"])?.into(),
                 ));
             }
+            _ if k.starts_with("khugepaged.")
+                || k == "thp.shrink_underused"
+                || k == "thp.use_zero_page" =>
+            {
+                let knob: Knob = k.parse().map_err(|_| {
+                    format!("arm {name}: unknown key {k:?}; valid keys: {ARM_KEYS}")
+                })?;
+                knob.validate(v).map_err(|e| format!("arm {name}: {e}"))?;
+                arm.system.push((knob, v.to_string()));
+            }
             _ if k.starts_with("hugetlb.") => {
                 let size = k[8..].parse::<Bytes>().map_err(|e| e.to_string())?.0;
                 let n: u64 = v
@@ -393,16 +434,26 @@ pub fn parse_arm(s: &str) -> Result<Arm, String> {
 }
 
 pub const PRESETS: &str =
-    "thp, malloc, jvm (and with --server: postgres, redis, memcached, mariadb)";
+    "thp, thp-profiles, malloc, jvm (and with --server: postgres, redis, memcached, mariadb)";
 
-/// `--preset`: thp (never / madvise / always), malloc (process.thp=off / malloc=thp /
-/// malloc=hugetlb), jvm (jvm=off / jvm=thp / jvm=hugetlbfs).
+/// `--preset`: thp (never / madvise / always), thp-profiles (those three with the defrag and
+/// khugepaged settings deployments pair them with, and MongoDB 8.0's documented `always`
+/// profile), malloc (process.thp=off / malloc=thp / malloc=hugetlb), jvm (jvm=off / jvm=thp /
+/// jvm=hugetlbfs).
 pub fn preset(name: &str) -> Result<Vec<Arm>, String> {
     let specs: &[&str] = match name {
         "thp" => &[
             "never=thp=never",
             "madvise=thp=madvise",
             "always=thp=always",
+        ],
+        // Every arm names the defrag and max_ptes_none it runs under, so that the arms differ
+        // only where their names do (the kernel's defaults: defrag madvise, max_ptes_none 511).
+        "thp-profiles" => &[
+            "never=thp=never,defrag=madvise,khugepaged.max_ptes_none=511",
+            "madvise=thp=madvise,defrag=madvise,khugepaged.max_ptes_none=511",
+            "always=thp=always,defrag=madvise,khugepaged.max_ptes_none=511",
+            "always+defer+madvise+ptes_none0=thp=always,defrag=defer+madvise,khugepaged.max_ptes_none=0",
         ],
         "malloc" => &[
             "off=process.thp=off",
@@ -480,7 +531,11 @@ mod tests {
         );
         assert!(parse_arm("noequals").unwrap_err().contains("NAME=SPEC"));
         assert!(parse_arm("x=collapse=2s").unwrap_err().contains("after:"));
-        assert!(preset("db").unwrap_err().contains("thp, malloc, jvm"));
+        assert!(
+            preset("db")
+                .unwrap_err()
+                .contains("thp, thp-profiles, malloc, jvm")
+        );
     }
 
     #[test]
@@ -495,6 +550,45 @@ mod tests {
             preset("thp").unwrap()[2].system,
             vec![(Knob::ThpEnabled, "always".into())]
         );
+        let profiles = preset("thp-profiles").unwrap();
+        let mongo = &profiles[3];
+        assert_eq!(mongo.name, "always+defer+madvise+ptes_none0");
+        assert_eq!(
+            mongo.system,
+            vec![
+                (Knob::ThpEnabled, "always".into()),
+                (Knob::ThpDefrag, "defer+madvise".into()),
+                ("khugepaged.max_ptes_none".parse().unwrap(), "0".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn operator_knobs_are_arm_keys() {
+        let a = parse_arm(
+            "k=khugepaged.max_ptes_none=0,khugepaged.defrag=0,thp.shrink_underused=0,thp.use_zero_page=1,khugepaged.scan_sleep_millisecs=1000",
+        )
+        .unwrap();
+        let names: Vec<String> = a.system.iter().map(|(k, _)| k.to_string()).collect();
+        assert_eq!(
+            names,
+            [
+                "khugepaged.max_ptes_none",
+                "khugepaged.defrag",
+                "thp.shrink_underused",
+                "thp.use_zero_page",
+                "khugepaged.scan_sleep_millisecs"
+            ]
+        );
+        assert!(a.needs_root());
+        let e = parse_arm("k=khugepaged.max_ptes_none=all").unwrap_err();
+        assert!(e.contains("non-negative integer"), "{e}");
+        let e = parse_arm("k=thp.shrink_underused=2").unwrap_err();
+        assert!(e.contains("one of 0, 1"), "{e}");
+        let e = parse_arm("k=khugepaged.full_scans=1").unwrap_err();
+        assert!(e.contains("unknown key"), "{e}");
+        let adv = parse_arm("m=process.thp=advised").unwrap();
+        assert!(adv.process.thp_advised && !adv.process.thp_disable);
     }
 
     proptest::proptest! {

@@ -10,6 +10,12 @@
 //!   shared — `vma_thp_disabled`); the evidence confirms it per trial;
 //! * hugetlb pools: one pool holding the sum of what the arms asked for.
 //!
+//! * THP `enabled` of `madvise` for some arms and `always` for others (and `never` for more):
+//!   the knob is set to `always` and the `madvise` arms' servers get PR_SET_THP_DISABLE with
+//!   PR_THP_DISABLE_EXCEPT_ADVISED (Linux 6.18: THP only in the regions the process advised;
+//!   the evidence confirms it per trial from the kernel's `THPeligible` of its other regions);
+//!   on an older kernel such arms cannot run side by side;
+//!
 //! Anything else (`defrag`, `mthp.*`, khugepaged knobs, an arm that asks for an empty pool while
 //! another needs one) has no per-process equivalent: those arms restart a server per trial.
 
@@ -23,6 +29,9 @@ pub struct SideBySide {
     pub system: Vec<(Knob, String)>,
     /// Arms whose server gets PR_SET_THP_DISABLE in place of a `never` setting.
     pub thp_off: Vec<usize>,
+    /// Arms whose server gets PR_THP_DISABLE_EXCEPT_ADVISED in place of a `madvise` setting.
+    #[serde(default)]
+    pub thp_advised: Vec<usize>,
     /// What was done instead of the literal settings, in words.
     pub instead: Vec<String>,
 }
@@ -34,11 +43,23 @@ fn is_never(k: &Knob, v: &str) -> bool {
     }
 }
 
+/// Whether THP `enabled` values are `madvise` beside `always` (and perhaps `never`): what the
+/// advised per-process policy can stand in for.
+fn madvise_beside_always(distinct: &[String]) -> bool {
+    distinct.iter().any(|v| v == "always")
+        && distinct.iter().any(|v| v == "madvise")
+        && distinct
+            .iter()
+            .all(|v| ["always", "madvise", "never"].contains(&v.as_str()))
+}
+
 /// The side-by-side form of `arms`, or why there is none. `current` gives a knob's value on the
-/// machine now (what an arm that does not set it runs under).
+/// machine now (what an arm that does not set it runs under); `advised`: whether the kernel
+/// has PR_THP_DISABLE_EXCEPT_ADVISED.
 pub fn side_by_side(
     arms: &[Arm],
     current: &dyn Fn(&Knob) -> Option<String>,
+    advised: bool,
 ) -> Result<SideBySide, String> {
     let mut knobs: Vec<Knob> = Vec::new();
     for (k, _) in arms.iter().flat_map(|a| a.system.iter()) {
@@ -98,6 +119,23 @@ pub fn side_by_side(
                     out.system.push((k, v.clone()));
                 }
             }
+            _ if k == Knob::ThpEnabled && madvise_beside_always(&distinct) => {
+                if !advised {
+                    return Err(format!(
+                        "the arms set {k} to {}: `madvise` beside `always` needs PR_THP_DISABLE_EXCEPT_ADVISED, which this kernel refuses (Linux 6.18+)",
+                        distinct.join(" / ")
+                    ));
+                }
+                out.system.push((k, "always".into()));
+                lifted.push(k);
+                for (i, v) in values.iter().enumerate() {
+                    match v.as_str() {
+                        "never" if !out.thp_off.contains(&i) => out.thp_off.push(i),
+                        "madvise" => out.thp_advised.push(i),
+                        _ => {}
+                    }
+                }
+            }
             2 if matches!(k, Knob::ThpEnabled | Knob::ThpShmemEnabled)
                 && distinct.iter().any(|v| is_never(&k, v))
                 && !distinct.iter().all(|v| is_never(&k, v)) =>
@@ -145,22 +183,49 @@ pub fn side_by_side(
             }
         }
     }
-    if !out.thp_off.is_empty() {
-        let on: Vec<String> = lifted
-            .iter()
-            .filter_map(|k| out.system.iter().find(|(x, _)| x == k))
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect();
-        let names: Vec<&str> = out.thp_off.iter().map(|i| arms[*i].name.as_str()).collect();
-        out.instead.push(format!(
-            "{} {}: THP never for {} alone (PR_SET_THP_DISABLE) under {}",
-            if names.len() > 1 { "arms" } else { "arm" },
-            names.join(", "),
-            if names.len() > 1 {
+    // The advised policy limits shared-memory THP to advised regions as well.
+    for &i in &out.thp_advised {
+        let run = value(&out.system, Knob::ThpShmemEnabled);
+        if !is_never(&Knob::ThpShmemEnabled, &run) && run != "advise" {
+            return Err(format!(
+                "arm {} runs as THP madvise (PR_THP_DISABLE_EXCEPT_ADVISED) but {} is {run} for the run: the advised policy would take shared-memory THP from its server too",
+                arms[i].name,
+                Knob::ThpShmemEnabled
+            ));
+        }
+    }
+    let on: Vec<String> = lifted
+        .iter()
+        .filter_map(|k| out.system.iter().find(|(x, _)| x == k))
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    let named = |list: &[usize]| -> (String, &str) {
+        let names: Vec<&str> = list.iter().map(|i| arms[*i].name.as_str()).collect();
+        let several = names.len() > 1;
+        (
+            format!(
+                "{} {}",
+                if several { "arms" } else { "arm" },
+                names.join(", ")
+            ),
+            if several {
                 "their servers"
             } else {
                 "its server"
             },
+        )
+    };
+    if !out.thp_advised.is_empty() {
+        let (who, whose) = named(&out.thp_advised);
+        out.instead.push(format!(
+            "{who}: THP madvise for {whose} alone (PR_SET_THP_DISABLE with PR_THP_DISABLE_EXCEPT_ADVISED) under {}",
+            on.join(", ")
+        ));
+    }
+    if !out.thp_off.is_empty() {
+        let (who, whose) = named(&out.thp_off);
+        out.instead.push(format!(
+            "{who}: THP never for {whose} alone (PR_SET_THP_DISABLE) under {}",
             on.join(", ")
         ));
     }
@@ -197,7 +262,7 @@ mod tests {
             "hugetlb-2m=hugetlb.2M=300",
             "thp=shmem=always",
         ]);
-        let s = side_by_side(&a, &machine).unwrap();
+        let s = side_by_side(&a, &machine, true).unwrap();
         assert!(s.system.contains(&(Knob::ThpShmemEnabled, "always".into())));
         assert!(
             s.system
@@ -212,40 +277,85 @@ mod tests {
         );
         // Redis: never / always / always.
         let a = arms(&["never=thp=never", "always=thp=always", "d=thp=always"]);
-        let s = side_by_side(&a, &machine).unwrap();
+        let s = side_by_side(&a, &machine, true).unwrap();
         assert_eq!(s.system, [(Knob::ThpEnabled, "always".into())]);
         assert_eq!(s.thp_off, [0]);
     }
 
     #[test]
+    fn madvise_beside_always_becomes_the_advised_policy() {
+        let a = arms(&[
+            "never=thp=never",
+            "madvise=thp=madvise",
+            "always=thp=always",
+        ]);
+        let s = side_by_side(&a, &machine, true).unwrap();
+        assert_eq!(s.system, [(Knob::ThpEnabled, "always".into())]);
+        assert_eq!(
+            (s.thp_off.as_slice(), s.thp_advised.as_slice()),
+            (&[0][..], &[1][..])
+        );
+        assert_eq!(
+            s.instead,
+            [
+                "arm madvise: THP madvise for its server alone (PR_SET_THP_DISABLE with PR_THP_DISABLE_EXCEPT_ADVISED) under thp.enabled always",
+                "arm never: THP never for its server alone (PR_SET_THP_DISABLE) under thp.enabled always"
+            ]
+        );
+        // The machine's madvise beside an always arm.
+        let s = side_by_side(&arms(&["a=", "b=thp=always"]), &machine, true).unwrap();
+        assert_eq!(s.thp_advised, [0]);
+        // Shared-memory THP on for the run: the advised policy would take it away.
+        let e = side_by_side(
+            &arms(&["m=thp=madvise,shmem=always", "a=thp=always,shmem=always"]),
+            &machine,
+            true,
+        )
+        .unwrap_err();
+        assert!(e.contains("arm m runs as THP madvise"), "{e}");
+    }
+
+    #[test]
     fn pools_add_up_and_what_has_no_equivalent_is_refused_with_why() {
         let a = arms(&["a=hugetlb.2M=100", "b=hugetlb.2M=50"]);
-        let s = side_by_side(&a, &machine).unwrap();
+        let s = side_by_side(&a, &machine, true).unwrap();
         assert!(s.system.iter().any(|(_, v)| v == "150"), "{s:?}");
-        let e = side_by_side(&arms(&["a=hugetlb.2M=100", "b=hugetlb.2M=0"]), &machine).unwrap_err();
+        let e = side_by_side(
+            &arms(&["a=hugetlb.2M=100", "b=hugetlb.2M=0"]),
+            &machine,
+            true,
+        )
+        .unwrap_err();
         assert!(e.contains("arm b asks for an empty"), "{e}");
-        // The thp preset: three modes.
+        // The thp preset on a kernel without the advised policy: three modes.
         let e = side_by_side(
             &arms(&["n=thp=never", "m=thp=madvise", "a=thp=always"]),
             &machine,
+            false,
         )
         .unwrap_err();
         assert!(
-            e.contains("madvise / never") || e.contains("always / madvise / never"),
+            e.contains("always / madvise / never") && e.contains("Linux 6.18+"),
             "{e}"
         );
-        let e = side_by_side(&arms(&["a=defrag=never", "b=defrag=always"]), &machine).unwrap_err();
+        let e = side_by_side(
+            &arms(&["a=defrag=never", "b=defrag=always"]),
+            &machine,
+            true,
+        )
+        .unwrap_err();
         assert!(e.contains("no per-process equivalent"), "{e}");
-        // madvise (the machine's) vs always: not never, so no equivalent either.
-        assert!(side_by_side(&arms(&["a=", "b=thp=always"]), &machine).is_err());
+        // madvise (the machine's) vs always without the advised policy: no equivalent either.
+        assert!(side_by_side(&arms(&["a=", "b=thp=always"]), &machine, false).is_err());
         // Same value everywhere: just set.
-        let s = side_by_side(&arms(&["a=defrag=never", "b=defrag=never"]), &machine).unwrap();
+        let s = side_by_side(&arms(&["a=defrag=never", "b=defrag=never"]), &machine, true).unwrap();
         assert_eq!(s.system, [(Knob::ThpDefrag, "never".into())]);
         assert!(s.thp_off.is_empty());
         // An arm that would need THP off for shmem but on for anonymous memory.
         let e = side_by_side(
             &arms(&["x=thp=always,shmem=never", "y=thp=always,shmem=always"]),
             &machine,
+            true,
         )
         .unwrap_err();
         assert!(
@@ -256,6 +366,7 @@ mod tests {
         let e = side_by_side(
             &arms(&["x=thp=never,shmem=always", "y=thp=always,shmem=never"]),
             &machine,
+            true,
         )
         .unwrap_err();
         assert!(e.contains("cannot keep one and drop the other"), "{e}");

@@ -21,7 +21,8 @@ use crate::probe::Root;
 use std::collections::BTreeMap;
 
 /// Kernel counters that show huge-page activity: /proc/vmstat `thp_*`/`compact_*` and every
-/// mTHP size's stats (as `mthp.<size>.<stat>`). Raw totals; deltas are computed by callers.
+/// mTHP size's event stats (as `mthp.<size>.<stat>`; its gauges are [`huge_gauges`]). Raw
+/// totals; deltas are computed by callers.
 pub fn huge_counters(root: &Root) -> BTreeMap<String, u64> {
     let mut out = crate::probe::thp::read_vmstat(root)
         .map(|v| crate::probe::thp::huge_counters(&v))
@@ -29,11 +30,19 @@ pub fn huge_counters(root: &Root) -> BTreeMap<String, u64> {
     if let Ok(thp) = crate::probe::thp::read(root) {
         for m in thp.mthp {
             for (k, v) in m.stats {
-                out.insert(format!("mthp.{}.{k}", crate::units::Bytes(m.size_bytes)), v);
+                if !crate::probe::thp::is_gauge(&k) {
+                    out.insert(format!("mthp.{}.{k}", crate::units::Bytes(m.size_bytes)), v);
+                }
             }
         }
     }
     out
+}
+
+/// Every mTHP size's gauges now (`mthp.<size>.nr_anon`, `…nr_anon_partially_mapped`, …);
+/// empty where the kernel has none.
+pub fn huge_gauges(root: &Root) -> BTreeMap<String, u64> {
+    crate::probe::thp::mthp_gauges(root).unwrap_or_default()
 }
 
 /// `after − before` for counters that changed.

@@ -14,6 +14,7 @@
 
 use crate::collect::server::{GroupMemory, read_pids};
 use crate::probe::process::group_members;
+use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -81,6 +82,32 @@ pub struct MemorySamples {
     /// The group's memory per process and region at the walk with the largest resident memory.
     #[serde(default)]
     pub at_peak: Option<GroupMemory>,
+    /// The largest huge coverage any walk saw: above `coverage_at_peak` when huge pages came
+    /// and went (a collapse after the peak, a split or an unmap before it).
+    #[serde(default)]
+    pub max_coverage: Option<f64>,
+    /// The walk that saw the most anonymous and shared-memory THP, when it held more than the
+    /// peak's walk did.
+    #[serde(default)]
+    pub most_thp: Option<ThpWalk>,
+    /// The kernel's mTHP gauges (`mthp.<size>.nr_anon`, `…nr_anon_partially_mapped`),
+    /// machine-wide, read right after the walk with the largest resident memory.
+    #[serde(default)]
+    pub gauges_at_peak: BTreeMap<String, u64>,
+}
+
+/// One walk of the group, kept for the THP it held.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ThpWalk {
+    /// Seconds after the child's start.
+    pub at_s: f64,
+    pub memory: GroupMemory,
+}
+
+/// Anonymous and shared-memory THP of a view (what THP `enabled`/`shmem_enabled` and
+/// MADV_COLLAPSE govern; file THP of the page cache is not counted).
+pub fn anon_thp(m: &GroupMemory) -> u64 {
+    m.anon_huge + m.shmem_pmd
 }
 
 /// (VmRSS, HugetlbPages) of one /proc/PID/status text, bytes.
@@ -124,6 +151,7 @@ pub fn sample(pgid: i32, start: Instant, schedule: Schedule, stop: Receiver<()>)
     // between two walks.
     let mut walk_peak = 0u64;
     let mut status_peak: (u64, f64) = (0, 0.0);
+    let mut most_thp: Option<ThpWalk> = None;
     loop {
         let walk_at = start + schedule.walk_time(next_walk);
         let due = walk_at.min(next_cheap);
@@ -152,10 +180,19 @@ pub fn sample(pgid: i32, start: Instant, schedule: Schedule, stop: Receiver<()>)
                         weight += dt;
                     }
                     last_walk = Some((now, cov));
+                    m.max_coverage = Some(m.max_coverage.map_or(cov, |c| c.max(cov)));
+                    let thp = anon_thp(&view);
+                    if thp > most_thp.as_ref().map_or(0, |w| anon_thp(&w.memory)) {
+                        most_thp = Some(ThpWalk {
+                            at_s: now.duration_since(start).as_secs_f64(),
+                            memory: view.clone(),
+                        });
+                    }
                     if m.coverage_at_peak.is_none() || resident >= walk_peak {
                         m.coverage_at_peak = Some(cov);
                         walk_peak = resident;
                         m.at_peak = Some(view);
+                        m.gauges_at_peak = super::huge_gauges(&crate::probe::Root::system());
                     }
                     m.peak_rss = m.peak_rss.max(resident);
                 }
@@ -189,6 +226,8 @@ pub fn sample(pgid: i32, start: Instant, schedule: Schedule, stop: Receiver<()>)
         weight += t.elapsed().as_secs_f64();
     }
     m.coverage_at_peak = coverage_at_peak(m.coverage_at_peak, walk_peak, status_peak);
+    let at_peak_thp = m.at_peak.as_ref().map_or(0, anon_thp);
+    m.most_thp = most_thp.filter(|w| anon_thp(&w.memory) > at_peak_thp);
     if weight > 0.0 {
         m.mean_huge_coverage = Some(weighted / weight);
     } else if let Some((_, c)) = last_walk {

@@ -97,6 +97,11 @@ pub struct GroupMemory {
     /// Bytes of mappings the server asked THP for (MADV_HUGEPAGE: VmFlags `hg`).
     #[serde(default)]
     pub madvised: u64,
+    /// Bytes of private anonymous mappings it did not advise that the kernel would give THP
+    /// (smaps `THPeligible: 1` without `hg`): 0 for a process whose THP is off, or on only
+    /// where advised (PR_THP_DISABLE_EXCEPT_ADVISED), or under THP `madvise`.
+    #[serde(default)]
+    pub thp_eligible_unadvised: u64,
     /// Hugetlb bytes committed to the group's mappings, shared ones once: a mapping's whole
     /// size (its pages faulted, or reserved from the pool at mmap and not yet used: memory
     /// nothing else can have), or what is resident where it was mapped MAP_NORESERVE
@@ -121,6 +126,9 @@ pub struct KernelHuge {
     pub shmem_huge: u64,
     /// AnonHugePages, bytes.
     pub anon_huge: u64,
+    /// The mTHP gauges per size (`mthp.<size>.nr_anon`, `…nr_anon_partially_mapped`).
+    #[serde(default)]
+    pub thp_gauges: BTreeMap<String, u64>,
 }
 
 impl GroupMemory {
@@ -220,6 +228,13 @@ pub fn add_process(mem: &mut GroupMemory, pid: i32, comm: &str, maps: &[Mapping]
             && !(shared && seen.contains_key(&(m.path.clone(), m.start, m.end)))
         {
             mem.madvised += m.size();
+        }
+        if !shared
+            && matches!(k, Kind::Heap | Kind::Anonymous | Kind::JavaHeap)
+            && !m.has_flag("hg")
+            && m.field("THPeligible") == 1
+        {
+            mem.thp_eligible_unadvised += m.size();
         }
         let noreserve = m.has_flag("nr");
         if shared && let Some((idx, old)) = seen.get_mut(&(m.path.clone(), m.start, m.end)) {
@@ -404,6 +419,7 @@ pub fn kernel_huge() -> Option<KernelHuge> {
             .collect(),
         shmem_huge: mi.shmem_huge_pages.unwrap_or(0),
         anon_huge: mi.anon_huge_pages.unwrap_or(0),
+        thp_gauges: super::huge_gauges(&root),
     })
 }
 
@@ -577,6 +593,46 @@ VmFlags: rd wr sh mr mw me hg
         // A forked child maps the same shared region: counted once.
         add_process(&mut mem, 2, "java", &maps[1..], &mut seen);
         assert_eq!(mem.madvised, 6 << 20);
+    }
+
+    #[test]
+    fn thp_eligible_memory_it_did_not_advise_is_counted() {
+        // As smaps reads under THP always: an advised region, an unadvised eligible one, an
+        // unadvised one the process's advised policy keeps off THP, and shared memory.
+        let text = "\
+7f0000000000-7f0000800000 rw-p 00000000 00:00 0
+Size:               8192 kB
+Rss:                8192 kB
+THPeligible:    1
+VmFlags: rd wr mr mw me ac hg
+7f0000800000-7f0001000000 rw-p 00000000 00:00 0
+Size:               8192 kB
+Rss:                8192 kB
+THPeligible:    1
+VmFlags: rd wr mr mw me ac
+7f0001000000-7f0001400000 rw-p 00000000 00:00 0
+Size:               4096 kB
+Rss:                4096 kB
+THPeligible:    0
+VmFlags: rd wr mr mw me ac
+7f1000000000-7f1000200000 rw-s 00000000 00:01 9 /dev/zero (deleted)
+Size:               2048 kB
+Rss:                2048 kB
+THPeligible:    1
+VmFlags: rd wr sh mr mw me
+";
+        let mut mem = GroupMemory::default();
+        add_process(
+            &mut mem,
+            1,
+            "x",
+            &parse_smaps(text).unwrap(),
+            &mut Seen::new(),
+        );
+        assert_eq!(
+            (mem.madvised, mem.thp_eligible_unadvised),
+            (8 << 20, 8 << 20)
+        );
     }
 
     #[test]

@@ -66,7 +66,7 @@ fn check_size(size: u64, sparse: bool) -> Result<(), UsageError> {
 /// Map and fault in memory with a known backing, print `ready START END`, and wait.
 pub fn run(a: HoldMemoryArgs) -> anyhow::Result<i32> {
     if a.thp_disable {
-        crate::sys::set_thp_disable(true)?;
+        crate::sys::set_thp_policy(crate::sys::ThpPolicy::Off)?;
     }
     check_size(a.size.0, a.sparse)?;
     let (backing, plain) = match a.backing.as_str() {

@@ -67,6 +67,11 @@ pub enum Knob {
     },
     /// `vm.compaction_proactiveness` (0–100): how hard kcompactd compacts ahead of demand.
     CompactionProactiveness,
+    /// `shrink_underused` (0/1): split THPs whose subpages are mostly zero under memory
+    /// pressure (Linux 6.12+; `khugepaged/max_ptes_none` sets how many zero subpages count).
+    ThpShrinkUnderused,
+    /// `use_zero_page` (0/1): map the huge zero page on read faults of untouched memory.
+    ThpUseZeroPage,
 }
 
 /// Whether a knob holds a bracketed selector or a number.
@@ -80,6 +85,7 @@ const THP_MODES: &[&str] = &["always", "madvise", "never"];
 const DEFRAG_MODES: &[&str] = &["always", "defer", "defer+madvise", "madvise", "never"];
 const SHMEM_MODES: &[&str] = &["always", "within_size", "advise", "never", "deny", "force"];
 const MTHP_MODES: &[&str] = &["always", "inherit", "madvise", "never"];
+const SWITCH: &[&str] = &["0", "1"];
 
 impl Knob {
     /// The absolute sysfs path this knob lives at.
@@ -110,6 +116,8 @@ impl Knob {
                 )
             }
             Knob::CompactionProactiveness => "/proc/sys/vm/compaction_proactiveness".into(),
+            Knob::ThpShrinkUnderused => format!("{THP_DIR}/shrink_underused"),
+            Knob::ThpUseZeroPage => format!("{THP_DIR}/use_zero_page"),
         }
     }
 
@@ -119,6 +127,10 @@ impl Knob {
             Knob::ThpDefrag => ValueKind::Selector(DEFRAG_MODES),
             Knob::ThpShmemEnabled => ValueKind::Selector(SHMEM_MODES),
             Knob::MthpEnabled { .. } => ValueKind::Selector(MTHP_MODES),
+            Knob::ThpShrinkUnderused | Knob::ThpUseZeroPage => ValueKind::Selector(SWITCH),
+            Knob::Khugepaged {
+                name: KhugepagedKnob::Defrag,
+            } => ValueKind::Selector(SWITCH),
             _ => ValueKind::Number,
         }
     }
@@ -162,11 +174,13 @@ impl fmt::Display for Knob {
             } => write!(f, "hugetlb.{}.node{n}", Bytes(size)),
             Knob::HugetlbOvercommit { size } => write!(f, "hugetlb.{}.overcommit", Bytes(size)),
             Knob::CompactionProactiveness => write!(f, "vm.compaction_proactiveness"),
+            Knob::ThpShrinkUnderused => write!(f, "thp.shrink_underused"),
+            Knob::ThpUseZeroPage => write!(f, "thp.use_zero_page"),
         }
     }
 }
 
-pub const KNOB_NAMES: &str = "thp.enabled, thp.defrag, thp.shmem_enabled, mthp.<size>, khugepaged.<pages_to_scan|scan_sleep_millisecs|alloc_sleep_millisecs|max_ptes_none|max_ptes_swap|max_ptes_shared|defrag>, hugetlb.<size>, hugetlb.<size>.node<N>, hugetlb.<size>.overcommit, vm.compaction_proactiveness";
+pub const KNOB_NAMES: &str = "thp.enabled, thp.defrag, thp.shmem_enabled, thp.shrink_underused, thp.use_zero_page, mthp.<size>, khugepaged.<pages_to_scan|scan_sleep_millisecs|alloc_sleep_millisecs|max_ptes_none|max_ptes_swap|max_ptes_shared|defrag>, hugetlb.<size>, hugetlb.<size>.node<N>, hugetlb.<size>.overcommit, vm.compaction_proactiveness";
 
 impl FromStr for Knob {
     type Err = String;
@@ -178,6 +192,8 @@ impl FromStr for Knob {
             ["thp", "enabled"] => Ok(Knob::ThpEnabled),
             ["thp", "defrag"] => Ok(Knob::ThpDefrag),
             ["thp", "shmem_enabled"] => Ok(Knob::ThpShmemEnabled),
+            ["thp", "shrink_underused"] => Ok(Knob::ThpShrinkUnderused),
+            ["thp", "use_zero_page"] => Ok(Knob::ThpUseZeroPage),
             ["vm", "compaction_proactiveness"] => Ok(Knob::CompactionProactiveness),
             ["mthp", sz] => Ok(Knob::MthpEnabled { size: size(sz)? }),
             ["khugepaged", name] => KhugepagedKnob::ALL
@@ -216,6 +232,8 @@ mod tests {
             "thp.defrag",
             "mthp.64K",
             "khugepaged.max_ptes_none",
+            "thp.shrink_underused",
+            "thp.use_zero_page",
             "hugetlb.2M",
             "hugetlb.1G.node0",
             "hugetlb.2M.overcommit",
@@ -255,6 +273,11 @@ mod tests {
             .is_err()
         );
         Knob::ThpDefrag.validate("defer+madvise").unwrap();
+        assert!(Knob::ThpShrinkUnderused.validate("2").is_err());
+        Knob::ThpUseZeroPage.validate("0").unwrap();
+        let ptes: Knob = "khugepaged.max_ptes_none".parse().unwrap();
+        ptes.validate("0").unwrap();
+        assert!(ptes.validate("none").is_err());
     }
 
     #[test]
@@ -267,6 +290,8 @@ mod tests {
                 name: KhugepagedKnob::Defrag,
             },
             Knob::HugetlbOvercommit { size: 2 << 20 },
+            Knob::ThpShrinkUnderused,
+            Knob::ThpUseZeroPage,
         ];
         for k in knobs {
             let p = k.path();

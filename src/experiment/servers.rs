@@ -96,10 +96,15 @@ fn arm_servers(plan: &Plan, base: &TrialSpec) -> anyhow::Result<(Vec<ArmServer>,
     } else {
         None
     };
-    let thp_off: Vec<usize> = sp
+    let (thp_off, thp_advised): (Vec<usize>, Vec<usize>) = sp
         .warm
         .as_ref()
-        .map(|w| w.side_by_side.thp_off.clone())
+        .map(|w| {
+            (
+                w.side_by_side.thp_off.clone(),
+                w.side_by_side.thp_advised.clone(),
+            )
+        })
         .unwrap_or_default();
     let servers = plan
         .arms
@@ -127,11 +132,16 @@ fn arm_servers(plan: &Plan, base: &TrialSpec) -> anyhow::Result<(Vec<ArmServer>,
             let stand_in = thp_off.contains(&i) && wants_madvise;
             if thp_off.contains(&i) {
                 // THP never for this server alone: PR_SET_THP_DISABLE, confirmed by its memory.
+                // An arm that asked for nothing in particular must end up on 4 KiB pages.
+                let asked = arm.server_expectation();
                 arm.process.thp_disable = true;
-                if arm.server_expectation().is_none() {
+                if asked.is_none() {
                     arm.expect = Some(Expect::FourK);
                 }
             }
+            // THP madvise for this server alone under THP always: the advised policy,
+            // confirmed per trial by the kernel's THPeligible of its regions.
+            arm.process.thp_advised |= thp_advised.contains(&i);
             let mut s = ArmServer {
                 plan: p,
                 arm,

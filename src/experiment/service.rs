@@ -204,10 +204,15 @@ fn served(
         (Some(e), None) => judge(e, &memory, words.as_ref()).map(Box::new),
         _ => None,
     };
+    let policy = match &failure {
+        None => crate::analyze::server::policy_held(arm.process.thp_policy(), &memory),
+        Some(_) => None,
+    };
     let flag = backing
         .as_ref()
         .filter(|j| j.state == State::FellBack)
-        .map(|j| j.why.clone());
+        .map(|j| j.why.clone())
+        .or_else(|| policy.as_ref().and_then(|p| p.clone().err()));
     let evidence = serde_json::json!({
         "pid": pid,
         "ready_s": r.ready.as_secs_f64(),
@@ -217,6 +222,10 @@ fn served(
         "coverage": memory.coverage(),
         "carried_by": memory.carried_by().map(|s| s.describe()),
         "expect": arm.server_expectation(),
+        "thp_policy": policy.map(|p| match p {
+            Ok(w) => serde_json::json!({"held": true, "words": w}),
+            Err(w) => serde_json::json!({"held": false, "words": w}),
+        }),
         "said": words.as_ref().map(|(s, l)| serde_json::json!({"server": s.server, "line": l, "meaning": s.meaning})),
         "end": end,
         "log_tail": tail.iter().rev().take(20).rev().collect::<Vec<_>>(),

@@ -40,6 +40,10 @@ pub struct Thp {
     pub defrag: Option<Selector>,
     pub shmem_enabled: Option<Selector>,
     pub use_zero_page: Option<u64>,
+    /// `shrink_underused` (Linux 6.12+): THPs mostly of zero-filled subpages are split under
+    /// memory pressure.
+    #[serde(default)]
+    pub shrink_underused: Option<u64>,
     /// PMD huge page size in bytes (2 MiB on x86-64). Since Linux 5.3.
     pub hpage_pmd_size: Option<u64>,
     pub khugepaged: Khugepaged,
@@ -89,10 +93,35 @@ pub fn read(root: &Root) -> Result<Thp, ProbeError> {
         defrag: selector(root, &format!("{THP_DIR}/defrag"))?,
         shmem_enabled: selector(root, &format!("{THP_DIR}/shmem_enabled"))?,
         use_zero_page: root.read_u64(format!("{THP_DIR}/use_zero_page"))?,
+        shrink_underused: root.read_u64(format!("{THP_DIR}/shrink_underused"))?,
         hpage_pmd_size: root.read_u64(format!("{THP_DIR}/hpage_pmd_size"))?,
         khugepaged,
         mthp,
     })
+}
+
+/// Whether an mTHP stat is a gauge (a count of folios now: `nr_anon`,
+/// `nr_anon_partially_mapped`) rather than an event counter since boot.
+pub fn is_gauge(stat: &str) -> bool {
+    stat.starts_with("nr_")
+}
+
+/// Every mTHP size's gauges now, as `mthp.<size>.<stat>`: the `nr_*` files its `stats/`
+/// directory holds (read from the directory, whatever this kernel offers).
+pub fn mthp_gauges(root: &Root) -> Result<BTreeMap<String, u64>, ProbeError> {
+    let mut out = BTreeMap::new();
+    for name in root.list_dir(THP_DIR)? {
+        let Some(size) = parse_hugepages_dir(&name) else {
+            continue;
+        };
+        let dir = format!("{THP_DIR}/{name}/stats");
+        for stat in root.list_dir(&dir)?.into_iter().filter(|s| is_gauge(s)) {
+            if let Some(v) = root.read_u64(format!("{dir}/{stat}"))? {
+                out.insert(format!("mthp.{}.{stat}", crate::units::Bytes(size)), v);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// /proc/vmstat counters that describe THP and compaction activity (`thp_*`, `compact_*`).

@@ -16,6 +16,7 @@ pub mod prometheus;
 pub mod run;
 pub mod status;
 pub mod summary;
+pub mod thp_activity;
 pub mod tlb;
 pub mod trace;
 

@@ -409,8 +409,10 @@ fn service_lines(r: &RunResult) -> Vec<String> {
                 "; first burst of a lifetime vs the rest {p:+.1}% [{lo:+.1}, {hi:+.1}]"
             ));
         }
-        if s.thp_disabled {
-            line.push_str(" — THP off for the server");
+        match &s.policy {
+            Some((w, held, n)) => line.push_str(&format!(" — {w} (held in {held} of {n} trials)")),
+            None if s.thp_disabled => line.push_str(" — THP off for the server"),
+            None => {}
         }
         out.push(line);
     }
@@ -460,8 +462,10 @@ fn render_servers(r: &RunResult) -> String {
         if let Some(c) = &s.carried_by {
             line.push_str(&format!(" — {c}"));
         }
-        if s.thp_disabled {
-            line.push_str(" — THP disabled by the server for itself");
+        match &s.policy {
+            Some((w, held, n)) => line.push_str(&format!(" — {w} (held in {held} of {n} trials)")),
+            None if s.thp_disabled => line.push_str(" — THP disabled by the server for itself"),
+            None => {}
         }
         if s.failed > 0 {
             line.push_str(&format!(" — {} server failures", s.failed));
@@ -710,10 +714,13 @@ mod tests {
             first_partial: None,
             mean_share: None,
             mean_coverage_at_peak: None,
+            mean_max_coverage: None,
             mean_counters: counters.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
             mean_matters: None,
             mean_entries: None,
             mean_hot: None,
+            mean_kernel: Default::default(),
+            mean_gauges: Default::default(),
         }
     }
 

@@ -61,11 +61,12 @@ pub fn render(s: &Status, findings: Option<&[Finding]>) -> String {
     let t = &s.thp;
     let _ = writeln!(
         o,
-        "\nTHP         enabled {}, defrag {}, shmem_enabled {}, use_zero_page {}, PMD size {}",
+        "\nTHP         enabled {}, defrag {}, shmem_enabled {}, use_zero_page {}, shrink_underused {}, PMD size {}",
         sel(&t.enabled),
         sel(&t.defrag),
         sel(&t.shmem_enabled),
         opt(t.use_zero_page),
+        opt(t.shrink_underused),
         bytes(t.hpage_pmd_size)
     );
     let k = &t.khugepaged;
@@ -95,7 +96,9 @@ pub fn render(s: &Status, findings: Option<&[Finding]>) -> String {
             "anon alloc",
             "anon fallback",
             "nr_anon",
+            "partly mapped",
             "split",
+            "deferred",
         ]);
         for m in &t.mthp {
             let st = |k: &str| opt(m.stats.get(k));
@@ -106,7 +109,9 @@ pub fn render(s: &Status, findings: Option<&[Finding]>) -> String {
                 st("anon_fault_alloc"),
                 st("anon_fault_fallback"),
                 st("nr_anon"),
+                st("nr_anon_partially_mapped"),
                 st("split"),
+                st("split_deferred"),
             ]);
         }
         let _ = writeln!(o, "{}", fit(&mut tb));

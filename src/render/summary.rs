@@ -137,6 +137,7 @@ pub fn answer(r: &ExperimentAnalysis) -> Vec<String> {
         ));
     }
     out.extend(super::conditions::lines(r));
+    out.extend(super::thp_activity::lines(r));
     for e in &r.evidence {
         if let Some(f) = &e.first_flag {
             let head = format!("FLAGGED {} ({} of {} trials): ", e.arm, e.flagged, e.trials);
@@ -312,7 +313,20 @@ pub fn run_line(r: &ExperimentAnalysis, f: &RunFacts) -> Vec<String> {
     };
     if let Some(cov) = shares(|e| e.mean_coverage_at_peak) {
         let names: Vec<&str> = r.evidence.iter().map(|e| e.arm.as_str()).collect();
-        parts.push(format!("huge coverage {cov} ({})", names.join(" / ")));
+        // Huge pages that came and went: the peak's walk is not the whole story.
+        let came_and_went = r.evidence.iter().any(|e| {
+            e.mean_max_coverage
+                .zip(e.mean_coverage_at_peak)
+                .is_some_and(|(m, p)| m - p >= 0.05)
+        });
+        let most = shares(|e| e.mean_max_coverage).filter(|_| came_and_went);
+        parts.push(match most {
+            Some(m) => format!(
+                "huge coverage at peak memory {cov}, at most {m} at any walk ({})",
+                names.join(" / ")
+            ),
+            None => format!("huge coverage {cov} ({})", names.join(" / ")),
+        });
     }
     if let Some(share) = shares(|e| e.mean_share) {
         parts.push(format!(
@@ -563,6 +577,7 @@ mod tests {
                         ]
                         .into(),
                         coverage_at_peak: None,
+                        max_coverage: None,
                         counters: Default::default(),
                         noise: Default::default(),
                         lifetime: None,
@@ -572,6 +587,8 @@ mod tests {
                         entries: None,
                         hot: None,
                         condition: None,
+                        kernel: None,
+                        gauges: Default::default(),
                     }
                 })
             })
@@ -722,6 +739,7 @@ mod tests {
                     ]
                     .into(),
                     coverage_at_peak: None,
+                    max_coverage: None,
                     counters: Default::default(),
                     noise: Default::default(),
                     lifetime: None,
@@ -731,6 +749,8 @@ mod tests {
                     entries: None,
                     hot: None,
                     condition: None,
+                    kernel: None,
+                    gauges: Default::default(),
                 })
             })
             .collect();

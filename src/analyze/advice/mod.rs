@@ -527,10 +527,13 @@ pub(crate) mod tests {
                     first_partial: None,
                     mean_share: None,
                     mean_coverage_at_peak: Some(if i == 0 { 0.0 } else { 0.95 }),
+                    mean_max_coverage: None,
                     mean_counters: Default::default(),
                     mean_matters: None,
                     mean_entries: None,
                     mean_hot: None,
+                    mean_kernel: Default::default(),
+                    mean_gauges: Default::default(),
                 })
                 .collect(),
             conditions: Vec::new(),

@@ -27,6 +27,7 @@ fn warm_run(effect: f64, lifetimes: usize, per: usize, rng: &mut Rng) -> Vec<Tri
                     flagged: None,
                     metrics: [("tps".to_string(), 1000.0 * v.exp())].into(),
                     coverage_at_peak: None,
+                    max_coverage: None,
                     counters: Default::default(),
                     noise: Default::default(),
                     lifetime: Some(l),
@@ -36,6 +37,8 @@ fn warm_run(effect: f64, lifetimes: usize, per: usize, rng: &mut Rng) -> Vec<Tri
                     entries: None,
                     hot: None,
                     condition: None,
+                    kernel: None,
+                    gauges: Default::default(),
                 });
             }
             block += 1;

@@ -295,6 +295,7 @@ mod tests {
                     flagged: None,
                     metrics: BTreeMap::from([("wall_s".to_string(), t)]),
                     coverage_at_peak: None,
+                    max_coverage: None,
                     counters: BTreeMap::new(),
                     noise: BTreeMap::new(),
                     lifetime: None,
@@ -304,6 +305,8 @@ mod tests {
                     entries: None,
                     hot: None,
                     condition: None,
+                    kernel: None,
+                    gauges: Default::default(),
                 });
             }
         }

@@ -63,7 +63,7 @@ fn warm_form(
     arms: &[Arm],
     command: &[String],
 ) -> Result<(WarmPlan, Option<services::PerArm>), String> {
-    let sbs = side_by_side(arms, &current)?;
+    let sbs = side_by_side(arms, &current, crate::sys::thp_advised_supported())?;
     let server = words(&sp.argv, a.shell);
     let load = words(command, a.shell);
     let user_addresses = services::has_address_placeholder(&server);

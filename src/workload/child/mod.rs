@@ -144,7 +144,7 @@ impl Runner for ProcessRunner {
         // (and process) for the spawn, put back right after. Every arm makes the same calls.
         // The flag is per process, so concurrent spawns (a library user's threads) take turns.
         let turn = SPAWN_TURN.lock().unwrap_or_else(|p| p.into_inner());
-        let inherit = Inherited::set(spec.config.thp_disable, spec.pin_cpu)?;
+        let inherit = Inherited::set(spec.config.thp_policy(), spec.pin_cpu)?;
         let start_mono = mono_ns();
         let start = Instant::now();
         let spawned = cmd.spawn();
@@ -348,6 +348,31 @@ mod tests {
         s.config.thp_disable = false;
         let on = ProcessRunner.run(&s, &mut NoHooks).unwrap();
         assert!(on.stdout.trim().ends_with('1'), "{:?}", on.stdout);
+    }
+
+    #[test]
+    fn advised_policy_reaches_the_child_and_not_hugelab() {
+        if !crate::sys::thp_advised_supported() {
+            // An older kernel refuses the flag: spawning must fail loudly, not run the child
+            // under another policy.
+            let mut s = spec(&["true"]);
+            s.config.thp_advised = true;
+            assert!(ProcessRunner.run(&s, &mut NoHooks).is_err());
+            return;
+        }
+        // PR_GET_THP_DISABLE in the child: 1 | PR_THP_DISABLE_EXCEPT_ADVISED.
+        let mut s = spec(&[
+            "python3",
+            "-c",
+            "import ctypes; print(ctypes.CDLL(None).prctl(42, 0, 0, 0, 0))",
+        ]);
+        s.config.thp_advised = true;
+        let adv = ProcessRunner.run(&s, &mut NoHooks).unwrap();
+        assert_eq!(adv.stdout.trim(), "3", "{adv:?}");
+        assert_eq!(
+            crate::sys::thp_policy().unwrap(),
+            crate::sys::ThpPolicy::System
+        );
     }
 
     #[test]

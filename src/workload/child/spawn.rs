@@ -22,15 +22,18 @@ pub(crate) static SPAWN_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// THP-disable flag (`PR_SET_THP_DISABLE`, kept across fork and exec) and the thread's CPU mask.
 /// Dropping it puts back what was there before.
 pub(crate) struct Inherited {
-    thp_was: bool,
+    thp_was: crate::sys::ThpPolicy,
     mask_was: Option<libc::cpu_set_t>,
 }
 
 impl Inherited {
-    pub(crate) fn set(thp_disable: bool, pin: Option<usize>) -> std::io::Result<Inherited> {
+    pub(crate) fn set(
+        thp: crate::sys::ThpPolicy,
+        pin: Option<usize>,
+    ) -> std::io::Result<Inherited> {
         let last = std::io::Error::last_os_error;
-        let was = crate::sys::thp_disabled()?;
-        crate::sys::set_thp_disable(thp_disable)?;
+        let was = crate::sys::thp_policy()?;
+        crate::sys::set_thp_policy(thp)?;
         let mut guard = Inherited {
             thp_was: was,
             mask_was: None,
@@ -57,7 +60,7 @@ impl Inherited {
 
 impl Drop for Inherited {
     fn drop(&mut self) {
-        let _ = crate::sys::set_thp_disable(self.thp_was);
+        let _ = crate::sys::set_thp_policy(self.thp_was);
         if let Some(m) = &self.mask_was {
             // SAFETY: the mask is a live local of its full size.
             unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), m) };

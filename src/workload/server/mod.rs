@@ -53,7 +53,7 @@ impl Server {
             .stdout(writer.try_clone()?)
             .stderr(writer);
         let turn = SPAWN_TURN.lock().unwrap_or_else(|p| p.into_inner());
-        let inherit = Inherited::set(spec.config.thp_disable, spec.pin_cpu)?;
+        let inherit = Inherited::set(spec.config.thp_policy(), spec.pin_cpu)?;
         let started = Instant::now();
         let spawned = cmd.spawn();
         drop(inherit);
