@@ -161,7 +161,33 @@ const CASES: &[(&[&str], i32, &str)] = &[
     (
         &["run", "--arm", "a=expect=2m", "--arm", "b=", "--", "true"],
         2,
-        "valid: 4k, thp",
+        "valid: 4k, no-thp, thp",
+    ),
+    (
+        &[
+            "run",
+            "--arm",
+            "a=khugepaged.max_ptes_none=all",
+            "--arm",
+            "b=",
+            "--",
+            "true",
+        ],
+        2,
+        "invalid value \"all\" for khugepaged.max_ptes_none: a non-negative integer",
+    ),
+    (
+        &[
+            "run",
+            "--arm",
+            "a=process.thp=maybe",
+            "--arm",
+            "b=",
+            "--",
+            "true",
+        ],
+        2,
+        "valid: off, advised",
     ),
     (
         &[

@@ -558,7 +558,9 @@ fn services_run_warm_side_by_side_where_they_can_and_say_why_not_otherwise() {
         "{}",
         sp.design_reason
     );
-    // Three THP modes have no per-process form: a fresh server per trial, and why.
+    // Three THP modes: side by side where the kernel has the advised policy (Linux 6.18+),
+    // `madvise` as PR_THP_DISABLE_EXCEPT_ADVISED under `always`; else a fresh server per
+    // trial, and why.
     let p = server(
         &[
             "-a",
@@ -568,6 +570,37 @@ fn services_run_warm_side_by_side_where_they_can_and_say_why_not_otherwise() {
             "-a",
             "a=thp=always",
         ],
+        "sleep 300 {port}",
+    )
+    .unwrap();
+    let sp = p.server.as_ref().unwrap();
+    if hugelab::sys::thp_advised_supported() {
+        assert_eq!(sp.design, ServiceDesign::Warm);
+        let w = sp.warm.as_ref().unwrap();
+        assert_eq!(
+            (
+                w.side_by_side.thp_off.as_slice(),
+                w.side_by_side.thp_advised.as_slice()
+            ),
+            (&[0][..], &[1][..])
+        );
+        assert!(
+            sp.design_reason
+                .contains("arm m: THP madvise for its server alone (PR_SET_THP_DISABLE with PR_THP_DISABLE_EXCEPT_ADVISED)"),
+            "{}",
+            sp.design_reason
+        );
+    } else {
+        assert_eq!(sp.design, ServiceDesign::Restart);
+        assert!(
+            sp.design_reason.contains("Linux 6.18+"),
+            "{}",
+            sp.design_reason
+        );
+    }
+    // A defrag mode has no per-process form: a fresh server per trial, and why.
+    let p = server(
+        &["-a", "a=defrag=never", "-a", "b=defrag=always"],
         "sleep 300 {port}",
     )
     .unwrap();

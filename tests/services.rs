@@ -437,8 +437,39 @@ fn redis_preset_shows_thp_reaching_redis_only_when_it_does_not_opt_out() {
             "{f}"
         );
     }
+    // THP madvise beside always: the advised policy, confirmed per trial by the kernel's own
+    // THPeligible (none of the server's anonymous memory outside advised regions) and
+    // THP_enabled (not off).
+    for t in arm_trials(&all, &v, "madvise") {
+        let s = &t.evidence["server"];
+        assert!(t.ok && t.flagged.is_none(), "{:?}", t.flagged);
+        assert_eq!(s["thp_policy"]["held"], true, "{}", s["thp_policy"]);
+        assert!(
+            s["thp_policy"]["words"]
+                .as_str()
+                .unwrap()
+                .contains("PR_THP_DISABLE_EXCEPT_ADVISED")
+        );
+        assert_eq!(s["memory"]["thp_eligible_unadvised"], 0);
+        assert!(s["memory"]["thp_disabled"].as_array().unwrap().is_empty());
+        assert_eq!(s["memory"]["anon_huge"], 0, "{}", s["memory"]);
+    }
+    for t in arm_trials(&all, &v, "always") {
+        // The same server under the system's `always`: its heap is THP-eligible.
+        assert!(
+            t.evidence["server"]["memory"]["thp_eligible_unadvised"]
+                .as_u64()
+                .unwrap()
+                > 0
+        );
+    }
+    assert!(
+        out.contains("arm madvise: THP madvise for its server alone"),
+        "{out}"
+    );
     for t in arm_trials(&all, &v, "never") {
         assert_eq!(t.evidence["server"]["memory"]["anon_huge"], 0);
+        assert_eq!(t.evidence["server"]["thp_policy"]["held"], true);
         assert!(t.flagged.is_none());
         // On 4 KiB pages the load's 20,000 SETs of 1 KiB values (about 18,000 distinct keys)
         // touch at least those values, and no more than the server holds.

@@ -105,6 +105,9 @@ pub fn preset(name: &str, server: &[String], pages: Option<u64>) -> Result<Servi
         "redis" => (
             vec![
                 "never=thp=never,server.arg=--disable-thp,server.arg=no,expect=4k".into(),
+                // THP madvise: beside `always` its server runs under the advised policy
+                // (PR_THP_DISABLE_EXCEPT_ADVISED); Redis's allocator advises no region.
+                "madvise=thp=madvise,server.arg=--disable-thp,server.arg=no".into(),
                 "always=thp=always,server.arg=--disable-thp,server.arg=no,expect=thp".into(),
                 // Redis's own default (disable-thp yes): under `always` it opts out by prctl,
                 // which this arm shows (FLAGGED with the reason) rather than hides.
@@ -168,9 +171,10 @@ mod tests {
         );
         let redis = preset("redis", &words("redis-server --port 0"), None).unwrap();
         let arms: Vec<_> = redis.arms.iter().map(|s| parse_arm(s).unwrap()).collect();
-        assert_eq!(arms[1].process.server_args, ["--disable-thp", "no"]);
-        assert!(arms[2].process.server_args.is_empty());
-        assert_eq!(arms[2].server_expectation(), Some(Expect::Thp));
+        assert_eq!(arms[1].name, "madvise");
+        assert_eq!(arms[2].process.server_args, ["--disable-thp", "no"]);
+        assert!(arms[3].process.server_args.is_empty());
+        assert_eq!(arms[3].server_expectation(), Some(Expect::Thp));
         let mc = preset(
             "memcached",
             &words("memcached -u root -p 11311 -m 512"),

@@ -74,10 +74,11 @@ pub enum Knob {
     ThpUseZeroPage,
 }
 
-/// Whether a knob holds a bracketed selector or a number.
+/// Whether a knob holds a bracketed selector, a switch (a plain 0 or 1) or a number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ValueKind {
     Selector(&'static [&'static str]),
+    Switch,
     Number,
 }
 
@@ -85,7 +86,6 @@ const THP_MODES: &[&str] = &["always", "madvise", "never"];
 const DEFRAG_MODES: &[&str] = &["always", "defer", "defer+madvise", "madvise", "never"];
 const SHMEM_MODES: &[&str] = &["always", "within_size", "advise", "never", "deny", "force"];
 const MTHP_MODES: &[&str] = &["always", "inherit", "madvise", "never"];
-const SWITCH: &[&str] = &["0", "1"];
 
 impl Knob {
     /// The absolute sysfs path this knob lives at.
@@ -127,10 +127,10 @@ impl Knob {
             Knob::ThpDefrag => ValueKind::Selector(DEFRAG_MODES),
             Knob::ThpShmemEnabled => ValueKind::Selector(SHMEM_MODES),
             Knob::MthpEnabled { .. } => ValueKind::Selector(MTHP_MODES),
-            Knob::ThpShrinkUnderused | Knob::ThpUseZeroPage => ValueKind::Selector(SWITCH),
+            Knob::ThpShrinkUnderused | Knob::ThpUseZeroPage => ValueKind::Switch,
             Knob::Khugepaged {
                 name: KhugepagedKnob::Defrag,
-            } => ValueKind::Selector(SWITCH),
+            } => ValueKind::Switch,
             _ => ValueKind::Number,
         }
     }
@@ -150,6 +150,7 @@ impl Knob {
             ValueKind::Selector(choices) if !choices.contains(&value) => {
                 Err(bad(format!("one of {}", choices.join(", "))))
             }
+            ValueKind::Switch if value != "0" && value != "1" => Err(bad("one of 0, 1".into())),
             ValueKind::Number if value.parse::<u64>().is_err() => {
                 Err(bad("a non-negative integer".into()))
             }

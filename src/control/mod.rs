@@ -53,7 +53,7 @@ impl Settings for SysfsSettings {
                         content: text.trim().to_string(),
                     })
             }
-            knob::ValueKind::Number => Ok(text.trim().to_string()),
+            knob::ValueKind::Switch | knob::ValueKind::Number => Ok(text.trim().to_string()),
         }
     }
 

@@ -159,7 +159,9 @@ impl Settings for FakeKernel {
                 })
                 .collect::<Vec<_>>()
                 .join(" "),
-            control::knob::ValueKind::Number => value.to_string(),
+            control::knob::ValueKind::Switch | control::knob::ValueKind::Number => {
+                value.to_string()
+            }
         };
         knob.validate(value)?;
         std::fs::write(self.0.root.path(knob.path()), text + "\n").unwrap();
