@@ -152,6 +152,96 @@ fn faster_arm_becomes_settings_with_their_evidence() {
 
 /// SLOWER, inconclusive and FLAGGED arms: no change, each said with what it reached; the
 /// FLAGGED arm's large apparent gain is refused.
+/// MongoDB 8.0's `always` profile with an mTHP size: the khugepaged setting is advised with
+/// the rest, the mTHP size on the kernel command line as `thp_anon=`, the sysfs-only settings
+/// named as such.
+#[test]
+fn todays_thp_profile_and_an_mthp_size_are_advised_in_todays_terms() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    let id = stored(
+        &db,
+        &[
+            "never=thp=never",
+            "mongo=thp=always,defrag=defer+madvise,khugepaged.max_ptes_none=0,mthp.64K=always",
+        ],
+        &[-0.10],
+        &[false],
+        &["sysbench", "memory", "run"],
+        None,
+        None,
+    );
+    let plan = advise(&db, &[&id.to_string()]);
+    assert!(
+        plan.contains("  khugepaged.max_ptes_none = 0 (now "),
+        "{plan}"
+    );
+    let cmdline = advise(&db, &[&id.to_string(), "--format", "cmdline"]);
+    assert!(
+        cmdline
+            .trim_end()
+            .ends_with("transparent_hugepage=always thp_anon=64K:always"),
+        "{cmdline}"
+    );
+    assert!(
+        cmdline.contains(
+            "not on the command line (sysfs only): thp.defrag, khugepaged.max_ptes_none;"
+        ),
+        "{cmdline}"
+    );
+    let tmpfiles = advise(&db, &[&id.to_string(), "--format", "tmpfiles"]);
+    assert!(
+        tmpfiles
+            .contains("w /sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none - - - - 0"),
+        "{tmpfiles}"
+    );
+}
+
+/// A service measured better on THP `madvise` (or `never`) than the rest: the unit line that
+/// gives it that mode alone (`MemoryTHP=`), and whether this machine's systemd has it, checked.
+#[test]
+fn a_service_mode_of_its_own_is_advised_as_memory_thp_with_the_systemd_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    stored(
+        &db,
+        &[
+            "always=thp=always,server.arg=--disable-thp,server.arg=no",
+            "madvise=thp=madvise,server.arg=--disable-thp,server.arg=no",
+        ],
+        &[-0.10],
+        &[false],
+        &["redis-benchmark", "-q"],
+        Some("redis"),
+        None,
+    );
+    let service = advise(&db, &["--for", "redis", "--format", "service"]);
+    assert!(service.contains("\nMemoryTHP=madvise\n"), "{service}");
+    assert!(service.contains("disable-thp no"), "{service}");
+    let plan = advise(&db, &["--for", "redis"]);
+    let flat = plan.replace("\n  ", " ");
+    let version = Command::new("systemctl")
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .split_whitespace()
+                .nth(1)?
+                .parse::<u32>()
+                .ok()
+        });
+    let said = match version {
+        Some(v) if v >= 260 => format!("this machine's systemd {v} has it"),
+        Some(v) => format!("this machine's systemd {v} does not have it"),
+        None => "no systemctl was found".to_string(),
+    };
+    assert!(
+        flat.contains("MemoryTHP= needs systemd 260+") && flat.contains(&said),
+        "{plan}"
+    );
+}
+
 #[test]
 fn slower_inconclusive_and_flagged_evidence_gives_no_change() {
     let dir = tempfile::tempdir().unwrap();

@@ -182,6 +182,7 @@ pub fn run(a: AdviseArgs) -> anyhow::Result<i32> {
     };
     let live = SysfsSettings::new(Root::system());
     advice::fill_now(&mut adv.settings, |k| live.read(k).ok());
+    advice::note_memory_thp(&mut adv, crate::probe::program::systemd_version());
     // What the advised pools take from everything else on this machine.
     let pooled: u64 = adv
         .settings

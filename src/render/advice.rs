@@ -51,6 +51,8 @@ fn target_name(a: &Advice) -> String {
 fn cmdline_word(s: &Setting) -> Option<String> {
     match s.knob {
         Knob::ThpEnabled => Some(format!("transparent_hugepage={}", s.value)),
+        // Linux 6.13+.
+        Knob::ThpShmemEnabled => Some(format!("transparent_hugepage_shmem={}", s.value)),
         Knob::HugetlbPages { size, node: None } => {
             Some(format!("hugepagesz={} hugepages={}", Bytes(size), s.value))
         }
@@ -205,13 +207,27 @@ fn systemd(a: &Advice) -> String {
     o
 }
 
+/// The mTHP sizes' modes as one `thp_anon=` word (Linux 6.12+): `thp_anon=64K:always;2M:inherit`.
+fn thp_anon_word(a: &Advice) -> Option<String> {
+    let sizes: Vec<String> = a
+        .settings
+        .iter()
+        .filter_map(|s| match s.knob {
+            Knob::MthpEnabled { size } => Some(format!("{}:{}", Bytes(size), s.value)),
+            _ => None,
+        })
+        .collect();
+    (!sizes.is_empty()).then(|| format!("thp_anon={}", sizes.join(";")))
+}
+
 fn cmdline(a: &Advice) -> String {
-    let words: Vec<String> = a.settings.iter().filter_map(cmdline_word).collect();
+    let mut words: Vec<String> = a.settings.iter().filter_map(cmdline_word).collect();
+    words.extend(thp_anon_word(a));
     let mut o = comments(a, "#");
     let other: Vec<String> = a
         .settings
         .iter()
-        .filter(|s| cmdline_word(s).is_none())
+        .filter(|s| cmdline_word(s).is_none() && !matches!(s.knob, Knob::MthpEnabled { .. }))
         .map(|s| s.knob.to_string())
         .collect();
     if !other.is_empty() {
@@ -220,6 +236,14 @@ fn cmdline(a: &Advice) -> String {
             "# not on the command line (sysfs only): {}; see --format tmpfiles",
             other.join(", ")
         );
+    }
+    for (word, since) in [
+        ("thp_anon=", "6.12"),
+        ("transparent_hugepage_shmem=", "6.13"),
+    ] {
+        if words.iter().any(|w| w.starts_with(word)) {
+            let _ = writeln!(o, "# {word} needs Linux {since}+");
+        }
     }
     let _ = writeln!(o, "{}", words.join(" "));
     o

@@ -32,13 +32,19 @@ pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>) -> Advice {
             why: why.clone(),
         });
     }
-    if arm.process.thp_disable {
+    if arm.process.thp_disable || arm.process.thp_advised {
         a.service.push(super::ServiceLine {
             file: "the program's start".into(),
-            line: "prctl(PR_SET_THP_DISABLE) (systemd: MemoryTHP=no, systemd 258+)".into(),
+            line: if arm.process.thp_advised {
+                "prctl(PR_SET_THP_DISABLE, 1, PR_THP_DISABLE_EXCEPT_ADVISED) (Linux 6.18+)"
+            } else {
+                "prctl(PR_SET_THP_DISABLE, 1)"
+            }
+            .into(),
             why: why.clone(),
         });
     }
+    a.service.extend(super::memory_thp(&arm, &why));
     a.summary = if a.settings.is_empty() {
         let how: Vec<&str> = a.service.iter().map(|s| s.line.as_str()).collect();
         format!(

@@ -351,6 +351,7 @@ pub fn begin(
         .map_or(String::new(), EvidenceLine::describe);
     a.adopt = Some(arm.name.clone());
     a.settings = arm_settings(&arm, &why);
+    a.service.extend(memory_thp(&arm, &why));
     a.summary = format!("adopt arm {} — {why}", arm.name);
     (
         a,
@@ -427,6 +428,52 @@ pub fn arm_settings(arm: &Arm, why: &str) -> Vec<Setting> {
             why: why.to_string(),
         })
         .collect()
+}
+
+/// The first systemd with `MemoryTHP=` in a unit's `[Service]`: `disable` (PR_SET_THP_DISABLE)
+/// or `madvise` (with PR_THP_DISABLE_EXCEPT_ADVISED, Linux 6.18+) for that service alone.
+pub const MEMORY_THP_SYSTEMD: u32 = 260;
+
+/// The adopted arm's THP mode for one service alone, as a systemd unit line: `never` or off for
+/// the process → `MemoryTHP=disable`, `madvise` or advised for the process →
+/// `MemoryTHP=madvise`; nothing for an arm that asks for THP or leaves it alone.
+pub fn memory_thp(arm: &Arm, why: &str) -> Option<ServiceLine> {
+    let madvise = arm.process.thp_advised
+        || arm
+            .system
+            .iter()
+            .any(|(k, v)| *k == Knob::ThpEnabled && v == "madvise");
+    let (value, mode) = if arm.thp_never() {
+        ("disable", "never")
+    } else if madvise {
+        ("madvise", "madvise")
+    } else {
+        return None;
+    };
+    Some(ServiceLine {
+        file: format!("the service's systemd unit, [Service] (systemd {MEMORY_THP_SYSTEMD}+)"),
+        line: format!("MemoryTHP={value}"),
+        why: format!("THP {mode} for this service alone, whatever the system-wide mode — {why}"),
+    })
+}
+
+/// Whether this machine's systemd has `MemoryTHP=`, said as a note beside an advice that
+/// gives the line: `systemd`, its major version (`systemctl --version`), or `None` without one.
+pub fn note_memory_thp(a: &mut Advice, systemd: Option<u32>) {
+    if !a.service.iter().any(|s| s.line.starts_with("MemoryTHP=")) {
+        return;
+    }
+    a.notes.push(match systemd {
+        Some(v) if v >= MEMORY_THP_SYSTEMD => format!(
+            "MemoryTHP= needs systemd {MEMORY_THP_SYSTEMD}+; this machine's systemd {v} has it (checked with `systemctl --version`)"
+        ),
+        Some(v) => format!(
+            "MemoryTHP= needs systemd {MEMORY_THP_SYSTEMD}+; this machine's systemd {v} does not have it (checked with `systemctl --version`): start the service through a wrapper that calls prctl(PR_SET_THP_DISABLE) before exec, or set the mode system-wide"
+        ),
+        None => format!(
+            "MemoryTHP= needs systemd {MEMORY_THP_SYSTEMD}+; no systemctl was found on this machine to check its version"
+        ),
+    });
 }
 
 /// Everything an advice says unmeasured when its evidence is only a bench or nothing.

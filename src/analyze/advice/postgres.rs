@@ -36,6 +36,8 @@ pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>, pg_pages: Option<u
     if let Some(n) = huge_pages_note(&conf) {
         a.notes.push(n.into());
     }
+    // The configuration file's lines first, then the unit's (MemoryTHP=) from `begin`.
+    let unit = std::mem::take(&mut a.service);
     a.service = conf
         .into_iter()
         .map(|line| ServiceLine {
@@ -43,6 +45,7 @@ pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>, pg_pages: Option<u
             line,
             why: why.clone(),
         })
+        .chain(unit)
         .collect();
     if let Some(Expect::Hugetlb(size)) = arm.server_expectation() {
         let size = size.unwrap_or(2 << 20);

@@ -35,6 +35,8 @@ pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>) -> Advice {
         );
         return a;
     };
+    // The configuration file's lines first, then the unit's (MemoryTHP=) from `begin`.
+    let unit = std::mem::take(&mut a.service);
     a.service = conf_lines(&arm.process.server_args)
         .into_iter()
         .map(|line| ServiceLine {
@@ -42,6 +44,7 @@ pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>) -> Advice {
             line,
             why: why.clone(),
         })
+        .chain(unit)
         .collect();
     a
 }
