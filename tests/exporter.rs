@@ -118,6 +118,23 @@ fn fixture_values_equal_the_kernel_files() {
         }
     }
     assert!(checked > 50, "only {checked} mTHP stats files");
+    // The numeric settings of a THP profile, by the names arms use.
+    for (name, path) in [
+        ("khugepaged.max_ptes_none", "khugepaged/max_ptes_none"),
+        ("khugepaged.max_ptes_swap", "khugepaged/max_ptes_swap"),
+        ("khugepaged.max_ptes_shared", "khugepaged/max_ptes_shared"),
+        ("khugepaged.pages_to_scan", "khugepaged/pages_to_scan"),
+        (
+            "khugepaged.scan_sleep_millisecs",
+            "khugepaged/scan_sleep_millisecs",
+        ),
+        ("khugepaged.defrag", "khugepaged/defrag"),
+        ("thp.shrink_underused", "shrink_underused"),
+        ("thp.use_zero_page", "use_zero_page"),
+    ] {
+        let key = format!("hugelab_thp_knob{{knob=\"{name}\"}}");
+        assert_eq!(s.get(&key), Some(&file(&format!("{thp}/{path}"))), "{key}");
+    }
     // vmstat thp_* and compact_* counters.
     let vmstat = std::fs::read_to_string(root.path("/proc/vmstat")).unwrap();
     for l in vmstat.lines() {

@@ -299,6 +299,28 @@ fn thp(o: &mut Out, s: &Scrape) {
             .inc_by(*v);
     }
     let k = &t.khugepaged;
+    // The numeric settings of a THP profile (MongoDB 8.0's: max_ptes_none 0), by the names
+    // `run` arms use.
+    let knob = o.gauge(
+        "thp_knob",
+        "Numeric THP settings in force: khugepaged.* and thp.shrink_underused / thp.use_zero_page",
+        None,
+    );
+    for (name, v) in [
+        ("khugepaged.max_ptes_none", k.max_ptes_none),
+        ("khugepaged.max_ptes_swap", k.max_ptes_swap),
+        ("khugepaged.max_ptes_shared", k.max_ptes_shared),
+        ("khugepaged.pages_to_scan", k.pages_to_scan),
+        ("khugepaged.scan_sleep_millisecs", k.scan_sleep_millisecs),
+        ("khugepaged.alloc_sleep_millisecs", k.alloc_sleep_millisecs),
+        ("khugepaged.defrag", k.defrag),
+        ("thp.shrink_underused", t.shrink_underused),
+        ("thp.use_zero_page", t.use_zero_page),
+    ] {
+        if let Some(v) = v {
+            set(&knob, vec![("knob", name.into())], v);
+        }
+    }
     if let Some(v) = k.full_scans {
         o.count(
             "khugepaged_full_scans",

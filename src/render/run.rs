@@ -411,7 +411,7 @@ fn service_lines(r: &RunResult) -> Vec<String> {
         }
         match &s.policy {
             Some((w, held, n)) => line.push_str(&format!(" — {w} (held in {held} of {n} trials)")),
-            None if s.thp_disabled => line.push_str(" — THP off for the server"),
+            None if s.thp_disabled => line.push_str(" — THP disabled by the server for itself"),
             None => {}
         }
         out.push(line);
