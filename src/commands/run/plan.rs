@@ -361,6 +361,14 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
     for s in &a.arms {
         arms.push(parse_arm(s).map_err(UsageError)?);
     }
+    if let Some(x) = arms.iter().find(|x| x.process.thp_advised)
+        && !crate::sys::thp_advised_supported()
+    {
+        return Err(UsageError(format!(
+            "arm {}: process.thp=advised needs PR_THP_DISABLE_EXCEPT_ADVISED (Linux 6.18+), which this kernel refuses; compare thp=madvise and thp=always as separate arms instead",
+            x.name
+        )));
+    }
     if a.calibrate.is_some() {
         // Two identical arms: the given one (or the plain command) twice.
         let spec = a
