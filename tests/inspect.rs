@@ -208,10 +208,30 @@ fn collapse_promotes_a_running_process() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    // The first line says it failed; the reason is a line of its own, wrapped at words.
+    let first = text.lines().next().unwrap();
     assert!(
-        text.contains("EINVAL") && text.contains("MADV_NOHUGEPAGE"),
+        first.contains("MADV_COLLAPSE FAILED for the requested range"),
         "{text}"
     );
+    assert!(text.contains("failed (EINVAL)"), "{text}");
+    let why: String = text
+        .lines()
+        .skip_while(|l| !l.starts_with("why: "))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        why.starts_with("why: EINVAL") && why.contains("MADV_NOHUGEPAGE"),
+        "{text}"
+    );
+    // Every wrapped line ends at a whole word: joined back with spaces, the words are intact.
+    let rejoined = why.lines().map(str::trim).collect::<Vec<_>>().join(" ");
+    assert!(
+        rejoined.contains("MADV_NOHUGEPAGE on the range, THP disabled for the process (prctl)"),
+        "{text}"
+    );
+    assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
 }
 
 #[test]

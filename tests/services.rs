@@ -580,6 +580,16 @@ fn server_input_is_checked_before_anything_runs() {
             "not found",
         ),
         (&["--server", "true"], "--server needs --ready"),
+        // A preset's server with {dir} but a literal port: every arm's server on one port.
+        (
+            &[
+                "--preset",
+                "redis",
+                "--server",
+                "redis-server --port 6391 --dir {dir}",
+            ],
+            "would both listen on port 6391",
+        ),
         (
             &["--server", "true", "--ready", "http://x"],
             "tcp:HOST:PORT",
@@ -618,7 +628,7 @@ fn server_input_is_checked_before_anything_runs() {
                 "--arm",
                 "x=expect=2m",
             ],
-            "valid: 4k, thp",
+            "valid: 4k, no-thp, thp",
         ),
         (
             &[

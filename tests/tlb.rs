@@ -216,6 +216,13 @@ fn bench_tlb_finds_a_reach_stores_it_and_a_hot_set_is_held_against_it() {
     assert!(text.lines().nth(1).unwrap().contains("reach"), "{text}");
     assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
 
+    // results list names the run by what was run.
+    let list = common::hugelab_stdout(["results", "--db", db, "list"]);
+    assert!(
+        list.lines()
+            .any(|l| l.contains(&format!(" {run} ")) && l.contains("hugelab bench tlb")),
+        "{list}"
+    );
     // status shows what was stored.
     let status = common::hugelab_stdout(["status", "--db", db]);
     assert!(
@@ -255,6 +262,17 @@ fn bench_tlb_finds_a_reach_stores_it_and_a_hot_set_is_held_against_it() {
         "{text}"
     );
     assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+    // Without a measured reach in the database it looked in, it says which one.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let none = elsewhere.path().join("none.db").display().to_string();
+    let text = common::hugelab_stdout(["inspect", "--hot", "1s", &pid, "--db", &none]);
+    assert!(
+        text.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .contains(&format!("no TLB reach measured on this machine in {none}")),
+        "{text}"
+    );
     drop(p);
 
     // tlb lays its region out on its own: not beside another workload.

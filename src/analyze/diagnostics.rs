@@ -56,8 +56,9 @@ pub fn bimodality(y: &[f64]) -> Option<f64> {
     Some((g * g + 1.0) / (k + 3.0 * (n - 1.0).powi(2) / ((n - 2.0) * (n - 3.0))))
 }
 
-/// Diagnose one arm's raw values in block order.
-pub fn diagnose(values: &[f64]) -> Diagnostics {
+/// Diagnose one arm's raw values in block order. `coverage`: the lowest and highest huge
+/// coverage of the arm's trials, when measured (two modes from the backing need it to vary).
+pub fn diagnose(values: &[f64], coverage: Option<(f64, f64)>) -> Diagnostics {
     let mut warnings = Vec::new();
     let level = summarize(values).map(|s| s.mean).filter(|m| *m != 0.0);
     let drift = slope(values)
@@ -85,7 +86,22 @@ pub fn diagnose(values: &[f64]) -> Diagnostics {
     if let Some(b) = bc
         && b > 0.555
     {
-        warnings.push(format!("the values look bimodal (bimodality coefficient {b:.2} > 0.555): some runs may have got huge pages and others not; check the coverage evidence; with one arm bimodal, paired intervals cover up to about 1 point less than their printed level (simulation study)"));
+        let cause = match coverage {
+            Some((lo, hi)) if hi - lo < 0.05 => format!(
+                "not from the pages: every trial of this arm had {:.0}% of its memory on huge pages, so the two modes are the workload's or the machine's",
+                hi * 100.0
+            ),
+            Some((lo, hi)) => format!(
+                "some trials may have got huge pages and others not: this arm's huge coverage ranged from {:.0}% to {:.0}% across its trials",
+                lo * 100.0,
+                hi * 100.0
+            ),
+            None => {
+                "some trials may have got huge pages and others not; check the coverage evidence"
+                    .into()
+            }
+        };
+        warnings.push(format!("the values look bimodal (bimodality coefficient {b:.2} > 0.555): {cause}; with one arm bimodal, paired intervals cover up to about 1 point less than their printed level (simulation study)"));
     }
     Diagnostics {
         drift_over_run: drift,
@@ -102,7 +118,7 @@ mod tests {
     #[test]
     fn detects_drift_autocorrelation_and_two_modes() {
         let drifting: Vec<f64> = (0..100).map(|i| 100.0 + i as f64 * 0.1).collect();
-        let d = diagnose(&drifting);
+        let d = diagnose(&drifting, None);
         assert!((d.drift_over_run.unwrap() - 9.9 / 104.95).abs() < 0.01);
         assert!(d.warnings.iter().any(|w| w.contains("drift")));
         assert!(d.lag1_autocorrelation.unwrap() > 0.9);
@@ -110,18 +126,39 @@ mod tests {
             .map(|i| if i % 2 == 0 { 100.0 } else { 160.0 } + (i % 7) as f64 * 0.1)
             .collect();
         assert!(
-            diagnose(&two)
+            diagnose(&two, None)
                 .warnings
                 .iter()
                 .any(|w| w.contains("bimodal"))
+        );
+        // An arm on 4 KiB pages in every trial: the two modes are not the backing's.
+        let never = diagnose(&two, Some((0.0, 0.0)));
+        assert!(
+            never
+                .warnings
+                .iter()
+                .any(|w| w.contains("not from the pages")
+                    && w.contains("every trial of this arm had 0%")
+                    && !w.contains("some trials may have got huge pages")),
+            "{:?}",
+            never.warnings
+        );
+        let mixed = diagnose(&two, Some((0.02, 0.95)));
+        assert!(
+            mixed
+                .warnings
+                .iter()
+                .any(|w| w.contains("ranged from 2% to 95%")),
+            "{:?}",
+            mixed.warnings
         );
         let flat: Vec<f64> = (0..100)
             .map(|i| 100.0 + ((i * 37) % 11) as f64 * 0.01)
             .collect();
         assert!(
-            diagnose(&flat).warnings.is_empty(),
+            diagnose(&flat, None).warnings.is_empty(),
             "{:?}",
-            diagnose(&flat).warnings
+            diagnose(&flat, None).warnings
         );
     }
 }

@@ -580,10 +580,17 @@ pub fn analyse(
             let arm_metrics = (0..arms.len())
                 .map(|a| {
                     let v = values(trials, a, &m.name);
+                    let covs = trials
+                        .iter()
+                        .filter(|t| t.arm == a && t.ok)
+                        .filter_map(|t| t.coverage_at_peak);
+                    let spread = covs.fold(None, |r: Option<(f64, f64)>, c| {
+                        Some(r.map_or((c, c), |(lo, hi)| (lo.min(c), hi.max(c))))
+                    });
                     ArmMetric {
                         arm: arms[a].clone(),
                         summary: summarize(&v),
-                        diagnostics: diagnose(&v),
+                        diagnostics: diagnose(&v, spread),
                     }
                 })
                 .collect();

@@ -169,6 +169,27 @@ mod tests {
                 .system
                 .contains(&(Knob::ThpShmemEnabled, "always".into()))
         );
+        let per_arm = |p: &[&str]| -> Vec<(String, Vec<String>)> {
+            p.iter()
+                .enumerate()
+                .map(|(i, w)| (format!("a{i}"), words(w)))
+                .collect()
+        };
+        assert_eq!(
+            port_collision(&per_arm(&[
+                "redis-server --port 6391 --dir /a",
+                "redis-server --port 6391 --dir /b"
+            ])),
+            Some(("a0".into(), "a1".into(), "6391".into()))
+        );
+        assert_eq!(
+            port_collision(&per_arm(&["postgres -p 5433", "postgres -p5434"])),
+            None
+        );
+        assert_eq!(
+            port_collision(&per_arm(&["mariadbd --port=3307", "mariadbd --port=3307"])),
+            Some(("a0".into(), "a1".into(), "3307".into()))
+        );
         let redis = preset("redis", &words("redis-server --port 0"), None).unwrap();
         let arms: Vec<_> = redis.arms.iter().map(|s| parse_arm(s).unwrap()).collect();
         assert_eq!(arms[1].name, "madvise");
@@ -248,6 +269,24 @@ pub fn fill(s: &str, slot: &Slot) -> String {
         out = out.replace("{burst}", &b.to_string());
     }
     out
+}
+
+/// Two arms whose servers would listen on the same literal port (`--port 6391`, `-p 5433`,
+/// `--port=3307`): `(first arm, second arm, port)`. `per_arm`: each arm's name and its server's
+/// words, filled for it, with its `server.arg` words.
+pub fn port_collision(per_arm: &[(String, Vec<String>)]) -> Option<(String, String, String)> {
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    for (arm, words) in per_arm {
+        let Some(p) = option(words, Some("-p"), "--port").filter(|p| p.parse::<u16>().is_ok())
+        else {
+            continue;
+        };
+        if let Some((first, _)) = seen.iter().find(|(_, q)| *q == p) {
+            return Some((first.to_string(), arm.clone(), p.to_string()));
+        }
+        seen.push((arm, p));
+    }
+    None
 }
 
 /// Whether any word holds a placeholder that gives each arm's server an address of its own.

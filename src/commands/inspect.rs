@@ -84,6 +84,13 @@ pub fn run(a: InspectArgs) -> anyhow::Result<i32> {
             }
             let context = crate::model::inspect::HotContext {
                 measured: super::stored::measured_tlb(&a.store.db),
+                db: a
+                    .store
+                    .db
+                    .clone()
+                    .unwrap_or_else(crate::store::default_path)
+                    .display()
+                    .to_string(),
                 geometry: crate::probe::tlb::read(),
                 errors,
             };

@@ -29,6 +29,8 @@ pub struct InspectResult {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct HotContext {
     pub measured: Option<crate::analyze::tlb::Measured>,
+    /// The results database the measured reach was looked for in.
+    pub db: String,
     pub geometry: crate::probe::tlb::TlbGeometry,
     /// Hot-set processes that could not be read (clear_refs refused, gone).
     pub errors: Vec<String>,

@@ -61,11 +61,33 @@ pub fn ratio_words(metric: Metric, e: &Estimate) -> String {
         let d = if factor >= 10.0 { 0 } else { 1 };
         format!("{factor:.d$}× {word}")
     } else {
-        format!("{:+.0}%", (r - 1.0) * 100.0)
+        // The sign is the metric's own (time per op down, GB/s down): the word says which way
+        // is better, so that one line can hold both kinds.
+        let word = if (r >= 1.0) == faster_if_up {
+            "faster"
+        } else {
+            "slower"
+        };
+        format!("{:+.0}% ({word})", (r - 1.0) * 100.0)
     };
     match better {
         Direction::Unresolved => format!("{words} ~"),
         _ => words,
+    }
+}
+
+/// A cell's score with its error, or, when the interval would reach below zero (rounds spread
+/// over two modes, one near zero), the range of its rounds instead: a score that cannot be
+/// negative has no error bar below zero.
+pub fn score_words(c: &crate::analyze::bench::CellStats) -> String {
+    match c.error {
+        Some(e) if e >= c.score && c.score > 0.0 => format!(
+            "{} (rounds {}–{}: too spread for ±)",
+            sig3(c.score),
+            sig3(c.summary.min),
+            sig3(c.summary.max)
+        ),
+        e => format!("{} ± {}", sig3(c.score), e.map_or("-".into(), sig3)),
     }
 }
 
@@ -203,7 +225,7 @@ pub fn render(r: &BenchResult) -> String {
             let mut row = vec![
                 Bytes(c.size).to_string(),
                 c.backing.to_string(),
-                format!("{} ± {}", sig3(c.score), c.error.map_or("-".into(), sig3)),
+                score_words(c),
                 cov,
                 vs,
                 per_op(PerfEvent::PageFaults),
@@ -342,4 +364,55 @@ fn footer(r: &BenchResult, o: &mut String) {
         }
     }
     let _ = writeln!(o, "seed {}; {:.0} s", r.plan.seed, r.elapsed_s);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::stats::summarize;
+
+    fn est(point: f64, lo: f64, hi: f64) -> Estimate {
+        Estimate {
+            point,
+            lo: Some(lo),
+            hi: Some(hi),
+            confidence: 0.999,
+        }
+    }
+
+    #[test]
+    fn one_line_holds_time_and_throughput_with_the_better_way_in_words() {
+        // ns/op down 30%: faster; GB/s down 23%, not resolved: slower, with its mark.
+        assert_eq!(
+            ratio_words(Metric::TouchNs, &est(0.70, 0.65, 0.75)),
+            "-30% (faster)"
+        );
+        assert_eq!(
+            ratio_words(Metric::CommitGbs, &est(0.77, 0.5, 1.1)),
+            "-23% (slower) ~"
+        );
+        assert_eq!(
+            ratio_words(Metric::CommitGbs, &est(4.0, 3.5, 4.5)),
+            "4.0× faster"
+        );
+    }
+
+    #[test]
+    fn a_score_whose_interval_reaches_below_zero_is_given_as_its_rounds_range() {
+        let rounds = [0.1, 0.12, 10.6, 10.7];
+        let cell = |error| crate::analyze::bench::CellStats {
+            metric: Metric::CommitGbs,
+            size: 1 << 30,
+            backing: Backing::Thp,
+            summary: summarize(&rounds).unwrap(),
+            score: 5.38,
+            error,
+            vs_baseline: None,
+        };
+        assert_eq!(
+            score_words(&cell(Some(5.41))),
+            "5.38 (rounds 0.100–10.7: too spread for ±)"
+        );
+        assert_eq!(score_words(&cell(Some(0.5))), "5.38 ± 0.500");
+    }
 }

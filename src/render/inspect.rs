@@ -290,7 +290,19 @@ pub fn render_collapse(r: &CollapseResult) -> String {
         "time",
         "result",
     ]);
+    // The result column holds the error's code; its explanation is a line of its own below,
+    // wrapped at words (a table cell would break it mid-word).
+    let mut reasons: Vec<&str> = Vec::new();
     for x in &r.rows {
+        let result = match &x.error {
+            None => "collapsed".to_string(),
+            Some(e) => {
+                if !reasons.contains(&e.as_str()) {
+                    reasons.push(e);
+                }
+                format!("failed ({})", e.split(':').next().unwrap_or(e))
+            }
+        };
         t.add_row(vec![
             format!("{:x}", x.start),
             x.kind.name().to_string(),
@@ -299,22 +311,42 @@ pub fn render_collapse(r: &CollapseResult) -> String {
             Bytes(x.huge_before).to_string(),
             Bytes(x.huge_after).to_string(),
             format!("{:.1} ms", x.elapsed_ms),
-            x.error.clone().unwrap_or_else(|| "collapsed".into()),
+            result,
         ]);
     }
+    let failed = r.rows.iter().filter(|x| x.error.is_some()).count();
+    let outcome = match failed {
+        0 => String::new(),
+        n if n == r.rows.len() => format!(
+            "MADV_COLLAPSE FAILED for {}: ",
+            if n == 1 {
+                "the requested range".to_string()
+            } else {
+                format!("all {n} requested ranges")
+            }
+        ),
+        n => format!(
+            "MADV_COLLAPSE failed for {n} of {} requested ranges: ",
+            r.rows.len()
+        ),
+    };
     let head = format!(
-        "pid {} ({}): huge coverage of the requested ranges {} → {} in {:.0} ms (MADV_COLLAPSE through process_madvise)",
+        "pid {} ({}): {outcome}huge coverage of the requested ranges {} → {} in {:.0} ms (MADV_COLLAPSE through process_madvise)",
         r.pid,
         r.name,
         pct(r.coverage_before),
         pct(r.coverage_after),
         r.elapsed_ms,
     );
-    format!(
-        "{}\n{}\n",
-        super::summary::wrap_hanging(&head, 2).join("\n"),
-        fit(&mut t)
-    )
+    let mut o = super::summary::wrap_hanging(&head, 2).join("\n");
+    o.push('\n');
+    o.push_str(&fit(&mut t).to_string());
+    o.push('\n');
+    for e in reasons {
+        o.push_str(&super::summary::wrap_hanging(&format!("why: {e}"), 2).join("\n"));
+        o.push('\n');
+    }
+    o
 }
 
 #[cfg(test)]

@@ -38,6 +38,55 @@ fn level_words(l: &TlbLevel) -> String {
     )
 }
 
+/// The reach in words: where 4 KiB pages fit with confidence and where they miss. The span
+/// just below the first miss is "fits" only when its interval says so; otherwise it is named
+/// as unresolved, with its ratio.
+fn knee_words(s: &Sweep, lo: u64, hi: u64) -> String {
+    let fits = |p: &crate::analyze::tlb::Point| {
+        p.ratio
+            .lo
+            .is_some_and(|l| l >= 1.0 - super::super::analyze::tlb::FASTER_BY)
+    };
+    let below: Vec<&crate::analyze::tlb::Point> =
+        s.points.iter().filter(|p| p.pages <= lo).collect();
+    let at_lo = below.last().filter(|p| p.pages == lo);
+    let entries = format!(
+        "about {}–{} entries",
+        thousands(lo as usize),
+        thousands(hi as usize)
+    );
+    match at_lo {
+        Some(p) if !fits(p) => {
+            let unresolved = format!(
+                "{} pages: {:.3}×, not resolved at the 5% rule",
+                thousands(lo as usize),
+                p.ratio.point
+            );
+            match below.iter().rev().find(|p| fits(p)) {
+                Some(f) => format!(
+                    "reach: 4 KiB pages fit up to {} pages and miss from {} ({}–{} of span; {unresolved}): {entries}",
+                    thousands(f.pages as usize),
+                    thousands(hi as usize),
+                    span(f.pages),
+                    span(hi)
+                ),
+                None => format!(
+                    "reach: 4 KiB pages miss from {} pages ({} of span) and fit with confidence at no smaller span ({unresolved}): {entries}",
+                    thousands(hi as usize),
+                    span(hi)
+                ),
+            }
+        }
+        _ => format!(
+            "reach: 4 KiB pages fit up to {} pages and miss from {} ({}–{} of span): {entries}",
+            thousands(lo as usize),
+            thousands(hi as usize),
+            span(lo),
+            span(hi)
+        ),
+    }
+}
+
 /// The answer lines of one sweep.
 fn reach_lines(t: &TlbReach, s: &Sweep, confidence: f64) -> Vec<String> {
     let mut out = Vec::new();
@@ -48,15 +97,7 @@ fn reach_lines(t: &TlbReach, s: &Sweep, confidence: f64) -> Vec<String> {
             thousands(hi as usize),
             span(hi)
         )),
-        Some((lo, hi)) => out.push(format!(
-            "reach: 4 KiB pages fit up to {} pages and miss from {} ({}–{} of span): about {}–{} entries",
-            thousands(lo as usize),
-            thousands(hi as usize),
-            span(lo),
-            span(hi),
-            thousands(lo as usize),
-            thousands(hi as usize)
-        )),
+        Some((lo, hi)) => out.push(knee_words(s, lo, hi)),
         None => out.push(format!(
             "reach: not exceeded — {} stayed within {:.0}% of 4 KiB pages up to {} pages ({}); the TLB covers at least that",
             s.backing,
@@ -310,9 +351,10 @@ pub fn hot_text(sets: &[HotSet], ctx: &crate::model::inspect::HotContext) -> Str
                 }
                 lines.push(l);
             }
-            None => lines.push(
-                "no TLB reach measured on this machine: `hugelab bench tlb` measures it (then this line compares)".into(),
-            ),
+            None => lines.push(format!(
+                "no TLB reach measured on this machine in {}: `hugelab bench tlb` measures it (then this line compares; --db names another database)",
+                ctx.db
+            )),
         }
         let top: Vec<String> = h
             .mappings
@@ -479,5 +521,58 @@ mod tests {
             "{l}"
         );
         assert!(row_why_line(&["Other.run"], &m).is_none());
+    }
+
+    #[test]
+    fn a_span_below_the_miss_is_said_to_fit_only_when_its_interval_says_so() {
+        use crate::analyze::stats::Estimate;
+        use crate::analyze::tlb::Point;
+        let point = |pages: u64, lo: f64, hi: f64| Point {
+            pages,
+            base_ns: 2.0,
+            huge_ns: 1.5,
+            ratio: Estimate {
+                point: (lo + hi) / 2.0,
+                lo: Some(lo),
+                hi: Some(hi),
+                confidence: 0.99,
+            },
+            extra_ns: Estimate {
+                point: 0.5,
+                lo: Some(0.4),
+                hi: Some(0.6),
+                confidence: 0.99,
+            },
+        };
+        let sweep = |points: Vec<Point>| Sweep {
+            backing: crate::backing::Backing::Thp,
+            points,
+            knee: Some((1536, 2048)),
+        };
+        // 1,536 pages: 0.809× with an interval that reaches past 0.95 — not "fits".
+        let s = sweep(vec![
+            point(1024, 0.97, 1.02),
+            point(1536, 0.66, 0.958),
+            point(2048, 0.5, 0.6),
+        ]);
+        let w = knee_words(&s, 1536, 2048);
+        assert!(
+            w.starts_with("reach: 4 KiB pages fit up to 1,024 pages and miss from 2,048")
+                && w.contains("1,536 pages: 0.809×, not resolved at the 5% rule"),
+            "{w}"
+        );
+        // Where it fits with confidence, it is said plainly.
+        let s = sweep(vec![point(1536, 0.97, 1.02), point(2048, 0.5, 0.6)]);
+        assert!(
+            knee_words(&s, 1536, 2048)
+                .starts_with("reach: 4 KiB pages fit up to 1,536 pages and miss from 2,048")
+        );
+        // No span fits with confidence.
+        let s = sweep(vec![point(1536, 0.7, 0.99), point(2048, 0.5, 0.6)]);
+        assert!(
+            knee_words(&s, 1536, 2048).contains("fit with confidence at no smaller span"),
+            "{}",
+            knee_words(&s, 1536, 2048)
+        );
     }
 }

@@ -65,7 +65,11 @@ impl Saver {
             .collect();
         let stored =
             serde_json::json!({"bench": plan, "baseline": 0, "metrics": metrics, "system": system});
-        let command = vec!["hugelab".to_string(), "bench".to_string()];
+        // What was run, in the words of the command line (`results list` names it).
+        let mut command = vec!["hugelab".to_string(), "bench".to_string()];
+        if plan.workloads == [crate::workload::Workload::Tlb] {
+            command.push("tlb".into());
+        }
         let id = store.create_run(Some("bench"), &command, kernel, "running", &stored, &arms)?;
         Ok(Saver {
             store,

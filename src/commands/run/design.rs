@@ -183,6 +183,24 @@ pub(super) fn choose(
             }
             sp.per_arm_load = true;
             sp.slots = slots(true)?;
+            // Servers that would share a literal port collide as soon as the second starts.
+            let per_arm: Vec<(String, Vec<String>)> = arms
+                .iter()
+                .zip(&sp.slots)
+                .map(|(x, slot)| {
+                    let mut w: Vec<String> = words(&sp.argv, a.shell)
+                        .iter()
+                        .map(|w| services::fill(w, slot))
+                        .collect();
+                    w.extend(x.process.server_args.iter().cloned());
+                    (x.name.clone(), w)
+                })
+                .collect();
+            if let Some((first, second, port)) = services::port_collision(&per_arm) {
+                return Err(UsageError(format!(
+                    "arms {first} and {second} would both listen on port {port} (a literal port in --server, and the arms' servers run at once): write {{port}} in its place so each arm's server gets its own, or --design restart"
+                )));
+            }
             sp.warm = Some(warm);
         }
         Err(why) if wanted == Some(ServiceDesign::Warm) => {
