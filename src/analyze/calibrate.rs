@@ -44,8 +44,7 @@ pub fn detectable_percent(sd: f64, n: usize, confidence: f64) -> f64 {
 /// Calibrate from A/A log-ratios `d` whose blocks took `seconds_per_block` each.
 pub fn calibrate(d: &[f64], seconds_per_block: f64, effect: f64, confidence: f64) -> Calibration {
     let n = d.len();
-    let mean = d.iter().sum::<f64>() / n.max(1) as f64;
-    let sd = (d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n.max(2) - 1) as f64).sqrt();
+    let sd = super::stats::sd(d);
     let s = super::stats::sorted(d);
     let med = if n > 0 {
         super::stats::quantile_sorted(&s, 0.5)

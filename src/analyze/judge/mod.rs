@@ -490,11 +490,7 @@ pub fn judge(prepared: Vec<Prepared>, s: &Settings) -> Vec<MetricJudgement> {
         let Some(e) = interval(i, levels[j]) else {
             continue;
         };
-        let sd = {
-            let x = &p.blocks;
-            let mu = stats::mean(x);
-            (x.iter().map(|v| (v - mu).powi(2)).sum::<f64>() / (x.len().max(2) - 1) as f64).sqrt()
-        };
+        let sd = stats::sd(&p.blocks);
         let more = |n: usize| {
             let need = match s.design {
                 Design::Sequential { n_opt } => {

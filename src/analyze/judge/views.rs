@@ -73,14 +73,6 @@ pub struct Units<'a> {
     pub hosts: &'a [(bool, f64)],
 }
 
-fn sd(x: &[f64]) -> f64 {
-    if x.len() < 2 {
-        return 0.0;
-    }
-    let m = stats::mean(x);
-    (x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (x.len() - 1) as f64).sqrt()
-}
-
 impl Units<'_> {
     fn group(&self, canary: bool) -> Vec<f64> {
         self.hosts
@@ -92,7 +84,7 @@ impl Units<'_> {
 
     /// The time-paired view's standard error (log scale).
     pub fn se_time(&self) -> Option<f64> {
-        let part = |x: &[f64], f: f64| (sd(x) * f).powi(2) / x.len() as f64;
+        let part = |x: &[f64], f: f64| (stats::sd(x) * f).powi(2) / x.len() as f64;
         if self.after.len() < 2 {
             return None;
         }
@@ -116,7 +108,7 @@ impl Units<'_> {
             _ => Basis::TimePaired,
         };
         let pooled = (c.len() >= 2 && b.len() >= 2).then(|| {
-            let ss = |x: &[f64]| sd(x).powi(2) * (x.len() - 1) as f64;
+            let ss = |x: &[f64]| stats::sd(x).powi(2) * (x.len() - 1) as f64;
             ((ss(&c) + ss(&b)) / (c.len() + b.len() - 2) as f64).sqrt() * 100.0
         });
         Composition {

@@ -72,6 +72,20 @@ pub fn mean(xs: &[f64]) -> f64 {
     xs.iter().sum::<f64>() / xs.len() as f64
 }
 
+/// The sample variance (n − 1); 0 for fewer than two values. The one place it is written.
+pub fn variance(xs: &[f64]) -> f64 {
+    if xs.len() < 2 {
+        return 0.0;
+    }
+    let m = mean(xs);
+    xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() - 1) as f64
+}
+
+/// The sample standard deviation (n − 1); 0 for fewer than two values.
+pub fn sd(xs: &[f64]) -> f64 {
+    variance(xs).sqrt()
+}
+
 /// Summarise a non-empty sample of finite values; `None` when empty or any value is NaN/infinite.
 pub fn summarize(xs: &[f64]) -> Option<Summary> {
     if xs.is_empty() || xs.iter().any(|x| !x.is_finite()) {
@@ -81,12 +95,7 @@ pub fn summarize(xs: &[f64]) -> Option<Summary> {
     let n = s.len();
     let mean = mean(&s);
     let median = quantile_sorted(&s, 0.5);
-    let var = if n > 1 {
-        s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64
-    } else {
-        0.0
-    };
-    let sd = var.sqrt();
+    let sd = sd(&s);
     let mad = quantile_sorted(
         &sorted(&s.iter().map(|x| (x - median).abs()).collect::<Vec<_>>()),
         0.5,

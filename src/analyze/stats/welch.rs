@@ -1,7 +1,7 @@
 //! Two independent samples by their means: Welch's t with the Welch–Satterthwaite degrees of
 //! freedom (unequal variances), for few units whose means are near normal (hosts' window means).
 
-use super::{Estimate, mean};
+use super::{Estimate, mean, variance};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// The difference of means x̄ − ȳ with its standard error and degrees of freedom.
@@ -10,11 +10,6 @@ pub struct Welch {
     pub difference: f64,
     pub se: f64,
     pub df: f64,
-}
-
-fn variance(x: &[f64]) -> f64 {
-    let m = mean(x);
-    x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (x.len() - 1) as f64
 }
 
 /// Welch's statistic; `None` with fewer than 2 values in a sample or non-finite input.

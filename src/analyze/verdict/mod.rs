@@ -12,8 +12,8 @@
 pub mod design;
 pub mod planning;
 
+use crate::analyze::stats::sd as sample_sd;
 pub use design::{Design, SEQUENTIAL_N_OPT, group_sequential_level, paired_interval};
-use planning::sample_sd;
 pub use planning::{
     blocks_needed, blocks_to_resolve, cs_blocks_to_resolve, planning_sd, unpaired_runs_needed,
 };

@@ -39,14 +39,7 @@ pub fn planning_sd(x: &[f64]) -> f64 {
     use statrs::distribution::ChiSquared;
     let df = (x.len().max(2) - 1) as f64;
     let q = ChiSquared::new(df).map_or(df, |c| c.inverse_cdf(0.2));
-    sample_sd(x) * (df / q).sqrt()
-}
-
-/// The sample standard deviation (n − 1).
-pub(super) fn sample_sd(x: &[f64]) -> f64 {
-    let n = x.len() as f64;
-    let m = x.iter().sum::<f64>() / n;
-    (x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1.0).max(1.0)).sqrt()
+    crate::analyze::stats::sd(x) * (df / q).sqrt()
 }
 
 /// Blocks needed to detect a relative effect `effect` with a two-sided test at `confidence`
