@@ -161,3 +161,16 @@ fn paths_named_in_the_docs_exist() {
     );
     assert!(seen >= 30, "only {seen} paths found in the docs");
 }
+
+/// README holds the two set-up commands and one short example per command; the rest is in
+/// docs/ (a README that grows past a screenful of pages is read by nobody).
+#[test]
+fn readme_is_short_and_keeps_its_two_set_up_commands() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(lines <= 300, "README.md has {lines} lines; move detail to docs/");
+    for cmd in ["cargo run --release -- bench", "cargo test --release"] {
+        assert!(readme.contains(cmd), "README lost its set-up command `{cmd}`");
+    }
+}
