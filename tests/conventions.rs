@@ -169,8 +169,14 @@ fn readme_is_short_and_keeps_its_two_set_up_commands() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let lines = readme.lines().count();
-    assert!(lines <= 300, "README.md has {lines} lines; move detail to docs/");
+    assert!(
+        lines <= 300,
+        "README.md has {lines} lines; move detail to docs/"
+    );
     for cmd in ["cargo run --release -- bench", "cargo test --release"] {
-        assert!(readme.contains(cmd), "README lost its set-up command `{cmd}`");
+        assert!(
+            readme.contains(cmd),
+            "README lost its set-up command `{cmd}`"
+        );
     }
 }
