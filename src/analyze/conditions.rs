@@ -4,25 +4,11 @@
 //! reclaim during it.
 
 use super::experiment::{self, ExperimentAnalysis, MetricDef, TrialData};
-use super::stats::{Estimate, mann_whitney_shift};
+pub use super::experiment::{ArmState, ConditionAnalysis, Interaction};
+use super::stats::mann_whitney_shift;
+pub use super::trial_data::TrialCondition;
 use super::verdict::{Design, holm, holm_levels, to_percent};
 use std::collections::BTreeMap;
-
-/// What a trial run under a condition recorded: the state at its start, the kernel's work
-/// during it.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct TrialCondition {
-    pub name: String,
-    /// Free 2 MiB blocks, the unusable free space index at order 9, MemAvailable (bytes), as the
-    /// trial started.
-    pub free_2m_blocks: Option<u64>,
-    pub unusable_2m: Option<f64>,
-    pub mem_available: Option<u64>,
-    /// System-wide vmstat deltas over the trial (`compact_*`, `allocstall_*`, `pgscan_*`, …).
-    pub kernel: BTreeMap<String, f64>,
-    /// `--trace`: stall time of the trial's process tree per kind, milliseconds.
-    pub stalls_ms: BTreeMap<String, f64>,
-}
 
 /// Kernel counters shown per arm under a condition, with the words they are shown with.
 pub const SHOWN_COUNTERS: [(&str, &str); 4] = [
@@ -31,44 +17,6 @@ pub const SHOWN_COUNTERS: [(&str, &str); 4] = [
     ("compact_daemon_free_scanned", "kcompactd free-scanned"),
     ("allocstall", "direct reclaim stalls"),
 ];
-
-/// One arm under one condition: means per trial.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ArmState {
-    pub arm: String,
-    pub trials: usize,
-    pub free_2m_blocks: Option<f64>,
-    pub unusable_2m: Option<f64>,
-    pub mem_available: Option<f64>,
-    /// Mean per trial of [`SHOWN_COUNTERS`] (`allocstall` sums every zone's) and of the traced
-    /// stall times (`<kind> ms`).
-    pub per_trial: BTreeMap<String, f64>,
-}
-
-/// The change of an arm's effect between the first condition and this one: the shift of the
-/// per-block log-ratios (Hodges–Lehmann, Mann–Whitney interval: the conditions ran one after
-/// another, so their blocks are not paired), as the percent change of the ratio.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Interaction {
-    pub percent: Estimate,
-    /// Mann–Whitney p-value, Holm-adjusted across the arms of this condition.
-    pub p_value: f64,
-    /// The confidence level the interval really has (Holm's step for this arm).
-    pub level: f64,
-    pub blocks: (usize, usize),
-}
-
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ConditionAnalysis {
-    pub name: String,
-    pub description: String,
-    /// The contrasts within this condition.
-    pub analysis: ExperimentAnalysis,
-    /// Per non-baseline arm, on the primary metric, against the first condition (empty for the
-    /// first condition itself).
-    pub interaction: Vec<(String, Option<Interaction>)>,
-    pub arms: Vec<ArmState>,
-}
 
 fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
     let (s, n) = v.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));

@@ -123,7 +123,7 @@ pub fn instance_sds(means: &[Vec<f64>], within: &[f64], per_lifetime: f64) -> Ve
 /// own burst noise — its within-lifetime variance less its within-lifetime covariance with
 /// the other arms — as the noise a lifetime mean carries.
 pub fn arm_instance_sds(
-    trials: &[crate::analyze::experiment::TrialData],
+    trials: &[crate::analyze::trial_data::TrialData],
     arms: usize,
     metric: &str,
 ) -> Vec<Option<f64>> {
@@ -190,7 +190,7 @@ pub fn arm_instance_sds(
 /// (log scale). A cold first burst shows as an interval away from 0 (below it for a
 /// throughput). None for an arm with too few lifetimes.
 pub fn first_burst_effects(
-    trials: &[crate::analyze::experiment::TrialData],
+    trials: &[crate::analyze::trial_data::TrialData],
     arms: usize,
     metric: &str,
     confidence: f64,
@@ -288,7 +288,7 @@ mod tests {
                 for arm in 0..2 {
                     let wiggle = 1.0 + 0.002 * ((l * 7 + k * 3 + arm) % 5) as f64;
                     let cold = if arm == 0 && k == 0 { 0.9 } else { 1.0 };
-                    t.push(crate::analyze::experiment::TrialData {
+                    t.push(crate::analyze::trial_data::TrialData {
                         block,
                         arm,
                         ok: true,
@@ -345,7 +345,7 @@ mod tests {
                 let common = 0.04 * g();
                 for (arm, own) in inst.iter().enumerate() {
                     let v: f64 = drift + common + own + 0.02 * g();
-                    t.push(crate::analyze::experiment::TrialData {
+                    t.push(crate::analyze::trial_data::TrialData {
                         block,
                         arm,
                         ok: true,

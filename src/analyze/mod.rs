@@ -47,5 +47,6 @@ pub mod simulate;
 pub mod stats;
 pub mod tlb;
 pub mod trace;
+pub mod trial_data;
 pub mod verdict;
 pub mod vm;

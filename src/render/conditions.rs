@@ -3,7 +3,7 @@
 //! interaction); then the state the trials started in and the kernel's compaction and reclaim
 //! per trial of each arm.
 
-use super::summary::{contrast_words, percent_interval, wrap_hanging};
+use super::words::{contrast_words, percent_interval, wrap_hanging};
 use crate::analyze::conditions::{ArmState, ConditionAnalysis, SHOWN_COUNTERS};
 use crate::analyze::experiment::{ExperimentAnalysis, primary_index};
 use crate::units::Bytes;
@@ -148,7 +148,7 @@ fn kernel_words(a: &ArmState, seen: &[&str]) -> Option<String> {
 /// A mean count: whole numbers past 10, one decimal below.
 fn count(v: f64) -> String {
     if v >= 10.0 || v == 0.0 {
-        super::summary::thousands(v.round() as usize)
+        super::words::thousands(v.round() as usize)
     } else {
         format!("{v:.1}")
     }

@@ -2,7 +2,7 @@
 //! — peak memory and CPU time (contrasted like every metric: paired, with the same interval and
 //! level) with each arm's median beside it, and the tail of the trial times per arm.
 
-use super::summary::{level_mark, percent_interval};
+use super::words::{level_mark, percent_interval};
 use crate::analyze::costs::{self, Cost};
 use crate::analyze::experiment::{ExperimentAnalysis, MetricAnalysis};
 use crate::analyze::stats::Estimate;

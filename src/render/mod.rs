@@ -19,6 +19,7 @@ pub mod summary;
 pub mod thp_activity;
 pub mod tlb;
 pub mod trace;
+pub mod words;
 
 use comfy_table::{ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};
 use std::io::IsTerminal;

@@ -3,7 +3,7 @@
 //! memory), the underused-THP shrinker and collapses from /proc/vmstat, and the partly mapped
 //! huge pages at the peak — the ones that moved, in words.
 
-use super::summary::wrap_hanging;
+use super::words::wrap_hanging;
 use crate::analyze::experiment::{ArmEvidence, ExperimentAnalysis};
 use std::collections::BTreeMap;
 

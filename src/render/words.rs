@@ -1,0 +1,191 @@
+//! Words every answer shares: a contrast's effect, interval, level and verdict, numbers with
+//! separators, and text wrapped to the terminal's width at words.
+
+use crate::analyze::experiment::ExperimentAnalysis;
+use crate::analyze::stats::Estimate;
+use crate::analyze::verdict::{Contrast, Design, Verdict, fmt_level};
+use crate::units::{fmt_percent, percent_decimals};
+
+/// Lines are wrapped to this many columns (the default output fits a 100-column terminal).
+pub const WIDTH: usize = 100;
+
+/// `-8.9% [-12.8, -8.8] @99.5% FASTER`, or for an unsettled contrast of the primary metric its
+/// half-width and the blocks that δ would need.
+pub fn contrast_words(r: &ExperimentAnalysis, c: &Contrast, primary: bool) -> String {
+    let effect = r.effect * 100.0;
+    let verdict = match c.verdict {
+        Verdict::Faster | Verdict::Slower => {
+            let word = if c.verdict == Verdict::Faster {
+                "FASTER"
+            } else {
+                "SLOWER"
+            };
+            match (c.clears_effect, c.percent.lo, c.percent.hi) {
+                (true, _, _) => word.to_string(),
+                // The interval excludes no change but not δ: name its end nearest zero.
+                (false, Some(lo), Some(hi)) => {
+                    let near = if c.percent.point < 0.0 { hi } else { lo };
+                    let d = percent_decimals((hi - lo) / 2.0);
+                    format!(
+                        "{word}, not clearing δ = {effect}% (the interval reaches {near:+.d$}%)"
+                    )
+                }
+                (false, _, _) => format!("{word}, not clearing δ = {effect}%"),
+            }
+        }
+        Verdict::Equivalent => format!("EQUIVALENT (within ±{effect}%)"),
+        Verdict::Inconclusive => {
+            let unit = if r.design == Design::Unpaired {
+                "runs per arm"
+            } else {
+                "blocks"
+            };
+            match (c.min_detectable_percent, c.more_blocks) {
+                (Some(mde), Some(more)) if primary => format!(
+                    "INCONCLUSIVE (±{mde:.1}%; δ = {effect}% needs ~{} more {unit})",
+                    thousands(more)
+                ),
+                _ => "INCONCLUSIVE".to_string(),
+            }
+        }
+    };
+    format!(
+        "{}{} {verdict}",
+        percent_interval(&c.percent),
+        level_mark(r, c)
+    )
+}
+
+/// `-8.9% [-12.8, -8.8]`: decimals from the interval's half-width; without an interval the
+/// point to two significant digits (`+140%`, `+3.7%`), since nothing says how many it has.
+pub fn percent_interval(e: &Estimate) -> String {
+    match (e.lo, e.hi) {
+        (Some(lo), Some(hi)) => {
+            let d = percent_decimals((hi - lo) / 2.0);
+            format!("{:+.d$}% [{lo:+.d$}, {hi:+.d$}]", e.point)
+        }
+        _ => two_significant(e.point),
+    }
+}
+
+/// A percentage to two significant digits, signed.
+pub fn two_significant(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return fmt_percent(v, f64::NAN);
+    }
+    let magnitude = v.abs().log10().floor() as i32;
+    let decimals = (1 - magnitude).max(0) as usize;
+    let scale = 10f64.powi(magnitude - 1);
+    let rounded = (v / scale).round() * scale;
+    format!("{rounded:+.decimals$}%")
+}
+
+/// ` @99.61%` when the level the interval really has is not the family's: computed at a Holm
+/// step, a Bonferroni share or a sequential boundary, and for the exact signed-rank interval
+/// the coverage its discrete ranks achieve (at least the level asked for).
+pub fn level_mark(r: &ExperimentAnalysis, c: &Contrast) -> String {
+    level_mark_at(r.confidence, c)
+}
+
+/// [`level_mark`] against a family level `confidence`.
+pub fn level_mark_at(confidence: f64, c: &Contrast) -> String {
+    let p = &c.percent;
+    let level = if p.lo.is_some() && p.confidence > 0.0 {
+        p.confidence
+    } else {
+        c.level
+    };
+    if level > 0.0 && (level - confidence).abs() > 1e-9 {
+        format!(" @{}", fmt_level(level))
+    } else {
+        String::new()
+    }
+}
+
+/// `6,000`.
+pub fn thousands(n: usize) -> String {
+    let s = n.to_string();
+    let mut o = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            o.push(',');
+        }
+        o.push(ch);
+    }
+    o
+}
+
+/// Word-wrap `text` to [`WIDTH`] columns; continuation lines are indented by `indent`.
+pub fn wrap_hanging(text: &str, indent: usize) -> Vec<String> {
+    let lead = text.len() - text.trim_start_matches(' ').len();
+    let mut lines = Vec::new();
+    let mut line = " ".repeat(lead);
+    let mut len = lead;
+    let indent = indent.max(lead);
+    for word in text[lead..].split(' ') {
+        let w = word.chars().count();
+        if len > indent && len + 1 + w > WIDTH {
+            lines.push(std::mem::take(&mut line));
+            line = " ".repeat(indent);
+            len = indent;
+        } else if len > lead || !lines.is_empty() {
+            line.push(' ');
+            len += 1;
+        }
+        line.push_str(word);
+        len += w;
+    }
+    if !line.trim().is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// Every line of `text` longer than [`WIDTH`] wrapped, continuation lines indented two more
+/// than the line's own indent.
+pub fn wrap_lines(text: &str) -> String {
+    let mut o = String::new();
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            o.push_str(line);
+            o.push('\n');
+            continue;
+        }
+        let lead = line.len() - line.trim_start_matches(' ').len();
+        for l in wrap_hanging(line, lead + 2) {
+            o += &l;
+            o.push('\n');
+        }
+    }
+    o
+}
+
+/// Every line of `text` longer than [`WIDTH`] wrapped under its own value: after a `key: `
+/// near its start (`evidence: …`), else after the spaces that follow its label (`memory      …`),
+/// else two more than its own indent.
+pub fn wrap_aligned(text: &str) -> String {
+    let mut o = String::new();
+    for line in text.lines() {
+        if line.chars().count() <= WIDTH {
+            o.push_str(line);
+            o.push('\n');
+            continue;
+        }
+        let lead = line.len() - line.trim_start_matches(' ').len();
+        let rest = &line[lead..];
+        let key = rest
+            .find(": ")
+            .filter(|i| *i < 20 && !rest[..*i].contains(' '))
+            .map(|i| lead + i + 2);
+        let label = rest.find("  ").filter(|i| *i < 20).map(|i| {
+            let after = &rest[i..];
+            lead + i + (after.len() - after.trim_start_matches(' ').len())
+        });
+        let indent = key.or(label).unwrap_or(lead + 2);
+        for l in wrap_hanging(line, indent) {
+            o += &l;
+            o.push('\n');
+        }
+    }
+    o
+}
