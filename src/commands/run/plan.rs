@@ -222,89 +222,9 @@ fn server_plan(
 
 fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, UsageError> {
     let (mut server, service_arms) = server_plan(a, pages)?;
-    if server.is_none() && a.hot {
-        return Err(UsageError(
-            "--hot is for services (--server or a server --preset): it clears the server's referenced bits before each load; a command starts fresh every trial, so all it touched is referenced and its hot set is its resident memory (see `hugelab inspect --hot` for a running process)".into(),
-        ));
-    }
-    if server.is_none() && (a.design.is_some() || a.burst.is_some() || a.lifetime_blocks.is_some())
-    {
-        return Err(UsageError(
-            "--design, --burst and --lifetime-blocks are for services: give --server 'COMMAND'"
-                .into(),
-        ));
-    }
-    let mut arms = match &a.preset {
-        _ if server.as_ref().is_some_and(|s| s.preset.is_some()) => service_arms,
-        Some(p) => preset(p).map_err(UsageError)?,
-        None => Vec::new(),
-    };
-    for s in &a.arms {
-        arms.push(parse_arm(s).map_err(UsageError)?);
-    }
-    if let Some(x) = arms.iter().find(|x| x.process.thp_advised)
-        && !crate::sys::thp_advised_supported()
-    {
-        return Err(UsageError(format!(
-            "arm {}: process.thp=advised needs PR_THP_DISABLE_EXCEPT_ADVISED (Linux 6.18+), which this kernel refuses; compare thp=madvise and thp=always as separate arms instead",
-            x.name
-        )));
-    }
-    if a.calibrate.is_some() {
-        // Two identical arms: the given one (or the plain command) twice.
-        let spec = a
-            .arms
-            .first()
-            .and_then(|s| s.split_once('=').map(|x| x.1.to_string()))
-            .unwrap_or_default();
-        if a.arms.len() > 1 {
-            return Err(UsageError(
-                "--calibrate runs one configuration against itself: give at most one --arm".into(),
-            ));
-        }
-        arms = vec![
-            parse_arm(&format!("A1={spec}")).map_err(UsageError)?,
-            parse_arm(&format!("A2={spec}")).map_err(UsageError)?,
-        ];
-    }
-    if arms.len() < 2 {
-        return Err(UsageError("give at least two arms (--arm NAME=SPEC, repeated) or a --preset (thp, malloc, jvm); an A/A check is two arms with the same spec".into()));
-    }
-    for (i, x) in arms.iter().enumerate() {
-        if arms[..i].iter().any(|y| y.name == x.name) {
-            return Err(UsageError(format!("two arms are named {:?}", x.name)));
-        }
-    }
-    let baseline = match &a.baseline {
-        Some(b) => arms.iter().position(|x| &x.name == b).ok_or_else(|| {
-            UsageError(format!(
-                "--baseline {b:?} is not an arm; arms: {}",
-                arms.iter()
-                    .map(|x| x.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        })?,
-        None => 0,
-    };
-    if !privileged {
-        if let Some(x) = arms.iter().find(|x| x.needs_root()) {
-            return Err(UsageError(format!(
-                "arm {:?} changes system-wide settings ({}), which needs root; without root use per-process arms: process.thp=off, malloc=thp|hugetlb, jvm=…, collapse=after:…, env.*",
-                x.name, x.spec
-            )));
-        }
-        if a.drop_caches || a.compact || a.user.is_some() {
-            return Err(UsageError(
-                "--drop-caches, --compact and --user need root".into(),
-            ));
-        }
-        if !a.trace.is_empty() {
-            return Err(UsageError(
-                "--trace needs root (tracepoints through perf_event_open)".into(),
-            ));
-        }
-    }
+    check_service_options(a, server.is_some())?;
+    let (arms, baseline) = plan_arms(a, server.as_ref(), service_arms)?;
+    check_privilege(a, &arms, privileged)?;
     if arms.iter().any(|x| x.process.qemu.is_some()) {
         qemu::guest_size(&a.command, a.shell).map_err(UsageError)?;
     }
@@ -313,150 +233,21 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
         super::design::choose(a, sp, &arms, &mut command, pages)?;
     }
     let warm = server.as_ref().is_some_and(|s| s.warm.is_some());
-    let mut load_format = None;
-    let mut outputs = Vec::new();
-    for m in &a.metrics {
-        match LoadFormat::parse(m) {
-            Some(f) if load_format.is_none() => load_format = Some(f),
-            Some(_) => {
-                return Err(UsageError(
-                    "give at most one load format (--metric pgbench, redis-benchmark, memtier, sysbench, wrk or jmh)".into(),
-                ));
-            }
-            None if !m.contains('=') => {
-                return Err(UsageError(format!(
-                    "--metric {m:?}: not NAME=REGEX[,higher|lower] nor a load format ({})",
-                    crate::collect::load::FORMAT_NAMES
-                )));
-            }
-            None => outputs.push(OutputMetric::parse(m).map_err(UsageError)?),
-        }
-    }
-    if server.is_some() && a.metrics.is_empty() {
-        load_format = LoadFormat::detect(&words_of(&command, a.shell));
-    }
-    let mut load_metrics = Vec::new();
-    if let Some(f) = load_format {
-        f.prepare(&mut command, a.shell).map_err(UsageError)?;
-        load_metrics = f
-            .metrics(&words_of(&command, a.shell))
-            .map_err(UsageError)?;
-    }
-    if load_format == Some(LoadFormat::Jmh) && (a.sequential || a.looks.is_some()) {
-        return Err(UsageError(
-            "--metric jmh: JMH's rows are found in the trials' results, so none can be the metric --sequential or --looks stops on; give a fixed --blocks, or a --metric NAME=REGEX for the row to stop on".into(),
-        ));
-    }
+    let (load_format, outputs, load_metrics) = plan_load(a, server.is_some(), &mut command)?;
     crate::commands::check_confidence(a.decision.confidence)?;
     crate::commands::parse_effect(&a.decision.effect.to_string())
         .map_err(|e| UsageError(format!("--effect {e}")))?;
-    let open_ended = a.sequential || a.calibrate.is_some();
     // Warm services replicate over lifetimes, not blocks: without --blocks they run as many
     // blocks as fit in --max-time (WARM_DEFAULT_TIME when not given).
     let warm_default = warm && a.blocks.is_none() && a.calibrate.is_none();
-    let blocks = a.blocks.unwrap_or(if open_ended || warm_default {
-        100_000
-    } else {
-        10
-    });
-    if blocks < 2 {
-        return Err(UsageError("--blocks must be at least 2".into()));
-    }
-    if a.sequential && blocks < ConfidenceSequence::MIN_BLOCKS {
-        return Err(UsageError(format!(
-            "--sequential needs --blocks of at least {} (the confidence sequence starts there)",
-            ConfidenceSequence::MIN_BLOCKS
-        )));
-    }
-    let design = match (a.sequential, a.looks) {
-        (true, _) => Design::Sequential {
-            n_opt: verdict::SEQUENTIAL_N_OPT,
-        },
-        (false, Some(k)) => {
-            let Some(max) = a.blocks else {
-                return Err(UsageError(
-                    "--looks needs --blocks N, the planned maximum (plan it from a pilot: `hugelab run --calibrate 2m` prints the blocks δ needs)".into(),
-                ));
-            };
-            if max < 2 * k as usize {
-                return Err(UsageError(format!(
-                    "--looks {k} needs --blocks of at least {} (two blocks per look)",
-                    2 * k
-                )));
-            }
-            Design::GroupSequential {
-                looks: k as usize,
-                max_blocks: max,
-            }
-        }
-        _ => Design::Fixed,
-    };
-    if let Some(cpu) = a.pin {
-        let allowed = crate::probe::cpu::allowed_cpus();
-        if !allowed.contains(&cpu) {
-            return Err(UsageError(format!(
-                "--pin {cpu}: hugelab may run on CPUs {:?} only (its affinity mask); pick one of them",
-                allowed
-            )));
-        }
-    }
-    // A load that runs for a set time (pgbench -T, a timed burst) fixes its own wall time:
-    // recorded, not a contrast.
-    let fixed = crate::collect::load::fixed_duration(&words_of(&command, a.shell));
-    let mut metrics = vec![MetricDef {
-        name: "wall_s".into(),
-        better: Better::Lower,
-        context: fixed && (server.is_some() || load_format.is_some()),
-        cost: false,
-        row: false,
-    }];
-    metrics.extend(outputs.iter().map(|m| MetricDef {
-        name: m.name.clone(),
-        better: if m.higher {
-            Better::Higher
-        } else {
-            Better::Lower
-        },
-        context: false,
-        cost: false,
-        row: false,
-    }));
-    metrics.extend(load_metrics.into_iter().map(|m| MetricDef {
-        name: m.name,
-        better: if m.higher {
-            Better::Higher
-        } else {
-            Better::Lower
-        },
-        context: false,
-        cost: false,
-        row: false,
-    }));
-    if server.is_some() && !warm {
-        metrics.push(MetricDef {
-            name: SERVER_READY.into(),
-            better: Better::Lower,
-            context: false,
-            cost: false,
-            row: false,
-        });
-    }
-    let per_op = crate::analyze::costs::is_rate_of_work(
-        &metrics[crate::analyze::experiment::primary_index(&metrics)].name,
-    );
-    metrics.extend(crate::analyze::costs::defs(server.is_some(), per_op));
-    if a.during.is_some() {
-        let redis = server.as_ref().and_then(|s| s.preset.as_deref()) == Some("redis");
-        metrics.extend(crate::analyze::costs::event_defs(redis));
-    }
-    for (i, m) in metrics.iter().enumerate() {
-        if metrics[..i].iter().any(|x| x.name == m.name) {
-            return Err(UsageError(format!(
-                "two metrics are named {:?}; rename the --metric",
-                m.name
-            )));
-        }
-    }
+    let (blocks, design) = plan_blocks(a, warm_default)?;
+    check_pin(a)?;
+    let metrics = metric_defs(
+        a,
+        server.as_ref(),
+        (load_format, &outputs, load_metrics),
+        &command,
+    )?;
     let seed = a.order.or_clock();
     Ok(Plan {
         notes: Vec::new(),
@@ -510,4 +301,285 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
         },
         keep_going: a.keep_going,
     })
+}
+
+/// Options that only a service run has, refused for a command.
+fn check_service_options(a: &RunArgs, service: bool) -> Result<(), UsageError> {
+    if !service && a.hot {
+        return Err(UsageError(
+            "--hot is for services (--server or a server --preset): it clears the server's referenced bits before each load; a command starts fresh every trial, so all it touched is referenced and its hot set is its resident memory (see `hugelab inspect --hot` for a running process)".into(),
+        ));
+    }
+    if !service && (a.design.is_some() || a.burst.is_some() || a.lifetime_blocks.is_some()) {
+        return Err(UsageError(
+            "--design, --burst and --lifetime-blocks are for services: give --server 'COMMAND'"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The arms (a preset's, the service preset's, `--arm`s, or `--calibrate`'s two), checked, and
+/// the baseline's index.
+fn plan_arms(
+    a: &RunArgs,
+    server: Option<&ServerPlan>,
+    service_arms: Vec<Arm>,
+) -> Result<(Vec<Arm>, usize), UsageError> {
+    let mut arms = match &a.preset {
+        _ if server.is_some_and(|s| s.preset.is_some()) => service_arms,
+        Some(p) => preset(p).map_err(UsageError)?,
+        None => Vec::new(),
+    };
+    for s in &a.arms {
+        arms.push(parse_arm(s).map_err(UsageError)?);
+    }
+    if let Some(x) = arms.iter().find(|x| x.process.thp_advised)
+        && !crate::sys::thp_advised_supported()
+    {
+        return Err(UsageError(format!(
+            "arm {}: process.thp=advised needs PR_THP_DISABLE_EXCEPT_ADVISED (Linux 6.18+), which this kernel refuses; compare thp=madvise and thp=always as separate arms instead",
+            x.name
+        )));
+    }
+    if a.calibrate.is_some() {
+        // Two identical arms: the given one (or the plain command) twice.
+        let spec = a
+            .arms
+            .first()
+            .and_then(|s| s.split_once('=').map(|x| x.1.to_string()))
+            .unwrap_or_default();
+        if a.arms.len() > 1 {
+            return Err(UsageError(
+                "--calibrate runs one configuration against itself: give at most one --arm".into(),
+            ));
+        }
+        arms = vec![
+            parse_arm(&format!("A1={spec}")).map_err(UsageError)?,
+            parse_arm(&format!("A2={spec}")).map_err(UsageError)?,
+        ];
+    }
+    if arms.len() < 2 {
+        return Err(UsageError("give at least two arms (--arm NAME=SPEC, repeated) or a --preset (thp, malloc, jvm); an A/A check is two arms with the same spec".into()));
+    }
+    for (i, x) in arms.iter().enumerate() {
+        if arms[..i].iter().any(|y| y.name == x.name) {
+            return Err(UsageError(format!("two arms are named {:?}", x.name)));
+        }
+    }
+    let baseline = match &a.baseline {
+        Some(b) => arms.iter().position(|x| &x.name == b).ok_or_else(|| {
+            UsageError(format!(
+                "--baseline {b:?} is not an arm; arms: {}",
+                arms.iter()
+                    .map(|x| x.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?,
+        None => 0,
+    };
+    Ok((arms, baseline))
+}
+
+/// What needs root, refused without it with the per-process alternative.
+fn check_privilege(a: &RunArgs, arms: &[Arm], privileged: bool) -> Result<(), UsageError> {
+    if !privileged {
+        if let Some(x) = arms.iter().find(|x| x.needs_root()) {
+            return Err(UsageError(format!(
+                "arm {:?} changes system-wide settings ({}), which needs root; without root use per-process arms: process.thp=off, malloc=thp|hugetlb, jvm=…, collapse=after:…, env.*",
+                x.name, x.spec
+            )));
+        }
+        if a.drop_caches || a.compact || a.user.is_some() {
+            return Err(UsageError(
+                "--drop-caches, --compact and --user need root".into(),
+            ));
+        }
+        if !a.trace.is_empty() {
+            return Err(UsageError(
+                "--trace needs root (tracepoints through perf_event_open)".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The load's format (given or detected for a service), the `--metric NAME=REGEX` outputs, and
+/// the metrics the format reads; the command prepared for the format.
+fn plan_load(
+    a: &RunArgs,
+    service: bool,
+    command: &mut Vec<String>,
+) -> Result<
+    (
+        Option<LoadFormat>,
+        Vec<OutputMetric>,
+        Vec<crate::collect::load::LoadMetric>,
+    ),
+    UsageError,
+> {
+    let mut load_format = None;
+    let mut outputs = Vec::new();
+    for m in &a.metrics {
+        match LoadFormat::parse(m) {
+            Some(f) if load_format.is_none() => load_format = Some(f),
+            Some(_) => {
+                return Err(UsageError(
+                    "give at most one load format (--metric pgbench, redis-benchmark, memtier, sysbench, wrk or jmh)".into(),
+                ));
+            }
+            None if !m.contains('=') => {
+                return Err(UsageError(format!(
+                    "--metric {m:?}: not NAME=REGEX[,higher|lower] nor a load format ({})",
+                    crate::collect::load::FORMAT_NAMES
+                )));
+            }
+            None => outputs.push(OutputMetric::parse(m).map_err(UsageError)?),
+        }
+    }
+    if service && a.metrics.is_empty() {
+        load_format = LoadFormat::detect(&words_of(command, a.shell));
+    }
+    let mut load_metrics = Vec::new();
+    if let Some(f) = load_format {
+        f.prepare(command, a.shell).map_err(UsageError)?;
+        load_metrics = f.metrics(&words_of(command, a.shell)).map_err(UsageError)?;
+    }
+    if load_format == Some(LoadFormat::Jmh) && (a.sequential || a.looks.is_some()) {
+        return Err(UsageError(
+            "--metric jmh: JMH's rows are found in the trials' results, so none can be the metric --sequential or --looks stops on; give a fixed --blocks, or a --metric NAME=REGEX for the row to stop on".into(),
+        ));
+    }
+    Ok((load_format, outputs, load_metrics))
+}
+
+/// The number of blocks and the design (fixed, sequential, group-sequential).
+fn plan_blocks(a: &RunArgs, warm_default: bool) -> Result<(usize, Design), UsageError> {
+    let open_ended = a.sequential || a.calibrate.is_some();
+    let blocks = a.blocks.unwrap_or(if open_ended || warm_default {
+        100_000
+    } else {
+        10
+    });
+    if blocks < 2 {
+        return Err(UsageError("--blocks must be at least 2".into()));
+    }
+    if a.sequential && blocks < ConfidenceSequence::MIN_BLOCKS {
+        return Err(UsageError(format!(
+            "--sequential needs --blocks of at least {} (the confidence sequence starts there)",
+            ConfidenceSequence::MIN_BLOCKS
+        )));
+    }
+    let design = match (a.sequential, a.looks) {
+        (true, _) => Design::Sequential {
+            n_opt: verdict::SEQUENTIAL_N_OPT,
+        },
+        (false, Some(k)) => {
+            let Some(max) = a.blocks else {
+                return Err(UsageError(
+                    "--looks needs --blocks N, the planned maximum (plan it from a pilot: `hugelab run --calibrate 2m` prints the blocks δ needs)".into(),
+                ));
+            };
+            if max < 2 * k as usize {
+                return Err(UsageError(format!(
+                    "--looks {k} needs --blocks of at least {} (two blocks per look)",
+                    2 * k
+                )));
+            }
+            Design::GroupSequential {
+                looks: k as usize,
+                max_blocks: max,
+            }
+        }
+        _ => Design::Fixed,
+    };
+    Ok((blocks, design))
+}
+
+/// `--pin`: a CPU hugelab may run on.
+fn check_pin(a: &RunArgs) -> Result<(), UsageError> {
+    if let Some(cpu) = a.pin {
+        let allowed = crate::probe::cpu::allowed_cpus();
+        if !allowed.contains(&cpu) {
+            return Err(UsageError(format!(
+                "--pin {cpu}: hugelab may run on CPUs {:?} only (its affinity mask); pick one of them",
+                allowed
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The metric definitions: wall time, the outputs, the load's, the server's ready time (restart
+/// design), the costs and an operator event's; names distinct.
+fn metric_defs(
+    a: &RunArgs,
+    server: Option<&ServerPlan>,
+    (load_format, outputs, load_metrics): (
+        Option<LoadFormat>,
+        &[OutputMetric],
+        Vec<crate::collect::load::LoadMetric>,
+    ),
+    command: &[String],
+) -> Result<Vec<MetricDef>, UsageError> {
+    let warm = server.is_some_and(|s| s.warm.is_some());
+    // A load that runs for a set time (pgbench -T, a timed burst) fixes its own wall time:
+    // recorded, not a contrast.
+    let fixed = crate::collect::load::fixed_duration(&words_of(command, a.shell));
+    let mut metrics = vec![MetricDef {
+        name: "wall_s".into(),
+        better: Better::Lower,
+        context: fixed && (server.is_some() || load_format.is_some()),
+        cost: false,
+        row: false,
+    }];
+    metrics.extend(outputs.iter().map(|m| MetricDef {
+        name: m.name.clone(),
+        better: if m.higher {
+            Better::Higher
+        } else {
+            Better::Lower
+        },
+        context: false,
+        cost: false,
+        row: false,
+    }));
+    metrics.extend(load_metrics.into_iter().map(|m| MetricDef {
+        name: m.name,
+        better: if m.higher {
+            Better::Higher
+        } else {
+            Better::Lower
+        },
+        context: false,
+        cost: false,
+        row: false,
+    }));
+    if server.is_some() && !warm {
+        metrics.push(MetricDef {
+            name: SERVER_READY.into(),
+            better: Better::Lower,
+            context: false,
+            cost: false,
+            row: false,
+        });
+    }
+    let per_op = crate::analyze::costs::is_rate_of_work(
+        &metrics[crate::analyze::experiment::primary_index(&metrics)].name,
+    );
+    metrics.extend(crate::analyze::costs::defs(server.is_some(), per_op));
+    if a.during.is_some() {
+        let redis = server.and_then(|s| s.preset.as_deref()) == Some("redis");
+        metrics.extend(crate::analyze::costs::event_defs(redis));
+    }
+    for (i, m) in metrics.iter().enumerate() {
+        if metrics[..i].iter().any(|x| x.name == m.name) {
+            return Err(UsageError(format!(
+                "two metrics are named {:?}; rename the --metric",
+                m.name
+            )));
+        }
+    }
+    Ok(metrics)
 }
