@@ -32,24 +32,44 @@ pub const FRAGMENTED_INDEX: f64 = 0.5;
 /// Share of THP faults falling back to small pages above which we warn.
 pub const FALLBACK_SHARE: f64 = 0.1;
 
+/// A finding with its words.
+fn add(
+    out: &mut Vec<Finding>,
+    code: &'static str,
+    severity: Severity,
+    title: String,
+    evidence: String,
+    reason: &str,
+    fix: Option<&str>,
+) {
+    out.push(Finding {
+        code,
+        severity,
+        title,
+        evidence,
+        reason: reason.to_string(),
+        fix: fix.map(str::to_string),
+    })
+}
+
 pub fn explain(s: &Status) -> Vec<Finding> {
     let mut out = Vec::new();
-    let mut add =
-        |code, severity, title: String, evidence: String, reason: &str, fix: Option<&str>| {
-            out.push(Finding {
-                code,
-                severity,
-                title,
-                evidence,
-                reason: reason.to_string(),
-                fix: fix.map(str::to_string),
-            })
-        };
+    thp_findings(s, &mut out);
+    hugetlb_findings(s, &mut out);
+    memory_findings(s, &mut out);
+    machine_findings(s, &mut out);
+    out.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    out
+}
+
+/// THP's modes and khugepaged's settings.
+fn thp_findings(s: &Status, out: &mut Vec<Finding>) {
     let enabled = s.thp.enabled.as_ref().map(|x| x.selected.as_str());
     let defrag = s.thp.defrag.as_ref().map(|x| x.selected.as_str());
 
     if enabled == Some("always") && defrag == Some("always") {
         add(
+            out,
             "thp-always-defrag-always",
             Severity::Warn,
             "THP always with defrag always".into(),
@@ -62,6 +82,7 @@ pub fn explain(s: &Status) -> Vec<Finding> {
     }
     if enabled == Some("never") {
         add(
+            out,
             "thp-never",
             Severity::Info,
             "THP disabled system-wide".into(),
@@ -74,6 +95,7 @@ pub fn explain(s: &Status) -> Vec<Finding> {
         let pmd_pages = s.thp.hpage_pmd_size.unwrap_or(2 << 20) / s.base_page_size.max(1);
         if none + 1 >= pmd_pages && enabled != Some("never") {
             add(
+                out,
                 "khugepaged-max-ptes-none",
                 Severity::Info,
                 format!("khugepaged max_ptes_none = {none} (RSS bloat risk)"),
@@ -89,6 +111,10 @@ pub fn explain(s: &Status) -> Vec<Finding> {
             );
         }
     }
+}
+
+/// The hugetlb pools: reserved, idle, and their hugetlbfs mounts.
+fn hugetlb_findings(s: &Status, out: &mut Vec<Finding>) {
     for p in &s.hugetlb {
         if p.total == 0 {
             continue;
@@ -96,6 +122,7 @@ pub fn explain(s: &Status) -> Vec<Finding> {
         let size = Bytes(p.page_size);
         if p.reserved_free() > 0 {
             add(
+                out,
                 "hugetlb-reserved-free",
                 Severity::Info,
                 format!("{size} hugetlb pages reserved but not yet used"),
@@ -111,6 +138,7 @@ pub fn explain(s: &Status) -> Vec<Finding> {
         }
         if p.available() > 0 {
             add(
+                out,
                 "hugetlb-idle-pool",
                 Severity::Warn,
                 format!("{size} hugetlb pool holds idle pages"),
@@ -132,6 +160,7 @@ pub fn explain(s: &Status) -> Vec<Finding> {
             .any(|m| m.page_size.or(s.memory.hugepagesize) == Some(p.page_size));
         if !mounted && !s.hugetlbfs_mounts.is_empty() {
             add(
+                out,
                 "no-hugetlbfs-mount",
                 Severity::Info,
                 format!("{size} pool without a hugetlbfs mount"),
@@ -146,6 +175,7 @@ pub fn explain(s: &Status) -> Vec<Finding> {
     }
     if s.hugetlbfs_mounts.is_empty() && !s.hugetlb.is_empty() {
         add(
+            out,
             "no-hugetlbfs-mount",
             Severity::Info,
             "no hugetlbfs mounted".into(),
@@ -154,11 +184,16 @@ pub fn explain(s: &Status) -> Vec<Finding> {
             Some("mount -t hugetlbfs -o pagesize=2M none /dev/hugepages"),
         );
     }
+}
+
+/// Free memory's fragmentation, THP fallbacks and compaction stalls since boot.
+fn memory_findings(s: &Status, out: &mut Vec<Finding>) {
     if let Some(f) = &s.fragmentation
         && let Some(idx) = f.unusable_index
         && idx > FRAGMENTED_INDEX
     {
         add(
+            out,
             "fragmented",
             Severity::Warn,
             "2 MiB capacity low relative to free memory".into(),
@@ -179,6 +214,7 @@ pub fn explain(s: &Status) -> Vec<Finding> {
     let fallback = s.counters.get("thp_fault_fallback").copied().unwrap_or(0);
     if alloc + fallback >= 100 && fallback as f64 / (alloc + fallback) as f64 > FALLBACK_SHARE {
         add(
+            out,
             "thp-fallback",
             Severity::Warn,
             "THP faults often fall back to small pages".into(),
@@ -192,6 +228,7 @@ pub fn explain(s: &Status) -> Vec<Finding> {
     }
     if let Some(stall) = s.counters.get("compact_stall").copied().filter(|&n| n > 0) {
         add(
+            out,
             "compact-stalls",
             Severity::Info,
             "direct compaction has stalled allocations".into(),
@@ -203,9 +240,14 @@ pub fn explain(s: &Status) -> Vec<Finding> {
             None,
         );
     }
+}
+
+/// What this machine cannot show or offer: PMU, 1 GiB pages, tracefs, mTHP in smaps, root.
+fn machine_findings(s: &Status, out: &mut Vec<Finding>) {
     // Only when perf was really probed (software events open) and hardware ones did not.
     if !s.pmu.hardware_counters && s.pmu.software_counters {
         add(
+            out,
             "no-pmu",
             Severity::Info,
             "hardware TLB counters unavailable".into(),
@@ -219,6 +261,7 @@ pub fn explain(s: &Status) -> Vec<Finding> {
     }
     if !s.cpu.pdpe1gb && !s.cpu_page_sizes.is_empty() {
         add(
+            out,
             "no-1g-pages",
             Severity::Info,
             "CPU offers no 1 GiB pages".into(),
@@ -229,6 +272,7 @@ pub fn explain(s: &Status) -> Vec<Finding> {
     }
     if !s.tracing.available {
         add(
+            out,
             "no-tracefs",
             Severity::Info,
             "kernel tracepoints not reachable".into(),
@@ -245,6 +289,7 @@ pub fn explain(s: &Status) -> Vec<Finding> {
             && (sel.selected == "always" || sel.selected == "madvise")
         {
             add(
+                out,
                 "mthp-enabled",
                 Severity::Info,
                 format!("mTHP {} enabled ({})", Bytes(m.size_bytes), sel.selected),
@@ -260,6 +305,7 @@ pub fn explain(s: &Status) -> Vec<Finding> {
     }
     if !s.unreadable.is_empty() {
         add(
+            out,
             "not-root",
             Severity::Info,
             "some state needs root".into(),
@@ -268,6 +314,4 @@ pub fn explain(s: &Status) -> Vec<Finding> {
             Some("run as root to see everything"),
         );
     }
-    out.sort_by_key(|f| std::cmp::Reverse(f.severity));
-    out
 }

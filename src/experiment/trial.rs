@@ -177,21 +177,18 @@ pub(super) struct ServerSlot<'s> {
     pub lifetime: Option<usize>,
 }
 
-/// One trial of arm `arm_idx` in `block` (−1: warm-up), not yet stored.
-pub(super) fn trial(
-    job: &Job,
-    arm_idx: usize,
-    block: i64,
+/// Before a trial: the arm's system settings (the warm design set them once, for every
+/// arm's server at once), `--prepare`, caches dropped and memory compacted when asked. Returns
+/// the hugetlb pools as the trial starts.
+fn prepare_machine(
+    plan: &Plan,
+    arm: &Arm,
     ctx: &mut Effects,
     guard: &mut Option<Guard>,
     notes: &mut Vec<String>,
-    mut servers: Option<ServerSlot>,
-) -> anyhow::Result<TrialRow> {
-    let (plan, base_spec) = (job.plan, &job.base_spec);
+) -> anyhow::Result<Vec<(u64, u64)>> {
     let setup = &plan.trial;
-    let arm = &plan.arms[arm_idx];
     let warm = plan.server.as_ref().is_some_and(|s| s.warm.is_some());
-    // The warm design set its system-wide settings once, for every arm's server at once.
     if !warm {
         for s in apply_system(arm, &plan.arms, ctx, guard)? {
             if !notes.contains(&s) {
@@ -216,14 +213,26 @@ pub(super) fn trial(
     if setup.compact {
         control::compact_memory()?;
     }
-    // With a server, the arm configures the server; the load runs as given.
+    Ok(pools)
+}
+
+/// The child's spec for this arm: with a server, the arm configures the server and the load
+/// runs as given (its own per arm when the design gave each arm one); a forking JMH gets the
+/// JVM options for its forks; a QEMU command its guest RAM backing.
+fn trial_spec(
+    plan: &Plan,
+    base: &TrialSpec,
+    arm: &Arm,
+    arm_idx: usize,
+    servers: Option<&ServerSlot>,
+) -> anyhow::Result<TrialSpec> {
     let mut spec = TrialSpec {
         config: if plan.server.is_some() {
             Default::default()
         } else {
             arm.process.clone()
         },
-        ..base_spec.clone()
+        ..base.clone()
     };
     if arm.process.jvm_to_forks && plan.server.is_none() {
         let opts = arm.process.java_options().join(" ");
@@ -238,27 +247,50 @@ pub(super) fn trial(
     if let Some(q) = &arm.process.qemu {
         spec.argv = qemu::rewrite(&spec.argv, spec.shell, q).map_err(UsageError)?;
     }
-    if let Some(s) = &servers
+    if let Some(s) = servers
         && plan.server.as_ref().is_some_and(|p| p.per_arm_load)
     {
         spec.argv = s.schedule.arm(arm_idx).load.clone();
     }
-    let trial_dir = match plan.load_format {
-        Some(_) => Some(
-            crate::collect::load::TrialDir::new(spec.user)
-                .context("a temporary directory for the load's files")?,
-        ),
-        None => None,
-    };
-    if let Some(d) = &trial_dir {
-        let dir = d.path().display().to_string();
-        if !spec.shell {
-            for w in &mut spec.argv {
-                *w = w.replace("$HUGELAB_TRIAL_DIR", &dir);
-            }
-        }
-        spec.env.push(("HUGELAB_TRIAL_DIR".into(), dir));
+    Ok(spec)
+}
+
+/// A load format's temporary directory for its files, named to the child as
+/// `$HUGELAB_TRIAL_DIR` (in its environment and, for an argv, in its words).
+fn with_trial_dir(
+    plan: &Plan,
+    spec: &mut TrialSpec,
+) -> anyhow::Result<Option<crate::collect::load::TrialDir>> {
+    if plan.load_format.is_none() {
+        return Ok(None);
     }
+    let d = crate::collect::load::TrialDir::new(spec.user)
+        .context("a temporary directory for the load's files")?;
+    let dir = d.path().display().to_string();
+    if !spec.shell {
+        for w in &mut spec.argv {
+            *w = w.replace("$HUGELAB_TRIAL_DIR", &dir);
+        }
+    }
+    spec.env.push(("HUGELAB_TRIAL_DIR".into(), dir));
+    Ok(Some(d))
+}
+
+/// One trial of arm `arm_idx` in `block` (−1: warm-up), not yet stored.
+pub(super) fn trial(
+    job: &Job,
+    arm_idx: usize,
+    block: i64,
+    ctx: &mut Effects,
+    guard: &mut Option<Guard>,
+    notes: &mut Vec<String>,
+    mut servers: Option<ServerSlot>,
+) -> anyhow::Result<TrialRow> {
+    let (plan, base_spec) = (job.plan, &job.base_spec);
+    let arm = &plan.arms[arm_idx];
+    let pools = prepare_machine(plan, arm, ctx, guard, notes)?;
+    let mut spec = trial_spec(plan, base_spec, arm, arm_idx, servers.as_ref())?;
+    let trial_dir = with_trial_dir(plan, &mut spec)?;
     let server_pid = match servers.as_mut() {
         Some(s) => match s.schedule.acquire(arm_idx) {
             Ok(pid) => Some(pid),
