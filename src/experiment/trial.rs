@@ -276,6 +276,132 @@ fn with_trial_dir(
     Ok(Some(d))
 }
 
+/// A load format's rows found in the trial's output (JMH's, per trial); none from a JMH that
+/// succeeded is a missing metric.
+fn discovered_rows(
+    plan: &Plan,
+    o: &TrialOutcome,
+    dir: Option<&crate::collect::load::TrialDir>,
+    missing: &mut Vec<String>,
+) -> Vec<crate::collect::load::LoadMetric> {
+    let rows = match (plan.load_format, dir) {
+        (Some(f), Some(d)) if o.succeeded() => f.discovered(&o.stdout, &o.stderr, d.path()),
+        _ => Vec::new(),
+    };
+    if plan.load_format == Some(crate::collect::load::LoadFormat::Jmh)
+        && o.succeeded()
+        && rows.is_empty()
+    {
+        missing.push("JMH's result rows".into());
+    }
+    rows
+}
+
+/// Once per run: which perf counters could not be counted for the child.
+fn note_uncounted(ev: &TrialEvidence, notes: &mut Vec<String>) {
+    if let Some(first) = ev.perf_unavailable.first()
+        && !notes.iter().any(|n| n.starts_with("not counted"))
+    {
+        notes.push(format!(
+            "not counted for the child: {first}{}",
+            if ev.perf_unavailable.len() > 1 {
+                " (and more; see the trial evidence)"
+            } else {
+                ""
+            }
+        ));
+    }
+}
+
+/// The last `n` lines of the load's output (stdout, then stderr).
+fn output_tail(o: &TrialOutcome, n: usize) -> Vec<&str> {
+    let mut tail: Vec<&str> = o
+        .stdout
+        .lines()
+        .chain(o.stderr.lines())
+        .rev()
+        .take(n)
+        .collect();
+    tail.reverse();
+    tail
+}
+
+/// The watched process of this arm after its trial, and its flag when its backing was lost
+/// against the arm's first trial.
+fn watch_arm(job: &Job, arm_idx: usize, w: &str, pid: u32) -> (watch::Watched, Option<String>) {
+    let seen = watch::observe(w, pid);
+    let first = job.watch_first.borrow().get(&arm_idx).copied();
+    if first.is_none()
+        && let Some(c) = seen.coverage
+    {
+        job.watch_first.borrow_mut().insert(arm_idx, c);
+    }
+    let flag = watch::flag(&seen, first);
+    (seen, flag)
+}
+
+/// The trial's costs beside its metrics: memory and CPU (the server's or the command's), CPU
+/// per operation, an operator event's, and the restart design's server ready time. Returns
+/// the event's evidence.
+fn add_costs(
+    plan: &Plan,
+    metrics: &mut BTreeMap<String, f64>,
+    (o, ev): (&TrialOutcome, &TrialEvidence),
+    served: Option<&service::Served>,
+    event: &Option<(EventView, Option<String>)>,
+) -> Option<serde_json::Value> {
+    metrics.extend(match served {
+        Some(s) => super::costs::of_server(s),
+        None => super::costs::of_command(o, &ev.memory, super::costs::own_hwm()),
+    });
+    if let Some(v) = cpu_per_op(plan, metrics) {
+        metrics.insert(crate::analyze::costs::CPU_PER_OP.into(), v);
+    }
+    if let Some(r) = served.and_then(|s| s.ready_s)
+        && plan.metrics.iter().any(|m| m.name == super::SERVER_READY)
+    {
+        metrics.insert(super::SERVER_READY.into(), r);
+    }
+    let (view, report) = event.as_ref()?;
+    let (costs, evidence) = event_costs(view, report.as_deref());
+    metrics.extend(costs);
+    Some(evidence)
+}
+
+/// The trial's trace window, closed at the child's own start and end (`--trace`).
+fn finish_trace(
+    ctx: &mut Effects,
+    spec: &TrialSpec,
+    o: &TrialOutcome,
+) -> Option<(crate::analyze::trace::TraceWindow, u64)> {
+    let t = ctx.trace.as_deref_mut()?;
+    let comm = spec
+        .argv
+        .first()
+        .map_or("child", |c| c.rsplit('/').next().unwrap_or(c));
+    Some(t.finish(o.start_mono_ns, o.end_mono_ns, comm))
+}
+
+/// The server's part of a trial's evidence (its own, its lifetime, the load's last lines);
+/// returns why the server failed, when it did.
+fn server_evidence(
+    evidence: &mut serde_json::Value,
+    served: Option<service::Served>,
+    o: &TrialOutcome,
+    lifetime: Option<usize>,
+) -> Option<String> {
+    if let Some(l) = lifetime {
+        evidence["lifetime"] = l.into();
+    }
+    let s = served?;
+    evidence["server"] = s.evidence;
+    evidence["load_output_tail"] = output_tail(o, 20).into();
+    if let Some(f) = &s.failure {
+        evidence["failure_reason"] = f.clone().into();
+    }
+    s.failure
+}
+
 /// One trial of arm `arm_idx` in `block` (−1: warm-up), not yet stored.
 pub(super) fn trial(
     job: &Job,
@@ -299,10 +425,9 @@ pub(super) fn trial(
         None => None,
     };
     let watched_pid = job.watched.get(&arm_idx).map(|(w, p)| (w.as_str(), *p));
-    let schedule = if arm.process.no_sample {
-        Schedule::off()
-    } else {
-        plan.sampling
+    let schedule = match arm.process.no_sample {
+        true => Schedule::off(),
+        false => plan.sampling,
     };
     // What the workload could get as it starts, read the same way for every arm.
     let at_start = super::costs::machine_at_start(&ctx.root);
@@ -311,13 +436,10 @@ pub(super) fn trial(
         t.start();
     }
     // The server is read while its load runs, at the same delay for every arm.
-    let during = match server_pid {
-        Some(pid) => Some(
-            DuringLoad::start(pid, job.read_after)
-                .context("a thread to read the server's memory during its load")?,
-        ),
-        None => None,
-    };
+    let during = server_pid
+        .map(|pid| DuringLoad::start(pid, job.read_after))
+        .transpose()
+        .context("a thread to read the server's memory during its load")?;
     let event = match (&plan.during, server_pid, servers.as_ref()) {
         (Some(d), Some(pid), Some(s)) => start_event(d, pid, s.schedule.arm(arm_idx))?,
         _ => None,
@@ -332,54 +454,11 @@ pub(super) fn trial(
     let o = o?;
     let server_cpu = served.as_ref().map_or(0, |s| s.cpu_ns);
     let ev = gatherer.finish(o.user_ns + o.sys_ns + server_cpu);
-    let traced = ctx.trace.as_deref_mut().map(|t| {
-        let comm = spec
-            .argv
-            .first()
-            .map_or("child", |c| c.rsplit('/').next().unwrap_or(c));
-        t.finish(o.start_mono_ns, o.end_mono_ns, comm)
-    });
+    let traced = finish_trace(ctx, &spec, &o);
     let (mut metrics, mut missing, load_error) = read_metrics(plan, &o, trial_dir.as_ref());
-    let discovered = match (plan.load_format, trial_dir.as_ref()) {
-        (Some(f), Some(d)) if o.succeeded() => f.discovered(&o.stdout, &o.stderr, d.path()),
-        _ => Vec::new(),
-    };
-    if plan.load_format == Some(crate::collect::load::LoadFormat::Jmh)
-        && o.succeeded()
-        && discovered.is_empty()
-    {
-        missing.push("JMH's result rows".into());
-    }
-    let mut evidence_event = None;
-    metrics.extend(match &served {
-        Some(s) => super::costs::of_server(s),
-        None => super::costs::of_command(&o, &ev.memory, super::costs::own_hwm()),
-    });
-    if let Some(v) = cpu_per_op(plan, &metrics) {
-        metrics.insert(crate::analyze::costs::CPU_PER_OP.into(), v);
-    }
-    if let Some((view, report)) = &event {
-        let e = event_costs(view, report.as_deref());
-        metrics.extend(e.0);
-        evidence_event = Some(e.1);
-    }
-    if let Some(r) = served.as_ref().and_then(|s| s.ready_s)
-        && plan.metrics.iter().any(|m| m.name == super::SERVER_READY)
-    {
-        metrics.insert(super::SERVER_READY.into(), r);
-    }
-    if let Some(first) = ev.perf_unavailable.first()
-        && !notes.iter().any(|n| n.starts_with("not counted"))
-    {
-        notes.push(format!(
-            "not counted for the child: {first}{}",
-            if ev.perf_unavailable.len() > 1 {
-                " (and more; see the trial evidence)"
-            } else {
-                ""
-            }
-        ));
-    }
+    let discovered = discovered_rows(plan, &o, trial_dir.as_ref(), &mut missing);
+    let evidence_event = add_costs(plan, &mut metrics, (&o, &ev), served.as_ref(), &event);
+    note_uncounted(&ev, notes);
     let backing = match &served {
         Some(s) => s.backing.as_deref().cloned(),
         None => experiment::judge_trial(arm.expectation(), &ev.memory, &o.stdout, &o.stderr),
@@ -392,64 +471,31 @@ pub(super) fn trial(
             .map(|j| j.why.clone()),
     };
     let mut evidence = evidence_json(&o, &ev, &missing)?;
-    if let Some(j) = &backing {
-        evidence["backing"] = serde_json::to_value(j)?;
-    }
-    if let Some(e) = &load_error {
-        evidence["load_error"] = e.clone().into();
-    }
-    if let Some(m) = at_start {
-        evidence["machine_at_start"] = serde_json::to_value(m)?;
-    }
-    if !pools.is_empty() {
-        evidence["pools"] = serde_json::to_value(&pools)?;
-    }
-    if let Some(e) = evidence_event {
-        evidence["event"] = e;
-    }
-    if !discovered.is_empty() {
-        evidence["load_metrics"] = discovered
+    let context = serde_json::json!({
+        "backing": backing,
+        "load_error": load_error,
+        "machine_at_start": at_start,
+        "pools": (!pools.is_empty()).then_some(&pools),
+        "event": evidence_event,
+        "load_metrics": (!discovered.is_empty()).then(|| discovered
             .iter()
             .map(|m| serde_json::json!({ "name": m.name, "higher": m.higher }))
-            .collect();
+            .collect::<Vec<_>>()),
+    });
+    // Only what the trial has: an absent field is not written as null.
+    for (k, v) in context.as_object().into_iter().flatten() {
+        if !v.is_null() {
+            evidence[k] = v.clone();
+        }
     }
-    let server_failure = served.as_ref().and_then(|s| s.failure.clone());
-    if let Some(l) = servers.as_ref().and_then(|s| s.lifetime) {
-        evidence["lifetime"] = l.into();
-    }
-    if let Some(s) = served {
-        evidence["server"] = s.evidence;
-        evidence["load_output_tail"] = serde_json::to_value(
-            o.stdout
-                .lines()
-                .chain(o.stderr.lines())
-                .rev()
-                .take(20)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect::<Vec<_>>(),
-        )?;
-    }
-    if let Some(f) = &server_failure {
-        evidence["failure_reason"] = f.clone().into();
-    }
+    let lifetime = servers.as_ref().and_then(|s| s.lifetime);
+    let server_failure = server_evidence(&mut evidence, served, &o, lifetime);
     if let Some((w, pid)) = watched_pid {
-        let seen = watch::observe(w, pid);
-        let first = job.watch_first.borrow().get(&arm_idx).copied();
-        if first.is_none()
-            && let Some(c) = seen.coverage
-        {
-            job.watch_first.borrow_mut().insert(arm_idx, c);
-        }
-        if flagged.is_none() {
-            flagged = watch::flag(&seen, first);
-        }
+        let (seen, flag) = watch_arm(job, arm_idx, w, pid);
+        flagged = flagged.or(flag);
         evidence["watch"] = serde_json::to_value(&seen)?;
     }
-    if !o.succeeded()
-        && let Some(why) = qemu_failure(arm, &o.stderr, &ctx.root)
-    {
+    if let Some(why) = qemu_failure(arm, &o.stderr, &ctx.root).filter(|_| !o.succeeded()) {
         if !notes.contains(&why) {
             notes.push(why.clone());
         }
@@ -459,11 +505,12 @@ pub(super) fn trial(
         evidence["trace"] = serde_json::to_value(&w)?;
         evidence["trace_lost"] = lost.into();
     }
+    let ok = o.succeeded() && missing.is_empty() && server_failure.is_none();
     Ok(TrialRow {
         block,
         arm_idx: arm_idx as i64,
         seq: 0,
-        ok: o.succeeded() && missing.is_empty() && server_failure.is_none(),
+        ok,
         flagged,
         metrics,
         evidence,
