@@ -13,6 +13,27 @@ fn bytes(v: Option<u64>) -> String {
 
 pub fn render(s: &Status, findings: Option<&[Finding]>) -> String {
     let mut o = String::new();
+    machine_lines(s, &mut o);
+
+    thp_lines(s, &mut o);
+
+    hugetlb_lines(s, &mut o);
+    fragmentation_lines(s, &mut o);
+
+    let _ = writeln!(o, "\ncounters since boot (/proc/vmstat)");
+    let _ = write!(o, "{}", counter_lines(&s.counters));
+
+    if !s.unreadable.is_empty() {
+        let _ = writeln!(o, "\nnot shown without root: {}", s.unreadable.join(", "));
+    }
+    if let Some(f) = findings {
+        findings_lines(f, &mut o);
+    }
+    super::summary::wrap_aligned(&o)
+}
+
+/// Kernel, CPU, PMU, tracing and memory: one line each.
+fn machine_lines(s: &Status, o: &mut String) {
     let sizes: Vec<String> = s
         .cpu_page_sizes
         .iter()
@@ -56,7 +77,10 @@ pub fn render(s: &Status, findings: Option<&[Finding]>) -> String {
         bytes(m.file_huge_pages),
         bytes(m.hugetlb)
     );
+}
 
+/// THP's modes, khugepaged's settings and the mTHP sizes' table.
+fn thp_lines(s: &Status, o: &mut String) {
     let sel = |x: &Option<crate::probe::kv::Selector>| opt(x.as_ref().map(|x| x.selected.clone()));
     let t = &s.thp;
     let _ = writeln!(
@@ -116,7 +140,10 @@ pub fn render(s: &Status, findings: Option<&[Finding]>) -> String {
         }
         let _ = writeln!(o, "{}", fit(&mut tb));
     }
+}
 
+/// The hugetlb pools per size and node, and the hugetlbfs mounts.
+fn hugetlb_lines(s: &Status, o: &mut String) {
     if s.hugetlb.is_empty() {
         let _ = writeln!(o, "\nhugetlb     not offered by this kernel");
     } else {
@@ -183,7 +210,10 @@ pub fn render(s: &Status, findings: Option<&[Finding]>) -> String {
             mounts.join(", ")
         }
     );
+}
 
+/// Free blocks per order and zone, and the fragmentation index.
+fn fragmentation_lines(s: &Status, o: &mut String) {
     if !s.zones.is_empty() {
         let orders = s
             .zones
@@ -216,32 +246,26 @@ pub fn render(s: &Status, findings: Option<&[Finding]>) -> String {
             opt(f.unusable_index.map(|i| format!("{i:.3}")))
         );
     }
+}
 
-    let _ = writeln!(o, "\ncounters since boot (/proc/vmstat)");
-    let _ = write!(o, "{}", counter_lines(&s.counters));
-
-    if !s.unreadable.is_empty() {
-        let _ = writeln!(o, "\nnot shown without root: {}", s.unreadable.join(", "));
+/// The findings, warnings first, each with its evidence, reason and fix.
+fn findings_lines(f: &[Finding], o: &mut String) {
+    let _ = writeln!(o, "\nfindings");
+    if f.is_empty() {
+        let _ = writeln!(o, "  none: nothing in this state calls for attention");
     }
-    if let Some(f) = findings {
-        let _ = writeln!(o, "\nfindings");
-        if f.is_empty() {
-            let _ = writeln!(o, "  none: nothing in this state calls for attention");
-        }
-        for x in f {
-            let tag = match x.severity {
-                Severity::Warn => "WARN",
-                Severity::Info => "info",
-            };
-            let _ = writeln!(o, "  [{tag}] {}", x.title);
-            let _ = writeln!(o, "         evidence: {}", x.evidence);
-            let _ = writeln!(o, "         why: {}", x.reason);
-            if let Some(fix) = &x.fix {
-                let _ = writeln!(o, "         fix: {fix}");
-            }
+    for x in f {
+        let tag = match x.severity {
+            Severity::Warn => "WARN",
+            Severity::Info => "info",
+        };
+        let _ = writeln!(o, "  [{tag}] {}", x.title);
+        let _ = writeln!(o, "         evidence: {}", x.evidence);
+        let _ = writeln!(o, "         why: {}", x.reason);
+        if let Some(fix) = &x.fix {
+            let _ = writeln!(o, "         fix: {fix}");
         }
     }
-    super::summary::wrap_aligned(&o)
 }
 
 /// Counters as `name value` pairs, two per line (84 columns), aligned.
