@@ -120,19 +120,7 @@ fn plan(a: &TraceArgs) -> Result<Plan, UsageError> {
 pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
     let p = plan(&a)?;
     let tfs = Tracefs::open()?;
-    let mut wanted: Vec<(&str, Option<&str>)> = tracepoints(&p.kinds);
-    if !a.command.is_empty() {
-        wanted.push((FORK, None));
-    }
-    let mut tracer = Tracer::open(&tfs, &wanted);
-    if tracer.sources.iter().all(|s| s.name == FORK) {
-        let why = tracer
-            .missing
-            .first()
-            .map(|m| format!("{}: {}", m.event, m.reason))
-            .unwrap_or_default();
-        anyhow::bail!("no tracepoint could be opened ({why})");
-    }
+    let mut tracer = open_tracer(&tfs, &p.kinds, !a.command.is_empty())?;
     let fork = tracer.index(FORK);
     let fork_format = fork.map(|i| tracer.sources[i].format.clone());
     let names: Vec<String> = tracer.sources.iter().map(|s| s.name.clone()).collect();
@@ -141,19 +129,7 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
         .ok()
         .flatten();
     let mut notes: Vec<String> = tfs.note.iter().cloned().collect();
-    if !p.kinds.contains(&TraceKind::Faults) {
-        use clap::ValueEnum;
-        let others: Vec<TraceKind> = TraceKind::value_variants()
-            .iter()
-            .copied()
-            .filter(|k| !p.kinds.contains(k))
-            .collect();
-        notes.push(format!(
-            "kinds: {} (also available: {})",
-            catalogue::names(&p.kinds),
-            catalogue::names(&others)
-        ));
-    }
+    notes.extend(kinds_note(&p.kinds));
     crate::control::defer_first_signal("stopping: the histograms so far follow");
     tracer.enable()?;
     // The kernel's counters are system-wide: compared only with a system-wide trace.
@@ -168,56 +144,17 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
     let mut vm_start = vmstat();
     let cpu0 = cpu_time();
     let started = Instant::now();
-    let mut child = None;
-    let mut scope = match (a.pid, a.command.is_empty()) {
-        (Some(pid), _) => Scope::Pid(pid),
-        (None, true) => Scope::All,
-        (None, false) => {
-            let mut cmd = std::process::Command::new(&a.command[0]);
-            cmd.args(&a.command[1..]);
-            if a.out.json {
-                // stdout is the JSON document: the command's output goes to stderr.
-                use std::os::fd::AsFd;
-                cmd.stdout(std::io::stderr().as_fd().try_clone_to_owned()?);
-            }
-            let c = cmd
-                .spawn()
-                .map_err(|e| anyhow::anyhow!("cannot start {:?}: {e}", a.command[0]))?;
-            let s = Scope::Tree(BTreeSet::from([c.id()]));
-            child = Some(c);
-            s
-        }
-    };
-    let scope_text = match (&scope, a.pid) {
-        (Scope::All, _) => "system-wide".to_string(),
-        (Scope::Pid(_), Some(pid)) => {
-            format!("pid {pid} ({})", comm(pid).unwrap_or_else(|| "?".into()))
-        }
-        _ => format!("command {:?} and its children", a.command.join(" ")),
-    };
+    let (mut scope, mut child) = start_scope(&a)?;
+    let scope_text = scope_words(&scope, &a);
     let mut comms: BTreeMap<u32, String> = BTreeMap::new();
     if let Some(c) = &child {
         comms.insert(c.id(), a.command[0].rsplit('/').next().unwrap_or("").into());
     }
     let mut result = TraceResult {
-        schema: SCHEMA,
         kernel,
         scope: scope_text,
-        events: names.iter().filter(|n| *n != FORK).cloned().collect(),
-        missing: tracer
-            .missing
-            .iter()
-            .map(|m| MissingEvent {
-                event: m.event.clone(),
-                reason: m.reason.clone(),
-            })
-            .collect(),
-        windows: Vec::new(),
-        lost: 0,
-        self_cpu_s: 0.0,
         notes,
-        exit_code: None,
-        ended: String::new(),
+        ..new_result(&names, &tracer)
     };
     if !a.out.json {
         print!("{}", render::header(&result));
@@ -225,35 +162,13 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
     let mut window_start = started;
     // A bar for a fixed-length trace (seconds traced of --duration), on a terminal only: the
     // header on stdout already says how long it runs.
-    let mut progress = crate::render::progress::Progress::stderr("hugelab trace", a.progress.quiet);
-    let bar = p
-        .duration
-        .filter(|_| p.interval.is_none() && std::io::IsTerminal::is_terminal(&std::io::stderr()));
-    if let Some(d) = bar {
-        progress.phase("tracing (s)", Some(d.as_secs().max(1)));
-    }
+    let (mut progress, bar) = progress_bar(&a, &p);
+    let forks = (fork, fork_format.as_ref());
     let feed = |batch: Vec<Event>,
                 scope: &mut Scope,
                 agg: &mut Aggregator,
                 comms: &mut BTreeMap<u32, String>| {
-        for e in batch {
-            if Some(e.source) == fork {
-                if let (Scope::Tree(set), Some(f)) = (&mut *scope, &fork_format)
-                    && set.contains(&e.pid)
-                    && let Some(child) = f.int(&e.raw, "child_pid")
-                {
-                    set.insert(child as u32);
-                }
-                continue;
-            }
-            if !scope.keeps(e.pid) {
-                continue;
-            }
-            if let std::collections::btree_map::Entry::Vacant(v) = comms.entry(e.pid) {
-                v.insert(comm(e.pid).unwrap_or_else(|| "?".into()));
-            }
-            agg.add(&e);
-        }
+        feed_events(batch, forks, scope, agg, comms)
     };
     loop {
         let batch = tracer.poll(Duration::from_millis(100));
@@ -262,32 +177,11 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
         if bar.is_some() {
             progress.set(now.duration_since(started).as_secs());
         }
-        let mut done = false;
-        if crate::control::stop_requested() {
-            result.ended = "interrupted (Ctrl-C): what was collected is shown".into();
-            done = true;
-        }
-        if let Some(d) = p.duration
-            && now.duration_since(started) >= d
-        {
-            result.ended = format!("--duration {d:?} reached");
-            done = true;
-        }
-        if let Scope::Pid(pid) = scope
-            && !alive(pid)
-        {
-            result.ended = format!("pid {pid} exited: the trace ends with it");
-            done = true;
-        }
-        if let Some(c) = child.as_mut()
-            && let Some(st) = c.try_wait()?
-        {
-            result.exit_code = st.code();
-            result.ended = match st.code() {
-                Some(c) => format!("the command exited with {c}"),
-                None => format!("the command ended: {st}"),
-            };
-            done = true;
+        let ended = why_ended(&p, now.duration_since(started), &scope, child.as_mut())?;
+        let done = ended.is_some();
+        if let Some((why, code)) = ended {
+            result.ended = why;
+            result.exit_code = code;
         }
         let window_due = p
             .interval
@@ -340,4 +234,173 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
     } else {
         0
     })
+}
+
+/// The tracepoints of `kinds` opened (and `sched_process_fork` for a command's tree); an
+/// error when none of the kinds' could be.
+fn open_tracer(tfs: &Tracefs, kinds: &[TraceKind], command: bool) -> anyhow::Result<Tracer> {
+    let mut wanted: Vec<(&str, Option<&str>)> = tracepoints(kinds);
+    if command {
+        wanted.push((FORK, None));
+    }
+    let tracer = Tracer::open(tfs, &wanted);
+    if tracer.sources.iter().all(|s| s.name == FORK) {
+        let why = tracer
+            .missing
+            .first()
+            .map(|m| format!("{}: {}", m.event, m.reason))
+            .unwrap_or_default();
+        anyhow::bail!("no tracepoint could be opened ({why})");
+    }
+    Ok(tracer)
+}
+
+/// The kinds traced and the others available (unless every kind was asked for).
+fn kinds_note(kinds: &[TraceKind]) -> Option<String> {
+    use clap::ValueEnum;
+    if kinds.contains(&TraceKind::Faults) {
+        return None;
+    }
+    let others: Vec<TraceKind> = TraceKind::value_variants()
+        .iter()
+        .copied()
+        .filter(|k| !kinds.contains(k))
+        .collect();
+    Some(format!(
+        "kinds: {} (also available: {})",
+        catalogue::names(kinds),
+        catalogue::names(&others)
+    ))
+}
+
+/// What is traced: a pid, everything, or a command started now and its tree.
+fn start_scope(a: &TraceArgs) -> anyhow::Result<(Scope, Option<std::process::Child>)> {
+    Ok(match (a.pid, a.command.is_empty()) {
+        (Some(pid), _) => (Scope::Pid(pid), None),
+        (None, true) => (Scope::All, None),
+        (None, false) => {
+            let mut cmd = std::process::Command::new(&a.command[0]);
+            cmd.args(&a.command[1..]);
+            if a.out.json {
+                // stdout is the JSON document: the command's output goes to stderr.
+                use std::os::fd::AsFd;
+                cmd.stdout(std::io::stderr().as_fd().try_clone_to_owned()?);
+            }
+            let c = cmd
+                .spawn()
+                .map_err(|e| anyhow::anyhow!("cannot start {:?}: {e}", a.command[0]))?;
+            (Scope::Tree(BTreeSet::from([c.id()])), Some(c))
+        }
+    })
+}
+
+/// Why the trace ends now, with the command's exit code when it exited; `None`: it goes on.
+fn why_ended(
+    p: &Plan,
+    traced: Duration,
+    scope: &Scope,
+    child: Option<&mut std::process::Child>,
+) -> anyhow::Result<Option<(String, Option<i32>)>> {
+    let mut ended = None;
+    if crate::control::stop_requested() {
+        ended = Some((
+            "interrupted (Ctrl-C): what was collected is shown".into(),
+            None,
+        ));
+    }
+    if let Some(d) = p.duration.filter(|d| traced >= *d) {
+        ended = Some((format!("--duration {d:?} reached"), None));
+    }
+    if let Scope::Pid(pid) = scope
+        && !alive(*pid)
+    {
+        ended = Some((format!("pid {pid} exited: the trace ends with it"), None));
+    }
+    if let Some(c) = child
+        && let Some(st) = c.try_wait()?
+    {
+        let why = match st.code() {
+            Some(c) => format!("the command exited with {c}"),
+            None => format!("the command ended: {st}"),
+        };
+        ended = Some((why, st.code()));
+    }
+    Ok(ended)
+}
+
+/// The scope in words: system-wide, a pid and its name, or the command and its children.
+fn scope_words(scope: &Scope, a: &TraceArgs) -> String {
+    match (scope, a.pid) {
+        (Scope::All, _) => "system-wide".to_string(),
+        (Scope::Pid(_), Some(pid)) => {
+            format!("pid {pid} ({})", comm(pid).unwrap_or_else(|| "?".into()))
+        }
+        _ => format!("command {:?} and its children", a.command.join(" ")),
+    }
+}
+
+/// A batch of events into the aggregator: a fork in a command's tree adds the child to the
+/// scope; an event outside the scope is dropped; a new pid's name is looked up once.
+fn feed_events(
+    batch: Vec<Event>,
+    (fork, fork_format): (Option<usize>, Option<&crate::probe::tracefs::Format>),
+    scope: &mut Scope,
+    agg: &mut Aggregator,
+    comms: &mut BTreeMap<u32, String>,
+) {
+    for e in batch {
+        if Some(e.source) == fork {
+            if let (Scope::Tree(set), Some(f)) = (&mut *scope, fork_format)
+                && set.contains(&e.pid)
+                && let Some(child) = f.int(&e.raw, "child_pid")
+            {
+                set.insert(child as u32);
+            }
+            continue;
+        }
+        if !scope.keeps(e.pid) {
+            continue;
+        }
+        if let std::collections::btree_map::Entry::Vacant(v) = comms.entry(e.pid) {
+            v.insert(comm(e.pid).unwrap_or_else(|| "?".into()));
+        }
+        agg.add(&e);
+    }
+}
+
+/// A trace's record before its windows: the events traced and those that could not be.
+fn new_result(names: &[String], tracer: &Tracer) -> TraceResult {
+    TraceResult {
+        schema: SCHEMA,
+        kernel: None,
+        scope: String::new(),
+        events: names.iter().filter(|n| *n != FORK).cloned().collect(),
+        missing: tracer
+            .missing
+            .iter()
+            .map(|m| MissingEvent {
+                event: m.event.clone(),
+                reason: m.reason.clone(),
+            })
+            .collect(),
+        windows: Vec::new(),
+        lost: 0,
+        self_cpu_s: 0.0,
+        notes: Vec::new(),
+        exit_code: None,
+        ended: String::new(),
+    }
+}
+
+/// A bar for a fixed-length trace (seconds traced of --duration), on a terminal only: the
+/// header on stdout already says how long it runs.
+fn progress_bar(a: &TraceArgs, p: &Plan) -> (crate::render::progress::Progress, Option<Duration>) {
+    let mut progress = crate::render::progress::Progress::stderr("hugelab trace", a.progress.quiet);
+    let bar = p
+        .duration
+        .filter(|_| p.interval.is_none() && std::io::IsTerminal::is_terminal(&std::io::stderr()));
+    if let Some(d) = bar {
+        progress.phase("tracing (s)", Some(d.as_secs().max(1)));
+    }
+    (progress, bar)
 }
