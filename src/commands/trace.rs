@@ -160,8 +160,6 @@ pub fn run(a: TraceArgs) -> anyhow::Result<i32> {
         print!("{}", render::header(&result));
     }
     let mut window_start = started;
-    // A bar for a fixed-length trace (seconds traced of --duration), on a terminal only: the
-    // header on stdout already says how long it runs.
     let (mut progress, bar) = progress_bar(&a, &p);
     let forks = (fork, fork_format.as_ref());
     let feed = |batch: Vec<Event>,
