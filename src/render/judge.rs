@@ -142,6 +142,81 @@ fn rate(v: Option<f64>, unit: &str) -> String {
 /// The whole answer.
 pub fn text(r: &JudgeResult, verbose: bool) -> String {
     let mut o = String::new();
+    o.push_str(&head_line(r));
+    let width = r.metrics.iter().map(|m| m.name.len()).max().unwrap_or(4);
+    for m in &r.metrics {
+        for l in metric_line(r, m, width) {
+            let _ = writeln!(o, "{l}");
+        }
+    }
+    let critical: Vec<&str> = r
+        .metrics
+        .iter()
+        .filter(|m| m.critical)
+        .map(|m| m.name.as_str())
+        .collect();
+    let _ = writeln!(
+        o,
+        "overall: {}{}",
+        overall_word(r.overall),
+        if critical.is_empty() {
+            String::new()
+        } else {
+            format!(" (critical: {})", critical.join(", "))
+        }
+    );
+    let groups = groups_line(r);
+    for l in wrap_hanging(&groups, 2) {
+        let _ = writeln!(o, "{l}");
+    }
+    let e = &r.evidence;
+    let backing = backing_line(r);
+    for l in wrap_hanging(&backing, 2) {
+        let _ = writeln!(o, "{l}");
+    }
+    if let Some(f) = &e.flagged {
+        for l in wrap_hanging(&format!("FLAGGED: {f}"), 2) {
+            let _ = writeln!(o, "{l}");
+        }
+    }
+    if let Some(k) = kernel_line(r) {
+        for l in wrap_hanging(&k, 2) {
+            let _ = writeln!(o, "{l}");
+        }
+    }
+    for l in wrap_hanging(&autocorrelation_line(r), 2) {
+        let _ = writeln!(o, "{l}");
+    }
+    let judged = r.metrics.iter().filter(|m| m.contrast.is_some()).count();
+    for l in wrap_hanging(
+        &format!(
+            "{}, δ = {}% · {} samples in {} requests, {}",
+            level_words_of(&r.design, judged, "metrics", r.confidence),
+            r.effect * 100.0,
+            thousands(r.samples as usize),
+            r.requests,
+            fmt_elapsed(r.elapsed_s)
+        ),
+        2,
+    ) {
+        let _ = writeln!(o, "{l}");
+    }
+    for m in &r.metrics {
+        for w in m.contrast.iter().flat_map(|c| &c.warnings) {
+            let _ = writeln!(o, "warning: {}: {w}", m.name);
+        }
+    }
+    if verbose {
+        for m in &r.metrics {
+            o += &hosts_table(r, m);
+        }
+    }
+    o
+}
+
+/// The first line: which groups (or a switchback's arms), over which span.
+fn head_line(r: &JudgeResult) -> String {
+    let mut o = String::new();
     let hosts = |canary: bool| {
         r.metrics
             .iter()
@@ -180,29 +255,13 @@ pub fn text(r: &JudgeResult, verbose: bool) -> String {
             );
         }
     }
-    let width = r.metrics.iter().map(|m| m.name.len()).max().unwrap_or(4);
-    for m in &r.metrics {
-        for l in metric_line(r, m, width) {
-            let _ = writeln!(o, "{l}");
-        }
-    }
-    let critical: Vec<&str> = r
-        .metrics
-        .iter()
-        .filter(|m| m.critical)
-        .map(|m| m.name.as_str())
-        .collect();
-    let _ = writeln!(
-        o,
-        "overall: {}{}",
-        overall_word(r.overall),
-        if critical.is_empty() {
-            String::new()
-        } else {
-            format!(" (critical: {})", critical.join(", "))
-        }
-    );
-    let groups = match &r.switchback {
+    o
+}
+
+/// The groups judged: the canary's and baseline's selectors (or a switchback's periods), the
+/// block length, the before window and the burn-in.
+fn groups_line(r: &JudgeResult) -> String {
+    match &r.switchback {
         Some(sb) => format!(
             "canary = the {} periods ({}) · baseline = the {} periods ({}) · random order within each pair (seed {}){}{} · settings restored: {}",
             sb.arms[1].0,
@@ -248,17 +307,19 @@ pub fn text(r: &JudgeResult, verbose: bool) -> String {
                 String::new()
             }
         ),
-    };
-    for l in wrap_hanging(&groups, 2) {
-        let _ = writeln!(o, "{l}");
     }
+}
+
+/// The backing's evidence: the watched processes' huge coverage per group, and what each
+/// group was meant to be on.
+fn backing_line(r: &JudgeResult) -> String {
     let e = &r.evidence;
     let meant = match r.huge_on {
         crate::analyze::judge::HugeOn::Canary => "canary meant to be on huge pages",
         crate::analyze::judge::HugeOn::Baseline => "baseline meant to be on huge pages",
         crate::analyze::judge::HugeOn::Both => "both meant to be on huge pages",
     };
-    let backing = if e.canary_coverage.is_none() && e.baseline_coverage.is_none() {
+    if e.canary_coverage.is_none() && e.baseline_coverage.is_none() {
         "backing: NOT VERIFIED — no hugelab_process_huge_coverage_ratio from either group (run `hugelab exporter --watch SERVICE` on the hosts)".to_string()
     } else {
         format!(
@@ -277,15 +338,12 @@ pub fn text(r: &JudgeResult, verbose: bool) -> String {
                 pct(b.baseline)
             )
         })
-    };
-    for l in wrap_hanging(&backing, 2) {
-        let _ = writeln!(o, "{l}");
     }
-    if let Some(f) = &e.flagged {
-        for l in wrap_hanging(&format!("FLAGGED: {f}"), 2) {
-            let _ = writeln!(o, "{l}");
-        }
-    }
+}
+
+/// The kernel's counters per group (window means), with the before window's beside them.
+fn kernel_line(r: &JudgeResult) -> Option<String> {
+    let e = &r.evidence;
     let kernel: Vec<String> = e
         .kernel
         .iter()
@@ -310,45 +368,12 @@ pub fn text(r: &JudgeResult, verbose: bool) -> String {
             )
         })
         .collect();
-    if !kernel.is_empty() {
-        for l in wrap_hanging(
-            &format!(
-                "kernel (canary / baseline, window means): {}",
-                kernel.join(" · ")
-            ),
-            2,
-        ) {
-            let _ = writeln!(o, "{l}");
-        }
-    }
-    for l in wrap_hanging(&autocorrelation_line(r), 2) {
-        let _ = writeln!(o, "{l}");
-    }
-    let judged = r.metrics.iter().filter(|m| m.contrast.is_some()).count();
-    for l in wrap_hanging(
-        &format!(
-            "{}, δ = {}% · {} samples in {} requests, {}",
-            level_words_of(&r.design, judged, "metrics", r.confidence),
-            r.effect * 100.0,
-            thousands(r.samples as usize),
-            r.requests,
-            fmt_elapsed(r.elapsed_s)
-        ),
-        2,
-    ) {
-        let _ = writeln!(o, "{l}");
-    }
-    for m in &r.metrics {
-        for w in m.contrast.iter().flat_map(|c| &c.warnings) {
-            let _ = writeln!(o, "warning: {}: {w}", m.name);
-        }
-    }
-    if verbose {
-        for m in &r.metrics {
-            o += &hosts_table(r, m);
-        }
-    }
-    o
+    (!kernel.is_empty()).then(|| {
+        format!(
+            "kernel (canary / baseline, window means): {}",
+            kernel.join(" · ")
+        )
+    })
 }
 
 /// `autocorrelation (lag-1): p99 0.93 per 30s sample → 0.05 per 10m block; …`

@@ -405,20 +405,16 @@ fn check_privilege(a: &RunArgs, arms: &[Arm], privileged: bool) -> Result<(), Us
     Ok(())
 }
 
+/// A load's format, the `--metric NAME=REGEX` outputs, and the metrics the format reads.
+type Load = (
+    Option<LoadFormat>,
+    Vec<OutputMetric>,
+    Vec<crate::collect::load::LoadMetric>,
+);
+
 /// The load's format (given or detected for a service), the `--metric NAME=REGEX` outputs, and
 /// the metrics the format reads; the command prepared for the format.
-fn plan_load(
-    a: &RunArgs,
-    service: bool,
-    command: &mut Vec<String>,
-) -> Result<
-    (
-        Option<LoadFormat>,
-        Vec<OutputMetric>,
-        Vec<crate::collect::load::LoadMetric>,
-    ),
-    UsageError,
-> {
+fn plan_load(a: &RunArgs, service: bool, command: &mut Vec<String>) -> Result<Load, UsageError> {
     let mut load_format = None;
     let mut outputs = Vec::new();
     for m in &a.metrics {
