@@ -40,6 +40,51 @@ fn parse_list<T: std::str::FromStr<Err = String>>(items: &[String]) -> Result<Ve
 /// Turn arguments plus the probed machine into a plan, or a usage error naming the fix.
 pub fn plan(a: &BenchArgs, st: &Status) -> Result<(Plan, Vec<String>), UsageError> {
     let mut notes = Vec::new();
+    let workloads = plan_workloads(a)?;
+    let backings = plan_backings(a, st, &mut notes)?;
+    let sizes = plan_sizes(a, st, (&workloads, &backings), &mut notes)?;
+    if a.rounds < 2 {
+        return Err(UsageError(format!(
+            "--rounds {} is too few: at least 2 (11 or more for a 99.9% interval)",
+            a.rounds
+        )));
+    }
+    crate::commands::check_confidence(a.confidence)?;
+    if a.threads == 0 || a.threads > 1024 {
+        return Err(UsageError(format!(
+            "--threads {} must be between 1 and 1024",
+            a.threads
+        )));
+    }
+    if st
+        .thp
+        .enabled
+        .as_ref()
+        .is_some_and(|e| e.selected == "never")
+        && backings
+            .iter()
+            .any(|b| matches!(b, Backing::Thp | Backing::ThpCollapse))
+    {
+        notes.push("THP is `never` system-wide: thp backings will get 4 KiB pages (their coverage shows it)".into());
+    }
+    let seed = a.order.or_clock();
+    Ok((
+        Plan {
+            workloads,
+            sizes,
+            backings,
+            rounds: a.rounds,
+            threads: a.threads,
+            confidence: a.confidence,
+            seed,
+            iteration_ns: a.iteration_time.as_nanos().max(1_000_000) as u64,
+        },
+        notes,
+    ))
+}
+
+/// The workloads asked for (touch, chase and pretouch by default); `tlb` runs alone.
+fn plan_workloads(a: &BenchArgs) -> Result<Vec<Workload>, UsageError> {
     let mut workloads: Vec<Workload> = parse_list(&a.workloads)?;
     if workloads.is_empty() && !a.workloads.is_empty() {
         return Err(UsageError(
@@ -50,12 +95,21 @@ pub fn plan(a: &BenchArgs, st: &Status) -> Result<(Plan, Vec<String>), UsageErro
         workloads = vec![Workload::Touch, Workload::Chase, Workload::Pretouch];
     }
     workloads.dedup();
-    let tlb = workloads.contains(&Workload::Tlb);
-    if tlb && workloads.len() > 1 {
+    if workloads.contains(&Workload::Tlb) && workloads.len() > 1 {
         return Err(UsageError(
             "tlb sweeps spans of its own and lays its region out one line a page; run `hugelab bench tlb` on its own".into(),
         ));
     }
+    Ok(workloads)
+}
+
+/// The backings asked for (4k, thp, hugetlb-2m, and hugetlb-1g where the CPU and kernel have
+/// it, by default), the 4k baseline first, each one this kernel offers.
+fn plan_backings(
+    a: &BenchArgs,
+    st: &Status,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Backing>, UsageError> {
     let explicit_backings = !a.backings.is_empty();
     let mut backings: Vec<Backing> = parse_list(&a.backings)?;
     if explicit_backings && backings.is_empty() {
@@ -120,6 +174,18 @@ pub fn plan(a: &BenchArgs, st: &Status) -> Result<(Plan, Vec<String>), UsageErro
             _ => {}
         }
     }
+    Ok(backings)
+}
+
+/// The region sizes: the defaults that fit in MemAvailable (less a margin) across the
+/// backings, or the sizes asked for, each checked against it.
+fn plan_sizes(
+    a: &BenchArgs,
+    st: &Status,
+    (workloads, backings): (&[Workload], &[Backing]),
+    notes: &mut Vec<String>,
+) -> Result<Vec<u64>, UsageError> {
+    let tlb = workloads.contains(&Workload::Tlb);
     let available = st.memory.mem_available.unwrap_or(0);
     let margin = MARGIN_MIN.max(available / 10);
     let budget = available.saturating_sub(margin);
@@ -192,42 +258,5 @@ pub fn plan(a: &BenchArgs, st: &Status) -> Result<(Plan, Vec<String>), UsageErro
             Bytes(margin)
         )));
     }
-    if a.rounds < 2 {
-        return Err(UsageError(format!(
-            "--rounds {} is too few: at least 2 (11 or more for a 99.9% interval)",
-            a.rounds
-        )));
-    }
-    crate::commands::check_confidence(a.confidence)?;
-    if a.threads == 0 || a.threads > 1024 {
-        return Err(UsageError(format!(
-            "--threads {} must be between 1 and 1024",
-            a.threads
-        )));
-    }
-    if st
-        .thp
-        .enabled
-        .as_ref()
-        .is_some_and(|e| e.selected == "never")
-        && backings
-            .iter()
-            .any(|b| matches!(b, Backing::Thp | Backing::ThpCollapse))
-    {
-        notes.push("THP is `never` system-wide: thp backings will get 4 KiB pages (their coverage shows it)".into());
-    }
-    let seed = a.order.or_clock();
-    Ok((
-        Plan {
-            workloads,
-            sizes,
-            backings,
-            rounds: a.rounds,
-            threads: a.threads,
-            confidence: a.confidence,
-            seed,
-            iteration_ns: a.iteration_time.as_nanos().max(1_000_000) as u64,
-        },
-        notes,
-    ))
+    Ok(sizes)
 }
