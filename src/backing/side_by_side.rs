@@ -80,22 +80,7 @@ pub fn side_by_side(
             })
             .collect();
         if let Knob::HugetlbPages { .. } = k {
-            if let Some(i) = wants.iter().position(|w| *w == Some("0")) {
-                return Err(format!(
-                    "arm {} asks for an empty {k} pool while another arm needs one, and a pool is system-wide",
-                    arms[i].name
-                ));
-            }
-            let sum: u64 = wants
-                .iter()
-                .flatten()
-                .filter_map(|v| v.parse::<u64>().ok())
-                .sum();
-            out.system.push((k, sum.to_string()));
-            if wants.iter().filter(|w| w.is_some()).count() > 1 {
-                out.instead
-                    .push(format!("{k}: one pool of {sum} pages for every arm's server (the sum of what the arms asked)"));
-            }
+            one_pool(k, &wants, arms, &mut out)?;
             continue;
         }
         let now = current(&k);
@@ -160,6 +145,47 @@ pub fn side_by_side(
             }
         }
     }
+    check_policies(arms, current, &out)?;
+    describe_policies(arms, &lifted, &mut out);
+    out.thp_off.sort_unstable();
+    Ok(out)
+}
+
+/// One hugetlb pool for every arm's server: the sum of what the arms asked; an arm that asks
+/// for an empty pool beside one that needs a pool cannot run side by side.
+fn one_pool(
+    k: Knob,
+    wants: &[Option<&str>],
+    arms: &[Arm],
+    out: &mut SideBySide,
+) -> Result<(), String> {
+    if let Some(i) = wants.iter().position(|w| *w == Some("0")) {
+        return Err(format!(
+            "arm {} asks for an empty {k} pool while another arm needs one, and a pool is system-wide",
+            arms[i].name
+        ));
+    }
+    let sum: u64 = wants
+        .iter()
+        .flatten()
+        .filter_map(|v| v.parse::<u64>().ok())
+        .sum();
+    out.system.push((k, sum.to_string()));
+    if wants.iter().filter(|w| w.is_some()).count() > 1 {
+        out.instead.push(format!(
+            "{k}: one pool of {sum} pages for every arm's server (the sum of what the arms asked)"
+        ));
+    }
+    Ok(())
+}
+
+/// Whether the per-process policies stand for what each arm asked for, given the run's
+/// system-wide settings.
+fn check_policies(
+    arms: &[Arm],
+    current: &dyn Fn(&Knob) -> Option<String>,
+    out: &SideBySide,
+) -> Result<(), String> {
     // PR_SET_THP_DISABLE turns off every kind of THP for the process: an arm that gets it must
     // want none wherever THP is on for the run. THP `madvise` counts as none for a server that
     // asks for no MADV_HUGEPAGE region (each trial checks it: the server's `madvised` bytes).
@@ -194,6 +220,11 @@ pub fn side_by_side(
             ));
         }
     }
+    Ok(())
+}
+
+/// What the run does instead of the arms' own settings, in words.
+fn describe_policies(arms: &[Arm], lifted: &[Knob], out: &mut SideBySide) {
     let on: Vec<String> = lifted
         .iter()
         .filter_map(|k| out.system.iter().find(|(x, _)| x == k))
@@ -229,8 +260,6 @@ pub fn side_by_side(
             on.join(", ")
         ));
     }
-    out.thp_off.sort_unstable();
-    Ok(out)
 }
 
 #[cfg(test)]
