@@ -370,73 +370,7 @@ pub fn render(r: &RunResult, verbose: bool) -> String {
         o.extend(summary::wrap_hanging(&l, 2).into_iter().map(|l| l + "\n"));
     }
     if let Some(m) = &r.tlb {
-        let size = r
-            .report
-            .evidence
-            .iter()
-            .filter_map(|e| e.mean_matters)
-            .fold(0.0f64, f64::max);
-        // With --hot, the bytes each arm's load touched; else all the memory that matters.
-        let hot = r.report.evidence.iter().any(|e| e.mean_hot.is_some());
-        // Entries per arm: its own memory that matters on its pages (scaled to the hot bytes,
-        // in the same mix of page sizes); an arm whose backing was not judged (4 KiB-indifferent)
-        // and had no huge coverage, one per 4 KiB of its own peak memory.
-        let arms: Vec<(String, u64)> = r
-            .report
-            .evidence
-            .iter()
-            .filter_map(|e| {
-                let own = e.mean_matters.or_else(|| peak_memory(&r.report, &e.arm));
-                let bytes = if hot { e.mean_hot? } else { own? };
-                match (e.mean_entries, e.mean_matters, e.mean_coverage_at_peak) {
-                    (Some(n), Some(m), _) if m > 0.0 => {
-                        Some((e.arm.clone(), (n * bytes / m).ceil() as u64))
-                    }
-                    (None, _, Some(c)) if c < 0.1 && bytes > 0.0 => {
-                        Some((e.arm.clone(), bytes as u64 / 4096))
-                    }
-                    _ => None,
-                }
-            })
-            .collect();
-        let what = if hot {
-            let most = r
-                .report
-                .evidence
-                .iter()
-                .filter_map(|e| e.mean_hot)
-                .fold(0.0f64, f64::max);
-            format!(
-                "the memory each load touched (--hot: up to {} referenced in a load; the memory that matters is {})",
-                Bytes(most as u64),
-                Bytes(size as u64)
-            )
-        } else {
-            format!(
-                "each arm's memory that matters (up to {} resident — all of it, not only its hot part: --hot measures that for services)",
-                Bytes(size as u64)
-            )
-        };
-        let primary = r.report.primary();
-        let resolved = primary.is_some_and(|p| {
-            p.contrasts.iter().any(|(_, c)| {
-                c.as_ref()
-                    .is_some_and(|c| matches!(c.verdict, Verdict::Faster | Verdict::Slower))
-            })
-        });
-        let unresolved = (!resolved).then(|| primary.map_or("", |p| p.metric.name.as_str()));
-        if let Some(l) = super::tlb::why_line(&what, &arms, m, unresolved) {
-            o.extend(summary::wrap_hanging(&l, 2).into_iter().map(|l| l + "\n"));
-        }
-        // A sweep's rows (JMH): which sizes fit the reach and which do not, row by row.
-        let rows: Vec<&str> = r
-            .report
-            .metrics
-            .iter()
-            .filter(|x| x.metric.row)
-            .map(|x| x.metric.name.as_str())
-            .collect();
-        if let Some(l) = super::tlb::row_why_line(&rows, m) {
+        for l in tlb_lines(r, m) {
             o.extend(summary::wrap_hanging(&l, 2).into_iter().map(|l| l + "\n"));
         }
     }
@@ -457,19 +391,7 @@ pub fn render(r: &RunResult, verbose: bool) -> String {
                 .map(|l| l + "\n"),
         );
     }
-    for c in &r.trace_stalls {
-        let e = &c.difference_ms;
-        let interval = match (e.lo, e.hi) {
-            (Some(lo), Some(hi)) => format!(
-                " [{lo:+.1}, {hi:+.1}] ({} signed-rank interval, not adjusted across contrasts)",
-                fmt_level(e.confidence)
-            ),
-            _ => " (too few blocks for an interval)".into(),
-        };
-        let line = format!(
-            "trace: {} per trial, {} − {}: {:+.1} ms{interval}; means {:.1} vs {:.1} ms over {} paired blocks",
-            c.kind, c.arm, c.baseline, e.point, c.arm_mean_ms, c.baseline_mean_ms, c.blocks
-        );
+    for line in r.trace_stalls.iter().map(stall_line) {
         o.extend(
             summary::wrap_hanging(&line, 2)
                 .into_iter()
@@ -480,28 +402,7 @@ pub fn render(r: &RunResult, verbose: bool) -> String {
         o.push_str(&render_calibration(c, r));
     }
     if let Some(v) = &r.vm_advice {
-        // The full host configuration (libvirt XML, QEMU options, pool, boot command line) is
-        // `advise`'s; here the answer and where to get it.
-        let line = match (&v.advice, r.db.is_empty()) {
-            (Some(a), false) => format!(
-                "VM host advice: back guest RAM of {} with {} ({}); the configuration: hugelab advise --for qemu {}",
-                Bytes(a.size),
-                a.backing.name(),
-                v.because,
-                r.run_id
-            ),
-            // Not stored: `advise` cannot read it later, so the configuration is printed here.
-            (Some(_), true) => String::new(),
-            (None, _) => format!("VM host advice: none — {}", v.because),
-        };
-        o.extend(
-            summary::wrap_hanging(&line, 2)
-                .into_iter()
-                .map(|l| l + "\n"),
-        );
-        if (verbose || r.db.is_empty()) && v.advice.is_some() {
-            o.push_str(&render_vm_advice(v));
-        }
+        vm_lines(r, v, verbose, &mut o);
     }
     let stored = match (r.db.is_empty(), verbose) {
         (true, true) => "not stored (--no-save)".to_string(),
@@ -514,6 +415,122 @@ pub fn render(r: &RunResult, verbose: bool) -> String {
     };
     let _ = writeln!(o, "{stored}");
     o
+}
+
+/// With a measured TLB reach: why the arms differ (or not), each arm's entries against the
+/// reach, and for a sweep's rows which sizes fit.
+fn tlb_lines(r: &RunResult, m: &crate::analyze::tlb::Measured) -> Vec<String> {
+    let size = r
+        .report
+        .evidence
+        .iter()
+        .filter_map(|e| e.mean_matters)
+        .fold(0.0f64, f64::max);
+    // With --hot, the bytes each arm's load touched; else all the memory that matters.
+    let hot = r.report.evidence.iter().any(|e| e.mean_hot.is_some());
+    // Entries per arm: its own memory that matters on its pages (scaled to the hot bytes,
+    // in the same mix of page sizes); an arm whose backing was not judged (4 KiB-indifferent)
+    // and had no huge coverage, one per 4 KiB of its own peak memory.
+    let arms: Vec<(String, u64)> = r
+        .report
+        .evidence
+        .iter()
+        .filter_map(|e| {
+            let own = e.mean_matters.or_else(|| peak_memory(&r.report, &e.arm));
+            let bytes = if hot { e.mean_hot? } else { own? };
+            match (e.mean_entries, e.mean_matters, e.mean_coverage_at_peak) {
+                (Some(n), Some(m), _) if m > 0.0 => {
+                    Some((e.arm.clone(), (n * bytes / m).ceil() as u64))
+                }
+                (None, _, Some(c)) if c < 0.1 && bytes > 0.0 => {
+                    Some((e.arm.clone(), bytes as u64 / 4096))
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    let what = if hot {
+        let most = r
+            .report
+            .evidence
+            .iter()
+            .filter_map(|e| e.mean_hot)
+            .fold(0.0f64, f64::max);
+        format!(
+            "the memory each load touched (--hot: up to {} referenced in a load; the memory that matters is {})",
+            Bytes(most as u64),
+            Bytes(size as u64)
+        )
+    } else {
+        format!(
+            "each arm's memory that matters (up to {} resident — all of it, not only its hot part: --hot measures that for services)",
+            Bytes(size as u64)
+        )
+    };
+    let primary = r.report.primary();
+    let resolved = primary.is_some_and(|p| {
+        p.contrasts.iter().any(|(_, c)| {
+            c.as_ref()
+                .is_some_and(|c| matches!(c.verdict, Verdict::Faster | Verdict::Slower))
+        })
+    });
+    let unresolved = (!resolved).then(|| primary.map_or("", |p| p.metric.name.as_str()));
+    let mut out: Vec<String> = super::tlb::why_line(&what, &arms, m, unresolved)
+        .into_iter()
+        .collect();
+    // A sweep's rows (JMH): which sizes fit the reach and which do not, row by row.
+    let rows: Vec<&str> = r
+        .report
+        .metrics
+        .iter()
+        .filter(|x| x.metric.row)
+        .map(|x| x.metric.name.as_str())
+        .collect();
+    out.extend(super::tlb::row_why_line(&rows, m));
+    out
+}
+
+/// `--trace`: one arm's stall time per trial against the baseline's.
+fn stall_line(c: &crate::analyze::trace::StallContrast) -> String {
+    let e = &c.difference_ms;
+    let interval = match (e.lo, e.hi) {
+        (Some(lo), Some(hi)) => format!(
+            " [{lo:+.1}, {hi:+.1}] ({} signed-rank interval, not adjusted across contrasts)",
+            fmt_level(e.confidence)
+        ),
+        _ => " (too few blocks for an interval)".into(),
+    };
+    format!(
+        "trace: {} per trial, {} − {}: {:+.1} ms{interval}; means {:.1} vs {:.1} ms over {} paired blocks",
+        c.kind, c.arm, c.baseline, e.point, c.arm_mean_ms, c.baseline_mean_ms, c.blocks
+    )
+}
+
+/// A VM's host advice: the answer and where its configuration is (printed here when the run
+/// was not stored).
+fn vm_lines(r: &RunResult, v: &VmAdvice, verbose: bool, o: &mut String) {
+    // The full host configuration (libvirt XML, QEMU options, pool, boot command line) is
+    // `advise`'s; here the answer and where to get it.
+    let line = match (&v.advice, r.db.is_empty()) {
+        (Some(a), false) => format!(
+            "VM host advice: back guest RAM of {} with {} ({}); the configuration: hugelab advise --for qemu {}",
+            Bytes(a.size),
+            a.backing.name(),
+            v.because,
+            r.run_id
+        ),
+        // Not stored: `advise` cannot read it later, so the configuration is printed here.
+        (Some(_), true) => String::new(),
+        (None, _) => format!("VM host advice: none — {}", v.because),
+    };
+    o.extend(
+        summary::wrap_hanging(&line, 2)
+            .into_iter()
+            .map(|l| l + "\n"),
+    );
+    if (verbose || r.db.is_empty()) && v.advice.is_some() {
+        o.push_str(&render_vm_advice(v));
+    }
 }
 
 /// An arm's median peak memory (the cost metric), where the run recorded it.
