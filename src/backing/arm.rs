@@ -289,30 +289,12 @@ pub fn parse_arm(s: &str) -> Result<Arm, String> {
         let (k, v) = item.split_once('=').ok_or_else(|| {
             format!("arm {name}: item {item:?} is not key=value; keys: {ARM_KEYS}")
         })?;
+        if let Some(setting) = system_item(name, k, v)? {
+            arm.system.push(setting);
+            continue;
+        }
         let p = &mut arm.process;
         match k {
-            "thp" => arm.system.push((
-                Knob::ThpEnabled,
-                one_of(k, v, &["always", "madvise", "never"])?.into(),
-            )),
-            "defrag" => arm.system.push((
-                Knob::ThpDefrag,
-                one_of(
-                    k,
-                    v,
-                    &["always", "defer", "defer+madvise", "madvise", "never"],
-                )?
-                .into(),
-            )),
-            "shmem" => arm.system.push((
-                Knob::ThpShmemEnabled,
-                one_of(
-                    k,
-                    v,
-                    &["always", "within_size", "advise", "never", "deny", "force"],
-                )?
-                .into(),
-            )),
             "expect" => {
                 arm.expect = Some(Expect::parse(v).ok_or_else(|| {
                     format!(
@@ -392,31 +374,6 @@ pub fn parse_arm(s: &str) -> Result<Arm, String> {
             _ if k.starts_with("env.") && k.len() > 4 => {
                 p.env.push((k[4..].to_string(), v.to_string()))
             }
-            _ if k.starts_with("mthp.") => {
-                let size = k[5..].parse::<Bytes>().map_err(|e| e.to_string())?.0;
-                arm.system.push((
-                    Knob::MthpEnabled { size },
-                    one_of(k, v, &["always", "inherit", "madvise", "never"])?.into(),
-                ));
-            }
-            _ if k.starts_with("khugepaged.")
-                || k == "thp.shrink_underused"
-                || k == "thp.use_zero_page" =>
-            {
-                let knob: Knob = k.parse().map_err(|_| {
-                    format!("arm {name}: unknown key {k:?}; valid keys: {ARM_KEYS}")
-                })?;
-                knob.validate(v).map_err(|e| format!("arm {name}: {e}"))?;
-                arm.system.push((knob, v.to_string()));
-            }
-            _ if k.starts_with("hugetlb.") => {
-                let size = k[8..].parse::<Bytes>().map_err(|e| e.to_string())?.0;
-                let n: u64 = v
-                    .parse()
-                    .map_err(|_| format!("arm key {k}: {v:?} is not a page count"))?;
-                arm.system
-                    .push((Knob::HugetlbPages { size, node: None }, n.to_string()));
-            }
             _ => {
                 return Err(format!(
                     "arm {name}: unknown key {k:?}; valid keys: {ARM_KEYS}"
@@ -431,6 +388,60 @@ pub fn parse_arm(s: &str) -> Result<Arm, String> {
         q.prealloc = on;
     }
     Ok(arm)
+}
+
+/// A system-wide key of an arm (`thp`, `defrag`, `shmem`, `mthp.<size>`, `hugetlb.<size>`,
+/// the khugepaged and THP knobs) as the setting it asks for; `None`: not a system-wide key.
+fn system_item(name: &str, k: &str, v: &str) -> Result<Option<(Knob, String)>, String> {
+    Ok(match k {
+        "thp" => Some((
+            Knob::ThpEnabled,
+            one_of(k, v, &["always", "madvise", "never"])?.into(),
+        )),
+        "defrag" => Some((
+            Knob::ThpDefrag,
+            one_of(
+                k,
+                v,
+                &["always", "defer", "defer+madvise", "madvise", "never"],
+            )?
+            .into(),
+        )),
+        "shmem" => Some((
+            Knob::ThpShmemEnabled,
+            one_of(
+                k,
+                v,
+                &["always", "within_size", "advise", "never", "deny", "force"],
+            )?
+            .into(),
+        )),
+        _ if k.starts_with("mthp.") => {
+            let size = k[5..].parse::<Bytes>().map_err(|e| e.to_string())?.0;
+            Some((
+                Knob::MthpEnabled { size },
+                one_of(k, v, &["always", "inherit", "madvise", "never"])?.into(),
+            ))
+        }
+        _ if k.starts_with("khugepaged.")
+            || k == "thp.shrink_underused"
+            || k == "thp.use_zero_page" =>
+        {
+            let knob: Knob = k
+                .parse()
+                .map_err(|_| format!("arm {name}: unknown key {k:?}; valid keys: {ARM_KEYS}"))?;
+            knob.validate(v).map_err(|e| format!("arm {name}: {e}"))?;
+            Some((knob, v.to_string()))
+        }
+        _ if k.starts_with("hugetlb.") => {
+            let size = k[8..].parse::<Bytes>().map_err(|e| e.to_string())?.0;
+            let n: u64 = v
+                .parse()
+                .map_err(|_| format!("arm key {k}: {v:?} is not a page count"))?;
+            Some((Knob::HugetlbPages { size, node: None }, n.to_string()))
+        }
+        _ => None,
+    })
 }
 
 pub const PRESETS: &str =
