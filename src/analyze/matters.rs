@@ -128,53 +128,8 @@ pub fn judge(expect: Expect, mem: &GroupMemory, words: Option<&str>) -> Option<J
         return None;
     }
     let said = words.map(|w| format!("; {w}")).unwrap_or_default();
-    if expect == Expect::NoThp {
-        let thp = crate::collect::sampler::anon_thp(mem);
-        let share = thp as f64 / resident as f64;
-        // What was asked for is memory off THP: its share is the rest.
-        return Some(Judgment {
-            state: if thp >= 2 << 20 {
-                State::FellBack
-            } else {
-                State::Got
-            },
-            share: 1.0 - share,
-            matters: resident,
-            on_asked: resident - thp.min(resident),
-            page_size: 4096,
-            why: format!(
-                "THP is never or off for this arm, yet {} of {} resident ({:.0}%) was on transparent huge pages{}{said}",
-                Bytes(thp),
-                Bytes(resident),
-                share * 100.0,
-                if mem.thp_disabled.is_empty() {
-                    ": MADV_COLLAPSE (by the workload or a library) collapses memory whatever THP `enabled` says"
-                } else {
-                    ""
-                }
-            ),
-        });
-    }
-    if expect == Expect::FourK {
-        let huge = mem.thp() + mem.hugetlb_total();
-        let share = huge as f64 / resident as f64;
-        let state = if share > FELL_BACK_BELOW {
-            State::FellBack
-        } else {
-            State::Got
-        };
-        return Some(Judgment {
-            state,
-            share: 1.0 - share,
-            matters: resident,
-            on_asked: resident - huge.min(resident),
-            page_size: 4096,
-            why: format!(
-                "expected 4 KiB pages; {:.0}% of {} resident is on huge pages{said}",
-                share * 100.0,
-                Bytes(resident)
-            ),
-        });
+    if matches!(expect, Expect::NoThp | Expect::FourK) {
+        return Some(judge_small_pages(expect, mem, resident, &said));
     }
     let regions = regions_that_matter(mem);
     let matters: u64 = regions.iter().map(|s| s.resident).sum();
@@ -236,34 +191,7 @@ pub fn judge(expect: Expect, mem: &GroupMemory, words: Option<&str>) -> Option<J
         }
     }
     if matches!(expect, Expect::Hugetlb(_) | Expect::Huge) {
-        // Per process: hugetlb mapped far beyond what it touched.
-        let mut mapped: BTreeMap<i32, (&str, u64, u64, usize)> = BTreeMap::new();
-        for s in mem.segments.iter().filter(|s| s.kind == "hugetlb") {
-            let e = mapped.entry(s.pid).or_insert((&s.comm, 0, 0, 0));
-            e.1 += s.size;
-            e.2 += s.resident;
-            e.3 += 1;
-        }
-        for (pid, (comm, size, touched, n)) in mapped {
-            if size >= 2 * touched.max(2 << 20) {
-                why.push_str(&format!(
-                    "; {} maps {} of hugetlb in {n} mapping{} and touched {} (the rest is reserved from the pool unless mapped MAP_NORESERVE)",
-                    who(pid, comm),
-                    Bytes(size),
-                    if n == 1 { "" } else { "s" },
-                    Bytes(touched)
-                ));
-            }
-        }
-        if let Some(k) = &mem.kernel {
-            let rsvd: u64 = k.hugetlb_reserved.values().sum();
-            if rsvd > 0 && state != State::Got {
-                why.push_str(&format!(
-                    "; the pool had {} reserved and not faulted (HugePages_Rsvd)",
-                    Bytes(rsvd)
-                ));
-            }
-        }
+        why.push_str(&hugetlb_words(mem, state));
     }
     // Said whatever the state: a share on THP from before the opt-out is not what the arm set.
     if matches!(expect, Expect::Thp | Expect::Huge) && !mem.thp_disabled.is_empty() {
@@ -286,6 +214,91 @@ pub fn judge(expect: Expect, mem: &GroupMemory, words: Option<&str>) -> Option<J
             _ => 2 << 20,
         },
     })
+}
+
+/// An arm that asked for no THP (`NoThp`) or for 4 KiB pages: its share off huge pages.
+fn judge_small_pages(expect: Expect, mem: &GroupMemory, resident: u64, said: &str) -> Judgment {
+    if expect == Expect::NoThp {
+        let thp = crate::collect::sampler::anon_thp(mem);
+        let share = thp as f64 / resident as f64;
+        // What was asked for is memory off THP: its share is the rest.
+        return Judgment {
+            state: if thp >= 2 << 20 {
+                State::FellBack
+            } else {
+                State::Got
+            },
+            share: 1.0 - share,
+            matters: resident,
+            on_asked: resident - thp.min(resident),
+            page_size: 4096,
+            why: format!(
+                "THP is never or off for this arm, yet {} of {} resident ({:.0}%) was on transparent huge pages{}{said}",
+                Bytes(thp),
+                Bytes(resident),
+                share * 100.0,
+                if mem.thp_disabled.is_empty() {
+                    ": MADV_COLLAPSE (by the workload or a library) collapses memory whatever THP `enabled` says"
+                } else {
+                    ""
+                }
+            ),
+        };
+    }
+    let huge = mem.thp() + mem.hugetlb_total();
+    let share = huge as f64 / resident as f64;
+    let state = if share > FELL_BACK_BELOW {
+        State::FellBack
+    } else {
+        State::Got
+    };
+    Judgment {
+        state,
+        share: 1.0 - share,
+        matters: resident,
+        on_asked: resident - huge.min(resident),
+        page_size: 4096,
+        why: format!(
+            "expected 4 KiB pages; {:.0}% of {} resident is on huge pages{said}",
+            share * 100.0,
+            Bytes(resident)
+        ),
+    }
+}
+
+/// Hugetlb beyond what was touched: per process, mappings far larger than their pages in use,
+/// and the pool's reserved pages when the arm fell short.
+fn hugetlb_words(mem: &GroupMemory, state: State) -> String {
+    let mut why = String::new();
+    // Per process: hugetlb mapped far beyond what it touched.
+    let mut mapped: BTreeMap<i32, (&str, u64, u64, usize)> = BTreeMap::new();
+    for s in mem.segments.iter().filter(|s| s.kind == "hugetlb") {
+        let e = mapped.entry(s.pid).or_insert((&s.comm, 0, 0, 0));
+        e.1 += s.size;
+        e.2 += s.resident;
+        e.3 += 1;
+    }
+    for (pid, (comm, size, touched, n)) in mapped {
+        if size >= 2 * touched.max(2 << 20) {
+            why.push_str(&format!(
+                    "; {} maps {} of hugetlb in {n} mapping{} and touched {} (the rest is reserved from the pool unless mapped MAP_NORESERVE)",
+                    who(pid, comm),
+                    Bytes(size),
+                    if n == 1 { "" } else { "s" },
+                    Bytes(touched)
+                ));
+        }
+    }
+    if let Some(k) = &mem.kernel {
+        let rsvd: u64 = k.hugetlb_reserved.values().sum();
+        if rsvd > 0 && state != State::Got {
+            why.push_str(&format!(
+                "; the pool had {} reserved and not faulted (HugePages_Rsvd)",
+                Bytes(rsvd)
+            ));
+        }
+    }
+    why
 }
 
 #[cfg(test)]
