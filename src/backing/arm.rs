@@ -267,16 +267,7 @@ pub fn parse_arm(s: &str) -> Result<Arm, String> {
     let (name, spec) = s.split_once('=').ok_or_else(|| {
         format!("arm {s:?}: expected NAME=SPEC, e.g. thp=thp=always or off=process.thp=off")
     })?;
-    let name = name.trim();
-    if name.is_empty()
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.+".contains(c))
-    {
-        return Err(format!(
-            "arm name {name:?}: use letters, digits, '-', '_', '.' or '+'"
-        ));
-    }
+    let name = arm_name(name)?;
     let mut arm = Arm {
         name: name.into(),
         spec: spec.into(),
@@ -388,6 +379,21 @@ pub fn parse_arm(s: &str) -> Result<Arm, String> {
         q.prealloc = on;
     }
     Ok(arm)
+}
+
+/// An arm's name, checked: letters, digits, '-', '_', '.' or '+'.
+fn arm_name(name: &str) -> Result<&str, String> {
+    let name = name.trim();
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.+".contains(c))
+    {
+        return Err(format!(
+            "arm name {name:?}: use letters, digits, '-', '_', '.' or '+'"
+        ));
+    }
+    Ok(name)
 }
 
 /// A system-wide key of an arm (`thp`, `defrag`, `shmem`, `mthp.<size>`, `hugetlb.<size>`,
