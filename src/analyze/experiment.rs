@@ -254,21 +254,7 @@ pub fn analyse(
         .iter()
         .map(|m| {
             let arm_metrics = (0..arms.len())
-                .map(|a| {
-                    let v = values(trials, a, &m.name);
-                    let covs = trials
-                        .iter()
-                        .filter(|t| t.arm == a && t.ok)
-                        .filter_map(|t| t.coverage_at_peak);
-                    let spread = covs.fold(None, |r: Option<(f64, f64)>, c| {
-                        Some(r.map_or((c, c), |(lo, hi)| (lo.min(c), hi.max(c))))
-                    });
-                    ArmMetric {
-                        arm: arms[a].clone(),
-                        summary: summarize(&v),
-                        diagnostics: diagnose(&v, spread),
-                    }
-                })
+                .map(|a| arm_metric(trials, a, &arms[a], &m.name))
                 .collect();
             let (cs, complete) = if m.context {
                 (Vec::new(), 0)
@@ -354,43 +340,7 @@ pub fn analyse(
         );
     }
     let evidence = (0..arms.len())
-        .map(|a| {
-            let ts: Vec<&TrialData> = trials.iter().filter(|t| t.arm == a).collect();
-            let covs: Vec<f64> = ts.iter().filter_map(|t| t.coverage_at_peak).collect();
-            let mut sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
-            for t in &ts {
-                for (k, v) in &t.counters {
-                    let e = sums.entry(k.clone()).or_insert((0.0, 0));
-                    e.0 += v;
-                    e.1 += 1;
-                }
-            }
-            ArmEvidence {
-                mean_counters: sums
-                    .into_iter()
-                    .map(|(k, (s, n))| (k, s / n as f64))
-                    .collect(),
-                arm: arms[a].clone(),
-                trials: ts.len(),
-                failed: ts.iter().filter(|t| !t.ok).count(),
-                flagged: ts.iter().filter(|t| t.flagged.is_some()).count(),
-                first_flag: ts.iter().find_map(|t| t.flagged.clone()),
-                partial: ts.iter().filter(|t| t.partial.is_some()).count(),
-                first_partial: ts.iter().find_map(|t| t.partial.clone()),
-                mean_share: {
-                    let v: Vec<f64> = ts.iter().filter_map(|t| t.share).collect();
-                    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-                },
-                mean_coverage_at_peak: (!covs.is_empty())
-                    .then(|| covs.iter().sum::<f64>() / covs.len() as f64),
-                mean_max_coverage: mean(ts.iter().filter_map(|t| t.max_coverage)),
-                mean_matters: mean(ts.iter().filter_map(|t| t.matters.map(|v| v as f64))),
-                mean_entries: mean(ts.iter().filter_map(|t| t.entries.map(|v| v as f64))),
-                mean_hot: mean(ts.iter().filter_map(|t| t.hot.map(|v| v as f64))),
-                mean_kernel: means_by_key(ts.iter().filter_map(|t| t.kernel.as_ref())),
-                mean_gauges: means_by_key(ts.iter().map(|t| &t.gauges).filter(|g| !g.is_empty())),
-            }
-        })
+        .map(|a| arm_evidence(&arms[a], trials.iter().filter(|t| t.arm == a).collect()))
         .collect();
     ExperimentAnalysis {
         baseline: arms[baseline].clone(),
@@ -403,7 +353,64 @@ pub fn analyse(
     }
 }
 
-/// `run --condition`: the analysis under each condition (`analyze::conditions` computes it).
+/// One arm's summary and diagnostics of a metric (its trials' huge coverage tells the
+/// diagnostics whether two modes could be the pages').
+fn arm_metric(trials: &[TrialData], a: usize, arm: &str, metric: &str) -> ArmMetric {
+    let v = values(trials, a, metric);
+    let spread = trials
+        .iter()
+        .filter(|t| t.arm == a && t.ok)
+        .filter_map(|t| t.coverage_at_peak)
+        .fold(None, |r: Option<(f64, f64)>, c| {
+            Some(r.map_or((c, c), |(lo, hi)| (lo.min(c), hi.max(c))))
+        });
+    ArmMetric {
+        arm: arm.to_string(),
+        summary: summarize(&v),
+        diagnostics: diagnose(&v, spread),
+    }
+}
+
+/// One arm's evidence over its trials: failures, flags, coverage, counters, kernel activity.
+fn arm_evidence(arm: &str, ts: Vec<&TrialData>) -> ArmEvidence {
+    let covs: Vec<f64> = ts.iter().filter_map(|t| t.coverage_at_peak).collect();
+    let mut sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
+    for t in &ts {
+        for (k, v) in &t.counters {
+            let e = sums.entry(k.clone()).or_insert((0.0, 0));
+            e.0 += v;
+            e.1 += 1;
+        }
+    }
+    ArmEvidence {
+        mean_counters: sums
+            .into_iter()
+            .map(|(k, (s, n))| (k, s / n as f64))
+            .collect(),
+        arm: arm.to_string(),
+        trials: ts.len(),
+        failed: ts.iter().filter(|t| !t.ok).count(),
+        flagged: ts.iter().filter(|t| t.flagged.is_some()).count(),
+        first_flag: ts.iter().find_map(|t| t.flagged.clone()),
+        partial: ts.iter().filter(|t| t.partial.is_some()).count(),
+        first_partial: ts.iter().find_map(|t| t.partial.clone()),
+        mean_share: {
+            let v: Vec<f64> = ts.iter().filter_map(|t| t.share).collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        },
+        mean_coverage_at_peak: (!covs.is_empty())
+            .then(|| covs.iter().sum::<f64>() / covs.len() as f64),
+        mean_max_coverage: mean(ts.iter().filter_map(|t| t.max_coverage)),
+        mean_matters: mean(ts.iter().filter_map(|t| t.matters.map(|v| v as f64))),
+        mean_entries: mean(ts.iter().filter_map(|t| t.entries.map(|v| v as f64))),
+        mean_hot: mean(ts.iter().filter_map(|t| t.hot.map(|v| v as f64))),
+        mean_kernel: means_by_key(ts.iter().filter_map(|t| t.kernel.as_ref())),
+        mean_gauges: means_by_key(ts.iter().map(|t| &t.gauges).filter(|g| !g.is_empty())),
+    }
+}
+
+// `run --condition`: the analysis under each condition (`analyze::conditions` computes it).
+
 /// One arm under one condition: means per trial.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ArmState {
