@@ -214,21 +214,7 @@ impl Bench<'_, '_, '_> {
                 }),
             }
         }
-        let chain = if resident.contains(&Workload::Tlb) {
-            Some(kernels::build_page_chase as fn(&mut [u64], u64))
-        } else if resident.contains(&Workload::Chase) {
-            Some(kernels::build_chase as fn(&mut [u64], u64))
-        } else {
-            None
-        };
-        if let Some(build) = chain
-            && let Some((first, rest)) = regions.split_first_mut()
-        {
-            build(first.as_words_mut(), plan.seed);
-            for r in rest {
-                r.as_words_mut().copy_from_slice(first.as_words());
-            }
-        }
+        link_chains(&mut regions, resident, plan.seed);
         let region_ev: Vec<RegionEvidence> = regions
             .iter()
             .map(|r| region_evidence(r.start(), r.mapped_len() as u64))
@@ -236,44 +222,19 @@ impl Bench<'_, '_, '_> {
             .context("reading the regions' smaps and pagemap")?;
         // The cells' evidence now, so that each round is saved with its coverage.
         let ev0 = evidence.len();
-        for (i, r) in regions.iter().enumerate() {
-            for &w in resident {
-                evidence.push(CellEvidence {
-                    workload: w,
-                    size,
-                    backing: r.backing(),
-                    coverage: huge_coverage(r.backing(), &region_ev[i]),
-                    region: region_ev[i].clone(),
-                    kernel_counters: setup_counters[i].clone(),
-                    per_op: BTreeMap::new(),
-                });
-            }
+        for ((r, ev), kc) in regions.iter().zip(&region_ev).zip(&setup_counters) {
+            evidence.extend(resident.iter().map(|&w| CellEvidence {
+                workload: w,
+                size,
+                backing: r.backing(),
+                coverage: huge_coverage(r.backing(), ev),
+                region: ev.clone(),
+                kernel_counters: kc.clone(),
+                per_op: BTreeMap::new(),
+            }));
         }
         // Calibrate op counts on the baseline so every backing does the same work.
-        let mut ops: BTreeMap<Workload, u64> = BTreeMap::new();
-        if let Some(base) = regions.first() {
-            for &w in resident {
-                let probe_ops = 20_000u64;
-                let t = Instant::now();
-                match w {
-                    Workload::Touch => {
-                        workload::run_touch(base, probe_ops, 1, plan.seed);
-                    }
-                    Workload::Chase => {
-                        workload::run_chase(base, probe_ops);
-                    }
-                    Workload::Tlb => {
-                        workload::run_tlb(base, probe_ops);
-                    }
-                    _ => {}
-                }
-                let per = t.elapsed().as_nanos().max(1) as u64 / probe_ops;
-                ops.insert(
-                    w,
-                    (plan.iteration_ns / per.max(1)).clamp(10_000, 500_000_000),
-                );
-            }
-        }
+        let ops = calibrate_ops(regions.first(), resident, plan);
         let mut per_op: Vec<BTreeMap<Workload, PerOp>> =
             regions.iter().map(|_| BTreeMap::new()).collect();
         let mut order: Vec<usize> = (0..regions.len()).collect();
@@ -315,11 +276,11 @@ impl Bench<'_, '_, '_> {
             sink(&observations[saved..], evidence);
         }
         // The per-operation counts are known once the rounds are done.
-        for (i, r) in regions.iter().enumerate() {
-            for (wi, w) in resident.iter().enumerate() {
-                evidence[ev0 + i * resident.len() + wi].per_op =
-                    per_op[i].get(w).map(PerOp::mean).unwrap_or_default();
-                debug_assert_eq!(evidence[ev0 + i * resident.len() + wi].backing, r.backing());
+        let cells = evidence[ev0..].chunks_mut(resident.len());
+        for ((r, cells), counted) in regions.iter().zip(cells).zip(&per_op) {
+            for (cell, w) in cells.iter_mut().zip(resident) {
+                debug_assert_eq!(cell.backing, r.backing());
+                cell.per_op = counted.get(w).map(PerOp::mean).unwrap_or_default();
             }
         }
         Ok(())
@@ -352,23 +313,7 @@ impl Bench<'_, '_, '_> {
             .filter(|b| active(b, skipped, size))
             .collect();
         // Committing less than one page would measure zeroing a whole page, not commit speed.
-        backings.retain(|b| {
-            let fits = b.page_size() <= size;
-            if !fits {
-                skipped.push(Skipped {
-                    below_page: true,
-                    backing: *b,
-                    size: Some(size),
-                    reason: format!(
-                        "{} region is smaller than one {} page: {} not measured",
-                        Bytes(size),
-                        Bytes(b.page_size()),
-                        w.name()
-                    ),
-                });
-            }
-            fits
-        });
+        backings.retain(|b| fits_a_page(*b, size, w, skipped));
         let mut first: BTreeMap<Backing, (RegionEvidence, BTreeMap<String, u64>)> = BTreeMap::new();
         let mut per_op: BTreeMap<Backing, PerOp> = BTreeMap::new();
         let mut failed: Vec<Backing> = Vec::new();
@@ -448,4 +393,78 @@ impl Bench<'_, '_, '_> {
         sink(&observations[fresh_saved..], evidence);
         Ok(())
     }
+}
+
+/// Whether a region of `size` holds at least one page of backing `b`; if not, `b` is skipped
+/// at that size (committing less than a page would measure zeroing a whole page).
+fn fits_a_page(b: Backing, size: u64, w: Workload, skipped: &mut Vec<Skipped>) -> bool {
+    let fits = b.page_size() <= size;
+    if !fits {
+        skipped.push(Skipped {
+            below_page: true,
+            backing: b,
+            size: Some(size),
+            reason: format!(
+                "{} region is smaller than one {} page: {} not measured",
+                Bytes(size),
+                Bytes(b.page_size()),
+                w.name()
+            ),
+        });
+    }
+    fits
+}
+
+/// The chase workloads' pointer chains: built once in the first region (a page chase for
+/// `tlb`, a random cycle for `chase`) and copied to the others, so every backing walks the same.
+fn link_chains(regions: &mut [Region], resident: &[Workload], seed: u64) {
+    let chain = if resident.contains(&Workload::Tlb) {
+        Some(kernels::build_page_chase as fn(&mut [u64], u64))
+    } else if resident.contains(&Workload::Chase) {
+        Some(kernels::build_chase as fn(&mut [u64], u64))
+    } else {
+        None
+    };
+    if let Some(build) = chain
+        && let Some((first, rest)) = regions.split_first_mut()
+    {
+        build(first.as_words_mut(), seed);
+        for r in rest {
+            r.as_words_mut().copy_from_slice(first.as_words());
+        }
+    }
+}
+
+/// Operations per round for each resident workload, timed on the baseline's region so that a
+/// round lasts about `--iteration-time` and every backing does the same work.
+fn calibrate_ops(
+    base: Option<&Region>,
+    resident: &[Workload],
+    plan: &Plan,
+) -> BTreeMap<Workload, u64> {
+    let mut ops: BTreeMap<Workload, u64> = BTreeMap::new();
+    if let Some(base) = base {
+        for &w in resident {
+            let probe_ops = 20_000u64;
+            let t = Instant::now();
+            match w {
+                Workload::Touch => {
+                    workload::run_touch(base, probe_ops, 1, plan.seed);
+                }
+                Workload::Chase => {
+                    workload::run_chase(base, probe_ops);
+                }
+                Workload::Tlb => {
+                    workload::run_tlb(base, probe_ops);
+                }
+                _ => {}
+            }
+            let per = t.elapsed().as_nanos().max(1) as u64 / probe_ops;
+            ops.insert(
+                w,
+                (plan.iteration_ns / per.max(1)).clamp(10_000, 500_000_000),
+            );
+        }
+    }
+    ops
 }
