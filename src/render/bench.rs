@@ -256,6 +256,14 @@ backing's page size (smaps, or folio sizes from pagemap). vs baseline: ratio to 
 (Hodges–Lehmann, {level} signed-rank interval); `better`/`worse` when the interval excludes 1, `~` when it does not.",
         r.plan.rounds), 0).join("\n")
     );
+    not_measured_lines(r, &mut o);
+    footer(r, &mut o);
+    o
+}
+
+/// What was not measured as asked: cells whose backing was not (fully) obtained, backings
+/// skipped, and sizes below one page of a backing.
+fn not_measured_lines(r: &BenchResult, o: &mut String) {
     let degraded: Vec<&CellEvidence> = r
         .evidence
         .iter()
@@ -302,8 +310,6 @@ backing's page size (smaps, or folio sizes from pagemap). vs baseline: ratio to 
             let _ = writeln!(o, "{l}");
         }
     }
-    footer(r, &mut o);
-    o
 }
 
 /// Why, at the largest size of the random-access workloads: the dTLB misses per operation
