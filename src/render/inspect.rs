@@ -119,105 +119,10 @@ pub fn render(r: &InspectResult, maps: bool, folios: bool) -> String {
             p.tlb.now, p.tlb.all_4k, p.tlb.all_2m
         );
         if let Some(g) = &p.guest_ram {
-            let _ = writeln!(o, "  {} VM: {}", g.hypervisor.name(), g.summary);
-            for b in g.backends.iter().filter(|_| g.backends.len() > 1) {
-                let _ = writeln!(
-                    o,
-                    "    backend {} ({}, {}): {} resident",
-                    b.declared.id,
-                    Bytes(b.declared.size),
-                    serde_json::to_value(b.declared.kind)
-                        .ok()
-                        .and_then(|v| v.as_str().map(String::from))
-                        .unwrap_or_default(),
-                    Bytes(b.resident)
-                );
-            }
-            for why in &g.reasons {
-                let _ = writeln!(o, "    why: {why}");
-            }
-            if !g.declared {
-                let _ = writeln!(
-                    o,
-                    "    (size not on the command line: guest RAM taken as the large anonymous, shared and hugetlb mappings)"
-                );
-            }
+            guest_lines(g, &mut o);
         }
         if !p.mappings.is_empty() {
-            let mut t = table(&[
-                "start", "perm", "mapping", "size", "resident", "huge", "cov", "page",
-            ]);
-            let mut mixed = Vec::new();
-            let mut why = Vec::new();
-            for m in &p.mappings {
-                let flags: Vec<&str> = m
-                    .vm_flags
-                    .iter()
-                    .map(String::as_str)
-                    .filter(|f| matches!(*f, "hg" | "nh" | "ht"))
-                    .collect();
-                if let Some(h) = m
-                    .folios
-                    .as_ref()
-                    .filter(|h| h.keys().any(|s| *s > 4096 && *s < (2 << 20)))
-                {
-                    mixed.push(format!("{:x}: {}", m.start, folio_line(h)));
-                }
-                t.add_row(vec![
-                    format!("{:x}", m.start),
-                    if flags.is_empty() {
-                        m.perms.clone()
-                    } else {
-                        format!("{} {}", m.perms, flags.join(" "))
-                    },
-                    if m.path.is_empty() {
-                        m.kind.name().to_string()
-                    } else {
-                        format!("{} {}", m.kind.name(), short_path(&m.path))
-                    },
-                    Bytes(m.size).to_string(),
-                    Bytes(m.resident).to_string(),
-                    Bytes(m.huge_bytes).to_string(),
-                    pct(m.coverage),
-                    Bytes(m.kernel_page_size).to_string(),
-                ]);
-                if !m.why_not_huge.is_empty() {
-                    why.push(format!("{:x}  {}", m.start, m.why_not_huge.join("; ")));
-                }
-            }
-            let what = if maps {
-                "mappings"
-            } else {
-                "mappings with ≥ 1 MiB resident not on huge pages (all: --maps)"
-            };
-            let _ = writeln!(o, "  {what}\n{}", fit(&mut t));
-            if !why.is_empty() {
-                let _ = writeln!(o, "  why not huge:");
-                for l in &why {
-                    for l in super::summary::wrap_hanging(&format!("    {l}"), 18) {
-                        let _ = writeln!(o, "{l}");
-                    }
-                }
-            }
-            if !mixed.is_empty() {
-                if folios {
-                    let _ = writeln!(
-                        o,
-                        "  folio sizes of the mappings with mTHP (size, bytes, share):"
-                    );
-                    for l in &mixed {
-                        for l in super::summary::wrap_hanging(&format!("    {l}"), 6) {
-                            let _ = writeln!(o, "{l}");
-                        }
-                    }
-                } else {
-                    let _ = writeln!(
-                        o,
-                        "  {} mappings hold mTHP folios: their sizes with --folios",
-                        mixed.len()
-                    );
-                }
-            }
+            mapping_lines(p, (maps, folios), &mut o);
         }
         for n in &p.notes {
             let _ = writeln!(o, "  note: {n}");
@@ -229,6 +134,115 @@ pub fn render(r: &InspectResult, maps: bool, folios: bool) -> String {
         let _ = writeln!(o, "error: {e}");
     }
     o
+}
+
+/// A VM's guest RAM as the hypervisor process holds it: per backend, and why.
+fn guest_lines(g: &crate::analyze::vm::GuestRam, o: &mut String) {
+    let _ = writeln!(o, "  {} VM: {}", g.hypervisor.name(), g.summary);
+    for b in g.backends.iter().filter(|_| g.backends.len() > 1) {
+        let _ = writeln!(
+            o,
+            "    backend {} ({}, {}): {} resident",
+            b.declared.id,
+            Bytes(b.declared.size),
+            serde_json::to_value(b.declared.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default(),
+            Bytes(b.resident)
+        );
+    }
+    for why in &g.reasons {
+        let _ = writeln!(o, "    why: {why}");
+    }
+    if !g.declared {
+        let _ = writeln!(
+            o,
+            "    (size not on the command line: guest RAM taken as the large anonymous, shared and hugetlb mappings)"
+        );
+    }
+}
+
+/// The mappings table, why each is not huge, and the mTHP folio sizes of those that have them.
+fn mapping_lines(
+    p: &crate::analyze::inspect::ProcessReport,
+    (maps, folios): (bool, bool),
+    o: &mut String,
+) {
+    let mut t = table(&[
+        "start", "perm", "mapping", "size", "resident", "huge", "cov", "page",
+    ]);
+    let mut mixed = Vec::new();
+    let mut why = Vec::new();
+    for m in &p.mappings {
+        let flags: Vec<&str> = m
+            .vm_flags
+            .iter()
+            .map(String::as_str)
+            .filter(|f| matches!(*f, "hg" | "nh" | "ht"))
+            .collect();
+        if let Some(h) = m
+            .folios
+            .as_ref()
+            .filter(|h| h.keys().any(|s| *s > 4096 && *s < (2 << 20)))
+        {
+            mixed.push(format!("{:x}: {}", m.start, folio_line(h)));
+        }
+        t.add_row(vec![
+            format!("{:x}", m.start),
+            if flags.is_empty() {
+                m.perms.clone()
+            } else {
+                format!("{} {}", m.perms, flags.join(" "))
+            },
+            if m.path.is_empty() {
+                m.kind.name().to_string()
+            } else {
+                format!("{} {}", m.kind.name(), short_path(&m.path))
+            },
+            Bytes(m.size).to_string(),
+            Bytes(m.resident).to_string(),
+            Bytes(m.huge_bytes).to_string(),
+            pct(m.coverage),
+            Bytes(m.kernel_page_size).to_string(),
+        ]);
+        if !m.why_not_huge.is_empty() {
+            why.push(format!("{:x}  {}", m.start, m.why_not_huge.join("; ")));
+        }
+    }
+    let what = if maps {
+        "mappings"
+    } else {
+        "mappings with ≥ 1 MiB resident not on huge pages (all: --maps)"
+    };
+    let _ = writeln!(o, "  {what}\n{}", fit(&mut t));
+    if !why.is_empty() {
+        let _ = writeln!(o, "  why not huge:");
+        for l in &why {
+            for l in super::summary::wrap_hanging(&format!("    {l}"), 18) {
+                let _ = writeln!(o, "{l}");
+            }
+        }
+    }
+    if !mixed.is_empty() {
+        if folios {
+            let _ = writeln!(
+                o,
+                "  folio sizes of the mappings with mTHP (size, bytes, share):"
+            );
+            for l in &mixed {
+                for l in super::summary::wrap_hanging(&format!("    {l}"), 6) {
+                    let _ = writeln!(o, "{l}");
+                }
+            }
+        } else {
+            let _ = writeln!(
+                o,
+                "  {} mappings hold mTHP folios: their sizes with --folios",
+                mixed.len()
+            );
+        }
+    }
 }
 
 pub fn render_top(rows: &[TopRow], unreadable: usize, full: bool) -> String {
