@@ -227,6 +227,34 @@ fn thp(o: &mut Out, s: &Scrape) {
             );
         }
     }
+    mthp(o, s);
+    let thp_events = o.counter(
+        "thp_events",
+        "THP events since boot: /proc/vmstat thp_* (fault_alloc vs fault_fallback is the success rate)",
+        None,
+    );
+    let compaction = o.counter(
+        "compaction_events",
+        "Compaction events since boot: /proc/vmstat compact_* (stall = direct compaction in an allocating task)",
+        None,
+    );
+    for (k, v) in &s.status.counters {
+        let (fam, event) = if let Some(e) = k.strip_prefix("thp_") {
+            (&thp_events, e)
+        } else if let Some(e) = k.strip_prefix("compact_") {
+            (&compaction, e)
+        } else {
+            continue;
+        };
+        fam.get_or_create(&vec![("event", event.to_string())])
+            .inc_by(*v);
+    }
+    khugepaged(o, s);
+}
+
+/// Every mTHP size's modes, event counters and folio gauges.
+fn mthp(o: &mut Out, s: &Scrape) {
+    let t = &s.status.thp;
     let mthp_mode = o.gauge(
         "mthp_setting_info",
         "mTHP setting per folio size (value 1 on the selected mode; inherit follows thp enabled)",
@@ -277,27 +305,11 @@ fn thp(o: &mut Out, s: &Scrape) {
             }
         }
     }
-    let thp_events = o.counter(
-        "thp_events",
-        "THP events since boot: /proc/vmstat thp_* (fault_alloc vs fault_fallback is the success rate)",
-        None,
-    );
-    let compaction = o.counter(
-        "compaction_events",
-        "Compaction events since boot: /proc/vmstat compact_* (stall = direct compaction in an allocating task)",
-        None,
-    );
-    for (k, v) in &s.status.counters {
-        let (fam, event) = if let Some(e) = k.strip_prefix("thp_") {
-            (&thp_events, e)
-        } else if let Some(e) = k.strip_prefix("compact_") {
-            (&compaction, e)
-        } else {
-            continue;
-        };
-        fam.get_or_create(&vec![("event", event.to_string())])
-            .inc_by(*v);
-    }
+}
+
+/// The numeric THP settings (a profile's khugepaged and shrinker knobs) and khugepaged's work.
+fn khugepaged(o: &mut Out, s: &Scrape) {
+    let t = &s.status.thp;
     let k = &t.khugepaged;
     // The numeric settings of a THP profile (MongoDB 8.0's: max_ptes_none 0), by the names
     // `run` arms use.
