@@ -11,6 +11,9 @@ use crate::analyze::verdict::{Design, Verdict, fmt_level};
 use crate::model::report::CompareResult;
 use crate::units::fmt_elapsed;
 
+/// A contrast's name, the (metric, words) shown, and the metrics left unsettled.
+type Group = (String, Vec<(String, String)>, Vec<String>);
+
 /// What is known about how a run went, beyond its analysis.
 #[derive(Debug, Clone, Default)]
 pub struct RunFacts {
@@ -26,53 +29,7 @@ pub struct RunFacts {
 /// metrics, still inconclusive, are named in one line. Then the FLAGGED arms.
 pub fn answer(r: &ExperimentAnalysis) -> Vec<String> {
     let primary = primary_index(r.metrics.iter().map(|m| &m.metric));
-    // Metrics in the order the answer gives them: the primary first.
-    let mut order: Vec<usize> = (0..r.metrics.len()).collect();
-    if primary < order.len() {
-        order.remove(primary);
-        order.insert(0, primary);
-    }
-    let arms: Vec<&str> = r
-        .metrics
-        .get(primary)
-        .map(|m| m.contrasts.iter().map(|(a, _)| a.as_str()).collect())
-        .unwrap_or_default();
-    // Per contrast: its name, the (metric, words) shown, and the metrics left unsettled.
-    type Group = (String, Vec<(String, String)>, Vec<String>);
-    let mut groups: Vec<Group> = Vec::new();
-    for arm in arms {
-        let mut shown = Vec::new();
-        let mut rest = Vec::new();
-        for (k, &mi) in order
-            .iter()
-            .filter(|&&i| !r.metrics[i].metric.cost)
-            .enumerate()
-        {
-            let m = &r.metrics[mi];
-            let Some((_, c)) = m.contrasts.iter().find(|(a, _)| a == arm) else {
-                continue;
-            };
-            let settled = c
-                .as_ref()
-                .is_some_and(|c| c.verdict != Verdict::Inconclusive);
-            // The tail beside the primary metric: the first p99 is always shown.
-            let first_p99 = m.metric.name.contains("p99")
-                && !m.metric.name.contains("p999")
-                && !shown
-                    .iter()
-                    .any(|(n, _): &(String, String)| n.contains("p99"));
-            if k == 0 || settled || first_p99 || m.metric.row {
-                let words = match c {
-                    None => "too few complete blocks for an interval".to_string(),
-                    Some(c) => contrast_words(r, c, k == 0),
-                };
-                shown.push((m.metric.name.clone(), words));
-            } else {
-                rest.push(m.metric.name.clone());
-            }
-        }
-        groups.push((format!("{arm} vs {}", r.baseline), shown, rest));
-    }
+    let groups = contrast_groups(r, primary);
     let one_line = groups
         .iter()
         .all(|(_, s, rest)| s.len() == 1 && rest.is_empty());
@@ -138,6 +95,65 @@ pub fn answer(r: &ExperimentAnalysis) -> Vec<String> {
     }
     out.extend(super::conditions::lines(r));
     out.extend(super::thp_activity::lines(r));
+    out.extend(flag_lines(r));
+    out
+}
+
+/// Per contrast: its name, the (metric, words) shown — the primary metric, every settled one,
+/// the first p99 and every result row — and the metrics left unsettled.
+fn contrast_groups(r: &ExperimentAnalysis, primary: usize) -> Vec<Group> {
+    // Metrics in the order the answer gives them: the primary first.
+    let mut order: Vec<usize> = (0..r.metrics.len()).collect();
+    if primary < order.len() {
+        order.remove(primary);
+        order.insert(0, primary);
+    }
+    let arms: Vec<&str> = r
+        .metrics
+        .get(primary)
+        .map(|m| m.contrasts.iter().map(|(a, _)| a.as_str()).collect())
+        .unwrap_or_default();
+    // Per contrast: its name, the (metric, words) shown, and the metrics left unsettled.
+    let mut groups: Vec<Group> = Vec::new();
+    for arm in arms {
+        let mut shown = Vec::new();
+        let mut rest = Vec::new();
+        for (k, &mi) in order
+            .iter()
+            .filter(|&&i| !r.metrics[i].metric.cost)
+            .enumerate()
+        {
+            let m = &r.metrics[mi];
+            let Some((_, c)) = m.contrasts.iter().find(|(a, _)| a == arm) else {
+                continue;
+            };
+            let settled = c
+                .as_ref()
+                .is_some_and(|c| c.verdict != Verdict::Inconclusive);
+            // The tail beside the primary metric: the first p99 is always shown.
+            let first_p99 = m.metric.name.contains("p99")
+                && !m.metric.name.contains("p999")
+                && !shown
+                    .iter()
+                    .any(|(n, _): &(String, String)| n.contains("p99"));
+            if k == 0 || settled || first_p99 || m.metric.row {
+                let words = match c {
+                    None => "too few complete blocks for an interval".to_string(),
+                    Some(c) => contrast_words(r, c, k == 0),
+                };
+                shown.push((m.metric.name.clone(), words));
+            } else {
+                rest.push(m.metric.name.clone());
+            }
+        }
+        groups.push((format!("{arm} vs {}", r.baseline), shown, rest));
+    }
+    groups
+}
+
+/// The FLAGGED and PARTIAL arms, each with its first trial's reason.
+fn flag_lines(r: &ExperimentAnalysis) -> Vec<String> {
+    let mut out = Vec::new();
     for e in &r.evidence {
         if let Some(f) = &e.first_flag {
             let head = format!("FLAGGED {} ({} of {} trials): ", e.arm, e.flagged, e.trials);
