@@ -71,54 +71,10 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     let st = status::probe(&Root::system()).context("probing the machine")?;
     let (plan, mut notes) = plan(&a, &st)?;
     let mut obs = Progress::stderr("hugelab bench", a.progress.quiet);
-    // One step per measured round of each size: the resident workloads share a round, each
-    // fresh-memory workload has its own.
-    let resident = plan.workloads.iter().any(|w| w.uses_resident_region()) as usize;
-    let fresh = plan
-        .workloads
-        .iter()
-        .filter(|w| !w.uses_resident_region())
-        .count();
-    let steps = plan.sizes.len() * plan.rounds * (resident + fresh);
-    obs.phase("rounds", Some(steps as u64));
-    obs.message(&format!(
-        "{} × sizes {} × backings {}, {} rounds, seed {}",
-        plan.workloads
-            .iter()
-            .map(|w| w.name())
-            .collect::<Vec<_>>()
-            .join(","),
-        plan.sizes
-            .iter()
-            .map(|s| Bytes(*s).to_string())
-            .collect::<Vec<_>>()
-            .join(","),
-        plan.backings
-            .iter()
-            .map(|b| b.to_string())
-            .collect::<Vec<_>>()
-            .join(","),
-        plan.rounds,
-        plan.seed
-    ));
+    start_progress(&mut obs, &plan);
     let mut sys = System::live();
     let mut skipped = sys.prepare(&plan, &st, !a.no_grow)?;
-    let mut saver = if a.no_save {
-        None
-    } else {
-        match Saver::start(
-            &plan,
-            Some(&st),
-            st.kernel.as_deref(),
-            a.store.db.as_deref(),
-        ) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                notes.push(format!("not saved to the results database: {e:#}"));
-                None
-            }
-        }
-    };
+    let mut saver = start_saver(&a, &plan, &st, &mut notes);
     let mut save_error: Option<String> = None;
     let mut sink = |o: &[Observation], e: &[CellEvidence]| {
         if let Some(s) = saver.as_mut()
@@ -205,4 +161,57 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         print!("{}", crate::render::bench::render(&res));
     }
     Ok(0)
+}
+
+/// The progress bar's phase: one step per measured round of each size.
+fn start_progress(obs: &mut Progress, plan: &Plan) {
+    // One step per measured round of each size: the resident workloads share a round, each
+    // fresh-memory workload has its own.
+    let resident = plan.workloads.iter().any(|w| w.uses_resident_region()) as usize;
+    let fresh = plan
+        .workloads
+        .iter()
+        .filter(|w| !w.uses_resident_region())
+        .count();
+    let steps = plan.sizes.len() * plan.rounds * (resident + fresh);
+    obs.phase("rounds", Some(steps as u64));
+    obs.message(&format!(
+        "{} × sizes {} × backings {}, {} rounds, seed {}",
+        plan.workloads
+            .iter()
+            .map(|w| w.name())
+            .collect::<Vec<_>>()
+            .join(","),
+        plan.sizes
+            .iter()
+            .map(|s| Bytes(*s).to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+        plan.backings
+            .iter()
+            .map(|b| b.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+        plan.rounds,
+        plan.seed
+    ));
+}
+
+/// The results database's saver, or why the bench is not saved.
+fn start_saver(
+    a: &BenchArgs,
+    plan: &Plan,
+    st: &crate::probe::status::Status,
+    notes: &mut Vec<String>,
+) -> Option<Saver> {
+    if a.no_save {
+        return None;
+    }
+    match Saver::start(plan, Some(st), st.kernel.as_deref(), a.store.db.as_deref()) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            notes.push(format!("not saved to the results database: {e:#}"));
+            None
+        }
+    }
 }
