@@ -1,8 +1,8 @@
 //! Fleets for `judge`: hosts whose values are AR(1) in time on a shared diurnal curve with
 //! traffic shocks, judged as `judge` does; and the study's rows for it.
 
-use super::Row;
 use super::noise::Rng;
+use super::{Row, se};
 use crate::analyze::verdict::Design;
 
 /// Rows for `judge`: A/A fleets (3 vs 3 hosts, 24 h at a 30 s step, 10-minute blocks, 99%)
@@ -11,7 +11,6 @@ use crate::analyze::verdict::Design;
 /// A/A data judged per sample (Mann–Whitney, as Kayenta does) alarm far above 1%, which shows
 /// the data are hard enough for the first rows to mean something.
 pub fn judge_rows(reps: usize) -> Vec<Row> {
-    let se = |p: f64, n: usize| (p * (1.0 - p) / n as f64).sqrt();
     let n = (reps / 8).max(200);
     let fleet = |phi: f64, effect: f64| Fleet {
         hosts: 3,

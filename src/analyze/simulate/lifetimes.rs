@@ -4,8 +4,8 @@
 //! and cover a real effect; the same data analysed per block (bursts taken as independent
 //! replicates) shows why lifetimes are the unit.
 
-use super::Row;
 use super::noise::Rng;
+use super::{Row, se};
 use crate::analyze::experiment::{TrialData, log_ratios};
 use crate::analyze::stats::hodges_lehmann;
 
@@ -71,7 +71,6 @@ fn replicate(effect: f64, conf: f64, nested: bool, reps: usize, seed: u64) -> (f
 }
 
 pub fn lifetime_rows(reps: usize) -> Vec<Row> {
-    let se = |p: f64, n: usize| (p * (1.0 - p) / n as f64).sqrt();
     let mut rows = Vec::new();
     let conf = 0.99;
     let alpha = 1.0 - conf;

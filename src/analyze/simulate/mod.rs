@@ -41,8 +41,24 @@ pub struct Row {
 
 /// The whole study at `reps` replications (CI uses a few hundred; the example a few thousand).
 pub fn study(reps: usize) -> Vec<Row> {
+    let mut rows = coverage_rows(reps);
+    rows.extend(false_positive_rows(reps));
+    rows.extend(published_rows(reps));
+    rows.extend(outlier_rows(reps));
+    rows.extend(production_rows(reps));
+    rows.extend(judge_rows(reps));
+    rows.extend(lifetime_rows(reps));
+    rows
+}
+
+/// The standard error of a rate `p` from `n` replications.
+pub(super) fn se(p: f64, n: usize) -> f64 {
+    (p * (1.0 - p) / n as f64).sqrt()
+}
+
+/// The paired intervals' coverage under three kinds of noise, at 95% and 99%.
+fn coverage_rows(reps: usize) -> Vec<Row> {
     let mut rows = Vec::new();
-    let se = |p: f64, n: usize| (p * (1.0 - p) / n as f64).sqrt();
     let noises = [
         ("lognormal", Noise::Lognormal { sigma: 0.05 }),
         (
@@ -72,6 +88,13 @@ pub fn study(reps: usize) -> Vec<Row> {
             });
         }
     }
+    rows
+}
+
+/// A/A false positives of the group-sequential design (with and without drift) and of the
+/// confidence sequence looked at every 5 blocks.
+fn false_positive_rows(reps: usize) -> Vec<Row> {
+    let mut rows = Vec::new();
     for (alpha, drift) in [
         (0.05, 0.0),
         (0.01, 0.0),
@@ -115,7 +138,13 @@ pub fn study(reps: usize) -> Vec<Row> {
             pass: fp <= limit,
         });
     }
-    // The published 40-day comparison: 1.1% effect, 10% CV, within-block correlation 0.9, 99.99%, 80% power.
+    rows
+}
+
+/// The published 40-day comparison (1.1% effect, 10% CV, within-block correlation 0.9,
+/// 99.99%, 80% power): runs to a verdict sequentially, its power, and the fixed designs' runs.
+fn published_rows(reps: usize) -> Vec<Row> {
+    let mut rows = Vec::new();
     let (cv, rho, effect, conf, power) = (0.1f64, 0.9f64, 0.011f64, 0.9999f64, 0.8f64);
     let sd_d = (2.0 * (1.0 - rho)).sqrt() * cv;
     let design = GroupSequential::plan(5, sd_d, effect, 1.0 - conf, power);
@@ -156,7 +185,12 @@ pub fn study(reps: usize) -> Vec<Row> {
         target: "≈ 7,412".into(),
         pass: (7_300.0..7_500.0).contains(&(unpaired_runs_needed(cv, effect, conf, power) as f64)),
     });
-    // Power lost to 1% of runs at +22σ, at a size with about 80% power on clean data.
+    rows
+}
+
+/// Power lost to 1% of runs at +22σ, at a size with about 80% power on clean data.
+fn outlier_rows(reps: usize) -> Vec<Row> {
+    let mut rows = Vec::new();
     let clean = Scenario {
         effect: 0.02,
         sd_block: 0.1,
@@ -183,8 +217,5 @@ pub fn study(reps: usize) -> Vec<Row> {
         target: "≤ 0.10".into(),
         pass: p_clean - p_dirty <= 0.10,
     });
-    rows.extend(production_rows(reps));
-    rows.extend(judge_rows(reps));
-    rows.extend(lifetime_rows(reps));
     rows
 }

@@ -1,16 +1,15 @@
 //! Rows that simulate what `run` itself does: three arms, asymmetric noise, heavy tails and
 //! drift, its 10-block default with Holm, its sequential rule and its planner.
 
-use super::Row;
 use super::designs::{fixed_three_arms, planner_power, sequential_three_arms};
 use super::noise::{Noise, Scenario, ThreeArms};
+use super::{Row, se};
 
 /// Rows that simulate what `run` itself does: three arms; noise in one arm only (so per-block
 /// differences are asymmetric and the signed-rank interval's symmetry assumption is tested);
 /// heavy tails and drift; its 10-block default with Holm; its sequential rule looking after
 /// every block; and the blocks its planner asks for.
 pub fn production_rows(reps: usize) -> Vec<Row> {
-    let se = |p: f64, n: usize| (p * (1.0 - p) / n as f64).sqrt();
     let mut rows = Vec::new();
     let bimodal = Noise::Bimodal {
         sigma: 0.02,
