@@ -99,6 +99,14 @@ pub fn production_rows(reps: usize) -> Vec<Row> {
             pass: cov >= target,
         });
     }
+    rows.extend(sequential_and_planner_rows(reps, bimodal, tails));
+    rows
+}
+
+/// `run --sequential`'s family-wise non-coverage with a bimodal arm, and whether the
+/// planner's block count delivers the power it promises.
+fn sequential_and_planner_rows(reps: usize, bimodal: Noise, tails: Noise) -> Vec<Row> {
+    let mut rows = Vec::new();
     let seq = ThreeArms {
         sd_block: 0.1,
         base: Noise::Lognormal { sigma: 0.03 },
