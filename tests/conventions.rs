@@ -180,3 +180,148 @@ fn readme_is_short_and_keeps_its_two_set_up_commands() {
         );
     }
 }
+
+/// Every `.rs` file under src/, with its path relative to the crate.
+fn sources() -> Vec<(String, String)> {
+    fn walk(dir: &Path, out: &mut Vec<(String, String)>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push((
+                    p.display().to_string(),
+                    std::fs::read_to_string(&p).unwrap(),
+                ));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut out);
+    out
+}
+
+/// Functions with a body and their length in lines (signature to closing brace), as rustfmt
+/// lays them out: the closing brace at the indent of `fn`. Test modules are not counted.
+fn function_lengths(src: &str) -> Vec<(String, usize)> {
+    let lines: Vec<&str> = src.lines().take_while(|l| *l != "#[cfg(test)]").collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let t = l.trim_start();
+        let head = ["fn ", "pub fn ", "pub(crate) fn ", "pub(super) fn "]
+            .iter()
+            .find_map(|p| t.strip_prefix(p));
+        let Some(rest) = head else { continue };
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        // A declaration without a body, or an empty one.
+        let Some(open) = lines[i..]
+            .iter()
+            .position(|x| x.ends_with('{') || x.ends_with(';') || x.ends_with("{}"))
+        else {
+            continue;
+        };
+        let decl = lines[i + open];
+        if decl.ends_with(';') || decl.ends_with("{}") {
+            continue;
+        }
+        let indent = &l[..l.len() - t.len()];
+        let close = format!("{indent}}}");
+        if let Some(end) = lines[i + 1..].iter().position(|x| *x == close) {
+            out.push((name, end + 2));
+        }
+    }
+    out
+}
+
+/// Short functions and files: none over 120 lines, no file over 600 (a file's tests may sit
+/// in a `tests.rs` beside it).
+#[test]
+fn functions_and_files_stay_short() {
+    let mut long = Vec::new();
+    for (path, src) in sources() {
+        let n = src.lines().count();
+        if n > 600 {
+            long.push(format!("{path}: {n} lines"));
+        }
+        for (name, len) in function_lengths(&src) {
+            if len > 120 {
+                long.push(format!("{path}: fn {name} is {len} lines"));
+            }
+        }
+    }
+    assert!(long.is_empty(), "split these:\n{}", long.join("\n"));
+    // The scanner itself: a body's length, a declaration and an empty body skipped.
+    let src = "fn a() {\n    x();\n}\n\ntrait T {\n    fn b(&self);\n    fn c(&self) {}\n}\n";
+    assert_eq!(function_lengths(src), [("a".to_string(), 3)]);
+}
+
+/// A source file's module path: `src/analyze/judge/mod.rs` → [analyze, judge].
+fn module_of(path: &str) -> Vec<String> {
+    let rel = path.split("/src/").last().unwrap().trim_end_matches(".rs");
+    let mut parts: Vec<String> = rel.split('/').map(String::from).collect();
+    if parts.last().is_some_and(|p| p == "mod" || p == "lib") {
+        parts.pop();
+    }
+    parts
+}
+
+/// No two modules import each other (a parent and its own child aside): each stage's files
+/// point one way, so a change in one is not a change in the other.
+#[test]
+fn no_two_modules_import_each_other() {
+    let files = sources();
+    let modules: Vec<Vec<String>> = files.iter().map(|(p, _)| module_of(p)).collect();
+    let resolve = |parts: &[String]| -> Option<usize> {
+        (1..=parts.len())
+            .rev()
+            .find_map(|k| modules.iter().position(|m| m.as_slice() == &parts[..k]))
+    };
+    let mut edges = std::collections::BTreeSet::new();
+    for (i, (path, src)) in files.iter().enumerate() {
+        if path.ends_with("/tests.rs") {
+            continue;
+        }
+        let code = src.split("#[cfg(test)]").next().unwrap();
+        let me = &modules[i];
+        for (at, word) in code
+            .match_indices("crate::")
+            .chain(code.match_indices("super::"))
+        {
+            let rest: String = code[at + word.len()..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            let mut parts: Vec<String> = if word == "crate::" {
+                Vec::new()
+            } else {
+                // `super` of a/b.rs and of a/b/mod.rs is a.
+                me[..me.len().saturating_sub(1)].to_vec()
+            };
+            for seg in rest.split("::").filter(|s| !s.is_empty()) {
+                if seg == "super" {
+                    parts.pop();
+                } else {
+                    parts.push(seg.to_string());
+                }
+            }
+            if let Some(j) = resolve(&parts).filter(|j| *j != i) {
+                edges.insert((i, j));
+            }
+        }
+    }
+    let nested = |a: &[String], b: &[String]| a.starts_with(b) || b.starts_with(a);
+    let circles: Vec<String> = edges
+        .iter()
+        .filter(|(a, b)| a < b && edges.contains(&(*b, *a)))
+        .filter(|(a, b)| !nested(&modules[*a], &modules[*b]))
+        .map(|(a, b)| format!("{} <-> {}", files[*a].0, files[*b].0))
+        .collect();
+    assert!(
+        circles.is_empty(),
+        "modules that import each other:\n{}",
+        circles.join("\n")
+    );
+}
