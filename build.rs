@@ -29,6 +29,7 @@ fn missing_tools() {
     println!("cargo::rerun-if-env-changed=HUGELAB_CI");
     println!("cargo::rerun-if-env-changed=PATH");
     // Installing a tool changes these directories: the marks are taken again.
+    println!("cargo::rerun-if-changed=tests/fixtures/jmh");
     for dir in ["/usr/bin", "/usr/sbin"] {
         if std::path::Path::new(dir).is_dir() {
             println!("cargo::rerun-if-changed={dir}");
@@ -63,6 +64,16 @@ fn missing_tools() {
         ("missing_sysbench", on_path("sysbench")),
         ("missing_mariadb", on_path("mariadbd") || on_path("mysqld")),
         ("missing_java", on_path("java") && on_path("javac")),
+        (
+            "missing_jmh",
+            on_path("java")
+                && std::path::Path::new("tests/fixtures/jmh/target/benchmarks.jar").is_file(),
+        ),
+        (
+            "missing_tuned",
+            std::path::Path::new("/usr/lib/python3/dist-packages/tuned/profiles/loader.py")
+                .is_file(),
+        ),
         ("missing_hugeadm", on_path("hugeadm")),
         ("missing_qemu", on_path("qemu-system-x86_64")),
         (

@@ -298,12 +298,9 @@ fn stall_heavy_evidence_is_shown_with_the_advice() {
     assert!(!plan.contains("not measured: the latency cost"), "{plan}");
 }
 
-/// The systemd unit passes `systemd-analyze verify`; the tuned profile loads with tuned's own
-/// profile loader.
-#[test]
-fn artefacts_pass_the_real_tools() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("a.db");
+/// A stored run whose THP-always-with-a-pool arm was faster, for the artefact tests.
+fn faster_with_a_pool(dir: &Path) -> PathBuf {
+    let db = dir.join("a.db");
     stored(
         &db,
         &["never=thp=never", "fast=thp=always,hugetlb.2M=16"],
@@ -313,7 +310,23 @@ fn artefacts_pass_the_real_tools() {
         None,
         None,
     );
-    if tool("systemd-analyze") {
+    db
+}
+
+/// The systemd unit passes `systemd-analyze verify`.
+#[test]
+#[cfg_attr(
+    missing_systemd_analyze,
+    ignore = "needs systemd-analyze (apt-get install systemd; .ci/run does)"
+)]
+fn the_systemd_unit_passes_systemd_analyze() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = faster_with_a_pool(dir.path());
+    assert!(
+        tool("systemd-analyze"),
+        "systemd-analyze is needed (apt-get install systemd)"
+    );
+    {
         let unit = dir.path().join("hugelab-advice.service");
         advise(&db, &["--format", "systemd", "-o", unit.to_str().unwrap()]);
         let text = std::fs::read_to_string(&unit).unwrap();
@@ -334,9 +347,18 @@ fn artefacts_pass_the_real_tools() {
             "systemd-analyze verify: {err}\n{text}"
         );
         assert!(!err.contains("hugelab-advice.service:"), "{err}");
-    } else {
-        common::skip("skipped: no systemd-analyze (apt-get install systemd)");
     }
+}
+
+/// The tuned profile loads with tuned's own profile loader.
+#[test]
+#[cfg_attr(
+    missing_tuned,
+    ignore = "needs tuned's profile loader (apt-get install tuned; .ci/run does)"
+)]
+fn the_tuned_profile_loads_with_tuneds_loader() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = faster_with_a_pool(dir.path());
     let tuned_dir = dir.path().join("profiles/hugelab");
     std::fs::create_dir_all(&tuned_dir).unwrap();
     let conf = tuned_dir.join("tuned.conf");
@@ -347,7 +369,11 @@ fn artefacts_pass_the_real_tools() {
             && text.contains("[sysctl]\nvm.nr_hugepages=16"),
         "{text}"
     );
-    if Path::new("/usr/lib/python3/dist-packages/tuned/profiles/loader.py").exists() {
+    assert!(
+        Path::new("/usr/lib/python3/dist-packages/tuned/profiles/loader.py").exists(),
+        "tuned's profile loader is needed (apt-get install tuned)"
+    );
+    {
         let script = format!(
             "import sys; sys.path.insert(0, '/usr/lib/python3/dist-packages')\n\
 import tuned.profiles as p, tuned.utils.global_config as g\n\
@@ -373,8 +399,6 @@ print(sorted(prof.units.keys()), dict(prof.units['vm'].options), dict(prof.units
                 && said.contains("'vm.nr_hugepages': '16'"),
             "{said}"
         );
-    } else {
-        common::skip("skipped: tuned's loader (apt-get install tuned; .ci/run does)");
     }
 }
 

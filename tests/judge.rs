@@ -197,9 +197,10 @@ const TPUT: &str = "throughput=sum by (instance) (app_throughput{$sel}),higher";
 #[test]
 #[cfg_attr(missing_prometheus, ignore = "needs prometheus and promtool")]
 fn judge_finds_known_effects_in_a_real_prometheus() {
-    if !common::has_prometheus() {
-        return;
-    }
+    assert!(
+        common::has_prometheus(),
+        "needs prometheus and promtool (apt-get install prometheus; .ci/run does)"
+    );
     let (_dir, server, start, end) = serve(openmetrics);
     let prom = server.url();
     let window_end = end - STEP;
@@ -502,9 +503,10 @@ fn unlike_groups(start: f64) -> String {
 #[test]
 #[cfg_attr(missing_prometheus, ignore = "needs prometheus and promtool")]
 fn a_before_window_recovers_a_known_change_between_groups_that_differed_before_it() {
-    if !common::has_prometheus() {
-        return;
-    }
+    assert!(
+        common::has_prometheus(),
+        "needs prometheus and promtool (apt-get install prometheus; .ci/run does)"
+    );
     let (_dir, server, start, end) = serve(unlike_groups);
     let prom = server.url();
     let (mid, window_end) = (start + HOURS * 1800.0, end - STEP);
@@ -589,9 +591,10 @@ const REFAULTER: &str = "import mmap, time\nwhile True:\n    m = mmap.mmap(-1, 6
 #[cfg_attr(unprivileged, ignore = "needs root: changes THP through the guard")]
 #[cfg_attr(missing_prometheus, ignore = "needs prometheus and promtool")]
 fn switchback_alternates_thp_on_this_host_restores_it_and_judges_the_pairs() {
-    if !common::has_prometheus() {
-        return;
-    }
+    assert!(
+        common::has_prometheus(),
+        "needs prometheus and promtool (apt-get install prometheus; .ci/run does)"
+    );
     require_root!();
     let _lock = common::knob_lock();
     let enabled = "/sys/kernel/mm/transparent_hugepage/enabled";

@@ -8,17 +8,17 @@ mod common;
 use std::path::PathBuf;
 use std::process::Command;
 
-fn benchmarks_jar() -> Option<PathBuf> {
+/// The JMH benchmark jar (tests/fixtures/jmh/build.sh builds it with Maven; `.ci/run` does).
+/// The tests that use it are marked `missing_jmh` by build.rs where it or java is missing.
+fn benchmarks_jar() -> PathBuf {
     let jar =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/jmh/target/benchmarks.jar");
-    if !jar.exists() || Command::new("java").arg("-version").output().is_err() {
-        common::skip(&format!(
-            "skipped: needs java and {} (tests/fixtures/jmh/build.sh builds it with Maven)",
-            jar.display()
-        ));
-        return None;
-    }
-    Some(jar)
+    assert!(
+        jar.exists() && Command::new("java").arg("-version").output().is_ok(),
+        "needs java and {} (tests/fixtures/jmh/build.sh builds it with Maven)",
+        jar.display()
+    );
+    jar
 }
 
 fn arm<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
@@ -79,9 +79,13 @@ fn run_jmh(metric: &str, jar: &std::path::Path, db: &std::path::Path) -> serde_j
     ignore = "needs root: changes kernel settings or switches user"
 )]
 #[test]
+#[cfg_attr(
+    missing_jmh,
+    ignore = "needs java and the JMH fixture (tests/fixtures/jmh/build.sh; .ci/run does)"
+)]
 fn a_jmh_launcher_hands_the_jvm_options_to_the_fork_which_gets_the_pool() {
     require_root!();
-    let Some(jar) = benchmarks_jar() else { return };
+    let jar = benchmarks_jar();
     let _lock = common::knob_lock();
     let before = pool_2m();
     let dir = tempfile::tempdir().unwrap();
@@ -105,9 +109,13 @@ fn a_jmh_launcher_hands_the_jvm_options_to_the_fork_which_gets_the_pool() {
     ignore = "needs root: changes kernel settings or switches user"
 )]
 #[test]
+#[cfg_attr(
+    missing_jmh,
+    ignore = "needs java and the JMH fixture (tests/fixtures/jmh/build.sh; .ci/run does)"
+)]
 fn a_forked_jvm_that_fell_back_is_flagged_by_pid_beside_the_launcher_holding_the_pool() {
     require_root!();
-    let Some(jar) = benchmarks_jar() else { return };
+    let jar = benchmarks_jar();
     let _lock = common::knob_lock();
     let dir = tempfile::tempdir().unwrap();
     // Its own metric: hugelab does not know it is JMH, so both JVMs get JAVA_TOOL_OPTIONS and
@@ -182,8 +190,12 @@ fn another_process_faulting_thp_does_not_clear_an_arm_on_4k() {
 /// row its own metric with the row's direction (lower), shown in the answer with its contrast,
 /// the rows one Holm family across rows × arms; JMH's result file is read (hugelab asks for it).
 #[test]
+#[cfg_attr(
+    missing_jmh,
+    ignore = "needs java and the JMH fixture (tests/fixtures/jmh/build.sh; .ci/run does)"
+)]
 fn every_jmh_result_row_is_a_metric_with_the_direction_its_mode_states() {
-    let Some(jar) = benchmarks_jar() else { return };
+    let jar = benchmarks_jar();
     // JMH allows one instance at a time (/tmp/jmh.lock): the other JMH tests hold this lock.
     let _lock = common::knob_lock();
     let dir = tempfile::tempdir().unwrap();
