@@ -107,14 +107,17 @@ pub fn policy_held(
     mem: &GroupMemory,
 ) -> Option<Result<String, String>> {
     use crate::sys::ThpPolicy;
-    if mem.processes == 0 {
+    // Judged over the processes whose THP_enabled was read (a short-lived backend can exit
+    // between the reads of its smaps and its status).
+    let read = mem.thp_read;
+    if read == 0 {
         return None;
     }
     let off = mem.thp_disabled.len();
     let b = crate::units::Bytes;
     Some(match policy {
         ThpPolicy::System => return None,
-        ThpPolicy::Off if off == mem.processes => Ok(format!(
+        ThpPolicy::Off if off == read => Ok(format!(
             "THP off (PR_SET_THP_DISABLE): THP_enabled 0 in {}",
             if off == 1 {
                 "its process".to_string()
@@ -123,9 +126,8 @@ pub fn policy_held(
             }
         )),
         ThpPolicy::Off => Err(format!(
-            "THP off was asked (PR_SET_THP_DISABLE) but {} of its {} processes have THP_enabled 1",
-            mem.processes - off,
-            mem.processes
+            "THP off was asked (PR_SET_THP_DISABLE) but {} of its {read} processes have THP_enabled 1",
+            read - off
         )),
         ThpPolicy::Advised if off > 0 => Err(format!(
             "THP madvise was asked (PR_THP_DISABLE_EXCEPT_ADVISED) but {} turned THP off entirely",
@@ -385,7 +387,8 @@ mod tests {
     fn a_servers_own_thp_policy_is_confirmed_or_flagged_from_the_kernels_words() {
         use crate::sys::ThpPolicy;
         let mut m = GroupMemory {
-            processes: 2,
+            processes: 3,
+            thp_read: 2,
             thp_disabled: vec!["10 postgres".into(), "11 postgres".into()],
             ..Default::default()
         };

@@ -87,6 +87,10 @@ pub struct GroupMemory {
     pub hugetlb: BTreeMap<u64, u64>,
     /// Processes whose THP is disabled for themselves (`THP_enabled: 0`): "pid comm".
     pub thp_disabled: Vec<String>,
+    /// Processes whose `THP_enabled` was read (one that exits between its smaps and its status
+    /// read is not counted: what the kernel said of it is unknown).
+    #[serde(default)]
+    pub thp_read: usize,
     /// The largest shared segments and anonymous regions, largest first.
     pub segments: Vec<Segment>,
     /// Bytes referenced since the referenced bits were last cleared (`run --hot` clears them
@@ -342,6 +346,7 @@ pub fn read_pids(pids: &[i32]) -> GroupMemory {
         if status.thp_enabled == Some(false) {
             mem.thp_disabled.push(format!("{p} {}", status.name));
         }
+        mem.thp_read += usize::from(status.thp_enabled.is_some());
         if let Ok(maps) = parse_smaps(&text) {
             add_process(&mut mem, p, &status.name, &maps, &mut seen);
         }

@@ -3,8 +3,9 @@
 //! * [`PerTrial`] (restart design): a fresh server started for every trial under its arm and
 //!   stopped after it;
 //! * [`Warm`]: every arm's server up at once in its own directory and port, warmed, each block
-//!   one load burst per arm in random order; every server restarted (stopped, then started and
-//!   warmed, each in random order) when a lifetime is over, so blocks are nested in lifetimes.
+//!   one load burst per arm in random order; every server restarted (all stopped at once, then
+//!   all started and warmed at once, spawned in random order) when a lifetime is over, so
+//!   blocks are nested in lifetimes.
 //!
 //! Both give the same trial evidence (the server read during its load, on the same schedule
 //! for every arm) to the same analysis; `execute.rs` drives either through
@@ -287,32 +288,59 @@ impl Warm {
         }
     }
 
-    /// Stop every server that is up, in random order.
+    /// Stop every server that is up, all at once (each waits for its own exit on a thread of
+    /// its own), the signals sent in random order.
     fn stop_all(&mut self) {
         let mut order: Vec<usize> = (0..self.running.len()).collect();
         order.shuffle(&mut self.rng);
-        for i in order {
-            if let Some(r) = self.running[i].take() {
-                r.stop(self.servers[i].plan.stop_grace);
+        let servers = &self.servers;
+        let running = &mut self.running;
+        std::thread::scope(|sc| {
+            for i in order {
+                if let Some(r) = running[i].take() {
+                    let grace = servers[i].plan.stop_grace;
+                    sc.spawn(move || r.stop(grace));
+                }
             }
-        }
+        });
     }
 
-    /// Start and warm every server, in random order.
+    /// Start and warm every server at once: each is spawned (in random order), waited for
+    /// and warmed on a thread of its own, so the ready waits and the warm-ups overlap. One that
+    /// fails stops the others.
     fn start_all(&mut self) -> Result<(), (usize, Served)> {
         let mut order: Vec<usize> = (0..self.servers.len()).collect();
         order.shuffle(&mut self.rng);
-        for i in order {
-            let s = &self.servers[i];
-            match service::start(&s.plan, &s.arm, &self.base) {
+        let (servers, base) = (&self.servers, &self.base);
+        let started: Vec<(usize, Result<Running, Served>)> = std::thread::scope(|sc| {
+            let threads: Vec<_> = order
+                .iter()
+                .map(|&i| {
+                    let s = &servers[i];
+                    (i, sc.spawn(move || service::start(&s.plan, &s.arm, base)))
+                })
+                .collect();
+            threads
+                .into_iter()
+                .map(|(i, t)| (i, t.join().expect("a server's start does not panic")))
+                .collect()
+        });
+        let mut failed = None;
+        for (i, r) in started {
+            match r {
                 Ok(r) => self.running[i] = Some(r),
                 Err(served) => {
-                    self.stop_all();
-                    return Err((i, served));
+                    failed.get_or_insert((i, served));
                 }
             }
         }
-        Ok(())
+        match failed {
+            Some(f) => {
+                self.stop_all();
+                Err(f)
+            }
+            None => Ok(()),
+        }
     }
 
     /// The burst length: the shortest whole number of seconds whose fixed cost (client start,
