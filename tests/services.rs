@@ -1502,3 +1502,59 @@ fn redis_bgsave_during_each_burst_has_its_fork_time_and_copy_on_write_per_arm() 
     }
     assert!(running_with(&port).is_empty(), "every server stopped");
 }
+
+/// At a lifetime boundary every arm's server is started at once: each takes 2 s to be ready,
+/// and every server of a lifetime has started before any of them is ready (one after another,
+/// each would start only after the previous one was up).
+#[test]
+fn a_lifetimes_servers_start_together_and_their_ready_waits_overlap() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("events");
+    let server = format!(
+        "echo start {{arm}} $(date +%s%N) >> {log}; sleep 2; echo ready {{arm}} $(date +%s%N) >> {log}; echo up {{port}}; exec sleep 319",
+        log = log.display()
+    );
+    common::hugelab_stdout([
+        "run",
+        "--shell",
+        "--server",
+        &server,
+        "--ready",
+        "log:^up",
+        "-a",
+        "a=",
+        "-a",
+        "b=env.X=1",
+        "-a",
+        "c=env.X=2",
+        "--blocks",
+        "4",
+        "--lifetime-blocks",
+        "2",
+        "--no-save",
+        "--",
+        "sleep 0.05",
+    ]);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let events: Vec<(&str, u64)> = text
+        .lines()
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            (w[0], w[2].parse().unwrap())
+        })
+        .collect();
+    // Two lifetimes of three servers: in each, the three starts come before the first ready.
+    assert_eq!(events.len(), 12, "{text}");
+    let mut lifetimes = 0;
+    let mut i = 0;
+    while i < events.len() {
+        let round = &events[i..i + 6];
+        let last_start = round.iter().filter(|e| e.0 == "start").map(|e| e.1).max();
+        let first_ready = round.iter().filter(|e| e.0 == "ready").map(|e| e.1).min();
+        assert!(last_start < first_ready, "{text}");
+        lifetimes += 1;
+        i += 6;
+    }
+    assert_eq!(lifetimes, 2);
+    assert!(running_with("sleep 319").is_empty());
+}
