@@ -8,11 +8,13 @@ mod common;
 use assert_cmd::Command;
 use hugelab::store::Store;
 
+/// A child that holds 256 MiB for most of a second: long enough that the sampler's walks (80,
+/// 160, 320, 640 ms) see its peak even when other tests load the machine.
 fn python_alloc() -> Vec<&'static str> {
     vec![
         "python3",
         "-c",
-        "import time; b = bytearray(256 << 20); time.sleep(0.3)",
+        "import time; b = bytearray(256 << 20); time.sleep(0.8)",
     ]
 }
 
@@ -100,12 +102,8 @@ fn malloc_hugetlb_with_an_empty_pool_is_flagged() {
         .unwrap()
         .clone();
     assert_eq!(ev["flagged"], 2, "{ev}");
-    assert!(
-        ev["first_flag"]
-            .as_str()
-            .unwrap()
-            .contains("of the memory that matters")
-    );
+    let why = ev["first_flag"].as_str().unwrap();
+    assert!(why.contains("of the memory that matters"), "{why}");
 }
 
 #[cfg_attr(
