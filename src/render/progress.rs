@@ -4,7 +4,7 @@
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What a command reports as it goes.
 pub trait Observer {
@@ -38,12 +38,14 @@ pub struct Progress {
     /// Not a terminal: the phase's steps done and total, and when a line was last written.
     done: u64,
     total: Option<u64>,
-    last: Option<std::time::Instant>,
+    last: Option<Instant>,
     kind: String,
     /// The last progress line held back: written when the phase ends, so a log has each phase's
     /// last state.
     pending: Option<String>,
     every: Duration,
+    /// The clock the log's interval is measured on (`Instant::now`; a test's own clock).
+    clock: Box<dyn Fn() -> Instant>,
     sink: Box<dyn FnMut(&str)>,
 }
 
@@ -53,18 +55,18 @@ impl Progress {
             prefix,
             quiet,
             std::io::stderr().is_terminal(),
-            LOG_EVERY,
+            (LOG_EVERY, Instant::now),
             |l| crate::eprintln_safe!("{l}"),
         )
     }
 
     /// Progress written to `sink` (a line at a time), as on a terminal or not; on a log at most
-    /// one line of the same kind per `every`.
+    /// one line of the same kind per `every`, as `clock` tells the time.
     pub fn to(
         prefix: &str,
         quiet: bool,
         tty: bool,
-        every: Duration,
+        (every, clock): (Duration, impl Fn() -> Instant + 'static),
         sink: impl FnMut(&str) + 'static,
     ) -> Progress {
         Progress {
@@ -78,6 +80,7 @@ impl Progress {
             kind: String::new(),
             pending: None,
             every,
+            clock: Box::new(clock),
             sink: Box::new(sink),
         }
     }
@@ -101,12 +104,17 @@ impl Progress {
     /// same thing (its first word: `block`, `touch`, `pretouch`, …).
     fn log_line(&mut self, msg: &str) {
         let kind = msg.split_whitespace().next().unwrap_or("").to_string();
-        if self.last.is_some_and(|t| t.elapsed() < self.every) && kind == self.kind {
+        let now = (self.clock)();
+        if self
+            .last
+            .is_some_and(|t| now.duration_since(t) < self.every)
+            && kind == self.kind
+        {
             self.pending = Some(msg.to_string());
             return;
         }
         self.pending = None;
-        self.last = Some(std::time::Instant::now());
+        self.last = Some(now);
         self.kind = kind;
         let count = match self.total {
             Some(t) => format!("{}/{t} · ", self.done),
@@ -216,9 +224,13 @@ mod tests {
     fn a_log_gets_a_line_per_phase_and_not_one_per_step() {
         let lines = Rc::new(RefCell::new(Vec::<String>::new()));
         let l = lines.clone();
-        // An interval no run of this test reaches, however loaded the machine.
-        let day = Duration::from_secs(86_400);
-        let mut p = Progress::to("hugelab bench", false, false, day, move |s| {
+        // The test's own clock: it moves only when the test moves it.
+        let start = Instant::now();
+        let secs = Rc::new(std::cell::Cell::new(0u64));
+        let s = secs.clone();
+        let clock = move || start + Duration::from_secs(s.get());
+        let every = Duration::from_secs(10);
+        let mut p = Progress::to("hugelab bench", false, false, (every, clock), move |s| {
             l.borrow_mut().push(s.to_string())
         });
         p.phase("tlb", Some(300));
@@ -229,19 +241,24 @@ mod tests {
         // Something else begins: said at once, once.
         p.message("pretouch round 1/5");
         p.message("pretouch round 2/5");
+        // Ten seconds later, the next line of the same kind is written.
+        secs.set(10);
+        p.message("pretouch round 3/5");
+        p.message("pretouch round 4/5");
         p.note("FLAGGED x: a note always shows");
         p.phase("results", None);
         let got = lines.borrow().clone();
-        // The phase, its first progress line, the first of something else, the note, the
-        // phase's last state as it ends, the next phase: not 300 rounds.
+        // The phase, its first progress line, the first of something else, one more after the
+        // interval, the note, the phase's last state as it ends, the next phase: not 300 rounds.
         assert_eq!(
             got,
             [
                 "hugelab bench: tlb",
                 "hugelab bench: 0/300 · round 1/12",
                 "hugelab bench: 300/300 · pretouch round 1/5",
+                "hugelab bench: 300/300 · pretouch round 3/5",
                 "FLAGGED x: a note always shows",
-                "hugelab bench: 300/300 · pretouch round 2/5",
+                "hugelab bench: 300/300 · pretouch round 4/5",
                 "hugelab bench: results",
             ]
         );
