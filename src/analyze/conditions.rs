@@ -5,7 +5,7 @@
 
 use super::experiment::{self, ExperimentAnalysis, MetricDef, TrialData};
 pub use super::experiment::{ArmState, ConditionAnalysis, Interaction};
-use super::stats::mann_whitney_shift;
+use super::stats::{mann_whitney_shift, mean_of as mean};
 pub use super::trial_data::TrialCondition;
 use super::verdict::{Design, holm, holm_levels, to_percent};
 use std::collections::BTreeMap;
@@ -17,11 +17,6 @@ pub const SHOWN_COUNTERS: [(&str, &str); 4] = [
     ("compact_daemon_free_scanned", "kcompactd free-scanned"),
     ("allocstall", "direct reclaim stalls"),
 ];
-
-fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
-    let (s, n) = v.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
-    (n > 0).then(|| s / n as f64)
-}
 
 fn arm_states(arms: &[String], trials: &[&TrialData]) -> Vec<ArmState> {
     (0..arms.len())

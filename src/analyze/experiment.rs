@@ -11,8 +11,9 @@ use std::collections::BTreeMap;
 
 mod noise;
 
+use super::stats::mean_of as mean;
+use super::trial_data::means_by_key;
 pub use super::trial_data::{TrialData, judge_trial, trial_data};
-use super::trial_data::{mean, means_by_key};
 pub use noise::{HEAVY_STEAL, NoiseAttribution, noise_attribution};
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -55,7 +56,7 @@ pub struct MetricAnalysis {
     pub components: Vec<(String, Option<Components>)>,
 }
 
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ArmEvidence {
     pub arm: String,
     pub trials: usize,
@@ -373,7 +374,6 @@ fn arm_metric(trials: &[TrialData], a: usize, arm: &str, metric: &str) -> ArmMet
 
 /// One arm's evidence over its trials: failures, flags, coverage, counters, kernel activity.
 fn arm_evidence(arm: &str, ts: Vec<&TrialData>) -> ArmEvidence {
-    let covs: Vec<f64> = ts.iter().filter_map(|t| t.coverage_at_peak).collect();
     let mut sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
     for t in &ts {
         for (k, v) in &t.counters {
@@ -394,12 +394,8 @@ fn arm_evidence(arm: &str, ts: Vec<&TrialData>) -> ArmEvidence {
         first_flag: ts.iter().find_map(|t| t.flagged.clone()),
         partial: ts.iter().filter(|t| t.partial.is_some()).count(),
         first_partial: ts.iter().find_map(|t| t.partial.clone()),
-        mean_share: {
-            let v: Vec<f64> = ts.iter().filter_map(|t| t.share).collect();
-            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-        },
-        mean_coverage_at_peak: (!covs.is_empty())
-            .then(|| covs.iter().sum::<f64>() / covs.len() as f64),
+        mean_share: mean(ts.iter().filter_map(|t| t.share)),
+        mean_coverage_at_peak: mean(ts.iter().filter_map(|t| t.coverage_at_peak)),
         mean_max_coverage: mean(ts.iter().filter_map(|t| t.max_coverage)),
         mean_matters: mean(ts.iter().filter_map(|t| t.matters.map(|v| v as f64))),
         mean_entries: mean(ts.iter().filter_map(|t| t.entries.map(|v| v as f64))),

@@ -292,21 +292,9 @@ mod tests {
                         block,
                         arm,
                         ok: true,
-                        flagged: None,
                         metrics: [("tps".to_string(), 1000.0 * cold * wiggle)].into(),
-                        coverage_at_peak: None,
-                        max_coverage: None,
-                        counters: Default::default(),
-                        noise: Default::default(),
                         lifetime: Some(l),
-                        share: None,
-                        partial: None,
-                        matters: None,
-                        entries: None,
-                        hot: None,
-                        condition: None,
-                        kernel: None,
-                        gauges: Default::default(),
+                        ..Default::default()
                     });
                 }
                 block += 1;
@@ -349,21 +337,9 @@ mod tests {
                         block,
                         arm,
                         ok: true,
-                        flagged: None,
                         metrics: [("tps".to_string(), 100.0 * v.exp())].into(),
-                        coverage_at_peak: None,
-                        max_coverage: None,
-                        counters: Default::default(),
-                        noise: Default::default(),
                         lifetime: Some(l),
-                        share: None,
-                        partial: None,
-                        matters: None,
-                        entries: None,
-                        hot: None,
-                        condition: None,
-                        kernel: None,
-                        gauges: Default::default(),
+                        ..Default::default()
                     });
                 }
                 block += 1;

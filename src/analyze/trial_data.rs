@@ -72,12 +72,6 @@ pub(super) fn means_by_key<'a>(
     sums.into_iter().map(|(k, s)| (k, s / n as f64)).collect()
 }
 
-/// The mean of some values, `None` without any.
-pub(super) fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
-    let (s, n) = v.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
-    (n > 0).then(|| s / n as f64)
-}
-
 /// A stored trial's evidence (the JSON `run` writes) as the analysis sees it.
 pub fn trial_data(
     block: i64,

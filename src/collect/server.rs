@@ -228,14 +228,13 @@ pub fn add_process(mem: &mut GroupMemory, pid: i32, comm: &str, maps: &[Mapping]
         let shared = m.perms.ends_with('s');
         let view = View::of(m);
         let k = kind(m);
-        if m.vm_flags.iter().any(|f| f == "hg")
-            && !(shared && seen.contains_key(&(m.path.clone(), m.start, m.end)))
-        {
+        let advised = m.has_flag("hg");
+        if advised && !(shared && seen.contains_key(&(m.path.clone(), m.start, m.end))) {
             mem.madvised += m.size();
         }
         if !shared
             && matches!(k, Kind::Heap | Kind::Anonymous | Kind::JavaHeap)
-            && !m.has_flag("hg")
+            && !advised
             && m.field("THPeligible") == 1
         {
             mem.thp_eligible_unadvised += m.size();

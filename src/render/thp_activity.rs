@@ -152,20 +152,9 @@ mod tests {
         ArmEvidence {
             arm: "always".into(),
             trials: 4,
-            failed: 0,
-            flagged: 0,
-            first_flag: None,
-            partial: 0,
-            first_partial: None,
-            mean_share: None,
-            mean_coverage_at_peak: None,
-            mean_max_coverage: None,
-            mean_matters: None,
-            mean_entries: None,
-            mean_hot: None,
-            mean_counters: BTreeMap::new(),
             mean_kernel: map(kernel),
             mean_gauges: map(gauges),
+            ..Default::default()
         }
     }
 

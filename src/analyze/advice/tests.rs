@@ -67,20 +67,9 @@ pub fn run(id: i64, arms: &[&str], contrasts: &[(f64, f64, f64, Verdict, usize)]
             .map(|(i, a)| ArmEvidence {
                 arm: a.name.clone(),
                 trials: 10,
-                failed: 0,
                 flagged: if i == 0 { 0 } else { contrasts[i - 1].4 },
-                first_flag: None,
-                partial: 0,
-                first_partial: None,
-                mean_share: None,
                 mean_coverage_at_peak: Some(if i == 0 { 0.0 } else { 0.95 }),
-                mean_max_coverage: None,
-                mean_counters: Default::default(),
-                mean_matters: None,
-                mean_entries: None,
-                mean_hot: None,
-                mean_kernel: Default::default(),
-                mean_gauges: Default::default(),
+                ..Default::default()
             })
             .collect(),
         conditions: Vec::new(),

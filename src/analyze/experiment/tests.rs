@@ -6,21 +6,10 @@ fn trial(block: usize, arm: usize, wall: f64) -> TrialData {
         block,
         arm,
         ok: true,
-        flagged: None,
         metrics: [("wall_s".to_string(), wall)].into(),
-        coverage_at_peak: None,
-        max_coverage: None,
         counters: BTreeMap::new(),
         noise: BTreeMap::new(),
-        lifetime: None,
-        share: None,
-        partial: None,
-        matters: None,
-        entries: None,
-        hot: None,
-        condition: None,
-        kernel: None,
-        gauges: Default::default(),
+        ..Default::default()
     }
 }
 

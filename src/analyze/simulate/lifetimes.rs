@@ -24,21 +24,9 @@ fn warm_run(effect: f64, lifetimes: usize, per: usize, rng: &mut Rng) -> Vec<Tri
                     block,
                     arm,
                     ok: true,
-                    flagged: None,
                     metrics: [("tps".to_string(), 1000.0 * v.exp())].into(),
-                    coverage_at_peak: None,
-                    max_coverage: None,
-                    counters: Default::default(),
-                    noise: Default::default(),
                     lifetime: Some(l),
-                    share: None,
-                    partial: None,
-                    matters: None,
-                    entries: None,
-                    hot: None,
-                    condition: None,
-                    kernel: None,
-                    gauges: Default::default(),
+                    ..Default::default()
                 });
             }
             block += 1;

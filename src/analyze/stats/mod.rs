@@ -72,6 +72,12 @@ pub fn mean(xs: &[f64]) -> f64 {
     xs.iter().sum::<f64>() / xs.len() as f64
 }
 
+/// The mean of some values, `None` without any.
+pub fn mean_of(v: impl Iterator<Item = f64>) -> Option<f64> {
+    let (s, n) = v.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    (n > 0).then(|| s / n as f64)
+}
+
 /// The sample variance (n − 1); 0 for fewer than two values. The one place it is written.
 pub fn variance(xs: &[f64]) -> f64 {
     if xs.len() < 2 {

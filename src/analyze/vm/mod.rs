@@ -292,21 +292,10 @@ mod tests {
                     block: b,
                     arm,
                     ok: true,
-                    flagged: None,
                     metrics: BTreeMap::from([("wall_s".to_string(), t)]),
-                    coverage_at_peak: None,
-                    max_coverage: None,
                     counters: BTreeMap::new(),
                     noise: BTreeMap::new(),
-                    lifetime: None,
-                    share: None,
-                    partial: None,
-                    matters: None,
-                    entries: None,
-                    hot: None,
-                    condition: None,
-                    kernel: None,
-                    gauges: Default::default(),
+                    ..Default::default()
                 });
             }
         }

@@ -5,20 +5,8 @@ fn arm(name: &str, counters: &[(&str, f64)]) -> ArmEvidence {
     ArmEvidence {
         arm: name.into(),
         trials: 4,
-        failed: 0,
-        flagged: 0,
-        first_flag: None,
-        partial: 0,
-        first_partial: None,
-        mean_share: None,
-        mean_coverage_at_peak: None,
-        mean_max_coverage: None,
         mean_counters: counters.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-        mean_matters: None,
-        mean_entries: None,
-        mean_hot: None,
-        mean_kernel: Default::default(),
-        mean_gauges: Default::default(),
+        ..Default::default()
     }
 }
 

@@ -38,7 +38,6 @@ fn the_cost_line_sits_under_the_verdict_with_each_arms_memory() {
                     block: b,
                     arm: a,
                     ok: true,
-                    flagged: None,
                     metrics: [
                         ("wall_s".to_string(), wall * j),
                         (PEAK_MEM.to_string(), mem * j),
@@ -46,19 +45,7 @@ fn the_cost_line_sits_under_the_verdict_with_each_arms_memory() {
                         (SYS_CPU.to_string(), sys * j),
                     ]
                     .into(),
-                    coverage_at_peak: None,
-                    max_coverage: None,
-                    counters: Default::default(),
-                    noise: Default::default(),
-                    lifetime: None,
-                    share: None,
-                    partial: None,
-                    matters: None,
-                    entries: None,
-                    hot: None,
-                    condition: None,
-                    kernel: None,
-                    gauges: Default::default(),
+                    ..Default::default()
                 }
             })
         })
@@ -202,25 +189,12 @@ fn the_run_line_says_secondary_metrics_are_not_adjusted_across_metrics() {
                 block: b,
                 arm: a,
                 ok: true,
-                flagged: None,
                 metrics: [
                     ("wall_s".to_string(), 1.0 + 0.01 * (b % 3) as f64),
                     ("tps".to_string(), 100.0 + (a * 10 + b % 2) as f64),
                 ]
                 .into(),
-                coverage_at_peak: None,
-                max_coverage: None,
-                counters: Default::default(),
-                noise: Default::default(),
-                lifetime: None,
-                share: None,
-                partial: None,
-                matters: None,
-                entries: None,
-                hot: None,
-                condition: None,
-                kernel: None,
-                gauges: Default::default(),
+                ..Default::default()
             })
         })
         .collect();
