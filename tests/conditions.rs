@@ -129,7 +129,15 @@ fn fragmented_memory_makes_madvise_compact_directly_and_the_answer_says_how_much
         );
         let at = &t.evidence["machine_at_start"];
         if condition == "fragmented" {
-            assert_eq!(at["free_2m_blocks"], 0, "trial {}: {at}", t.seq);
+            // Every free block is taken before the trial; a few may merge from pages freed
+            // just after (the previous child's, the per-CPU lists'), never the 128 it wants.
+            let free = at["free_2m_blocks"].as_u64().unwrap();
+            assert!(free <= 8, "trial {}: {at}", t.seq);
+            assert!(
+                at["unusable_2m"].as_f64().unwrap() > 0.99,
+                "trial {}: {at}",
+                t.seq
+            );
             if t.arm_idx == madvise {
                 assert!(
                     vmstat > 0,

@@ -216,6 +216,9 @@ fn mem_free(root: &Root) -> std::io::Result<u64> {
 }
 
 /// Free 2 MiB blocks an ordinary allocation can take (the DMA zone's are kept for DMA).
+/// At most this many rounds of taking the blocks that came free before a trial.
+const RETAKE_ROUNDS: usize = 16;
+
 fn free_blocks(root: &Root) -> std::io::Result<u64> {
     let zones = crate::probe::buddyinfo::read(root).map_err(Error::other)?;
     Ok(zones
@@ -341,9 +344,11 @@ impl Held {
 
     /// `fragmented`: take every free 2 MiB block whole (faulted as 4 KiB pages from the pieces,
     /// then collapsed into 2 MiB pages, which works under every THP setting), and give back as
-    /// many kept pages so free memory stays the same size; repeated while blocks come free.
+    /// many kept pages so free memory stays the same size; repeated while blocks come free
+    /// (a child's freed huge pages and pages on the per-CPU lists merge into whole blocks a
+    /// little later, more so on a loaded machine: four rounds once left 4 blocks free).
     fn retake(&mut self, root: &Root, r: &mut Restored) -> std::io::Result<()> {
-        for _ in 0..4 {
+        for _ in 0..RETAKE_ROUNDS {
             let n = free_blocks(root)?;
             if n == 0 {
                 break;
