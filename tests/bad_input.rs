@@ -22,6 +22,44 @@ const CASES: &[(&[&str], i32, &str)] = &[
         2,
         "program \"/nonexistent/prog\" not found",
     ),
+    // run: a schedule the run cannot honour (a trace window holds one arm's burst)
+    (
+        &[
+            "run",
+            "--shell",
+            "--server",
+            "echo up {port}; exec sleep 322",
+            "--ready",
+            "log:^up",
+            "--schedule",
+            "duet",
+            "--trace",
+            "compaction",
+            "--arm",
+            "a=",
+            "--arm",
+            "b=env.X=1",
+            "--",
+            "sleep 0.1",
+        ],
+        2,
+        "--schedule duet runs every arm's burst at once, but --trace",
+    ),
+    (
+        &[
+            "run",
+            "--schedule",
+            "duet",
+            "--arm",
+            "a=",
+            "--arm",
+            "b=",
+            "--",
+            "true",
+        ],
+        2,
+        "--design, --schedule, --burst and --lifetime-blocks are for services",
+    ),
     // run: a condition and a flag that would undo it before every trial
     (
         &[

@@ -126,6 +126,34 @@ pub fn analyse(
     design: &Design,
     descriptions: &[(String, String)],
 ) -> ExperimentAnalysis {
+    // A warm service's warm-up bursts, detected on the primary metric, are not measured.
+    let primary = &metrics[experiment::primary_index(metrics)].name;
+    let warmup = super::warmup::detect(trials, arms.len(), primary, confidence);
+    let kept = warmup.as_ref().map(|w| super::warmup::without(trials, w));
+    let trials = kept.as_deref().unwrap_or(trials);
+    let mut report = by_condition(
+        arms,
+        baseline,
+        trials,
+        metrics,
+        (effect, confidence),
+        design,
+        descriptions,
+    );
+    report.warmup = warmup;
+    report
+}
+
+/// [`analyse`] of trials whose warm-up is gone.
+fn by_condition(
+    arms: &[String],
+    baseline: usize,
+    trials: &[TrialData],
+    metrics: &[MetricDef],
+    (effect, confidence): (f64, f64),
+    design: &Design,
+    descriptions: &[(String, String)],
+) -> ExperimentAnalysis {
     let names = conditions_of(trials);
     if names.is_empty() {
         return experiment::analyse(arms, baseline, trials, metrics, effect, confidence, design);

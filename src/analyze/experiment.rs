@@ -108,6 +108,10 @@ pub struct ExperimentAnalysis {
     /// arm (the first condition's contrasts are the report's own).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<ConditionAnalysis>,
+    /// Warm services: the lifetimes' warm-up detected from their bursts (its blocks are not
+    /// in the contrasts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<super::warmup::Warmup>,
 }
 
 /// Which of a run's metrics is the primary one — the metric `--fail-on`, `--sequential` and
@@ -351,6 +355,7 @@ pub fn analyse(
         metrics: metric_reports,
         evidence,
         conditions: Vec::new(),
+        warmup: None,
     }
 }
 

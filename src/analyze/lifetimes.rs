@@ -79,6 +79,91 @@ pub fn components(x: &[Placed]) -> Option<Components> {
     })
 }
 
+/// Several contrasts' components pooled into one: their variances averaged (None without any).
+pub fn pooled(cs: &[Components]) -> Option<Components> {
+    let n = cs.len() as f64;
+    let first = cs.first()?;
+    let mean_sq = |f: &dyn Fn(&Components) -> f64| cs.iter().map(|c| f(c).powi(2)).sum::<f64>() / n;
+    Some(Components {
+        lifetimes: first.lifetimes,
+        blocks: first.blocks,
+        within_sd: mean_sq(&|c| c.within_sd).sqrt(),
+        between_sd: mean_sq(&|c| c.between_sd).sqrt(),
+    })
+}
+
+/// Blocks per lifetime, and what they predict, sized from a run's own data.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Sizing {
+    pub blocks: usize,
+    /// What bound it when the optimum was not taken: "at least 2", "at most 20", "at least 30
+    /// lifetimes in --max-time".
+    pub bound: Option<&'static str>,
+    /// The predicted half-width of the contrast at the run's end (log scale), when its length
+    /// is known.
+    pub predicted: Option<f64>,
+    /// Lifetimes the run is predicted to hold in all.
+    pub lifetimes: Option<f64>,
+}
+
+/// The fewest lifetimes a sized run plans for: the interval's degrees of freedom come from
+/// lifetimes (a signed-rank interval over few is wide), and the instance spread, which a pilot
+/// often cannot tell from zero, needs many to be seen.
+pub const MIN_LIFETIMES: f64 = 30.0;
+
+/// The two-sided normal quantile for `confidence` (2.576 at 99%).
+pub fn z_for(confidence: f64) -> f64 {
+    use statrs::distribution::{ContinuousCDF, Normal};
+    Normal::standard().inverse_cdf(0.5 + confidence / 2.0)
+}
+
+/// Kalibera and Jones ("Rigorous benchmarking in reasonable time", ISMM 2013, §4): with the
+/// variance of a block within a lifetime T²₁ and of the lifetimes beyond it T²₂, a lifetime
+/// costing `restart_s` and a block `block_s`, the blocks per lifetime that give the narrowest
+/// interval per second of running are r = ⌈√((c_lifetime / c_block) · (T²₁ / T²₂))⌉. Bounded to
+/// [2, 20] (two, so the spread within a lifetime is seen) and so that `remaining_s` (of
+/// `--max-time`, with `done` lifetimes already run) holds at least [`MIN_LIFETIMES`]. The
+/// predicted half-width at the end is z·√((T²₂ + T²₁/r) / L) for L lifetimes in all (a normal
+/// approximation to the interval over lifetime means).
+pub fn size(
+    c: &Components,
+    restart_s: f64,
+    block_s: f64,
+    remaining: Option<(f64, usize)>,
+    z: f64,
+) -> Sizing {
+    let (w2, b2) = (c.within_sd.powi(2), c.between_sd.powi(2));
+    let ideal = if b2 > 0.0 {
+        ((restart_s / block_s) * (w2 / b2)).sqrt().ceil()
+    } else {
+        f64::INFINITY // no instance spread seen: every block may share a lifetime
+    };
+    let (mut k, mut bound) = (ideal, None);
+    if k > 20.0 {
+        (k, bound) = (20.0, Some("at most 20"));
+    }
+    if let Some((left, done)) = remaining.filter(|(_, done)| (*done as f64) < MIN_LIFETIMES) {
+        // The largest k that still leaves MIN_LIFETIMES lifetimes in all.
+        let need = MIN_LIFETIMES - done as f64;
+        let most = ((left / need - restart_s) / block_s).floor();
+        if k > most {
+            (k, bound) = (most, Some("at least 30 lifetimes in --max-time"));
+        }
+    }
+    if k < 2.0 {
+        (k, bound) = (2.0, Some("at least 2"));
+    }
+    let lifetimes = remaining.map(|(left, done)| done as f64 + left / (restart_s + k * block_s));
+    Sizing {
+        blocks: k as usize,
+        bound,
+        predicted: lifetimes
+            .filter(|l| *l >= 2.0)
+            .map(|l| z * ((b2 + w2 / k) / l).sqrt()),
+        lifetimes,
+    }
+}
+
 /// Per arm, the SD of its own instance effect (log scale): the variance of its lifetime means
 /// minus what it shares with the other arms (their mean pairwise covariance: the machine's
 /// drift) and minus its burst noise averaged over a lifetime's blocks. `means[a][l]` is arm
@@ -260,6 +345,53 @@ mod tests {
         assert_eq!(components(&flat).unwrap().between_sd, 0.0);
         assert!(components(&placed(&[&[1.0], &[2.0]])).is_none());
         assert!(components(&placed(&[&[1.0, 2.0]])).is_none());
+    }
+
+    #[test]
+    fn sizing_follows_kalibera_and_jones_within_its_bounds() {
+        let c = |w: f64, b: f64| Components {
+            lifetimes: 5,
+            blocks: 10,
+            within_sd: w,
+            between_sd: b,
+        };
+        // √((3 / 1.2) · (0.04² / 0.01²)) = √40 = 6.3 → 7.
+        let s = size(&c(0.04, 0.01), 3.0, 1.2, None, 2.576);
+        assert_eq!((s.blocks, s.bound, s.predicted), (7, None, None));
+        // Instance spread as large as the bursts' and a cheap restart: at least 2.
+        assert_eq!(
+            size(&c(0.01, 0.02), 0.5, 1.0, None, 2.576).bound,
+            Some("at least 2")
+        );
+        // None seen: as many as 20, unless --max-time then holds fewer than 30 lifetimes.
+        assert_eq!(size(&c(0.04, 0.0), 1.0, 1.0, None, 2.576).blocks, 20);
+        let s = size(&c(0.04, 0.0), 1.0, 1.0, Some((300.0, 0)), 2.576);
+        assert_eq!(
+            (s.blocks, s.bound),
+            (9, Some("at least 30 lifetimes in --max-time"))
+        );
+        // 20 done already: 10 more in the 100 s left; 30 done: no such bound.
+        assert_eq!(
+            size(&c(0.04, 0.0), 1.0, 1.0, Some((100.0, 20)), 2.576).blocks,
+            9
+        );
+        assert_eq!(
+            size(&c(0.04, 0.0), 1.0, 1.0, Some((3.0, 30)), 2.576).blocks,
+            20
+        );
+        // The prediction: 600 s of lifetimes costing 3 + 7·1.2 = 11.4 s → 52.6 lifetimes;
+        // z·√((0.01² + 0.04²/7) / 52.6).
+        let s = size(&c(0.04, 0.01), 3.0, 1.2, Some((600.0, 0)), 2.576);
+        let want = 2.576 * ((1e-4 + 0.0016 / 7.0) / (600.0f64 / 11.4)).sqrt();
+        assert_eq!(s.blocks, 7);
+        assert!((s.predicted.unwrap() - want).abs() < 1e-12, "{s:?}");
+        assert!((s.lifetimes.unwrap() - 600.0 / 11.4).abs() < 1e-9);
+        // 300 s would hold only 26 such lifetimes: 5 blocks each keep 30 (300 / 9 s).
+        let s = size(&c(0.04, 0.01), 3.0, 1.2, Some((300.0, 0)), 2.576);
+        assert_eq!(s.blocks, 5);
+        let p = pooled(&[c(0.03, 0.0), c(0.04, 0.02)]).unwrap();
+        assert!((p.within_sd - (0.00125f64).sqrt()).abs() < 1e-12);
+        assert!((p.between_sd - (0.0002f64).sqrt()).abs() < 1e-12);
     }
 
     #[test]

@@ -50,3 +50,4 @@ pub mod trace;
 pub mod trial_data;
 pub mod verdict;
 pub mod vm;
+pub mod warmup;

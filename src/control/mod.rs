@@ -169,11 +169,12 @@ pub fn stop_requested() -> bool {
     SEEN.load(std::sync::atomic::Ordering::SeqCst)
 }
 
-/// The trial in flight, so that a second Ctrl-C can end it: its child's process group.
+/// The trials in flight (a duet runs several), so that a second Ctrl-C can end them: their
+/// children's process groups.
 pub mod signals {
     use std::sync::Mutex;
 
-    pub(super) static IN_FLIGHT: Mutex<Option<i32>> = Mutex::new(None);
+    pub(super) static IN_FLIGHT: Mutex<Vec<i32>> = Mutex::new(Vec::new());
     /// The `run --server` servers that are up (the warm design keeps one per arm): killed
     /// with their process trees on an immediate exit.
     pub(super) static SERVERS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
@@ -238,7 +239,10 @@ pub mod signals {
 
     /// A child (and its process group `pgid`) started.
     pub fn trial_started(pgid: i32) {
-        *IN_FLIGHT.lock().unwrap_or_else(|p| p.into_inner()) = Some(pgid);
+        IN_FLIGHT
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(pgid);
     }
 
     /// The child has exited but is not reaped: end what is left of its group (daemonized
@@ -248,7 +252,7 @@ pub mod signals {
         let mut g = IN_FLIGHT.lock().unwrap_or_else(|p| p.into_inner());
         // SAFETY: signalling a process group whose leader we have not reaped yet.
         unsafe { libc::killpg(pgid, libc::SIGKILL) };
-        *g = None;
+        g.retain(|p| *p != pgid);
     }
 }
 
@@ -307,11 +311,22 @@ fn install_signal_handler() {
                     ));
                     continue;
                 }
-                if let Some(pgid) = *signals::IN_FLIGHT.lock().unwrap_or_else(|p| p.into_inner()) {
+                let in_flight = signals::IN_FLIGHT.lock().unwrap_or_else(|p| p.into_inner());
+                for pgid in in_flight.iter() {
                     // SAFETY: the leader is not reaped while IN_FLIGHT holds its group id.
-                    unsafe { libc::killpg(pgid, libc::SIGKILL) };
-                    say("hugelab: killed the trial in flight; it is discarded");
+                    unsafe { libc::killpg(*pgid, libc::SIGKILL) };
                 }
+                if !in_flight.is_empty() {
+                    say(&format!(
+                        "hugelab: killed the {} in flight; discarded",
+                        if in_flight.len() == 1 {
+                            "trial"
+                        } else {
+                            "trials"
+                        }
+                    ));
+                }
+                drop(in_flight);
                 if signals::kill_server() {
                     say("hugelab: killed the server and its processes");
                 }

@@ -5,6 +5,8 @@
 use super::Effects;
 use super::servers::{PerTrial, ServerSchedule, Warm};
 use super::trial::{Job, ServerSlot, describe_end, trial};
+
+mod duet;
 use crate::analyze::experiment::{self, TrialData};
 use crate::analyze::sequential::ConfidenceSequence;
 use crate::analyze::verdict::{self, Design, Verdict};
@@ -104,6 +106,8 @@ struct Course<'p> {
     seq: i64,
     /// The condition held now (`--condition`), and its name.
     held: Option<Held>,
+    /// Every arm's burst of a block at the same moment (`duet.rs`).
+    duet: bool,
     x: Executed,
 }
 
@@ -129,6 +133,11 @@ pub fn execute(plan: &Plan, ctx: &mut Effects) -> anyhow::Result<Executed> {
         flagged_arms: Vec::new(),
         seq: 0,
         held: None,
+        duet: plan
+            .server
+            .as_ref()
+            .and_then(|s| s.warm.as_ref())
+            .is_some_and(|w| w.schedule == crate::model::run::BurstSchedule::Duet),
         x: Executed {
             stop_reason: format!("{} blocks done", plan.blocks * plan.conditions.len().max(1)),
             ..Default::default()
@@ -164,6 +173,7 @@ pub fn execute(plan: &Plan, ctx: &mut Effects) -> anyhow::Result<Executed> {
     c.held = None;
     if let Some(s) = c.servers.as_mut() {
         s.shutdown();
+        c.x.notes.extend(s.notes());
     }
     drop(c.servers); // every server stopped, every arm's directory removed
     drop(c.guard); // restores every system setting the arms and conditions changed
@@ -225,7 +235,7 @@ impl Course<'_> {
         let Some(s) = self.servers.as_mut() else {
             return true;
         };
-        match s.before_block(0, ctx.progress) {
+        match s.before_block(0, None, ctx.progress) {
             Ok(l) => {
                 self.lifetime = l;
                 true
@@ -389,6 +399,9 @@ impl Course<'_> {
         if let Some(end) = self.servers_before(block, ctx)? {
             return Ok(end);
         }
+        if self.duet {
+            return self.duet_block(block, ctx);
+        }
         let names: Vec<String> = plan.arms.iter().map(|x| x.name.clone()).collect();
         let mut end = BlockEnd::Done;
         for arm in block_order(plan.arms.len(), block, plan.seed) {
@@ -399,46 +412,67 @@ impl Course<'_> {
                 plan.blocks,
                 plan.arms[arm].name,
             ));
-            let mut t = self.trial(arm, block as i64, ctx)?;
+            let t = self.trial(arm, block as i64, ctx)?;
             ctx.progress.step("");
-            t.seq = self.seq;
-            self.seq += 1;
-            ctx.store.add_trial(ctx.run_id, &t)?;
-            if let Some(f) = &t.flagged
-                && !self.flagged_arms.contains(&arm)
-            {
-                // Live, once per arm; the final report counts every flagged trial.
-                self.flagged_arms.push(arm);
-                ctx.progress
-                    .note(&format!("FLAGGED {}: {f}", plan.arms[arm].name));
+            if let Some(stop) = self.record(t, &mut end, ctx)? {
+                return Ok(stop);
             }
-            let failed = !t.ok;
-            self.x.trials.push(t);
-            if failed {
-                end = BlockEnd::Incomplete;
-                if !plan.keep_going {
-                    let last = self.x.trials.last().expect("just pushed");
-                    self.x.failed = true;
-                    self.x.stop_reason = format!(
-                        "trial of arm {} failed ({}); use --keep-going to continue past failures",
-                        plan.arms[arm].name,
-                        describe_end(&last.evidence),
-                    );
-                    return Ok(BlockEnd::Stop);
-                }
-            }
-            let done = self.x.blocks_done;
-            if self.stopped(
-                ctx,
-                format!(
-                    "interrupted (Ctrl-C) in block {}; the trial in flight finished and was kept; {done} complete blocks analysed",
-                    block + 1
-                ),
-            ) {
+            if self.interrupted_in(block, ctx) {
                 return Ok(BlockEnd::Stop);
             }
         }
         Ok(end)
+    }
+
+    /// A measured trial stored and kept; its arm FLAGGED live once. Some(Stop) when it failed
+    /// and the run does not go on past failures; `end` becomes Incomplete when it failed.
+    fn record(
+        &mut self,
+        mut t: TrialRow,
+        end: &mut BlockEnd,
+        ctx: &mut Effects,
+    ) -> anyhow::Result<Option<BlockEnd>> {
+        let plan = self.plan;
+        let arm = t.arm_idx as usize;
+        t.seq = self.seq;
+        self.seq += 1;
+        ctx.store.add_trial(ctx.run_id, &t)?;
+        if let Some(f) = &t.flagged
+            && !self.flagged_arms.contains(&arm)
+        {
+            // Live, once per arm; the final report counts every flagged trial.
+            self.flagged_arms.push(arm);
+            ctx.progress
+                .note(&format!("FLAGGED {}: {f}", plan.arms[arm].name));
+        }
+        let failed = !t.ok;
+        self.x.trials.push(t);
+        if failed {
+            *end = BlockEnd::Incomplete;
+            if !plan.keep_going {
+                let last = self.x.trials.last().expect("just pushed");
+                self.x.failed = true;
+                self.x.stop_reason = format!(
+                    "trial of arm {} failed ({}); use --keep-going to continue past failures",
+                    plan.arms[arm].name,
+                    describe_end(&last.evidence),
+                );
+                return Ok(Some(BlockEnd::Stop));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether Ctrl-C came during `block` (its trials in flight finished and were kept).
+    fn interrupted_in(&mut self, block: usize, ctx: &Effects) -> bool {
+        let done = self.x.blocks_done;
+        self.stopped(
+            ctx,
+            format!(
+                "interrupted (Ctrl-C) in block {}; the trial in flight finished and was kept; {done} complete blocks analysed",
+                block + 1
+            ),
+        )
     }
 
     /// The servers' schedule before a block (a new lifetime may start). Some(end) when a server
@@ -448,10 +482,12 @@ impl Course<'_> {
         block: usize,
         ctx: &mut Effects,
     ) -> anyhow::Result<Option<BlockEnd>> {
-        let Some(s) = self.servers.as_mut() else {
+        if self.servers.is_none() {
             return Ok(None);
-        };
-        match s.before_block(block, ctx.progress) {
+        }
+        let spread = spread(self.plan, &self.x.trials);
+        let s = self.servers.as_mut().expect("checked");
+        match s.before_block(block, spread, ctx.progress) {
             Ok(l) => self.lifetime = l,
             Err((arm, served)) => {
                 let mut t = super::trial::server_failed(arm, block as i64, served);
@@ -478,6 +514,20 @@ impl Course<'_> {
         }
         Ok(None)
     }
+}
+
+/// The primary contrasts' variance components over the lifetimes so far, pooled.
+fn spread(plan: &Plan, trials: &[TrialRow]) -> Option<crate::analyze::lifetimes::Components> {
+    let data: Vec<TrialData> = trials.iter().map(trial_data).collect();
+    let primary = &plan.primary().name;
+    let cs: Vec<_> = (0..plan.arms.len())
+        .filter(|a| *a != plan.baseline)
+        .filter_map(|a| {
+            let p = experiment::placed_log_ratios(&data, a, plan.baseline, primary);
+            crate::analyze::lifetimes::components(&p)
+        })
+        .collect();
+    crate::analyze::lifetimes::pooled(&cs)
 }
 
 fn estimate_line(names: &[String], plan: &Plan, trials: &[TrialRow]) -> String {

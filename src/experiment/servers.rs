@@ -12,6 +12,7 @@
 //! [`ServerSchedule`].
 
 use super::service::{self, Running, Served};
+use crate::analyze::lifetimes::{Components, Sizing};
 use crate::backing::arm::{Arm, Expect};
 use crate::backing::services::{Slot, fill};
 use crate::collect::server::LoadView;
@@ -24,10 +25,9 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use std::time::{Duration, Instant};
 
-/// The burst to noise ratio assumed until lifetimes are sized: burst-to-burst SD over the
-/// instance SD of a pair of servers, as measured for PostgreSQL on the development VM (3.2%
-/// per block vs 2.4% between pairs).
-const NOISE_RATIO: f64 = 1.35;
+/// Lifetimes of 2 blocks run before the run's own spread sizes them (the pilot): the
+/// between-lifetime variance needs several lifetimes to be estimated at all.
+const PILOT_LIFETIMES: usize = 3;
 
 /// The largest share of a burst its fixed cost (client start, connections) may take.
 const FIXED_SHARE: f64 = 0.05;
@@ -69,6 +69,7 @@ pub(super) trait ServerSchedule {
     fn before_block(
         &mut self,
         block: usize,
+        spread: Option<Components>,
         progress: &mut dyn Observer,
     ) -> Result<Option<usize>, (usize, Served)>;
     /// The server for a trial of `arm` (started now under the restart design); its pid.
@@ -181,6 +182,7 @@ impl ServerSchedule for PerTrial {
     fn before_block(
         &mut self,
         _: usize,
+        _: Option<Components>,
         _: &mut dyn Observer,
     ) -> Result<Option<usize>, (usize, Served)> {
         Ok(None)
@@ -232,9 +234,17 @@ pub(super) struct Warm {
     lifetimes: usize,
     blocks_in: usize,
     since: Instant,
-    /// Blocks per lifetime: given, or sized after the first lifetime.
+    /// Blocks per lifetime: given, or sized after the pilot (None: 2 until then).
     per_lifetime: Option<usize>,
     given: bool,
+    /// Re-sizings that changed the number, the numbers chosen, the last one in words.
+    resized: usize,
+    range: (usize, usize),
+    last: Option<String>,
+    /// The sizing's inputs: the run's start and `--max-time`, the interval's z.
+    started: Instant,
+    max_time: Option<Duration>,
+    z: f64,
     lifetime_max: Duration,
     /// What starting every server (stop, start, warm) cost last time, and a block's mean time.
     restart_s: f64,
@@ -265,6 +275,12 @@ impl Warm {
             since: Instant::now(),
             per_lifetime: w.lifetime_blocks,
             given: w.lifetime_blocks.is_some(),
+            resized: 0,
+            range: (usize::MAX, 0),
+            last: None,
+            started: Instant::now(),
+            max_time: plan.max_time,
+            z: crate::analyze::lifetimes::z_for(plan.confidence),
             lifetime_max: w.lifetime_max,
             restart_s: 0.0,
             block_s: Vec::new(),
@@ -388,44 +404,70 @@ impl Warm {
         });
     }
 
-    /// Blocks per lifetime that minimise the variance per second of the run: K = r·√(c/b)
-    /// for restart cost c, block cost b and burst-to-instance noise ratio r, at least 2 (so
-    /// the within-lifetime spread is seen) and at most 20.
-    fn size_lifetimes(&mut self) {
+    /// Blocks per lifetime from the run's own spread so far (Kalibera–Jones, in
+    /// `analyze::lifetimes::size`), re-estimated at every lifetime boundary after the pilot;
+    /// said when the number changes, with the half-width it predicts at `--max-time`.
+    fn size_lifetimes(&mut self, spread: Option<Components>) {
         let b = self.block_s.iter().sum::<f64>() / self.block_s.len().max(1) as f64;
-        if self.given || b <= 0.0 {
+        let Some(c) = spread.filter(|_| !self.given && b > 0.0) else {
             return;
+        };
+        let remaining = self.max_time.map(|m| {
+            (
+                m.saturating_sub(self.started.elapsed()).as_secs_f64(),
+                self.lifetimes,
+            )
+        });
+        let s = crate::analyze::lifetimes::size(&c, self.restart_s, b, remaining, self.z);
+        let note = sizing_note(&s, &c, self.restart_s, b);
+        // The first sizing is said at once; later ones as one line at the end of the run.
+        match self.per_lifetime {
+            None => self.pending.push(note),
+            Some(k) => {
+                self.resized += usize::from(k != s.blocks);
+                self.range = (self.range.0.min(s.blocks), self.range.1.max(s.blocks));
+                self.last = Some(note);
+            }
         }
-        let k = (NOISE_RATIO * (self.restart_s / b).sqrt())
-            .round()
-            .clamp(2.0, 20.0) as usize;
-        if self.per_lifetime.is_none() {
-            self.pending.push(format!(
-                "lifetimes of {k} blocks: restarting and warming every server took {:.1} s, a block {:.1} s (--lifetime-blocks to choose)",
-                self.restart_s, b
-            ));
-        }
-        self.per_lifetime = Some(k);
+        self.per_lifetime = Some(s.blocks);
     }
+}
+
+/// Lifetimes sized, in words: the choice, its inputs, what it predicts.
+fn sizing_note(s: &Sizing, c: &Components, restart_s: f64, block_s: f64) -> String {
+    let pct = |x: f64| x * 100.0;
+    format!(
+        "lifetimes of {} blocks{}: sized from this run's {} lifetimes (Kalibera–Jones: SD of the ratio between bursts {:.1}%, between lifetimes {:.1}%; restarting and warming every server {restart_s:.1} s, a block {block_s:.1} s){} (--lifetime-blocks to choose)",
+        s.blocks,
+        s.bound.map_or(String::new(), |b| format!(" ({b})")),
+        c.lifetimes,
+        pct(c.within_sd),
+        pct(c.between_sd),
+        match (s.predicted, s.lifetimes) {
+            (Some(h), Some(l)) => format!(
+                "; predicted half-width at --max-time ±{:.1}% over about {l:.0} lifetimes (normal approximation)",
+                pct(h)
+            ),
+            _ => String::new(),
+        }
+    )
 }
 
 impl ServerSchedule for Warm {
     fn before_block(
         &mut self,
         _: usize,
+        spread: Option<Components>,
         progress: &mut dyn Observer,
     ) -> Result<Option<usize>, (usize, Served)> {
         let up = self.running.iter().all(Option::is_some);
-        let due = match self.per_lifetime {
-            Some(k) => self.blocks_in >= k,
-            // Unsized: the first lifetime runs 2 blocks, then lifetimes are sized.
-            None => self.blocks_in >= 2,
-        } || self.since.elapsed() >= self.lifetime_max;
+        let due = self.blocks_in >= self.per_lifetime.unwrap_or(2)
+            || self.since.elapsed() >= self.lifetime_max;
         if up && !due {
             return Ok(Some(self.lifetimes - 1));
         }
-        if self.lifetimes > 0 && self.per_lifetime.is_none() {
-            self.size_lifetimes();
+        if self.lifetimes >= PILOT_LIFETIMES {
+            self.size_lifetimes(spread);
         }
         progress.message(&format!(
             "lifetime {}: starting and warming every arm's server",
@@ -457,22 +499,20 @@ impl ServerSchedule for Warm {
                 }
                 Ok(r.pid())
             }
-            None => Err(Served {
-                ready_s: None,
-                cpu_ns: 0,
-                failure: Some("the server is not up (it failed earlier in this lifetime)".into()),
-                flag: None,
-                backing: None,
-                evidence: serde_json::json!({}),
-            }),
+            None => Err(not_up(
+                "the server is not up (it failed earlier in this lifetime)",
+            )),
         }
     }
 
     fn release(&mut self, arm: usize, view: LoadView) -> Served {
         let s = &self.servers[arm];
-        let r = self.running[arm]
-            .as_mut()
-            .expect("acquired before released");
+        let Some(r) = self.running[arm].as_mut() else {
+            // A duet's other arm's server failed first, and every server was stopped.
+            return not_up(
+                "the server was stopped when another arm's server failed during the same block",
+            );
+        };
         let mut served = service::observe(r, &s.plan, &s.arm, view);
         if s.stand_in
             && served.flag.is_none()
@@ -506,10 +546,29 @@ impl ServerSchedule for Warm {
 
     fn shutdown(&mut self) {
         self.stop_all();
+        if let Some(last) = self.last.take().filter(|_| self.resized > 0) {
+            let (lo, hi) = self.range;
+            self.pending.push(format!(
+                "lifetimes re-sized {} times as the run went ({lo}–{hi} blocks); the last: {last}",
+                self.resized
+            ));
+        }
     }
 
     fn notes(&mut self) -> Vec<String> {
         std::mem::take(&mut self.pending)
+    }
+}
+
+/// A trial's server that is not running, and why.
+fn not_up(why: &str) -> Served {
+    Served {
+        ready_s: None,
+        cpu_ns: 0,
+        failure: Some(why.into()),
+        flag: None,
+        backing: None,
+        evidence: serde_json::json!({}),
     }
 }
 

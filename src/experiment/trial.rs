@@ -26,7 +26,9 @@ use anyhow::Context as _;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
+mod begin;
 mod evidence;
+pub(super) use begin::{Begun, begin, ready};
 use evidence::{
     cpu_per_op, event_costs, evidence_json, pools_at_start, qemu_failure, read_metrics,
 };
@@ -412,39 +414,38 @@ pub(super) fn trial(
     notes: &mut Vec<String>,
     mut servers: Option<ServerSlot>,
 ) -> anyhow::Result<TrialRow> {
-    let (plan, base_spec) = (job.plan, &job.base_spec);
+    let r = match ready(job, arm_idx, block, ctx, guard, notes, servers.as_mut())? {
+        Ok(r) => r,
+        Err(failed) => return Ok(failed),
+    };
+    let mut b = begin(job, r, ctx, servers.as_ref())?;
+    let o = ctx.runner.run(&b.spec, &mut b.gatherer);
+    end(job, b, o, ctx, notes, servers)
+}
+
+/// Everything of a trial after its load `o` ended: the server read and released, the
+/// evidence finished, the metrics and costs read, the row.
+pub(super) fn end(
+    job: &Job,
+    b: Begun,
+    o: std::io::Result<TrialOutcome>,
+    ctx: &mut Effects,
+    notes: &mut Vec<String>,
+    mut servers: Option<ServerSlot>,
+) -> anyhow::Result<TrialRow> {
+    let plan = job.plan;
+    let Begun {
+        arm_idx,
+        block,
+        spec,
+        trial_dir,
+        pools,
+        at_start,
+        gatherer,
+        during,
+        event,
+    } = b;
     let arm = &plan.arms[arm_idx];
-    let pools = prepare_machine(plan, arm, ctx, guard, notes)?;
-    let mut spec = trial_spec(plan, base_spec, arm, arm_idx, servers.as_ref())?;
-    let trial_dir = with_trial_dir(plan, &mut spec)?;
-    let server_pid = match servers.as_mut() {
-        Some(s) => match s.schedule.acquire(arm_idx) {
-            Ok(pid) => Some(pid),
-            Err(served) => return Ok(server_failed(arm_idx, block, served)),
-        },
-        None => None,
-    };
-    let watched_pid = job.watched.get(&arm_idx).map(|(w, p)| (w.as_str(), *p));
-    let schedule = match arm.process.no_sample {
-        true => Schedule::off(),
-        false => plan.sampling,
-    };
-    // What the workload could get as it starts, read the same way for every arm.
-    let at_start = super::costs::machine_at_start(&ctx.root);
-    let mut gatherer = Gatherer::new(&ctx.root, &ctx.cpu, schedule);
-    if let Some(t) = ctx.trace.as_deref_mut() {
-        t.start();
-    }
-    // The server is read while its load runs, at the same delay for every arm.
-    let during = server_pid
-        .map(|pid| DuringLoad::start(pid, job.read_after))
-        .transpose()
-        .context("a thread to read the server's memory during its load")?;
-    let event = match (&plan.during, server_pid, servers.as_ref()) {
-        (Some(d), Some(pid), Some(s)) => start_event(d, pid, s.schedule.arm(arm_idx))?,
-        _ => None,
-    };
-    let o = ctx.runner.run(&spec, &mut gatherer);
     let memory = during.map(DuringLoad::finish);
     let event = event.map(|(e, report)| (e.finish(), report));
     let served = match (servers.as_mut(), memory) {
@@ -490,7 +491,7 @@ pub(super) fn trial(
     }
     let lifetime = servers.as_ref().and_then(|s| s.lifetime);
     let server_failure = server_evidence(&mut evidence, served, &o, lifetime);
-    if let Some((w, pid)) = watched_pid {
+    if let Some((w, pid)) = job.watched.get(&arm_idx).map(|(w, p)| (w.as_str(), *p)) {
         let (seen, flag) = watch_arm(job, arm_idx, w, pid);
         flagged = flagged.or(flag);
         evidence["watch"] = serde_json::to_value(&seen)?;

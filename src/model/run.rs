@@ -132,9 +132,24 @@ pub enum ServiceDesign {
     Restart,
 }
 
+/// When a block's bursts run (warm design).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum BurstSchedule {
+    /// One arm's burst after another, in the block's random order
+    Alternating,
+    /// Every arm's burst at the same moment: the machine's time-varying noise hits all alike
+    Duet,
+}
+
 /// The warm design's schedule.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct WarmPlan {
+    /// When a block's bursts run, and why this schedule.
+    pub schedule: BurstSchedule,
+    pub schedule_reason: String,
     /// Blocks per server lifetime (`--lifetime-blocks`); None: sized from the first lifetimes.
     pub lifetime_blocks: Option<usize>,
     /// A lifetime ends after this long even with blocks to go.

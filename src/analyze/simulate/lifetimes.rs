@@ -2,12 +2,128 @@
 //! instance effect of its own per arm (SD 2%) on top of burst noise (SD 4% per block). The
 //! analysis `run` does (lifetime means, signed-rank over lifetimes) must hold its level on A/A
 //! and cover a real effect; the same data analysed per block (bursts taken as independent
-//! replicates) shows why lifetimes are the unit.
+//! replicates) shows why lifetimes are the unit. Beside them, the lifetimes sized as `run`
+//! sizes them (a pilot, then Kalibera–Jones from the data so far at every lifetime boundary)
+//! against a known two-level process and a time budget: the interval it reaches against the
+//! one the known optimum would, and its false verdicts.
 
 use super::noise::Rng;
 use super::{Row, se};
 use crate::analyze::experiment::{TrialData, log_ratios};
+use crate::analyze::lifetimes::{Components, Placed, components, size, z_for};
 use crate::analyze::stats::hodges_lehmann;
+
+/// The known process of the sizing rows: SD of the ratio between bursts and between
+/// lifetimes, a lifetime's and a block's cost (seconds), the budget (a duet PostgreSQL A/A on
+/// the development VM is near these).
+const WITHIN: f64 = 0.06;
+const BETWEEN: f64 = 0.015;
+const RESTART_S: f64 = 1.0;
+const BLOCK_S: f64 = 1.2;
+const BUDGET_S: f64 = 300.0;
+
+/// One run sized as `run` sizes it: lifetimes of 2 blocks for a pilot of 3, then at every
+/// lifetime boundary the blocks per lifetime from the data so far and the time left; blocks
+/// until the budget is spent. `oracle`: every lifetime that many blocks instead (the known
+/// optimum). Arm 1 at `effect` (log).
+fn sized_run(effect: f64, conf: f64, oracle: Option<usize>, rng: &mut Rng) -> Vec<TrialData> {
+    let z = z_for(conf);
+    let (mut out, mut placed) = (Vec::new(), Vec::new());
+    let (mut elapsed, mut block, mut per) = (0.0, 0, oracle.unwrap_or(2));
+    for l in 0.. {
+        if l >= 3
+            && oracle.is_none()
+            && let Some(c) = components(&placed)
+        {
+            per = size(&c, RESTART_S, BLOCK_S, Some((BUDGET_S - elapsed, l)), z).blocks;
+        }
+        elapsed += RESTART_S;
+        let inst = BETWEEN * rng.gauss();
+        for _ in 0..per {
+            if elapsed >= BUDGET_S {
+                return out;
+            }
+            let common = 0.05 * rng.gauss();
+            let ratio = inst + WITHIN * rng.gauss() + effect;
+            for (arm, v) in [(0, common), (1, common + ratio)] {
+                out.push(TrialData {
+                    block,
+                    arm,
+                    ok: true,
+                    metrics: [("tps".to_string(), 1000.0 * f64::exp(v))].into(),
+                    lifetime: Some(l),
+                    ..Default::default()
+                });
+            }
+            placed.push(Placed {
+                lifetime: l,
+                block,
+                value: ratio,
+            });
+            elapsed += BLOCK_S;
+            block += 1;
+        }
+    }
+    out
+}
+
+/// Over `reps` sized runs: the share whose interval excludes 0, and the median half-width
+/// (log scale).
+fn replicate_sized(
+    effect: f64,
+    conf: f64,
+    oracle: Option<usize>,
+    reps: usize,
+    seed: u64,
+) -> (f64, f64) {
+    let mut rng = Rng::new(seed);
+    let (mut excl, mut widths) = (0usize, Vec::new());
+    for _ in 0..reps {
+        let t = sized_run(effect, conf, oracle, &mut rng);
+        let d = log_ratios(&t, 1, 0, "tps");
+        let Some((Some(lo), Some(hi))) = hodges_lehmann(&d, conf).map(|e| (e.lo, e.hi)) else {
+            continue;
+        };
+        excl += usize::from(lo > 0.0 || hi < 0.0);
+        widths.push((hi - lo) / 2.0);
+    }
+    widths.sort_by(f64::total_cmp);
+    let median = widths.get(widths.len() / 2).copied().unwrap_or(f64::NAN);
+    (excl as f64 / reps as f64, median)
+}
+
+/// The sizing rows: the half-width reached against the known optimum's prediction, and the
+/// A/A false verdicts.
+fn sizing_rows(reps: usize, conf: f64) -> Vec<Row> {
+    let known = Components {
+        lifetimes: 0,
+        blocks: 0,
+        within_sd: WITHIN,
+        between_sd: BETWEEN,
+    };
+    let best = size(&known, RESTART_S, BLOCK_S, Some((BUDGET_S, 0)), z_for(conf));
+    let (aa, width) = replicate_sized(0.0, conf, None, reps, 74);
+    let (_, known_width) = replicate_sized(0.0, conf, Some(best.blocks), reps, 75);
+    let limit = (1.0 - conf) + 2.0 * se(1.0 - conf, reps);
+    vec![
+        Row {
+            study: format!(
+                "warm services sized from the run (pilot, then Kalibera–Jones; burst SD 6%, instance SD 1.5%, 300 s): median half-width against the known optimum's ({} blocks per lifetime, {:.2}%)",
+                best.blocks,
+                known_width * 100.0
+            ),
+            measured: width / known_width,
+            target: "≤ 1.10".into(),
+            pass: width / known_width <= 1.10,
+        },
+        Row {
+            study: "warm services sized from the run, A/A, 99%: false verdicts".into(),
+            measured: aa,
+            target: format!("≤ {limit:.4}"),
+            pass: aa <= limit,
+        },
+    ]
+}
 
 /// One simulated warm run: `lifetimes` × `per` blocks of two arms, arm 1 at `effect` (log).
 fn warm_run(effect: f64, lifetimes: usize, per: usize, rng: &mut Rng) -> Vec<TrialData> {
@@ -78,6 +194,7 @@ pub fn lifetime_rows(reps: usize) -> Vec<Row> {
         target: format!("≥ {target:.4}"),
         pass: cov >= target,
     });
+    rows.extend(sizing_rows(reps, conf));
     let (naive, _) = replicate(0.0, conf, false, reps, 73);
     rows.push(Row {
         study: "warm services, A/A analysed per burst (lifetimes ignored), 99%: false verdicts (why lifetimes are the unit)".into(),

@@ -164,6 +164,11 @@ pub struct RunArgs {
     /// reclaim's aging of the server's pages
     #[arg(long)]
     pub hot: bool,
+    /// Warm design: when a block's bursts run: duet (every arm's burst at the same moment, so
+    /// the machine's changing noise hits all alike) or alternating (one after another, in
+    /// random order); default: duet
+    #[arg(long, value_enum, value_name = "SCHEDULE")]
+    pub schedule: Option<crate::model::run::BurstSchedule>,
     /// Warm design: the length of each load burst, filled into {burst} (whole seconds; a
     /// pgbench -T of a preset becomes {burst}); default: calibrated against the first server
     #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]

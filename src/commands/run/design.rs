@@ -9,7 +9,7 @@ use crate::backing::services::{self, Slot};
 use crate::backing::side_by_side::side_by_side;
 use crate::commands::UsageError;
 use crate::control::Knob;
-use crate::model::run::{ServerPlan, ServiceDesign, WarmPlan};
+use crate::model::run::{BurstSchedule, ServerPlan, ServiceDesign, WarmPlan};
 use crate::units::Bytes;
 
 /// A free TCP port on loopback now (the kernel's choice; released at once).
@@ -59,6 +59,7 @@ fn unwords(w: Vec<String>, shell: bool) -> Vec<String> {
 /// Why the arms cannot run side by side, if they cannot; else what to run per arm.
 fn warm_form(
     a: &RunArgs,
+    schedule: (BurstSchedule, String),
     sp: &ServerPlan,
     arms: &[Arm],
     command: &[String],
@@ -92,8 +93,11 @@ fn warm_form(
         || per_arm
             .as_ref()
             .is_some_and(|p| p.load.iter().any(|w| w.contains("{burst}")));
+    let (schedule, schedule_reason) = schedule;
     Ok((
         WarmPlan {
+            schedule,
+            schedule_reason,
             lifetime_blocks: a.lifetime_blocks.map(|n| n as usize),
             lifetime_max: a.lifetime_max,
             burst: a
@@ -105,6 +109,31 @@ fn warm_form(
         per_arm,
     ))
 }
+
+/// When a block's bursts run: duet unless asked otherwise or unless the run needs one arm's
+/// burst at a time (a trace window, an operator event), with the reason.
+fn burst_schedule(a: &RunArgs) -> Result<(BurstSchedule, String), UsageError> {
+    let alone = if !a.trace.is_empty() {
+        Some("--trace: a trial's trace window holds one arm's burst")
+    } else if a.during.is_some() {
+        Some("--during: one arm's event must not disturb another arm's burst")
+    } else {
+        None
+    };
+    Ok(match (a.schedule, alone) {
+        (Some(BurstSchedule::Duet), Some(why)) => {
+            return Err(UsageError(format!(
+                "--schedule duet runs every arm's burst at once, but {why}; use --schedule alternating"
+            )));
+        }
+        (Some(s), _) => (s, "as asked (--schedule)".into()),
+        (None, Some(why)) => (BurstSchedule::Alternating, why.into()),
+        (None, None) => (BurstSchedule::Duet, DUET_REASON.into()),
+    })
+}
+
+/// Why duet is the default, from its measurement on the development VM (docs/services.md).
+const DUET_REASON: &str = "the default: the machine's changing noise hits every arm's burst alike";
 
 /// Memory all arms' servers need at once against MemAvailable: each PostgreSQL server's shared
 /// memory (`pages` 2 MiB pages, from `postgres -C`) and 32 MiB of processes per server.
@@ -153,7 +182,7 @@ pub(super) fn choose(
     let wanted = a.design;
     let form = match wanted {
         Some(ServiceDesign::Restart) => Err("--design restart".to_string()),
-        _ => warm_form(a, sp, arms, command),
+        _ => warm_form(a, burst_schedule(a)?, sp, arms, command),
     };
     match form {
         Ok((warm, per_arm)) => {
@@ -209,9 +238,9 @@ pub(super) fn choose(
             )));
         }
         Err(why) => {
-            if a.burst.is_some() || a.lifetime_blocks.is_some() {
+            if a.burst.is_some() || a.lifetime_blocks.is_some() || a.schedule.is_some() {
                 return Err(UsageError(format!(
-                    "--burst and --lifetime-blocks are for the warm design, which this run cannot use: {why}"
+                    "--burst, --lifetime-blocks and --schedule are for the warm design, which this run cannot use: {why}"
                 )));
             }
             sp.design = ServiceDesign::Restart;

@@ -310,9 +310,10 @@ fn check_service_options(a: &RunArgs, service: bool) -> Result<(), UsageError> {
             "--hot is for services (--server or a server --preset): it clears the server's referenced bits before each load; a command starts fresh every trial, so all it touched is referenced and its hot set is its resident memory (see `hugelab inspect --hot` for a running process)".into(),
         ));
     }
-    if !service && (a.design.is_some() || a.burst.is_some() || a.lifetime_blocks.is_some()) {
+    let warm_only = a.burst.is_some() || a.lifetime_blocks.is_some() || a.schedule.is_some();
+    if !service && (a.design.is_some() || warm_only) {
         return Err(UsageError(
-            "--design, --burst and --lifetime-blocks are for services: give --server 'COMMAND'"
+            "--design, --schedule, --burst and --lifetime-blocks are for services: give --server 'COMMAND'"
                 .into(),
         ));
     }

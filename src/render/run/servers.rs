@@ -12,40 +12,13 @@ pub(super) fn service_lines(r: &RunResult) -> Vec<String> {
         return Vec::new();
     };
     let mut out = Vec::new();
-    let primary = r.report.primary();
     match sp.design {
-        crate::model::run::ServiceDesign::Warm => {
-            let lifetimes = primary.map_or(0, |m| m.lifetimes);
-            let comps: Vec<String> = primary
-                .map(|m| {
-                    m.components
-                        .iter()
-                        .filter_map(|(a, c)| {
-                            let c = c.as_ref()?;
-                            Some(format!(
-                                "{a}/{} between lifetimes {:.1}%, between bursts {:.1}%",
-                                r.report.baseline,
-                                c.between_sd * 100.0,
-                                c.within_sd * 100.0
-                            ))
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            out.push(format!(
-                "design: warm — every arm's server up at once, one burst per arm per block; {lifetimes} lifetimes are the units of the intervals ({}){}",
-                sp.design_reason,
-                if comps.is_empty() {
-                    String::new()
-                } else {
-                    format!("; SD of the ratio: {}", comps.join("; "))
-                }
-            ));
-        }
+        crate::model::run::ServiceDesign::Warm => out.push(warm_line(r, sp)),
         crate::model::run::ServiceDesign::Restart => {
             out.push(format!("design: restart — {}", sp.design_reason));
         }
     }
+    out.extend(r.report.warmup.as_ref().map(|w| warmup_line(w, &r.plan)));
     let w = r.servers.iter().map(|s| s.arm.len()).max().unwrap_or(0);
     for s in &r.servers {
         let mut line = format!(
@@ -62,12 +35,23 @@ pub(super) fn service_lines(r: &RunResult) -> Vec<String> {
                 line.push_str(" (the segment's own pages)");
             }
         }
-        if let Some(sd) = s.instance_sd.filter(|_| s.lifetimes >= 3) {
-            line.push_str(&format!(
+        match s.instance_sd.filter(|_| s.lifetimes >= 3) {
+            // The method of moments truncates at 0: what is left after the shared part and
+            // the burst noise was not positive, which is not the same as no spread.
+            Some(sd) if sd <= 0.0 => line.push_str(&format!(
+                "; instance SD not told apart from the burst noise over {} lifetimes",
+                s.lifetimes
+            )),
+            Some(sd) => line.push_str(&format!(
                 "; instance SD {:.1}% over {} lifetimes",
                 sd * 100.0,
                 s.lifetimes
-            ));
+            )),
+            None if s.lifetimes > 0 => line.push_str(&format!(
+                "; instance SD not estimated ({} lifetimes; it takes 3)",
+                s.lifetimes
+            )),
+            None => {}
         }
         if let Some((p, Some(lo), Some(hi))) = s.first_burst {
             line.push_str(&format!(
@@ -143,4 +127,103 @@ pub(super) fn render_servers(r: &RunResult) -> String {
         }
     }
     o
+}
+
+/// The lifetimes' warm-up as detected: what was not measured and why, or that none was found.
+fn warmup_line(w: &crate::analyze::warmup::Warmup, plan: &crate::model::run::Plan) -> String {
+    let tests = format!(
+        "each at {:.2}%, Bonferroni over {} arms × {} positions",
+        w.confidence * 100.0,
+        plan.arms.len(),
+        crate::analyze::warmup::POSITIONS
+    );
+    if w.bursts == 0 {
+        return format!(
+            "warm-up: none detected — no arm's first burst of a lifetime differed from its later ones ({tests}); every burst measured"
+        );
+    }
+    let shifted: Vec<String> = w
+        .shifts
+        .iter()
+        .take(w.bursts)
+        .enumerate()
+        .flat_map(|(k, per_arm)| {
+            per_arm.iter().enumerate().filter_map(move |(a, s)| {
+                let [p, lo, hi] = (*s)?;
+                (lo > 0.0 || hi < 0.0).then(|| {
+                    format!(
+                        "{} burst {} {p:+.1}% [{lo:+.1}, {hi:+.1}]",
+                        plan.arms[a].name,
+                        k + 1
+                    )
+                })
+            })
+        })
+        .collect();
+    let mut line = format!(
+        "warm-up detected: the first {} burst{} of every lifetime ({} blocks) not measured — {} against the lifetime's later bursts ({tests})",
+        w.bursts,
+        if w.bursts == 1 { "" } else { "s" },
+        w.blocks_dropped,
+        shifted.join(", ")
+    );
+    if w.unsettled {
+        line.push_str(&format!(
+            "; still shifting at burst {}: the servers may not have settled within a lifetime (--server-warmup, or longer lifetimes with --lifetime-blocks)",
+            w.bursts
+        ));
+    }
+    line
+}
+
+/// The warm design's line: the schedule that ran and why, the lifetimes, the spread of the
+/// ratio between lifetimes and between bursts.
+fn warm_line(r: &RunResult, sp: &crate::model::run::ServerPlan) -> String {
+    let primary = r.report.primary();
+    let lifetimes = primary.map_or(0, |m| m.lifetimes);
+    let comps: Vec<String> = primary
+        .map(|m| {
+            m.components
+                .iter()
+                .filter_map(|(a, c)| {
+                    let c = c.as_ref()?;
+                    let between = if c.between_sd > 0.0 {
+                        format!("{:.1}%", c.between_sd * 100.0)
+                    } else {
+                        "none beyond the bursts'".into()
+                    };
+                    Some(format!(
+                        "{a}/{} between lifetimes {between}, between bursts {:.1}%",
+                        r.report.baseline,
+                        c.within_sd * 100.0
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let schedule = match sp.warm.as_ref() {
+        Some(w) if w.schedule == crate::model::run::BurstSchedule::Duet => format!(
+            "every arm's burst of a block at the same moment (duet: {})",
+            w.schedule_reason
+        ),
+        Some(w) => format!(
+            "one arm's burst after another in random order (alternating: {})",
+            w.schedule_reason
+        ),
+        None => "one burst per arm per block".into(),
+    };
+    format!(
+        "design: warm — every arm's server up at once, {schedule}; {lifetimes} {} the units of the intervals ({}){}",
+        if lifetimes == 1 {
+            "lifetime is"
+        } else {
+            "lifetimes are"
+        },
+        sp.design_reason,
+        if comps.is_empty() {
+            String::new()
+        } else {
+            format!("; SD of the ratio: {}", comps.join("; "))
+        }
+    )
 }

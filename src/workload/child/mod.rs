@@ -116,6 +116,16 @@ pub trait Runner {
         spec: &TrialSpec,
         hooks: &mut dyn TrialHooks,
     ) -> std::io::Result<TrialOutcome>;
+
+    /// Several trials at once (a duet): each started and timed as [`Runner::run`] does, all
+    /// released to spawn at the same moment. The default runs them one after another (for a
+    /// runner that starts no processes).
+    fn run_together(
+        &mut self,
+        trials: Vec<(&TrialSpec, &mut (dyn TrialHooks + Send))>,
+    ) -> Vec<std::io::Result<TrialOutcome>> {
+        trials.into_iter().map(|(s, h)| self.run(s, h)).collect()
+    }
 }
 
 /// Starts real processes.
@@ -131,6 +141,35 @@ fn collapse_group(pgid: i32) -> String {
 }
 
 impl Runner for ProcessRunner {
+    /// Each trial on a thread of its own, every thread waiting at one barrier before its spawn
+    /// (the spawns then take their turns at the THP-flag lock, microseconds apart); each is
+    /// waited for and timed on its own thread exactly as a single trial is.
+    fn run_together(
+        &mut self,
+        trials: Vec<(&TrialSpec, &mut (dyn TrialHooks + Send))>,
+    ) -> Vec<std::io::Result<TrialOutcome>> {
+        let gate = std::sync::Barrier::new(trials.len());
+        std::thread::scope(|sc| {
+            let threads: Vec<_> = trials
+                .into_iter()
+                .map(|(spec, hooks)| {
+                    let gate = &gate;
+                    sc.spawn(move || {
+                        gate.wait();
+                        ProcessRunner.run(spec, hooks)
+                    })
+                })
+                .collect();
+            threads
+                .into_iter()
+                .map(|t| {
+                    t.join()
+                        .unwrap_or_else(|_| Err(std::io::Error::other("a trial's thread panicked")))
+                })
+                .collect()
+        })
+    }
+
     fn run(
         &mut self,
         spec: &TrialSpec,

@@ -1,0 +1,175 @@
+//! The duet schedule (warm design): every arm's burst of a block at the same moment. Each
+//! trial is made ready (its server acquired) in the block's random order, then every trial's
+//! evidence starts, then every load is released at once ([`Runner::run_together`]: each spawned
+//! after one barrier, timed and reaped on its own thread), then each trial is finished and
+//! stored in that order. The machine's changing noise (the host, its other guests, a scheme
+//! paging idle memory out) then falls on every arm's burst alike (Bulej et al., "Duet
+//! Benchmarking", ICPE 2020).
+//!
+//! What the arms share is said with each trial (`duet: true`): machine-wide counters (vmstat,
+//! the mTHP stats) of a trial hold every arm's burst of its block; its `noise.other_cpu_ns`
+//! has the other arms' loads and servers taken out, so only the rest of the machine is noise.
+//!
+//! [`Runner::run_together`]: crate::workload::child::Runner::run_together
+
+use super::{BlockEnd, Course, block_order};
+use crate::analyze::costs::SERVER_CPU;
+use crate::experiment::Effects;
+use crate::experiment::trial::{ServerSlot, begin, end, ready};
+use crate::store::TrialRow;
+use crate::workload::child::{TrialHooks, TrialSpec};
+
+impl Course<'_> {
+    /// Every arm's trial of `block` at once.
+    pub(super) fn duet_block(
+        &mut self,
+        block: usize,
+        ctx: &mut Effects,
+    ) -> anyhow::Result<BlockEnd> {
+        let plan = self.plan;
+        let condition = self.restore(ctx)?;
+        let mut rows = Vec::new(); // arms whose server was not up
+        let mut readied = Vec::new();
+        for arm in block_order(plan.arms.len(), block, plan.seed) {
+            let mut slot = self.servers.as_deref_mut().map(|s| ServerSlot {
+                schedule: s,
+                lifetime: self.lifetime,
+            });
+            let (job, guard, notes) = (&self.job, &mut self.guard, &mut self.x.notes);
+            match ready(job, arm, block as i64, ctx, guard, notes, slot.as_mut())? {
+                Ok(r) => readied.push(r),
+                Err(failed) => rows.push(failed),
+            }
+        }
+        let mut begun = Vec::new();
+        for r in readied {
+            let slot = self.servers.as_deref_mut().map(|s| ServerSlot {
+                schedule: s,
+                lifetime: self.lifetime,
+            });
+            begun.push(begin(&self.job, r, ctx, slot.as_ref())?);
+        }
+        ctx.progress.message(&format!(
+            "block {}/{} · every arm's burst at once",
+            block % plan.blocks + 1,
+            plan.blocks
+        ));
+        let outcomes = {
+            let trials: Vec<(&TrialSpec, &mut (dyn TrialHooks + Send))> = begun
+                .iter_mut()
+                .map(|b| (&b.spec, &mut b.gatherer as &mut (dyn TrialHooks + Send)))
+                .collect();
+            ctx.runner.run_together(trials)
+        };
+        for (b, o) in begun.into_iter().zip(outcomes) {
+            let slot = self.servers.as_deref_mut().map(|s| ServerSlot {
+                schedule: s,
+                lifetime: self.lifetime,
+            });
+            let mut t = end(&self.job, b, o, ctx, &mut self.x.notes, slot)?;
+            t.evidence["duet"] = true.into();
+            if let Some(c) = &condition {
+                t.evidence["condition"] = c.clone();
+            }
+            rows.push(t);
+            ctx.progress.step("");
+        }
+        without_each_other(&mut rows);
+        self.note_headroom(&rows, ctx);
+        let mut end = BlockEnd::Done;
+        for t in rows {
+            if let Some(stop) = self.record(t, &mut end, ctx)? {
+                return Ok(stop);
+            }
+        }
+        if self.interrupted_in(block, ctx) {
+            return Ok(BlockEnd::Stop);
+        }
+        Ok(end)
+    }
+
+    /// Once, after the first duet block: the CPUs the arms' bursts used together against the
+    /// machine's. A saturated machine is said, with what it means for the answer.
+    fn note_headroom(&mut self, rows: &[TrialRow], ctx: &mut Effects) {
+        if self.x.notes.iter().any(|n| n.starts_with("duet:")) {
+            return;
+        }
+        let Some(used) = cpus_used(rows) else { return };
+        let cpus = crate::probe::cpu::allowed_cpus().len().max(1) as f64;
+        let note = if used >= 0.9 * cpus {
+            format!(
+                "duet: the arms' bursts used {used:.1} of {cpus:.0} CPUs together: the machine is saturated, so the arms share its CPUs and each arm's throughput is its share (the ratio compares work per CPU second, as under any load that fills the machine); --schedule alternating gives each burst the machine alone"
+            )
+        } else {
+            format!(
+                "duet: the arms' bursts used {used:.1} of {cpus:.0} CPUs together: room for both"
+            )
+        };
+        ctx.progress.note(&note);
+        self.x.notes.push(note);
+    }
+}
+
+/// A trial's own CPU time in a block: its load's and its server's, ns.
+fn own_cpu_ns(t: &TrialRow) -> u64 {
+    let load =
+        t.evidence["user_ns"].as_u64().unwrap_or(0) + t.evidence["sys_ns"].as_u64().unwrap_or(0);
+    let server = t.metrics.get(SERVER_CPU).map_or(0.0, |s| s * 1e9) as u64;
+    load + server
+}
+
+/// Each trial's "other processes" CPU without the other arms' loads and servers, which ran
+/// beside it on purpose.
+fn without_each_other(rows: &mut [TrialRow]) {
+    let own: Vec<u64> = rows.iter().map(own_cpu_ns).collect();
+    let all: u64 = own.iter().sum();
+    for (t, mine) in rows.iter_mut().zip(own) {
+        let noise = &mut t.evidence["noise"];
+        if let Some(other) = noise["other_cpu_ns"].as_u64() {
+            noise["other_cpu_ns"] = other.saturating_sub(all - mine).into();
+        }
+    }
+}
+
+/// The CPUs a block's trials used together: their CPU time over the longest load's wall time.
+fn cpus_used(rows: &[TrialRow]) -> Option<f64> {
+    let wall = rows
+        .iter()
+        .filter_map(|t| t.evidence["wall_ns"].as_u64())
+        .max()
+        .filter(|w| *w > 0)?;
+    Some(rows.iter().map(own_cpu_ns).sum::<u64>() as f64 / wall as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(user_ns: u64, server_s: f64, other_ns: u64, wall_ns: u64) -> TrialRow {
+        TrialRow {
+            block: 0,
+            arm_idx: 0,
+            seq: 0,
+            ok: true,
+            flagged: None,
+            metrics: [(SERVER_CPU.to_string(), server_s)].into(),
+            evidence: serde_json::json!({
+                "user_ns": user_ns, "sys_ns": 0, "wall_ns": wall_ns,
+                "noise": { "other_cpu_ns": other_ns },
+            }),
+        }
+    }
+
+    #[test]
+    fn each_trials_noise_leaves_out_the_other_arms_and_their_cpus_are_summed() {
+        // Two arms, each 0.2 s of load and 0.6 s of server CPU in a 1 s burst; each saw the
+        // other's 0.8 s plus 0.1 s of something else.
+        let mut rows = vec![row(200_000_000, 0.6, 900_000_000, 1_000_000_000); 2];
+        without_each_other(&mut rows);
+        for t in &rows {
+            assert_eq!(t.evidence["noise"]["other_cpu_ns"], 100_000_000);
+        }
+        assert!((cpus_used(&rows).unwrap() - 1.6).abs() < 1e-9);
+        assert_eq!(cpus_used(&[row(1, 0.0, 0, 0)]), None);
+    }
+}
