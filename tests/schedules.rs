@@ -150,3 +150,55 @@ fn an_operator_event_makes_the_schedule_alternating_and_says_why() {
         "{shown}"
     );
 }
+
+#[test]
+fn a_load_that_fills_the_machine_alone_alternates_unless_duet_is_asked_for() {
+    // Each burst keeps every CPU busy for 0.4 s: two arms at once would need twice the machine.
+    let burn = "for i in $(seq $(nproc)); do timeout 0.4 sh -c 'while :; do :; done' & done; wait";
+    let dir = tempfile::tempdir().unwrap();
+    let run_with = |extra: &[&str], name: &str| {
+        let db = dir.path().join(name);
+        let mut args = vec![
+            "run",
+            "--shell",
+            "--server",
+            "echo up {port}; exec sleep 323",
+            "--ready",
+            "log:^up",
+            "-a",
+            "a=",
+            "-a",
+            "b=env.X=1",
+            "--blocks",
+            "3",
+            "--json",
+            "--db",
+        ];
+        let db_s = db.display().to_string();
+        args.push(&db_s);
+        args.extend(extra);
+        args.extend(["--", burn]);
+        let v = common::hugelab_json(args);
+        let (_, _, trials) = Store::open(&db).unwrap().load(1).unwrap();
+        (v, trials)
+    };
+    let (v, trials) = run_with(&[], "default.db");
+    let w = &v["plan"]["server"]["warm"];
+    assert_eq!(w["schedule"], "alternating", "{w}");
+    let why = w["schedule_reason"].as_str().unwrap();
+    assert!(
+        why.contains("duet would oversubscribe the machine: one arm's burst alone kept"),
+        "{why}"
+    );
+    for [a, b] in spans(&trials) {
+        assert!(a.1 <= b.0 || b.1 <= a.0, "overlap: {a:?} {b:?}");
+    }
+    // Asked for, the duet runs, and the run says the machine was saturated.
+    let (v, trials) = run_with(&["--schedule", "duet"], "asked.db");
+    assert_eq!(v["plan"]["server"]["warm"]["schedule"], "duet");
+    for [a, b] in spans(&trials) {
+        assert!(a.0 < b.1 && b.0 < a.1, "not at once: {a:?} {b:?}");
+    }
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("the machine is saturated"), "{notes}");
+}

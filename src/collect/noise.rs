@@ -14,10 +14,19 @@ pub(crate) fn tick_ns() -> u64 {
 
 /// CPU time (user + system) hugelab itself has used, all threads, ns.
 pub fn self_cpu_ns() -> u64 {
+    rusage_cpu_ns(libc::RUSAGE_SELF)
+}
+
+/// CPU time (user + system) of hugelab's children reaped so far, ns.
+pub fn children_cpu_ns() -> u64 {
+    rusage_cpu_ns(libc::RUSAGE_CHILDREN)
+}
+
+fn rusage_cpu_ns(who: libc::c_int) -> u64 {
     // SAFETY: zeroed rusage is a valid out-parameter for getrusage.
     let mut r: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: RUSAGE_SELF with a valid pointer.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut r) };
+    // SAFETY: RUSAGE_SELF or RUSAGE_CHILDREN with a valid pointer.
+    unsafe { libc::getrusage(who, &mut r) };
     let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
     tv(r.ru_utime) + tv(r.ru_stime)
 }

@@ -33,6 +33,8 @@ pub struct Executed {
     pub failed: bool,
     /// `--condition`: each condition's name, description and preparation, as it ran.
     pub conditions: Vec<(String, String, Prepared)>,
+    /// Why a planned duet alternated instead (the machine too small for every arm at once).
+    pub schedule_change: Option<String>,
 }
 
 /// Whether every contrast of the primary metric is settled by the plan's design.
@@ -106,8 +108,6 @@ struct Course<'p> {
     seq: i64,
     /// The condition held now (`--condition`), and its name.
     held: Option<Held>,
-    /// Every arm's burst of a block at the same moment (`duet.rs`).
-    duet: bool,
     x: Executed,
 }
 
@@ -133,11 +133,6 @@ pub fn execute(plan: &Plan, ctx: &mut Effects) -> anyhow::Result<Executed> {
         flagged_arms: Vec::new(),
         seq: 0,
         held: None,
-        duet: plan
-            .server
-            .as_ref()
-            .and_then(|s| s.warm.as_ref())
-            .is_some_and(|w| w.schedule == crate::model::run::BurstSchedule::Duet),
         x: Executed {
             stop_reason: format!("{} blocks done", plan.blocks * plan.conditions.len().max(1)),
             ..Default::default()
@@ -174,6 +169,7 @@ pub fn execute(plan: &Plan, ctx: &mut Effects) -> anyhow::Result<Executed> {
     if let Some(s) = c.servers.as_mut() {
         s.shutdown();
         c.x.notes.extend(s.notes());
+        c.x.schedule_change = s.schedule_change().map(String::from);
     }
     drop(c.servers); // every server stopped, every arm's directory removed
     drop(c.guard); // restores every system setting the arms and conditions changed
@@ -399,7 +395,8 @@ impl Course<'_> {
         if let Some(end) = self.servers_before(block, ctx)? {
             return Ok(end);
         }
-        if self.duet {
+        // Every arm's burst of a block at the same moment (`duet.rs`).
+        if self.servers.as_ref().is_some_and(|s| s.duet()) {
             return self.duet_block(block, ctx);
         }
         let names: Vec<String> = plan.arms.iter().map(|x| x.name.clone()).collect();

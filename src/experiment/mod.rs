@@ -210,6 +210,14 @@ fn analyse(
 ) -> (RunResult, Outcome) {
     let names: Vec<String> = plan.arms.iter().map(|x| x.name.clone()).collect();
     plan.metrics = crate::store::analysis::with_discovered(plan.metrics, &x.trials);
+    // The schedule that ran: a planned duet alternates on a machine too small for it.
+    if let (Some(why), Some(w)) = (
+        &x.schedule_change,
+        plan.server.as_mut().and_then(|s| s.warm.as_mut()),
+    ) {
+        w.schedule = crate::model::run::BurstSchedule::Alternating;
+        w.schedule_reason = why.clone();
+    }
     let data: Vec<TrialData> = x.trials.iter().map(trial_data).collect();
     let described: Vec<(String, String)> = x
         .conditions

@@ -13,6 +13,8 @@
 
 use super::service::{self, Running, Served};
 use crate::analyze::lifetimes::{Components, Sizing};
+
+mod tune;
 use crate::backing::arm::{Arm, Expect};
 use crate::backing::services::{Slot, fill};
 use crate::collect::server::LoadView;
@@ -84,6 +86,14 @@ pub(super) trait ServerSchedule {
     fn shutdown(&mut self);
     /// What the schedule chose (burst, lifetime length), once each.
     fn notes(&mut self) -> Vec<String>;
+    /// Whether a block's bursts run at once (duet).
+    fn duet(&self) -> bool {
+        false
+    }
+    /// Why the run alternates although duet was planned (the machine too small), once known.
+    fn schedule_change(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// Per arm the plan, arm and load with placeholders filled, and the run's directories.
@@ -237,6 +247,11 @@ pub(super) struct Warm {
     /// Blocks per lifetime: given, or sized after the pilot (None: 2 until then).
     per_lifetime: Option<usize>,
     given: bool,
+    /// Every arm's burst at once (duet), whether `--schedule` asked for it, and why the run
+    /// alternates instead when it found the machine too small.
+    duet: bool,
+    schedule_asked: bool,
+    schedule_change: Option<String>,
     /// Re-sizings that changed the number, the numbers chosen, the last one in words.
     resized: usize,
     range: (usize, usize),
@@ -275,6 +290,9 @@ impl Warm {
             since: Instant::now(),
             per_lifetime: w.lifetime_blocks,
             given: w.lifetime_blocks.is_some(),
+            duet: w.schedule == crate::model::run::BurstSchedule::Duet,
+            schedule_asked: w.schedule_asked,
+            schedule_change: None,
             resized: 0,
             range: (usize::MAX, 0),
             last: None,
@@ -358,99 +376,6 @@ impl Warm {
             None => Ok(()),
         }
     }
-
-    /// The burst length: the shortest whole number of seconds whose fixed cost (client start,
-    /// connections: the load's wall time beyond a 1 s burst, measured once against the first
-    /// arm's server) is under 5% of it, at most 10 s. Short bursts buy lifetimes, and lifetimes
-    /// are the units: on the development VM a PostgreSQL A/A reached ±1.5% in 5 minutes with
-    /// 1 s bursts (45 ms of fixed cost, 56 lifetimes) against ±2.3% with 3 s bursts (23).
-    fn calibrate_burst(&mut self) {
-        self.set_burst(1);
-        let s = &self.servers[0];
-        let mut spec = self.base.clone();
-        // The load's files (pgbench's log) go to a directory of their own, removed after.
-        let files = crate::workload::server::dirs::TrialDir::new(spec.user).ok();
-        let at = files
-            .as_ref()
-            .map_or("/nonexistent".into(), |d| d.path().display().to_string());
-        spec.argv = s
-            .load
-            .iter()
-            .map(|w| w.replace("$HUGELAB_TRIAL_DIR", &at))
-            .collect();
-        spec.env.push(("HUGELAB_TRIAL_DIR".into(), at.clone()));
-        let t = Instant::now();
-        let ok = crate::workload::child::command(&spec)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|st| st.success());
-        let fixed = (t.elapsed().as_secs_f64() - 1.0).max(0.0);
-        let secs = if ok {
-            ((fixed / FIXED_SHARE).ceil() as u64).clamp(1, 10)
-        } else {
-            1
-        };
-        self.set_burst(secs);
-        self.pending.push(if ok {
-            format!(
-                "burst {secs} s: the load's fixed cost (start, connections) was {:.0} ms beyond a 1 s burst, {:.1}% of {secs} s (--burst to choose)",
-                fixed * 1e3,
-                fixed / secs as f64 * 100.0
-            )
-        } else {
-            "burst 1 s: the calibrating burst failed, so the shortest was kept (--burst to choose)".into()
-        });
-    }
-
-    /// Blocks per lifetime from the run's own spread so far (Kalibera–Jones, in
-    /// `analyze::lifetimes::size`), re-estimated at every lifetime boundary after the pilot;
-    /// said when the number changes, with the half-width it predicts at `--max-time`.
-    fn size_lifetimes(&mut self, spread: Option<Components>) {
-        let b = self.block_s.iter().sum::<f64>() / self.block_s.len().max(1) as f64;
-        let Some(c) = spread.filter(|_| !self.given && b > 0.0) else {
-            return;
-        };
-        let remaining = self.max_time.map(|m| {
-            (
-                m.saturating_sub(self.started.elapsed()).as_secs_f64(),
-                self.lifetimes,
-            )
-        });
-        let s = crate::analyze::lifetimes::size(&c, self.restart_s, b, remaining, self.z);
-        let note = sizing_note(&s, &c, self.restart_s, b);
-        // The first sizing is said at once; later ones as one line at the end of the run.
-        match self.per_lifetime {
-            None => self.pending.push(note),
-            Some(k) => {
-                self.resized += usize::from(k != s.blocks);
-                self.range = (self.range.0.min(s.blocks), self.range.1.max(s.blocks));
-                self.last = Some(note);
-            }
-        }
-        self.per_lifetime = Some(s.blocks);
-    }
-}
-
-/// Lifetimes sized, in words: the choice, its inputs, what it predicts.
-fn sizing_note(s: &Sizing, c: &Components, restart_s: f64, block_s: f64) -> String {
-    let pct = |x: f64| x * 100.0;
-    format!(
-        "lifetimes of {} blocks{}: sized from this run's {} lifetimes (Kalibera–Jones: SD of the ratio between bursts {:.1}%, between lifetimes {:.1}%; restarting and warming every server {restart_s:.1} s, a block {block_s:.1} s){} (--lifetime-blocks to choose)",
-        s.blocks,
-        s.bound.map_or(String::new(), |b| format!(" ({b})")),
-        c.lifetimes,
-        pct(c.within_sd),
-        pct(c.between_sd),
-        match (s.predicted, s.lifetimes) {
-            (Some(h), Some(l)) => format!(
-                "; predicted half-width at --max-time ±{:.1}% over about {l:.0} lifetimes (normal approximation)",
-                pct(h)
-            ),
-            _ => String::new(),
-        }
-    )
 }
 
 impl ServerSchedule for Warm {
@@ -477,8 +402,12 @@ impl ServerSchedule for Warm {
         self.stop_all();
         self.start_all()?;
         self.restart_s = t.elapsed().as_secs_f64();
-        if self.bursts && self.burst.is_none() {
-            self.calibrate_burst();
+        if self.lifetimes == 0 {
+            let alone = match self.bursts && self.burst.is_none() {
+                true => self.calibrate_burst(),
+                false => None,
+            };
+            self.check_headroom(alone);
         }
         for r in self.running.iter_mut().flatten() {
             r.mark();
@@ -557,6 +486,14 @@ impl ServerSchedule for Warm {
 
     fn notes(&mut self) -> Vec<String> {
         std::mem::take(&mut self.pending)
+    }
+
+    fn duet(&self) -> bool {
+        self.duet
+    }
+
+    fn schedule_change(&self) -> Option<&str> {
+        self.schedule_change.as_deref()
     }
 }
 

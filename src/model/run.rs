@@ -150,6 +150,9 @@ pub struct WarmPlan {
     /// When a block's bursts run, and why this schedule.
     pub schedule: BurstSchedule,
     pub schedule_reason: String,
+    /// `--schedule` was given (a duet is then kept on a saturated machine).
+    #[serde(skip)]
+    pub schedule_asked: bool,
     /// Blocks per server lifetime (`--lifetime-blocks`); None: sized from the first lifetimes.
     pub lifetime_blocks: Option<usize>,
     /// A lifetime ends after this long even with blocks to go.

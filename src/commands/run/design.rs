@@ -94,10 +94,12 @@ fn warm_form(
             .as_ref()
             .is_some_and(|p| p.load.iter().any(|w| w.contains("{burst}")));
     let (schedule, schedule_reason) = schedule;
+    let schedule_asked = a.schedule.is_some();
     Ok((
         WarmPlan {
             schedule,
             schedule_reason,
+            schedule_asked,
             lifetime_blocks: a.lifetime_blocks.map(|n| n as usize),
             lifetime_max: a.lifetime_max,
             burst: a
@@ -132,8 +134,9 @@ fn burst_schedule(a: &RunArgs) -> Result<(BurstSchedule, String), UsageError> {
     })
 }
 
-/// Why duet is the default, from its measurement on the development VM (docs/services.md).
-const DUET_REASON: &str = "the default: the machine's changing noise hits every arm's burst alike";
+/// Why duet is the default, from its measurement on the development VM (docs/services.md); a
+/// machine too small for every arm's burst at once alternates instead (`servers.rs`).
+const DUET_REASON: &str = "the default: the machine's changing noise hits every arm's burst alike, and one arm's burst alone left room for all of them";
 
 /// Memory all arms' servers need at once against MemAvailable: each PostgreSQL server's shared
 /// memory (`pages` 2 MiB pages, from `postgres -C`) and 32 MiB of processes per server.

@@ -98,7 +98,7 @@ impl Course<'_> {
         let cpus = crate::probe::cpu::allowed_cpus().len().max(1) as f64;
         let note = if used >= 0.9 * cpus {
             format!(
-                "duet: the arms' bursts used {used:.1} of {cpus:.0} CPUs together: the machine is saturated, so the arms share its CPUs and each arm's throughput is its share (the ratio compares work per CPU second, as under any load that fills the machine); --schedule alternating gives each burst the machine alone"
+                "duet: the arms' bursts used {used:.1} of {cpus:.0} CPUs together: the machine is saturated, so each arm's throughput is its share of the CPUs, which pulls the arms' throughputs together (a difference shows in the CPU per operation costs more than in throughput); --schedule alternating gives each burst the machine alone"
             )
         } else {
             format!(

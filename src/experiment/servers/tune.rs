@@ -1,0 +1,146 @@
+//! The warm design's choices from measurements of its own: the burst length (the load's fixed
+//! cost), duet or alternating (one arm's CPU use alone against the machine), and the blocks per
+//! lifetime (the run's own variance components, Kalibera–Jones).
+
+use super::{Components, FIXED_SHARE, Instant, Sizing, Warm};
+
+impl Warm {
+    /// The first arm's load run once against its server, alone, outside the measurements:
+    /// whether it succeeded, its wall time beyond `less` seconds, and the CPUs the load and
+    /// the server kept busy meanwhile (the load's rusage, the server tree's CPU time; nothing
+    /// else the machine ran).
+    fn run_alone(&self, less: f64) -> (bool, f64, Option<f64>) {
+        let s = &self.servers[0];
+        let mut spec = self.base.clone();
+        // The load's files (pgbench's log) go to a directory of their own, removed after.
+        let files = crate::workload::server::dirs::TrialDir::new(spec.user).ok();
+        let at = files
+            .as_ref()
+            .map_or("/nonexistent".into(), |d| d.path().display().to_string());
+        spec.argv = s
+            .load
+            .iter()
+            .map(|w| w.replace("$HUGELAB_TRIAL_DIR", &at))
+            .collect();
+        spec.env.push(("HUGELAB_TRIAL_DIR".into(), at.clone()));
+        let server = self.running[0].as_ref().map(|r| r.pid());
+        let server_before = server.map_or(0, crate::collect::server::tree_cpu_ns);
+        let load_before = crate::collect::noise::children_cpu_ns();
+        let t = Instant::now();
+        let ok = crate::workload::child::command(&spec)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|st| st.success());
+        let wall = t.elapsed().as_secs_f64();
+        let used = crate::collect::noise::children_cpu_ns().saturating_sub(load_before)
+            + server
+                .map_or(0, crate::collect::server::tree_cpu_ns)
+                .saturating_sub(server_before);
+        let cpus = (used as f64 / 1e9) / wall.max(1e-3);
+        (ok, (wall - less).max(0.0), Some(cpus))
+    }
+
+    /// The burst length: the shortest whole number of seconds whose fixed cost (client start,
+    /// connections: the load's wall time beyond a 1 s burst, measured once against the first
+    /// arm's server) is under 5% of it, at most 10 s. Short bursts buy lifetimes, and lifetimes
+    /// are the units: on the development VM a PostgreSQL A/A reached ±1.5% in 5 minutes with
+    /// 1 s bursts (45 ms of fixed cost, 56 lifetimes) against ±2.3% with 3 s bursts (23).
+    /// Returns the CPUs the calibrating burst kept busy.
+    pub(super) fn calibrate_burst(&mut self) -> Option<f64> {
+        self.set_burst(1);
+        let (ok, fixed, cpus) = self.run_alone(1.0);
+        let secs = if ok {
+            ((fixed / FIXED_SHARE).ceil() as u64).clamp(1, 10)
+        } else {
+            1
+        };
+        self.set_burst(secs);
+        self.pending.push(if ok {
+            format!(
+                "burst {secs} s: the load's fixed cost (start, connections) was {:.0} ms beyond a 1 s burst, {:.1}% of {secs} s (--burst to choose)",
+                fixed * 1e3,
+                fixed / secs as f64 * 100.0
+            )
+        } else {
+            "burst 1 s: the calibrating burst failed, so the shortest was kept (--burst to choose)".into()
+        });
+        cpus.filter(|_| ok)
+    }
+
+    /// Duet unless every arm's burst at once would oversubscribe the machine: one arm's load
+    /// alone (the calibrating burst, else one run of the load) kept `alone` CPUs busy; with
+    /// every arm at once a closed-loop load on a saturated machine gets its share of the CPUs,
+    /// which pulls the arms' throughputs together — the contrast would shrink towards zero. Then
+    /// the run alternates, and says so. A duet asked for with `--schedule` is kept.
+    pub(super) fn check_headroom(&mut self, alone: Option<f64>) {
+        if !self.duet || self.schedule_asked {
+            return;
+        }
+        let alone = alone.or_else(|| {
+            let (ok, _, cpus) = self.run_alone(0.0);
+            cpus.filter(|_| ok)
+        });
+        let Some(alone) = alone else { return };
+        let cpus = crate::probe::cpu::allowed_cpus().len().max(1) as f64;
+        let together = alone * self.servers.len() as f64;
+        if together > 0.9 * cpus {
+            self.duet = false;
+            let why = format!(
+                "duet would oversubscribe the machine: one arm's burst alone kept {alone:.1} of {cpus:.0} CPUs busy, {} at once would need {together:.1}, and on a saturated machine each arm's throughput is its share of the CPUs (the contrast shrinks towards zero); --schedule duet to run them at once anyway",
+                self.servers.len()
+            );
+            self.pending.push(format!("alternating: {why}"));
+            self.schedule_change = Some(why);
+        }
+    }
+
+    /// Blocks per lifetime from the run's own spread so far (Kalibera–Jones, in
+    /// `analyze::lifetimes::size`), re-estimated at every lifetime boundary after the pilot;
+    /// said when the number changes, with the half-width it predicts at `--max-time`.
+    pub(super) fn size_lifetimes(&mut self, spread: Option<Components>) {
+        let b = self.block_s.iter().sum::<f64>() / self.block_s.len().max(1) as f64;
+        let Some(c) = spread.filter(|_| !self.given && b > 0.0) else {
+            return;
+        };
+        let remaining = self.max_time.map(|m| {
+            (
+                m.saturating_sub(self.started.elapsed()).as_secs_f64(),
+                self.lifetimes,
+            )
+        });
+        let s = crate::analyze::lifetimes::size(&c, self.restart_s, b, remaining, self.z);
+        let note = sizing_note(&s, &c, self.restart_s, b);
+        // The first sizing is said at once; later ones as one line at the end of the run.
+        match self.per_lifetime {
+            None => self.pending.push(note),
+            Some(k) => {
+                self.resized += usize::from(k != s.blocks);
+                self.range = (self.range.0.min(s.blocks), self.range.1.max(s.blocks));
+                self.last = Some(note);
+            }
+        }
+        self.per_lifetime = Some(s.blocks);
+    }
+}
+
+/// Lifetimes sized, in words: the choice, its inputs, what it predicts.
+fn sizing_note(s: &Sizing, c: &Components, restart_s: f64, block_s: f64) -> String {
+    let pct = |x: f64| x * 100.0;
+    format!(
+        "lifetimes of {} blocks{}: sized from this run's {} lifetimes (Kalibera–Jones: SD of the ratio between bursts {:.1}%, between lifetimes {:.1}%; restarting and warming every server {restart_s:.1} s, a block {block_s:.1} s){} (--lifetime-blocks to choose)",
+        s.blocks,
+        s.bound.map_or(String::new(), |b| format!(" ({b})")),
+        c.lifetimes,
+        pct(c.within_sd),
+        pct(c.between_sd),
+        match (s.predicted, s.lifetimes) {
+            (Some(h), Some(l)) => format!(
+                "; predicted half-width at --max-time ±{:.1}% over about {l:.0} lifetimes (normal approximation)",
+                pct(h)
+            ),
+            _ => String::new(),
+        }
+    )
+}
