@@ -97,7 +97,7 @@ pub fn pooled(cs: &[Components]) -> Option<Components> {
 pub struct Sizing {
     pub blocks: usize,
     /// What bound it when the optimum was not taken: "at least 2", "at most 20", "at least 30
-    /// lifetimes in --max-time".
+    /// lifetimes in the run".
     pub bound: Option<&'static str>,
     /// The predicted half-width of the contrast at the run's end (log scale), when its length
     /// is known.
@@ -121,8 +121,8 @@ pub fn z_for(confidence: f64) -> f64 {
 /// variance of a block within a lifetime T²₁ and of the lifetimes beyond it T²₂, a lifetime
 /// costing `restart_s` and a block `block_s`, the blocks per lifetime that give the narrowest
 /// interval per second of running are r = ⌈√((c_lifetime / c_block) · (T²₁ / T²₂))⌉. Bounded to
-/// [2, 20] (two, so the spread within a lifetime is seen) and so that `remaining_s` (of
-/// `--max-time`, with `done` lifetimes already run) holds at least [`MIN_LIFETIMES`]. The
+/// [2, 20] (two, so the spread within a lifetime is seen) and so that `remaining` (the seconds
+/// left of the run, with `done` lifetimes already run) holds at least [`MIN_LIFETIMES`]. The
 /// predicted half-width at the end is z·√((T²₂ + T²₁/r) / L) for L lifetimes in all (a normal
 /// approximation to the interval over lifetime means).
 pub fn size(
@@ -147,7 +147,7 @@ pub fn size(
         let need = MIN_LIFETIMES - done as f64;
         let most = ((left / need - restart_s) / block_s).floor();
         if k > most {
-            (k, bound) = (most, Some("at least 30 lifetimes in --max-time"));
+            (k, bound) = (most, Some("at least 30 lifetimes in the run"));
         }
     }
     if k < 2.0 {
@@ -368,7 +368,7 @@ mod tests {
         let s = size(&c(0.04, 0.0), 1.0, 1.0, Some((300.0, 0)), 2.576);
         assert_eq!(
             (s.blocks, s.bound),
-            (9, Some("at least 30 lifetimes in --max-time"))
+            (9, Some("at least 30 lifetimes in the run"))
         );
         // 20 done already: 10 more in the 100 s left; 30 done: no such bound.
         assert_eq!(

@@ -259,6 +259,8 @@ pub(super) struct Warm {
     /// The sizing's inputs: the run's start and `--max-time`, the interval's z.
     started: Instant,
     max_time: Option<Duration>,
+    /// Blocks the plan holds in all (every condition's).
+    blocks_total: usize,
     z: f64,
     lifetime_max: Duration,
     /// What starting every server (stop, start, warm) cost last time, and a block's mean time.
@@ -298,6 +300,7 @@ impl Warm {
             last: None,
             started: Instant::now(),
             max_time: plan.max_time,
+            blocks_total: plan.blocks * plan.conditions.len().max(1),
             z: crate::analyze::lifetimes::z_for(plan.confidence),
             lifetime_max: w.lifetime_max,
             restart_s: 0.0,

@@ -98,18 +98,24 @@ impl Warm {
 
     /// Blocks per lifetime from the run's own spread so far (Kalibera–Jones, in
     /// `analyze::lifetimes::size`), re-estimated at every lifetime boundary after the pilot;
-    /// said when the number changes, with the half-width it predicts at `--max-time`.
+    /// said when the number changes, with the half-width it predicts at the run's end.
     pub(super) fn size_lifetimes(&mut self, spread: Option<Components>) {
         let b = self.block_s.iter().sum::<f64>() / self.block_s.len().max(1) as f64;
         let Some(c) = spread.filter(|_| !self.given && b > 0.0) else {
             return;
         };
-        let remaining = self.max_time.map(|m| {
-            (
-                m.saturating_sub(self.started.elapsed()).as_secs_f64(),
-                self.lifetimes,
-            )
-        });
+        // What is left of the run: its blocks (with the restarts the fewest lifetimes need)
+        // or of --max-time, whichever ends first.
+        let need = (crate::analyze::lifetimes::MIN_LIFETIMES - self.lifetimes as f64).max(1.0);
+        let blocks_left = self.blocks_total.saturating_sub(self.block_s.len()) as f64;
+        let by_blocks = blocks_left * b + need * self.restart_s;
+        let by_time = self
+            .max_time
+            .map(|m| m.saturating_sub(self.started.elapsed()).as_secs_f64());
+        let remaining = Some((
+            by_time.map_or(by_blocks, |t| t.min(by_blocks)),
+            self.lifetimes,
+        ));
         let s = crate::analyze::lifetimes::size(&c, self.restart_s, b, remaining, self.z);
         let note = sizing_note(&s, &c, self.restart_s, b);
         // The first sizing is said at once; later ones as one line at the end of the run.
@@ -137,7 +143,7 @@ fn sizing_note(s: &Sizing, c: &Components, restart_s: f64, block_s: f64) -> Stri
         pct(c.between_sd),
         match (s.predicted, s.lifetimes) {
             (Some(h), Some(l)) => format!(
-                "; predicted half-width at --max-time ±{:.1}% over about {l:.0} lifetimes (normal approximation)",
+                "; predicted half-width at the run's end ±{:.1}% over about {l:.0} lifetimes (normal approximation)",
                 pct(h)
             ),
             _ => String::new(),
