@@ -2,8 +2,9 @@
 //!
 //! The modules are the stages of the data flow (docs/architecture.md), in dependency order:
 //! probe → control → backing → workload → collect → analyze → store → model → render →
-//! experiment (the run engine: schedule, trial, servers); `commands` plans and runs each CLI
-//! command on top of them, producing `model` records.
+//! experiment (the run engine: plan, schedule, trial, servers); `commands` runs each CLI
+//! command on top of them, producing `model` records. Utilities (`error`, `units`, `metric`,
+//! `rng`, `sys`, `options`) sit below every stage.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
@@ -20,6 +21,7 @@ pub mod error;
 pub mod experiment;
 pub mod metric;
 pub mod model;
+pub mod options;
 pub mod probe;
 pub mod render;
 pub mod rng;

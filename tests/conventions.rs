@@ -258,6 +258,21 @@ fn functions_and_files_stay_short() {
     assert_eq!(function_lengths(src), [("a".to_string(), 3)]);
 }
 
+/// `run` is a thin command over the engine: parse, plan, execute, analyse, render. The engine
+/// (its planner included) lives in `src/experiment/`; `src/commands/run/` stays under 200 lines.
+#[test]
+fn the_run_command_stays_thin() {
+    let lines: usize = sources()
+        .iter()
+        .filter(|(path, _)| path.contains("/src/commands/run/"))
+        .map(|(_, src)| src.lines().count())
+        .sum();
+    assert!(
+        (1..200).contains(&lines),
+        "src/commands/run/ has {lines} lines; the engine's parts belong in src/experiment/"
+    );
+}
+
 /// A source file's module path: `src/analyze/judge/mod.rs` → [analyze, judge].
 fn module_of(path: &str) -> Vec<String> {
     let rel = path.split("/src/").last().unwrap().trim_end_matches(".rs");

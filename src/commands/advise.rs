@@ -3,10 +3,10 @@
 //! an advice file.
 
 use super::UsageError;
-use super::options::{Database, Decision};
 use crate::analyze::advice::{self, Advice, RunEvidence, Target};
 use crate::backing::arm::{Arm, parse_arm};
 use crate::control::{Knob, Settings, SysfsSettings};
+use crate::options::{Database, Decision};
 use crate::probe::Root;
 use crate::render::advice::Format;
 use crate::store::Store;

@@ -16,7 +16,7 @@ pub struct CollapseArgs {
     #[arg(long)]
     pub range: Option<String>,
     #[command(flatten)]
-    pub out: crate::commands::options::Json,
+    pub out: crate::options::Json,
 }
 
 fn parse_range(s: &str) -> Result<(u64, u64), UsageError> {

@@ -2,9 +2,9 @@
 //! benchmark on two machines, or before and after), with the Hodges–Lehmann shift and its
 //! Mann–Whitney interval.
 
-use super::options::{Database, Decision, Json, MetricChoice};
 use super::print_json;
 use super::stored::compare_runs;
+use crate::options::{Database, Decision, Json, MetricChoice};
 use clap::Args;
 
 #[derive(Debug, Args)]

@@ -2,7 +2,7 @@
 //! whole first (`store::import`) and stored in one transaction — a bad file stores nothing.
 
 use super::UsageError;
-use super::options::Database;
+use crate::options::Database;
 use crate::store::Store;
 use crate::store::import::Import;
 use clap::Args;

@@ -44,9 +44,9 @@ pub struct InspectArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
     pub hot: Option<Duration>,
     #[command(flatten)]
-    pub out: crate::commands::options::Json,
+    pub out: crate::options::Json,
     #[command(flatten)]
-    pub store: crate::commands::options::Database,
+    pub store: crate::options::Database,
 }
 
 pub fn run(a: InspectArgs) -> anyhow::Result<i32> {

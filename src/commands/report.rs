@@ -3,9 +3,9 @@
 //! from the same records, and the same table cells, as the terminal output.
 
 use super::UsageError;
-use super::options::{Database, Decision, MetricChoice, ReportFormat};
 use super::stored::{compare_runs, open};
 use crate::model::report::CompareResult;
+use crate::options::{Database, Decision, MetricChoice, ReportFormat};
 use crate::units::Bytes;
 use clap::Args;
 use std::path::PathBuf;

@@ -10,7 +10,7 @@ pub struct RestoreArgs {
     #[arg(long)]
     pub force: bool,
     #[command(flatten)]
-    pub out: crate::commands::options::Json,
+    pub out: crate::options::Json,
 }
 
 #[derive(Debug, Args)]

@@ -1,9 +1,9 @@
 //! `hugelab results list|show|export`: the stored runs, one re-analysed, one exported (JSON
 //! hyperfine can read, CSV of every trial, Markdown).
 
-use super::options::{Decision, ExportFormat, Json};
 use super::print_json;
 use super::stored::open;
+use crate::options::{Decision, ExportFormat, Json};
 use crate::store::analysis::reanalyse;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -13,7 +13,7 @@ pub struct ResultsArgs {
     #[command(subcommand)]
     pub action: ResultsAction,
     #[command(flatten)]
-    pub store: super::options::Database,
+    pub store: crate::options::Database,
 }
 
 #[derive(Debug, Subcommand)]

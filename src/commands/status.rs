@@ -14,18 +14,18 @@ pub struct StatusArgs {
     #[arg(long)]
     pub explain: bool,
     #[command(flatten)]
-    pub out: crate::commands::options::Json,
+    pub out: crate::options::Json,
     /// Repeat every interval (e.g. 2s) and show counter changes since the previous sample; Ctrl-C stops
     #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub interval: Option<std::time::Duration>,
     /// Stop after this many samples in --interval mode
-    #[arg(long, requires = "interval", allow_negative_numbers = true, value_parser = crate::commands::parse_count)]
+    #[arg(long, requires = "interval", allow_negative_numbers = true, value_parser = crate::options::parse_count)]
     pub count: Option<usize>,
     /// Read /proc and /sys under this directory instead of / (for captured fixtures)
     #[arg(long, hide = true)]
     pub root: Option<PathBuf>,
     #[command(flatten)]
-    pub store: crate::commands::options::Database,
+    pub store: crate::options::Database,
 }
 use std::collections::BTreeMap;
 

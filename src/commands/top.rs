@@ -1,11 +1,11 @@
 //! `hugelab top`: every process by resident memory, huge coverage or huge bytes; with --full
 //! each one's report (mTHP from folio sizes, guest RAM of a hypervisor).
 
-use super::options::TopSort;
 use super::print_json;
 use crate::analyze::vm;
 use crate::experiment::process::inspect_pid;
 use crate::model::inspect::TopRow;
+use crate::options::TopSort;
 use crate::probe::Root;
 use crate::probe::process::{Proc, ProcError, all_pids};
 use anyhow::Context as _;
@@ -18,13 +18,13 @@ pub struct TopArgs {
     #[arg(long, value_enum, default_value_t = TopSort::Rss)]
     pub sort: TopSort,
     /// Rows to show
-    #[arg(long, short = 'n', default_value_t = 20, allow_negative_numbers = true, value_parser = super::parse_count)]
+    #[arg(long, short = 'n', default_value_t = 20, allow_negative_numbers = true, value_parser = crate::options::parse_count)]
     pub limit: usize,
     /// Full detail (smaps and folio sizes) instead of the cheap smaps_rollup
     #[arg(long)]
     pub full: bool,
     #[command(flatten)]
-    pub out: crate::commands::options::Json,
+    pub out: crate::options::Json,
 }
 
 pub fn run(a: TopArgs) -> anyhow::Result<i32> {

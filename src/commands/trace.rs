@@ -35,9 +35,9 @@ pub struct TraceArgs {
     #[arg(long)]
     pub pid: Option<u32>,
     #[command(flatten)]
-    pub out: crate::commands::options::Json,
+    pub out: crate::options::Json,
     #[command(flatten)]
-    pub progress: crate::commands::options::Quiet,
+    pub progress: crate::options::Quiet,
     /// A command to trace from exec to exit, with its children: `hugelab trace -- CMD ARGS…`
     #[arg(last = true)]
     pub command: Vec<String>,

@@ -8,6 +8,7 @@
 pub mod costs;
 pub mod effects;
 pub mod execute;
+pub mod plan;
 pub mod process;
 pub mod servers;
 pub mod service;

@@ -39,28 +39,28 @@ pub struct BenchArgs {
     #[arg(short = 'b', long, value_delimiter = ',')]
     pub backings: Vec<String>,
     /// Measured rounds; each round runs every backing once, in random order (≥ 11 for a 99.9% ratio interval)
-    #[arg(short = 'r', long, default_value_t = 12, allow_negative_numbers = true, value_parser = crate::commands::parse_count)]
+    #[arg(short = 'r', long, default_value_t = 12, allow_negative_numbers = true, value_parser = crate::options::parse_count)]
     pub rounds: usize,
     /// Target duration of one touch/chase iteration
     #[arg(long, default_value = "20ms", value_parser = parse_positive_duration)]
     pub iteration_time: Duration,
     /// Threads for touch and stream
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = crate::commands::parse_count)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = crate::options::parse_count)]
     pub threads: usize,
     /// Confidence level of intervals
-    #[arg(long, default_value_t = 0.999, allow_negative_numbers = true, value_parser = super::parse_confidence)]
+    #[arg(long, default_value_t = 0.999, allow_negative_numbers = true, value_parser = crate::options::parse_confidence)]
     pub confidence: f64,
     #[command(flatten)]
-    pub order: crate::commands::options::Seed,
+    pub order: crate::options::Seed,
     /// Do not grow hugetlb pools, even as root (skip hugetlb backings the pool cannot serve)
     #[arg(long)]
     pub no_grow: bool,
     #[command(flatten)]
-    pub out: crate::commands::options::Json,
+    pub out: crate::options::Json,
     #[command(flatten)]
-    pub progress: crate::commands::options::Quiet,
+    pub progress: crate::options::Quiet,
     #[command(flatten)]
-    pub store: crate::commands::options::Database,
+    pub store: crate::options::Database,
     /// Do not save the run in the results database
     #[arg(long, conflicts_with = "db")]
     pub no_save: bool,

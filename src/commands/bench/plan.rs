@@ -49,7 +49,7 @@ pub fn plan(a: &BenchArgs, st: &Status) -> Result<(Plan, Vec<String>), UsageErro
             a.rounds
         )));
     }
-    crate::commands::check_confidence(a.confidence)?;
+    crate::options::check_confidence(a.confidence)?;
     if a.threads == 0 || a.threads > 1024 {
         return Err(UsageError(format!(
             "--threads {} must be between 1 and 1024",

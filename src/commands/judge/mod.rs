@@ -3,11 +3,11 @@
 //! as the evidence that the canary really had huge pages (analyze::judge does the statistics).
 
 use super::UsageError;
-use super::options::{Decision, Json};
 use crate::analyze::judge::{self, Evidence, HugeOn, Overall, Prepared, Settings, Window};
 use crate::analyze::verdict::{Design, SEQUENTIAL_N_OPT};
 use crate::collect::prometheus::{Prometheus, Series};
 use crate::model::judge::{JudgeResult, SCHEMA};
+use crate::options::{Decision, Json};
 use crate::units::{fmt_span, fmt_utc, parse_duration, parse_positive_duration};
 use clap::Args;
 use std::path::PathBuf;
@@ -120,7 +120,7 @@ pub struct JudgeArgs {
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_positive_duration)]
     pub period: Duration,
     /// With --switchback: pairs of periods (each pair runs both arms, in random order)
-    #[arg(long, value_name = "N", default_value_t = 6, value_parser = super::parse_count)]
+    #[arg(long, value_name = "N", default_value_t = 6, value_parser = crate::options::parse_count)]
     pub pairs: usize,
     /// With --switchback: seed of the order within pairs
     #[arg(long, default_value_t = 1)]

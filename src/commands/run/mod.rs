@@ -1,6 +1,6 @@
 //! `hugelab run`: A/B/n experiments of any command under page configurations ("arms").
-//! Parse (`args.rs`), plan (arguments + arms + the probed machine → a validated [`Plan`]:
-//! `plan.rs`, `design.rs`, `pools.rs`), hand the plan to the experiment engine
+//! Parse (clap, into the engine's `RunArgs`), plan (`crate::experiment::plan`: arguments + arms +
+//! the probed machine → a validated [`Plan`]), hand the plan to the experiment engine
 //! (`crate::experiment`: blocks, trials, servers, storage, analysis), render, exit code.
 
 use super::print_json;
@@ -10,17 +10,11 @@ use crate::experiment::{Outcome, Request};
 pub use crate::model::run::{Plan, RunResult};
 pub use crate::store::trial_data;
 
-mod args;
-mod design;
-mod plan;
-mod pools;
-
-pub use args::{EXIT_FAILED, RunArgs};
-pub use plan::{plan, plan_as};
+pub use crate::experiment::plan::{EXIT_FAILED, RunArgs, plan, plan_as};
 
 pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     let plan = plan(&a)?;
-    plan::check_program(&a, &plan)?;
+    crate::experiment::plan::check_program(&a, &plan)?;
     let db = (!a.no_save).then(|| {
         a.store
             .db

@@ -4,8 +4,8 @@
 
 use super::RunArgs;
 use crate::backing::arm::Arm;
-use crate::commands::UsageError;
 use crate::control::Knob;
+use crate::error::UsageError;
 use crate::probe::hugetlb::Pool;
 use crate::units::Bytes;
 

@@ -1,9 +1,9 @@
 //! The plan's `--condition`s and `--during` event, checked before anything runs.
 
-use super::super::RunArgs;
+use super::RunArgs;
 use crate::backing::arm::Arm;
 use crate::backing::condition::Condition;
-use crate::commands::UsageError;
+use crate::error::UsageError;
 use crate::model::run::ServerPlan;
 
 /// `--condition`s, checked: known, distinct, root where one holds a system setting, and more

@@ -1,6 +1,8 @@
-//! Options several commands share, declared once (`#[command(flatten)]`), and the choices
-//! that are closed sets, as enums clap checks and lists in `--help`.
+//! The command line's shared options, declared once (`#[command(flatten)]`), the choices that
+//! are closed sets (enums clap checks and lists in `--help`), and the value parsers every command
+//! uses. A utility: the engine's run options (`experiment::plan::RunArgs`) flatten them too.
 
+use crate::error::UsageError;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
@@ -9,11 +11,11 @@ use std::path::PathBuf;
 pub struct Decision {
     /// Smallest effect that matters, as a fraction (0.01 = 1%): EQUIVALENT means the interval
     /// lies within ±δ; FASTER/SLOWER by less than δ are marked so
-    #[arg(long, default_value_t = 0.01, allow_negative_numbers = true, value_parser = super::parse_effect)]
+    #[arg(long, default_value_t = 0.01, allow_negative_numbers = true, value_parser = parse_effect)]
     pub effect: f64,
     /// Confidence level of the intervals and verdicts (0.99 = 99%; family-wise across the
     /// contrasts where the output says Holm or Bonferroni)
-    #[arg(long, default_value_t = 0.99, allow_negative_numbers = true, value_parser = super::parse_confidence)]
+    #[arg(long, default_value_t = 0.99, allow_negative_numbers = true, value_parser = parse_confidence)]
     pub confidence: f64,
 }
 
@@ -110,4 +112,72 @@ pub enum TopSort {
 pub enum FailOn {
     /// Any arm SLOWER than the baseline on the primary metric
     Slower,
+}
+
+/// `--confidence` must be a usable level.
+pub fn check_confidence(c: f64) -> Result<(), UsageError> {
+    parse_confidence(&c.to_string())
+        .map(|_| ())
+        .map_err(UsageError)
+}
+
+/// The one parser of `--confidence` for every command (clap `value_parser`): a fraction in
+/// [0.5, 0.9999]; a bad value is a usage error (exit 2) naming the range.
+pub fn parse_confidence(s: &str) -> Result<f64, String> {
+    let c: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number; give a level such as 0.99"))?;
+    if (0.5..=0.9999).contains(&c) {
+        Ok(c)
+    } else {
+        Err(format!(
+            "{s} is outside 0.5–0.9999 (a fraction: 0.99 means 99%)"
+        ))
+    }
+}
+
+/// The one parser of `--effect` (the smallest effect that matters): a fraction in
+/// [0.0001, 0.5].
+pub fn parse_effect(s: &str) -> Result<f64, String> {
+    let e: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number; give a fraction such as 0.01 (1%)"))?;
+    if (0.0001..=0.5).contains(&e) {
+        Ok(e)
+    } else {
+        Err(format!(
+            "{s} is outside 0.0001–0.5 (a fraction: 0.01 means 1%)"
+        ))
+    }
+}
+
+/// `--env NAME=VALUE`: NAME non-empty, without `=`.
+pub fn parse_env(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        Some(_) => Err(format!(
+            "{s:?} has no NAME before '='; give NAME=VALUE, e.g. MALLOC_ARENA_MAX=2"
+        )),
+        None => Err(format!(
+            "{s:?} is not NAME=VALUE (to pass an empty value write {s}=)"
+        )),
+    }
+}
+
+/// A count that must be at least 1 (rows to show, rounds, blocks).
+pub fn parse_count(s: &str) -> Result<usize, String> {
+    match s.parse::<i64>() {
+        Ok(n) if n >= 1 => Ok(n as usize),
+        Ok(n) => Err(format!("{n} is not a count; give 1 or more")),
+        Err(_) => Err(format!("{s:?} is not a whole number; give 1 or more")),
+    }
+}
+
+/// `--warmup`: 0 or more runs.
+pub fn parse_warmup(s: &str) -> Result<usize, String> {
+    match s.parse::<i64>() {
+        Ok(n) if n >= 0 => Ok(n as usize),
+        Ok(n) => Err(format!("{n} is negative; give 0 (no warm-up) or more")),
+        Err(_) => Err(format!("{s:?} is not a whole number; give 0 or more")),
+    }
 }

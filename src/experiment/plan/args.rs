@@ -1,4 +1,4 @@
-//! `hugelab run`'s arguments: syntax only; `plan.rs` turns them into a validated plan.
+//! `hugelab run`'s arguments: syntax only; the planner (`plan/mod.rs`) turns them into a validated plan.
 
 use crate::units::parse_positive_duration;
 use clap::Args;
@@ -38,12 +38,12 @@ pub struct RunArgs {
     pub baseline: Option<String>,
     /// Unmeasured runs of each arm before the blocks [default: 1; services under the warm
     /// design: 0, their warm-up is the server's own at every lifetime start]
-    #[arg(short = 'w', long, allow_negative_numbers = true, value_parser = crate::commands::parse_warmup)]
+    #[arg(short = 'w', long, allow_negative_numbers = true, value_parser = crate::options::parse_warmup)]
     pub warmup: Option<usize>,
     /// Blocks (each runs every arm once, in random order) [default: 10; with --sequential, a
     /// maximum of 1000, usually bounded by --max-time; services under the warm design: as many
     /// as fit in --max-time, 5 minutes by default]
-    #[arg(short = 'b', long, allow_negative_numbers = true, value_parser = crate::commands::parse_count)]
+    #[arg(short = 'b', long, allow_negative_numbers = true, value_parser = crate::options::parse_count)]
     pub blocks: Option<usize>,
     /// Stop as soon as every contrast is settled (a confidence sequence for the mean log-ratio,
     /// looked at after every block; α split across contrasts). Its time-uniform validity is
@@ -60,7 +60,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, conflicts_with_all = ["preset", "sequential", "looks"])]
     pub calibrate: Option<Duration>,
     #[command(flatten)]
-    pub decision: crate::commands::options::Decision,
+    pub decision: crate::options::Decision,
     /// Stop starting new blocks after this long (e.g. 10m)
     #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub max_time: Option<Duration>,
@@ -97,7 +97,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// Extra environment for the command, NAME=VALUE (repeatable)
-    #[arg(long = "env", value_name = "NAME=VALUE", value_parser = crate::commands::parse_env)]
+    #[arg(long = "env", value_name = "NAME=VALUE", value_parser = crate::options::parse_env)]
     pub env: Vec<(String, String)>,
     /// Period of the cheap memory reads of the child (/proc/PID/status); the page-table walk of
     /// smaps_rollup backs off from 4× this (at most 10 walks per trial), the same for every arm
@@ -189,9 +189,9 @@ pub struct RunArgs {
     /// Exit with code 3 when any arm is SLOWER on the primary metric (for CI; the primary
     /// metric is the first --metric, or a load parser's first, else wall_s)
     #[arg(long, value_enum)]
-    pub fail_on: Option<crate::commands::options::FailOn>,
+    pub fail_on: Option<crate::options::FailOn>,
     #[command(flatten)]
-    pub store: crate::commands::options::Database,
+    pub store: crate::options::Database,
     /// Do not store the run (the results database is not opened; `results show` cannot see it)
     #[arg(long, conflicts_with_all = ["db", "label"])]
     pub no_save: bool,
@@ -199,15 +199,15 @@ pub struct RunArgs {
     #[arg(long)]
     pub label: Option<String>,
     #[command(flatten)]
-    pub order: crate::commands::options::Seed,
+    pub order: crate::options::Seed,
     #[command(flatten)]
-    pub out: crate::commands::options::Json,
+    pub out: crate::options::Json,
     /// After the answer, print every table: per-metric summaries, evidence, machine noise,
     /// servers (what `results show` prints for a stored run)
     #[arg(short = 'v', long)]
     pub verbose: bool,
     #[command(flatten)]
-    pub progress: crate::commands::options::Quiet,
+    pub progress: crate::options::Quiet,
     /// The command and its arguments (after --)
     #[arg(last = true, required = true)]
     pub command: Vec<String>,

@@ -1,9 +1,5 @@
 //! A run's plan: arguments and arms checked, the design chosen, output metrics compiled.
 
-use super::pools::{
-    check_knobs_exist, check_pools_fit, jmh_forks, service_pages, size_jvm_pools, size_pools,
-};
-use super::{Plan, RunArgs};
 use crate::analyze::experiment::MetricDef;
 use crate::analyze::sequential::ConfidenceSequence;
 use crate::analyze::verdict::{self, Better, Design};
@@ -13,12 +9,21 @@ use crate::backing::qemu;
 use crate::collect::load::LoadFormat;
 use crate::collect::output::OutputMetric;
 use crate::collect::sampler::Schedule;
-use crate::commands::UsageError;
+use crate::error::UsageError;
 use crate::experiment::SERVER_READY;
+use crate::model::run::Plan;
 use crate::model::run::{ServerPlan, TrialSetup};
+use pools::{
+    check_knobs_exist, check_pools_fit, jmh_forks, service_pages, size_jvm_pools, size_pools,
+};
 use std::time::Duration;
 
+mod args;
 mod conditions;
+mod design;
+mod pools;
+
+pub use args::{EXIT_FAILED, RunArgs};
 use conditions::{check_conditions_fit, during, no_direct_compaction, parse_conditions};
 
 /// How long a warm service run lasts when neither `--blocks` nor `--max-time` is given.
@@ -230,12 +235,12 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
     }
     let mut command = a.command.clone();
     if let Some(sp) = server.as_mut() {
-        super::design::choose(a, sp, &arms, &mut command, pages)?;
+        design::choose(a, sp, &arms, &mut command, pages)?;
     }
     let warm = server.as_ref().is_some_and(|s| s.warm.is_some());
     let (load_format, outputs, load_metrics) = plan_load(a, server.is_some(), &mut command)?;
-    crate::commands::check_confidence(a.decision.confidence)?;
-    crate::commands::parse_effect(&a.decision.effect.to_string())
+    crate::options::check_confidence(a.decision.confidence)?;
+    crate::options::parse_effect(&a.decision.effect.to_string())
         .map_err(|e| UsageError(format!("--effect {e}")))?;
     // Warm services replicate over lifetimes, not blocks: without --blocks they run as many
     // blocks as fit in --max-time (WARM_DEFAULT_TIME when not given).

@@ -7,8 +7,8 @@ use super::RunArgs;
 use crate::backing::arm::Arm;
 use crate::backing::services::{self, Slot};
 use crate::backing::side_by_side::side_by_side;
-use crate::commands::UsageError;
 use crate::control::Knob;
+use crate::error::UsageError;
 use crate::model::run::{BurstSchedule, ServerPlan, ServiceDesign, WarmPlan};
 use crate::units::Bytes;
 
