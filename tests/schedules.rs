@@ -6,32 +6,42 @@ mod common;
 
 use hugelab::store::{Store, TrialRow};
 
-/// A run of two arms' fake servers (a shell that sleeps) with `extra`; its stored trials.
-fn run(extra: &[&str], db: &std::path::Path) -> (serde_json::Value, Vec<TrialRow>) {
-    let mut args = vec![
-        "run",
-        "--shell",
-        "--server",
-        "echo up {port}; exec sleep 321",
-        "--ready",
-        "log:^up",
-        "-a",
-        "a=",
-        "-a",
-        "b=env.X=1",
-        "--blocks",
-        "6",
-        "--warmup",
-        "0",
-        "--json",
-        "--db",
-    ];
+/// The arguments of a run of two arms' fake servers (a shell that sleeps `tag` seconds, so
+/// each test's servers are told apart) with `extra`, and `load` as the load.
+fn fake_run(tag: &str, extra: &[&str], load: &str) -> Vec<String> {
+    let server = format!("echo up {{port}}; exec sleep {tag}");
+    let mut args: Vec<String> = ["run", "--shell", "--server", &server, "--ready", "log:^up"]
+        .into_iter()
+        .chain(["-a", "a=", "-a", "b=env.X=1"])
+        .chain(extra.iter().copied())
+        .map(String::from)
+        .collect();
+    args.extend(["--".to_string(), load.to_string()]);
+    args
+}
+
+/// A stored run of [`fake_run`]'s servers over `blocks` blocks: its JSON answer, stored plan
+/// and trials.
+fn stored_run(
+    tag: &str,
+    blocks: &str,
+    extra: &[&str],
+    load: &str,
+    db: &std::path::Path,
+) -> (serde_json::Value, serde_json::Value, Vec<TrialRow>) {
     let db_s = db.display().to_string();
-    args.push(&db_s);
-    args.extend(extra);
-    args.extend(["--", "sleep 0.3"]);
-    let v = common::hugelab_json(args);
-    let (_, _, trials) = Store::open(db).unwrap().load(1).unwrap();
+    let mut all = vec!["--blocks", blocks, "--json", "--db", &db_s];
+    all.extend(extra);
+    let v = common::hugelab_json(fake_run(tag, &all, load));
+    let (meta, _, trials) = Store::open(db).unwrap().load(1).unwrap();
+    (v, meta.plan, trials)
+}
+
+/// Six blocks of 0.3 s loads, no warm-up, with `extra`.
+fn run(extra: &[&str], db: &std::path::Path) -> (serde_json::Value, Vec<TrialRow>) {
+    let mut all = vec!["--warmup", "0"];
+    all.extend(extra);
+    let (v, _, trials) = stored_run("321", "6", &all, "sleep 0.3", db);
     (v, trials)
 }
 
@@ -82,23 +92,11 @@ fn duet_runs_every_arms_burst_at_once_and_alternating_one_after_another() {
     let notes = v["notes"].to_string();
     assert!(notes.contains("duet: the arms' bursts used"), "{notes}");
     // The answer says which schedule ran and why (lines wrapped at 100 columns, joined).
-    let shown = words(&common::hugelab_stdout([
-        "run",
-        "--shell",
-        "--server",
-        "echo up {port}; exec sleep 321",
-        "--ready",
-        "log:^up",
-        "-a",
-        "a=",
-        "-a",
-        "b=env.X=1",
-        "--blocks",
-        "2",
-        "--no-save",
-        "--",
+    let shown = words(&common::hugelab_stdout(fake_run(
+        "321",
+        &["--blocks", "2", "--no-save"],
         "sleep 0.1",
-    ]));
+    )));
     assert!(
         shown.contains("every arm's burst of a block at the same moment (duet: the default"),
         "{shown}"
@@ -122,27 +120,19 @@ fn duet_runs_every_arms_burst_at_once_and_alternating_one_after_another() {
 #[test]
 fn an_operator_event_makes_the_schedule_alternating_and_says_why() {
     // A schedule the run cannot honour, asked for, is exit 2 (tests/bad_input.rs).
-    let shown = words(&common::hugelab_stdout([
-        "run",
-        "--shell",
-        "--server",
-        "echo up {port}; exec sleep 322",
-        "--ready",
-        "log:^up",
-        "--during",
-        "true",
-        "--during-at",
-        "50ms",
-        "--blocks",
-        "2",
-        "-a",
-        "a=",
-        "-a",
-        "b=env.X=1",
-        "--no-save",
-        "--",
+    let shown = words(&common::hugelab_stdout(fake_run(
+        "322",
+        &[
+            "--during",
+            "true",
+            "--during-at",
+            "50ms",
+            "--blocks",
+            "2",
+            "--no-save",
+        ],
         "sleep 0.2",
-    ]));
+    )));
     assert!(
         shown.contains(
             "one arm's burst after another in random order (alternating: --during: one arm's event must not disturb another arm's burst)"
@@ -156,35 +146,15 @@ fn a_load_that_fills_the_machine_alone_alternates_unless_duet_is_asked_for() {
     // Each burst keeps every CPU busy for 0.4 s: two arms at once would need twice the machine.
     let burn = "for i in $(seq $(nproc)); do timeout 0.4 sh -c 'while :; do :; done' & done; wait";
     let dir = tempfile::tempdir().unwrap();
-    let run_with = |extra: &[&str], name: &str| {
-        let db = dir.path().join(name);
-        let mut args = vec![
-            "run",
-            "--shell",
-            "--server",
-            "echo up {port}; exec sleep 323",
-            "--ready",
-            "log:^up",
-            "-a",
-            "a=",
-            "-a",
-            "b=env.X=1",
-            "--blocks",
-            "3",
-            "--json",
-            "--db",
-        ];
-        let db_s = db.display().to_string();
-        args.push(&db_s);
-        args.extend(extra);
-        args.extend(["--", burn]);
-        let v = common::hugelab_json(args);
-        let (_, _, trials) = Store::open(&db).unwrap().load(1).unwrap();
-        (v, trials)
-    };
-    let (v, trials) = run_with(&[], "default.db");
+    let run_with =
+        |extra: &[&str], name: &str| stored_run("323", "3", extra, burn, &dir.path().join(name));
+    let (v, stored, trials) = run_with(&[], "default.db");
     let w = &v["plan"]["server"]["warm"];
     assert_eq!(w["schedule"], "alternating", "{w}");
+    // The stored plan says what ran, and why, not what was planned.
+    for field in ["schedule", "schedule_reason"] {
+        assert_eq!(stored["server"]["warm"][field], w[field], "{field}");
+    }
     let why = w["schedule_reason"].as_str().unwrap();
     assert!(
         why.contains("duet would oversubscribe the machine: one arm's burst alone kept"),
@@ -194,7 +164,7 @@ fn a_load_that_fills_the_machine_alone_alternates_unless_duet_is_asked_for() {
         assert!(a.1 <= b.0 || b.1 <= a.0, "overlap: {a:?} {b:?}");
     }
     // Asked for, the duet runs, and the run says the machine was saturated.
-    let (v, trials) = run_with(&["--schedule", "duet"], "asked.db");
+    let (v, _, trials) = run_with(&["--schedule", "duet"], "asked.db");
     assert_eq!(v["plan"]["server"]["warm"]["schedule"], "duet");
     for [a, b] in spans(&trials) {
         assert!(a.0 < b.1 && b.0 < a.1, "not at once: {a:?} {b:?}");

@@ -114,6 +114,20 @@ pub fn detect(trials: &[TrialData], arms: usize, metric: &str, confidence: f64) 
     })
 }
 
+/// `trials` as the analysis measures them: without the warm-up [`detect`] finds. Decisions
+/// taken while the run goes (stopping, sizing lifetimes) see the same data as the answer.
+pub fn measured(
+    trials: Vec<TrialData>,
+    arms: usize,
+    metric: &str,
+    confidence: f64,
+) -> Vec<TrialData> {
+    match detect(&trials, arms, metric, confidence) {
+        Some(w) if w.bursts > 0 => without(&trials, &w),
+        _ => trials,
+    }
+}
+
 /// `trials` without the leading `w.bursts` blocks of every lifetime (every arm's trial of them).
 pub fn without(trials: &[TrialData], w: &Warmup) -> Vec<TrialData> {
     if w.bursts == 0 {
@@ -186,6 +200,8 @@ mod tests {
         let kept = without(&t, &w);
         assert_eq!(kept.len(), 20 * 3 * 2);
         assert!(kept.iter().all(|x| x.metrics["tps"] > 950.0));
+        // What decisions during the run see is what the analysis keeps.
+        assert_eq!(measured(t, 2, "tps", 0.99).len(), kept.len());
         // Warm from the first burst: nothing dropped.
         let w = detect(&run(20, 4, 0, 0), 2, "tps", 0.99).unwrap();
         assert_eq!((w.bursts, w.blocks_dropped), (0, 0), "{w:?}");

@@ -37,10 +37,19 @@ pub struct Executed {
     pub schedule_change: Option<String>,
 }
 
-/// Whether every contrast of the primary metric is settled by the plan's design.
+/// The trials so far as the analysis will measure them: a warm service's detected warm-up
+/// bursts left out.
+fn measured(plan: &Plan, trials: &[TrialRow]) -> Vec<TrialData> {
+    let data = trials.iter().map(trial_data).collect();
+    let primary = &plan.primary().name;
+    crate::analyze::warmup::measured(data, plan.arms.len(), primary, plan.confidence)
+}
+
+/// Whether every contrast of the primary metric is settled by the plan's design (on the
+/// trials the answer will use).
 fn settled(plan: &Plan, trials: &[TrialRow]) -> bool {
     let primary = plan.primary();
-    let data: Vec<TrialData> = trials.iter().map(trial_data).collect();
+    let data = measured(plan, trials);
     let d: Vec<Vec<f64>> = (0..plan.arms.len())
         .filter(|i| *i != plan.baseline)
         .map(|i| experiment::log_ratios(&data, i, plan.baseline, &primary.name))
@@ -231,7 +240,7 @@ impl Course<'_> {
         let Some(s) = self.servers.as_mut() else {
             return true;
         };
-        match s.before_block(0, None, ctx.progress) {
+        match s.before_block(0, &|| None, ctx.progress) {
             Ok(l) => {
                 self.lifetime = l;
                 true
@@ -482,9 +491,9 @@ impl Course<'_> {
         if self.servers.is_none() {
             return Ok(None);
         }
-        let spread = spread(self.plan, &self.x.trials);
+        let (plan, trials) = (self.plan, &self.x.trials);
         let s = self.servers.as_mut().expect("checked");
-        match s.before_block(block, spread, ctx.progress) {
+        match s.before_block(block, &|| spread(plan, trials), ctx.progress) {
             Ok(l) => self.lifetime = l,
             Err((arm, served)) => {
                 let mut t = super::trial::server_failed(arm, block as i64, served);
@@ -515,7 +524,7 @@ impl Course<'_> {
 
 /// The primary contrasts' variance components over the lifetimes so far, pooled.
 fn spread(plan: &Plan, trials: &[TrialRow]) -> Option<crate::analyze::lifetimes::Components> {
-    let data: Vec<TrialData> = trials.iter().map(trial_data).collect();
+    let data = measured(plan, trials);
     let primary = &plan.primary().name;
     let cs: Vec<_> = (0..plan.arms.len())
         .filter(|a| *a != plan.baseline)

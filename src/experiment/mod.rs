@@ -109,7 +109,16 @@ pub fn conduct(plan: Plan, req: &Request) -> anyhow::Result<Conducted> {
         }
     };
     notes.extend(too_few);
+    let changed = x.schedule_change.is_some();
     let (res, outcome) = analyse(plan, req, run_id, x, started, notes);
+    let warm = res.plan.server.as_ref().and_then(|s| s.warm.as_ref());
+    if let Some(w) = warm.filter(|_| changed) {
+        // The stored plan says what ran: a planned duet that alternated.
+        let schedule = serde_json::to_value(w.schedule)?;
+        store.amend_plan(run_id, "$.server.warm.schedule", &schedule)?;
+        let why = serde_json::Value::from(w.schedule_reason.clone());
+        store.amend_plan(run_id, "$.server.warm.schedule_reason", &why)?;
+    }
     store.finish_run(
         run_id,
         outcome.status(),

@@ -66,12 +66,13 @@ impl ArmServer {
 
 /// The seam: how a run's trials get their servers.
 pub(super) trait ServerSchedule {
-    /// Before block `block`: (warm) restart every server when its lifetime is over; the
-    /// lifetime the block runs in (None: restart design).
+    /// Before block `block`: (warm) restart every server when its lifetime is over, sizing
+    /// the next lifetimes from `spread` (the run's variance components, computed only at a
+    /// lifetime boundary); the lifetime the block runs in (None: restart design).
     fn before_block(
         &mut self,
         block: usize,
-        spread: Option<Components>,
+        spread: &dyn Fn() -> Option<Components>,
         progress: &mut dyn Observer,
     ) -> Result<Option<usize>, (usize, Served)>;
     /// The server for a trial of `arm` (started now under the restart design); its pid.
@@ -192,7 +193,7 @@ impl ServerSchedule for PerTrial {
     fn before_block(
         &mut self,
         _: usize,
-        _: Option<Components>,
+        _: &dyn Fn() -> Option<Components>,
         _: &mut dyn Observer,
     ) -> Result<Option<usize>, (usize, Served)> {
         Ok(None)
@@ -385,7 +386,7 @@ impl ServerSchedule for Warm {
     fn before_block(
         &mut self,
         _: usize,
-        spread: Option<Components>,
+        spread: &dyn Fn() -> Option<Components>,
         progress: &mut dyn Observer,
     ) -> Result<Option<usize>, (usize, Served)> {
         let up = self.running.iter().all(Option::is_some);
@@ -395,7 +396,7 @@ impl ServerSchedule for Warm {
             return Ok(Some(self.lifetimes - 1));
         }
         if self.lifetimes >= PILOT_LIFETIMES {
-            self.size_lifetimes(spread);
+            self.size_lifetimes(spread());
         }
         progress.message(&format!(
             "lifetime {}: starting and warming every arm's server",

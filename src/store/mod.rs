@@ -256,6 +256,21 @@ impl Store {
         Ok(id)
     }
 
+    /// Set one field of a stored run's plan (a JSON path such as `$.server.warm.schedule`) to
+    /// what actually ran, when the engine changed it on the way.
+    pub fn amend_plan(
+        &mut self,
+        run: i64,
+        path: &str,
+        value: &serde_json::Value,
+    ) -> anyhow::Result<()> {
+        self.conn.execute(
+            "UPDATE runs SET plan = json_set(plan, ?1, json(?2)) WHERE id = ?3",
+            params![path, value.to_string(), run],
+        )?;
+        Ok(())
+    }
+
     pub fn finish_run(
         &mut self,
         run: i64,
