@@ -760,10 +760,13 @@ fn memcached_large_pages_land_on_thp_and_refusal_under_never_is_loud() {
     let thp_before = thp_enabled();
     // memcached -L refuses to start when THP is `never`: with --keep-going the run goes on and
     // that arm's trials fail with memcached's words; no block has every arm ok, so the run
-    // failed (exit 4) although the other arms were measured.
+    // failed (exit 4) although the other arms were measured. The restart design sets THP
+    // `never` system-wide for that arm's trials (side by side, its server alone would get it).
     let out = common::hugelab_exits(
         [
             "run",
+            "--design",
+            "restart",
             "--preset",
             "memcached",
             "--arm",
@@ -805,6 +808,74 @@ fn memcached_large_pages_land_on_thp_and_refusal_under_never_is_loud() {
     }
     assert_eq!(thp_enabled(), thp_before);
     assert!(running_with(&format!("-p {port}")).is_empty());
+}
+
+#[test]
+#[cfg_attr(unprivileged, ignore = "needs root: memcached as root")]
+#[cfg_attr(
+    missing_memcached,
+    ignore = "needs memcached and memcslap (.ci/run installs them)"
+)]
+fn memcached_preset_runs_warm_with_a_port_per_arm_and_memcslap_follows() {
+    require_root!();
+    assert!(
+        have("memcached") && have("memcslap"),
+        "memcached or memcslap is not installed (.ci/run installs them)"
+    );
+    // -L needs THP madvise or always: no other test may set `never` meanwhile.
+    let _lock = common::knob_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let port = common::free_port().to_string();
+    // The user's command as they would run it, one literal port: the preset gives every arm's
+    // server its own, and points memcslap and the readiness probe at it.
+    let server = format!("memcached -u root -l 127.0.0.1 -p {port} -m 129");
+    let db = dir.path().join("r.db");
+    let target = format!("--servers=127.0.0.1:{port}");
+    let v = common::hugelab_json([
+        "run",
+        "--preset",
+        "memcached",
+        "--server",
+        &server,
+        "--blocks",
+        "4",
+        "--json",
+        "--db",
+        &db.display().to_string(),
+        "--",
+        "memcslap",
+        &target,
+        "--concurrency=2",
+        "--execute-number=2000",
+    ]);
+    let sp = &v["plan"]["server"];
+    assert_eq!(sp["design"], "warm", "{sp}");
+    assert_eq!(sp["ready"], "tcp:127.0.0.1:{port}", "{sp}");
+    let ports: Vec<u64> = sp["slots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["port"].as_u64().unwrap())
+        .collect();
+    assert!(
+        ports[0] != ports[1] && !ports.iter().any(|p| p.to_string() == port),
+        "{ports:?}"
+    );
+    let load = v["plan"]["command"].to_string();
+    assert!(load.contains("--servers=127.0.0.1:{port}"), "{load}");
+    let all = trials(&db);
+    for t in arm_trials(&all, &v, "large-pages") {
+        let m = &t.evidence["server"]["memory"];
+        assert!(t.ok && t.flagged.is_none(), "{:?}", t.flagged);
+        assert!(m["anon_huge"].as_u64().unwrap() >= 16 << 20, "{m}");
+    }
+    let off = arm_trials(&all, &v, "off");
+    assert_eq!(off.len(), 4);
+    for t in off {
+        assert!(t.ok, "{}", t.evidence);
+        assert_eq!(t.evidence["server"]["memory"]["anon_huge"], 0);
+    }
+    assert!(running_with("-m 129").is_empty());
 }
 
 #[test]

@@ -195,6 +195,9 @@ pub(super) fn choose(
                 *command = unwords(p.load, a.shell);
                 sp.warmup = p.warmup;
                 sp.copy_data = p.copy_data;
+                if let Some(r) = p.ready.filter(|_| a.ready.is_none()) {
+                    sp.ready = r;
+                }
             }
             sp.design = ServiceDesign::Warm;
             sp.design_reason = if warm.side_by_side.instead.is_empty() {
