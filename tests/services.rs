@@ -739,6 +739,15 @@ fn ctrl_c_stops_the_server_and_restores_settings() {
     }
 }
 
+/// A memcached command on a free loopback port with `mb` MiB of cache (its port, the command,
+/// and memcslap's `--servers` for it); `mb` tells the tests' servers apart.
+fn memcached_on_free_port(mb: u32) -> (String, String, String) {
+    let port = common::free_port().to_string();
+    let server = format!("memcached -u root -l 127.0.0.1 -p {port} -m {mb}");
+    let target = format!("--servers=127.0.0.1:{port}");
+    (port, server, target)
+}
+
 #[test]
 #[cfg_attr(unprivileged, ignore = "needs root: THP modes")]
 #[cfg_attr(
@@ -753,10 +762,8 @@ fn memcached_large_pages_land_on_thp_and_refusal_under_never_is_loud() {
     );
     let _lock = common::knob_lock();
     let dir = tempfile::tempdir().unwrap();
-    let port = common::free_port().to_string();
-    let server = format!("memcached -u root -l 127.0.0.1 -p {port} -m 256");
+    let (port, server, target) = memcached_on_free_port(256);
     let db = dir.path().join("r.db");
-    let target = format!("--servers=127.0.0.1:{port}");
     let thp_before = thp_enabled();
     // memcached -L refuses to start when THP is `never`: with --keep-going the run goes on and
     // that arm's trials fail with memcached's words; no block has every arm ok, so the run
@@ -825,12 +832,10 @@ fn memcached_preset_runs_warm_with_a_port_per_arm_and_memcslap_follows() {
     // -L needs THP madvise or always: no other test may set `never` meanwhile.
     let _lock = common::knob_lock();
     let dir = tempfile::tempdir().unwrap();
-    let port = common::free_port().to_string();
     // The user's command as they would run it, one literal port: the preset gives every arm's
     // server its own, and points memcslap and the readiness probe at it.
-    let server = format!("memcached -u root -l 127.0.0.1 -p {port} -m 129");
+    let (port, server, target) = memcached_on_free_port(129);
     let db = dir.path().join("r.db");
-    let target = format!("--servers=127.0.0.1:{port}");
     let v = common::hugelab_json([
         "run",
         "--preset",
