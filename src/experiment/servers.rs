@@ -3,7 +3,8 @@
 //! * [`PerTrial`] (restart design): a fresh server started for every trial under its arm and
 //!   stopped after it;
 //! * [`Warm`]: every arm's server up at once in its own directory and port, warmed, each block
-//!   one load burst per arm in random order; every server restarted (all stopped at once, then
+//!   one load burst per arm (all at once under the duet schedule, `execute/duet.rs`, else one
+//!   after another in random order); every server restarted (all stopped at once, then
 //!   all started and warmed at once, spawned in random order) when a lifetime is over, so
 //!   blocks are nested in lifetimes.
 //!

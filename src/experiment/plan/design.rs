@@ -1,7 +1,8 @@
 //! Which design measures a service (`run --server`): warm — every arm's server up at once,
-//! each block one load burst per arm in random order, all restarted every lifetime — wherever
-//! the arms can run side by side, else a fresh server per trial, with the reason. The planner
-//! calls [`choose`]; the schedule each design runs is in `servers.rs`.
+//! each block one load burst per arm (all at once, or one after another in random order: the
+//! burst schedule), all restarted every lifetime — wherever the arms can run side by side, else
+//! a fresh server per trial, with the reason. The planner calls [`choose`]; the schedule each
+//! design runs is in `crate::experiment::servers`.
 
 use super::RunArgs;
 use crate::backing::arm::Arm;
