@@ -38,11 +38,8 @@ fn of_names(names: &[&str]) -> Vec<MetricDef> {
     names
         .iter()
         .map(|n| MetricDef {
-            name: (*n).into(),
-            better: Better::Lower,
-            context: false,
             cost: true,
-            row: false,
+            ..MetricDef::contrasted(*n, Better::Lower)
         })
         .collect()
 }

@@ -34,6 +34,19 @@ pub struct MetricDef {
     pub row: bool,
 }
 
+impl MetricDef {
+    /// A metric contrasted between arms: neither context, cost nor a row of the load's table.
+    pub fn contrasted(name: impl Into<String>, better: Better) -> MetricDef {
+        MetricDef {
+            name: name.into(),
+            better,
+            context: false,
+            cost: false,
+            row: false,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ArmMetric {
     pub arm: String,

@@ -106,11 +106,7 @@ pub fn compare_runs(
         ))
         .into());
     }
-    let better = if higher {
-        Better::Higher
-    } else {
-        Better::Lower
-    };
+    let better = Better::of(higher);
     let mut rows = Vec::new();
     for (arm, xa) in &va {
         let Some(xb) = vb.get(arm) else { continue };

@@ -20,15 +20,8 @@ pub fn with_discovered(mut defs: Vec<MetricDef>, trials: &[TrialRow]) -> Vec<Met
                 continue;
             }
             found.push(MetricDef {
-                name: name.to_string(),
-                better: if m["higher"] == true {
-                    Better::Higher
-                } else {
-                    Better::Lower
-                },
-                context: false,
-                cost: false,
                 row: true,
+                ..MetricDef::contrasted(name, Better::of(m["higher"] == true))
             });
         }
     }
@@ -50,13 +43,7 @@ fn metric_defs(meta: &serde_json::Value, trials: &[TrialRow]) -> Vec<MetricDef> 
     names.dedup();
     names
         .into_iter()
-        .map(|name| MetricDef {
-            better: Better::Lower,
-            name,
-            context: false,
-            cost: false,
-            row: false,
-        })
+        .map(|name| MetricDef::contrasted(name, Better::Lower))
         .collect()
 }
 

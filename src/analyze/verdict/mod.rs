@@ -37,6 +37,17 @@ pub enum Better {
     Higher,
 }
 
+impl Better {
+    /// `Higher` when a higher value is better.
+    pub fn of(higher: bool) -> Better {
+        if higher {
+            Better::Higher
+        } else {
+            Better::Lower
+        }
+    }
+}
+
 /// One arm against the baseline.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Contrast {

@@ -39,17 +39,8 @@ impl Saver {
         for w in &plan.workloads {
             for &m in w.metrics() {
                 for &size in &plan.sizes {
-                    metrics.push(MetricDef {
-                        name: metric_name(m, size),
-                        better: if m.higher_is_better() {
-                            Better::Higher
-                        } else {
-                            Better::Lower
-                        },
-                        context: false,
-                        cost: false,
-                        row: false,
-                    });
+                    let better = Better::of(m.higher_is_better());
+                    metrics.push(MetricDef::contrasted(metric_name(m, size), better));
                 }
             }
         }

@@ -530,42 +530,18 @@ fn metric_defs(
     // recorded, not a contrast.
     let fixed = crate::collect::load::fixed_duration(&words_of(command, a.shell));
     let mut metrics = vec![MetricDef {
-        name: "wall_s".into(),
-        better: Better::Lower,
         context: fixed && (server.is_some() || load_format.is_some()),
-        cost: false,
-        row: false,
+        ..MetricDef::contrasted("wall_s", Better::Lower)
     }];
-    metrics.extend(outputs.iter().map(|m| MetricDef {
-        name: m.name.clone(),
-        better: if m.higher {
-            Better::Higher
-        } else {
-            Better::Lower
-        },
-        context: false,
-        cost: false,
-        row: false,
-    }));
-    metrics.extend(load_metrics.into_iter().map(|m| MetricDef {
-        name: m.name,
-        better: if m.higher {
-            Better::Higher
-        } else {
-            Better::Lower
-        },
-        context: false,
-        cost: false,
-        row: false,
-    }));
+    let outputs = outputs.iter().map(|m| (m.name.clone(), m.higher));
+    let loads = load_metrics.into_iter().map(|m| (m.name, m.higher));
+    metrics.extend(
+        outputs
+            .chain(loads)
+            .map(|(name, higher)| MetricDef::contrasted(name, Better::of(higher))),
+    );
     if server.is_some() && !warm {
-        metrics.push(MetricDef {
-            name: SERVER_READY.into(),
-            better: Better::Lower,
-            context: false,
-            cost: false,
-            row: false,
-        });
+        metrics.push(MetricDef::contrasted(SERVER_READY, Better::Lower));
     }
     let per_op = crate::analyze::costs::is_rate_of_work(
         &metrics[crate::analyze::experiment::primary_index(&metrics)].name,
