@@ -62,9 +62,16 @@ pub enum ControlError {
     #[error("restore journal {path}: {message}")]
     Journal { path: PathBuf, message: String },
     #[error(
-        "another hugelab (pid {pid}) is changing system settings (journal {path}); wait for it to finish, or stop it and run `hugelab restore`"
+        "another hugelab ({holder}) is changing system settings (it holds {path}); wait for it to finish (or pass --wait-for-settings), or stop it: `kill {pid}` makes it restore what it changed",
+        pid = pid.map_or_else(|| "PID".to_string(), |p| p.to_string())
     )]
-    Busy { pid: u32, path: PathBuf },
+    Busy {
+        /// The holder's pid, where its lock file (or its journal) names it.
+        pid: Option<u32>,
+        /// `pid N: `command``, or what is known of it.
+        holder: String,
+        path: PathBuf,
+    },
     #[error("invalid value {value:?} for {knob}: {expected}")]
     InvalidValue {
         knob: String,

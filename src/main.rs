@@ -66,11 +66,21 @@ fn main() {
                     said.push_str(&c);
                 }
             }
-            std::process::exit(if e.downcast_ref::<commands::UsageError>().is_some() {
-                2
-            } else {
-                1
+            // Bad input, and another hugelab owning the settings, are both found before
+            // anything ran or changed.
+            let busy = e.chain().any(|c| {
+                matches!(
+                    c.downcast_ref::<hugelab::error::ControlError>(),
+                    Some(hugelab::error::ControlError::Busy { .. })
+                )
             });
+            std::process::exit(
+                if busy || e.downcast_ref::<commands::UsageError>().is_some() {
+                    2
+                } else {
+                    1
+                },
+            );
         }
     }
 }

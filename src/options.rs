@@ -48,6 +48,16 @@ impl Seed {
     }
 }
 
+/// `--wait-for-settings`: what a command that changes system settings does when another
+/// hugelab owns them.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct SettingsWait {
+    /// When another hugelab is changing system settings, wait until it has restored them
+    /// instead of refusing at once (exit 2)
+    #[arg(long)]
+    pub wait_for_settings: bool,
+}
+
 /// `--quiet`: no progress on stderr.
 #[derive(Debug, Clone, Copy, Args)]
 pub struct Quiet {

@@ -245,3 +245,47 @@ fn pool_shrink_not_honoured_is_reported() {
     );
     assert_eq!(*log.lock().unwrap(), vec!["hugetlb.2M=10", "hugetlb.2M=0"]);
 }
+
+#[test]
+fn a_second_guard_is_refused_until_the_first_has_restored() {
+    let dir = tempfile::tempdir().unwrap();
+    fake_sysfs(dir.path());
+    let root = Root::new(dir.path());
+    let journal = dir.path().join("run/journal.json");
+    let pool = Knob::HugetlbPages {
+        size: TWO_M,
+        node: None,
+    };
+    // The interleaving of the reproduction: both decide to change settings, the first writes.
+    let mut first = guard_in(dir.path());
+    let second = Guard::new(
+        Box::new(FakeKernel(SysfsSettings::new(root.clone()))),
+        root.clone(),
+        journal.clone(),
+    );
+    let e = second
+        .err()
+        .expect("refused while the first owns the settings");
+    assert!(matches!(e, ControlError::Busy { pid: Some(p), .. } if p == std::process::id()));
+    first.set(pool, "128").unwrap();
+    // Neither recovery nor a third guard touches the owner's journal.
+    assert!(matches!(
+        control::recover(&root, &journal, true).unwrap(),
+        Recovery::OwnerAlive { .. }
+    ));
+    assert!(journal.exists());
+    drop(first);
+    let n = std::fs::read_to_string(
+        dir.path()
+            .join("sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages"),
+    )
+    .unwrap();
+    assert_eq!(n.trim(), "0", "the first restored its own original");
+    let mut third = guard_in(dir.path());
+    third.set(pool, "4").unwrap();
+    assert_eq!(
+        third.original(&pool),
+        Some("0"),
+        "originals read under the lock"
+    );
+}

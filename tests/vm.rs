@@ -501,11 +501,7 @@ fn watch_arms_read_named_qemu_vms_as_in_the_two_vm_recipe() {
 /// HUGELAB_GUEST=target/guest cargo test --release --test vm -- --ignored guest
 /// ```
 #[test]
-#[ignore = "needs a guest built by examples/vm-guest/build.sh (HUGELAB_GUEST=DIR) and ~30 minutes"]
-#[cfg_attr(
-    missing_qemu,
-    ignore = "needs qemu-system-x86_64 (.ci/run installs it)"
-)]
+#[ignore = "needs a guest built by examples/vm-guest/build.sh (HUGELAB_GUEST=DIR), QEMU and ~30 minutes"]
 fn guest_pointer_chase_per_host_backing_is_read_from_the_serial_console() {
     require_root!();
     let dir =

@@ -6,7 +6,9 @@ use clap::Args;
 
 #[derive(Debug, Args)]
 pub struct RestoreArgs {
-    /// Restore even if the journal's owner is still running
+    /// Restore a journal whose recorded owner is alive but holds no settings lock (left by a
+    /// hugelab older than the lock). A process that holds the lock is never overridden: stop it
+    /// (`kill PID`) and it restores its own settings
     #[arg(long)]
     pub force: bool,
     #[command(flatten)]
@@ -51,23 +53,26 @@ struct RestoreJson {
     journal: String,
     status: &'static str,
     owner_pid: Option<u32>,
+    owner_command: Option<String>,
     restored: Vec<Restored>,
 }
 
 pub fn run(a: RestoreArgs) -> anyhow::Result<i32> {
     let path = default_journal_path();
     let outcome = control::recover(&Root::system(), &path, a.force)?;
-    let (status, owner_pid, restored) = match outcome {
+    let (status, owner, restored) = match outcome {
         Recovery::Nothing => ("nothing-to-restore", None, vec![]),
-        Recovery::OwnerAlive { pid } => ("owner-alive", Some(pid), vec![]),
+        Recovery::OwnerAlive { holder } => ("owner-alive", Some(holder), vec![]),
         Recovery::Restored(r) => ("restored", None, r),
     };
-    let failed = restored.iter().any(|r| r.error.is_some());
+    // A live owner's settings are its own to restore: refusing them is not success.
+    let failed = owner.is_some() || restored.iter().any(|r| r.error.is_some());
     if a.out.json {
         print_json(&RestoreJson {
             journal: path.display().to_string(),
             status,
-            owner_pid,
+            owner_pid: owner.as_ref().map(|h| h.pid),
+            owner_command: owner.as_ref().map(|h| h.command.clone()),
             restored,
         })?;
     } else {
@@ -75,11 +80,14 @@ pub fn run(a: RestoreArgs) -> anyhow::Result<i32> {
             "nothing-to-restore" => {
                 println!("nothing to restore: no journal at {}", path.display())
             }
-            "owner-alive" => println!(
-                "hugelab pid {} is running and owns {}; it restores its settings when it ends (use --force to restore now)",
-                owner_pid.unwrap_or(0),
-                path.display()
-            ),
+            "owner-alive" => {
+                let h = owner.as_ref().expect("owner-alive names its holder");
+                println!(
+                    "refused: hugelab ({h}) is running and owns the settings in {}; it restores them when it ends — to end it now, `kill {}` (it restores on SIGTERM)",
+                    path.display(),
+                    h.pid
+                )
+            }
             _ => {
                 println!("restored from {}:", path.display());
                 for r in &restored {

@@ -1,15 +1,20 @@
 //! Stage 2, control: the only code that writes system settings.
 //!
-//! Writes go through a [`Guard`]: before the first change it writes a journal of original
-//! values (owner pid, time) next to `/run/hugelab/`; it restores on drop, on SIGINT/SIGTERM/
-//! SIGHUP and on panic (drop runs during unwinding). A journal whose owner died (SIGKILL,
-//! power loss of the process) is restored by the next hugelab command or `hugelab restore`.
+//! Writes go through a [`Guard`], and a guard exists only while its process is the one
+//! [`Owner`] of the settings (an exclusive lock beside the journal, taken before any original
+//! value is read). Before the first change the guard writes a journal of original values
+//! (owner pid, time) in `/run/hugelab/`; it restores on drop, on SIGINT/SIGTERM/SIGHUP and on
+//! panic (drop runs during unwinding). A journal whose owner died (SIGKILL, power loss of the
+//! process) is restored by the next owner, the next hugelab command or `hugelab restore`;
+//! a live owner's journal is never written, restored or removed by anyone else.
 
 pub mod journal;
 pub mod knob;
+pub mod owner;
 
 pub use journal::{Journal, default_journal_path};
 pub use knob::{KhugepagedKnob, Knob};
+pub use owner::{Contended, Holder, Owner};
 
 use crate::error::ControlError;
 use crate::probe::Root;
@@ -276,6 +281,23 @@ fn write_action(path: &str, value: &str) -> Result<(), ControlError> {
     })
 }
 
+/// Become the one owner of the live machine's settings (the lock beside the default journal):
+/// refused while another process holds it, or, with `wait`, after it lets go (said on stderr
+/// once, naming the holder).
+pub fn own_settings(wait: bool) -> Result<std::sync::Arc<Owner>, ControlError> {
+    let contended = if wait {
+        Contended::Wait
+    } else {
+        Contended::Refuse
+    };
+    Owner::acquire(&default_journal_path(), contended, &mut |holder| {
+        say(&format!(
+            "hugelab: waiting for {} to restore the settings it changed (--wait-for-settings)",
+            holder.map_or_else(|| "another hugelab".to_string(), |h| h.to_string())
+        ))
+    })
+}
+
 /// Journals of guards alive in this process, for the signal handler.
 static ACTIVE: Mutex<Vec<(Root, PathBuf)>> = Mutex::new(Vec::new());
 
@@ -354,6 +376,8 @@ fn install_signal_handler() {
 
 /// The one way to change system settings. Restores everything it changed on drop.
 pub struct Guard {
+    /// Held for the guard's life (and longer, where the process holds another handle).
+    _owner: std::sync::Arc<Owner>,
     settings: Box<dyn Settings>,
     root: Root,
     journal_path: PathBuf,
@@ -362,28 +386,51 @@ pub struct Guard {
 }
 
 impl Guard {
-    /// A guard over the live system with the default journal path.
+    /// A guard over the live system with the default journal path, refusing when another
+    /// process owns the settings.
     pub fn system() -> Result<Guard, ControlError> {
-        Guard::new(
+        let owner = Owner::acquire(&default_journal_path(), Contended::Refuse, &mut |_| {})?;
+        Guard::system_owned(&owner)
+    }
+
+    /// A guard over the live system for a process that already owns the settings.
+    pub fn system_owned(owner: &std::sync::Arc<Owner>) -> Result<Guard, ControlError> {
+        Guard::with_owner(
+            owner.clone(),
             Box::new(SysfsSettings::new(Root::system())),
             Root::system(),
-            default_journal_path(),
         )
     }
 
-    /// A guard writing through `settings`, journaling to `journal_path`. Refuses while another
-    /// live hugelab holds that journal; restores a dead owner's journal first.
+    /// A guard writing through `settings`, journaling to `journal_path`: takes the settings
+    /// lock beside it, refusing while another process holds it.
     pub fn new(
         settings: Box<dyn Settings>,
         root: Root,
         journal_path: PathBuf,
     ) -> Result<Guard, ControlError> {
+        let owner = Owner::acquire(&journal_path, Contended::Refuse, &mut |_| {})?;
+        Guard::with_owner(owner, settings, root)
+    }
+
+    /// A guard under a lock this process holds, journaling to the lock's journal. Restores a
+    /// dead owner's journal first; refuses a journal whose recorded owner is alive (a hugelab
+    /// that journals without the lock: an older version).
+    pub fn with_owner(
+        owner: std::sync::Arc<Owner>,
+        settings: Box<dyn Settings>,
+        root: Root,
+    ) -> Result<Guard, ControlError> {
+        let journal_path = owner.journal_path().to_path_buf();
         if let Some(existing) = Journal::load(&journal_path)? {
             if existing.owner_alive() && existing.owner_pid != std::process::id() {
-                return Err(ControlError::Busy {
+                let holder = Holder {
                     pid: existing.owner_pid,
-                    path: journal_path,
-                });
+                    command: crate::probe::process::Proc::system(existing.owner_pid)
+                        .cmdline()
+                        .join(" "),
+                };
+                return Err(owner::busy(Some(&holder), journal_path));
             }
             // A dead owner's changes: put them back before taking over the journal.
             let restored = restore_changes(settings.as_ref(), &existing.changes);
@@ -400,6 +447,7 @@ impl Guard {
         }
         install_signal_handler();
         Ok(Guard {
+            _owner: owner,
             settings,
             root,
             journal_path,
@@ -477,20 +525,43 @@ impl Drop for Guard {
 #[derive(Debug)]
 pub enum Recovery {
     Nothing,
-    /// Another hugelab process is alive and owns the journal.
+    /// Another hugelab process is alive and owns the settings (and the journal).
     OwnerAlive {
-        pid: u32,
+        holder: Holder,
     },
     Restored(Vec<Restored>),
 }
 
-/// Restore a journal left by a dead hugelab (or, with `force`, by a live one).
+/// Restore a journal left by a dead hugelab, under the settings lock. A live owner's journal
+/// is never touched: while a process holds the lock, or a live process is the journal's
+/// recorded owner (unless `force`: a journal that no lock protects), it is refused.
 pub fn recover(root: &Root, journal_path: &Path, force: bool) -> Result<Recovery, ControlError> {
+    // An owner that has not written its journal yet owns the settings all the same.
+    if let Some(holder) = Owner::holder(journal_path) {
+        return Ok(Recovery::OwnerAlive { holder });
+    }
+    if Journal::load(journal_path)?.is_none() {
+        return Ok(Recovery::Nothing);
+    }
+    let Some(_owner) = Owner::try_acquire(journal_path)? else {
+        let holder = Owner::holder(journal_path).unwrap_or(Holder {
+            pid: 0,
+            command: "unknown".into(),
+        });
+        return Ok(Recovery::OwnerAlive { holder });
+    };
+    // Read again under the lock: the owner may have finished in between.
     let Some(j) = Journal::load(journal_path)? else {
         return Ok(Recovery::Nothing);
     };
     if j.owner_alive() && j.owner_pid != std::process::id() && !force {
-        return Ok(Recovery::OwnerAlive { pid: j.owner_pid });
+        let holder = Holder {
+            pid: j.owner_pid,
+            command: crate::probe::process::Proc::system(j.owner_pid)
+                .cmdline()
+                .join(" "),
+        };
+        return Ok(Recovery::OwnerAlive { holder });
     }
     let restored = restore_changes(&SysfsSettings::new(root.clone()), &j.changes);
     if restored.iter().all(|r| r.error.is_none()) {

@@ -45,6 +45,9 @@ pub struct Request<'a> {
     /// The results database; `None` keeps the run in memory only (`--no-save`).
     pub db: Option<PathBuf>,
     pub quiet: bool,
+    /// This process's ownership of the settings, taken while planning when the plan changes
+    /// them (`plan::plan_owned`); held until the run has restored everything.
+    pub owner: Option<std::sync::Arc<control::Owner>>,
 }
 
 /// Run the plan to its end (or Ctrl-C, or a failed trial) and analyse what was stored.
@@ -84,7 +87,12 @@ pub fn conduct(plan: Plan, req: &Request) -> anyhow::Result<Conducted> {
         run_id,
         root: Root::system(),
         cpu: crate::probe::cpu::read(&Root::system()).unwrap_or_default(),
-        guard: Box::new(|| Ok(Guard::system()?)),
+        guard: Box::new(|| {
+            Ok(match &req.owner {
+                Some(owner) => Guard::system_owned(owner)?,
+                None => Guard::system()?,
+            })
+        }),
         stop: &stop,
         progress: &mut progress,
         trace: trace.as_mut(),

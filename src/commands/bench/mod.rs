@@ -56,6 +56,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub no_grow: bool,
     #[command(flatten)]
+    pub settings: crate::options::SettingsWait,
+    #[command(flatten)]
     pub out: crate::options::Json,
     #[command(flatten)]
     pub progress: crate::options::Quiet,
@@ -70,9 +72,18 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     let started = Instant::now();
     let st = status::probe(&Root::system()).context("probing the machine")?;
     let (plan, mut notes) = plan(&a, &st)?;
+    // A bench that may grow pools or switch mTHP sizes owns the settings from here (refused,
+    // exit 2, while another hugelab does) and reads the machine again under that lock.
+    let owner = System::may_change(&plan, &st, !a.no_grow)
+        .then(|| crate::control::own_settings(a.settings.wait_for_settings))
+        .transpose()?;
+    let st = match owner {
+        Some(_) => status::probe(&Root::system()).context("probing the machine")?,
+        None => st,
+    };
     let mut obs = Progress::stderr("hugelab bench", a.progress.quiet);
     start_progress(&mut obs, &plan);
-    let mut sys = System::live();
+    let mut sys = System::live(owner);
     let mut skipped = sys.prepare(&plan, &st, !a.no_grow)?;
     let mut saver = start_saver(&a, &plan, &st, &mut notes);
     let mut save_error: Option<String> = None;

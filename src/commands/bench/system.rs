@@ -17,9 +17,26 @@ pub struct System<'a> {
 }
 
 impl<'a> System<'a> {
-    /// Guards the live machine (`/sys`, the journal in `/run/hugelab`).
-    pub fn live() -> System<'a> {
-        System::new(Box::new(|| Ok(Guard::system()?)))
+    /// Guards the live machine (`/sys`, the journal in `/run/hugelab`), under `owner` where
+    /// this process already owns the settings.
+    pub fn live(owner: Option<std::sync::Arc<crate::control::Owner>>) -> System<'a> {
+        System::new(Box::new(move || {
+            Ok(match &owner {
+                Some(o) => Guard::system_owned(o)?,
+                None => Guard::system()?,
+            })
+        }))
+    }
+
+    /// Whether preparing `plan` may change settings: as root, a hugetlb pool to grow or an
+    /// mTHP size to switch on.
+    pub fn may_change(plan: &Plan, st: &Status, grow: bool) -> bool {
+        st.is_root
+            && plan.backings.iter().any(|b| match b {
+                Backing::Hugetlb { .. } => grow,
+                Backing::Mthp { .. } => true,
+                _ => false,
+            })
     }
 
     pub fn new(make: Box<dyn FnMut() -> anyhow::Result<Guard> + 'a>) -> System<'a> {

@@ -13,7 +13,7 @@ pub use crate::store::trial_data;
 pub use crate::experiment::plan::{EXIT_FAILED, RunArgs, plan, plan_as};
 
 pub fn run(a: RunArgs) -> anyhow::Result<i32> {
-    let plan = plan(&a)?;
+    let (plan, owner) = crate::experiment::plan::plan_owned(&a)?;
     crate::experiment::plan::check_program(&a, &plan)?;
     let db = (!a.no_save).then(|| {
         a.store
@@ -27,6 +27,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         label: a.label.as_deref(),
         db: db.clone(),
         quiet: a.progress.quiet,
+        owner,
     };
     let done = crate::experiment::conduct(plan, &req)?;
     let mut res = done.result;

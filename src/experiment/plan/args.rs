@@ -201,6 +201,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub order: crate::options::Seed,
     #[command(flatten)]
+    pub settings: crate::options::SettingsWait,
+    #[command(flatten)]
     pub out: crate::options::Json,
     /// After the answer, print every table: per-metric summaries, evidence, machine noise,
     /// servers (what `results show` prints for a stored run)

@@ -139,6 +139,32 @@ pub fn server_words(server: &str, shell: bool) -> Vec<String> {
 
 /// The plan for a user who is root (`privileged`) or not: arms that change system-wide
 /// settings, `--drop-caches`, `--compact` and `--user` need root.
+/// Plan; where the plan changes system settings, become their one owner first (refused, exit
+/// 2, while another hugelab is; or waiting with `--wait-for-settings`) and plan again under the
+/// lock, so that pool targets come from values no other hugelab is changing.
+pub fn plan_owned(
+    a: &RunArgs,
+) -> anyhow::Result<(Plan, Option<std::sync::Arc<crate::control::Owner>>)> {
+    let first = plan(a)?;
+    if !changes_settings(&first) {
+        return Ok((first, None));
+    }
+    let owner = crate::control::own_settings(a.settings.wait_for_settings)?;
+    Ok((plan(a)?, Some(owner)))
+}
+
+/// Whether running `plan` changes system settings: an arm's or the warm design's system-wide
+/// knobs, or a condition that needs root.
+pub fn changes_settings(plan: &Plan) -> bool {
+    plan.arms.iter().any(|x| !x.system.is_empty())
+        || plan.conditions.iter().any(|c| c.needs_root())
+        || plan
+            .server
+            .as_ref()
+            .and_then(|s| s.warm.as_ref())
+            .is_some_and(|w| !w.side_by_side.system.is_empty())
+}
+
 pub fn plan_as(a: &RunArgs, privileged: bool) -> Result<Plan, UsageError> {
     plan_with(a, privileged, None)
 }

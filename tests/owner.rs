@@ -1,0 +1,228 @@
+//! One owner of the machine's settings at a time, live (root): two runs started together, a
+//! bench and `restore` while a run owns the pools, and a run killed between its plan and its
+//! first write. After each the machine is at its defaults, no journal is left, and the refused
+//! process exited 2 (1 for `restore`) naming the owner. Every test holds the shared knob lock.
+
+mod common;
+
+use std::process::{Child, Command, Output, Stdio};
+
+const POOL_2M: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
+const POOL_1G: &str = "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages";
+const JOURNAL: &str = "/run/hugelab/journal.json";
+const LOCK: &str = "/run/hugelab/journal.lock";
+
+fn pools() -> (String, String) {
+    (common::read_trim(POOL_2M), common::read_trim(POOL_1G))
+}
+
+fn hugelab(args: &[&str]) -> Command {
+    let mut c = Command::new(assert_cmd::cargo::cargo_bin("hugelab"));
+    c.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+    c
+}
+
+/// A run of two arms, the second growing the 2 MiB pool, each trial `sleep SECONDS`.
+fn pool_run(seconds: &str, extra: &[&str]) -> Command {
+    let mut args = vec![
+        "run",
+        "--no-save",
+        "--warmup",
+        "0",
+        "-a",
+        "base=",
+        "-a",
+        "pool=hugetlb.2M=4",
+    ];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--", "sleep", seconds]);
+    hugelab(&args)
+}
+
+/// Wait until the settings lock names `pid` as its holder (the process has planned and owns
+/// the settings); panics if the process ends first.
+fn wait_until_owner(child: &mut Child) {
+    let pid = child.id().to_string();
+    loop {
+        let holder = std::fs::read_to_string(LOCK).unwrap_or_default();
+        if holder.lines().next() == Some(pid.as_str()) {
+            return;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("hugelab pid {pid} ended ({status}) before owning the settings");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// A spawned hugelab, killed and reaped if a failed assertion leaves it running.
+struct Running(Option<Child>);
+
+impl Running {
+    fn spawn(mut cmd: Command) -> Running {
+        Running(Some(cmd.spawn().unwrap()))
+    }
+    fn child(&mut self) -> &mut Child {
+        self.0.as_mut().expect("not yet waited for")
+    }
+    fn output(mut self) -> Output {
+        self.0.take().unwrap().wait_with_output().unwrap()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn assert_defaults(before: &(String, String)) {
+    assert_eq!(&pools(), before, "the pools are back");
+    assert!(!std::path::Path::new(JOURNAL).exists(), "no journal left");
+}
+
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: changes kernel settings or switches user"
+)]
+#[test]
+fn two_runs_started_together_one_owns_and_the_other_is_refused() {
+    require_root!();
+    let _lock = common::knob_lock();
+    let before = pools();
+    let mut a = Running::spawn(pool_run("2", &["--blocks", "2", "-q"]));
+    let mut b = Running::spawn(pool_run("2", &["--blocks", "2", "-q"]));
+    let (pa, pb) = (a.child().id(), b.child().id());
+    let (oa, ob) = (a.output(), b.output());
+    let mut codes = [oa.status.code(), ob.status.code()];
+    codes.sort();
+    assert_eq!(
+        codes,
+        [Some(0), Some(2)],
+        "one runs, one is refused:\n{}\n{}",
+        text(&oa),
+        text(&ob)
+    );
+    let (refused, owner) = if oa.status.code() == Some(2) {
+        (text(&oa), pb)
+    } else {
+        (text(&ob), pa)
+    };
+    assert!(
+        refused.contains(&format!("another hugelab (pid {owner}: `"))
+            && refused.contains("is changing system settings")
+            && refused.contains(&format!("kill {owner}")),
+        "{refused}"
+    );
+    assert_defaults(&before);
+}
+
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: changes kernel settings or switches user"
+)]
+#[test]
+fn a_bench_and_restore_are_refused_while_a_run_owns_the_pools() {
+    require_root!();
+    let _lock = common::knob_lock();
+    let before = pools();
+    let mut run = Running::spawn(pool_run("1", &["--blocks", "3", "-q"]));
+    wait_until_owner(run.child());
+    let pid = run.child().id();
+
+    let bench = hugelab(&[
+        "bench",
+        "touch",
+        "-b",
+        "4k,hugetlb-2m",
+        "-s",
+        "4M",
+        "-r",
+        "2",
+        "--no-save",
+        "-q",
+    ])
+    .output()
+    .unwrap();
+    let said = text(&bench);
+    assert_eq!(bench.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains(&format!("pid {pid}: `")) && said.contains("hugelab run"),
+        "the refusal names the owner's pid and command: {said}"
+    );
+
+    let restore = hugelab(&["restore"]).output().unwrap();
+    let said = text(&restore);
+    assert_eq!(restore.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("refused") && said.contains(&format!("kill {pid}")),
+        "{said}"
+    );
+
+    let out = run.output();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_defaults(&before);
+}
+
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: changes kernel settings or switches user"
+)]
+#[test]
+fn a_run_killed_between_its_plan_and_its_first_write_leaves_nothing() {
+    require_root!();
+    let _lock = common::knob_lock();
+    let before = pools();
+    // A seed whose first block runs the baseline (no setting) first: the run then owns the
+    // settings, sleeping in its first trial, before it has written anything.
+    let seed = (0..1000u64)
+        .find(|s| hugelab::experiment::block_order(2, 0, *s)[0] == 0)
+        .unwrap()
+        .to_string();
+    let mut run = Running::spawn(pool_run("60", &["--blocks", "2", "-q", "--seed", &seed]));
+    wait_until_owner(run.child());
+    assert_eq!(pools(), before, "nothing written yet");
+    drop(run); // SIGKILL
+    assert_defaults(&before);
+    // The kernel let go of the lock with the process: the next owner is not refused.
+    let hold = hugelab(&["hold", "hugetlb.2M=2", "--seconds", "0"])
+        .output()
+        .unwrap();
+    assert!(hold.status.success(), "{}", text(&hold));
+    assert_defaults(&before);
+}
+
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: changes kernel settings or switches user"
+)]
+#[test]
+fn a_waiting_run_starts_once_the_owner_has_restored() {
+    require_root!();
+    let _lock = common::knob_lock();
+    let before = pools();
+    let mut first = Running::spawn(pool_run("1", &["--blocks", "2", "-q"]));
+    wait_until_owner(first.child());
+    let second = Running::spawn(pool_run(
+        "0.1",
+        &["--blocks", "2", "-q", "--wait-for-settings"],
+    ));
+    let out_first = first.output();
+    let out_second = second.output();
+    assert!(out_first.status.success(), "{}", text(&out_first));
+    let said = text(&out_second);
+    assert!(out_second.status.success(), "{said}");
+    assert!(said.contains("waiting for pid"), "{said}");
+    assert_defaults(&before);
+}
