@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stages=(probe control backing workload collect analyze store model render experiment commands cli)
+# The engines beside experiment: each above render, below commands, and none imports another.
+engines=(experiment bench fleet exporter stored_runs)
 status=0
 if grep -rn 'crate::{' src >/dev/null; then
   echo "grouped 'use crate::{…}' imports hide which stage they reach; import each stage on its own line:"
@@ -20,6 +22,28 @@ for i in "${!stages[@]}"; do
       echo "stage '$s' imports the later stage '$up':"
       echo "$hits"
       status=1
+    fi
+  done
+done
+for e in "${engines[@]:1}"; do
+  path=src/$e
+  for up in commands cli; do
+    if hits=$(grep -rnE "crate::$up\b" "$path"); then
+      echo "engine '$e' imports '$up':"; echo "$hits"; status=1
+    fi
+  done
+  for s in probe control backing workload collect analyze store model render; do
+    if hits=$(grep -rnE "crate::$e\b" "src/$s" "src/$s.rs" 2>/dev/null); then
+      echo "stage '$s' imports the engine '$e':"; echo "$hits"; status=1
+    fi
+  done
+  for other in "${engines[@]}"; do
+    [ "$other" = "$e" ] && continue
+    if hits=$(grep -rnE "crate::$other\b" "$path"); then
+      echo "engine '$e' imports the engine '$other' (move what they share down a stage):"; echo "$hits"; status=1
+    fi
+    if hits=$(grep -rnE "crate::$e\b" "src/$other"); then
+      echo "engine '$other' imports the engine '$e' (move what they share down a stage):"; echo "$hits"; status=1
     fi
   done
 done
@@ -46,24 +70,22 @@ for dir in src/backing src/workload src/analyze src/store src/model src/render s
     status=1
   fi
 done
-# Commands do not import each other; what two share lives in a shared module (options, stored)
-# or further down the stages.
-shared="stored|process"
+# Commands do not import each other; what two share lives in an engine room (stored_runs, …),
+# src/options.rs or further down the stages.
 for dir in src/commands/*; do
   name=$(basename "$dir" .rs)
   [ "$name" = mod ] && continue
   for other in src/commands/*; do
     o=$(basename "$other" .rs)
     [ "$o" = mod ] || [ "$o" = "$name" ] && continue
-    echo "$o" | grep -qE "^($shared)$" && continue
     pat="crate::commands::$o\b|super::super::$o\b"
     [ -f "$dir" ] && pat="$pat|super::$o\b"
     if hits=$(grep -rnE "$pat" "$dir"); then
-      echo "command '$name' imports command '$o' (move what they share to commands/stored.rs, src/options.rs or a lower stage):"
+      echo "command '$name' imports command '$o' (move what they share to an engine room such as src/stored_runs/, src/options.rs or a lower stage):"
       echo "$hits"
       status=1
     fi
   done
 done
-[ $status -eq 0 ] && echo "layers: every import points down (${stages[*]}); only probe and collect read system files; no command imports another"
+[ $status -eq 0 ] && echo "layers: every import points down (${stages[*]}; engines ${engines[*]} side by side); only probe and collect read system files; no command imports another"
 exit $status

@@ -23,16 +23,16 @@ pub enum Command {
     /// Show the machine's page-size state: THP/mTHP knobs, hugetlb pools, fragmentation, counters
     Status(crate::commands::status::StatusArgs),
     /// Memory microbenchmarks across page backings (4k, thp, hugetlb-2m, hugetlb-1g, mthp-*), each verified
-    Bench(crate::commands::bench::BenchArgs),
+    Bench(crate::bench::BenchArgs),
     /// A/B/n experiment of any command under page configurations, with evidence and a verdict
-    Run(Box<crate::commands::run::RunArgs>),
+    Run(Box<crate::experiment::plan::RunArgs>),
     /// From stored evidence to settings: what to set for the machine or a service, why, as a
     /// plan or an artefact (sysctl.d, tmpfiles.d, systemd, kernel command line, tuned,
     /// service config); --check verifies a machine against it
     Advise(crate::commands::advise::AdviseArgs),
     /// A huge-page change on live hosts, judged from Prometheus: canary against baseline per
     /// metric with intervals, whether the canary really had huge pages, one verdict
-    Judge(Box<crate::commands::judge::JudgeArgs>),
+    Judge(Box<crate::fleet::JudgeArgs>),
     /// Stored results: list, show (re-analyse), export (json, csv, md)
     Results(crate::commands::results::ResultsArgs),
     /// Import hyperfine --export-json results into the results database
@@ -50,13 +50,13 @@ pub enum Command {
     /// Kernel latency histograms of huge pages' costs (compaction, reclaim, migration, khugepaged) from tracepoints
     Trace(crate::commands::trace::TraceArgs),
     /// Prometheus metrics for huge pages on this host: pools by state, THP/mTHP, compaction, fragmentation, watched processes
-    Exporter(crate::commands::exporter::ExporterArgs),
+    Exporter(crate::exporter::ExporterArgs),
     /// Undo system settings left changed by an interrupted hugelab run
     Restore(crate::commands::restore::RestoreArgs),
     /// Shell completions for bash, zsh, fish, elvish or PowerShell, on stdout
-    Completions(crate::commands::shell::CompletionsArgs),
+    Completions(crate::commands::completions::CompletionsArgs),
     /// The man page (hugelab.1 on stdout, or every page into a directory with --out)
-    Man(crate::commands::shell::ManArgs),
+    Man(crate::commands::completions::ManArgs),
     /// Hold settings changed until killed (for testing the restore path)
     #[command(hide = true)]
     Hold(crate::commands::restore::HoldArgs),

@@ -1,9 +1,10 @@
 //! hugelab: measure what huge pages do for a workload, and what they cost.
 //!
 //! The modules are the stages of the data flow (docs/architecture.md), in dependency order:
-//! probe → control → backing → workload → collect → analyze → store → model → render →
-//! experiment (the run engine: plan, schedule, trial, servers); `commands` runs each CLI
-//! command on top of them, producing `model` records. Utilities (`error`, `units`, `metric`,
+//! probe → control → backing → workload → collect → analyze → store → model → render, then the
+//! engines side by side (`experiment`: the run engine — plan, schedule, trial, servers; `bench`;
+//! `fleet`: judge; `exporter`; `stored_runs`), each producing `model` records; `commands` runs
+//! each CLI command on top of them. Utilities (`error`, `units`, `metric`,
 //! `rng`, `sys`, `options`) sit below every stage.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
@@ -13,12 +14,15 @@ pub const VERSION: &str = env!("HUGELAB_VERSION");
 
 pub mod analyze;
 pub mod backing;
+pub mod bench;
 pub mod cli;
 pub mod collect;
 pub mod commands;
 pub mod control;
 pub mod error;
 pub mod experiment;
+pub mod exporter;
+pub mod fleet;
 pub mod metric;
 pub mod model;
 pub mod options;
@@ -26,6 +30,7 @@ pub mod probe;
 pub mod render;
 pub mod rng;
 pub mod store;
+pub mod stored_runs;
 pub mod sys;
 pub mod units;
 pub mod workload;

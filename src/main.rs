@@ -47,8 +47,8 @@ fn main() {
         Command::Collapse(a) => commands::collapse::run(a),
         Command::HoldMemory(a) => commands::hold_memory::run(a),
         Command::Restore(a) => commands::restore::run(a),
-        Command::Completions(a) => commands::shell::completions(a, Cli::command()),
-        Command::Man(a) => commands::shell::man(a, Cli::command()),
+        Command::Completions(a) => commands::completions::completions(a, Cli::command()),
+        Command::Man(a) => commands::completions::man(a, Cli::command()),
         Command::Hold(a) => commands::restore::hold(a),
     };
     match result {

@@ -4,7 +4,7 @@ mod common;
 
 use clap::Parser;
 use hugelab::backing::Backing;
-use hugelab::commands::bench::{BenchArgs, System, plan};
+use hugelab::bench::{BenchArgs, BenchSettings, plan};
 use hugelab::probe::{Root, status};
 
 #[derive(Parser)]
@@ -167,7 +167,7 @@ fn as_root_pools_grow_and_mthp_switches_through_the_guard_on_a_fake_sysfs() {
         &st,
     )
     .unwrap();
-    let mut sys = System::new(Box::new(|| Ok(common::fake_guard(&root))));
+    let mut sys = BenchSettings::new(Box::new(|| Ok(common::fake_guard(&root))));
     let skipped = sys.prepare(&p, &st, true).unwrap();
     assert!(skipped.is_empty(), "{skipped:?}");
     // 4 MiB needs two 2 MiB pages; the fixture pool has none.
@@ -208,7 +208,7 @@ fn without_root_pools_and_mthp_are_skipped_with_the_fix_and_nothing_is_written()
         &st,
     )
     .unwrap();
-    let mut sys = System::new(Box::new(|| panic!("no setting may change without root")));
+    let mut sys = BenchSettings::new(Box::new(|| panic!("no setting may change without root")));
     let skipped = sys.prepare(&p, &st, true).unwrap();
     let reason = |b: &str| {
         skipped

@@ -5,7 +5,7 @@
 mod common;
 
 use clap::Parser;
-use hugelab::commands::exporter::{Exporter, ExporterArgs};
+use hugelab::exporter::{Exporter, ExporterArgs};
 use hugelab::probe::Root;
 use hugelab::render::prometheus;
 use std::collections::BTreeMap;

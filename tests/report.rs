@@ -4,8 +4,8 @@
 mod common;
 
 use assert_cmd::Command;
-use hugelab::commands::report::view;
 use hugelab::store::{ArmRow, Store, TrialRow};
+use hugelab::stored_runs::view;
 use std::path::Path;
 
 /// `hugelab report ID --db DB -o OUT`, which must succeed.

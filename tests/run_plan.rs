@@ -7,10 +7,10 @@ mod common;
 
 use clap::Parser;
 use hugelab::analyze::verdict::{Design, Verdict};
-use hugelab::commands::run::{
-    Effects, Executed, Plan, RunArgs, block_order, execute, plan, plan_as,
-};
 use hugelab::control::{Guard, SysfsSettings};
+use hugelab::experiment::plan::{RunArgs, plan, plan_as};
+use hugelab::experiment::{Effects, Executed, block_order, execute};
+use hugelab::model::run::Plan;
 use hugelab::probe::Root;
 use hugelab::store::Store;
 use hugelab::workload::child::{Runner, TrialHooks, TrialOutcome, TrialSpec};
@@ -357,11 +357,7 @@ fn sequential_stops_by_the_rule_it_reports() {
         "{}",
         x.stop_reason
     );
-    let data: Vec<_> = x
-        .trials
-        .iter()
-        .map(hugelab::commands::run::trial_data)
-        .collect();
+    let data: Vec<_> = x.trials.iter().map(hugelab::store::trial_data).collect();
     let names: Vec<String> = p.arms.iter().map(|x| x.name.clone()).collect();
     let r = hugelab::analyze::experiment::analyse(
         &names,

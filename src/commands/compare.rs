@@ -3,8 +3,8 @@
 //! Mann–Whitney interval.
 
 use super::print_json;
-use super::stored::compare_runs;
 use crate::options::{Database, Decision, Json, MetricChoice};
+use crate::stored_runs::compare_runs;
 use clap::Args;
 
 #[derive(Debug, Args)]

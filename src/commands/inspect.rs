@@ -83,7 +83,7 @@ pub fn run(a: InspectArgs) -> anyhow::Result<i32> {
                 }
             }
             let context = crate::model::inspect::HotContext {
-                measured: super::stored::measured_tlb(&a.store.db),
+                measured: crate::stored_runs::measured_tlb(&a.store.db),
                 db: a
                     .store
                     .db

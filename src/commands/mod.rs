@@ -1,10 +1,12 @@
-//! Command planning and orchestration: each CLI command turns parsed arguments plus the
-//! probed system into a plan, runs it through the stages, and renders the result.
+//! The commands: each parses its arguments, calls its engine (`experiment`, `bench`, `fleet`,
+//! `exporter`, `stored_runs`) or the stages directly when it has no plan of its own, renders
+//! the record it gets, and maps the outcome to an exit code. No command imports another.
 
 pub mod advise;
 pub mod bench;
 pub mod collapse;
 pub mod compare;
+pub mod completions;
 pub mod exporter;
 pub mod hold_memory;
 pub mod import;
@@ -14,9 +16,7 @@ pub mod report;
 pub mod restore;
 pub mod results;
 pub mod run;
-pub mod shell;
 pub mod status;
-pub mod stored;
 pub mod top;
 pub mod trace;
 

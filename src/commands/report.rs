@@ -3,9 +3,9 @@
 //! from the same records, and the same table cells, as the terminal output.
 
 use super::UsageError;
-use super::stored::{compare_runs, open};
 use crate::model::report::CompareResult;
 use crate::options::{Database, Decision, MetricChoice, ReportFormat};
+use crate::stored_runs::{compare_runs, open};
 use crate::units::Bytes;
 use clap::Args;
 use std::path::PathBuf;
@@ -33,7 +33,7 @@ pub struct ReportArgs {
     pub store: Database,
 }
 
-pub use super::stored::view;
+use crate::stored_runs::view;
 
 pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
     let md = a.format == ReportFormat::Md;

@@ -2,9 +2,9 @@
 //! hyperfine can read, CSV of every trial, Markdown).
 
 use super::print_json;
-use super::stored::open;
 use crate::options::{Decision, ExportFormat, Json};
 use crate::store::analysis::reanalyse;
+use crate::stored_runs::open;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
@@ -104,7 +104,7 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
                     &crate::render::export_json::export(&meta, &arms, &trials),
                 ))?,
                 ExportFormat::Csv => crate::render::csv::trials(run, &arms, &trials),
-                ExportFormat::Md => crate::render::markdown::runs(&[super::stored::view(
+                ExportFormat::Md => crate::render::markdown::runs(&[crate::stored_runs::view(
                     meta, &arms, &trials, 0.01, 0.99,
                 )]),
             };

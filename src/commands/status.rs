@@ -48,7 +48,7 @@ pub fn run(a: StatusArgs) -> anyhow::Result<i32> {
     let mut samples = 0u64;
     // The machine's measured TLB, when `bench tlb` has run here (not for a fixture's tree).
     let tlb = if a.root.is_none() {
-        super::stored::measured_tlb(&a.store.db)
+        crate::stored_runs::measured_tlb(&a.store.db)
     } else {
         None
     };

@@ -5,12 +5,9 @@
 
 use super::print_json;
 use crate::analyze::verdict::Verdict;
-pub use crate::experiment::{Effects, Executed, SCHEMA, block_order, execute};
+use crate::experiment::plan::{EXIT_FAILED, RunArgs};
 use crate::experiment::{Outcome, Request};
-pub use crate::model::run::{Plan, RunResult};
-pub use crate::store::trial_data;
-
-pub use crate::experiment::plan::{EXIT_FAILED, RunArgs, plan, plan_as};
+use crate::model::run::RunResult;
 
 pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     let (plan, owner) = crate::experiment::plan::plan_owned(&a)?;
@@ -31,7 +28,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     };
     let done = crate::experiment::conduct(plan, &req)?;
     let mut res = done.result;
-    res.tlb = super::stored::measured_tlb(&a.store.db);
+    res.tlb = crate::stored_runs::measured_tlb(&a.store.db);
     if a.out.json {
         print_json(&res)?;
     } else {

@@ -10,7 +10,7 @@ use crate::units::Bytes;
 /// the round ends, so an interrupted bench keeps what it measured. Arms are the backings, one
 /// trial per observation, metrics named `<metric>@<size>` (so `results show/export`, `compare`
 /// and `report` work on benches too).
-pub struct Saver {
+pub struct StoredBench {
     store: crate::store::Store,
     path: std::path::PathBuf,
     id: i64,
@@ -22,13 +22,13 @@ fn metric_name(m: crate::workload::Metric, size: u64) -> String {
     format!("{}@{}", m.label().replace(' ', "_"), Bytes(size))
 }
 
-impl Saver {
+impl StoredBench {
     pub fn start(
         plan: &Plan,
         system: Option<&Status>,
         kernel: Option<&str>,
         db: Option<&std::path::Path>,
-    ) -> anyhow::Result<Saver> {
+    ) -> anyhow::Result<StoredBench> {
         use crate::analyze::experiment::MetricDef;
         use crate::analyze::verdict::Better;
         let path = db
@@ -62,7 +62,7 @@ impl Saver {
             command.push("tlb".into());
         }
         let id = store.create_run(Some("bench"), &command, kernel, "running", &stored, &arms)?;
-        Ok(Saver {
+        Ok(StoredBench {
             store,
             path,
             id,

@@ -1,149 +1,15 @@
-//! What the commands on stored results share (not a command itself): opening the results
-//! database for reading, and the unpaired comparison of two stored or exported runs
-//! (`compare`, `report --compare`).
+//! A stored run read back with what its charts need: its analysis, every trial value in run
+//! order, the stall histograms and, for a bench, the per-size lines.
 
-use super::UsageError;
-use crate::analyze::stats::{mann_whitney_shift, quantile_interval, sorted, summarize};
-use crate::analyze::verdict::{Better, decide, to_percent};
+use crate::analyze::stats::{quantile_interval, sorted};
 use crate::backing::Backing;
 use crate::model::report::{
     ArmStalls, BenchCurve, BenchLine, BenchPoint, Point, RunKind, RunView, Series, StallHistogram,
 };
-use crate::model::report::{CompareResult, CompareRow};
-use crate::store::Store;
 use crate::store::analysis::reanalyse;
 use crate::store::{ArmRow, RunMeta, TrialRow};
 use crate::units::Bytes;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-
-/// The results database for reading: it must exist (a read-only command creates nothing).
-pub fn open(db: &Option<PathBuf>) -> anyhow::Result<Store> {
-    Store::open_existing(&db.clone().unwrap_or_else(crate::store::default_path))
-}
-
-/// The TLB reach `bench tlb` last measured on this host, from the results database; `None`
-/// when nothing was measured (or there is no database).
-pub fn measured_tlb(db: &Option<PathBuf>) -> Option<crate::analyze::tlb::Measured> {
-    let store = open(db).ok()?;
-    let (run, created, v) = store.latest_summary("tlb").ok()??;
-    Some(crate::analyze::tlb::Measured {
-        run,
-        created,
-        reach: serde_json::from_value(v).ok()?,
-    })
-}
-
-/// Arm name → successful values of `metric`, from a run id or an exported file.
-fn values_of(
-    src: &str,
-    metric: &str,
-    db: &Option<PathBuf>,
-) -> anyhow::Result<(String, BTreeMap<String, Vec<f64>>)> {
-    let mut out: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    if let Ok(id) = src.parse::<i64>() {
-        let (meta, arms, trials) = open(db)?.load(id)?;
-        for t in trials.iter().filter(|t| t.ok && t.block >= 0) {
-            if let (Some(a), Some(v)) = (
-                arms.iter().find(|a| a.idx == t.arm_idx),
-                t.metrics.get(metric),
-            ) {
-                out.entry(a.name.clone()).or_default().push(*v);
-            }
-        }
-        return Ok((format!("run {} ({})", meta.id, meta.host), out));
-    }
-    let text = std::fs::read_to_string(src).map_err(|e| {
-        UsageError(format!(
-            "{src:?} is neither a run id nor a readable file: {e}"
-        ))
-    })?;
-    let v: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| UsageError(format!("{src}: not JSON: {e}")))?;
-    for (i, r) in v["results"].as_array().into_iter().flatten().enumerate() {
-        let name = r["hugelab"]["arm"]
-            .as_str()
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("cmd{}", i + 1));
-        let vals: Vec<f64> = if metric == "wall_s" {
-            r["times"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|t| t.as_f64())
-                .collect()
-        } else {
-            r["hugelab"]["trials"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|t| t["ok"] == true)
-                .filter_map(|t| t["metrics"][metric].as_f64())
-                .collect()
-        };
-        out.insert(name, vals);
-    }
-    Ok((src.to_string(), out))
-}
-
-/// The arms two runs share, compared unpaired on `metric` (B vs A).
-pub fn compare_runs(
-    a: &str,
-    b: &str,
-    metric: &str,
-    higher: bool,
-    effect: f64,
-    confidence: f64,
-    db: &Option<PathBuf>,
-) -> anyhow::Result<CompareResult> {
-    let (la, va) = values_of(a, metric, db)?;
-    let (lb, vb) = values_of(b, metric, db)?;
-    // A run against itself (the same id or file, or the same values) compares nothing.
-    if a == b || va == vb {
-        return Err(super::UsageError(format!(
-            "{a} and {b} are {}: a comparison with itself says nothing; give two different runs (hugelab results list)",
-            if a == b { "the same run" } else { "the same data" }
-        ))
-        .into());
-    }
-    let better = Better::of(higher);
-    let mut rows = Vec::new();
-    for (arm, xa) in &va {
-        let Some(xb) = vb.get(arm) else { continue };
-        let lb_: Vec<f64> = xb.iter().filter(|v| **v > 0.0).map(|v| v.ln()).collect();
-        let la_: Vec<f64> = xa.iter().filter(|v| **v > 0.0).map(|v| v.ln()).collect();
-        let shift = mann_whitney_shift(&lb_, &la_, confidence);
-        rows.push(CompareRow {
-            arm: arm.clone(),
-            n_a: xa.len(),
-            n_b: xb.len(),
-            median_a: summarize(xa).map(|s| s.median),
-            median_b: summarize(xb).map(|s| s.median),
-            b_vs_a_percent: shift.map(|s| to_percent(s.estimate)),
-            p_value: shift.map(|s| s.p_value),
-            verdict: shift
-                .and_then(|s| Some(decide(s.estimate.lo?, s.estimate.hi?, effect, better).0)),
-            values_a: xa.clone(),
-            values_b: xb.clone(),
-        });
-    }
-    if rows.is_empty() {
-        return Err(UsageError(format!(
-            "{a} and {b} share no arm names with values of {metric:?}"
-        ))
-        .into());
-    }
-    Ok(CompareResult {
-        schema: "hugelab.compare/1",
-        a: la,
-        b: lb,
-        metric: metric.to_string(),
-        better,
-        effect,
-        confidence,
-        rows,
-    })
-}
 
 /// A stored run with what its charts need: the analysis at `confidence`/`effect`, every trial
 /// value in run order and, for a bench, the per-size lines.
@@ -210,7 +76,6 @@ fn stall_histograms(
     index: &dyn Fn(i64) -> Option<usize>,
     trials: &[TrialRow],
 ) -> Vec<StallHistogram> {
-    use std::collections::BTreeMap;
     let mut traced = vec![0usize; arm_names.len()];
     // Per arm: bucket → events, and the total ns.
     type Arms = BTreeMap<usize, (BTreeMap<u64, u64>, u64)>;

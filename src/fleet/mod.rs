@@ -1,21 +1,22 @@
-//! `hugelab judge`: a huge-page change judged on live hosts from Prometheus — a canary group
-//! against a baseline group over a window, per metric and overall, with the exporter's coverage
-//! as the evidence that the canary really had huge pages (analyze::judge does the statistics).
+//! fleet: the engine of `hugelab judge` — a huge-page change judged on live hosts from
+//! Prometheus: a canary group against a baseline group over a window, per metric and overall,
+//! with the exporter's coverage as the evidence that the canary really had huge pages
+//! (`analyze::judge` does the statistics), looked at once or followed until settled
+//! (`follow`), or a switchback on this host (`switchback.rs`). The command parses and renders.
 
-use super::UsageError;
-use crate::analyze::judge::{self, Evidence, HugeOn, Overall, Prepared, Settings, Window};
+use crate::analyze::judge::{self, Evidence, Overall, Prepared, Settings, Window};
 use crate::analyze::verdict::{Design, SEQUENTIAL_N_OPT};
 use crate::collect::prometheus::{Prometheus, Series};
+use crate::error::UsageError;
 use crate::model::judge::{JudgeResult, SCHEMA};
-use crate::options::{Decision, Json};
-use crate::units::{fmt_span, fmt_utc, parse_duration, parse_positive_duration};
-use clap::Args;
-use std::path::PathBuf;
+use crate::units::{fmt_span, fmt_utc};
 use std::time::{Duration, Instant};
 
+mod args;
 mod spec;
-mod switchback;
+pub mod switchback;
 
+pub use args::JudgeArgs;
 pub use spec::{MetricSpec, parse_metric, parse_span, parse_time};
 use spec::{coverage_query, fill, kernel_queries, matchers};
 
@@ -24,115 +25,13 @@ pub const EXIT_WORSE: i32 = 3;
 pub const EXIT_INCONCLUSIVE: i32 = 4;
 pub const EXIT_FLAGGED: i32 = 5;
 
-#[derive(Debug, Args)]
-#[command(
-    after_help = "Each group's value per interval is the mean over its hosts; the canary/baseline ratio per interval is one block \
-(paired by time, so load that hits both cancels); the interval is widened for the blocks' autocorrelation; Hodges–Lehmann with \
-signed-rank intervals and Holm across metrics (--follow: a confidence sequence, Bonferroni). With --before the change is \
-the after blocks' shift over the before blocks, so what the groups of hosts differed by before cancels; the interval \
-includes host-to-host variation (hosts as units, Welch t) where the hosts spread more than time explains. Exit codes: 0 BETTER or \
-EQUIVALENT; 1 an error (Prometheus unreachable, a query refused); 2 bad input; 3 WORSE; 4 INCONCLUSIVE; 5 FLAGGED (the \
-group meant to be on huge pages was not, or the other was as much)."
-)]
-pub struct JudgeArgs {
-    /// Prometheus's base address (its HTTP API is only read), e.g. http://prometheus:9090
-    #[arg(long, value_name = "URL")]
-    pub prometheus: String,
-    /// Label matchers of the canary hosts, as inside {…}: 'instance=~"db-1.*"' or 'pool="canary"'
-    #[arg(long, value_name = "MATCHERS")]
-    pub canary: Option<String>,
-    /// Label matchers of the baseline hosts: 'instance=~"db-0.*"' or 'pool="baseline"'
-    #[arg(long, value_name = "MATCHERS")]
-    pub baseline: Option<String>,
-    /// The window is the last DURATION up to now (e.g. 3h, 24h)
-    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, conflicts_with = "from")]
-    pub last: Option<Duration>,
-    /// Start of the window (when the change reached the canary): RFC 3339
-    /// (2026-11-24T06:00:00Z) or unix seconds
-    #[arg(long, value_name = "TIME", value_parser = parse_time)]
-    pub from: Option<f64>,
-    /// End of the window (default: now): RFC 3339 or unix seconds
-    #[arg(long, value_name = "TIME", value_parser = parse_time)]
-    pub to: Option<f64>,
-    /// A window before the change, when neither group had it: FROM..TO (RFC 3339 or unix
-    /// seconds). The change is then judged as the after ratio over the before ratio, so what
-    /// the groups of hosts differed by before cancels. As long as the window judged if possible,
-    /// on the same weekdays and hours
-    #[arg(long, value_name = "FROM..TO", value_parser = parse_span, conflicts_with = "before_last")]
-    pub before: Option<(f64, f64)>,
-    /// The before window is the DURATION that ends where the judged window starts (--from, or
-    /// the start of --last)
-    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
-    pub before_last: Option<Duration>,
-    /// Resolution of the queries (Prometheus's step)
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_positive_duration)]
-    pub step: Duration,
-    /// Length of one block: the groups are compared interval by interval
-    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_positive_duration)]
-    pub interval: Duration,
-    /// Left out at the start of the window: pages faulted and fragmentation from before the
-    /// change carry over for a while
-    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
-    pub burn_in: Duration,
-    /// A metric to judge: NAME=PROMQL,lower|higher[,critical]. `$sel` in the PromQL is replaced
-    /// by each group's matchers; keep `by (instance)` to see hosts. Critical metrics decide the
-    /// overall verdict (all metrics, if none is marked). Repeatable
-    #[arg(long = "metric", short = 'm', value_name = "SPEC", value_parser = parse_metric)]
-    pub metrics: Vec<MetricSpec>,
-    /// Which group is meant to run on huge pages (the evidence check)
-    #[arg(long, value_enum, default_value_t = HugeOn::Canary)]
-    pub huge_on: HugeOn,
-    /// Only watched processes of this name (the exporter's comm label) are the service whose
-    /// coverage is the evidence
-    #[arg(long, value_name = "COMM")]
-    pub service: Option<String>,
-    #[command(flatten)]
-    pub decision: Decision,
-    /// Judge live: look again after every interval, with a confidence sequence (valid however
-    /// often it is looked at), until every metric is settled, --to is reached or Ctrl-C
-    #[arg(long, conflicts_with = "last")]
-    pub follow: bool,
-    /// A file whose content is sent as a bearer token to Prometheus
-    #[arg(long, value_name = "FILE")]
-    pub bearer_token_file: Option<PathBuf>,
-    /// Longest wait for one answer from Prometheus
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_positive_duration)]
-    pub timeout: Duration,
-    /// Show each metric's hosts and blocks under the answer
-    #[arg(long, short)]
-    pub verbose: bool,
-    #[command(flatten)]
-    pub json: Json,
-    /// Switchback on this host: alternate a system-wide setting between the two --arm values
-    /// in pairs of --period (random order within each pair) through the guard, restored on
-    /// exit, while the service runs under its real load; then judge the change's periods
-    /// against the baseline's from this host's series (--host)
-    #[arg(long, requires = "host", conflicts_with_all = ["canary", "baseline", "last", "from", "to", "follow", "before", "before_last"])]
-    pub switchback: bool,
-    /// With --switchback: the baseline, then the change, as `run --arm` (system-wide keys only),
-    /// e.g. --arm off=thp=madvise --arm on=thp=always
-    #[arg(long = "arm", value_name = "NAME=SPEC", value_parser = crate::backing::arm::parse_arm)]
-    pub arms: Vec<crate::backing::arm::Arm>,
-    /// With --switchback: this host's label matchers in Prometheus, e.g. 'instance="db-7:9717"'
-    #[arg(long, value_name = "MATCHERS")]
-    pub host: Option<String>,
-    /// With --switchback: the length of one period (its first --burn-in is left out)
-    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_positive_duration)]
-    pub period: Duration,
-    /// With --switchback: pairs of periods (each pair runs both arms, in random order)
-    #[arg(long, value_name = "N", default_value_t = 6, value_parser = crate::options::parse_count)]
-    pub pairs: usize,
-    /// With --switchback: seed of the order within pairs
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-}
-
 /// Everything checked before Prometheus is asked.
-struct Plan {
+pub struct Plan {
     canary: String,
     baseline: String,
     from: f64,
-    to: f64,
+    /// The window's end (unix seconds).
+    pub to: f64,
     window: Window,
     /// The before window, when one was given.
     before: Option<Window>,
@@ -140,7 +39,7 @@ struct Plan {
     token: Option<String>,
 }
 
-fn plan(a: &JudgeArgs, now: f64) -> Result<Plan, UsageError> {
+pub fn plan(a: &JudgeArgs, now: f64) -> Result<Plan, UsageError> {
     check_common(a)?;
     let (Some(canary), Some(baseline)) = (&a.canary, &a.baseline) else {
         return Err(UsageError(
@@ -278,7 +177,7 @@ fn token(a: &JudgeArgs) -> Result<Option<String>, UsageError> {
     }
 }
 
-fn now() -> f64 {
+pub fn now() -> f64 {
     jiff::Timestamp::now().as_millisecond() as f64 / 1000.0
 }
 
@@ -414,7 +313,7 @@ fn record(
 }
 
 /// One look: fetch every query up to `end` and judge.
-fn look(a: &JudgeArgs, p: &Plan, end: f64, look: usize) -> anyhow::Result<JudgeResult> {
+pub fn look(a: &JudgeArgs, p: &Plan, end: f64, look: usize) -> anyhow::Result<JudgeResult> {
     let started = Instant::now();
     let mut prom = Prometheus::new(&a.prometheus, p.token.clone(), a.timeout);
     let window = Window { end, ..p.window };
@@ -447,7 +346,7 @@ fn look(a: &JudgeArgs, p: &Plan, end: f64, look: usize) -> anyhow::Result<JudgeR
     Ok(r)
 }
 
-fn exit_code(o: Overall) -> i32 {
+pub fn exit_code(o: Overall) -> i32 {
     match o {
         Overall::Better | Overall::Equivalent => 0,
         Overall::Worse => EXIT_WORSE,
@@ -456,33 +355,9 @@ fn exit_code(o: Overall) -> i32 {
     }
 }
 
-fn print(a: &JudgeArgs, r: &JudgeResult) -> anyhow::Result<()> {
-    if a.json.json {
-        super::print_json(r)
-    } else {
-        print!("{}", crate::render::judge::text(r, a.verbose));
-        Ok(())
-    }
-}
-
-pub fn run(a: JudgeArgs) -> anyhow::Result<i32> {
-    if a.switchback {
-        let r = switchback::run(&a)?;
-        print(&a, &r)?;
-        return Ok(exit_code(r.overall));
-    }
-    let p = plan(&a, now())?;
-    if !a.follow {
-        let r = look(&a, &p, p.to, 1)?;
-        print(&a, &r)?;
-        return Ok(exit_code(r.overall));
-    }
-    follow(&a, &p)
-}
-
 /// `--follow`: look after every interval until every metric is settled, the window's end, or
-/// a signal; the last look is printed in full.
-fn follow(a: &JudgeArgs, p: &Plan) -> anyhow::Result<i32> {
+/// a signal; `say` gets a line per look (and why it stopped); the last look is returned.
+pub fn follow(a: &JudgeArgs, p: &Plan, say: &mut dyn FnMut(&str)) -> anyhow::Result<JudgeResult> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let (tx, rx) = std::sync::mpsc::channel();
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
@@ -502,7 +377,7 @@ fn follow(a: &JudgeArgs, p: &Plan) -> anyhow::Result<i32> {
             None
         };
         if let Some(r) = &r {
-            crate::eprintln_safe!("{}", crate::render::judge::look_line(r));
+            say(&crate::render::judge::look_line(r));
         }
         let settled = r
             .as_ref()
@@ -515,16 +390,13 @@ fn follow(a: &JudgeArgs, p: &Plan) -> anyhow::Result<i32> {
             + p.window.interval * (((end - p.window.start) / p.window.interval).floor() + 1.0);
         let wait = (done - now()).max(1.0) + p.step;
         if rx.recv_timeout(Duration::from_secs_f64(wait)).is_ok() {
-            crate::eprintln_safe!("stopped by a signal; the last look:");
+            say("stopped by a signal; the last look:");
             break r;
         }
     };
     handle.close();
     match last {
-        Some(r) => {
-            print(a, &r)?;
-            Ok(exit_code(r.overall))
-        }
+        Some(r) => Ok(r),
         None => Err(anyhow::anyhow!(
             "stopped before the first interval after the burn-in ended ({}); nothing judged",
             fmt_utc(p.window.start + p.window.interval, true)

@@ -2,7 +2,7 @@
 
 use super::{BenchArgs, Plan};
 use crate::backing::Backing;
-use crate::commands::UsageError;
+use crate::error::UsageError;
 use crate::probe::status::Status;
 use crate::units::Bytes;
 use crate::workload::Workload;

@@ -2,7 +2,7 @@
 //! hugelab's exporter (the coverage evidence and the kernel activity).
 
 use crate::analyze::verdict::Better;
-use crate::commands::UsageError;
+use crate::error::UsageError;
 
 /// `--metric NAME=PROMQL,lower|higher[,critical]`.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,7 +1,7 @@
 //! The measuring loop of a bench: regions set up and verified, then rounds that run every
 //! backing once in random order.
 
-use super::system::System;
+use super::settings::BenchSettings;
 use super::{CellEvidence, Plan, Skipped};
 use crate::analyze::bench::Observation;
 use crate::analyze::coverage::huge_coverage;
@@ -72,7 +72,7 @@ const EVENTS: [PerfEvent; 5] = [
 ];
 
 /// Where a bench reads and counts: injected so that tests can point it at a fake root.
-pub struct Env<'a> {
+pub struct Instruments<'a> {
     /// Where the kernel's huge-page counters are read (`/` live).
     pub root: Root,
     pub counters: Counters,
@@ -81,7 +81,7 @@ pub struct Env<'a> {
     pub sink: &'a mut dyn FnMut(&[Observation], &[CellEvidence]),
 }
 
-impl Env<'_> {
+impl Instruments<'_> {
     /// The counters a bench opens on this machine.
     pub fn counters(st: &Status, plan: &Plan) -> Counters {
         Counters::open(&EVENTS, &st.cpu, plan.threads > 1)
@@ -98,8 +98,8 @@ pub struct Measured {
 struct Bench<'p, 'e, 's> {
     plan: &'p Plan,
     st: &'p Status,
-    sys: &'p mut System<'s>,
-    env: Env<'e>,
+    sys: &'p mut BenchSettings<'s>,
+    env: Instruments<'e>,
     rng: rand::rngs::SmallRng,
     skipped: &'p mut Vec<Skipped>,
     observations: Vec<Observation>,
@@ -118,8 +118,8 @@ pub fn execute(
     plan: &Plan,
     st: &Status,
     skipped: &mut Vec<Skipped>,
-    sys: &mut System,
-    env: Env,
+    sys: &mut BenchSettings,
+    env: Instruments,
 ) -> anyhow::Result<Measured> {
     let mut notes = Vec::new();
     let hw: Vec<&(PerfEvent, String)> = env
@@ -177,7 +177,7 @@ impl Bench<'_, '_, '_> {
             observations,
             evidence,
         } = self;
-        let Env {
+        let Instruments {
             root,
             counters,
             obs,
@@ -299,7 +299,7 @@ impl Bench<'_, '_, '_> {
             observations,
             evidence,
         } = self;
-        let Env {
+        let Instruments {
             root,
             counters,
             obs,

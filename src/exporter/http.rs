@@ -3,7 +3,7 @@
 //! HEAD 405.
 
 use super::scrape::Exporter;
-use crate::commands::UsageError;
+use crate::error::UsageError;
 use crate::render::prometheus;
 use std::net::SocketAddr;
 

@@ -9,18 +9,18 @@ use crate::probe::status::Status;
 use crate::units::Bytes;
 
 /// The settings guard of one bench, made the first time a setting changes.
-pub struct System<'a> {
+pub struct BenchSettings<'a> {
     guard: Option<Guard>,
     make: Box<dyn FnMut() -> anyhow::Result<Guard> + 'a>,
     /// What was changed for the run, one line each, for the output.
     pub changed: Vec<String>,
 }
 
-impl<'a> System<'a> {
+impl<'a> BenchSettings<'a> {
     /// Guards the live machine (`/sys`, the journal in `/run/hugelab`), under `owner` where
     /// this process already owns the settings.
-    pub fn live(owner: Option<std::sync::Arc<crate::control::Owner>>) -> System<'a> {
-        System::new(Box::new(move || {
+    pub fn live(owner: Option<std::sync::Arc<crate::control::Owner>>) -> BenchSettings<'a> {
+        BenchSettings::new(Box::new(move || {
             Ok(match &owner {
                 Some(o) => Guard::system_owned(o)?,
                 None => Guard::system()?,
@@ -39,8 +39,8 @@ impl<'a> System<'a> {
             })
     }
 
-    pub fn new(make: Box<dyn FnMut() -> anyhow::Result<Guard> + 'a>) -> System<'a> {
-        System {
+    pub fn new(make: Box<dyn FnMut() -> anyhow::Result<Guard> + 'a>) -> BenchSettings<'a> {
+        BenchSettings {
             guard: None,
             make,
             changed: Vec::new(),

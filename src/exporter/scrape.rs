@@ -5,7 +5,7 @@
 use super::ExporterArgs;
 use super::stalls::Stalls;
 use crate::collect::folio_scan::{FolioScan, ScanError};
-use crate::commands::UsageError;
+use crate::error::UsageError;
 use crate::model::exporter::{ExporterHealth, Scrape, WatchedProcess};
 use crate::probe::Root;
 use crate::probe::process::{Rollup, comm};
