@@ -158,6 +158,36 @@ fn fragmented_memory_makes_madvise_compact_directly_and_the_answer_says_how_much
     let shown = common::hugelab_stdout(["results", "show", "1", "--db", &db]);
     assert!(shown.contains("under clean:"), "{shown}");
     assert!(shown.contains("under fragmented:"), "{shown}");
+    let fragmented = &shown[shown.find("under fragmented:").unwrap()..];
+    assert!(
+        fragmented.contains("costs: peak memory"),
+        "each condition's answer states its costs: {shown}"
+    );
     assert!(shown.contains("the effect against clean's:"), "{shown}");
     assert!(shown.contains("direct compaction stalls"), "{shown}");
+
+    // `advise` weighs every condition, not the first alone: a line per condition, and an arm
+    // adopted only where it gained under both; otherwise its refusal names where it did not.
+    let advice = common::hugelab_json(["advise", "1", "--db", &db, "--json"]);
+    let lines = advice["evidence"].as_array().unwrap();
+    let conditions: std::collections::BTreeSet<&str> = lines
+        .iter()
+        .map(|l| l["condition"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        conditions.into_iter().collect::<Vec<_>>(),
+        ["clean", "fragmented"],
+        "{advice}"
+    );
+    let gained_everywhere = lines
+        .iter()
+        .filter(|l| l["arm"] == "madvise")
+        .all(|l| l["finding"] == "adopt" || l["finding"] == "runner");
+    let summary = advice["summary"].as_str().unwrap();
+    if gained_everywhere {
+        assert_eq!(advice["adopt"], "madvise", "{advice}");
+    } else {
+        assert!(advice["adopt"].is_null(), "{advice}");
+        assert!(summary.contains("(fragmented)"), "{summary}");
+    }
 }

@@ -1,6 +1,6 @@
 //! The answer's lines for `run --condition`: under each condition, each arm's contrast on the
-//! primary metric and, past the first condition, how much the effect changed against it (the
-//! interaction); then the state the trials started in and the kernel's compaction and reclaim
+//! primary metric with its costs and, past the first condition, how much the effect changed
+//! against it (the interaction); then the state the trials started in and the kernel's compaction and reclaim
 //! per trial of each arm.
 
 use super::words::{contrast_words, percent_interval, wrap_hanging};
@@ -65,6 +65,10 @@ fn condition_lines(c: &ConditionAnalysis, against: Option<&str>, several: bool) 
                 });
             }
             out.extend(wrap_hanging(&line, 4));
+            // What the arm cost under this condition, as the first condition's answer says it.
+            if let Some(costs) = super::costs::line(a, arm) {
+                out.extend(wrap_hanging(&format!("    {costs}"), 6));
+            }
         }
     }
     if let Some(s) = state_words(&c.arms) {

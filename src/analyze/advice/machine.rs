@@ -9,8 +9,14 @@ pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>) -> Advice {
     let mut a = base_advice(Target::Machine, lines);
     common_notes(&mut a);
     let Some((run_id, arm)) = chosen else {
+        narrower(runs, &mut a);
         return a;
     };
+    let run = runs.iter().find(|r| r.run_id == run_id);
+    let base_env = run
+        .and_then(|r| r.arms.get(r.baseline))
+        .map(|b| b.process.environment())
+        .unwrap_or_default();
     let line = a
         .evidence
         .iter()
@@ -19,10 +25,12 @@ pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>) -> Advice {
     let why = line.as_ref().map_or(String::new(), EvidenceLine::describe);
     a.adopt = Some(arm.name.clone());
     a.settings = arm_settings(&arm, &why);
+    // Only what differs from the baseline arm: an environment both arms had is not the fix.
     let per_process: Vec<String> = arm
         .process
         .environment()
         .into_iter()
+        .filter(|kv| !base_env.contains(kv))
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
     for kv in &per_process {
@@ -47,9 +55,10 @@ pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>) -> Advice {
     a.service.extend(super::memory_thp(&arm, &why));
     a.summary = if a.settings.is_empty() {
         let how: Vec<&str> = a.service.iter().map(|s| s.line.as_str()).collect();
+        let program = run.map_or_else(|| "the program".into(), |r| program(&r.command));
         format!(
-            "no system-wide change; for that program: {} — {why} (arm {} of run {run_id} configures only the process)",
-            how.join(" "),
+            "no system-wide change; for {program}: {} — {why} (arm {} of run {run_id} configures only the process)",
+            how.join("; "),
             arm.name
         )
     } else {
@@ -61,6 +70,67 @@ pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>) -> Advice {
         format!("set {} — {why}", what.join(", "))
     };
     a
+}
+
+/// The measured program, as its run named it: `` `./dense --n 8` `` (the first words).
+pub fn program(command: &[String]) -> String {
+    let words: Vec<&str> = command.iter().map(String::as_str).take(4).collect();
+    let more = if command.len() > 4 { " …" } else { "" };
+    format!("`{}{more}`", words.join(" "))
+}
+
+/// Where no machine-wide setting was adopted because it gained only in some runs or
+/// conditions: the lever for the one program that gained, stated and measurable, instead of
+/// the machine-wide one.
+fn narrower(runs: &[RunEvidence], a: &mut Advice) {
+    let Some(l) = a
+        .evidence
+        .iter()
+        .find(|l| l.finding == Finding::Conditional)
+    else {
+        return;
+    };
+    let Some(run) = runs.iter().find(|r| r.run_id == l.run_id) else {
+        return;
+    };
+    let Some(arm) = run.arms.iter().find(|x| x.name == l.arm) else {
+        return;
+    };
+    let mode = arm
+        .system
+        .iter()
+        .find(|(k, _)| *k == crate::control::Knob::ThpEnabled)
+        .map(|(_, v)| v.as_str());
+    let (line, measure) = match mode {
+        Some("always") => (
+            "GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (glibc 2.35+: its malloc heap madvised, so it gets THP while the machine stays in madvise mode)",
+            "-a base= -a thp=malloc=thp",
+        ),
+        Some("never") => (
+            "systemd MemoryTHP=disable, or prctl(PR_SET_THP_DISABLE) before exec (THP off for it alone)",
+            "-a base= -a off=process.thp=off",
+        ),
+        Some("madvise") => (
+            "systemd MemoryTHP=madvise, or prctl(PR_SET_THP_DISABLE, 1, PR_THP_DISABLE_EXCEPT_ADVISED) (Linux 6.18+)",
+            "-a base= -a advised=process.thp=advised",
+        ),
+        _ => return,
+    };
+    let who = program(&run.command);
+    a.service.push(super::ServiceLine {
+        file: format!("{who}'s environment or unit (run {})", run.run_id),
+        line: line.into(),
+        why: format!(
+            "{} gained for {who} ({}) but not everywhere it was measured",
+            l.arm,
+            l.describe()
+        ),
+    });
+    a.summary = format!(
+        "{}; for {who} alone: {line} — measure it: hugelab run {measure} -- {}",
+        a.summary,
+        run.command.join(" ")
+    );
 }
 
 /// What no run of this kind measures, and the checks that prove the advice took effect.
@@ -162,7 +232,7 @@ mod tests {
         assert_eq!(a.service[0].line, "GLIBC_TUNABLES=glibc.malloc.hugetlb=1");
         assert!(
             a.summary
-                .starts_with("no system-wide change; for that program: GLIBC_TUNABLES="),
+                .starts_with("no system-wide change; for `load`: GLIBC_TUNABLES="),
             "{}",
             a.summary
         );

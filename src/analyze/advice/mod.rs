@@ -7,6 +7,7 @@
 //! evidence gives "no change" with what was reached. Each target (`machine`, `postgres`,
 //! `redis`, `jvm`, `qemu`, `kubernetes`) is one file that turns the chosen arm into settings.
 
+pub mod adopt;
 pub mod jvm;
 pub mod kubernetes;
 pub mod machine;
@@ -70,6 +71,10 @@ pub enum Finding {
     /// FASTER by at least δ, but a measured cost grew by more than the benefit (`weigh.rs`):
     /// not adopted; the conflict is stated.
     Costly,
+    /// FASTER by at least δ here, but the same settings did not gain everywhere they were
+    /// measured (another condition of this run, or another run: SLOWER, a cost that outweighs,
+    /// or no gain): not adopted machine-wide; `against` says where (`adopt.rs`).
+    Conditional,
     /// FASTER, but by less than δ: not worth a change.
     BelowEffect,
     /// SLOWER: its settings are advised against.
@@ -86,6 +91,9 @@ pub enum Finding {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct EvidenceLine {
     pub run_id: i64,
+    /// The machine state it was measured under (`run --condition`), if the run had several.
+    #[serde(default)]
+    pub condition: Option<String>,
     pub arm: String,
     pub baseline: String,
     pub metric: String,
@@ -109,6 +117,10 @@ pub struct EvidenceLine {
     /// tail, stalls); empty for a run that recorded none.
     #[serde(default)]
     pub weighed: Vec<String>,
+    /// Where the same settings did not gain (a [`Finding::Conditional`] line), each in words,
+    /// a cost first when the cost is what was resolved.
+    #[serde(default)]
+    pub against: Vec<String>,
 }
 
 impl Finding {
@@ -118,6 +130,7 @@ impl Finding {
             Finding::Adopt => "adopt",
             Finding::Runner => "runner-up",
             Finding::Costly => "not adopted (its costs outweigh)",
+            Finding::Conditional => "not adopted (gains only under some conditions or runs)",
             Finding::BelowEffect => "below δ",
             Finding::Slower => "slower",
             Finding::Equivalent => "equivalent",
@@ -149,10 +162,41 @@ impl EvidenceLine {
             format!("; costs: {}", c.join("; "))
         };
         format!(
-            "run {}: {} vs {}, {} {:+.1}%{interval} {}{coverage}{flagged}{costs}",
-            self.run_id,
+            "{}: {} vs {}, {} {:+.1}%{interval} {}{coverage}{flagged}{costs}",
+            self.place(),
             self.arm,
             self.baseline,
+            self.metric,
+            self.percent.point,
+            format!("{:?}", self.verdict).to_uppercase()
+        )
+    }
+
+    /// `run 3`, or `run 3 (fragmented)` under a condition.
+    pub fn place(&self) -> String {
+        match &self.condition {
+            Some(c) => format!("run {} ({c})", self.run_id),
+            None => format!("run {}", self.run_id),
+        }
+    }
+
+    /// The line with the resolved costs first: `run 14: peak memory +1466% [+1464, +1470]
+    /// (1.00 GiB vs 65.5 MiB), with nsop +2.0% [-8.1, +12.0] INCONCLUSIVE`.
+    pub fn describe_cost_first(&self) -> String {
+        let outweighing = self.outweighing();
+        if outweighing.is_empty() {
+            return self.describe();
+        }
+        let interval = match (self.percent.lo, self.percent.hi) {
+            (Some(lo), Some(hi)) => format!(" [{lo:+.1}, {hi:+.1}]"),
+            _ => String::new(),
+        };
+        format!(
+            "{}: {} vs {}, {}, with {} {:+.1}%{interval} {}",
+            self.place(),
+            self.arm,
+            self.baseline,
+            outweighing.join("; "),
             self.metric,
             self.percent.point,
             format!("{:?}", self.verdict).to_uppercase()
@@ -213,105 +257,85 @@ pub struct Advice {
 pub fn findings(runs: &[RunEvidence]) -> Vec<EvidenceLine> {
     let mut lines = Vec::new();
     for run in runs {
-        let Some(m) = run.report.primary() else {
-            continue;
-        };
-        for (arm, c) in &m.contrasts {
-            let Some(c) = c else { continue };
-            let ev = run.report.evidence.iter().find(|e| &e.arm == arm);
-            let flagged = ev.map_or(0, |e| e.flagged);
-            let gain = match m.metric.better {
-                Better::Lower => -c.percent.point,
-                Better::Higher => c.percent.point,
+        for (condition, report) in adopt::analyses(&run.report) {
+            let Some(m) = report.primary() else {
+                continue;
             };
-            let (costs, weighed) = weigh::costs(&run.report, m, arm, gain, &run.stalls);
-            let finding = if flagged > 0 {
-                Finding::Flagged
-            } else {
-                match c.verdict {
-                    Verdict::Faster if c.clears_effect && costs.iter().any(|c| c.outweighs) => {
-                        Finding::Costly
-                    }
-                    Verdict::Faster if c.clears_effect => Finding::Runner,
-                    Verdict::Faster => Finding::BelowEffect,
-                    Verdict::Slower => Finding::Slower,
-                    Verdict::Equivalent => Finding::Equivalent,
-                    Verdict::Inconclusive => Finding::Inconclusive,
-                }
-            };
-            let stalls = run
-                .stalls
-                .iter()
-                .filter(|s| &s.arm == arm)
-                .map(|s| {
-                    let e = &s.difference_ms;
-                    let interval = match (e.lo, e.hi) {
-                        (Some(lo), Some(hi)) => format!(" [{lo:+.1}, {hi:+.1}]"),
-                        _ => String::new(),
-                    };
-                    format!(
-                        "{} {:+.1} ms per trial{interval} ({:.1} vs {:.1} ms)",
-                        s.kind, e.point, s.arm_mean_ms, s.baseline_mean_ms
-                    )
-                })
-                .collect();
-            lines.push((
-                run,
-                EvidenceLine {
-                    run_id: run.run_id,
-                    arm: arm.clone(),
-                    baseline: run.report.baseline.clone(),
-                    metric: m.metric.name.clone(),
-                    better: m.metric.better,
-                    percent: c.percent,
-                    verdict: c.verdict,
-                    half_width: c.min_detectable_percent,
-                    finding,
-                    coverage: ev.and_then(|e| e.mean_coverage_at_peak),
-                    flagged,
-                    trials: ev.map_or(0, |e| e.trials),
-                    stalls,
-                    costs,
-                    weighed,
-                },
-            ));
+            for (arm, c) in &m.contrasts {
+                let Some(c) = c else { continue };
+                lines.push(line(run, report, m, condition, arm, c));
+            }
         }
     }
-    // The best adoptable arm: the largest improvement in the metric's better direction.
-    let gain = |l: &EvidenceLine| match l.better {
-        Better::Lower => -l.percent.point,
-        Better::Higher => l.percent.point,
+    adopt::choose(runs, &mut lines);
+    lines
+}
+
+/// One arm's contrast on the primary metric, under one condition (or the run's only state).
+fn line(
+    run: &RunEvidence,
+    report: &ExperimentAnalysis,
+    m: &crate::analyze::experiment::MetricAnalysis,
+    condition: Option<&str>,
+    arm: &str,
+    c: &crate::analyze::verdict::Contrast,
+) -> EvidenceLine {
+    let ev = report.evidence.iter().find(|e| e.arm == arm);
+    let flagged = ev.map_or(0, |e| e.flagged);
+    let gain = match m.metric.better {
+        Better::Lower => -c.percent.point,
+        Better::Higher => c.percent.point,
     };
-    // The system settings an arm makes, to find the same settings measured SLOWER elsewhere.
-    let settings_of = |run: &RunEvidence, arm: &str| -> Vec<(Knob, String)> {
-        let mut v = run
-            .arms
-            .iter()
-            .find(|a| a.name == arm)
-            .map(|a| a.system.clone())
-            .unwrap_or_default();
-        v.sort_by_key(|(k, _)| k.to_string());
-        v
+    let (costs, weighed) = weigh::costs(report, m, arm, gain, &run.stalls);
+    let finding = if flagged > 0 {
+        Finding::Flagged
+    } else {
+        match c.verdict {
+            Verdict::Faster if c.clears_effect && costs.iter().any(|c| c.outweighs) => {
+                Finding::Costly
+            }
+            Verdict::Faster if c.clears_effect => Finding::Runner,
+            Verdict::Faster => Finding::BelowEffect,
+            Verdict::Slower => Finding::Slower,
+            Verdict::Equivalent => Finding::Equivalent,
+            Verdict::Inconclusive => Finding::Inconclusive,
+        }
     };
-    let slower: Vec<Vec<(Knob, String)>> = lines
+    let stalls = run
+        .stalls
         .iter()
-        .filter(|(_, l)| l.finding == Finding::Slower)
-        .map(|(r, l)| settings_of(r, &l.arm))
-        .filter(|s| !s.is_empty())
+        .filter(|s| s.arm == arm)
+        .map(|s| {
+            let e = &s.difference_ms;
+            let interval = match (e.lo, e.hi) {
+                (Some(lo), Some(hi)) => format!(" [{lo:+.1}, {hi:+.1}]"),
+                _ => String::new(),
+            };
+            format!(
+                "{} {:+.1} ms per trial{interval} ({:.1} vs {:.1} ms)",
+                s.kind, e.point, s.arm_mean_ms, s.baseline_mean_ms
+            )
+        })
         .collect();
-    // Runners in order of gain; the first whose settings no run measured SLOWER is adopted (a
-    // workload that got slower with the same system settings makes them no advice).
-    let mut order: Vec<usize> = (0..lines.len())
-        .filter(|i| lines[*i].1.finding == Finding::Runner)
-        .collect();
-    order.sort_by(|a, b| gain(&lines[*b].1).total_cmp(&gain(&lines[*a].1)));
-    if let Some(best) = order.into_iter().find(|i| {
-        let (r, l) = &lines[*i];
-        !slower.contains(&settings_of(r, &l.arm))
-    }) {
-        lines[best].1.finding = Finding::Adopt;
+    EvidenceLine {
+        run_id: run.run_id,
+        condition: condition.map(String::from),
+        arm: arm.to_string(),
+        baseline: report.baseline.clone(),
+        metric: m.metric.name.clone(),
+        better: m.metric.better,
+        percent: c.percent,
+        verdict: c.verdict,
+        half_width: c.min_detectable_percent,
+        finding,
+        coverage: ev.and_then(|e| e.mean_coverage_at_peak),
+        flagged,
+        trials: ev.map_or(0, |e| e.trials),
+        stalls,
+        costs,
+        weighed,
+        against: Vec::new(),
     }
-    lines.into_iter().map(|(_, l)| l).collect()
 }
 
 /// The run and arm of the adopted line, if any.
@@ -375,35 +399,66 @@ pub struct Adopted {
     pub shell: bool,
 }
 
-/// "No change" in words, from the lines that were considered.
+/// "No change" in words, from the lines that were considered: its reason first — settings
+/// that did not gain everywhere (where not, cost first), a resolved cost beside an unresolved
+/// gain — then each line's finding.
 pub fn no_change(lines: &[EvidenceLine]) -> String {
     if lines.is_empty() {
         return "no change: no stored run compares arms on this (give run ids, or measure first)"
             .into();
+    }
+    if let Some(l) = lines.iter().find(|l| l.finding == Finding::Conditional) {
+        return format!(
+            "no change: {} gained in {} ({} {:+.1}%) but not everywhere its settings were measured — {}",
+            l.arm,
+            l.place(),
+            l.metric,
+            l.percent.point,
+            l.against.join("; ")
+        );
     }
     let why: Vec<String> = lines
         .iter()
         .map(|l| {
             let outweighing = l.outweighing().join("; ");
             let costly = format!("FASTER, but costs more than it gains: {outweighing}");
+            let unresolved = format!(
+                "costs {outweighing}, for a gain not resolved ({}{})",
+                format!("{:?}", l.verdict).to_uppercase(),
+                l.half_width
+                    .map_or(String::new(), |h| format!(" at ±{h:.1}%"))
+            );
             let what = match l.finding {
                 Finding::Adopt | Finding::Runner => "FASTER",
                 Finding::Costly => costly.as_str(),
+                Finding::Conditional => "FASTER here only",
                 Finding::BelowEffect => "FASTER, not clearing δ",
                 Finding::Slower => "SLOWER",
+                Finding::Equivalent | Finding::Inconclusive if !outweighing.is_empty() => {
+                    unresolved.as_str()
+                }
                 Finding::Equivalent => "EQUIVALENT",
                 Finding::Flagged => "FLAGGED (no advice from it)",
                 Finding::Inconclusive => "INCONCLUSIVE",
             };
             let half = match l.half_width {
-                Some(h) if l.finding == Finding::Inconclusive => format!(" at ±{h:.1}%"),
+                Some(h) if l.finding == Finding::Inconclusive && outweighing.is_empty() => {
+                    format!(" at ±{h:.1}%")
+                }
                 _ => String::new(),
             };
-            format!("{} (run {}) {what}{half}", l.arm, l.run_id)
+            let place = l.place().replacen("run ", "", 1);
+            format!("{} (run {place}) {what}{half}", l.arm)
         })
         .collect();
-    let head = if lines.iter().any(|l| l.finding == Finding::Costly) {
-        "no change: no arm was measurably better at an acceptable cost"
+    let costs_resolved = lines.iter().any(|l| {
+        matches!(
+            l.finding,
+            Finding::Costly | Finding::Inconclusive | Finding::Equivalent
+        ) && !l.outweighing().is_empty()
+    });
+    let head = if costs_resolved {
+        "no change: the measured costs outweigh what was gained"
     } else {
         "no change: no arm was measurably better"
     };

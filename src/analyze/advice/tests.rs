@@ -218,7 +218,12 @@ fn settings_another_run_measured_slower_are_not_adopted() {
     );
     let runs = [fast, slow];
     let lines = findings(&runs);
-    assert_eq!(lines[0].finding, Finding::Runner);
+    assert_eq!(lines[0].finding, Finding::Conditional);
+    assert!(
+        lines[0].against[0].starts_with("run 2: always vs never"),
+        "{:?}",
+        lines[0].against
+    );
     assert!(adopted(&runs, &lines).is_none());
 }
 
@@ -291,4 +296,120 @@ proptest! {
             );
         }
     }
+}
+
+/// A run measured under two conditions, each with its own contrasts of `always` against
+/// `never` on tps.
+fn under_conditions(
+    id: i64,
+    clean: (f64, f64, f64, Verdict),
+    fragmented: (f64, f64, f64, Verdict),
+) -> RunEvidence {
+    use crate::analyze::experiment::ConditionAnalysis;
+    let arms = ["never=thp=never", "madvise=thp=madvise"];
+    let of = |c: (f64, f64, f64, Verdict)| run(id, &arms, &[(c.0, c.1, c.2, c.3, 0)]).report;
+    let mut r = run(id, &arms, &[(clean.0, clean.1, clean.2, clean.3, 0)]);
+    r.report.conditions = [("clean", of(clean)), ("fragmented", of(fragmented))]
+        .into_iter()
+        .map(|(name, analysis)| ConditionAnalysis {
+            name: name.into(),
+            description: String::new(),
+            analysis,
+            interaction: Vec::new(),
+            arms: Vec::new(),
+        })
+        .collect();
+    r
+}
+
+#[test]
+fn every_condition_is_weighed_and_one_that_loses_stops_the_setting() {
+    let r = under_conditions(
+        3,
+        (12.0, 6.0, 18.0, Verdict::Faster),
+        (-60.0, -75.0, -20.0, Verdict::Slower),
+    );
+    let lines = findings(std::slice::from_ref(&r));
+    assert_eq!(lines.len(), 2, "a line per condition: {lines:?}");
+    assert_eq!(lines[0].condition.as_deref(), Some("clean"));
+    assert_eq!(lines[0].finding, Finding::Conditional);
+    assert_eq!(lines[1].finding, Finding::Slower);
+    let a = machine::advise(&[r], lines);
+    assert_eq!(a.adopt, None);
+    assert!(a.settings.is_empty());
+    assert!(
+        a.summary
+            .starts_with("no change: madvise gained in run 3 (clean)")
+            && a.summary.contains("run 3 (fragmented): madvise vs never")
+            && a.summary.contains("SLOWER"),
+        "{}",
+        a.summary
+    );
+    // Both conditions gaining: adopted.
+    let both = under_conditions(
+        4,
+        (12.0, 6.0, 18.0, Verdict::Faster),
+        (9.0, 3.0, 15.0, Verdict::Faster),
+    );
+    let lines = findings(std::slice::from_ref(&both));
+    assert_eq!(
+        machine::advise(&[both], lines).adopt.as_deref(),
+        Some("madvise")
+    );
+}
+
+#[test]
+fn a_setting_that_cost_another_run_its_memory_is_not_adopted_machine_wide() {
+    // Run 14: a sparse heap — `always` not resolved on speed, 15× the memory in every trial.
+    let sparse = with_metric(
+        run(
+            14,
+            &["never=thp=never", "always=thp=always"],
+            &[(2.0, -8.0, 12.0, Verdict::Inconclusive, 0)],
+        ),
+        "peak_mem_bytes",
+        true,
+        &[(1466.0, 1464.0, 1470.0, Verdict::Slower)],
+    );
+    // Run 15: a dense program — `always` 28% faster, no cost.
+    let mut dense = run(
+        15,
+        &["never=thp=never", "always=thp=always"],
+        &[(28.0, 16.0, 38.0, Verdict::Faster, 0)],
+    );
+    dense.command = vec!["./dense".into(), "--n".into(), "8".into()];
+    let runs = [sparse, dense];
+    let lines = findings(&runs);
+    let a = machine::advise(&runs, lines);
+    assert_eq!(a.adopt, None);
+    assert!(a.settings.is_empty(), "{:?}", a.settings);
+    let first = a.summary.lines().next().unwrap();
+    assert!(
+        first.starts_with("no change: always gained in run 15")
+            && first.contains("run 14: always vs never, peak memory +1466% [+1464, +1470]")
+            && first.contains("for `./dense --n 8` alone: GLIBC_TUNABLES=glibc.malloc.hugetlb=1"),
+        "{first}"
+    );
+}
+
+#[test]
+fn an_unresolved_gain_beside_a_resolved_cost_says_the_cost_first() {
+    let r = with_metric(
+        run(
+            14,
+            &["never=thp=never", "always=thp=always"],
+            &[(2.0, -28.0, 32.0, Verdict::Inconclusive, 0)],
+        ),
+        "peak_mem_bytes",
+        true,
+        &[(1466.0, 1464.0, 1470.0, Verdict::Slower)],
+    );
+    let lines = findings(std::slice::from_ref(&r));
+    let a = machine::advise(&[r], lines);
+    assert!(
+        a.summary
+            .starts_with("no change: the measured costs outweigh what was gained — always (run 14) costs peak memory +1466%"),
+        "{}",
+        a.summary
+    );
 }
