@@ -306,10 +306,11 @@ pub fn analyse(
                     .map(|&a| block_log_ratios(trials, a, baseline, &m.name).len())
                     .min()
                     .unwrap_or(0);
-                (
-                    contrasts(&d, effect, confidence, m.better, design),
-                    complete,
-                )
+                let mut c = contrasts(&d, effect, confidence, m.better, design);
+                if m.cost {
+                    super::verdict::few_blocks::fill(&mut c, &d, effect, m.better, design);
+                }
+                (c, complete)
             };
             let nested = trials.iter().any(|t| t.lifetime.is_some());
             let comps: Vec<(String, Option<Components>)> = if nested {

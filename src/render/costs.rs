@@ -29,8 +29,14 @@ fn cost_words(r: &ExperimentAnalysis, arm: &str, c: &Cost) -> String {
     let figures = medians(c.metric, arm, &r.baseline)
         .map(|f| format!(" ({f})"))
         .unwrap_or_default();
+    // Said where the interval is not the signed-rank one the verdicts use.
+    let how = if c.contrast.method == crate::analyze::verdict::few_blocks::METHOD {
+        format!(" (Student t over {} blocks)", c.contrast.blocks)
+    } else {
+        String::new()
+    };
     format!(
-        "{} {}{} {}{figures}",
+        "{} {}{} {}{how}{figures}",
         costs::label(name),
         change(&c.contrast.percent),
         level_mark(r, c.contrast),

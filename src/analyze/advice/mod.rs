@@ -447,8 +447,11 @@ pub fn no_change(lines: &[EvidenceLine]) -> String {
                 }
                 _ => String::new(),
             };
-            let place = l.place().replacen("run ", "", 1);
-            format!("{} (run {place}) {what}{half}", l.arm)
+            let place = match &l.condition {
+                Some(c) => format!("run {}, {c}", l.run_id),
+                None => format!("run {}", l.run_id),
+            };
+            format!("{} ({place}) {what}{half}", l.arm)
         })
         .collect();
     let costs_resolved = lines.iter().any(|l| {

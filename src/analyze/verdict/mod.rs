@@ -10,6 +10,7 @@
 //! * [`planning`] — how many blocks (or unpaired runs) a question needs.
 
 pub mod design;
+pub mod few_blocks;
 pub mod planning;
 
 use crate::analyze::stats::sd as sample_sd;
