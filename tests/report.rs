@@ -423,3 +423,83 @@ fn a_real_browser_renders_the_report() {
         .count();
     assert!(non_white > 10_000, "{non_white} non-white pixels");
 }
+
+#[test]
+fn a_cost_is_drawn_in_its_own_unit_and_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let mut s = Store::open(&db).unwrap();
+    let arms = vec![
+        ArmRow {
+            idx: 0,
+            name: "never".into(),
+            spec: "thp=never".into(),
+        },
+        ArmRow {
+            idx: 1,
+            name: "always".into(),
+            spec: "thp=always".into(),
+        },
+    ];
+    let plan = serde_json::json!({"baseline": 0, "metrics": [
+        {"name": "wall_s", "better": "lower"},
+        {"name": "peak_mem_bytes", "better": "lower", "cost": true}]});
+    let id = s
+        .create_run(
+            Some("t"),
+            &["prog".into()],
+            Some("6.18"),
+            "running",
+            &plan,
+            &arms,
+        )
+        .unwrap();
+    let mut seq = 0;
+    for b in 0..12i64 {
+        for a in [0i64, 1] {
+            // 65.6 MiB against 1.00 GiB in every block: a sparse heap under THP always.
+            let mem = if a == 0 {
+                65.6 * 1048576.0
+            } else {
+                1073741824.0
+            };
+            let wall = 1.0 + 0.01 * ((b * 7 + a * 3) % 5) as f64;
+            s.add_trial(
+                id,
+                &TrialRow {
+                    block: b,
+                    arm_idx: a,
+                    seq,
+                    ok: true,
+                    flagged: None,
+                    metrics: [
+                        ("wall_s".to_string(), wall),
+                        ("peak_mem_bytes".to_string(), mem),
+                    ]
+                    .into(),
+                    evidence: serde_json::json!({}),
+                },
+            )
+            .unwrap();
+            seq += 1;
+        }
+    }
+    s.finish_run(id, "complete", None).unwrap();
+    let (meta, arm_rows, trials) = Store::open(&db).unwrap().load(id).unwrap();
+    let v = view(meta, &arm_rows, &trials, 0.01, 0.99);
+    let mi = v
+        .report
+        .metrics
+        .iter()
+        .position(|m| m.metric.name == "peak_mem_bytes")
+        .expect("the memory contrast");
+    let rows = hugelab::render::html::forest_rows(&v, mi);
+    assert_eq!(rows[0].verdict, "MORE", "{rows:?}");
+    let html = hugelab::render::html::runs(std::slice::from_ref(&v));
+    assert!(html.contains("peak memory vs baseline, % (right: MORE, left: LESS)"));
+    assert!(
+        html.contains("peak_mem_bytes: every successful trial per arm (GiB;"),
+        "the trials in GiB, not bytes"
+    );
+    assert!(!html.contains("1000000000"), "no axis of raw bytes");
+}

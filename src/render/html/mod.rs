@@ -10,7 +10,9 @@ use super::Grid;
 use super::markdown::{heading, run_grids, system};
 use crate::model::report::{CompareResult, RunKind, RunView};
 pub use charts::{ForestRow, forest_rows};
-use charts::{bench_chart, coverage_bars, figure, forest, progression, stall_chart, strip, unit};
+use charts::{
+    bench_chart, coverage_bars, figure, forest, progression, readable, stall_chart, strip,
+};
 use plotters::prelude::RGBColor;
 
 /// Okabe–Ito, without its yellow (too light on white).
@@ -104,9 +106,18 @@ fn run_section(v: &RunView) -> String {
         for (mi, m) in v.report.metrics.iter().enumerate() {
             let rows = forest_rows(v, mi);
             if !rows.is_empty() {
+                let axis = if m.metric.cost {
+                    format!(
+                        "{} vs baseline, % (right: MORE, left: LESS)",
+                        crate::analyze::costs::label(&m.metric.name)
+                    )
+                } else {
+                    "change vs baseline, % (interval at the level shown)".to_string()
+                };
                 o += &forest(
                     &rows,
                     v.report.effect * 100.0,
+                    &axis,
                     &format!(
                         "{}: each arm's change vs {} (point: Hodges–Lehmann estimate; bar: its interval at the level printed beside it; green band: ±δ = ±{}%); {} complete blocks.",
                         m.metric.name,
@@ -117,7 +128,8 @@ fn run_section(v: &RunView) -> String {
                 );
             }
             if let Some(s) = v.series.iter().find(|s| s.metric == m.metric.name) {
-                let u = unit(&s.metric);
+                let (s, u) = readable(s);
+                let (s, u) = (&s, u.as_str());
                 o += &figure(
                     strip(s, &v.arms, u),
                     &format!(
@@ -194,6 +206,7 @@ pub fn compare(c: &CompareResult) -> String {
         body += &forest(
             &rows,
             c.effect * 100.0,
+            "change vs baseline, % (interval at the level shown)",
             &format!(
                 "B vs A per arm, % of {} (unpaired: Hodges–Lehmann shift of log values, Mann–Whitney interval at {}; green band ±δ = ±{}%); {n} arms.",
                 c.metric,

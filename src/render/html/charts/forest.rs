@@ -15,9 +15,11 @@ pub struct ForestRow {
     pub level: f64,
 }
 
-/// The forest plot's rows for one metric of a run (the stored contrasts, unchanged).
+/// The forest plot's rows for one metric of a run (the stored contrasts, unchanged); a cost's
+/// verdicts in a cost's words (MORE, LESS, SAME), never a speed's.
 pub fn forest_rows(v: &RunView, metric: usize) -> Vec<ForestRow> {
     let m = &v.report.metrics[metric];
+    let cost = m.metric.cost;
     m.contrasts
         .iter()
         .filter_map(|(arm, c)| {
@@ -27,14 +29,20 @@ pub fn forest_rows(v: &RunView, metric: usize) -> Vec<ForestRow> {
                 point: c.percent.point,
                 lo: c.percent.lo,
                 hi: c.percent.hi,
-                verdict: crate::render::run::verdict_cell(c),
+                verdict: if cost {
+                    crate::analyze::costs::verdict_word(c.verdict).to_string()
+                } else {
+                    crate::render::run::verdict_cell(c)
+                },
                 level: c.level,
             })
         })
         .collect()
 }
 
-pub fn forest(rows: &[ForestRow], effect_percent: f64, caption: &str) -> String {
+/// The plot; `axis` names what a positive change means (`change vs baseline, %` for a
+/// speed; `more memory →` for a cost).
+pub fn forest(rows: &[ForestRow], effect_percent: f64, axis: &str, caption: &str) -> String {
     let h = 70 + 40 * rows.len() as u32;
     let (lo, hi) = span(
         rows.iter()
@@ -48,7 +56,7 @@ pub fn forest(rows: &[ForestRow], effect_percent: f64, caption: &str) -> String 
             root,
             &rows.iter().map(|r| r.arm.clone()).collect::<Vec<_>>(),
             lo..hi,
-            "change vs baseline, % (interval at the level shown)",
+            axis,
         )?;
         // The equivalence band ±δ and the zero line.
         c.draw_series(std::iter::once(Rectangle::new(

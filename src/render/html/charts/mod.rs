@@ -107,3 +107,21 @@ pub(super) fn unit(metric: &str) -> &'static str {
         .symbol()
         .unwrap_or("as measured")
 }
+
+/// A series of bytes in the binary unit its largest value reads in (KiB, MiB or GiB), with
+/// that unit's name; any other series as stored, with [`unit`]'s.
+pub(super) fn readable(s: &crate::model::report::Series) -> (crate::model::report::Series, String) {
+    if crate::units::Unit::of_metric(&s.metric) != crate::units::Unit::Bytes {
+        return (s.clone(), unit(&s.metric).to_string());
+    }
+    let max = s.points.iter().map(|p| p.value).fold(0.0, f64::max);
+    let (div, name) = [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")]
+        .into_iter()
+        .find(|(d, _)| max >= *d as f64)
+        .unwrap_or((1, "bytes"));
+    let mut scaled = s.clone();
+    for p in &mut scaled.points {
+        p.value /= div as f64;
+    }
+    (scaled, name.to_string())
+}
