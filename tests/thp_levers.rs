@@ -254,3 +254,72 @@ fn a_never_arm_whose_workload_collapses_its_own_memory_is_flagged() {
     assert_eq!(off["flagged"], 0, "{off}");
     assert!(off["mean_max_coverage"].as_f64().unwrap() < 0.05, "{off}");
 }
+
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: changes kernel settings or switches user"
+)]
+#[test]
+fn defrag_mode_is_shown_set_per_arm_and_restored_after_the_run_and_after_sigkill() {
+    require_root!();
+    let _lock = common::knob_lock();
+    const DEFRAG_MODE: &str = "/proc/sys/vm/defrag_mode";
+    let before = common::read_trim(DEFRAG_MODE);
+    // status shows the kernel's value.
+    let st = common::hugelab_json(["status", "--json"]);
+    assert_eq!(
+        st["compaction"]["defrag_mode"]
+            .as_u64()
+            .map(|v| v.to_string()),
+        Some(before.clone()),
+        "{}",
+        st["compaction"]
+    );
+    // Each arm's trials run under its value, read by the trial itself.
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("seen");
+    let out = common::hugelab_stdout([
+        "run",
+        "-a",
+        "off=vm.defrag_mode=0",
+        "-a",
+        "on=vm.defrag_mode=1",
+        "--blocks",
+        "2",
+        "--warmup",
+        "0",
+        "--no-save",
+        "--shell",
+        "--",
+        &format!("cat {DEFRAG_MODE} >> {}", seen.display()),
+    ]);
+    let values = std::fs::read_to_string(&seen).unwrap();
+    let mut v: Vec<&str> = values.lines().collect();
+    v.sort();
+    assert_eq!(v, ["0", "0", "1", "1"], "{out}");
+    assert_eq!(
+        common::read_trim(DEFRAG_MODE),
+        before,
+        "restored after the run"
+    );
+
+    // SIGKILL leaves it set; `restore` puts it back.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_hugelab"))
+        .args(["hold", "vm.defrag_mode=1"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
+    while !line.starts_with("holding") {
+        line.clear();
+        assert!(std::io::BufRead::read_line(&mut reader, &mut line).unwrap() > 0);
+    }
+    assert_eq!(common::read_trim(DEFRAG_MODE), "1");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(common::read_trim(DEFRAG_MODE), "1", "SIGKILL leaves it");
+    let out = common::hugelab_stdout(["restore"]);
+    assert!(out.contains(&format!("vm.defrag_mode = {before}")), "{out}");
+    assert_eq!(common::read_trim(DEFRAG_MODE), before);
+}

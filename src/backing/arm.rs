@@ -8,7 +8,7 @@ use crate::control::Knob;
 use crate::units::{Bytes, parse_duration};
 use std::time::Duration;
 
-pub const ARM_KEYS: &str = "thp, defrag, shmem, mthp.<size>, hugetlb.<size>, khugepaged.<max_ptes_none|max_ptes_swap|max_ptes_shared|pages_to_scan|scan_sleep_millisecs|alloc_sleep_millisecs|defrag>, thp.shrink_underused, thp.use_zero_page, process.thp, malloc, jvm, jvm.pretouch, jvm.pagesize, collapse, sample, qemu.backing, qemu.prealloc, watch, server.arg, expect, env.<NAME>";
+pub const ARM_KEYS: &str = "thp, defrag, shmem, mthp.<size>, hugetlb.<size>, khugepaged.<max_ptes_none|max_ptes_swap|max_ptes_shared|pages_to_scan|scan_sleep_millisecs|alloc_sleep_millisecs|defrag>, thp.shrink_underused, thp.use_zero_page, vm.defrag_mode, process.thp, malloc, jvm, jvm.pretouch, jvm.pagesize, collapse, sample, qemu.backing, qemu.prealloc, watch, server.arg, expect, env.<NAME>";
 
 /// What an arm's workload (or server) must end up on; an arm whose memory is not is FLAGGED.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -276,10 +276,18 @@ pub fn parse_arm(s: &str) -> Result<Arm, String> {
         expect: None,
     };
     let mut prealloc_seen = None;
+    let mut seen = std::collections::BTreeSet::new();
     for item in spec.split(',').map(str::trim).filter(|i| !i.is_empty()) {
         let (k, v) = item.split_once('=').ok_or_else(|| {
             format!("arm {name}: item {item:?} is not key=value; keys: {ARM_KEYS}")
         })?;
+        // One value per key (`server.arg` adds a word each time): a second one would silently
+        // replace the first.
+        if k != "server.arg" && !seen.insert(k) {
+            return Err(format!(
+                "arm {name}: key {k} is given twice in {spec:?}; give each key once"
+            ));
+        }
         if let Some(setting) = system_item(name, k, v)? {
             arm.system.push(setting);
             continue;
@@ -431,7 +439,8 @@ fn system_item(name: &str, k: &str, v: &str) -> Result<Option<(Knob, String)>, S
         }
         _ if k.starts_with("khugepaged.")
             || k == "thp.shrink_underused"
-            || k == "thp.use_zero_page" =>
+            || k == "thp.use_zero_page"
+            || k == "vm.defrag_mode" =>
         {
             let knob: Knob = k
                 .parse()
@@ -470,6 +479,9 @@ pub fn preset(name: &str) -> Result<Vec<Arm>, String> {
             "never=thp=never,defrag=madvise,khugepaged.max_ptes_none=511",
             "madvise=thp=madvise,defrag=madvise,khugepaged.max_ptes_none=511",
             "always=thp=always,defrag=madvise,khugepaged.max_ptes_none=511",
+            // A value distributions ship: khugepaged collapses a range with up to 409 of its 512
+            // pages untouched, and the underused shrinker splits THPs with more zero pages.
+            "always+ptes_none409=thp=always,defrag=madvise,khugepaged.max_ptes_none=409",
             "always+defer+madvise+ptes_none0=thp=always,defrag=defer+madvise,khugepaged.max_ptes_none=0",
         ],
         "malloc" => &[

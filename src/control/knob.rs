@@ -72,6 +72,9 @@ pub enum Knob {
     ThpShrinkUnderused,
     /// `use_zero_page` (0/1): map the huge zero page on read faults of untouched memory.
     ThpUseZeroPage,
+    /// `vm.defrag_mode` (0/1, Linux 6.15+): kswapd and kcompactd reclaim and compact in whole
+    /// 2 MiB pageblocks, so THP faults fall back less.
+    DefragMode,
 }
 
 /// Whether a knob holds a bracketed selector, a switch (a plain 0 or 1) or a number.
@@ -118,6 +121,7 @@ impl Knob {
             Knob::CompactionProactiveness => "/proc/sys/vm/compaction_proactiveness".into(),
             Knob::ThpShrinkUnderused => format!("{THP_DIR}/shrink_underused"),
             Knob::ThpUseZeroPage => format!("{THP_DIR}/use_zero_page"),
+            Knob::DefragMode => "/proc/sys/vm/defrag_mode".into(),
         }
     }
 
@@ -127,7 +131,7 @@ impl Knob {
             Knob::ThpDefrag => ValueKind::Selector(DEFRAG_MODES),
             Knob::ThpShmemEnabled => ValueKind::Selector(SHMEM_MODES),
             Knob::MthpEnabled { .. } => ValueKind::Selector(MTHP_MODES),
-            Knob::ThpShrinkUnderused | Knob::ThpUseZeroPage => ValueKind::Switch,
+            Knob::ThpShrinkUnderused | Knob::ThpUseZeroPage | Knob::DefragMode => ValueKind::Switch,
             Knob::Khugepaged {
                 name: KhugepagedKnob::Defrag,
             } => ValueKind::Switch,
@@ -176,12 +180,13 @@ impl fmt::Display for Knob {
             Knob::HugetlbOvercommit { size } => write!(f, "hugetlb.{}.overcommit", Bytes(size)),
             Knob::CompactionProactiveness => write!(f, "vm.compaction_proactiveness"),
             Knob::ThpShrinkUnderused => write!(f, "thp.shrink_underused"),
+            Knob::DefragMode => write!(f, "vm.defrag_mode"),
             Knob::ThpUseZeroPage => write!(f, "thp.use_zero_page"),
         }
     }
 }
 
-pub const KNOB_NAMES: &str = "thp.enabled, thp.defrag, thp.shmem_enabled, thp.shrink_underused, thp.use_zero_page, mthp.<size>, khugepaged.<pages_to_scan|scan_sleep_millisecs|alloc_sleep_millisecs|max_ptes_none|max_ptes_swap|max_ptes_shared|defrag>, hugetlb.<size>, hugetlb.<size>.node<N>, hugetlb.<size>.overcommit, vm.compaction_proactiveness";
+pub const KNOB_NAMES: &str = "thp.enabled, thp.defrag, thp.shmem_enabled, thp.shrink_underused, thp.use_zero_page, mthp.<size>, khugepaged.<pages_to_scan|scan_sleep_millisecs|alloc_sleep_millisecs|max_ptes_none|max_ptes_swap|max_ptes_shared|defrag>, hugetlb.<size>, hugetlb.<size>.node<N>, hugetlb.<size>.overcommit, vm.compaction_proactiveness, vm.defrag_mode";
 
 impl FromStr for Knob {
     type Err = String;
@@ -196,6 +201,7 @@ impl FromStr for Knob {
             ["thp", "shrink_underused"] => Ok(Knob::ThpShrinkUnderused),
             ["thp", "use_zero_page"] => Ok(Knob::ThpUseZeroPage),
             ["vm", "compaction_proactiveness"] => Ok(Knob::CompactionProactiveness),
+            ["vm", "defrag_mode"] => Ok(Knob::DefragMode),
             ["mthp", sz] => Ok(Knob::MthpEnabled { size: size(sz)? }),
             ["khugepaged", name] => KhugepagedKnob::ALL
                 .into_iter()
@@ -239,6 +245,7 @@ mod tests {
             "hugetlb.1G.node0",
             "hugetlb.2M.overcommit",
             "vm.compaction_proactiveness",
+            "vm.defrag_mode",
         ] {
             let k: Knob = name.parse().unwrap();
             assert_eq!(k.to_string(), name);
@@ -276,6 +283,8 @@ mod tests {
         Knob::ThpDefrag.validate("defer+madvise").unwrap();
         assert!(Knob::ThpShrinkUnderused.validate("2").is_err());
         Knob::ThpUseZeroPage.validate("0").unwrap();
+        Knob::DefragMode.validate("1").unwrap();
+        assert!(Knob::DefragMode.validate("2").is_err());
         let ptes: Knob = "khugepaged.max_ptes_none".parse().unwrap();
         ptes.validate("0").unwrap();
         assert!(ptes.validate("none").is_err());

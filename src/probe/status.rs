@@ -43,9 +43,23 @@ pub struct Status {
     pub fragmentation: Option<Fragmentation>,
     /// `thp_*` and `compact_*` from /proc/vmstat, totals since boot.
     pub counters: BTreeMap<String, u64>,
+    /// The compaction knobs that decide how often a THP fault finds a free 2 MiB block.
+    #[serde(default)]
+    pub compaction: Compaction,
     pub is_root: bool,
     /// Files that could not be read without root, and what is missing because of them.
     pub unreadable: Vec<String>,
+}
+
+/// `/proc/sys/vm` knobs that govern how free 2 MiB blocks are made.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Compaction {
+    /// `vm.compaction_proactiveness` (0–100, Linux 5.9+): how hard kcompactd compacts ahead
+    /// of demand.
+    pub proactiveness: Option<u64>,
+    /// `vm.defrag_mode` (0/1, Linux 6.15+): with 1, kswapd and kcompactd reclaim and compact
+    /// in whole pageblocks, so THP faults fall back less.
+    pub defrag_mode: Option<u64>,
 }
 
 fn tracing(root: &Root) -> Tracing {
@@ -135,6 +149,13 @@ pub fn probe(root: &Root) -> Result<Status, ProbeError> {
             &mut unreadable,
         )?,
         counters: thp::huge_counters(&vmstat),
+        compaction: Compaction {
+            proactiveness: or_note(
+                root.read_u64("/proc/sys/vm/compaction_proactiveness"),
+                &mut unreadable,
+            )?,
+            defrag_mode: or_note(root.read_u64("/proc/sys/vm/defrag_mode"), &mut unreadable)?,
+        },
         cpu,
         thp,
         memory,

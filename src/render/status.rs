@@ -93,6 +93,18 @@ fn thp_lines(s: &Status, o: &mut String) {
         opt(t.shrink_underused),
         bytes(t.hpage_pmd_size)
     );
+    let c = &s.compaction;
+    let _ = writeln!(
+        o,
+        "compaction  proactiveness {}, defrag_mode {}{}",
+        opt(c.proactiveness),
+        opt(c.defrag_mode),
+        if c.defrag_mode.is_none() {
+            " (vm.defrag_mode: Linux 6.15+)"
+        } else {
+            ""
+        }
+    );
     let k = &t.khugepaged;
     let _ = writeln!(
         o,

@@ -80,7 +80,8 @@ fn presets_expand() {
         vec![(Knob::ThpEnabled, "always".into())]
     );
     let profiles = preset("thp-profiles").unwrap();
-    let mongo = &profiles[3];
+    assert_eq!(profiles[3].name, "always+ptes_none409");
+    let mongo = &profiles[4];
     assert_eq!(mongo.name, "always+defer+madvise+ptes_none0");
     assert_eq!(
         mongo.system,
@@ -90,6 +91,22 @@ fn presets_expand() {
             ("khugepaged.max_ptes_none".parse().unwrap(), "0".into()),
         ]
     );
+}
+
+#[test]
+fn a_key_given_twice_is_refused_naming_it() {
+    let e = parse_arm("a=malloc=thp,malloc=hugetlb").unwrap_err();
+    assert!(e.contains("key malloc is given twice"), "{e}");
+    // server.arg is a word each time.
+    parse_arm("s=server.arg=-c,server.arg=huge_pages=on").unwrap();
+}
+
+#[test]
+fn defrag_mode_is_an_arm_key() {
+    let a = parse_arm("on=vm.defrag_mode=1").unwrap();
+    assert_eq!(a.system, vec![(Knob::DefragMode, "1".to_string())]);
+    assert!(a.needs_root());
+    assert!(parse_arm("on=vm.defrag_mode=2").is_err());
 }
 
 #[test]

@@ -28,8 +28,11 @@ pub struct RunArgs {
     /// docs/run.md
     #[arg(short = 'a', long = "arm", value_name = "NAME=SPEC")]
     pub arms: Vec<String>,
-    /// Arms from a preset: thp (never/madvise/always), malloc (process.thp=off/malloc=thp/malloc=hugetlb),
-    /// jvm (off/thp/hugetlbfs); for --server: postgres, redis, memcached, mariadb (arms, readiness,
+    /// Arms from a preset: thp (never/madvise/always), thp-profiles (those with the defrag and
+    /// khugepaged.max_ptes_none deployments pair them with: 511, 409, and MongoDB 8.0's
+    /// always+defer+madvise+0; max_ptes_none governs khugepaged's collapses and the underused
+    /// shrinker, not huge pages taken at the first touch), malloc
+    /// (process.thp=off/malloc=thp/malloc=hugetlb), jvm (off/thp/hugetlbfs); for --server: postgres, redis, memcached, mariadb (arms, readiness,
     /// fallback signature and load parser; the arms are printed)
     #[arg(short = 'p', long)]
     pub preset: Option<String>,
