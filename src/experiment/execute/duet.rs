@@ -95,14 +95,15 @@ impl Course<'_> {
             return;
         }
         let Some(used) = cpus_used(rows) else { return };
+        let others = others_used(rows).unwrap_or(0.0);
         let cpus = crate::probe::cpu::allowed_cpus().len().max(1) as f64;
-        let note = if used >= 0.9 * cpus {
+        let note = if used + others >= 0.9 * cpus {
             format!(
-                "duet: the arms' bursts used {used:.1} of {cpus:.0} CPUs together: the machine is saturated, so each arm's throughput is its share of the CPUs, which pulls the arms' throughputs together (a difference shows in the CPU per operation costs more than in throughput); --schedule alternating gives each burst the machine alone"
+                "duet: the arms' bursts used {used:.1} of {cpus:.0} CPUs together while the rest of the machine used {others:.1}: the machine is saturated, so each arm's throughput is its share of the CPUs, which pulls the arms' throughputs together (a difference shows in the CPU per operation costs more than in throughput); --schedule alternating gives each burst the machine alone"
             )
         } else {
             format!(
-                "duet: the arms' bursts used {used:.1} of {cpus:.0} CPUs together: room for both"
+                "duet: the arms' bursts used {used:.1} of {cpus:.0} CPUs together while the rest of the machine used {others:.1}"
             )
         };
         ctx.progress.note(&note);
@@ -139,6 +140,18 @@ fn cpus_used(rows: &[TrialRow]) -> Option<f64> {
         .max()
         .filter(|w| *w > 0)?;
     Some(rows.iter().map(own_cpu_ns).sum::<u64>() as f64 / wall as f64)
+}
+
+/// The CPUs the rest of the machine kept busy during a block: a trial's `other_cpu_ns` (the
+/// other arms' loads and servers already taken out) over its wall time, the largest of them.
+fn others_used(rows: &[TrialRow]) -> Option<f64> {
+    rows.iter()
+        .filter_map(|t| {
+            let other = t.evidence["noise"]["other_cpu_ns"].as_u64()?;
+            let wall = t.evidence["wall_ns"].as_u64().filter(|w| *w > 0)?;
+            Some(other as f64 / wall as f64)
+        })
+        .reduce(f64::max)
 }
 
 #[cfg(test)]

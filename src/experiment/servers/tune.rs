@@ -4,12 +4,19 @@
 
 use super::{Components, FIXED_SHARE, Instant, Sizing, Warm};
 
+/// The CPUs a solo burst kept busy: its own (load and server) and everything else's meanwhile.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Demand {
+    pub own: f64,
+    pub others: f64,
+}
+
 impl Warm {
     /// The first arm's load run once against its server, alone, outside the measurements:
-    /// whether it succeeded, its wall time beyond `less` seconds, and the CPUs the load and
-    /// the server kept busy meanwhile (the load's rusage, the server tree's CPU time; nothing
-    /// else the machine ran).
-    fn run_alone(&self, less: f64) -> (bool, f64, Option<f64>) {
+    /// whether it succeeded, its wall time beyond `less` seconds, and the CPUs it used — the
+    /// load's and the server tree's own (rusage, the tree's CPU time) beside what everything
+    /// else on the machine kept busy meanwhile (/proc/stat's busy time less ours).
+    fn run_alone(&self, less: f64) -> (bool, f64, Option<Demand>) {
         let s = &self.servers[0];
         let mut spec = self.base.clone();
         // The load's files (pgbench's log) go to a directory of their own, removed after.
@@ -26,6 +33,8 @@ impl Warm {
         let server = self.running[0].as_ref().map(|r| r.pid());
         let server_before = server.map_or(0, crate::collect::server::tree_cpu_ns);
         let load_before = crate::collect::noise::children_cpu_ns();
+        let machine = || crate::probe::noise::read(&crate::probe::Root::system()).ok();
+        let machine_before = machine();
         let t = Instant::now();
         let ok = crate::workload::child::command(&spec)
             .stdin(std::process::Stdio::null())
@@ -34,12 +43,18 @@ impl Warm {
             .status()
             .is_ok_and(|st| st.success());
         let wall = t.elapsed().as_secs_f64();
+        let machine_after = machine();
         let used = crate::collect::noise::children_cpu_ns().saturating_sub(load_before)
             + server
                 .map_or(0, crate::collect::server::tree_cpu_ns)
                 .saturating_sub(server_before);
-        let cpus = (used as f64 / 1e9) / wall.max(1e-3);
-        (ok, (wall - less).max(0.0), Some(cpus))
+        let own = (used as f64 / 1e9) / wall.max(1e-3);
+        // USER_HZ ticks: 100 a second.
+        let busy = machine_before.zip(machine_after).map(|(b, a)| {
+            a.cpu.busy().saturating_sub(b.cpu.busy()) as f64 / 100.0 / wall.max(1e-3)
+        });
+        let others = busy.map_or(0.0, |b| (b - own).max(0.0));
+        (ok, (wall - less).max(0.0), Some(Demand { own, others }))
     }
 
     /// The burst length: the shortest whole number of seconds whose fixed cost (client start,
@@ -47,8 +62,8 @@ impl Warm {
     /// arm's server) is under 5% of it, at most 10 s. Short bursts buy lifetimes, and lifetimes
     /// are the units: on the development VM a PostgreSQL A/A reached ±1.5% in 5 minutes with
     /// 1 s bursts (45 ms of fixed cost, 56 lifetimes) against ±2.3% with 3 s bursts (23).
-    /// Returns the CPUs the calibrating burst kept busy.
-    pub(super) fn calibrate_burst(&mut self) -> Option<f64> {
+    /// Returns the CPUs the calibrating burst kept busy, its own and the rest of the machine's.
+    pub(super) fn calibrate_burst(&mut self) -> Option<Demand> {
         self.set_burst(1);
         let (ok, fixed, cpus) = self.run_alone(1.0);
         let secs = if ok {
@@ -69,28 +84,39 @@ impl Warm {
         cpus.filter(|_| ok)
     }
 
-    /// Duet unless every arm's burst at once would oversubscribe the machine: one arm's load
-    /// alone (the calibrating burst, else one run of the load) kept `alone` CPUs busy; with
-    /// every arm at once a closed-loop load on a saturated machine gets its share of the CPUs,
-    /// which pulls the arms' throughputs together — the contrast would shrink towards zero. Then
-    /// the run alternates, and says so. A duet asked for with `--schedule` is kept.
-    pub(super) fn check_headroom(&mut self, alone: Option<f64>) {
+    /// Duet unless every arm's burst at once would oversubscribe what the machine has left: one
+    /// arm's load alone (the calibrating burst, else one run of the load) kept `own` CPUs busy
+    /// while everything else kept `others` busy; the room is the CPUs less `others`. With
+    /// every arm at once beyond it, a closed-loop load gets its share of the CPUs, which pulls
+    /// the arms' throughputs together — the contrast would shrink towards zero. Then the run
+    /// alternates, and says so; without a measurement (the solo burst failed) it alternates
+    /// too, since room was not shown. A duet asked for with `--schedule` is kept.
+    pub(super) fn check_headroom(&mut self, alone: Option<Demand>) {
         if !self.duet || self.schedule_asked {
             return;
         }
         let alone = alone.or_else(|| {
-            let (ok, _, cpus) = self.run_alone(0.0);
-            cpus.filter(|_| ok)
+            let (ok, _, demand) = self.run_alone(0.0);
+            demand.filter(|_| ok)
         });
-        let Some(alone) = alone else { return };
         let cpus = crate::probe::cpu::allowed_cpus().len().max(1) as f64;
-        let together = alone * self.servers.len() as f64;
-        if together > 0.9 * cpus {
+        let n = self.servers.len();
+        let why = match alone {
+            None => Some(
+                "the burst that measures the machine's room failed, so no room for every arm at once was shown; --schedule duet to run them at once anyway".to_string(),
+            ),
+            Some(Demand { own, others }) => {
+                let together = own * n as f64;
+                let room = (cpus - others).max(0.0);
+                (together > 0.9 * room).then(|| {
+                    format!(
+                        "duet would oversubscribe the machine: one arm's burst alone kept {own:.1} of {cpus:.0} CPUs busy while the rest of the machine kept {others:.1} busy, so {n} at once would need {together:.1} of the {room:.1} left, and on a saturated machine each arm's throughput is its share of the CPUs (the contrast shrinks towards zero); --schedule duet to run them at once anyway"
+                    )
+                })
+            }
+        };
+        if let Some(why) = why {
             self.duet = false;
-            let why = format!(
-                "duet would oversubscribe the machine: one arm's burst alone kept {alone:.1} of {cpus:.0} CPUs busy, {} at once would need {together:.1}, and on a saturated machine each arm's throughput is its share of the CPUs (the contrast shrinks towards zero); --schedule duet to run them at once anyway",
-                self.servers.len()
-            );
             self.pending.push(format!("alternating: {why}"));
             self.schedule_change = Some(why);
         }
