@@ -172,3 +172,77 @@ fn a_load_that_fills_the_machine_alone_alternates_unless_duet_is_asked_for() {
     let notes = v["notes"].to_string();
     assert!(notes.contains("the machine is saturated"), "{notes}");
 }
+
+#[test]
+fn an_event_that_never_ran_or_always_failed_is_counted_and_fails_the_run() {
+    // The load (0.1 s) ends before the event's moment (5 s): it never runs.
+    let late = words(&common::hugelab_exits(
+        fake_run(
+            "324",
+            &[
+                "--during",
+                "true",
+                "--during-at",
+                "5s",
+                "--blocks",
+                "2",
+                "--no-save",
+            ],
+            "sleep 0.1",
+        ),
+        4,
+    ));
+    for arm in ["a", "b"] {
+        assert!(
+            late.contains(&format!(
+                "--during did not run in 2 of 2 trials of {arm}: the load ended at"
+            )),
+            "{late}"
+        );
+    }
+    assert!(
+        late.contains("the --during event ran successfully in no trial of a, b"),
+        "{late}"
+    );
+    // The event's command fails every time: counted with its own words.
+    let failing = "echo Could not connect to 127.0.0.1:1; exit 1";
+    let failed = words(&common::hugelab_exits(
+        fake_run(
+            "325",
+            &[
+                "--during",
+                failing,
+                "--during-at",
+                "50ms",
+                "--blocks",
+                "2",
+                "--no-save",
+            ],
+            "sleep 0.2",
+        ),
+        4,
+    ));
+    assert!(
+        failed.contains("--during failed in 2 of 2 trials of a: Could not connect to 127.0.0.1:1"),
+        "{failed}"
+    );
+    // --keep-going analyses such a run anyway, and still says so.
+    let kept = words(&common::hugelab_stdout(fake_run(
+        "326",
+        &[
+            "--during",
+            failing,
+            "--during-at",
+            "50ms",
+            "--blocks",
+            "2",
+            "--no-save",
+            "--keep-going",
+        ],
+        "sleep 0.2",
+    )));
+    assert!(
+        kept.contains("--during failed in 2 of 2 trials of b"),
+        "{kept}"
+    );
+}

@@ -13,7 +13,7 @@ mod noise;
 
 use super::stats::mean_of as mean;
 use super::trial_data::means_by_key;
-pub use super::trial_data::{TrialData, judge_trial, trial_data};
+pub use super::trial_data::{TrialData, TrialEvent, judge_trial, trial_data};
 pub use noise::{HEAVY_STEAL, NoiseAttribution, noise_attribution};
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -105,6 +105,58 @@ pub struct ArmEvidence {
     pub mean_kernel: BTreeMap<String, f64>,
     #[serde(default)]
     pub mean_gauges: BTreeMap<String, f64>,
+    /// `run --during`: in how many of the arm's trials the event ran, and how it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<EventTally>,
+}
+
+/// The operator's event over one arm's trials (`run --during`).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct EventTally {
+    /// Trials that stored an event.
+    pub trials: usize,
+    /// It never started: the load ended before its moment.
+    pub not_run: usize,
+    /// It ran and its command failed (a non-zero exit).
+    pub failed: usize,
+    /// The last failure's output.
+    pub failure: Option<String>,
+    /// The median wall time of the loads it did not run in, seconds.
+    pub load_wall_s: Option<f64>,
+}
+
+impl EventTally {
+    /// Trials where the event ran and succeeded.
+    pub fn succeeded(&self) -> usize {
+        self.trials - self.not_run - self.failed
+    }
+}
+
+fn event_tally(ts: &[&TrialData]) -> Option<EventTally> {
+    let events: Vec<(&TrialEvent, Option<f64>)> = ts
+        .iter()
+        .filter_map(|t| Some((t.event.as_ref()?, t.metrics.get("wall_s").copied())))
+        .collect();
+    if events.is_empty() {
+        return None;
+    }
+    let mut walls: Vec<f64> = events
+        .iter()
+        .filter(|(e, _)| !e.ran)
+        .filter_map(|(_, w)| *w)
+        .collect();
+    walls.sort_by(f64::total_cmp);
+    Some(EventTally {
+        trials: events.len(),
+        not_run: events.iter().filter(|(e, _)| !e.ran).count(),
+        failed: events.iter().filter(|(e, _)| e.ran && !e.ok).count(),
+        failure: events
+            .iter()
+            .rev()
+            .find(|(e, _)| e.ran && !e.ok)
+            .map(|(e, _)| e.output.clone()),
+        load_wall_s: (!walls.is_empty()).then(|| walls[walls.len() / 2]),
+    })
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -421,6 +473,7 @@ fn arm_evidence(arm: &str, ts: Vec<&TrialData>) -> ArmEvidence {
         mean_hot: mean(ts.iter().filter_map(|t| t.hot.map(|v| v as f64))),
         mean_kernel: means_by_key(ts.iter().filter_map(|t| t.kernel.as_ref())),
         mean_gauges: means_by_key(ts.iter().map(|t| &t.gauges).filter(|g| !g.is_empty())),
+        events: event_tally(&ts),
     }
 }
 

@@ -55,6 +55,20 @@ pub struct TrialData {
     /// (commands) or after its load (servers).
     #[serde(default)]
     pub gauges: BTreeMap<String, f64>,
+    /// `run --during`: what the operator's event did in this trial.
+    #[serde(default)]
+    pub event: Option<TrialEvent>,
+}
+
+/// An operator's event in one trial (`run --during`), as the trial stored it.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TrialEvent {
+    /// False: the load ended before the event's moment, so it never started.
+    pub ran: bool,
+    /// It ran and its command exited 0.
+    pub ok: bool,
+    /// The command's output (its last 200 characters).
+    pub output: String,
 }
 
 /// Per key, the mean over maps, a key a map lacks counting 0 there (a counter that did not move).
@@ -130,6 +144,14 @@ pub fn trial_data(
         }
         .map(numbers)
         .unwrap_or_default(),
+        event: evidence
+            .get("event")
+            .filter(|e| e.is_object())
+            .map(|e| TrialEvent {
+                ran: e["ran"].as_bool().unwrap_or(false),
+                ok: e["ok"].as_bool().unwrap_or(false),
+                output: e["output"].as_str().unwrap_or("").to_string(),
+            }),
     }
 }
 

@@ -262,11 +262,26 @@ fn analyse(
     });
     let mut stop_reason = x.stop_reason;
     let complete = summary::complete_blocks(&report.metrics, &primary);
-    let failed = x.failed || (!x.interrupted && complete == 0);
-    if failed && !x.failed {
+    // An operator's event that never ran (or always failed) for an arm leaves the event's
+    // costs unmeasured: the run failed at what it was asked, unless --keep-going.
+    let eventless: Vec<&str> = report
+        .evidence
+        .iter()
+        .filter(|e| e.events.as_ref().is_some_and(|t| t.succeeded() == 0))
+        .map(|e| e.arm.as_str())
+        .collect();
+    let event_failed = !eventless.is_empty() && !plan.keep_going && !x.interrupted;
+    let failed = x.failed || (!x.interrupted && complete == 0) || event_failed;
+    if failed && !x.failed && complete == 0 {
         stop_reason = format!(
             "{stop_reason}; no block completed with every arm's trial ok ({} failed trials), so there is nothing to compare",
             x.trials.iter().filter(|t| t.block >= 0 && !t.ok).count()
+        );
+    }
+    if event_failed {
+        stop_reason = format!(
+            "{stop_reason}; the --during event ran successfully in no trial of {} (see the event lines; --keep-going analyses such a run anyway)",
+            eventless.join(", ")
         );
     }
     let outcome = if x.interrupted {

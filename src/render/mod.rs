@@ -6,6 +6,7 @@ pub mod compare;
 pub mod conditions;
 pub mod costs;
 pub mod csv;
+pub mod events;
 pub mod export_json;
 pub mod html;
 pub mod inspect;

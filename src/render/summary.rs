@@ -93,6 +93,7 @@ pub fn answer(r: &ExperimentAnalysis) -> Vec<String> {
             2,
         ));
     }
+    out.extend(super::events::lines(r));
     out.extend(super::conditions::lines(r));
     out.extend(super::thp_activity::lines(r));
     out.extend(flag_lines(r));
