@@ -6,10 +6,13 @@
 //! across lifetimes: per arm and per leading position k, over the lifetimes with a burst at k
 //! and a later one, the log of burst k less the mean log of the lifetime's later bursts
 //! (Hodges–Lehmann with its signed-rank interval). The warm-up is the leading positions where
-//! some arm's interval excludes 0, at a confidence Bonferroni-adjusted over every arm and
-//! position tested (the penalty: a run without warm-up rarely loses a burst). Those blocks are
-//! not measured, for every arm alike, so the pairs stay whole; and the decision looks at each
-//! arm's own level, never at the contrast, so an A/A stays honest.
+//! **every** arm's interval excludes 0 on the **same side**, at a confidence Bonferroni-adjusted
+//! over every arm and position tested: a state the servers share (cold caches, page tables),
+//! not one arm's early advantage — an arm that is faster only in its first bursts keeps that in
+//! its contrast. Those blocks are not measured, for every arm alike, so the pairs stay whole;
+//! a lifetime too short to keep two measured blocks after them keeps all of its blocks, so no
+//! lifetime is left unusable. The decision looks at each arm's own level, never at the
+//! contrast, so an A/A stays honest.
 
 use super::stats::hodges_lehmann;
 use super::trial_data::TrialData;
@@ -89,10 +92,10 @@ pub fn detect(trials: &[TrialData], arms: usize, metric: &str, confidence: f64) 
         if per_arm.iter().all(Option::is_none) {
             break;
         }
-        let shifted = per_arm
-            .iter()
-            .flatten()
-            .any(|[_, lo, hi]| *lo > 0.0 || *hi < 0.0);
+        // Every arm shifted, all the same way: a warm-up the servers share.
+        let shifted = per_arm.iter().all(Option::is_some)
+            && (per_arm.iter().flatten().all(|[_, lo, _]| *lo > 0.0)
+                || per_arm.iter().flatten().all(|[_, _, hi]| *hi < 0.0));
         shifts.push(per_arm);
         if !shifted {
             bursts = Some(k);
@@ -104,7 +107,11 @@ pub fn detect(trials: &[TrialData], arms: usize, metric: &str, confidence: f64) 
     }
     let tested = shifts.len();
     let bursts = bursts.unwrap_or(tested);
-    let blocks_dropped = by.values().map(|s| s.len().min(bursts)).sum();
+    let blocks_dropped = by
+        .values()
+        .filter(|s| keeps_enough(s.len(), bursts))
+        .map(|s| bursts.min(s.len()))
+        .sum();
     Some(Warmup {
         bursts,
         blocks_dropped,
@@ -128,7 +135,14 @@ pub fn measured(
     }
 }
 
-/// `trials` without the leading `w.bursts` blocks of every lifetime (every arm's trial of them).
+/// Whether a lifetime of `blocks` keeps at least two measured blocks once `bursts` leading
+/// ones are dropped; a shorter one keeps all of its blocks.
+fn keeps_enough(blocks: usize, bursts: usize) -> bool {
+    blocks >= bursts + 2
+}
+
+/// `trials` without the leading `w.bursts` blocks of every lifetime long enough to spare them
+/// (every arm's trial of them).
 pub fn without(trials: &[TrialData], w: &Warmup) -> Vec<TrialData> {
     if w.bursts == 0 {
         return trials.to_vec();
@@ -144,6 +158,7 @@ pub fn without(trials: &[TrialData], w: &Warmup) -> Vec<TrialData> {
     }
     let dropped: Vec<usize> = blocks
         .into_values()
+        .filter(|v| keeps_enough(v.len(), w.bursts))
         .flat_map(|mut v| {
             v.sort_unstable();
             v.truncate(w.bursts);
@@ -161,16 +176,20 @@ pub fn without(trials: &[TrialData], w: &Warmup) -> Vec<TrialData> {
 mod tests {
     use super::*;
 
-    /// `lifetimes` × `per` blocks of two arms; arm `cold`'s first `slow` bursts of each lifetime
-    /// at 0.9, with a small deterministic wiggle.
-    fn run(lifetimes: usize, per: usize, cold: usize, slow: usize) -> Vec<TrialData> {
+    /// `lifetimes` × `per` blocks of two arms; the `cold` arms' first `slow` bursts of each
+    /// lifetime at `f` of the rest, with a small deterministic wiggle.
+    fn run(lifetimes: usize, per: usize, cold: &[usize], slow: usize, f: f64) -> Vec<TrialData> {
         let mut t = Vec::new();
         let mut block = 0;
         for l in 0..lifetimes {
             for k in 0..per {
                 for arm in 0..2 {
                     let wiggle = 1.0 + 0.004 * ((l * 7 + k * 3 + arm * 5) % 5) as f64;
-                    let f = if arm == cold && k < slow { 0.9 } else { 1.0 };
+                    let f = if cold.contains(&arm) && k < slow {
+                        f
+                    } else {
+                        1.0
+                    };
                     t.push(TrialData {
                         block,
                         arm,
@@ -187,8 +206,8 @@ mod tests {
     }
 
     #[test]
-    fn a_cold_first_burst_is_dropped_for_every_arm_and_a_warm_run_keeps_all() {
-        let t = run(20, 4, 0, 1);
+    fn a_cold_first_burst_of_every_server_is_dropped_for_every_arm_and_a_warm_run_keeps_all() {
+        let t = run(20, 4, &[0, 1], 1, 0.9);
         let w = detect(&t, 2, "tps", 0.99).unwrap();
         assert_eq!(
             (w.bursts, w.blocks_dropped, w.unsettled),
@@ -203,19 +222,50 @@ mod tests {
         // What decisions during the run see is what the analysis keeps.
         assert_eq!(measured(t, 2, "tps", 0.99).len(), kept.len());
         // Warm from the first burst: nothing dropped.
-        let w = detect(&run(20, 4, 0, 0), 2, "tps", 0.99).unwrap();
+        let w = detect(&run(20, 4, &[0], 0, 0.9), 2, "tps", 0.99).unwrap();
         assert_eq!((w.bursts, w.blocks_dropped), (0, 0), "{w:?}");
-        assert_eq!(without(&run(2, 2, 0, 0), &w).len(), 8);
+        assert_eq!(without(&run(2, 2, &[], 0, 1.0), &w).len(), 8);
+    }
+
+    #[test]
+    fn an_arms_early_advantage_is_kept_in_its_contrast() {
+        // Arm 1 is 10% faster in its first burst of every lifetime, arm 0 is not: not a
+        // warm-up the servers share, so nothing is dropped and the advantage stays measured.
+        let t = run(20, 4, &[1], 1, 1.1);
+        let w = detect(&t, 2, "tps", 0.99).unwrap();
+        assert_eq!((w.bursts, w.blocks_dropped), (0, 0), "{w:?}");
+        let kept = measured(t.clone(), 2, "tps", 0.99);
+        assert_eq!(kept.len(), t.len());
+        let early: Vec<f64> = kept
+            .iter()
+            .filter(|x| x.arm == 1 && x.metrics["tps"] > 1050.0)
+            .map(|x| x.metrics["tps"])
+            .collect();
+        assert_eq!(
+            early.len(),
+            20,
+            "every lifetime's fast first burst is measured"
+        );
+    }
+
+    #[test]
+    fn no_lifetime_is_left_unusable() {
+        // Two-block lifetimes whose first burst is cold for both arms: dropping it would leave
+        // one block a lifetime, so every block is kept.
+        let t = run(20, 2, &[0, 1], 1, 0.87);
+        let w = detect(&t, 2, "tps", 0.99).unwrap();
+        assert_eq!((w.bursts, w.blocks_dropped), (1, 0), "{w:?}");
+        assert_eq!(without(&t, &w).len(), t.len());
     }
 
     #[test]
     fn a_warm_up_longer_than_the_positions_tested_is_unsettled_and_too_few_lifetimes_test_nothing()
     {
-        let w = detect(&run(20, 6, 1, 4), 2, "tps", 0.99).unwrap();
+        let w = detect(&run(20, 6, &[0, 1], 4, 0.9), 2, "tps", 0.99).unwrap();
         assert!(w.unsettled && w.bursts == POSITIONS, "{w:?}");
-        assert!(detect(&run(5, 4, 0, 1), 2, "tps", 0.99).is_none());
+        assert!(detect(&run(5, 4, &[0, 1], 1, 0.9), 2, "tps", 0.99).is_none());
         // No lifetimes (a command, or the restart design): nothing to detect.
-        let mut t = run(20, 4, 0, 1);
+        let mut t = run(20, 4, &[0, 1], 1, 0.9);
         t.iter_mut().for_each(|x| x.lifetime = None);
         assert!(detect(&t, 2, "tps", 0.99).is_none());
     }

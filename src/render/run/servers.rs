@@ -139,7 +139,7 @@ fn warmup_line(w: &crate::analyze::warmup::Warmup, plan: &crate::model::run::Pla
     );
     if w.bursts == 0 {
         return format!(
-            "warm-up: none detected — no arm's first burst of a lifetime differed from its later ones ({tests}); every burst measured"
+            "warm-up: none found — no leading burst of a lifetime was shifted the same way for every arm, at this run's power ({tests}); every burst measured"
         );
     }
     let shifted: Vec<String> = w
@@ -160,13 +160,23 @@ fn warmup_line(w: &crate::analyze::warmup::Warmup, plan: &crate::model::run::Pla
             })
         })
         .collect();
-    let mut line = format!(
-        "warm-up detected: the first {} burst{} of every lifetime ({} blocks) not measured — {} against the lifetime's later bursts ({tests})",
-        w.bursts,
-        if w.bursts == 1 { "" } else { "s" },
-        w.blocks_dropped,
-        shifted.join(", ")
-    );
+    let mut line = if w.blocks_dropped == 0 {
+        format!(
+            "warm-up detected for every arm alike: the first {} burst{} of a lifetime — {} against the lifetime's later bursts ({tests}); every block kept, since dropping them would leave a lifetime fewer than two blocks (a shift every arm shares cancels in the paired ratio)",
+            w.bursts,
+            if w.bursts == 1 { "" } else { "s" },
+            shifted.join(", ")
+        )
+    } else {
+        format!(
+            "warm-up detected for every arm alike: the first {} burst{} of every lifetime long enough to spare {} ({} blocks) not measured — {} against the lifetime's later bursts ({tests})",
+            w.bursts,
+            if w.bursts == 1 { "" } else { "s" },
+            if w.bursts == 1 { "it" } else { "them" },
+            w.blocks_dropped,
+            shifted.join(", ")
+        )
+    };
     if w.unsettled {
         line.push_str(&format!(
             "; still shifting at burst {}: the servers may not have settled within a lifetime (--server-warmup, or longer lifetimes with --lifetime-blocks)",
