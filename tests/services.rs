@@ -1636,3 +1636,81 @@ fn a_lifetimes_servers_start_together_and_their_ready_waits_overlap() {
     assert_eq!(lifetimes, 2);
     assert!(running_with("sleep 319").is_empty());
 }
+
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: runs PostgreSQL as its own user and sizes a hugetlb pool"
+)]
+#[test]
+fn the_postgres_preset_finds_psql_and_pgbench_beside_the_server_when_path_has_none() {
+    require_root!();
+    let bin = pg_bin().expect("PostgreSQL is needed (.ci/run installs it)");
+    let _lock = common::knob_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let port = common::free_port();
+    let data = pg_cluster(&bin, dir.path(), port);
+    let sock = dir.path().display().to_string();
+    let server = format!(
+        "{} -D {} -k {sock} -p {port} -c listen_addresses= -c shared_buffers=32MB",
+        bin.join("postgres").display(),
+        data.display()
+    );
+    // A PATH with neither psql nor pgbench on it (the system's tools hugelab itself uses, cp
+    // for the data copies, are there): only the server's own directory has them.
+    let empty = tempfile::tempdir().unwrap();
+    let cp = hugelab::probe::program::find_program("cp").unwrap();
+    std::os::unix::fs::symlink(cp, empty.path().join("cp")).unwrap();
+    let out = assert_cmd::Command::cargo_bin("hugelab")
+        .unwrap()
+        .env("PATH", empty.path())
+        .args([
+            "run",
+            "--preset",
+            "postgres",
+            "--user",
+            "postgres",
+            "--server",
+            &server,
+            "--blocks",
+            "2",
+            "--warmup",
+            "0",
+            "--no-save",
+            "--json",
+            "--",
+            "pgbench",
+            "-S",
+            "-T",
+            "1",
+            "-c",
+            "2",
+            "-h",
+            &sock,
+            "-p",
+            &port.to_string(),
+            "postgres",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let warmup = v["plan"]["server"]["warmup"].as_str().unwrap();
+    assert!(
+        warmup.starts_with(&format!("{} ", bin.join("psql").display())),
+        "{warmup}"
+    );
+    assert_eq!(
+        v["plan"]["command"][0],
+        bin.join("pgbench").display().to_string()
+    );
+    assert!(
+        v["blocks_done"].as_u64().unwrap() >= 2,
+        "{}",
+        v["stop_reason"]
+    );
+}

@@ -22,6 +22,25 @@ pub fn find_program(name: &str) -> Option<std::path::PathBuf> {
         .find(|p| executable(p))
 }
 
+/// A client tool that comes with a server (`psql` and `pgbench` with `postgres`, `redis-cli`
+/// with `redis-server`): beside the server's program first — the directory it was found in,
+/// then the one its symbolic link leads to (`/usr/local/bin/postgres` →
+/// `/usr/lib/postgresql/15/bin/`) — then on PATH.
+pub fn find_client(server_program: &str, client: &str) -> Option<std::path::PathBuf> {
+    if let Some(server) = find_program(server_program) {
+        let real = std::fs::canonicalize(&server).ok();
+        for dir in [server.parent(), real.as_deref().and_then(|r| r.parent())]
+            .into_iter()
+            .flatten()
+        {
+            if let Some(p) = find_program(&dir.join(client).display().to_string()) {
+                return Some(p);
+            }
+        }
+    }
+    find_program(client)
+}
+
 /// The major version of the systemd on this machine, from the first line of
 /// `systemctl --version` (`systemd 252 (252.39-1~deb12u2)`); `None` without systemctl.
 pub fn systemd_version() -> Option<u32> {
@@ -68,5 +87,28 @@ mod tests {
         assert_eq!(find_program("no-such-program-hugelab"), None);
         // A directory is not a program.
         assert_eq!(find_program("/tmp"), None);
+    }
+
+    #[test]
+    fn a_client_is_found_beside_its_server_and_through_its_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("lib/pg/bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        for f in ["postgres", "psql"] {
+            std::fs::write(bin.join(f), "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(
+                bin.join(f),
+                <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
+            )
+            .unwrap();
+        }
+        let local = dir.path().join("local");
+        std::fs::create_dir_all(&local).unwrap();
+        std::os::unix::fs::symlink(bin.join("postgres"), local.join("postgres")).unwrap();
+        let server = local.join("postgres").display().to_string();
+        assert_eq!(find_client(&server, "psql"), Some(bin.join("psql")));
+        let direct = bin.join("postgres").display().to_string();
+        assert_eq!(find_client(&direct, "psql"), Some(bin.join("psql")));
+        assert_eq!(find_client(&server, "no-such-client-here"), None);
     }
 }

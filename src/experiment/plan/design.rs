@@ -113,6 +113,37 @@ fn warm_form(
     ))
 }
 
+/// PostgreSQL's clients found where the server is (`probe::program::find_client`): the
+/// preset's psql warm-up and a bare `pgbench` load get the full path of the ones beside the
+/// server when PATH has none; a psql found nowhere is bad input before anything starts.
+fn clients_beside(
+    server: &str,
+    command: &mut [String],
+    warmup: &mut Option<String>,
+    shell: bool,
+) -> Result<(), UsageError> {
+    use crate::probe::program::{find_client, find_program};
+    if let Some(w) = warmup.as_mut()
+        && let Some(rest) = w.strip_prefix("psql ")
+    {
+        let psql = find_client(server, "psql").ok_or_else(|| {
+            UsageError(format!(
+                "the postgres preset warms each server with psql (pg_prewarm), and psql is neither beside {server} nor on PATH: install PostgreSQL's client (apt-get install postgresql-client), or give --server-warmup 'COMMAND'"
+            ))
+        })?;
+        *w = format!("{} {rest}", psql.display());
+    }
+    if !shell
+        && let Some(first) = command.first_mut()
+        && first == "pgbench"
+        && find_program("pgbench").is_none()
+        && let Some(p) = find_client(server, "pgbench")
+    {
+        *first = p.display().to_string();
+    }
+    Ok(())
+}
+
 /// When a block's bursts run: duet unless asked otherwise or unless the run needs one arm's
 /// burst at a time (a trace window, an operator event), with the reason.
 fn burst_schedule(a: &RunArgs) -> Result<(BurstSchedule, String), UsageError> {
@@ -192,9 +223,13 @@ pub(super) fn choose(
         Ok((warm, per_arm)) => {
             check_memory(arms.len(), pages)?;
             if let Some(p) = per_arm {
+                let program = p.server.first().cloned().unwrap_or_default();
                 sp.argv = unwords(p.server, a.shell);
                 *command = unwords(p.load, a.shell);
                 sp.warmup = p.warmup;
+                if sp.preset.as_deref() == Some("postgres") {
+                    clients_beside(&program, command, &mut sp.warmup, a.shell)?;
+                }
                 sp.copy_data = p.copy_data;
                 if let Some(r) = p.ready.filter(|_| a.ready.is_none()) {
                     sp.ready = r;
