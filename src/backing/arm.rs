@@ -263,6 +263,22 @@ fn one_of<'a>(key: &str, v: &str, choices: &[&'a str]) -> Result<&'a str, String
 
 /// Parse `NAME=SPEC` where SPEC is comma-separated `key=value` items (an empty SPEC is the
 /// machine as it is).
+/// One value per key (`server.arg` adds a word each time): a second one would silently replace
+/// the first.
+fn given_once<'a>(
+    seen: &mut std::collections::BTreeSet<&'a str>,
+    key: &'a str,
+    arm: &str,
+    spec: &str,
+) -> Result<(), String> {
+    if key != "server.arg" && !seen.insert(key) {
+        return Err(format!(
+            "arm {arm}: key {key} is given twice in {spec:?}; give each key once"
+        ));
+    }
+    Ok(())
+}
+
 pub fn parse_arm(s: &str) -> Result<Arm, String> {
     let (name, spec) = s.split_once('=').ok_or_else(|| {
         format!("arm {s:?}: expected NAME=SPEC, e.g. thp=thp=always or off=process.thp=off")
@@ -281,13 +297,7 @@ pub fn parse_arm(s: &str) -> Result<Arm, String> {
         let (k, v) = item.split_once('=').ok_or_else(|| {
             format!("arm {name}: item {item:?} is not key=value; keys: {ARM_KEYS}")
         })?;
-        // One value per key (`server.arg` adds a word each time): a second one would silently
-        // replace the first.
-        if k != "server.arg" && !seen.insert(k) {
-            return Err(format!(
-                "arm {name}: key {k} is given twice in {spec:?}; give each key once"
-            ));
-        }
+        given_once(&mut seen, k, name, spec)?;
         if let Some(setting) = system_item(name, k, v)? {
             arm.system.push(setting);
             continue;
