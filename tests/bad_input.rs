@@ -7,6 +7,22 @@ use assert_cmd::Command;
 /// (arguments, exit code, a fragment of stderr). `DB` is replaced by a fresh database path,
 /// `DIR` by a temporary directory.
 const CASES: &[(&[&str], i32, &str)] = &[
+    // run: a results database that cannot be written, before anything runs
+    (
+        &[
+            "run",
+            "--db",
+            "/proc/x.db",
+            "--arm",
+            "a=",
+            "--arm",
+            "b=",
+            "--",
+            "true",
+        ],
+        2,
+        "--db /proc/x.db: cannot open results database /proc/x.db",
+    ),
     // run: a program that is not there is found while planning, before anything runs
     (
         &[

@@ -18,6 +18,16 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
             .clone()
             .unwrap_or_else(crate::store::default_path)
     });
+    // A database that cannot be written is bad input, found before anything runs.
+    if let Some(path) = &db
+        && let Err(e) = crate::store::Store::open(path)
+    {
+        return Err(super::UsageError(format!(
+            "--db {}: {e:#}; give a path in a directory you can write (or --no-save)",
+            path.display()
+        ))
+        .into());
+    }
     let req = Request {
         command: &a.command,
         shell: a.shell,
