@@ -134,7 +134,10 @@ fn bench_tlb_finds_a_reach_stores_it_and_a_hot_set_is_held_against_it() {
             .clone()
     };
     let (b, a) = (cell(below), cell(above));
-    assert!(b["hi"].as_f64().unwrap() >= 1.0, "below the knee: {b}");
+    // Below the knee THP is not faster by more than 5% (the sweep's own bar for "fits",
+    // above): a 1-3% edge there is real on this VM some days (fewer page-walk cache lines)
+    // and was resolved twice in one session at [0.93, 0.99].
+    assert!(b["hi"].as_f64().unwrap() >= 0.95, "below the knee: {b}");
     // Past it THP is faster: seen from 0.65 to 0.90 on this VM from day to day (the host's
     // own backing of guest memory moves it), so the claim is the direction with a margin, in
     // this one run, not a resolved interval.
