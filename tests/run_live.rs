@@ -220,10 +220,14 @@ fn sigkill_mid_run_keeps_the_database_and_settings_are_restored() {
         "run ended by itself ({exited_early:?}): {stderr}"
     );
     let (meta, arms, trials) = Store::open(&db).unwrap().load(1).unwrap();
-    assert_eq!(meta.status, "running", "killed runs stay marked as running");
+    assert_eq!(
+        meta.status, "running",
+        "the killed run could not finish its row"
+    );
     assert_eq!(arms.len(), 2);
     assert!(trials.len() >= 5 && trials.iter().all(|t| t.metrics.contains_key("wall_s")));
-    // The next hugelab command restores THP first.
+    // The next hugelab command restores THP first, and reads the run as interrupted: its
+    // process is gone.
     let out = Command::cargo_bin("hugelab")
         .unwrap()
         .args(["results", "--db"])
@@ -232,11 +236,25 @@ fn sigkill_mid_run_keeps_the_database_and_settings_are_restored() {
         .output()
         .unwrap();
     assert!(out.status.success());
+    let listed = String::from_utf8_lossy(&out.stdout);
+    let row = listed
+        .lines()
+        .find(|l| l.contains("│ 1 "))
+        .unwrap_or_default();
+    assert!(row.contains("interrupted"), "{listed}");
     assert_eq!(
         common::selected("/sys/kernel/mm/transparent_hugepage/enabled"),
         before
     );
     assert!(!std::path::Path::new("/run/hugelab/journal.json").exists());
+    // The next run into that database marks it so for good.
+    let db_s = db.display().to_string();
+    common::hugelab_stdout([
+        "run", "--db", &db_s, "-a", "a=", "-a", "b=", "--blocks", "2", "--warmup", "0", "-q", "--",
+        "true",
+    ]);
+    let (meta, _, _) = Store::open(&db).unwrap().load(1).unwrap();
+    assert_eq!(meta.status, "interrupted");
 }
 
 #[test]

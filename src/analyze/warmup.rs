@@ -257,7 +257,10 @@ mod tests {
         let t = run(20, 2, &[0, 1], 1, 0.87);
         let w = detect(&t, 2, "tps", 0.99).unwrap();
         assert_eq!((w.bursts, w.blocks_dropped), (1, 0), "{w:?}");
-        assert!(!w.unsettled, "one position testable says nothing of the next: {w:?}");
+        assert!(
+            !w.unsettled,
+            "one position testable says nothing of the next: {w:?}"
+        );
         assert_eq!(without(&t, &w).len(), t.len());
     }
 

@@ -49,7 +49,15 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
     let store = open(&a.store.db)?;
     match a.action {
         ResultsAction::List { out } => {
-            let runs = store.runs()?;
+            // A run whose process was killed outright reads as interrupted, not running.
+            let runs: Vec<_> = store
+                .runs()?
+                .into_iter()
+                .map(|(mut m, n)| {
+                    m.status = crate::stored_runs::status_now(&m);
+                    (m, n)
+                })
+                .collect();
             if out.json {
                 // A list, not a record: each run carries the version that wrote it.
                 let list: Vec<serde_json::Value> = runs
@@ -77,7 +85,8 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
             }
         }
         ResultsAction::Show { run, decision, out } => {
-            let (meta, arms, trials) = store.load(run)?;
+            let (mut meta, arms, trials) = store.load(run)?;
+            meta.status = crate::stored_runs::status_now(&meta);
             let report = reanalyse(&meta, &arms, &trials, decision.effect, decision.confidence);
             if out.json {
                 print_json(

@@ -48,6 +48,23 @@ pub fn process_start_time(pid: u32) -> Option<u64> {
     crate::probe::process::stat(pid as i32).map(|s| s.start_ticks)
 }
 
+/// Whether the process `pid` that started at `start` (clock ticks after boot; `None`: not
+/// recorded) still runs: a recycled pid with another start time does not.
+pub fn process_alive(pid: u32, start: Option<u64>) -> bool {
+    match process_start_time(pid) {
+        None => false,
+        Some(now) => start.is_none_or(|s| s == now),
+    }
+}
+
+/// Whether a process recorded as `{"pid": N, "start": T}` (a stored run's `owner`) is gone;
+/// a record without a pid (an older run, an import) is not judged gone.
+pub fn recorded_owner_gone(owner: &serde_json::Value) -> bool {
+    owner["pid"]
+        .as_u64()
+        .is_some_and(|pid| !process_alive(pid as u32, owner["start"].as_u64()))
+}
+
 impl Journal {
     pub fn for_this_process() -> Journal {
         let pid = std::process::id();
@@ -64,10 +81,7 @@ impl Journal {
 
     /// Whether the owning process still runs (same pid and the same start time).
     pub fn owner_alive(&self) -> bool {
-        match process_start_time(self.owner_pid) {
-            None => false,
-            Some(start) => self.owner_start.is_none_or(|s| s == start),
-        }
+        process_alive(self.owner_pid, self.owner_start)
     }
 
     pub fn load(path: &Path) -> Result<Option<Journal>, ControlError> {

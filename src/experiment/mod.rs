@@ -57,6 +57,8 @@ pub fn conduct(plan: Plan, req: &Request) -> anyhow::Result<Conducted> {
         Some(db) => Store::open(db)?,
         None => Store::in_memory()?,
     };
+    // Earlier runs killed outright (their process gone) are marked so, not left `running`.
+    store.mark_interrupted(control::journal::recorded_owner_gone)?;
     let run_id = open_run(&mut store, &plan, req)?;
     control::defer_first_signal(
         "stopping after the trial in flight (it is kept); settings are then restored and the completed blocks analysed; a second Ctrl-C kills that trial",
@@ -180,6 +182,12 @@ fn open_run(store: &mut Store, plan: &Plan, req: &Request) -> anyhow::Result<i64
         })
         .collect();
     let mut stored_plan = serde_json::to_value(plan)?;
+    // Who runs it: a run killed outright is later told from one still running by this.
+    let pid = std::process::id();
+    stored_plan["owner"] = serde_json::json!({
+        "pid": pid,
+        "start": crate::control::journal::process_start_time(pid),
+    });
     if let Ok(s) = crate::probe::status::probe(&Root::system()) {
         stored_plan["system"] = serde_json::to_value(s)?;
     }

@@ -284,6 +284,28 @@ impl Store {
         Ok(())
     }
 
+    /// Runs still `running` whose process is gone (`gone` judges the plan's `owner`: its pid and
+    /// start time) are marked `interrupted`: a run killed outright (SIGKILL, power loss) never
+    /// finished its row. Returns their ids.
+    pub fn mark_interrupted(
+        &mut self,
+        gone: impl Fn(&serde_json::Value) -> bool,
+    ) -> anyhow::Result<Vec<i64>> {
+        let stale: Vec<i64> = self
+            .runs()?
+            .into_iter()
+            .filter(|(m, _)| m.status == "running" && gone(&m.plan["owner"]))
+            .map(|(m, _)| m.id)
+            .collect();
+        for id in &stale {
+            self.conn.execute(
+                "UPDATE runs SET status = 'interrupted' WHERE id = ?1 AND status = 'running'",
+                params![id],
+            )?;
+        }
+        Ok(stale)
+    }
+
     /// The latest run on this host whose summary holds `key` (a `bench tlb`'s `tlb`): its id,
     /// when it was created, and the value under the key.
     pub fn latest_summary(

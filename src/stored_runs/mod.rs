@@ -15,6 +15,16 @@ use crate::store::Store;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+/// A stored run's status as it is now: `running` whose process is gone reads `interrupted`.
+pub fn status_now(meta: &crate::store::RunMeta) -> String {
+    if meta.status == "running" && crate::control::journal::recorded_owner_gone(&meta.plan["owner"])
+    {
+        "interrupted".into()
+    } else {
+        meta.status.clone()
+    }
+}
+
 /// The results database for reading: it must exist (a read-only command creates nothing).
 pub fn open(db: &Option<PathBuf>) -> anyhow::Result<Store> {
     Store::open_existing(&db.clone().unwrap_or_else(crate::store::default_path))
