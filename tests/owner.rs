@@ -137,7 +137,8 @@ fn a_bench_and_restore_are_refused_while_a_run_owns_the_pools() {
     require_root!();
     let _lock = common::knob_lock();
     let before = pools();
-    let mut run = Running::spawn(pool_run("1", &["--blocks", "3", "-q"]));
+    // Long enough (6 trials of 2 s) for the bench and restore to meet it under load.
+    let mut run = Running::spawn(pool_run("2", &["--blocks", "3", "-q"]));
     wait_until_owner(run.child());
     let pid = run.child().id();
 
@@ -212,7 +213,8 @@ fn a_waiting_run_starts_once_the_owner_has_restored() {
     require_root!();
     let _lock = common::knob_lock();
     let before = pools();
-    let mut first = Running::spawn(pool_run("1", &["--blocks", "2", "-q"]));
+    // Long enough (4 trials of 2 s) for the second to find it owning, under load.
+    let mut first = Running::spawn(pool_run("2", &["--blocks", "2", "-q"]));
     wait_until_owner(first.child());
     let second = Running::spawn(pool_run(
         "0.1",
