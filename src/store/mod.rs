@@ -291,11 +291,19 @@ impl Store {
         &mut self,
         gone: impl Fn(&serde_json::Value) -> bool,
     ) -> anyhow::Result<Vec<i64>> {
-        let stale: Vec<i64> = self
-            .runs()?
+        // Only the running rows' owners are read: a plan holds the machine's whole status.
+        let running: Vec<(i64, Option<String>)> = self
+            .conn
+            .prepare("SELECT id, json_extract(plan, '$.owner') FROM runs WHERE status = 'running'")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        let stale: Vec<i64> = running
             .into_iter()
-            .filter(|(m, _)| m.status == "running" && gone(&m.plan["owner"]))
-            .map(|(m, _)| m.id)
+            .filter(|(_, owner)| {
+                let owner = owner.as_deref().and_then(|o| serde_json::from_str(o).ok());
+                gone(&owner.unwrap_or(serde_json::Value::Null))
+            })
+            .map(|(id, _)| id)
             .collect();
         for id in &stale {
             self.conn.execute(

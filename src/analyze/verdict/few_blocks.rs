@@ -7,7 +7,7 @@
 //! log-ratio with a Student-t interval at the same level, and says so in its method. The
 //! primary metric's verdict never takes this path.
 
-use super::{Better, Contrast, Design, contrast_from};
+use super::{Better, Contrast, Design, blocks_to_resolve, contrast_from};
 use crate::analyze::stats::{Estimate, sd as sample_sd, t_half_width};
 
 /// The method of a contrast computed here, as stored and shown.
@@ -52,7 +52,12 @@ pub fn fill(
             METHOD,
             effect,
             better,
-            |_| old.more_blocks.unwrap_or(1),
+            // As the signed-rank contrasts say it: the blocks δ needs at this spread.
+            |n| {
+                blocks_to_resolve(sd, effect, old.level, 0.8)
+                    .saturating_sub(n)
+                    .max(1)
+            },
         ));
     }
 }
@@ -93,6 +98,13 @@ mod tests {
         let c0 = c[0].as_ref().unwrap();
         assert_eq!(c0.verdict, Verdict::Inconclusive);
         assert!(c0.percent.lo.unwrap() < 0.0 && c0.percent.hi.unwrap() > 0.0);
+        // The blocks it would need come from its spread, not a placeholder.
+        let sd = crate::analyze::stats::sd(&d[0]);
+        assert_eq!(
+            c0.more_blocks,
+            Some(blocks_to_resolve(sd, 0.01, c0.level, 0.8) - 8)
+        );
+        assert!(c0.more_blocks.unwrap() > 100);
     }
 
     #[test]
