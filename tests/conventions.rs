@@ -386,3 +386,45 @@ fn no_test_returns_early_as_passed() {
         }
     }
 }
+
+/// The layers check on a copy of the sources, with `line` added to the end of `file`: its exit
+/// status and what it said.
+fn layers_check_with(file: &str, line: &str) -> (bool, String) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let copy = |from: &Path, to: &Path| {
+        let ok = std::process::Command::new("cp")
+            .args(["-r", from.to_str().unwrap(), to.to_str().unwrap()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "cp {from:?}");
+    };
+    copy(&root.join("src"), &dir.path().join("src"));
+    copy(&root.join("scripts"), &dir.path().join("scripts"));
+    let target = dir.path().join(file);
+    let mut text = std::fs::read_to_string(&target).unwrap();
+    text.push_str(line);
+    std::fs::write(&target, text).unwrap();
+    let out = std::process::Command::new("bash")
+        .arg(dir.path().join("scripts/check-layers.sh"))
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// One record: the store keeps what `analyze` built and every renderer reads it, so neither
+/// may import `analyze` — the check passes on the tree as it is and fails on such an import.
+#[test]
+fn the_layers_check_refuses_a_renderer_or_the_store_reaching_analyze() {
+    let (ok, said) = layers_check_with("src/render/words.rs", "\n");
+    assert!(ok, "the tree as it is passes: {said}");
+    for file in ["src/render/words.rs", "src/store/mod.rs"] {
+        let (ok, said) = layers_check_with(file, "\nuse crate::analyze::stats::summarize;\n");
+        assert!(!ok, "{file} importing analyze passed: {said}");
+        assert!(said.contains("imports the later stage 'analyze'"), "{said}");
+    }
+}

@@ -357,7 +357,11 @@ fn sequential_stops_by_the_rule_it_reports() {
         "{}",
         x.stop_reason
     );
-    let data: Vec<_> = x.trials.iter().map(hugelab::store::trial_data).collect();
+    let data: Vec<_> = x
+        .trials
+        .iter()
+        .map(hugelab::analyze::stored::trial_data)
+        .collect();
     let names: Vec<String> = p.arms.iter().map(|x| x.name.clone()).collect();
     let r = hugelab::analyze::experiment::analyse(
         &names,

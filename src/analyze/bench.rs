@@ -1,55 +1,11 @@
 //! Bench analysis: per cell (metric × size × backing) a summary and score ± error, and per
 //! backing the paired ratio to the baseline backing over the randomized rounds.
 
-use super::stats::{Estimate, Summary, hodges_lehmann, summarize, t_half_width};
+use super::stats::{hodges_lehmann, summarize, t_half_width};
 use crate::backing::Backing;
 use crate::metric::Metric;
-
-/// One measured value: round `round` of `metric` at `size` on `backing`.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Observation {
-    pub metric: Metric,
-    pub size: u64,
-    pub backing: Backing,
-    pub round: usize,
-    pub value: f64,
-}
-
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct CellStats {
-    pub metric: Metric,
-    pub size: u64,
-    pub backing: Backing,
-    pub summary: Summary,
-    /// Mean of the rounds.
-    pub score: f64,
-    /// Half-width of the Student-t interval of the mean at the bench confidence.
-    pub error: Option<f64>,
-    /// Ratio of this backing's value to the baseline's (paired by round): Hodges–Lehmann on
-    /// per-round log-ratios with the signed-rank interval, exponentiated.
-    pub vs_baseline: Option<Estimate>,
-}
-
-/// How a ratio reads for people: better, worse, or not resolved at this confidence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Direction {
-    Better,
-    Worse,
-    Unresolved,
-}
-
-pub fn direction(metric: Metric, ratio: &Estimate) -> Direction {
-    if !ratio.excludes(1.0) {
-        return Direction::Unresolved;
-    }
-    let up = ratio.point > 1.0;
-    if up == metric.higher_is_better() {
-        Direction::Better
-    } else {
-        Direction::Worse
-    }
-}
+pub use crate::model::bench::direction;
+pub use crate::model::bench::{CellStats, Direction, Observation};
 
 /// Analyse all observations against `baseline` at `confidence`. Cells keep input order.
 pub fn analyse(obs: &[Observation], baseline: Backing, confidence: f64) -> Vec<CellStats> {

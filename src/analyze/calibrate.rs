@@ -3,35 +3,9 @@
 //! noise, so it says how small an effect this machine can resolve for this command per minute
 //! of running, before anyone spends an hour on an experiment.
 
-use super::verdict::{Better, Design, Verdict, blocks_to_resolve, contrasts};
+use super::verdict::{Better, Design, blocks_to_resolve, contrasts};
+pub use crate::model::run::{Calibration, FloorRow};
 use statrs::distribution::{ContinuousCDF, Normal};
-
-/// The smallest effect resolvable after `minutes` of running.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct FloorRow {
-    pub minutes: f64,
-    pub blocks: usize,
-    /// An effect this large (percent, either direction) is declared FASTER/SLOWER with 80%
-    /// probability at the run's confidence (fixed paired design, signed-rank efficiency).
-    pub detectable_percent: f64,
-}
-
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Calibration {
-    pub blocks: usize,
-    /// Wall-clock seconds one block took (both arms, with hugelab's overhead).
-    pub seconds_per_block: f64,
-    /// SD of the per-block log-ratios (the paired noise).
-    pub sd_log_ratio: f64,
-    /// The same from the MAD (robust to a few wild blocks).
-    pub robust_sd_log_ratio: f64,
-    pub rows: Vec<FloorRow>,
-    /// Blocks (and minutes) for 80% probability of resolving δ whatever the truth.
-    pub blocks_for_effect: usize,
-    pub minutes_for_effect: f64,
-    /// The A/A verdict itself (it should never be FASTER or SLOWER).
-    pub aa_verdict: Option<Verdict>,
-}
 
 /// Detectable effect (percent) after `n` blocks at noise `sd`, two-sided `confidence`, 80% power.
 pub fn detectable_percent(sd: f64, n: usize, confidence: f64) -> f64 {
@@ -93,6 +67,7 @@ pub fn calibrate(d: &[f64], seconds_per_block: f64, effect: f64, confidence: f64
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::verdict::Verdict;
 
     #[test]
     fn floor_shrinks_with_time_and_matches_the_formula() {

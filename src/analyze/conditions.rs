@@ -8,15 +8,8 @@ pub use super::experiment::{ArmState, ConditionAnalysis, Interaction};
 use super::stats::{mann_whitney_shift, mean_of as mean};
 pub use super::trial_data::TrialCondition;
 use super::verdict::{Design, holm, holm_levels, to_percent};
+pub use crate::model::costs::SHOWN_COUNTERS;
 use std::collections::BTreeMap;
-
-/// Kernel counters shown per arm under a condition, with the words they are shown with.
-pub const SHOWN_COUNTERS: [(&str, &str); 4] = [
-    ("compact_stall", "direct compaction stalls"),
-    ("compact_daemon_migrate_scanned", "kcompactd scanned"),
-    ("compact_daemon_free_scanned", "kcompactd free-scanned"),
-    ("allocstall", "direct reclaim stalls"),
-];
 
 fn arm_states(arms: &[String], trials: &[&TrialData]) -> Vec<ArmState> {
     (0..arms.len())

@@ -3,19 +3,7 @@
 
 use crate::backing::Backing;
 use crate::collect::coverage::RegionEvidence;
-
-/// Below this coverage a result is marked degraded in every output.
-pub const DEGRADED_BELOW: f64 = 0.9;
-
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Coverage {
-    /// `None` when it cannot be verified here (mTHP without root).
-    pub fraction: Option<f64>,
-    /// Which evidence it came from: `smaps` or `folios`.
-    pub source: String,
-    pub degraded: bool,
-    pub note: Option<String>,
-}
+pub use crate::model::bench::{Coverage, DEGRADED_BELOW};
 
 pub fn huge_coverage(backing: Backing, e: &RegionEvidence) -> Coverage {
     let mapped = e.mapped_bytes.max(1) as f64;

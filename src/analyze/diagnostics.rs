@@ -4,15 +4,7 @@
 //! that did and did not get huge pages).
 
 use super::stats::{mean, summarize};
-
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Diagnostics {
-    /// Relative change from the first to the last block (least-squares slope × (n − 1) / mean).
-    pub drift_over_run: Option<f64>,
-    pub lag1_autocorrelation: Option<f64>,
-    pub bimodality_coefficient: Option<f64>,
-    pub warnings: Vec<String>,
-}
+pub use crate::model::analysis::Diagnostics;
 
 pub fn slope(y: &[f64]) -> Option<f64> {
     let n = y.len();

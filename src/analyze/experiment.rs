@@ -3,10 +3,10 @@
 //! unpaired for imported runs); per arm the backing evidence, the flag for a configuration
 //! that did not take effect, and how much of the spread the machine's noise explains.
 
-use super::diagnostics::{Diagnostics, diagnose};
+use super::diagnostics::diagnose;
 use super::lifetimes::{Components, Placed, components, lifetime_means};
-use super::stats::{Estimate, Summary, summarize};
-use super::verdict::{Better, Contrast, Design, contrasts, unpaired_contrasts};
+use super::stats::summarize;
+use super::verdict::{Better, Design, contrasts, unpaired_contrasts};
 use std::collections::BTreeMap;
 
 mod noise;
@@ -14,25 +14,11 @@ mod noise;
 use super::stats::mean_of as mean;
 use super::trial_data::means_by_key;
 pub use super::trial_data::{TrialData, TrialEvent, judge_trial, trial_data};
+pub use crate::model::analysis::{
+    ArmEvidence, ArmMetric, ArmState, ConditionAnalysis, EventTally, ExperimentAnalysis,
+    Interaction, MetricAnalysis, MetricDef, primary_index,
+};
 pub use noise::{HEAVY_STEAL, NoiseAttribution, noise_attribution};
-
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct MetricDef {
-    pub name: String,
-    pub better: Better,
-    /// Recorded and summarised but not a contrast: a quantity the load itself fixes (the wall
-    /// time of `pgbench -T`, of a service's timed burst).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub context: bool,
-    /// What the arm costs, not what it gains (`analyze::costs`: peak memory, CPU time): contrasted
-    /// with the same statistics, shown on the answer's cost line and weighed by `advise`.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub cost: bool,
-    /// A row of the load's own result table (a JMH benchmark × parameters): one of a family of
-    /// rows that is the question, each shown in the answer whatever its verdict.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub row: bool,
-}
 
 impl MetricDef {
     /// A metric contrasted between arms: neither context, cost nor a row of the load's table.
@@ -45,84 +31,6 @@ impl MetricDef {
             row: false,
         }
     }
-}
-
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ArmMetric {
-    pub arm: String,
-    pub summary: Option<Summary>,
-    pub diagnostics: Diagnostics,
-}
-
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct MetricAnalysis {
-    pub metric: MetricDef,
-    pub arms: Vec<ArmMetric>,
-    /// Non-baseline arm name → contrast vs the baseline (None: too few complete blocks).
-    pub contrasts: Vec<(String, Option<Contrast>)>,
-    pub complete_blocks: usize,
-    /// Warm services: the server lifetimes the contrasts' units came from (0: blocks are the
-    /// units), and per contrast the variance components of its per-block log-ratios.
-    #[serde(default)]
-    pub lifetimes: usize,
-    #[serde(default)]
-    pub components: Vec<(String, Option<Components>)>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ArmEvidence {
-    pub arm: String,
-    pub trials: usize,
-    pub failed: usize,
-    pub flagged: usize,
-    pub first_flag: Option<String>,
-    /// Trials whose memory that matters was only partly on the pages asked for.
-    #[serde(default)]
-    pub partial: usize,
-    #[serde(default)]
-    pub first_partial: Option<String>,
-    /// Mean share of the memory that matters on the pages asked for, over judged trials.
-    #[serde(default)]
-    pub mean_share: Option<f64>,
-    pub mean_coverage_at_peak: Option<f64>,
-    /// Mean over trials of the largest huge coverage any walk saw.
-    #[serde(default)]
-    pub mean_max_coverage: Option<f64>,
-    /// Mean resident bytes of the memory that matters, and the TLB entries it needs on the
-    /// pages it was on (trials whose backing was judged).
-    #[serde(default)]
-    pub mean_matters: Option<f64>,
-    #[serde(default)]
-    pub mean_entries: Option<f64>,
-    /// `run --hot`: mean bytes the server's load referenced.
-    #[serde(default)]
-    pub mean_hot: Option<f64>,
-    /// Mean perf counts per trial, over trials where they were counted.
-    pub mean_counters: BTreeMap<String, f64>,
-    /// Mean per trial of the kernel's huge-page counter deltas (machine-wide), over the trials
-    /// that read them; the mean of the mTHP gauges at the trials' peaks.
-    #[serde(default)]
-    pub mean_kernel: BTreeMap<String, f64>,
-    #[serde(default)]
-    pub mean_gauges: BTreeMap<String, f64>,
-    /// `run --during`: in how many of the arm's trials the event ran, and how it failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub events: Option<EventTally>,
-}
-
-/// The operator's event over one arm's trials (`run --during`).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct EventTally {
-    /// Trials that stored an event.
-    pub trials: usize,
-    /// It never started: the load ended before its moment.
-    pub not_run: usize,
-    /// It ran and its command failed (a non-zero exit).
-    pub failed: usize,
-    /// The last failure's output.
-    pub failure: Option<String>,
-    /// The median wall time of the loads it did not run in, seconds.
-    pub load_wall_s: Option<f64>,
 }
 
 impl EventTally {
@@ -157,36 +65,6 @@ fn event_tally(ts: &[&TrialData]) -> Option<EventTally> {
             .map(|(e, _)| e.output.clone()),
         load_wall_s: (!walls.is_empty()).then(|| walls[walls.len() / 2]),
     })
-}
-
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ExperimentAnalysis {
-    pub baseline: String,
-    pub effect: f64,
-    pub confidence: f64,
-    /// How the contrasts were computed (fixed, sequential, group-sequential, unpaired).
-    #[serde(default)]
-    pub design: Design,
-    pub metrics: Vec<MetricAnalysis>,
-    pub evidence: Vec<ArmEvidence>,
-    /// `run --condition`: every condition's own contrasts, the interaction and the state per
-    /// arm (the first condition's contrasts are the report's own).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub conditions: Vec<ConditionAnalysis>,
-    /// Warm services: the lifetimes' warm-up detected from their bursts (its blocks are not
-    /// in the contrasts).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub warmup: Option<super::warmup::Warmup>,
-}
-
-/// Which of a run's metrics is the primary one — the metric `--fail-on`, `--sequential` and
-/// `--looks` decide on, listed first in the answer: wall time is always stored first, so the
-/// primary metric is the second (the first `--metric`, or a load parser's first) when there is
-/// one, else wall time. Cost metrics (`analyze::costs`) come last and are never primary. The
-/// one definition of the rule.
-pub fn primary_index<'a>(metrics: impl IntoIterator<Item = &'a MetricDef>) -> usize {
-    let gains = metrics.into_iter().filter(|m| !m.cost).count();
-    gains.clamp(1, 2) - 1
 }
 
 impl ExperimentAnalysis {
@@ -478,44 +356,6 @@ fn arm_evidence(arm: &str, ts: Vec<&TrialData>) -> ArmEvidence {
 }
 
 // `run --condition`: the analysis under each condition (`analyze::conditions` computes it).
-
-/// One arm under one condition: means per trial.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ArmState {
-    pub arm: String,
-    pub trials: usize,
-    pub free_2m_blocks: Option<f64>,
-    pub unusable_2m: Option<f64>,
-    pub mem_available: Option<f64>,
-    /// Mean per trial of the counters `analyze::conditions` shows (`allocstall` sums every zone's) and of the traced
-    /// stall times (`<kind> ms`).
-    pub per_trial: BTreeMap<String, f64>,
-}
-
-/// The change of an arm's effect between the first condition and this one: the shift of the
-/// per-block log-ratios (Hodges–Lehmann, Mann–Whitney interval: the conditions ran one after
-/// another, so their blocks are not paired), as the percent change of the ratio.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Interaction {
-    pub percent: Estimate,
-    /// Mann–Whitney p-value, Holm-adjusted across the arms of this condition.
-    pub p_value: f64,
-    /// The confidence level the interval really has (Holm's step for this arm).
-    pub level: f64,
-    pub blocks: (usize, usize),
-}
-
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ConditionAnalysis {
-    pub name: String,
-    pub description: String,
-    /// The contrasts within this condition.
-    pub analysis: ExperimentAnalysis,
-    /// Per non-baseline arm, on the primary metric, against the first condition (empty for the
-    /// first condition itself).
-    pub interaction: Vec<(String, Option<Interaction>)>,
-    pub arms: Vec<ArmState>,
-}
 
 #[cfg(test)]
 mod tests;

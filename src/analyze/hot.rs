@@ -8,54 +8,12 @@
 //! least the hot bytes in whole pages, at most every aligned page the hot mappings overlap.
 
 use super::inspect::{is_hugetlb, kind, resident_bytes};
-use crate::probe::process::{Kind, Mapping};
+pub use crate::model::inspect::{Entries, HotMapping, HotSet};
+use crate::probe::process::Mapping;
 
 const K4: u64 = 4096;
 const M2: u64 = 2 << 20;
 const G1: u64 = 1 << 30;
-
-/// One mapping's hot bytes.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct HotMapping {
-    pub start: u64,
-    pub end: u64,
-    pub kind: Kind,
-    pub path: String,
-    pub resident: u64,
-    /// Referenced in the window (hugetlb: not tracked, 0).
-    pub hot: u64,
-    /// Resident on PMD-mapped THP now (its hot bytes there need one entry per 2 MiB).
-    pub on_thp: u64,
-    /// A hugetlb mapping: resident on its page size, referenced bits not tracked.
-    pub hugetlb_page: Option<u64>,
-}
-
-/// Translations a set of bytes needs at each page size.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Entries {
-    pub at_4k: u64,
-    /// (at least, at most): the hot bytes in whole pages; every aligned page a hot mapping
-    /// overlaps.
-    pub at_2m: (u64, u64),
-    pub at_1g: (u64, u64),
-    /// On the page sizes the memory is on now (THP hot bytes per 2 MiB, the rest per 4 KiB).
-    pub now: u64,
-}
-
-/// One process's hot memory over a window.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct HotSet {
-    pub pid: u32,
-    pub name: String,
-    pub window_s: f64,
-    pub resident: u64,
-    pub hot: u64,
-    /// Hugetlb memory: resident, its referenced bits not tracked (not in `hot`).
-    pub hugetlb_untracked: u64,
-    pub entries: Entries,
-    /// Mappings with hot bytes (or hugetlb), hottest first.
-    pub mappings: Vec<HotMapping>,
-}
 
 /// The hot set from a process's smaps read at the end of the window.
 pub fn hot_set(pid: u32, name: &str, window_s: f64, maps: &[Mapping]) -> HotSet {

@@ -2,7 +2,8 @@
 //! mapping is not on huge pages. Pure functions over smaps mappings, process status, the THP
 //! settings and (where readable) folio histograms.
 
-use crate::probe::process::{Mapping, ProcStatus};
+pub use crate::model::inspect::{Circumstances, MappingReport, ProcessReport, TlbReach};
+use crate::probe::process::Mapping;
 use crate::probe::thp::Thp;
 use crate::units::Bytes;
 use std::collections::BTreeMap;
@@ -25,13 +26,6 @@ pub fn java_heap(maps: &[Mapping], cmdline: &[String]) -> Option<usize> {
         .filter(|(_, m)| kind(m) == Kind::Anonymous && m.perms.starts_with("rw"))
         .max_by_key(|(_, m)| m.size())?;
     (m.size() >= xmx / 2).then_some(i)
-}
-
-/// The circumstances the reasons depend on: the system's THP settings and the process's status.
-#[derive(Debug, Clone, Default)]
-pub struct Circumstances {
-    pub thp: Thp,
-    pub status: ProcStatus,
 }
 
 /// Bytes of a mapping resident on pages larger than 4 KiB: hugetlb, PMD THP and (from folios)
@@ -130,14 +124,6 @@ pub fn why_not_huge(m: &Mapping, k: Kind, coverage: f64, ctx: &Circumstances) ->
     r
 }
 
-/// Translations the resident memory needs: now, if all 4 KiB, if all 2 MiB.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct TlbReach {
-    pub now: u64,
-    pub all_4k: u64,
-    pub all_2m: u64,
-}
-
 /// One translation per PMD-mapped THP or hugetlb page, one per 4 KiB otherwise (x86 mTHP
 /// folios are still mapped by 4 KiB PTEs).
 pub fn tlb_reach(m: &Mapping, folios: Option<&BTreeMap<u64, u64>>) -> TlbReach {
@@ -157,46 +143,6 @@ pub fn tlb_reach(m: &Mapping, folios: Option<&BTreeMap<u64, u64>>) -> TlbReach {
         all_4k: resident / 4096,
         all_2m: resident.div_ceil(TWO_MIB),
     }
-}
-
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct MappingReport {
-    pub start: u64,
-    pub end: u64,
-    pub perms: String,
-    pub kind: Kind,
-    pub path: String,
-    pub size: u64,
-    pub resident: u64,
-    pub anon_huge_pages: u64,
-    pub private_hugetlb: u64,
-    pub shared_hugetlb: u64,
-    pub kernel_page_size: u64,
-    pub thp_eligible: Option<bool>,
-    pub vm_flags: Vec<String>,
-    /// Folio size → resident bytes; `None` when not readable.
-    pub folios: Option<BTreeMap<u64, u64>>,
-    pub huge_bytes: u64,
-    pub coverage: Option<f64>,
-    pub tlb: TlbReach,
-    pub why_not_huge: Vec<String>,
-}
-
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ProcessReport {
-    pub pid: u32,
-    pub name: String,
-    pub thp_enabled: Option<bool>,
-    pub resident: u64,
-    pub huge_bytes: u64,
-    pub coverage: Option<f64>,
-    pub folios: Option<BTreeMap<u64, u64>>,
-    pub tlb: TlbReach,
-    pub mappings: Vec<MappingReport>,
-    /// For a hypervisor process (QEMU, Firecracker, cloud-hypervisor): its guest RAM.
-    pub guest_ram: Option<crate::analyze::vm::GuestRam>,
-    pub notes: Vec<String>,
-    pub elapsed_ms: f64,
 }
 
 /// The report of one process from its snapshot: per mapping its kind (Java heap, guest RAM),
@@ -368,6 +314,7 @@ fn region(m: &MappingReport) -> crate::analyze::vm::Region {
 mod tests {
     use super::*;
     use crate::probe::kv::Selector;
+    use crate::probe::process::ProcStatus;
     use crate::probe::process::parse_smaps;
 
     fn ctx(mode: &str) -> Circumstances {

@@ -13,6 +13,8 @@
 //! means (what the arms share — the machine's drift — is their covariance; what is left is the
 //! arm's own).
 
+pub use crate::model::analysis::Components;
+
 /// One measured value placed in its block and lifetime.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Placed {
@@ -31,18 +33,6 @@ pub fn lifetime_means(x: &[Placed]) -> Vec<f64> {
         e.1 += 1;
     }
     by.values().map(|(s, n)| s / *n as f64).collect()
-}
-
-/// Variance components of a contrast's per-block log-ratios grouped by lifetime.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Components {
-    pub lifetimes: usize,
-    pub blocks: usize,
-    /// SD of the blocks within a lifetime (burst-to-burst), log scale.
-    pub within_sd: f64,
-    /// SD between lifetimes beyond what the within SD explains (0 when the data show none),
-    /// log scale: the instance effect of the pair of servers.
-    pub between_sd: f64,
 }
 
 /// One-way random-effects ANOVA (method of moments, unbalanced groups: n0 of Searle et al.,

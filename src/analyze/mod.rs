@@ -45,9 +45,13 @@ pub mod server;
 #[cfg(any(test, feature = "simulation"))]
 pub mod simulate;
 pub mod stats;
+pub mod stored;
 pub mod tlb;
 pub mod trace;
 pub mod trial_data;
 pub mod verdict;
 pub mod vm;
 pub mod warmup;
+
+#[cfg(test)]
+mod answer_tests;

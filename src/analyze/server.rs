@@ -6,6 +6,7 @@
 use super::matters::{self, Judgment};
 use crate::backing::arm::Expect;
 use crate::collect::server::GroupMemory;
+pub use crate::model::run::ServerSummary;
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -145,56 +146,6 @@ pub fn policy_held(
             b(mem.madvised)
         )),
     })
-}
-
-/// Per arm, what its servers did across the trials (from each trial's `server` evidence).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ServerSummary {
-    pub arm: String,
-    /// Trials whose server came up and was read.
-    pub trials: usize,
-    /// Trials whose server failed (did not start, not ready, died or crashed).
-    pub failed: usize,
-    /// Medians over the trials, seconds: spawn → ready, SIGTERM → exit, and the load's wall time.
-    pub ready_s: Option<f64>,
-    pub stop_s: Option<f64>,
-    pub load_s: Option<f64>,
-    /// Mean CPU time of the server's tree during the load, seconds.
-    pub cpu_s: Option<f64>,
-    /// Median resident memory (Rss + hugetlb) of the tree after the load, bytes.
-    pub resident_bytes: Option<u64>,
-    /// Mean share of it on huge pages.
-    pub coverage: Option<f64>,
-    /// Which mapping carried the huge pages (the last trial that had any).
-    pub carried_by: Option<String>,
-    /// Some trial's server turned THP off for itself.
-    pub thp_disabled: bool,
-    /// The server's own THP policy (`process.thp`) and in how many trials it held: the words
-    /// of the last trial read, (held, checked).
-    #[serde(default)]
-    pub policy: Option<(String, usize, usize)>,
-    /// The server's own words about huge pages, if it said any.
-    pub said: Option<String>,
-    /// How its shared segments were counted: `segment` (the object's own pages) or `page
-    /// tables` (the largest view of one of its processes).
-    #[serde(default)]
-    pub counted: Option<String>,
-    /// Medians of the kernel's machine-wide accounting read at the same moments: hugetlb pool
-    /// bytes in use (every size) and ShmemHugePages.
-    #[serde(default)]
-    pub kernel_hugetlb: Option<u64>,
-    #[serde(default)]
-    pub kernel_shmem_huge: Option<u64>,
-    /// Warm design: the lifetimes its trials ran in, and the SD of its own instance effect
-    /// across them (log scale; `analyze::lifetimes::instance_sds`).
-    #[serde(default)]
-    pub lifetimes: usize,
-    #[serde(default)]
-    pub instance_sd: Option<f64>,
-    /// Warm design: the first burst of a lifetime against the lifetime's later bursts, percent
-    /// (point, lo, hi at the run's confidence): whether the warm-up reached the warm state.
-    #[serde(default)]
-    pub first_burst: Option<(f64, Option<f64>, Option<f64>)>,
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {

@@ -4,72 +4,9 @@
 use super::matters::{self, Judgment};
 use crate::backing::arm::Expect;
 use crate::collect::sampler::MemorySamples;
+pub use crate::model::analysis::{TrialCondition, TrialData, TrialEvent};
 use crate::units::Bytes;
 use std::collections::BTreeMap;
-
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct TrialData {
-    pub block: usize,
-    pub arm: usize,
-    pub ok: bool,
-    pub flagged: Option<String>,
-    pub metrics: BTreeMap<String, f64>,
-    /// Huge coverage of the child's memory at its peak resident size.
-    pub coverage_at_peak: Option<f64>,
-    /// The largest huge coverage any walk of the trial saw (commands).
-    #[serde(default)]
-    pub max_coverage: Option<f64>,
-    /// perf counts of the trial (page_faults, dtlb_load_misses, …).
-    #[serde(default)]
-    pub counters: BTreeMap<String, f64>,
-    /// What else the machine did during the trial, seconds: `steal_s`, `other_cpu_s`,
-    /// `psi_cpu_some_s`.
-    #[serde(default)]
-    pub noise: BTreeMap<String, f64>,
-    /// The server lifetime the trial ran in (`run --server`, warm design): blocks are nested
-    /// in lifetimes and the lifetime is the unit of replication.
-    #[serde(default)]
-    pub lifetime: Option<usize>,
-    /// The trial's backing judgment (`analyze::matters`): the share of the memory that matters
-    /// on the pages asked for, and why when it was PARTIAL.
-    #[serde(default)]
-    pub share: Option<f64>,
-    #[serde(default)]
-    pub partial: Option<String>,
-    /// Resident bytes of the memory that matters, and the TLB entries it needed on its pages.
-    #[serde(default)]
-    pub matters: Option<u64>,
-    #[serde(default)]
-    pub entries: Option<u64>,
-    /// `run --hot`: bytes the server's load referenced.
-    #[serde(default)]
-    pub hot: Option<u64>,
-    /// `run --condition`: the machine state the trial ran in, and the kernel's work during it.
-    #[serde(default)]
-    pub condition: Option<TrialCondition>,
-    /// The kernel's huge-page counter deltas during the trial, machine-wide (a counter absent
-    /// did not move); `None`: not read.
-    #[serde(default)]
-    pub kernel: Option<BTreeMap<String, f64>>,
-    /// The mTHP gauges (`mthp.<size>.nr_anon_partially_mapped`, …) at the trial's peak
-    /// (commands) or after its load (servers).
-    #[serde(default)]
-    pub gauges: BTreeMap<String, f64>,
-    /// `run --during`: what the operator's event did in this trial.
-    #[serde(default)]
-    pub event: Option<TrialEvent>,
-}
-
-/// An operator's event in one trial (`run --during`), as the trial stored it.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct TrialEvent {
-    /// False: the load ended before the event's moment, so it never started.
-    pub ran: bool,
-    /// It ran and its command exited 0.
-    pub ok: bool,
-    /// The command's output (its last 200 characters).
-    pub output: String,
-}
 
 /// Per key, the mean over maps, a key a map lacks counting 0 there (a counter that did not move).
 pub(super) fn means_by_key<'a>(
@@ -266,20 +203,4 @@ pub fn judge_trial(
             said.map(|w| format!("; {w}")).unwrap_or_default()
         ),
     })
-}
-
-/// What a trial run under a condition recorded: the state at its start, the kernel's work
-/// during it.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct TrialCondition {
-    pub name: String,
-    /// Free 2 MiB blocks, the unusable free space index at order 9, MemAvailable (bytes), as the
-    /// trial started.
-    pub free_2m_blocks: Option<u64>,
-    pub unusable_2m: Option<f64>,
-    pub mem_available: Option<u64>,
-    /// System-wide vmstat deltas over the trial (`compact_*`, `allocstall_*`, `pgscan_*`, …).
-    pub kernel: BTreeMap<String, f64>,
-    /// `--trace`: stall time of the trial's process tree per kind, milliseconds.
-    pub stalls_ms: BTreeMap<String, f64>,
 }

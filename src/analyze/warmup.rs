@@ -16,31 +16,11 @@
 
 use super::stats::hodges_lehmann;
 use super::trial_data::TrialData;
+pub use crate::model::analysis::{POSITIONS, Warmup};
 use std::collections::BTreeMap;
-
-/// Leading positions tested (a warm-up longer than this is reported as not settled).
-pub const POSITIONS: usize = 3;
 
 /// Lifetimes needed at a position before it is tested.
 const MIN_LIFETIMES: usize = 8;
-
-/// What the detection found.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Warmup {
-    /// Leading bursts of every lifetime that are not measured.
-    pub bursts: usize,
-    /// Blocks that dropped.
-    pub blocks_dropped: usize,
-    /// The confidence of each test (the run's, Bonferroni-adjusted).
-    pub confidence: f64,
-    /// Per position tested, per arm: the burst against the lifetime's later ones, percent
-    /// [point, lo, hi] (None: too few lifetimes at that position).
-    pub shifts: Vec<Vec<Option<[f64; 3]>>>,
-    /// Every position shifted, up to the last one tested ([`POSITIONS`]): the servers may
-    /// still have been warming after them. Lifetimes too short to test that many positions
-    /// say nothing of it.
-    pub unsettled: bool,
-}
 
 /// Per lifetime, per arm, its blocks' log values of `metric` in block order (blocks where every
 /// arm succeeded).

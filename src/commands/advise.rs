@@ -68,7 +68,7 @@ fn evidence_of(store: &Store, id: i64, d: &Decision) -> anyhow::Result<Option<Ru
         return Ok(None);
     }
     let report =
-        crate::store::analysis::reanalyse(&meta, &arm_rows, &trials, d.effect, d.confidence);
+        crate::analyze::stored::reanalyse(&meta, &arm_rows, &trials, d.effect, d.confidence);
     let arms: Vec<Arm> = serde_json::from_value(meta.plan["arms"].clone()).unwrap_or_else(|_| {
         arm_rows
             .iter()
@@ -84,7 +84,7 @@ fn evidence_of(store: &Store, id: i64, d: &Decision) -> anyhow::Result<Option<Ru
         arms,
         baseline,
         preset: meta.plan["server"]["preset"].as_str().map(String::from),
-        stalls: crate::store::analysis::stall_contrasts(&trials, &names, baseline, d.confidence),
+        stalls: crate::analyze::stored::stall_contrasts(&trials, &names, baseline, d.confidence),
         report,
     }))
 }

@@ -2,8 +2,8 @@
 //! hyperfine can read, CSV of every trial, Markdown).
 
 use super::print_json;
+use crate::analyze::stored::reanalyse;
 use crate::options::{Decision, ExportFormat, Json};
-use crate::store::analysis::reanalyse;
 use crate::stored_runs::open;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -110,7 +110,7 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
             let (meta, arms, trials) = store.load(run)?;
             let text = match format {
                 ExportFormat::Json => serde_json::to_string_pretty(&crate::model::Versioned::of(
-                    &crate::render::export_json::export(&meta, &arms, &trials),
+                    &crate::stored_runs::export::export(&meta, &arms, &trials),
                 ))?,
                 ExportFormat::Csv => crate::render::csv::trials(run, &arms, &trials),
                 ExportFormat::Md => crate::render::markdown::runs(&[crate::stored_runs::view(

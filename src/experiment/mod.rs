@@ -21,11 +21,12 @@ pub use effects::Effects;
 pub use execute::{Executed, block_order, execute};
 
 use crate::analyze::experiment::{self, TrialData};
+use crate::analyze::stored::trial_data;
 use crate::control::{self, Guard};
 use crate::model::run::{Plan, RunResult};
 use crate::probe::Root;
 use crate::render::progress::{Observer, Progress};
-use crate::store::{ArmRow, Store, trial_data};
+use crate::store::{ArmRow, Store};
 use crate::workload::child::ProcessRunner;
 use anyhow::Context as _;
 use std::path::PathBuf;
@@ -235,7 +236,7 @@ fn analyse(
     mut notes: Vec<String>,
 ) -> (RunResult, Outcome) {
     let names: Vec<String> = plan.arms.iter().map(|x| x.name.clone()).collect();
-    plan.metrics = crate::store::analysis::with_discovered(plan.metrics, &x.trials);
+    plan.metrics = crate::analyze::stored::with_discovered(plan.metrics, &x.trials);
     // The schedule that ran: a planned duet alternates on a machine too small for it.
     if let (Some(why), Some(w)) = (
         &x.schedule_change,

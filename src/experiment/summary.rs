@@ -89,7 +89,7 @@ pub fn stall_contrasts_of(
     trials: &[TrialRow],
 ) -> Vec<crate::analyze::trace::StallContrast> {
     let names: Vec<String> = plan.arms.iter().map(|a| a.name.clone()).collect();
-    crate::store::analysis::stall_contrasts(trials, &names, plan.baseline, plan.confidence)
+    crate::analyze::stored::stall_contrasts(trials, &names, plan.baseline, plan.confidence)
 }
 
 /// A fixed design whose blocks cannot give any signed-rank interval at the level of the first

@@ -1,7 +1,8 @@
 //! Records of `hugelab bench`: the plan, per-cell evidence, what was skipped, and the result.
+use crate::model::stats::Estimate;
+use crate::model::stats::Summary;
+use crate::workload::Metric;
 
-use crate::analyze::bench::{CellStats, Observation};
-use crate::analyze::coverage::Coverage;
 use crate::backing::Backing;
 use crate::collect::coverage::RegionEvidence;
 use crate::probe::pmu::PerfEvent;
@@ -59,7 +60,66 @@ pub struct BenchResult {
     pub notes: Vec<String>,
     pub elapsed_s: f64,
     /// `bench tlb`: the reach and the miss cost the spans show.
-    pub tlb: Option<crate::analyze::tlb::TlbReach>,
+    pub tlb: Option<crate::model::tlb::TlbReach>,
     /// Other benches: the reach `bench tlb` measured here before, for the answer's "why".
-    pub measured_tlb: Option<crate::analyze::tlb::Measured>,
+    pub measured_tlb: Option<crate::model::tlb::Measured>,
+}
+
+/// One measured value: round `round` of `metric` at `size` on `backing`.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Observation {
+    pub metric: Metric,
+    pub size: u64,
+    pub backing: Backing,
+    pub round: usize,
+    pub value: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CellStats {
+    pub metric: Metric,
+    pub size: u64,
+    pub backing: Backing,
+    pub summary: Summary,
+    /// Mean of the rounds.
+    pub score: f64,
+    /// Half-width of the Student-t interval of the mean at the bench confidence.
+    pub error: Option<f64>,
+    /// Ratio of this backing's value to the baseline's (paired by round): Hodges–Lehmann on
+    /// per-round log-ratios with the signed-rank interval, exponentiated.
+    pub vs_baseline: Option<Estimate>,
+}
+
+/// How a ratio reads for people: better, worse, or not resolved at this confidence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    Better,
+    Worse,
+    Unresolved,
+}
+
+/// Below this coverage a result is marked degraded in every output.
+pub const DEGRADED_BELOW: f64 = 0.9;
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Coverage {
+    /// `None` when it cannot be verified here (mTHP without root).
+    pub fraction: Option<f64>,
+    /// Which evidence it came from: `smaps` or `folios`.
+    pub source: String,
+    pub degraded: bool,
+    pub note: Option<String>,
+}
+
+pub fn direction(metric: Metric, ratio: &Estimate) -> Direction {
+    if !ratio.excludes(1.0) {
+        return Direction::Unresolved;
+    }
+    let up = ratio.point > 1.0;
+    if up == metric.higher_is_better() {
+        Direction::Better
+    } else {
+        Direction::Worse
+    }
 }

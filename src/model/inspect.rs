@@ -1,8 +1,11 @@
 //! Records of `hugelab inspect`, `top` and `collapse`.
+use crate::probe::process::ProcStatus;
+use crate::probe::thp::Thp;
+use std::collections::BTreeMap;
 
-use crate::analyze::inspect::Kind;
-pub use crate::analyze::inspect::{MappingReport, ProcessReport};
-pub use crate::analyze::vm::{GuestRam, HostAdvice};
+pub use crate::model::vm::GuestRam;
+pub use crate::model::vm::HostAdvice;
+use crate::probe::process::Kind;
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct InspectResult {
@@ -18,7 +21,7 @@ pub struct InspectResult {
     pub pools: Vec<crate::probe::hugetlb::Pool>,
     /// `--hot`: each process's memory referenced in the window.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub hot: Vec<crate::analyze::hot::HotSet>,
+    pub hot: Vec<crate::model::inspect::HotSet>,
     /// With `--hot`: the TLB reach `bench tlb` measured on this host (null if never), and what
     /// CPUID declares.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -28,7 +31,7 @@ pub struct InspectResult {
 /// What a hot set is held against: the measured reach, and CPUID's geometry.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct HotContext {
-    pub measured: Option<crate::analyze::tlb::Measured>,
+    pub measured: Option<crate::model::tlb::Measured>,
     /// The results database the measured reach was looked for in.
     pub db: String,
     pub geometry: crate::probe::tlb::TlbGeometry,
@@ -80,5 +83,103 @@ pub struct CollapseResult {
     pub rows: Vec<CollapseRow>,
     pub coverage_before: Option<f64>,
     pub coverage_after: Option<f64>,
+    pub elapsed_ms: f64,
+}
+
+/// One mapping's hot bytes.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct HotMapping {
+    pub start: u64,
+    pub end: u64,
+    pub kind: Kind,
+    pub path: String,
+    pub resident: u64,
+    /// Referenced in the window (hugetlb: not tracked, 0).
+    pub hot: u64,
+    /// Resident on PMD-mapped THP now (its hot bytes there need one entry per 2 MiB).
+    pub on_thp: u64,
+    /// A hugetlb mapping: resident on its page size, referenced bits not tracked.
+    pub hugetlb_page: Option<u64>,
+}
+
+/// Translations a set of bytes needs at each page size.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Entries {
+    pub at_4k: u64,
+    /// (at least, at most): the hot bytes in whole pages; every aligned page a hot mapping
+    /// overlaps.
+    pub at_2m: (u64, u64),
+    pub at_1g: (u64, u64),
+    /// On the page sizes the memory is on now (THP hot bytes per 2 MiB, the rest per 4 KiB).
+    pub now: u64,
+}
+
+/// One process's hot memory over a window.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct HotSet {
+    pub pid: u32,
+    pub name: String,
+    pub window_s: f64,
+    pub resident: u64,
+    pub hot: u64,
+    /// Hugetlb memory: resident, its referenced bits not tracked (not in `hot`).
+    pub hugetlb_untracked: u64,
+    pub entries: Entries,
+    /// Mappings with hot bytes (or hugetlb), hottest first.
+    pub mappings: Vec<HotMapping>,
+}
+
+/// The circumstances the reasons depend on: the system's THP settings and the process's status.
+#[derive(Debug, Clone, Default)]
+pub struct Circumstances {
+    pub thp: Thp,
+    pub status: ProcStatus,
+}
+
+/// Translations the resident memory needs: now, if all 4 KiB, if all 2 MiB.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TlbReach {
+    pub now: u64,
+    pub all_4k: u64,
+    pub all_2m: u64,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct MappingReport {
+    pub start: u64,
+    pub end: u64,
+    pub perms: String,
+    pub kind: Kind,
+    pub path: String,
+    pub size: u64,
+    pub resident: u64,
+    pub anon_huge_pages: u64,
+    pub private_hugetlb: u64,
+    pub shared_hugetlb: u64,
+    pub kernel_page_size: u64,
+    pub thp_eligible: Option<bool>,
+    pub vm_flags: Vec<String>,
+    /// Folio size → resident bytes; `None` when not readable.
+    pub folios: Option<BTreeMap<u64, u64>>,
+    pub huge_bytes: u64,
+    pub coverage: Option<f64>,
+    pub tlb: TlbReach,
+    pub why_not_huge: Vec<String>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ProcessReport {
+    pub pid: u32,
+    pub name: String,
+    pub thp_enabled: Option<bool>,
+    pub resident: u64,
+    pub huge_bytes: u64,
+    pub coverage: Option<f64>,
+    pub folios: Option<BTreeMap<u64, u64>>,
+    pub tlb: TlbReach,
+    pub mappings: Vec<MappingReport>,
+    /// For a hypervisor process (QEMU, Firecracker, cloud-hypervisor): its guest RAM.
+    pub guest_ram: Option<crate::model::vm::GuestRam>,
+    pub notes: Vec<String>,
     pub elapsed_ms: f64,
 }

@@ -1,7 +1,9 @@
 //! The record of `hugelab judge`: what was asked of Prometheus, and the judgement.
+use crate::model::stats::Estimate;
+use crate::model::verdict::Better;
+use crate::model::verdict::Contrast;
 
-use crate::analyze::judge::{Evidence, HugeOn, MetricJudgement, Overall};
-use crate::analyze::verdict::Design;
+use crate::model::verdict::Design;
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct JudgeResult {
@@ -66,4 +68,185 @@ pub struct Period {
     /// Unix seconds, from the settings being in force to the period's end.
     pub start: f64,
     pub end: f64,
+}
+
+/// Which group is meant to run on huge pages after the change.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum HugeOn {
+    /// The canary got huge pages, the baseline did not (turning THP or a pool on)
+    Canary,
+    /// The baseline keeps huge pages and the canary gives them up (turning THP off)
+    Baseline,
+    /// Both are on huge pages (comparing 2 MiB with 1 GiB pages, or THP with hugetlb)
+    Both,
+}
+
+/// What the exporter says about the backing of each group.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Evidence {
+    /// Mean huge-page coverage of the watched processes over the window, per group.
+    pub canary_coverage: Option<f64>,
+    pub baseline_coverage: Option<f64>,
+    /// Hosts of the group meant to be on huge pages whose coverage stayed below 10%.
+    pub hosts_without: Vec<String>,
+    pub flagged: Option<String>,
+    /// Kernel activity per group over the window.
+    pub kernel: Vec<KernelRow>,
+    /// Coverage per group over the before window, when one was given.
+    #[serde(default)]
+    pub before: Option<WindowCoverage>,
+}
+
+/// Each group's mean coverage over a window.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct WindowCoverage {
+    pub canary: Option<f64>,
+    pub baseline: Option<f64>,
+}
+
+/// One kind of kernel activity, as a window mean per group (`None`: no series).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct KernelRow {
+    pub name: String,
+    pub canary: Option<f64>,
+    pub baseline: Option<f64>,
+    /// `ratio`, `/s` or `s/s`.
+    pub unit: String,
+    /// The same over the before window, when one was given.
+    #[serde(default)]
+    pub canary_before: Option<f64>,
+    #[serde(default)]
+    pub baseline_before: Option<f64>,
+}
+
+/// The judged window: blocks start at `start` (the change plus the burn-in) and are `interval`
+/// seconds long; a partial last interval is left out.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Window {
+    pub start: f64,
+    pub end: f64,
+    pub interval: f64,
+}
+
+/// How much the blocks were autocorrelated, and what was done about it.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Autocorrelation {
+    /// Lag-1 autocorrelation of the per-step log-ratio (why samples are not blocks).
+    pub per_step: Option<f64>,
+    /// Lag-1 autocorrelation of the blocks.
+    pub blocks: Option<f64>,
+    /// The same, corrected for its small-sample bias and capped at 0.95: what the interval
+    /// pays for (0 when negative).
+    pub corrected: f64,
+    /// The factor the interval was widened by, √((1+ρ)/(1−ρ)) (1 = not widened).
+    pub widened: f64,
+}
+
+/// One host's series of one metric.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct HostRow {
+    pub host: String,
+    pub canary: bool,
+    /// Mean of the host's samples over the judged window.
+    pub mean: f64,
+    pub samples: usize,
+    /// Mean over the before window, when one was given and the host has samples in it.
+    #[serde(default)]
+    pub before_mean: Option<f64>,
+}
+
+/// What the before window says about one metric.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct BeforeWindow {
+    pub blocks: usize,
+    /// Intervals of the before window where one group had no sample.
+    pub missing: usize,
+    pub canary_typical: Option<f64>,
+    pub baseline_typical: Option<f64>,
+    /// The canary/baseline ratio over the before window, percent (Hodges–Lehmann of its blocks,
+    /// widened for their autocorrelation), at the level of the metric's verdict.
+    pub ratio: Option<Estimate>,
+    pub autocorrelation: Autocorrelation,
+}
+
+/// One metric's judgement.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct MetricJudgement {
+    pub name: String,
+    pub better: Better,
+    pub critical: bool,
+    pub canary_hosts: usize,
+    pub baseline_hosts: usize,
+    pub samples: u64,
+    /// Median over blocks of each group's value.
+    pub canary_typical: Option<f64>,
+    pub baseline_typical: Option<f64>,
+    /// Intervals of the window where one group had no sample.
+    pub missing: usize,
+    pub autocorrelation: Autocorrelation,
+    /// The change on the canary against the baseline, percent, with its verdict; `None` with
+    /// `why_not`. With a before window: the after ratio over the before ratio.
+    pub contrast: Option<Contrast>,
+    /// The canary/baseline ratio over the judged window, time-paired, percent: what these hosts
+    /// did (with a before window, shown beside the before ratio).
+    pub after_ratio: Option<Estimate>,
+    pub before: Option<BeforeWindow>,
+    /// How host-to-host variation entered the interval.
+    pub composition: Option<Composition>,
+    pub hosts: Vec<HostRow>,
+    pub why_not: Option<String>,
+}
+
+/// The verdict over every metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Overall {
+    Better,
+    Worse,
+    Equivalent,
+    Inconclusive,
+    Flagged,
+}
+
+/// Whether the groups are different hosts, or one host in alternating periods (switchback).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Groups {
+    Hosts,
+    OneHost,
+}
+
+/// What the verdict's interval rests on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Basis {
+    /// Paired by time: the hosts spread no more than time explains.
+    TimePaired,
+    /// Hosts as units: they spread more than time explains.
+    HostsAsUnits,
+    /// One host in both groups (switchback): paired by time, nothing to compose.
+    OneHost,
+    /// Fewer than two hosts in a group and no before window: no interval.
+    TooFewHosts,
+}
+
+/// How hosts entered the interval.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Composition {
+    pub basis: Basis,
+    /// Hosts that are units of the hosts' view, per group (with a before window: hosts with
+    /// samples in both windows).
+    pub canary_units: usize,
+    pub baseline_units: usize,
+    /// Standard errors of the two views on the log scale (the time-paired one widened for
+    /// autocorrelation).
+    pub se_time: Option<f64>,
+    pub se_hosts: Option<f64>,
+    /// SD of the host values within their groups, percent (pooled).
+    pub host_sd_percent: Option<f64>,
+    /// The hosts' view in percent at the verdict's level, with its Welch degrees of freedom.
+    pub hosts: Option<Estimate>,
+    pub df: Option<f64>,
 }

@@ -1,13 +1,22 @@
 //! Plain result records: what commands produce and every renderer consumes (serde structs, no
 //! behaviour beyond derived data). Renderers import these, never `commands`.
 
+pub mod advice;
+pub mod analysis;
 pub mod bench;
+pub mod costs;
 pub mod exporter;
 pub mod inspect;
 pub mod judge;
 pub mod report;
 pub mod run;
+pub mod stats;
+pub mod status;
+pub mod stored;
+pub mod tlb;
 pub mod trace;
+pub mod verdict;
+pub mod vm;
 
 /// A JSON record with the version of hugelab that wrote it (its last key).
 #[derive(serde::Serialize)]

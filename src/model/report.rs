@@ -1,10 +1,11 @@
 //! Records of `hugelab report` and `hugelab compare`: a stored run or bench with everything its
 //! charts and tables show, and an unpaired comparison of two runs.
 
-use crate::analyze::experiment::ExperimentAnalysis;
-use crate::analyze::stats::Estimate;
-use crate::analyze::verdict::{Better, Verdict};
-use crate::store::RunMeta;
+use crate::model::analysis::ExperimentAnalysis;
+use crate::model::stats::Estimate;
+use crate::model::stored::RunMeta;
+use crate::model::verdict::Better;
+use crate::model::verdict::Verdict;
 
 pub const SCHEMA: &str = "hugelab.report/1";
 
@@ -61,6 +62,8 @@ pub struct Series {
     pub metric: String,
     pub better: Better,
     pub points: Vec<Point>,
+    /// Per arm (in the run's order), its median as the record's summary gives it.
+    pub medians: Vec<Option<f64>>,
 }
 
 /// One measured trial of one metric.

@@ -1,10 +1,13 @@
 //! Records of `hugelab run`: the validated plan and the analysed result that every renderer
 //! (terminal, JSON, CSV, Markdown, HTML) reads.
+use crate::model::verdict::Verdict;
 
-use crate::analyze::experiment::{ExperimentAnalysis, MetricDef, NoiseAttribution};
-use crate::analyze::verdict::Design;
 use crate::backing::arm::Arm;
 use crate::collect::sampler::Schedule;
+use crate::model::analysis::ExperimentAnalysis;
+use crate::model::analysis::MetricDef;
+use crate::model::analysis::NoiseAttribution;
+use crate::model::verdict::Design;
 use std::time::Duration;
 
 /// A validated run plan (stored with the run as JSON).
@@ -27,7 +30,7 @@ pub struct Plan {
     /// An A/A calibration run.
     pub calibrate: bool,
     /// Trace kinds recorded per trial (`--trace`), empty when not tracing.
-    pub trace: Vec<crate::analyze::trace::TraceKind>,
+    pub trace: Vec<crate::model::trace::TraceKind>,
     /// `--user`: the uid and gid the command (and server) run as.
     pub user: Option<crate::probe::user::UserIds>,
     /// `--server`: the service each trial starts and loads.
@@ -169,7 +172,7 @@ pub struct WarmPlan {
 impl Plan {
     /// The metric the verdicts are about: the first `--metric`, else wall time.
     pub fn primary(&self) -> &MetricDef {
-        &self.metrics[crate::analyze::experiment::primary_index(&self.metrics)]
+        &self.metrics[crate::model::analysis::primary_index(&self.metrics)]
     }
 }
 
@@ -186,17 +189,17 @@ pub struct RunResult {
     /// Per arm: how much of the primary metric's spread the machine's noise explains.
     pub noise: Vec<NoiseAttribution>,
     /// For `--calibrate`: the machine's noise floor for this command.
-    pub calibration: Option<crate::analyze::calibrate::Calibration>,
+    pub calibration: Option<crate::model::run::Calibration>,
     pub notes: Vec<String>,
     /// With `--trace`: stall time per trial of each arm against the baseline.
-    pub trace_stalls: Vec<crate::analyze::trace::StallContrast>,
+    pub trace_stalls: Vec<crate::model::trace::StallContrast>,
     /// With `qemu.backing` arms: the host configuration for the backing measured best.
-    pub vm_advice: Option<crate::analyze::vm::VmAdvice>,
+    pub vm_advice: Option<crate::model::vm::VmAdvice>,
     /// With `--server`: per arm, what its servers did (ready and stop times, memory, words).
-    pub servers: Vec<crate::analyze::server::ServerSummary>,
+    pub servers: Vec<crate::model::run::ServerSummary>,
     pub elapsed_s: f64,
     /// The TLB reach `bench tlb` measured on this host, when it has: the answer's "why".
-    pub tlb: Option<crate::analyze::tlb::Measured>,
+    pub tlb: Option<crate::model::tlb::Measured>,
     /// Per arm that sets a hugetlb pool: what it asked, got and used.
     pub pools: Vec<PoolUse>,
 }
@@ -212,4 +215,81 @@ pub struct PoolUse {
     pub obtained: Option<u64>,
     pub in_use: Option<f64>,
     pub mem_total: Option<u64>,
+}
+
+/// Per arm, what its servers did across the trials (from each trial's `server` evidence).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ServerSummary {
+    pub arm: String,
+    /// Trials whose server came up and was read.
+    pub trials: usize,
+    /// Trials whose server failed (did not start, not ready, died or crashed).
+    pub failed: usize,
+    /// Medians over the trials, seconds: spawn → ready, SIGTERM → exit, and the load's wall time.
+    pub ready_s: Option<f64>,
+    pub stop_s: Option<f64>,
+    pub load_s: Option<f64>,
+    /// Mean CPU time of the server's tree during the load, seconds.
+    pub cpu_s: Option<f64>,
+    /// Median resident memory (Rss + hugetlb) of the tree after the load, bytes.
+    pub resident_bytes: Option<u64>,
+    /// Mean share of it on huge pages.
+    pub coverage: Option<f64>,
+    /// Which mapping carried the huge pages (the last trial that had any).
+    pub carried_by: Option<String>,
+    /// Some trial's server turned THP off for itself.
+    pub thp_disabled: bool,
+    /// The server's own THP policy (`process.thp`) and in how many trials it held: the words
+    /// of the last trial read, (held, checked).
+    #[serde(default)]
+    pub policy: Option<(String, usize, usize)>,
+    /// The server's own words about huge pages, if it said any.
+    pub said: Option<String>,
+    /// How its shared segments were counted: `segment` (the object's own pages) or `page
+    /// tables` (the largest view of one of its processes).
+    #[serde(default)]
+    pub counted: Option<String>,
+    /// Medians of the kernel's machine-wide accounting read at the same moments: hugetlb pool
+    /// bytes in use (every size) and ShmemHugePages.
+    #[serde(default)]
+    pub kernel_hugetlb: Option<u64>,
+    #[serde(default)]
+    pub kernel_shmem_huge: Option<u64>,
+    /// Warm design: the lifetimes its trials ran in, and the SD of its own instance effect
+    /// across them (log scale; `analyze::lifetimes::instance_sds`).
+    #[serde(default)]
+    pub lifetimes: usize,
+    #[serde(default)]
+    pub instance_sd: Option<f64>,
+    /// Warm design: the first burst of a lifetime against the lifetime's later bursts, percent
+    /// (point, lo, hi at the run's confidence): whether the warm-up reached the warm state.
+    #[serde(default)]
+    pub first_burst: Option<(f64, Option<f64>, Option<f64>)>,
+}
+
+/// The smallest effect resolvable after `minutes` of running.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FloorRow {
+    pub minutes: f64,
+    pub blocks: usize,
+    /// An effect this large (percent, either direction) is declared FASTER/SLOWER with 80%
+    /// probability at the run's confidence (fixed paired design, signed-rank efficiency).
+    pub detectable_percent: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Calibration {
+    pub blocks: usize,
+    /// Wall-clock seconds one block took (both arms, with hugelab's overhead).
+    pub seconds_per_block: f64,
+    /// SD of the per-block log-ratios (the paired noise).
+    pub sd_log_ratio: f64,
+    /// The same from the MAD (robust to a few wild blocks).
+    pub robust_sd_log_ratio: f64,
+    pub rows: Vec<FloorRow>,
+    /// Blocks (and minutes) for 80% probability of resolving δ whatever the truth.
+    pub blocks_for_effect: usize,
+    pub minutes_for_effect: f64,
+    /// The A/A verdict itself (it should never be FASTER or SLOWER).
+    pub aa_verdict: Option<Verdict>,
 }

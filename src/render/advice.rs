@@ -3,8 +3,9 @@
 //! kernel command line, a tuned profile, the service's own configuration lines. Every artefact
 //! carries its evidence and how to verify it.
 
-use crate::analyze::advice::{Advice, Setting};
 use crate::control::Knob;
+use crate::model::advice::Advice;
+use crate::model::advice::Setting;
 use crate::units::Bytes;
 use std::fmt::Write;
 
@@ -181,10 +182,10 @@ fn tmpfiles(a: &Advice) -> String {
 fn systemd(a: &Advice) -> String {
     let mut o = comments(a, "#");
     let before = match a.target {
-        crate::analyze::advice::Target::Postgres => " postgresql.service",
-        crate::analyze::advice::Target::Redis => " redis-server.service",
-        crate::analyze::advice::Target::Kubernetes => " kubelet.service",
-        crate::analyze::advice::Target::Qemu => " libvirtd.service",
+        crate::model::advice::Target::Postgres => " postgresql.service",
+        crate::model::advice::Target::Redis => " redis-server.service",
+        crate::model::advice::Target::Kubernetes => " kubelet.service",
+        crate::model::advice::Target::Qemu => " libvirtd.service",
         _ => "",
     };
     let _ = writeln!(

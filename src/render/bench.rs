@@ -1,10 +1,11 @@
 //! `hugelab bench` for people: the JVM article's table, plus coverage, ratios and evidence.
 
 use super::table;
-use crate::analyze::bench::{Direction, direction};
-use crate::analyze::stats::Estimate;
 use crate::backing::Backing;
+use crate::model::bench::Direction;
+use crate::model::bench::direction;
 use crate::model::bench::{BenchResult, CellEvidence};
+use crate::model::stats::Estimate;
 use crate::probe::pmu::PerfEvent;
 use crate::units::Bytes;
 use crate::workload::{Metric, Workload};
@@ -79,7 +80,7 @@ pub fn ratio_words(metric: Metric, e: &Estimate) -> String {
 /// A cell's score with its error, or, when the interval would reach below zero (rounds spread
 /// over two modes, one near zero), the range of its rounds instead: a score that cannot be
 /// negative has no error bar below zero.
-pub fn score_words(c: &crate::analyze::bench::CellStats) -> String {
+pub fn score_words(c: &crate::model::bench::CellStats) -> String {
     match c.error {
         Some(e) if e >= c.score && c.score > 0.0 => format!(
             "{} (rounds {}–{}: too spread for ±)",
@@ -375,7 +376,7 @@ fn footer(r: &BenchResult, o: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::stats::summarize;
+    use crate::model::stats::Summary;
 
     fn est(point: f64, lo: f64, hi: f64) -> Estimate {
         Estimate {
@@ -406,11 +407,18 @@ mod tests {
     #[test]
     fn a_score_whose_interval_reaches_below_zero_is_given_as_its_rounds_range() {
         let rounds = [0.1, 0.12, 10.6, 10.7];
-        let cell = |error| crate::analyze::bench::CellStats {
+        let cell = |error| crate::model::bench::CellStats {
             metric: Metric::CommitGbs,
             size: 1 << 30,
             backing: Backing::Thp,
-            summary: summarize(&rounds).unwrap(),
+            summary: Summary {
+                n: rounds.len(),
+                mean: 5.38,
+                median: 5.36,
+                min: 0.1,
+                max: 10.7,
+                ..Summary::default()
+            },
             score: 5.38,
             error,
             vs_baseline: None,

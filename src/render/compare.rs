@@ -2,8 +2,8 @@
 //! unpaired interval (the answer lines above it come from `summary`).
 
 use super::Grid;
-use crate::analyze::stats::Estimate;
 use crate::model::report::CompareResult;
+use crate::model::stats::Estimate;
 use crate::units::Unit;
 
 /// `compare A B`: per shared arm, both medians and B vs A with its unpaired interval.

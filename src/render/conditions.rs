@@ -4,8 +4,11 @@
 //! per trial of each arm.
 
 use super::words::{contrast_words, percent_interval, wrap_hanging};
-use crate::analyze::conditions::{ArmState, ConditionAnalysis, SHOWN_COUNTERS};
-use crate::analyze::experiment::{ExperimentAnalysis, primary_index};
+use crate::model::analysis::ArmState;
+use crate::model::analysis::ConditionAnalysis;
+use crate::model::analysis::ExperimentAnalysis;
+use crate::model::analysis::primary_index;
+use crate::model::costs::SHOWN_COUNTERS;
 use crate::units::Bytes;
 
 /// Every condition's lines (none for a run without `--condition`).
@@ -47,7 +50,7 @@ fn condition_lines(c: &ConditionAnalysis, against: Option<&str>, several: bool) 
                             .zip(i.percent.hi)
                             .is_some_and(|(lo, hi)| lo > 0.0 || hi < 0.0);
                         let at = if (i.level - a.confidence).abs() > 1e-9 {
-                            format!(" @{}", crate::analyze::verdict::fmt_level(i.level))
+                            format!(" @{}", crate::model::verdict::fmt_level(i.level))
                         } else {
                             String::new()
                         };

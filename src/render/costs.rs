@@ -3,9 +3,11 @@
 //! level) with each arm's median beside it, and the tail of the trial times per arm.
 
 use super::words::{level_mark, percent_interval};
-use crate::analyze::costs::{self, Cost};
-use crate::analyze::experiment::{ExperimentAnalysis, MetricAnalysis};
-use crate::analyze::stats::Estimate;
+use crate::model::analysis::ExperimentAnalysis;
+use crate::model::analysis::MetricAnalysis;
+use crate::model::costs;
+use crate::model::costs::Cost;
+use crate::model::stats::Estimate;
 use crate::units::{Bytes, Unit};
 
 /// `costs: peak memory ×13.4 [×12.9, ×14.0] MORE (1.0 GiB vs 76.2 MiB) · system CPU … ·
@@ -30,7 +32,7 @@ fn cost_words(r: &ExperimentAnalysis, arm: &str, c: &Cost) -> String {
         .map(|f| format!(" ({f})"))
         .unwrap_or_default();
     // Said where the interval is not the signed-rank one the verdicts use.
-    let how = if c.contrast.method == crate::analyze::verdict::few_blocks::METHOD {
+    let how = if c.contrast.method == crate::model::verdict::METHOD {
         format!(" (Student t over {} blocks)", c.contrast.blocks)
     } else {
         String::new()
@@ -88,7 +90,7 @@ fn tail_words(r: &ExperimentAnalysis, arm: &str) -> Option<String> {
     let (a, b) = (of(arm)?, of(&r.baseline)?);
     let unit = Unit::of_metric("wall_s");
     let f = unit.fmt_for(a.p95.max(b.p95), 0.0);
-    let one = |s: &crate::analyze::stats::Summary| match s.p95_interval {
+    let one = |s: &crate::model::stats::Summary| match s.p95_interval {
         Some((lo, hi)) => format!("{} [{}, {}]", f.show(s.p95), f.bare(lo), f.bare(hi)),
         None => f.show(s.p95),
     };

@@ -3,7 +3,7 @@
 //! BGSAVE that never happened is never read as measured.
 
 use super::words::wrap_hanging;
-use crate::analyze::experiment::ExperimentAnalysis;
+use crate::model::analysis::ExperimentAnalysis;
 
 /// One line per arm whose event did not run or failed in some trial; none when it ran in all.
 pub fn lines(r: &ExperimentAnalysis) -> Vec<String> {
@@ -52,7 +52,7 @@ fn ms(seconds: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::experiment::{ArmEvidence, EventTally};
+    use crate::model::analysis::{ArmEvidence, EventTally};
 
     #[test]
     fn events_that_did_not_run_or_failed_are_counted_per_arm() {

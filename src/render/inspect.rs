@@ -137,7 +137,7 @@ pub fn render(r: &InspectResult, maps: bool, folios: bool) -> String {
 }
 
 /// A VM's guest RAM as the hypervisor process holds it: per backend, and why.
-fn guest_lines(g: &crate::analyze::vm::GuestRam, o: &mut String) {
+fn guest_lines(g: &crate::model::vm::GuestRam, o: &mut String) {
     let _ = writeln!(o, "  {} VM: {}", g.hypervisor.name(), g.summary);
     for b in g.backends.iter().filter(|_| g.backends.len() > 1) {
         let _ = writeln!(
@@ -165,7 +165,7 @@ fn guest_lines(g: &crate::analyze::vm::GuestRam, o: &mut String) {
 
 /// The mappings table, why each is not huge, and the mTHP folio sizes of those that have them.
 fn mapping_lines(
-    p: &crate::analyze::inspect::ProcessReport,
+    p: &crate::model::inspect::ProcessReport,
     (maps, folios): (bool, bool),
     o: &mut String,
 ) {
@@ -366,8 +366,9 @@ pub fn render_collapse(r: &CollapseResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::inspect::{Kind, TlbReach};
+    use crate::model::inspect::TlbReach;
     use crate::model::inspect::{MappingReport, ProcessReport};
+    use crate::probe::process::Kind;
 
     fn mapping(start: u64, kind: Kind, path: &str, folios: &[(u64, u64)]) -> MappingReport {
         let size: u64 = folios.iter().map(|(_, b)| b).sum();

@@ -3,9 +3,13 @@
 //! the blocks were formed (autocorrelation) and what was fetched; hosts with `--verbose`.
 
 use super::summary::{level_mark_at, level_words_of, percent_interval, thousands, wrap_hanging};
-use crate::analyze::judge::{Basis, Composition, MetricJudgement, Overall};
-use crate::analyze::verdict::{Better, Verdict};
+use crate::model::judge::Basis;
+use crate::model::judge::Composition;
 use crate::model::judge::JudgeResult;
+use crate::model::judge::MetricJudgement;
+use crate::model::judge::Overall;
+use crate::model::verdict::Better;
+use crate::model::verdict::Verdict;
 use crate::units::{Unit, fmt_elapsed, fmt_span, fmt_utc};
 use std::fmt::Write;
 
@@ -315,9 +319,9 @@ fn groups_line(r: &JudgeResult) -> String {
 fn backing_line(r: &JudgeResult) -> String {
     let e = &r.evidence;
     let meant = match r.huge_on {
-        crate::analyze::judge::HugeOn::Canary => "canary meant to be on huge pages",
-        crate::analyze::judge::HugeOn::Baseline => "baseline meant to be on huge pages",
-        crate::analyze::judge::HugeOn::Both => "both meant to be on huge pages",
+        crate::model::judge::HugeOn::Canary => "canary meant to be on huge pages",
+        crate::model::judge::HugeOn::Baseline => "baseline meant to be on huge pages",
+        crate::model::judge::HugeOn::Both => "both meant to be on huge pages",
     };
     if e.canary_coverage.is_none() && e.baseline_coverage.is_none() {
         "backing: NOT VERIFIED — no hugelab_process_huge_coverage_ratio from either group (run `hugelab exporter --watch SERVICE` on the hosts)".to_string()

@@ -7,7 +7,6 @@ pub mod conditions;
 pub mod costs;
 pub mod csv;
 pub mod events;
-pub mod export_json;
 pub mod html;
 pub mod inspect;
 pub mod judge;

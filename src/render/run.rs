@@ -3,10 +3,14 @@
 use super::summary::thousands;
 use super::summary::{self, RunFacts};
 use super::{Grid, table};
-use crate::analyze::experiment::{ExperimentAnalysis, MetricAnalysis};
-use crate::analyze::verdict::{Contrast, Design, Verdict, fmt_level};
-use crate::analyze::vm::VmAdvice;
+use crate::model::analysis::ExperimentAnalysis;
+use crate::model::analysis::MetricAnalysis;
 use crate::model::run::RunResult;
+use crate::model::verdict::Contrast;
+use crate::model::verdict::Design;
+use crate::model::verdict::Verdict;
+use crate::model::verdict::fmt_level;
+use crate::model::vm::VmAdvice;
 use crate::units::{Bytes, Unit};
 use std::fmt::Write;
 
@@ -24,8 +28,8 @@ pub fn report_grids(r: &ExperimentAnalysis) -> Vec<Grid> {
 /// One metric: per arm n, median, mean ± sd, p95, outliers, the contrast and its verdict.
 pub fn metric_grid(r: &ExperimentAnalysis, m: &MetricAnalysis) -> Grid {
     let better = match m.metric.better {
-        crate::analyze::verdict::Better::Lower => "lower is better",
-        crate::analyze::verdict::Better::Higher => "higher is better",
+        crate::model::verdict::Better::Lower => "lower is better",
+        crate::model::verdict::Better::Higher => "higher is better",
     };
     let blocks = if r.design == Design::Unpaired {
         format!("{} runs per arm", m.complete_blocks)
@@ -106,11 +110,10 @@ pub fn metric_grid(r: &ExperimentAnalysis, m: &MetricAnalysis) -> Grid {
                     b.point,
                     fmt_level(c.level)
                 ));
-            } else if c.percent.lo.is_some() && c.blocks < crate::analyze::verdict::BOOTSTRAP_MIN_N
-            {
+            } else if c.percent.lo.is_some() && c.blocks < crate::model::verdict::BOOTSTRAP_MIN_N {
                 g.notes.push(format!(
                     "  {arm}: mean ratio - (a BCa bootstrap interval needs {} units; {} here)",
-                    crate::analyze::verdict::BOOTSTRAP_MIN_N,
+                    crate::model::verdict::BOOTSTRAP_MIN_N,
                     c.blocks
                 ));
             }
@@ -193,7 +196,7 @@ pub fn evidence_grid(r: &ExperimentAnalysis) -> Grid {
 
 /// "why (measured): dTLB load misses per trial: …" from the arms' perf counts, where a PMU
 /// counted them (with the page walks' share of cycles where the CPU has that event).
-fn measured_why(evidence: &[crate::analyze::experiment::ArmEvidence]) -> Option<String> {
+fn measured_why(evidence: &[crate::model::analysis::ArmEvidence]) -> Option<String> {
     let misses: Vec<String> = evidence
         .iter()
         .filter_map(|e| {
@@ -277,13 +280,13 @@ fn render_noise(r: &RunResult) -> String {
         let _ = writeln!(
             o,
             "  {heavy} trials ran while more than {:.0}% of the CPU time was stolen by the host: their times say more about the host than about the arms",
-            crate::analyze::experiment::HEAVY_STEAL * 100.0
+            crate::model::analysis::HEAVY_STEAL * 100.0
         );
     }
     o
 }
 
-fn render_calibration(c: &crate::analyze::calibrate::Calibration, r: &RunResult) -> String {
+fn render_calibration(c: &crate::model::run::Calibration, r: &RunResult) -> String {
     let mut o = String::new();
     let mut t = table(&["running", "blocks", "smallest effect resolved (80% power)"]);
     for row in &c.rows {
@@ -419,7 +422,7 @@ pub fn render(r: &RunResult, verbose: bool) -> String {
 
 /// With a measured TLB reach: why the arms differ (or not), each arm's entries against the
 /// reach, and for a sweep's rows which sizes fit.
-fn tlb_lines(r: &RunResult, m: &crate::analyze::tlb::Measured) -> Vec<String> {
+fn tlb_lines(r: &RunResult, m: &crate::model::tlb::Measured) -> Vec<String> {
     let size = r
         .report
         .evidence
@@ -491,7 +494,7 @@ fn tlb_lines(r: &RunResult, m: &crate::analyze::tlb::Measured) -> Vec<String> {
 }
 
 /// `--trace`: one arm's stall time per trial against the baseline's.
-fn stall_line(c: &crate::analyze::trace::StallContrast) -> String {
+fn stall_line(c: &crate::model::trace::StallContrast) -> String {
     let e = &c.difference_ms;
     let interval = match (e.lo, e.hi) {
         (Some(lo), Some(hi)) => format!(
@@ -538,7 +541,7 @@ fn peak_memory(r: &ExperimentAnalysis, arm: &str) -> Option<f64> {
     let m = r.metrics.iter().find(|m| {
         m.metric.cost && crate::units::Unit::of_metric(&m.metric.name) == crate::units::Unit::Bytes
     })?;
-    crate::analyze::costs::arm_median(m, arm)
+    crate::model::costs::arm_median(m, arm)
 }
 
 /// The per-arm warnings of the distribution checks (drift, correlation, bimodality) and of

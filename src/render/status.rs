@@ -1,7 +1,8 @@
 //! `hugelab status` for people: one screen, grouped as a tuner reads it.
 
 use super::{fit, opt, table};
-use crate::analyze::findings::{Finding, Severity};
+use crate::model::status::Finding;
+use crate::model::status::Severity;
 use crate::probe::status::Status;
 use crate::units::Bytes;
 use std::collections::BTreeMap;

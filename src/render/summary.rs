@@ -6,9 +6,13 @@ pub use super::words::{
     WIDTH, contrast_words, level_mark, level_mark_at, percent_interval, thousands, two_significant,
     wrap_aligned, wrap_hanging, wrap_lines,
 };
-use crate::analyze::experiment::{ArmEvidence, ExperimentAnalysis, primary_index};
-use crate::analyze::verdict::{Design, Verdict, fmt_level};
+use crate::model::analysis::ArmEvidence;
+use crate::model::analysis::ExperimentAnalysis;
+use crate::model::analysis::primary_index;
 use crate::model::report::CompareResult;
+use crate::model::verdict::Design;
+use crate::model::verdict::Verdict;
+use crate::model::verdict::fmt_level;
 use crate::units::fmt_elapsed;
 
 /// A contrast's name, the (metric, words) shown, and the metrics left unsettled.
@@ -88,7 +92,7 @@ pub fn answer(r: &ExperimentAnalysis) -> Vec<String> {
                 "the load's {rows} result rows × {arms} arm{} are one family: Holm across their {} contrasts at {}",
                 if arms == 1 { "" } else { "s" },
                 rows * arms,
-                crate::analyze::verdict::fmt_level(r.confidence)
+                crate::model::verdict::fmt_level(r.confidence)
             ),
             2,
         ));

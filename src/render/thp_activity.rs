@@ -4,7 +4,8 @@
 //! huge pages at the peak — the ones that moved, in words.
 
 use super::words::wrap_hanging;
-use crate::analyze::experiment::{ArmEvidence, ExperimentAnalysis};
+use crate::model::analysis::ArmEvidence;
+use crate::model::analysis::ExperimentAnalysis;
 use std::collections::BTreeMap;
 
 /// Per-size stats worth their own words; any other stat that moved is named as the kernel

@@ -2,9 +2,10 @@
 //! then the spans: 4 KiB time and each huge backing's ratio.
 
 use super::summary::{thousands, wrap_hanging};
-use crate::analyze::hot::HotSet;
-use crate::analyze::stats::Estimate;
-use crate::analyze::tlb::{Sweep, TlbReach};
+use crate::model::inspect::HotSet;
+use crate::model::stats::Estimate;
+use crate::model::tlb::Sweep;
+use crate::model::tlb::TlbReach;
 use crate::probe::tlb::{TlbKind, TlbLevel};
 use crate::units::Bytes;
 use std::fmt::Write;
@@ -42,13 +43,12 @@ fn level_words(l: &TlbLevel) -> String {
 /// just below the first miss is "fits" only when its interval says so; otherwise it is named
 /// as unresolved, with its ratio.
 fn knee_words(s: &Sweep, lo: u64, hi: u64) -> String {
-    let fits = |p: &crate::analyze::tlb::Point| {
+    let fits = |p: &crate::model::tlb::Point| {
         p.ratio
             .lo
-            .is_some_and(|l| l >= 1.0 - super::super::analyze::tlb::FASTER_BY)
+            .is_some_and(|l| l >= 1.0 - crate::model::tlb::FASTER_BY)
     };
-    let below: Vec<&crate::analyze::tlb::Point> =
-        s.points.iter().filter(|p| p.pages <= lo).collect();
+    let below: Vec<&crate::model::tlb::Point> = s.points.iter().filter(|p| p.pages <= lo).collect();
     let at_lo = below.last().filter(|p| p.pages == lo);
     let entries = format!(
         "about {}–{} entries",
@@ -101,7 +101,7 @@ fn reach_lines(t: &TlbReach, s: &Sweep, confidence: f64) -> Vec<String> {
         None => out.push(format!(
             "reach: not exceeded — {} stayed within {:.0}% of 4 KiB pages up to {} pages ({}); the TLB covers at least that",
             s.backing,
-            super::super::analyze::tlb::FASTER_BY * 100.0,
+            crate::model::tlb::FASTER_BY * 100.0,
             thousands(largest as usize),
             span(largest)
         )),
@@ -163,7 +163,7 @@ fn reach_lines(t: &TlbReach, s: &Sweep, confidence: f64) -> Vec<String> {
         "at {}% per span; a span is past the reach when {} is at least {:.0}% faster with that confidence",
         confidence * 100.0,
         s.backing,
-        super::super::analyze::tlb::FASTER_BY * 100.0
+        crate::model::tlb::FASTER_BY * 100.0
     ));
     out
 }
@@ -413,7 +413,7 @@ pub fn hot_text(sets: &[HotSet], ctx: &crate::model::inspect::HotContext) -> Str
 /// A sweep's rows (JMH: `Class.method size=N …`): per row whose `size` parameter is a number,
 /// the 4 KiB TLB entries that many bytes need against the measured reach — a model that takes
 /// `size` as the bytes the row touches, and says so.
-pub fn row_why_line(rows: &[&str], m: &crate::analyze::tlb::Measured) -> Option<String> {
+pub fn row_why_line(rows: &[&str], m: &crate::model::tlb::Measured) -> Option<String> {
     let (lo, hi) = m.reach.entries_4k()?;
     let parts: Vec<String> = rows
         .iter()
@@ -447,7 +447,7 @@ pub fn row_why_line(rows: &[&str], m: &crate::analyze::tlb::Measured) -> Option<
 pub fn why_line(
     what: &str,
     arms: &[(String, u64)],
-    m: &crate::analyze::tlb::Measured,
+    m: &crate::model::tlb::Measured,
     unresolved: Option<&str>,
 ) -> Option<String> {
     let (lo, hi) = m.reach.entries_4k()?;
@@ -488,7 +488,7 @@ mod tests {
 
     #[test]
     fn a_sweeps_rows_say_which_sizes_fit_the_measured_reach() {
-        let m = crate::analyze::tlb::Measured {
+        let m = crate::model::tlb::Measured {
             run: 7,
             created: String::new(),
             reach: TlbReach {
@@ -525,8 +525,8 @@ mod tests {
 
     #[test]
     fn a_span_below_the_miss_is_said_to_fit_only_when_its_interval_says_so() {
-        use crate::analyze::stats::Estimate;
-        use crate::analyze::tlb::Point;
+        use crate::model::stats::Estimate;
+        use crate::model::tlb::Point;
         let point = |pages: u64, lo: f64, hi: f64| Point {
             pages,
             base_ns: 2.0,

@@ -1,9 +1,12 @@
 //! Words every answer shares: a contrast's effect, interval, level and verdict, numbers with
 //! separators, and text wrapped to the terminal's width at words.
 
-use crate::analyze::experiment::ExperimentAnalysis;
-use crate::analyze::stats::Estimate;
-use crate::analyze::verdict::{Contrast, Design, Verdict, fmt_level};
+use crate::model::analysis::ExperimentAnalysis;
+use crate::model::stats::Estimate;
+use crate::model::verdict::Contrast;
+use crate::model::verdict::Design;
+use crate::model::verdict::Verdict;
+use crate::model::verdict::fmt_level;
 use crate::units::{fmt_percent, percent_decimals};
 
 /// Lines are wrapped to this many columns (the default output fits a 100-column terminal).

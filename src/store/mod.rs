@@ -2,9 +2,9 @@
 //! transaction before the next starts (WAL, synchronous=FULL), so killing hugelab loses at
 //! most the trial in flight and the database stays valid.
 
-pub mod analysis;
 pub mod import;
 
+pub use crate::model::stored::RunMeta;
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 
@@ -21,20 +21,6 @@ pub fn default_path() -> PathBuf {
                 .join(".local/share")
         });
     base.join("hugelab/results.db")
-}
-
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct RunMeta {
-    pub id: i64,
-    pub created: String,
-    pub label: Option<String>,
-    pub command: Vec<String>,
-    pub host: String,
-    pub kernel: Option<String>,
-    /// `running`, `complete`, `interrupted`, `failed`, `imported`.
-    pub status: String,
-    /// Plan and options as JSON.
-    pub plan: serde_json::Value,
 }
 
 impl RunMeta {
@@ -82,7 +68,7 @@ pub struct TrialRow {
 impl TrialRow {
     /// What `run --trace` stored for this trial: its window of latencies and counts, typed.
     /// None for a trial that was not traced (or whose stored window cannot be read).
-    pub fn trace(&self) -> Option<crate::analyze::trace::TraceWindow> {
+    pub fn trace(&self) -> Option<crate::model::trace::TraceWindow> {
         let w = self.evidence.get("trace").filter(|w| !w.is_null())?;
         // Read from the stored value in place (no copy of the window's JSON).
         serde::Deserialize::deserialize(w).ok()
@@ -461,25 +447,13 @@ fn insert_trial(tx: &rusqlite::Transaction, run: i64, t: &TrialRow) -> anyhow::R
     Ok(())
 }
 
-/// A stored trial as the analysis sees it.
-pub fn trial_data(t: &TrialRow) -> crate::analyze::experiment::TrialData {
-    crate::analyze::experiment::trial_data(
-        t.block,
-        t.arm_idx,
-        t.ok,
-        t.flagged.clone(),
-        t.metrics.clone(),
-        &t.evidence,
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn a_stored_trace_window_reads_back_typed() {
-        use crate::analyze::trace::{HistSummary, Latency, TraceWindow};
+        use crate::model::trace::{HistSummary, Latency, TraceWindow};
         let w = TraceWindow {
             seconds: 1.5,
             latencies: vec![Latency {

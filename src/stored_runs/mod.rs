@@ -3,6 +3,7 @@
 //! results database for reading, the unpaired comparison of two stored or exported runs
 //! (`compare`, `report --compare`), and a stored run with what its charts need (`view.rs`).
 
+pub mod export;
 mod view;
 
 pub use view::view;

@@ -2,11 +2,11 @@
 //! order, the stall histograms and, for a bench, the per-size lines.
 
 use crate::analyze::stats::{quantile_interval, sorted};
+use crate::analyze::stored::reanalyse;
 use crate::backing::Backing;
 use crate::model::report::{
     ArmStalls, BenchCurve, BenchLine, BenchPoint, Point, RunKind, RunView, Series, StallHistogram,
 };
-use crate::store::analysis::reanalyse;
 use crate::store::{ArmRow, RunMeta, TrialRow};
 use crate::units::Bytes;
 use std::collections::BTreeMap;
@@ -36,6 +36,13 @@ pub fn view(
         .map(|m| Series {
             metric: m.metric.name.clone(),
             better: m.metric.better,
+            medians: arm_names
+                .iter()
+                .map(|a| {
+                    let arm = m.arms.iter().find(|x| &x.arm == a)?;
+                    arm.summary.as_ref().map(|s| s.median)
+                })
+                .collect(),
             points: trials
                 .iter()
                 .filter(|t| t.ok && t.block >= 0)

@@ -11,19 +11,8 @@ use crate::analyze::experiment::{ExperimentAnalysis, MetricAnalysis};
 use crate::analyze::stats::Summary;
 use crate::analyze::trace::StallContrast;
 use crate::analyze::verdict::{Better, Verdict};
+pub use crate::model::advice::CostNote;
 use crate::units::Unit;
-
-/// One cost of an arm against the baseline.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct CostNote {
-    /// In words, with the measured figures: `peak memory +1,240% [+1,190, +1,300] (1.0 GiB vs
-    /// 77.1 MiB)`.
-    pub what: String,
-    /// How much worse, percent (the point estimate).
-    pub percent: f64,
-    /// It grew by more than the benefit improved: the arm is not adopted.
-    pub outweighs: bool,
-}
 
 /// Every measured cost of `arm` against a benefit of `gain` percent on `primary`, and the names
 /// of everything that was weighed (whether it turned out a cost or not).

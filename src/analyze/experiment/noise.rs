@@ -1,25 +1,7 @@
 //! How much of each arm's spread the machine's noise sources explain.
 
 use crate::analyze::trial_data::TrialData;
-use std::collections::BTreeMap;
-
-/// Steal above this share of the trial's CPU capacity marks a trial as taken during heavy steal.
-pub const HEAVY_STEAL: f64 = 0.05;
-
-/// How much of one arm's spread the machine's noise sources explain.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct NoiseAttribution {
-    pub arm: String,
-    /// Trials with noise readings.
-    pub trials: usize,
-    /// Share of the variance of log(primary metric) explained by each source alone (R² of a
-    /// one-variable least-squares fit), for sources that varied.
-    pub r2: BTreeMap<String, f64>,
-    /// Mean seconds per trial of each source.
-    pub mean_s: BTreeMap<String, f64>,
-    /// Trials during which more than [`HEAVY_STEAL`] of the CPU time was stolen.
-    pub heavy_steal_trials: usize,
-}
+pub use crate::model::analysis::{HEAVY_STEAL, NoiseAttribution};
 
 fn r_squared(x: &[f64], y: &[f64]) -> Option<f64> {
     let n = x.len() as f64;

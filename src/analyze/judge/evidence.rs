@@ -5,63 +5,12 @@
 
 use super::{HostRow, Window, host_rows};
 use crate::collect::prometheus::Series;
+pub use crate::model::judge::{Evidence, HugeOn, KernelRow, WindowCoverage};
 
 /// Coverage at or above this means a group's services were on huge pages: `run`'s FLAGGED
 /// threshold (`analyze::matters`), applied to the exporter's per-process coverage series (the
 /// exporter reads smaps_rollup totals, not regions: the memory that matters is not judged here).
 pub const HUGE_COVERAGE: f64 = crate::analyze::matters::FELL_BACK_BELOW;
-
-/// Which group is meant to run on huge pages after the change.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum HugeOn {
-    /// The canary got huge pages, the baseline did not (turning THP or a pool on)
-    Canary,
-    /// The baseline keeps huge pages and the canary gives them up (turning THP off)
-    Baseline,
-    /// Both are on huge pages (comparing 2 MiB with 1 GiB pages, or THP with hugetlb)
-    Both,
-}
-
-/// What the exporter says about the backing of each group.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Evidence {
-    /// Mean huge-page coverage of the watched processes over the window, per group.
-    pub canary_coverage: Option<f64>,
-    pub baseline_coverage: Option<f64>,
-    /// Hosts of the group meant to be on huge pages whose coverage stayed below 10%.
-    pub hosts_without: Vec<String>,
-    pub flagged: Option<String>,
-    /// Kernel activity per group over the window.
-    pub kernel: Vec<KernelRow>,
-    /// Coverage per group over the before window, when one was given.
-    #[serde(default)]
-    pub before: Option<WindowCoverage>,
-}
-
-/// Each group's mean coverage over a window.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct WindowCoverage {
-    pub canary: Option<f64>,
-    pub baseline: Option<f64>,
-}
-
-/// One kind of kernel activity, as a window mean per group (`None`: no series).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct KernelRow {
-    pub name: String,
-    pub canary: Option<f64>,
-    pub baseline: Option<f64>,
-    /// `ratio`, `/s` or `s/s`.
-    pub unit: String,
-    /// The same over the before window, when one was given.
-    #[serde(default)]
-    pub canary_before: Option<f64>,
-    #[serde(default)]
-    pub baseline_before: Option<f64>,
-}
 
 /// The backing evidence from each group's coverage series over the window, and FLAGGED when
 /// the group meant to be on huge pages was not, or the other was as much as it.

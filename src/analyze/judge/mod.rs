@@ -38,105 +38,20 @@ use views::Units;
 pub use views::{Basis, Composition, Groups};
 
 use super::diagnostics::lag1;
-use super::stats::{self, Estimate};
+use super::stats::{self};
 use super::verdict::{self, Better, Contrast, Design, Verdict};
 use crate::collect::prometheus::Series;
+pub use crate::model::judge::{
+    Autocorrelation, BeforeWindow, HostRow, MetricJudgement, Overall, Window,
+};
 
 /// Lag-1 autocorrelations above this are capped when widening (the factor stays ≤ 6.2).
 const MAX_RHO: f64 = 0.95;
-/// The judged window: blocks start at `start` (the change plus the burn-in) and are `interval`
-/// seconds long; a partial last interval is left out.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Window {
-    pub start: f64,
-    pub end: f64,
-    pub interval: f64,
-}
 
 impl Window {
     pub fn intervals(&self) -> usize {
         ((self.end - self.start) / self.interval).floor().max(0.0) as usize
     }
-}
-
-/// How much the blocks were autocorrelated, and what was done about it.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Autocorrelation {
-    /// Lag-1 autocorrelation of the per-step log-ratio (why samples are not blocks).
-    pub per_step: Option<f64>,
-    /// Lag-1 autocorrelation of the blocks.
-    pub blocks: Option<f64>,
-    /// The same, corrected for its small-sample bias and capped at 0.95: what the interval
-    /// pays for (0 when negative).
-    pub corrected: f64,
-    /// The factor the interval was widened by, √((1+ρ)/(1−ρ)) (1 = not widened).
-    pub widened: f64,
-}
-
-/// One host's series of one metric.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct HostRow {
-    pub host: String,
-    pub canary: bool,
-    /// Mean of the host's samples over the judged window.
-    pub mean: f64,
-    pub samples: usize,
-    /// Mean over the before window, when one was given and the host has samples in it.
-    #[serde(default)]
-    pub before_mean: Option<f64>,
-}
-
-/// What the before window says about one metric.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct BeforeWindow {
-    pub blocks: usize,
-    /// Intervals of the before window where one group had no sample.
-    pub missing: usize,
-    pub canary_typical: Option<f64>,
-    pub baseline_typical: Option<f64>,
-    /// The canary/baseline ratio over the before window, percent (Hodges–Lehmann of its blocks,
-    /// widened for their autocorrelation), at the level of the metric's verdict.
-    pub ratio: Option<Estimate>,
-    pub autocorrelation: Autocorrelation,
-}
-
-/// One metric's judgement.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct MetricJudgement {
-    pub name: String,
-    pub better: Better,
-    pub critical: bool,
-    pub canary_hosts: usize,
-    pub baseline_hosts: usize,
-    pub samples: u64,
-    /// Median over blocks of each group's value.
-    pub canary_typical: Option<f64>,
-    pub baseline_typical: Option<f64>,
-    /// Intervals of the window where one group had no sample.
-    pub missing: usize,
-    pub autocorrelation: Autocorrelation,
-    /// The change on the canary against the baseline, percent, with its verdict; `None` with
-    /// `why_not`. With a before window: the after ratio over the before ratio.
-    pub contrast: Option<Contrast>,
-    /// The canary/baseline ratio over the judged window, time-paired, percent: what these hosts
-    /// did (with a before window, shown beside the before ratio).
-    pub after_ratio: Option<Estimate>,
-    pub before: Option<BeforeWindow>,
-    /// How host-to-host variation entered the interval.
-    pub composition: Option<Composition>,
-    pub hosts: Vec<HostRow>,
-    pub why_not: Option<String>,
-}
-
-/// The verdict over every metric.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum Overall {
-    Better,
-    Worse,
-    Equivalent,
-    Inconclusive,
-    Flagged,
 }
 
 /// How one metric's blocks are turned into an interval.

@@ -20,46 +20,7 @@
 
 use super::super::stats::{self, Estimate, mann_whitney_shift, welch};
 use super::super::verdict::{Design, paired_interval};
-
-/// Whether the groups are different hosts, or one host in alternating periods (switchback).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Groups {
-    Hosts,
-    OneHost,
-}
-
-/// What the verdict's interval rests on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Basis {
-    /// Paired by time: the hosts spread no more than time explains.
-    TimePaired,
-    /// Hosts as units: they spread more than time explains.
-    HostsAsUnits,
-    /// One host in both groups (switchback): paired by time, nothing to compose.
-    OneHost,
-    /// Fewer than two hosts in a group and no before window: no interval.
-    TooFewHosts,
-}
-
-/// How hosts entered the interval.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Composition {
-    pub basis: Basis,
-    /// Hosts that are units of the hosts' view, per group (with a before window: hosts with
-    /// samples in both windows).
-    pub canary_units: usize,
-    pub baseline_units: usize,
-    /// Standard errors of the two views on the log scale (the time-paired one widened for
-    /// autocorrelation).
-    pub se_time: Option<f64>,
-    pub se_hosts: Option<f64>,
-    /// SD of the host values within their groups, percent (pooled).
-    pub host_sd_percent: Option<f64>,
-    /// The hosts' view in percent at the verdict's level, with its Welch degrees of freedom.
-    pub hosts: Option<Estimate>,
-    pub df: Option<f64>,
-}
+pub use crate::model::judge::{Basis, Composition, Groups};
 
 /// One metric's units: its blocks in each window and its hosts' values.
 pub struct Units<'a> {

@@ -2,28 +2,7 @@
 //! needs. A kind is a [`TraceKind`]; the command line parses it (clap's `ValueEnum`, so an
 //! unknown kind is refused with the valid ones listed, and `--help` shows what each gives).
 
-/// What can be traced.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum, serde::Serialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum TraceKind {
-    /// Direct compaction and kcompactd stalls (mm_compaction_begin → _end), order, status
-    Compaction,
-    /// Direct and memcg reclaim stalls (mm_vmscan_*_reclaim_begin → _end), order, pages reclaimed
-    Reclaim,
-    /// Page migration (mm_migrate_pages_start → mm_migrate_pages), reason, result
-    Migrate,
-    /// khugepaged scans and collapses by result (counts; no begin event to time them)
-    Khugepaged,
-    /// Page allocations of order ≥ 1 by order and fallbacks (extfrag); filtered in the kernel,
-    /// but every allocation runs the filter: +7% wall time on a 4 KiB-fault-heavy child here
-    Alloc,
-    /// TLB flushes by reason
-    Tlb,
-    /// User page faults (one event per fault: costs the most to trace)
-    Faults,
-}
+pub use crate::model::trace::TraceKind;
 
 impl TraceKind {
     /// The cheap kinds, traced when none are named: their events fire on slow paths only

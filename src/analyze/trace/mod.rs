@@ -21,97 +21,11 @@ pub use hist::Hist;
 pub use pairing::Aggregator;
 pub use stalls::{StallContrast, TrialStall, stall_contrasts};
 
+pub use crate::model::trace::{Count, HistSummary, KernelCheck, Latency, ProcessRow, TraceWindow};
 use std::collections::BTreeMap;
 
 // The records a window produces (re-exported by `model::trace`). They read back from a stored
 // trial's evidence (`store::TrialRow::trace`); a field a run did not store reads as its default.
-
-/// A bounded latency histogram as printed: log2 rows plus quantiles from finer buckets.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct HistSummary {
-    pub count: u64,
-    pub total_ns: u64,
-    /// Upper edge of the bucket holding the median (buckets are 1/8 octave: within 9%).
-    pub p50_ns: u64,
-    pub p99_ns: u64,
-    pub max_ns: u64,
-    /// (lower edge in ns, count) per power of two, like SystemTap's @hist_log.
-    pub log2: Vec<(u64, u64)>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct ProcessRow {
-    pub pid: u32,
-    pub comm: String,
-    pub count: u64,
-    pub total_ns: u64,
-    pub max_ns: u64,
-}
-
-/// One kind of stall: paired begin → end events of one thread.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct Latency {
-    pub kind: String,
-    /// The events paired and what the time means.
-    pub how: String,
-    pub hist: HistSummary,
-    pub by_process: Vec<ProcessRow>,
-    /// Allocation order → (count, total ns), where the begin event says the order.
-    pub by_order: BTreeMap<i64, (u64, u64)>,
-    /// Outcomes named by the end event (compaction status, pages reclaimed, migration result).
-    pub outcomes: BTreeMap<String, u64>,
-}
-
-/// Events counted by one key (order, status, reason).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct Count {
-    pub kind: String,
-    pub event: String,
-    /// What the keys are (order, status, reason, …).
-    pub key: String,
-    pub total: u64,
-    pub by_key: BTreeMap<String, u64>,
-    /// The processes with the most events.
-    pub by_process: Vec<ProcessRow>,
-}
-
-/// One window of a trace.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct TraceWindow {
-    pub start_s: f64,
-    pub seconds: f64,
-    pub latencies: Vec<Latency>,
-    pub counts: Vec<Count>,
-    /// Ends without a begin in the window's thread (the begin came before the trace), and begins
-    /// still open when it ended.
-    pub unpaired: u64,
-    pub open_at_end: u64,
-    /// Direct compaction stalls: try_to_compact_pages calls that compacted a zone or found one
-    /// deferred — what /proc/vmstat `compact_stall` counts.
-    pub direct_compaction_stalls: u64,
-    /// Every event the window saw, by tracepoint.
-    pub events_seen: BTreeMap<String, u64>,
-    /// Traced counts next to the /proc/vmstat counters that count the same thing (system-wide
-    /// traces only; filled by the command, which reads /proc/vmstat at the window's edges).
-    pub kernel: Vec<KernelCheck>,
-}
-
-/// A traced count and the /proc/vmstat delta over the same window.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct KernelCheck {
-    pub counter: String,
-    pub vmstat_delta: u64,
-    pub traced: u64,
-    /// Which events were counted.
-    pub traced_as: String,
-    pub equal: bool,
-}
 
 /// The checks a window supports: compaction stalls against `compact_stall`, direct reclaim
 /// against the `allocstall_*` sum, anonymous collapses against `thp_collapse_alloc[_failed]`.

@@ -1,29 +1,5 @@
 //! Stall time per trial of each arm against the baseline, from paired blocks.
-
-/// Stall time per trial of one arm against the baseline, from paired blocks: the difference
-/// in milliseconds (not a ratio: a baseline that never stalls has no ratio).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct StallContrast {
-    pub kind: String,
-    pub arm: String,
-    pub baseline: String,
-    pub arm_mean_ms: f64,
-    pub baseline_mean_ms: f64,
-    /// Blocks where both arms' trials were traced.
-    pub blocks: usize,
-    /// arm − baseline, ms per trial: Hodges–Lehmann of the per-block differences with its
-    /// signed-rank interval (unadjusted for the number of contrasts).
-    pub difference_ms: crate::analyze::stats::Estimate,
-}
-
-/// One traced trial's stall time of one kind.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TrialStall {
-    pub block: i64,
-    pub arm: usize,
-    pub kind: String,
-    pub ms: f64,
-}
+pub use crate::model::trace::{StallContrast, TrialStall};
 
 /// Per latency kind that stalled in any trial, each arm against the baseline. `traced` lists
 /// (block, arm) of every traced trial (a traced trial without a kind stalled 0 ms in it).

@@ -4,29 +4,8 @@
 
 use super::fmt_level;
 use crate::analyze::stats::{Estimate, hodges_lehmann};
+pub use crate::model::verdict::Design;
 use statrs::distribution::{ContinuousCDF, Normal};
-
-/// How the blocks were collected, and so how they must be analysed. Stored with a run, so
-/// that re-analysis uses the rule the run used.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Design {
-    /// A fixed number of paired blocks: Hodges–Lehmann with signed-rank intervals, Holm
-    /// step-down across contrasts.
-    #[default]
-    Fixed,
-    /// Looked at after every block and stopped when every contrast was settled: an open-ended
-    /// confidence sequence for the mean per-block log-ratio (valid at every n at once), with α
-    /// split evenly across contrasts (Bonferroni).
-    Sequential { n_opt: f64 },
-    /// O'Brien–Fleming group-sequential design: `looks` equally spaced looks up to
-    /// `max_blocks`; repeated confidence intervals at each look's boundary level, α split
-    /// evenly across contrasts (Bonferroni).
-    GroupSequential { looks: usize, max_blocks: usize },
-    /// Independent samples (imported runs): Hodges–Lehmann shift of log values with the
-    /// Mann–Whitney interval, Holm step-down across contrasts.
-    Unpaired,
-}
 
 /// n_opt of the confidence sequence `run --sequential` uses (tightest near 30 blocks).
 pub const SEQUENTIAL_N_OPT: f64 = 30.0;

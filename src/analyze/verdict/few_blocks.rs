@@ -9,10 +9,7 @@
 
 use super::{Better, Contrast, Design, blocks_to_resolve, contrast_from};
 use crate::analyze::stats::{Estimate, sd as sample_sd, t_half_width};
-
-/// The method of a contrast computed here, as stored and shown.
-pub const METHOD: &str =
-    "mean log-ratio, Student t (too few blocks for a signed-rank interval at this level)";
+pub use crate::model::verdict::METHOD;
 
 /// Replace each contrast that has no interval at its level (too few blocks) by the Student-t
 /// interval of its mean log-ratio `d[i]` at that level. Sequential designs keep theirs.

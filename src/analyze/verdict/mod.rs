@@ -20,23 +20,7 @@ pub use planning::{
 };
 
 use super::stats::{Estimate, bootstrap_bca_mean, mann_whitney_shift, signed_rank_p};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum Verdict {
-    Faster,
-    Slower,
-    Equivalent,
-    Inconclusive,
-}
-
-/// Which direction is good for a metric.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Better {
-    Lower,
-    Higher,
-}
+pub use crate::model::verdict::{BOOTSTRAP_MIN_N, Better, Contrast, Verdict, fmt_level};
 
 impl Better {
     /// `Higher` when a higher value is better.
@@ -47,35 +31,6 @@ impl Better {
             Better::Lower
         }
     }
-}
-
-/// One arm against the baseline.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Contrast {
-    pub blocks: usize,
-    /// Percent change of the arm vs the baseline (Hodges–Lehmann on per-block log-ratios).
-    pub percent: Estimate,
-    /// Percent change of the mean per-block ratio, BCa bootstrap interval.
-    pub mean_ratio_percent: Option<Estimate>,
-    /// Signed-rank p-value, Holm-adjusted across contrasts when there are several.
-    pub p_value: f64,
-    pub verdict: Verdict,
-    /// Whether a FASTER/SLOWER interval also clears ±δ (the effect is at least δ).
-    pub clears_effect: bool,
-    /// For INCONCLUSIVE: the half-width of the interval, percent — the smallest effect this
-    /// experiment could have detected.
-    pub min_detectable_percent: Option<f64>,
-    /// For INCONCLUSIVE: how many more blocks would resolve δ with 80% probability
-    /// ([`blocks_to_resolve`] at the SD seen so far).
-    pub more_blocks: Option<usize>,
-    /// The confidence level this contrast's interval really has (after Holm's step or the
-    /// Bonferroni split, and the sequential boundary).
-    #[serde(default)]
-    pub level: f64,
-    /// How the interval was computed.
-    #[serde(default)]
-    pub method: String,
-    pub warnings: Vec<String>,
 }
 
 pub fn to_percent(e: Estimate) -> Estimate {
@@ -113,19 +68,6 @@ pub fn holm(p: &[f64]) -> Vec<f64> {
         out[i] = running;
     }
     out
-}
-
-/// A confidence level as people write it: 99%, 99.5%, 99.67%.
-pub fn fmt_level(c: f64) -> String {
-    let p = c * 100.0;
-    let s = if (p - p.round()).abs() < 1e-9 {
-        format!("{p:.0}")
-    } else if (p * 10.0 - (p * 10.0).round()).abs() < 1e-9 {
-        format!("{p:.1}")
-    } else {
-        format!("{p:.2}")
-    };
-    format!("{s}%")
 }
 
 /// Holm's step-down procedure (Holm 1979) carried out on intervals: contrasts in order of
@@ -284,10 +226,6 @@ pub fn unpaired_contrasts(
         })
         .collect()
 }
-
-/// The fewest units (blocks, or lifetimes) a BCa bootstrap interval of the mean ratio is
-/// computed for: below it the resamples are too few to reach the tail the level asks for.
-pub const BOOTSTRAP_MIN_N: usize = 10;
 
 /// One contrast from its interval `e` on the log scale (at `level`), the optional mean-ratio
 /// interval, its p-value and how many more blocks would settle it (`more(n)`): the verdict

@@ -1,19 +1,10 @@
 //! Which measured arm to advise for a VM.
 
-use super::host::{HostAdvice, host_advice};
+use super::host::host_advice;
 use crate::analyze::experiment::ExperimentAnalysis;
 use crate::analyze::verdict::Verdict;
 use crate::backing::qemu::QemuBacking;
-
-/// Host advice for the backing a run measured best.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct VmAdvice {
-    /// The arm measured better than the baseline, if one was.
-    pub arm: Option<String>,
-    /// Its measured effect, or that no arm was measurably better.
-    pub because: String,
-    pub advice: Option<HostAdvice>,
-}
+pub use crate::model::vm::VmAdvice;
 
 /// The backing to recommend from a run's report: the arm with the largest improvement over the
 /// baseline on the primary metric among those whose interval says better (FASTER) and whose

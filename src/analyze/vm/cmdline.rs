@@ -1,6 +1,7 @@
 //! Which process is a hypervisor, and the guest RAM its command line or config declares.
 
 use crate::backing::qemu::parse_memory;
+pub use crate::model::vm::{BackendKind, Declared, Hypervisor};
 use crate::units::Bytes;
 use std::collections::BTreeMap;
 
@@ -10,14 +11,6 @@ pub const QEMU_DEFAULT_RAM: u64 = 128 << 20;
 pub const UNDECLARED_MIN: u64 = 64 << 20;
 /// The id prefix of guest RAM found by size rather than declared.
 pub(super) const FOUND: &str = "found-";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Hypervisor {
-    Qemu,
-    Firecracker,
-    CloudHypervisor,
-}
 
 impl Hypervisor {
     pub fn name(self) -> &'static str {
@@ -45,33 +38,6 @@ pub fn hypervisor(comm: &str, cmdline: &[String]) -> Option<Hypervisor> {
     } else {
         None
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BackendKind {
-    /// Anonymous private memory (QEMU's default RAM, memory-backend-ram).
-    Ram,
-    /// memory-backend-memfd (shmem, or hugetlb with hugetlb=on).
-    Memfd,
-    /// memory-backend-file or `-mem-path`: a file, usually on hugetlbfs.
-    File,
-    /// Guest RAM found by size (the command line does not declare it).
-    Undeclared,
-}
-
-/// One guest-RAM backend as the command line declares it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Declared {
-    pub id: String,
-    pub kind: BackendKind,
-    pub size: u64,
-    /// hugetlbsize= (memfd) or hugepage_size= (cloud-hypervisor).
-    pub hugetlb_page: Option<u64>,
-    /// memfd hugetlb=on / cloud-hypervisor hugepages=on.
-    pub hugetlb: bool,
-    pub path: Option<String>,
-    pub prealloc: bool,
 }
 
 fn opts(s: &str) -> BTreeMap<&str, &str> {

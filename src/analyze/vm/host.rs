@@ -1,23 +1,8 @@
 //! The host configuration that backs a VM with a chosen page size.
 
 use crate::backing::qemu::QemuBacking;
+pub use crate::model::vm::HostAdvice;
 use crate::units::Bytes;
-
-/// Host configuration that backs a VM of `size` bytes with `backing`, on `nodes` NUMA nodes.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct HostAdvice {
-    pub backing: QemuBacking,
-    pub size: u64,
-    /// hugetlb pages the VM needs (per node when the guest RAM is split across nodes).
-    pub pages: Option<u64>,
-    pub libvirt: String,
-    pub qemu: String,
-    /// Kernel command line for a boot-time pool (1 GiB pages are only reliable at boot).
-    pub kernel_cmdline: Option<String>,
-    /// Commands that size the pool at run time.
-    pub runtime: Vec<String>,
-    pub notes: Vec<String>,
-}
 
 /// The libvirt, QEMU and host-kernel settings for `backing`; `nodes` ≥ 1.
 pub fn host_advice(backing: QemuBacking, size: u64, nodes: usize, vms: u64) -> HostAdvice {

@@ -1,28 +1,10 @@
 //! Which mappings of a hypervisor are guest RAM, on which page sizes, and why not huge.
 
 use super::cmdline::{BackendKind, Declared, FOUND, Hypervisor, UNDECLARED_MIN};
+pub use crate::model::vm::{GuestBackend, GuestRam, PageShare, Region};
 use crate::probe::process::Mapping;
 use crate::units::Bytes;
 use std::collections::BTreeMap;
-
-/// Resident bytes of one mapping by page size, and the reasons it is not on huge pages.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Region {
-    pub start: u64,
-    pub end: u64,
-    pub resident: u64,
-    pub pages: Vec<PageShare>,
-    pub reasons: Vec<String>,
-}
-
-/// Bytes resident on one page size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct PageShare {
-    pub page_size: u64,
-    /// hugetlb pages (rather than THP/mTHP folios of the same size).
-    pub hugetlb: bool,
-    pub bytes: u64,
-}
 
 impl PageShare {
     pub fn label(&self) -> String {
@@ -90,36 +72,6 @@ pub fn locate(decl: &[Declared], maps: &[Mapping]) -> Vec<(Declared, Option<usiz
         }
     }
     out
-}
-
-/// One backend of a VM's guest RAM as found.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct GuestBackend {
-    #[serde(flatten)]
-    pub declared: Declared,
-    /// The mapping holding it, when found.
-    pub start: Option<u64>,
-    pub end: Option<u64>,
-    pub resident: u64,
-    pub pages: Vec<PageShare>,
-}
-
-/// A VM's guest RAM: how much is resident, on which page sizes, and why not huge.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct GuestRam {
-    pub hypervisor: Hypervisor,
-    /// Declared guest RAM (or, when undeclared, the size of the mappings found).
-    pub size: u64,
-    pub declared: bool,
-    pub backends: Vec<GuestBackend>,
-    pub resident: u64,
-    /// Resident bytes by page size, largest page first.
-    pub pages: Vec<PageShare>,
-    /// Share of the guest RAM resident on pages larger than 4 KiB.
-    pub huge_share: f64,
-    /// "guest RAM 3G: 100% on 1 GiB hugetlb pages".
-    pub summary: String,
-    pub reasons: Vec<String>,
 }
 
 fn merge(into: &mut Vec<PageShare>, from: &[PageShare]) {

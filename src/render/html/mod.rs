@@ -98,7 +98,7 @@ fn answer(v: &RunView) -> String {
 fn run_section(v: &RunView) -> String {
     let mut o = format!("<h2>{}</h2>\n", esc(&heading(v)));
     o += &answer(v);
-    let level = crate::analyze::verdict::fmt_level(v.report.confidence);
+    let level = crate::model::verdict::fmt_level(v.report.confidence);
     for c in &v.curves {
         o += &bench_chart(c, &level);
     }
@@ -109,7 +109,7 @@ fn run_section(v: &RunView) -> String {
                 let axis = if m.metric.cost {
                     format!(
                         "{} vs baseline, % (right: MORE, left: LESS)",
-                        crate::analyze::costs::label(&m.metric.name)
+                        crate::model::costs::label(&m.metric.name)
                     )
                 } else {
                     "change vs baseline, % (interval at the level shown)".to_string()
@@ -210,7 +210,7 @@ pub fn compare(c: &CompareResult) -> String {
             &format!(
                 "B vs A per arm, % of {} (unpaired: Hodges–Lehmann shift of log values, Mann–Whitney interval at {}; green band ±δ = ±{}%); {n} arms.",
                 c.metric,
-                crate::analyze::verdict::fmt_level(c.confidence),
+                crate::model::verdict::fmt_level(c.confidence),
                 c.effect * 100.0
             ),
         );

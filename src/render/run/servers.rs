@@ -67,7 +67,7 @@ pub(super) fn service_lines(r: &RunResult) -> Vec<String> {
     }
     // The kernel's machine-wide accounting at the same moments, once: every arm's server runs
     // at once under the warm design, so it is the sum of theirs (and anything else's).
-    let most = |f: &dyn Fn(&crate::analyze::server::ServerSummary) -> Option<u64>| {
+    let most = |f: &dyn Fn(&crate::model::run::ServerSummary) -> Option<u64>| {
         r.servers.iter().filter_map(f).max().filter(|b| *b > 0)
     };
     let kernel: Vec<String> = [
@@ -130,12 +130,12 @@ pub(super) fn render_servers(r: &RunResult) -> String {
 }
 
 /// The lifetimes' warm-up as detected: what was not measured and why, or that none was found.
-fn warmup_line(w: &crate::analyze::warmup::Warmup, plan: &crate::model::run::Plan) -> String {
+fn warmup_line(w: &crate::model::analysis::Warmup, plan: &crate::model::run::Plan) -> String {
     let tests = format!(
         "each at {:.2}%, Bonferroni over {} arms × {} positions",
         w.confidence * 100.0,
         plan.arms.len(),
-        crate::analyze::warmup::POSITIONS
+        crate::model::analysis::POSITIONS
     );
     if w.bursts == 0 {
         return format!(

@@ -1,5 +1,5 @@
 use super::*;
-use crate::analyze::experiment::ArmEvidence;
+use crate::model::analysis::ArmEvidence;
 
 fn arm(name: &str, counters: &[(&str, f64)]) -> ArmEvidence {
     ArmEvidence {

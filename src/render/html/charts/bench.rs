@@ -2,8 +2,8 @@
 //! line per backing with the median's interval as whiskers.
 
 use super::{DrawResult, figure, span, svg};
-use crate::analyze::verdict::Better;
 use crate::model::report::BenchCurve;
+use crate::model::verdict::Better;
 use crate::render::html::colour;
 use crate::units::Bytes;
 use plotters::coord::Shift;

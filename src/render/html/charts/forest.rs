@@ -30,7 +30,7 @@ pub fn forest_rows(v: &RunView, metric: usize) -> Vec<ForestRow> {
                 lo: c.percent.lo,
                 hi: c.percent.hi,
                 verdict: if cost {
-                    crate::analyze::costs::verdict_word(c.verdict).to_string()
+                    crate::model::costs::verdict_word(c.verdict).to_string()
                 } else {
                     crate::render::run::verdict_cell(c)
                 },
@@ -81,7 +81,7 @@ pub fn forest(rows: &[ForestRow], effect_percent: f64, axis: &str, caption: &str
                 format!(
                     "{} @{}",
                     r.verdict,
-                    crate::analyze::verdict::fmt_level(r.level)
+                    crate::model::verdict::fmt_level(r.level)
                 ),
                 (r.point, y + 0.3),
                 ("sans-serif", 13).into_font(),

@@ -30,10 +30,7 @@ pub fn strip(s: &Series, arms: &[String], unit: &str) -> String {
             c.draw_series(pts.iter().filter(|p| p.flagged).map(|p| {
                 Cross::new((p.value, ai as f64 + jitter(p.seq)), 5, RED.stroke_width(2))
             }))?;
-            let mut v: Vec<f64> = pts.iter().map(|p| p.value).collect();
-            if !v.is_empty() {
-                v.sort_by(f64::total_cmp);
-                let med = crate::analyze::stats::quantile_sorted(&v, 0.5);
+            if let Some(med) = s.medians.get(ai).copied().flatten() {
                 c.draw_series(std::iter::once(PathElement::new(
                     vec![(med, ai as f64 - 0.35), (med, ai as f64 + 0.35)],
                     BLACK.stroke_width(3),

@@ -1,9 +1,12 @@
 //! A stored run analysed again: its stored baseline, metric directions and design, at the
 //! level and δ asked for now (`results show`, `report`, `advise`).
 
-use super::{ArmRow, TrialRow};
-use crate::analyze::experiment::{self, MetricDef, TrialData};
-use crate::analyze::verdict::{Better, Design};
+use crate::analyze::experiment;
+use crate::model::analysis::MetricDef;
+use crate::model::analysis::TrialData;
+use crate::model::verdict::Better;
+use crate::model::verdict::Design;
+use crate::store::{ArmRow, RunMeta, TrialRow};
 
 /// `defs` with the metrics the trials found in their results (`evidence.load_metrics`: JMH's
 /// rows, each with its direction), in the order first seen, before the cost metrics: the first
@@ -51,13 +54,13 @@ fn data(trials: &[TrialRow]) -> Vec<TrialData> {
     trials
         .iter()
         .filter(|t| t.block >= 0)
-        .map(super::trial_data)
+        .map(trial_data)
         .collect()
 }
 
 /// Analyse a stored run again, with its stored baseline and metric directions.
 pub fn reanalyse(
-    meta: &super::RunMeta,
+    meta: &RunMeta,
     arms: &[ArmRow],
     trials: &[TrialRow],
     effect: f64,
@@ -100,7 +103,7 @@ pub fn stall_contrasts(
     names: &[String],
     baseline: usize,
     confidence: f64,
-) -> Vec<crate::analyze::trace::StallContrast> {
+) -> Vec<crate::model::trace::StallContrast> {
     use crate::analyze::trace::{TrialStall, stall_contrasts};
     let mut stalls = Vec::new();
     let mut traced = Vec::new();
@@ -119,4 +122,16 @@ pub fn stall_contrasts(
         }
     }
     stall_contrasts(&stalls, &traced, names, baseline, confidence)
+}
+
+/// A stored trial as the analysis sees it.
+pub fn trial_data(t: &TrialRow) -> crate::model::analysis::TrialData {
+    crate::analyze::experiment::trial_data(
+        t.block,
+        t.arm_idx,
+        t.ok,
+        t.flagged.clone(),
+        t.metrics.clone(),
+        &t.evidence,
+    )
 }

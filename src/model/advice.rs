@@ -1,0 +1,160 @@
+//! What `advise` concludes from stored runs: the settings to adopt, the evidence each rests on,
+//! and what it would cost (`analyze::advice` weighs the runs' records).
+use crate::backing::arm::Arm;
+use crate::control::Knob;
+use crate::model::analysis::ExperimentAnalysis;
+use crate::model::stats::Estimate;
+use crate::model::trace::StallContrast;
+use crate::model::verdict::Better;
+use crate::model::verdict::Verdict;
+
+pub const SCHEMA: &str = "hugelab.advice/1";
+
+/// What the advice is for.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Target {
+    /// System-wide THP, mTHP and hugetlb pool settings
+    Machine,
+    /// PostgreSQL: huge_pages and the pool its shared memory needs
+    Postgres,
+    /// Redis: disable-thp and the THP mode
+    Redis,
+    /// A JVM: -XX flags and the pool for -Xmx
+    Jvm,
+    /// QEMU and libvirt: guest RAM backing
+    Qemu,
+    /// Kubernetes: pod hugepages resources and the node pool
+    Kubernetes,
+}
+
+/// One stored run as evidence: its arms as planned, the analysis and the stall contrasts.
+#[derive(Debug, Clone)]
+pub struct RunEvidence {
+    pub run_id: i64,
+    pub command: Vec<String>,
+    /// Whether the command ran through `sh -c`.
+    pub shell: bool,
+    pub arms: Vec<Arm>,
+    pub baseline: usize,
+    /// `--preset` of a `--server` run (postgres, redis, …).
+    pub preset: Option<String>,
+    pub report: ExperimentAnalysis,
+    pub stalls: Vec<StallContrast>,
+}
+
+/// What one contrast says for the advice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Finding {
+    /// FASTER by at least δ, never flagged, and the best such arm: its settings are advised.
+    Adopt,
+    /// FASTER by at least δ and never flagged, but another arm did better.
+    Runner,
+    /// FASTER by at least δ, but a measured cost grew by more than the benefit (`weigh.rs`):
+    /// not adopted; the conflict is stated.
+    Costly,
+    /// FASTER by at least δ here, but the same settings did not gain everywhere they were
+    /// measured (another condition of this run, or another run: SLOWER, a cost that outweighs,
+    /// or no gain): not adopted machine-wide; `against` says where (`adopt.rs`).
+    Conditional,
+    /// FASTER, but by less than δ: not worth a change.
+    BelowEffect,
+    /// SLOWER: its settings are advised against.
+    Slower,
+    /// Within ±δ of the baseline: either is fine; no change.
+    Equivalent,
+    /// Not settled: no change, at the half-width reached.
+    Inconclusive,
+    /// Some trials did not get the pages the arm asked for: no advice from it.
+    Flagged,
+}
+
+/// One contrast considered, with what it decided.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct EvidenceLine {
+    pub run_id: i64,
+    /// The machine state it was measured under (`run --condition`), if the run had several.
+    #[serde(default)]
+    pub condition: Option<String>,
+    pub arm: String,
+    pub baseline: String,
+    pub metric: String,
+    pub better: Better,
+    /// Change of the metric vs the baseline, percent, with its interval.
+    pub percent: Estimate,
+    pub verdict: Verdict,
+    /// The interval's half-width on the log scale as a percentage, as `run` prints it (±x%).
+    pub half_width: Option<f64>,
+    pub finding: Finding,
+    /// Huge coverage the arm's trials really got (mean at peak), if sampled.
+    pub coverage: Option<f64>,
+    pub flagged: usize,
+    pub trials: usize,
+    /// Kernel stall time per trial vs the baseline (`run --trace`), one line per kind.
+    pub stalls: Vec<String>,
+    /// What the arm cost against the baseline (`weigh.rs`), each with its figures.
+    #[serde(default)]
+    pub costs: Vec<CostNote>,
+    /// Everything that was weighed against the benefit (cost metrics, secondary metrics, the
+    /// tail, stalls); empty for a run that recorded none.
+    #[serde(default)]
+    pub weighed: Vec<String>,
+    /// Where the same settings did not gain (a [`Finding::Conditional`] line), each in words,
+    /// a cost first when the cost is what was resolved.
+    #[serde(default)]
+    pub against: Vec<String>,
+}
+
+/// A system setting to make, with the value it has now.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Setting {
+    pub knob: Knob,
+    pub value: String,
+    pub now: Option<String>,
+    /// Why: the evidence line (its index in [`Advice::evidence`]) or a requirement of the target.
+    pub why: String,
+}
+
+/// A line of a service's own configuration (`postgresql.conf`, `redis.conf`, a JVM option).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ServiceLine {
+    /// Where it goes: `postgresql.conf`, `redis.conf`, `JAVA_TOOL_OPTIONS`, `libvirt domain XML`,
+    /// `pod spec`.
+    pub file: String,
+    pub line: String,
+    pub why: String,
+}
+
+/// The advice for one target.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Advice {
+    pub schema: String,
+    pub target: Target,
+    /// The arm whose settings are advised, or `None`: no change.
+    pub adopt: Option<String>,
+    /// One sentence: what to do and on what evidence.
+    pub summary: String,
+    pub settings: Vec<Setting>,
+    pub service: Vec<ServiceLine>,
+    pub evidence: Vec<EvidenceLine>,
+    /// What the evidence does not cover, each with the command that would measure it.
+    pub not_measured: Vec<String>,
+    pub notes: Vec<String>,
+    /// How to verify that the advice took effect.
+    pub verify: Vec<String>,
+}
+
+/// One cost of an arm against the baseline.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CostNote {
+    /// In words, with the measured figures: `peak memory +1,240% [+1,190, +1,300] (1.0 GiB vs
+    /// 77.1 MiB)`.
+    pub what: String,
+    /// How much worse, percent (the point estimate).
+    pub percent: f64,
+    /// It grew by more than the benefit improved: the arm is not adopted.
+    pub outweighs: bool,
+}

@@ -1,0 +1,102 @@
+//! The cost metrics of a run's record, named: which metrics say what an arm costs (memory, CPU
+//! time, an event's memory and fork time), how each is named to a person, and each arm's cost
+//! contrasts read from the record (`analyze::costs` records and contrasts them).
+
+use crate::model::analysis::{ExperimentAnalysis, MetricAnalysis};
+use crate::model::verdict::{Contrast, Verdict};
+
+/// A command's peak memory as the kernel counts it: the process tree's largest resident
+/// memory plus its hugetlb pages, bytes.
+pub const PEAK_MEM: &str = "peak_mem_bytes";
+
+/// A command's user CPU time (its waited-for tree's rusage), seconds.
+pub const USER_CPU: &str = "user_cpu_s";
+
+/// A command's system CPU time (its waited-for tree's rusage), seconds.
+pub const SYS_CPU: &str = "sys_cpu_s";
+
+/// A server's memory after its load: the tree's resident memory with shared segments once,
+/// plus every hugetlb page committed to its mappings (faulted, or reserved and not yet used:
+/// memory nothing else can have), bytes.
+pub const SERVER_MEM: &str = "server_mem_bytes";
+
+/// A server tree's CPU time (user + system) during the load burst, seconds.
+pub const SERVER_CPU: &str = "server_cpu_s";
+
+/// A server's CPU time per unit of its load's work: `server_cpu_s` over the primary metric's
+/// rate (requests or transactions per second) times the load's wall time, microseconds.
+pub const CPU_PER_OP: &str = "server_cpu_per_op_us";
+
+/// `run --during`: the memory the event added to the server tree at its peak (copy-on-write
+/// after a fork, and the child's own), bytes.
+pub const EVENT_MEM: &str = "event_mem_bytes";
+
+/// `run --during` with `--preset redis`: Redis's own account of its fork (`latest_fork_usec`),
+/// seconds.
+pub const EVENT_FORK: &str = "event_fork_s";
+
+/// How a cost is named to a person.
+pub fn label(name: &str) -> &str {
+    match name {
+        PEAK_MEM => "peak memory",
+        USER_CPU => "user CPU",
+        SYS_CPU => "system CPU",
+        SERVER_MEM => "server memory",
+        SERVER_CPU => "server CPU",
+        CPU_PER_OP => "server CPU per op",
+        EVENT_MEM => "event memory",
+        EVENT_FORK => "fork time",
+        other => other,
+    }
+}
+
+/// A cost's verdict in words: more or less of it than the baseline, the same within δ, or
+/// not resolved.
+pub fn verdict_word(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Slower => "MORE",
+        Verdict::Faster => "LESS",
+        Verdict::Equivalent => "SAME",
+        Verdict::Inconclusive => "INCONCLUSIVE",
+    }
+}
+
+/// A measured cost of one arm against the baseline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cost<'a> {
+    pub metric: &'a MetricAnalysis,
+    pub contrast: &'a Contrast,
+}
+
+/// Every cost metric's contrast for `arm` (cost metrics without an interval are left out).
+pub fn of_arm<'a>(r: &'a ExperimentAnalysis, arm: &str) -> Vec<Cost<'a>> {
+    r.metrics
+        .iter()
+        .filter(|m| m.metric.cost)
+        .filter_map(|m| {
+            let c = m.contrasts.iter().find(|(a, _)| a == arm)?.1.as_ref()?;
+            Some(Cost {
+                metric: m,
+                contrast: c,
+            })
+        })
+        .collect()
+}
+
+/// The median of `metric` for an arm, from its summary.
+pub fn arm_median(m: &MetricAnalysis, arm: &str) -> Option<f64> {
+    m.arms
+        .iter()
+        .find(|a| a.arm == arm)?
+        .summary
+        .as_ref()
+        .map(|s| s.median)
+}
+
+/// Kernel counters shown per arm under a condition, with the words they are shown with.
+pub const SHOWN_COUNTERS: [(&str, &str); 4] = [
+    ("compact_stall", "direct compaction stalls"),
+    ("compact_daemon_migrate_scanned", "kcompactd scanned"),
+    ("compact_daemon_free_scanned", "kcompactd free-scanned"),
+    ("allocstall", "direct reclaim stalls"),
+];

@@ -1,0 +1,64 @@
+//! The TLB's reach measured by timing (`bench tlb`, `analyze::tlb` finds the knees).
+use crate::backing::Backing;
+use crate::model::stats::Estimate;
+use crate::probe::tlb::TlbGeometry;
+
+/// A span is past the reach when huge pages are faster by at least this share, with the
+/// bench's confidence (the ratio's whole interval below 1 − 5%).
+pub const FASTER_BY: f64 = 0.05;
+
+/// One span: both backings' times and their paired ratio.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Point {
+    /// 4 KiB pages in the span (one access each per cycle).
+    pub pages: u64,
+    /// Mean ns per access on 4 KiB pages and on the huge backing.
+    pub base_ns: f64,
+    pub huge_ns: f64,
+    /// Huge over 4 KiB, paired by round, with its interval.
+    pub ratio: Estimate,
+    /// What 4 KiB pages cost per access beyond the huge backing, ns (from the ratio's interval
+    /// at the huge backing's mean).
+    pub extra_ns: Estimate,
+}
+
+/// One huge backing against 4 KiB pages across the spans.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Sweep {
+    pub backing: Backing,
+    pub points: Vec<Point>,
+    /// The reach of the 4 KiB TLB in pages: above the last span before the huge backing
+    /// pulled ahead for good, at most the first span from which it stayed ahead (`None`:
+    /// never, within the spans measured).
+    pub knee: Option<(u64, u64)>,
+}
+
+/// What `bench tlb` found.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TlbReach {
+    pub sweeps: Vec<Sweep>,
+    /// The sweep the answer is read from: hugetlb 2 MiB, else THP, else the first.
+    pub headline: Option<usize>,
+    /// What CPUID declares, and whether the measured knee agrees with it.
+    pub geometry: TlbGeometry,
+    pub agreement: Option<Agreement>,
+    /// A guest of a hypervisor: each miss walks the guest's and the host's tables.
+    pub hypervisor: bool,
+}
+
+/// A reach `bench tlb` stored: which run, when, and what it found.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Measured {
+    pub run: i64,
+    pub created: String,
+    pub reach: TlbReach,
+}
+
+/// The declared reach beside the measured one.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Agreement {
+    pub level: u8,
+    pub entries: u32,
+    /// Whether the declared entries fall within the measured knee (a step either side).
+    pub agrees: bool,
+}
