@@ -7,19 +7,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use common::postgres::{pg_bin, pg_cluster};
 
-/// The PostgreSQL binaries directory, if PostgreSQL is installed.
-fn pg_bin() -> Option<PathBuf> {
-    let dirs = std::fs::read_dir("/usr/lib/postgresql").ok()?;
-    let mut v: Vec<PathBuf> = dirs
-        .filter_map(|d| Some(d.ok()?.path().join("bin")))
-        .filter(|b| b.join("postgres").exists())
-        .collect();
-    v.sort();
-    v.pop()
-}
+use std::path::Path;
+use std::process::Command;
 
 fn have(program: &str) -> bool {
     hugelab::probe::program::find_program(program).is_some()
@@ -59,69 +50,6 @@ fn thp_enabled() -> String {
 
 fn pool_2m() -> String {
     common::read_trim("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages")
-}
-
-/// A private PostgreSQL cluster in `dir` (owned by the postgres user), initialised for
-/// pgbench with scale 2; the server is stopped again.
-fn pg_cluster(bin: &Path, dir: &Path, port: u16) -> PathBuf {
-    let data = dir.join("data");
-    Command::new("chown")
-        .args(["postgres", &dir.display().to_string()])
-        .status()
-        .unwrap();
-    let pg = hugelab::probe::user::lookup("postgres").expect("the postgres user");
-    let as_pg = |prog: &Path, args: &[&str]| {
-        use std::os::unix::process::CommandExt;
-        let mut c = Command::new(prog);
-        c.args(args).uid(pg.uid).gid(pg.gid).current_dir(dir);
-        c
-    };
-    common::succeed(&mut as_pg(
-        &bin.join("initdb"),
-        &[
-            "-D",
-            &data.display().to_string(),
-            "-A",
-            "trust",
-            "-U",
-            "postgres",
-        ],
-    ));
-    let sock = dir.display().to_string();
-    let port = port.to_string();
-    let mut server = as_pg(
-        &bin.join("postgres"),
-        &[
-            "-D",
-            &data.display().to_string(),
-            "-k",
-            &sock,
-            "-p",
-            &port,
-            "-c",
-            "listen_addresses=",
-        ],
-    )
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::null())
-    .spawn()
-    .unwrap();
-    let ready = (0..100).any(|_| {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        Command::new(bin.join("pg_isready"))
-            .args(["-q", "-h", &sock, "-p", &port])
-            .status()
-            .is_ok_and(|s| s.success())
-    });
-    assert!(ready, "the setup server did not come up");
-    common::succeed(&mut as_pg(
-        &bin.join("pgbench"),
-        &["-q", "-i", "-s", "2", "-h", &sock, "-p", &port, "postgres"],
-    ));
-    // SAFETY: signalling the server this test started (smart shutdown).
-    unsafe { libc::kill(server.id() as i32, libc::SIGINT) };
-    server.wait().unwrap();
-    data
 }
 
 fn trials(db: &Path) -> Vec<hugelab::store::TrialRow> {

@@ -8,8 +8,8 @@
 use super::experiment::MetricDef;
 use super::verdict::{Better, Verdict};
 pub use crate::model::costs::{
-    CPU_PER_OP, Cost, EVENT_FORK, EVENT_MEM, PEAK_MEM, SERVER_CPU, SERVER_MEM, SYS_CPU, USER_CPU,
-    arm_median, label, of_arm, verdict_word,
+    CPU_PER_OP, Cost, EVENT_FORK, EVENT_MEM, PEAK_MEM, SERVER_CPU, SERVER_HELD, SERVER_MEM,
+    SYS_CPU, USER_CPU, arm_median, label, of_arm, verdict_word,
 };
 
 /// Cost metrics by name: lower is better, never primary.
@@ -34,7 +34,8 @@ pub fn event_defs(fork: bool) -> Vec<MetricDef> {
 }
 
 /// The cost metrics a run records: a command's, or a server's (with its CPU per unit of work
-/// when the primary metric is a rate of work, `per_op`).
+/// when the primary metric is a rate of work, `per_op`). A server's memory as held (pages
+/// touched) is recorded beside them as context: summarised per arm, never contrasted or weighed.
 pub fn defs(server: bool, per_op: bool) -> Vec<MetricDef> {
     let names: &[&str] = if server && per_op {
         &[SERVER_MEM, SERVER_CPU, CPU_PER_OP]
@@ -43,7 +44,14 @@ pub fn defs(server: bool, per_op: bool) -> Vec<MetricDef> {
     } else {
         &[PEAK_MEM, USER_CPU, SYS_CPU]
     };
-    of_names(names)
+    let mut defs = of_names(names);
+    if server {
+        defs.push(MetricDef {
+            context: true,
+            ..of_names(&[SERVER_HELD]).remove(0)
+        });
+    }
+    defs
 }
 
 impl Cost<'_> {
@@ -77,8 +85,10 @@ mod tests {
             c.iter()
                 .all(|d| d.cost && !d.context && d.better == Better::Lower)
         );
-        assert_eq!(defs(true, false).len(), 2);
-        assert_eq!(defs(true, true).len(), 3);
+        assert_eq!(defs(true, false).len(), 3);
+        assert_eq!(defs(true, true).len(), 4);
+        let held = defs(true, true).pop().unwrap();
+        assert!(held.name == SERVER_HELD && held.cost && held.context);
         assert!(is_rate_of_work("tps") && is_rate_of_work("set_rps") && !is_rate_of_work("wall_s"));
         assert_eq!(label(SYS_CPU), "system CPU");
         assert_eq!(verdict_word(Verdict::Slower), "MORE");

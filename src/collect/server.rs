@@ -146,6 +146,21 @@ impl GroupMemory {
         self.rss + self.hugetlb_committed.max(self.hugetlb_total())
     }
 
+    /// The group's memory at its configuration, fully used: [`cost_bytes`](Self::cost_bytes)
+    /// with every shared memory segment on ordinary or THP pages counted at the size it
+    /// declared, not at the pages touched so far. A hugetlb segment is committed whole at start
+    /// (its pages reserved from the pool), so this is what sets a server on 4 KiB pages against
+    /// one on hugetlb like with like: PostgreSQL's `shared_buffers` whole on both sides.
+    pub fn configured_bytes(&self) -> u64 {
+        let untouched: u64 = self
+            .segments
+            .iter()
+            .filter(|s| s.shared && s.kind == "shm")
+            .map(|s| s.size.saturating_sub(s.resident))
+            .sum();
+        self.cost_bytes() + untouched
+    }
+
     /// Bytes on PMD-mapped THP (anonymous, shared memory or file).
     pub fn thp(&self) -> u64 {
         self.anon_huge + self.shmem_pmd + self.file_pmd

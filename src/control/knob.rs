@@ -91,6 +91,18 @@ const SHMEM_MODES: &[&str] = &["always", "within_size", "advise", "never", "deny
 const MTHP_MODES: &[&str] = &["always", "inherit", "madvise", "never"];
 
 impl Knob {
+    /// The sysctl that sets this knob, where one does: `vm.nr_hugepages` sizes the pool of the
+    /// default huge page size (2 MiB on x86-64 unless booted with `default_hugepagesz=`).
+    pub fn sysctl(&self) -> Option<&'static str> {
+        match *self {
+            Knob::HugetlbPages {
+                size: 0x20_0000,
+                node: None,
+            } => Some("vm.nr_hugepages"),
+            _ => None,
+        }
+    }
+
     /// The absolute sysfs path this knob lives at.
     pub fn path(&self) -> String {
         let kb = |size: u64| size / 1024;

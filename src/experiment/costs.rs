@@ -3,7 +3,7 @@
 //! command, the server tree's memory and CPU read around its load for a server — and the
 //! machine's memory state at the trial's start.
 
-use crate::analyze::costs::{PEAK_MEM, SERVER_CPU, SERVER_MEM, SYS_CPU, USER_CPU};
+use crate::analyze::costs::{PEAK_MEM, SERVER_CPU, SERVER_HELD, SERVER_MEM, SYS_CPU, USER_CPU};
 use crate::collect::sampler::MemorySamples;
 use crate::collect::server::GroupMemory;
 use crate::probe::Root;
@@ -32,13 +32,16 @@ pub fn of_command(o: &TrialOutcome, mem: &MemorySamples, own_hwm: u64) -> Vec<(S
     out
 }
 
-/// A server's costs: its memory after the load (shared segments once, hugetlb committed to it)
-/// and its tree's CPU time during the load. None when the server could not be read.
+/// A server's costs: its memory after the load at its configuration (shared segments once and
+/// whole, hugetlb committed to it: `GroupMemory::configured_bytes`), the memory it held (pages
+/// touched, hugetlb committed), and its tree's CPU time during the load. No memory when the
+/// server could not be read.
 pub fn of_server(s: &super::service::Served) -> Vec<(String, f64)> {
     let mut out = vec![(SERVER_CPU.into(), s.cpu_ns as f64 / 1e9)];
     let memory: Option<GroupMemory> = serde_json::from_value(s.evidence["memory"].clone()).ok();
     if let Some(m) = memory.filter(|m| m.processes > 0) {
-        out.push((SERVER_MEM.into(), m.cost_bytes() as f64));
+        out.push((SERVER_MEM.into(), m.configured_bytes() as f64));
+        out.push((SERVER_HELD.into(), m.cost_bytes() as f64));
     }
     out
 }

@@ -414,9 +414,8 @@ impl Course<'_> {
         for arm in block_order(plan.arms.len(), block, plan.seed) {
             let est = estimate_line(&names, plan, &self.x.trials);
             ctx.progress.message(&format!(
-                "block {}/{} · {}{est}",
-                block % plan.blocks + 1,
-                plan.blocks,
+                "{} · {}{est}",
+                block_label(plan, block),
                 plan.arms[arm].name,
             ));
             let t = self.trial(arm, block as i64, ctx)?;
@@ -572,4 +571,19 @@ pub fn block_order(arms: usize, block: usize, seed: u64) -> Vec<usize> {
     let mut o: Vec<usize> = (0..arms).collect();
     o.shuffle(&mut rng);
     o
+}
+
+/// `block 3/40`, or `block 3 (until 2m00s)` when the run stops at a time rather than a count.
+pub(super) fn block_label(plan: &Plan, block: usize) -> String {
+    match plan.max_time {
+        Some(t) if plan.blocks >= super::plan::UNBOUNDED_BLOCKS => format!(
+            "block {} (until {})",
+            block + 1,
+            crate::units::fmt_elapsed(t.as_secs_f64())
+        ),
+        _ if plan.blocks >= super::plan::UNBOUNDED_BLOCKS => {
+            format!("block {} (until the verdicts settle)", block + 1)
+        }
+        _ => format!("block {}/{}", block % plan.blocks + 1, plan.blocks),
+    }
 }

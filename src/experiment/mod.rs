@@ -309,6 +309,18 @@ fn analyse(
     let vm_advice = summary::vm_advice(&plan, req.command, req.shell, &report, x.blocks_done);
     let servers = summary::servers(&plan, &x.trials, &data);
     let pools = summary::pool_uses(&plan, &x.trials);
+    let advice = (plan.arms.len() > 1).then(|| {
+        crate::analyze::advice::for_one_run(crate::analyze::advice::RunEvidence {
+            run_id,
+            command: req.command.to_vec(),
+            shell: req.shell,
+            arms: plan.arms.clone(),
+            baseline: plan.baseline,
+            preset: plan.server.as_ref().and_then(|s| s.preset.clone()),
+            report: report.clone(),
+            stalls: trace_stalls.clone(),
+        })
+    });
     let res = RunResult {
         schema: SCHEMA,
         run_id,
@@ -331,6 +343,7 @@ fn analyse(
         elapsed_s: started.elapsed().as_secs_f64(),
         tlb: None,
         pools,
+        advice,
     };
     (res, outcome)
 }

@@ -15,10 +15,16 @@ pub const USER_CPU: &str = "user_cpu_s";
 /// A command's system CPU time (its waited-for tree's rusage), seconds.
 pub const SYS_CPU: &str = "sys_cpu_s";
 
-/// A server's memory after its load: the tree's resident memory with shared segments once,
-/// plus every hugetlb page committed to its mappings (faulted, or reserved and not yet used:
-/// memory nothing else can have), bytes.
+/// A server's memory after its load at its configuration: the tree's resident memory with
+/// shared segments once and whole (a segment's declared size, as a 4 KiB server holds it once
+/// its buffers fill), plus every hugetlb page committed to its mappings (faulted, or reserved
+/// and not yet used: memory nothing else can have), bytes. Like with like between a server on
+/// 4 KiB pages and one whose segment the pool reserved whole at start.
 pub const SERVER_MEM: &str = "server_mem_bytes";
+/// A server's memory after its load as it held it: pages touched (shared segments once) plus
+/// hugetlb committed, bytes. Recorded beside [`SERVER_MEM`], not weighed: against a hugetlb
+/// segment it compares reserved pages with touched ones.
+pub const SERVER_HELD: &str = "server_held_bytes";
 
 /// A server tree's CPU time (user + system) during the load burst, seconds.
 pub const SERVER_CPU: &str = "server_cpu_s";
@@ -41,12 +47,25 @@ pub fn label(name: &str) -> &str {
         PEAK_MEM => "peak memory",
         USER_CPU => "user CPU",
         SYS_CPU => "system CPU",
-        SERVER_MEM => "server memory",
+        SERVER_MEM => "server memory (segments whole)",
+        SERVER_HELD => "server memory held",
         SERVER_CPU => "server CPU",
         CPU_PER_OP => "server CPU per op",
         EVENT_MEM => "event memory",
         EVENT_FORK => "fork time",
         other => other,
+    }
+}
+
+/// How a cost is named where space is short (the brief answer): the memory and CPU of the arm,
+/// with what a server's memory counts.
+pub fn short_label(name: &str) -> &str {
+    match name {
+        PEAK_MEM => "memory",
+        SERVER_MEM => "memory (segments whole)",
+        SERVER_CPU => "CPU",
+        CPU_PER_OP => "CPU/op",
+        other => label(other),
     }
 }
 

@@ -202,6 +202,9 @@ pub struct RunResult {
     pub tlb: Option<crate::model::tlb::Measured>,
     /// Per arm that sets a hugetlb pool: what it asked, got and used.
     pub pools: Vec<PoolUse>,
+    /// What `advise` would say from this run alone (for its preset's service, or the
+    /// machine), when it compares arms.
+    pub advice: Option<crate::model::advice::Advice>,
 }
 
 /// A hugetlb pool an arm set: pages asked, obtained (the fewest any of its trials started with),

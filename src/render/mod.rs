@@ -2,6 +2,7 @@
 
 pub mod advice;
 pub mod bench;
+pub mod brief;
 pub mod compare;
 pub mod conditions;
 pub mod costs;

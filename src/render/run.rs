@@ -356,6 +356,14 @@ pub fn render(r: &RunResult, verbose: bool) -> String {
         heavy_steal_trials: r.noise.iter().map(|n| n.heavy_steal_trials).sum(),
     };
     let mut o = String::new();
+    // A service's answer is read by the person who runs the service: the brief answer, the
+    // rest behind --verbose and `results show`.
+    if !verbose && r.plan.server.is_some() {
+        for l in super::brief::lines(r) {
+            let _ = writeln!(o, "{l}");
+        }
+        return o;
+    }
     for l in summary::answer(&r.report)
         .into_iter()
         .chain(summary::run_line(&r.report, &facts))

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod openmetrics;
+pub mod postgres;
 
 use hugelab::control::{self, Knob, Settings, SysfsSettings};
 use hugelab::error::ControlError;

@@ -412,5 +412,17 @@ pub fn base_advice(target: Target, lines: Vec<EvidenceLine>) -> Advice {
     }
 }
 
+/// What `advise` says from one run alone: for a preset's service (PostgreSQL, Redis) that
+/// service's advice, else the machine's — the line a run's answer ends with.
+pub fn for_one_run(run: RunEvidence) -> Advice {
+    let runs = [run];
+    let lines = findings(&runs);
+    match runs[0].preset.as_deref() {
+        Some("postgres") => postgres::advise(&runs, lines, None),
+        Some("redis") => redis::advise(&runs, lines),
+        _ => machine::advise(&runs, lines),
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests;

@@ -74,6 +74,14 @@ pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>, pg_pages: Option<u
                     .into(),
             ),
         }
+        if let Some(pool) = a.settings.iter().find(|s| s.knob.is_pool()) {
+            let pages: u64 = pool.value.parse().unwrap_or(0);
+            a.notes.push(format!(
+                "huge_pages = on takes {} = {pages} ({}) from memory at boot, and PostgreSQL reserves its whole shared memory from that pool at start, whether its buffers fill or not; the run's memory contrast set that against the 4 KiB server with its shared segment counted whole (server memory, segments whole), as it holds it once shared_buffers fills",
+                pool.knob.sysctl().map_or(pool.knob.to_string(), String::from),
+                crate::units::Bytes(pages * size)
+            ));
+        }
         a.notes.push(
             "with shared_memory_type = mmap (the default) PostgreSQL maps MAP_HUGETLB: no hugetlb_shm_group or memlock limit is needed"
                 .into(),
@@ -175,6 +183,13 @@ mod tests {
         let pool: Vec<&Setting> = a.settings.iter().filter(|s| s.knob.is_pool()).collect();
         assert_eq!(pool.len(), 1);
         assert_eq!(pool[0].value, "267");
+        assert!(
+            a.notes
+                .iter()
+                .any(|n| n.contains("vm.nr_hugepages = 267 (534") && n.contains("segments whole")),
+            "{:?}",
+            a.notes
+        );
         let without = advise(&runs, findings(&runs), None);
         assert_eq!(
             without

@@ -147,3 +147,37 @@ fn this_process_is_read_live() {
     }
     assert!(cpu > 0);
 }
+
+/// PostgreSQL's 552 MiB segment, 340 MiB of it touched: on 4 KiB pages the server at its
+/// configuration holds the whole segment, as the hugetlb server (its segment reserved whole)
+/// does; a private region's untouched pages are not added.
+#[test]
+fn a_server_at_its_configuration_holds_its_shared_segments_whole() {
+    const MIB: u64 = 1 << 20;
+    let seg = |kind: &str, size, resident, shared| Segment {
+        kind: kind.into(),
+        size: size * MIB,
+        resident: resident * MIB,
+        shared,
+        ..Default::default()
+    };
+    let four_k = GroupMemory {
+        processes: 6,
+        rss: 382 * MIB,
+        segments: vec![seg("shm", 552, 340, true), seg("heap", 100, 20, false)],
+        ..Default::default()
+    };
+    assert_eq!(four_k.cost_bytes(), 382 * MIB);
+    assert_eq!(four_k.configured_bytes(), (382 + 212) * MIB);
+    let hugetlb = GroupMemory {
+        processes: 6,
+        rss: 51 * MIB,
+        hugetlb: [(2 * MIB, 340 * MIB)].into(),
+        hugetlb_committed: 552 * MIB,
+        segments: vec![seg("hugetlb", 552, 340, true)],
+        ..Default::default()
+    };
+    // Committed whole already: nothing is added.
+    assert_eq!(hugetlb.configured_bytes(), hugetlb.cost_bytes());
+    assert_eq!(hugetlb.configured_bytes(), 603 * MIB);
+}

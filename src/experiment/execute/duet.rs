@@ -50,9 +50,8 @@ impl Course<'_> {
             begun.push(begin(&self.job, r, ctx, slot.as_ref())?);
         }
         ctx.progress.message(&format!(
-            "block {}/{} · every arm's burst at once",
-            block % plan.blocks + 1,
-            plan.blocks
+            "{} · every arm's burst at once",
+            super::block_label(plan, block)
         ));
         let outcomes = {
             let trials: Vec<(&TrialSpec, &mut (dyn TrialHooks + Send))> = begun

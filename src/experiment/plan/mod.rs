@@ -482,11 +482,14 @@ fn plan_load(a: &RunArgs, service: bool, command: &mut Vec<String>) -> Result<Lo
     Ok((load_format, outputs, load_metrics))
 }
 
+/// The block count of a run that ends on a decision or a time, not a count.
+pub const UNBOUNDED_BLOCKS: usize = 100_000;
+
 /// The number of blocks and the design (fixed, sequential, group-sequential).
 fn plan_blocks(a: &RunArgs, warm_default: bool) -> Result<(usize, Design), UsageError> {
     let open_ended = a.sequential || a.calibrate.is_some();
     let blocks = a.blocks.unwrap_or(if open_ended || warm_default {
-        100_000
+        UNBOUNDED_BLOCKS
     } else {
         10
     });

@@ -1,0 +1,269 @@
+//! The default answer of a service run, sized for the person it is for: one line per arm (the
+//! primary metric's change with its interval and verdict, the costs that changed, the tail, how
+//! much of the server was on huge pages), one line of evidence, one of what `advise` would say
+//! from this run alone, and one saying how the run went and where the details are. The design,
+//! lifetimes, warm-up, instance spread, warnings and notes are behind `--verbose` and in
+//! `hugelab results show`. Every number is read from the record; a signed percentage is a
+//! contrast's estimate as the record holds it.
+
+use super::summary::{level_words, wrap_hanging};
+use super::words::{level_mark, percent_interval};
+use crate::model::advice::Advice;
+use crate::model::analysis::{ArmEvidence, ExperimentAnalysis};
+use crate::model::costs;
+use crate::model::run::RunResult;
+use crate::model::verdict::{Contrast, Verdict};
+use crate::units::fmt_elapsed;
+
+/// The brief answer's lines, each at most `words::WIDTH` columns.
+pub fn lines(r: &RunResult) -> Vec<String> {
+    let mut out = Vec::new();
+    let conditions = &r.report.conditions;
+    if conditions.is_empty() {
+        out.extend(arm_lines(&r.report, None));
+    } else {
+        for c in conditions {
+            out.extend(arm_lines(&c.analysis, Some(&c.name)));
+        }
+    }
+    out.extend(super::events::lines(&r.report));
+    out.extend(evidence_line(r));
+    out.extend(advice_line(r.advice.as_ref(), r.run_id));
+    out.extend(run_line(r));
+    out
+}
+
+/// Per arm against the baseline: `thp vs off  tps +3.1% [+0.3, +5.8] @99.52% FASTER; costs:
+/// server memory (segments whole) +2.4% MORE, CPU/op -4.3% LESS, 1 unchanged; 87% huge`.
+fn arm_lines(r: &ExperimentAnalysis, condition: Option<&str>) -> Vec<String> {
+    let Some(primary) = r.primary() else {
+        return Vec::new();
+    };
+    let names: Vec<&str> = primary.contrasts.iter().map(|(a, _)| a.as_str()).collect();
+    let width = names.iter().map(|a| a.chars().count()).max().unwrap_or(0);
+    let mut out = Vec::new();
+    for (arm, c) in &primary.contrasts {
+        let under = condition.map_or(String::new(), |c| format!("under {c}: "));
+        let head = format!("{under}{arm:width$} vs {}", r.baseline);
+        let verdict = match c {
+            Some(c) => format!("{} {}", primary.metric.name, verdict_words(r, c)),
+            None => format!("{}: too few complete blocks", primary.metric.name),
+        };
+        let mut parts = vec![format!("{head}  {verdict}")];
+        parts.extend(cost_words(r, arm));
+        if let Some(e) = r.evidence.iter().find(|e| &e.arm == arm) {
+            parts.extend(evidence_words(e));
+        }
+        out.extend(wrap_hanging(&parts.join("; "), 2));
+    }
+    out
+}
+
+/// `+3.1% [+0.3, +5.8] @99.52% FASTER`, with what an unresolved or small effect means.
+fn verdict_words(r: &ExperimentAnalysis, c: &Contrast) -> String {
+    let word = match c.verdict {
+        Verdict::Faster if c.clears_effect => "FASTER".to_string(),
+        Verdict::Slower if c.clears_effect => "SLOWER".to_string(),
+        Verdict::Faster => format!("FASTER by less than δ = {}%", r.effect * 100.0),
+        Verdict::Slower => format!("SLOWER by less than δ = {}%", r.effect * 100.0),
+        Verdict::Equivalent => format!("EQUIVALENT (within ±{}%)", r.effect * 100.0),
+        Verdict::Inconclusive if c.percent.lo.is_none() => {
+            format!("INCONCLUSIVE (no interval from {} blocks)", c.blocks)
+        }
+        Verdict::Inconclusive => match c.min_detectable_percent {
+            Some(mde) => format!("INCONCLUSIVE (could detect ±{mde:.1}%)"),
+            None => "INCONCLUSIVE".into(),
+        },
+    };
+    format!(
+        "{}{} {word}",
+        percent_interval(&c.percent),
+        level_mark(r, c)
+    )
+}
+
+/// `costs: memory (segments whole) +2.4% MORE, CPU/op -4.3% LESS, 1 not shown to change` and
+/// `tail: lat_p99_ms +4.4% WORSE`: the memory cost always, the other costs whose interval
+/// resolved a change, each by its estimate (the rest counted), and the load's tail.
+fn cost_words(r: &ExperimentAnalysis, arm: &str) -> Vec<String> {
+    let mut changed = Vec::new();
+    let mut unchanged = 0usize;
+    for c in costs::of_arm(r, arm) {
+        let name = &c.metric.metric.name;
+        // Memory is always named: the first thing a huge page may cost.
+        let memory = name == costs::PEAK_MEM || name == costs::SERVER_MEM;
+        match c.contrast.verdict {
+            Verdict::Slower | Verdict::Faster => {}
+            _ if !memory => {
+                unchanged += 1;
+                continue;
+            }
+            _ => {}
+        }
+        changed.push(format!(
+            "{} {} {}",
+            costs::short_label(name),
+            point(c.contrast),
+            costs::verdict_word(c.contrast.verdict)
+        ));
+    }
+    if unchanged > 0 {
+        changed.push(format!("{unchanged} not shown to change"));
+    }
+    let mut out = Vec::new();
+    if !changed.is_empty() {
+        out.push(format!("costs: {}", changed.join(", ")));
+    }
+    if let Some((name, c)) = tail(r, arm) {
+        let word = match c.verdict {
+            Verdict::Slower => "WORSE",
+            Verdict::Faster => "BETTER",
+            Verdict::Equivalent => "SAME",
+            Verdict::Inconclusive => "not resolved",
+        };
+        out.push(format!("tail: {name} {} {word}", point(c)));
+    }
+    out
+}
+
+/// The load's own tail latency (its p99) against the baseline's, when the load reports one.
+fn tail<'a>(r: &'a ExperimentAnalysis, arm: &str) -> Option<(&'a str, &'a Contrast)> {
+    let m = r
+        .metrics
+        .iter()
+        .find(|m| !m.metric.cost && !m.metric.context && m.metric.name.contains("p99"))?;
+    let c = m.contrasts.iter().find(|(a, _)| a == arm)?.1.as_ref()?;
+    Some((m.metric.name.as_str(), c))
+}
+
+/// A contrast's estimate: `+2.4%`, or `×15.6` once it more than doubles.
+fn point(c: &Contrast) -> String {
+    let p = c.percent.point;
+    if p >= 100.0 {
+        format!("×{:.1}", 1.0 + p / 100.0)
+    } else {
+        format!("{p:+.1}%")
+    }
+}
+
+/// `87% huge`, and the trials that went wrong.
+fn evidence_words(e: &ArmEvidence) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(c) = e.mean_coverage_at_peak {
+        out.push(format!("{:.0}% huge", c * 100.0));
+    }
+    if e.flagged > 0 {
+        out.push(format!("FLAGGED in {} of {} trials", e.flagged, e.trials));
+    }
+    if e.failed > 0 {
+        out.push(format!("{} failed", e.failed));
+    }
+    out
+}
+
+/// `evidence: pool 2M for hugetlb-2m: asked 278, got 278, used 276 · the kernel's own
+/// accounting with the servers: hugetlb pool in use 340M, ShmemHugePages 340M`.
+fn evidence_line(r: &RunResult) -> Vec<String> {
+    let mut parts: Vec<String> = r
+        .pools
+        .iter()
+        .map(|p| {
+            let got = p.obtained.map_or("not read".into(), |n| n.to_string());
+            let used = p.in_use.map_or("not read".into(), |u| format!("{u:.0}"));
+            format!(
+                "pool {} for {}: asked {}, got {got}, used {used}",
+                crate::units::Bytes(p.page_size),
+                p.arm,
+                p.asked
+            )
+        })
+        .collect();
+    let most = |f: &dyn Fn(&crate::model::run::ServerSummary) -> Option<u64>| {
+        r.servers.iter().filter_map(f).max().filter(|b| *b > 0)
+    };
+    let kernel: Vec<String> = [
+        most(&|s| s.kernel_hugetlb)
+            .map(|b| format!("hugetlb pool in use {}", crate::units::Bytes(b))),
+        most(&|s| s.kernel_shmem_huge)
+            .map(|b| format!("ShmemHugePages {}", crate::units::Bytes(b))),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if !kernel.is_empty() {
+        parts.push(format!("the kernel's own count: {}", kernel.join(", ")));
+    }
+    if parts.is_empty() {
+        return Vec::new();
+    }
+    wrap_hanging(&format!("evidence: {}", parts.join(" · ")), 2)
+}
+
+/// What `advise` would say from this run alone: the settings, or why none.
+fn advice_line(a: Option<&Advice>, run_id: i64) -> Vec<String> {
+    let Some(a) = a else {
+        return Vec::new();
+    };
+    let target = match a.target {
+        crate::model::advice::Target::Machine => String::new(),
+        t => clap::ValueEnum::to_possible_value(&t)
+            .map_or(String::new(), |v| format!(" --for {}", v.get_name())),
+    };
+    let mut set: Vec<String> = a
+        .settings
+        .iter()
+        .map(|s| match s.knob.sysctl() {
+            Some(name) => format!("{name} = {}", s.value),
+            None => format!("{} = {}", s.knob, s.value),
+        })
+        .collect();
+    set.extend(a.service.iter().map(|s| format!("{}: {}", s.file, s.line)));
+    let what = if set.is_empty() {
+        first_sentence(&a.summary)
+    } else {
+        format!("set {}", set.join(", "))
+    };
+    let mut lines = wrap_hanging(
+        &format!("advise (this run alone): {what} — hugelab advise{target} {run_id}"),
+        2,
+    );
+    lines.truncate(2);
+    lines
+}
+
+/// The summary's first sentence: the decision and its reason, without the evidence after it.
+fn first_sentence(s: &str) -> String {
+    s.split(" — ")
+        .next()
+        .unwrap_or(s)
+        .trim_end_matches('.')
+        .to_string()
+}
+
+/// `84 blocks in 5m01s · 0 failed · verdicts at 99% family-wise (Holm, 2 contrasts), δ = 1% ·
+/// design, notes and every table: hugelab results show 12`.
+fn run_line(r: &RunResult) -> Vec<String> {
+    let failed: usize = r.report.evidence.iter().map(|e| e.failed).sum();
+    let contrasts = r.report.primary().map_or(0, |m| m.contrasts.len());
+    let said = r.notes.len();
+    let details = if r.db.is_empty() {
+        "run --verbose".to_string()
+    } else {
+        format!("hugelab results show {}", r.run_id)
+    };
+    let notes = match said {
+        0 => String::new(),
+        1 => "1 note, ".into(),
+        n => format!("{n} notes, "),
+    };
+    wrap_hanging(
+        &format!(
+            "{} blocks in {} · {failed} failed · {}, δ = {}% · the design, {notes}every table: {details}",
+            r.blocks_done,
+            fmt_elapsed(r.elapsed_s),
+            level_words(&r.report.design, contrasts, r.report.confidence),
+            r.report.effect * 100.0,
+        ),
+        2,
+    )
+}
