@@ -151,6 +151,16 @@ fn fragmented_memory_makes_madvise_compact_directly_and_the_answer_says_how_much
         }
     }
     assert_eq!(fragmented_madvise, 5);
+    // Those stalls are a cost in the record of every run, per condition: madvise against never
+    // under fragmented, a difference per trial from the same counters.
+    let stalls = conditions[1]["analysis"]["stalls"].as_array().unwrap();
+    let s = stalls
+        .iter()
+        .find(|s| s["kind"] == "direct compaction stalls" && s["arm"] == "madvise")
+        .unwrap_or_else(|| panic!("no stall contrast for madvise: {stalls:?}"));
+    assert_eq!(s["blocks"], 5, "{s}");
+    assert!(s["arm_mean"].as_f64().unwrap() > 0.0, "{s}");
+    assert!(s["difference"]["point"].as_f64().unwrap() > 0.0, "{s}");
     let arm_state = &conditions[1]["arms"][madvise as usize];
     assert!(arm_state["per_trial"]["compact_stall"].as_f64().unwrap() > 0.0);
 

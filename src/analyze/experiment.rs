@@ -300,6 +300,7 @@ pub fn analyse(
         evidence,
         conditions: Vec::new(),
         warmup: None,
+        stalls: super::stalls::stall_counts(arms, baseline, trials, confidence),
     }
 }
 

@@ -44,6 +44,7 @@ pub mod sequential;
 pub mod server;
 #[cfg(any(test, feature = "simulation"))]
 pub mod simulate;
+pub mod stalls;
 pub mod stats;
 pub mod stored;
 pub mod tlb;

@@ -75,6 +75,9 @@ pub fn trial_data(
         lifetime: evidence["lifetime"].as_u64().map(|l| l as usize),
         condition: trial_condition(evidence),
         kernel: evidence["kernel_counters"].as_object().map(numbers),
+        // Every arm's burst of a duet block ran at once: the machine-wide counters are theirs
+        // together.
+        kernel_shared: evidence["duet"] == true,
         gauges: match evidence.get("server") {
             Some(s) => s["memory"]["kernel"]["thp_gauges"].as_object(),
             None => evidence["memory"]["gauges_at_peak"].as_object(),

@@ -3,7 +3,7 @@
 //! renderer, `advise` and the exports read. Also the trial as the analysis reads it.
 
 use crate::model::stats::{Estimate, Summary};
-use crate::model::verdict::{Better, Contrast, Design};
+use crate::model::verdict::{Better, Contrast, Design, Verdict};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -120,6 +120,32 @@ pub struct ExperimentAnalysis {
     /// in the contrasts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup: Option<Warmup>,
+    /// Direct compaction and direct reclaim stalls per trial, each arm against the baseline
+    /// (`analyze::stalls`), in every run whose trials read the kernel's counters on their own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stalls: Vec<StallCount>,
+}
+
+/// Stalls of one kind per trial, an arm against the baseline from paired blocks: the
+/// machine-wide `/proc/vmstat` delta over each trial (`compact_stall`, the `allocstall_*` sum).
+/// A difference, not a ratio: a baseline that never stalls has none.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StallCount {
+    /// `direct compaction stalls` or `direct reclaim stalls`.
+    pub kind: String,
+    pub arm: String,
+    pub baseline: String,
+    /// Mean per trial over the paired blocks.
+    pub arm_mean: f64,
+    pub baseline_mean: f64,
+    pub blocks: usize,
+    /// arm − baseline per trial: Hodges–Lehmann of the per-block differences with its
+    /// signed-rank interval at `level`.
+    pub difference: Estimate,
+    /// The interval's level: the run's, Bonferroni-split over every arm and kind.
+    pub level: f64,
+    /// MORE (`Slower`) when the interval lies above 0, LESS (`Faster`) below it.
+    pub verdict: Verdict,
 }
 
 /// Which of a run's metrics is the primary one — the metric `--fail-on`, `--sequential` and
@@ -278,6 +304,10 @@ pub struct TrialData {
     /// (commands) or after its load (servers).
     #[serde(default)]
     pub gauges: BTreeMap<String, f64>,
+    /// The kernel's counters were read over a window other arms' trials shared (every arm's
+    /// burst of a duet block at once): machine-wide, so not this arm's alone.
+    #[serde(default)]
+    pub kernel_shared: bool,
     /// `run --during`: what the operator's event did in this trial.
     #[serde(default)]
     pub event: Option<TrialEvent>,

@@ -107,6 +107,17 @@ fn cost_words(r: &ExperimentAnalysis, arm: &str) -> Vec<String> {
             costs::verdict_word(c.contrast.verdict)
         ));
     }
+    for st in r.stalls.iter().filter(|s| s.arm == arm) {
+        match st.verdict {
+            Verdict::Slower | Verdict::Faster => changed.push(format!(
+                "{} {:+.1}/trial {}",
+                st.kind,
+                st.difference.point,
+                costs::verdict_word(st.verdict)
+            )),
+            _ => unchanged += 1,
+        }
+    }
     if unchanged > 0 {
         changed.push(format!("{unchanged} not shown to change"));
     }

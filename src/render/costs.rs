@@ -21,8 +21,38 @@ pub fn line(r: &ExperimentAnalysis, arm: &str) -> Option<String> {
     if parts.is_empty() {
         return None;
     }
+    parts.extend(stall_words(r, arm));
     parts.extend(tail_words(r, arm));
     Some(format!("costs: {}", parts.join(" · ")))
+}
+
+/// The direct stalls the arm changed: `direct compaction stalls +5.0 per trial [+4.0, +6.0]
+/// @99.5% MORE (6.0 vs 0.0)`; unresolved ones are not listed.
+fn stall_words(r: &ExperimentAnalysis, arm: &str) -> Vec<String> {
+    r.stalls
+        .iter()
+        .filter(|s| s.arm == arm && s.verdict != crate::model::verdict::Verdict::Inconclusive)
+        .map(|s| {
+            let d = &s.difference;
+            let interval = match (d.lo, d.hi) {
+                (Some(lo), Some(hi)) => format!(" [{lo:+.1}, {hi:+.1}]"),
+                _ => String::new(),
+            };
+            let level = if (s.level - r.confidence).abs() > 1e-9 {
+                format!(" @{}", crate::model::verdict::fmt_level(s.level))
+            } else {
+                String::new()
+            };
+            format!(
+                "{} {:+.1} per trial{interval}{level} {} ({:.1} vs {:.1})",
+                s.kind,
+                d.point,
+                costs::verdict_word(s.verdict),
+                s.arm_mean,
+                s.baseline_mean
+            )
+        })
+        .collect()
 }
 
 /// One cost: its contrast, its verdict in cost words, and both arms' medians.

@@ -94,6 +94,7 @@ mod tests {
             ],
             conditions: vec![],
             warmup: None,
+            stalls: Vec::new(),
         };
         let l = lines(&r).join("\n");
         assert_eq!(

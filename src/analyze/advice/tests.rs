@@ -75,6 +75,7 @@ pub fn run(id: i64, arms: &[&str], contrasts: &[(f64, f64, f64, Verdict, usize)]
             .collect(),
         conditions: Vec::new(),
         warmup: None,
+        stalls: Vec::new(),
     };
     RunEvidence {
         run_id: id,

@@ -79,7 +79,33 @@ pub fn costs(
             outweighs: share.is_some_and(|p| p > gain),
         });
     }
+    // Direct stalls counted in every run: stated with their interval, never set against the
+    // gain's percent (a count per trial has no share of the primary metric to compare).
+    for s in r.stalls.iter().filter(|s| s.arm == arm) {
+        weighed.push(s.kind.clone());
+        if s.verdict != Verdict::Slower {
+            continue;
+        }
+        out.push(CostNote {
+            what: format!("{} {}", s.kind, stall_count_words(s)),
+            percent: 0.0,
+            outweighs: false,
+        });
+    }
     (out, weighed)
+}
+
+/// `+5.0 per trial [+4.0, +6.0] (6.0 vs 1.0)`.
+pub fn stall_count_words(s: &crate::model::analysis::StallCount) -> String {
+    let d = &s.difference;
+    let interval = match (d.lo, d.hi) {
+        (Some(lo), Some(hi)) => format!(" [{lo:+.1}, {hi:+.1}]"),
+        _ => String::new(),
+    };
+    format!(
+        "{:+.1} per trial{interval} ({:.1} vs {:.1})",
+        d.point, s.arm_mean, s.baseline_mean
+    )
 }
 
 /// The tail of the trial times (commands): the arm's p95 above the baseline's by more than δ.
