@@ -301,7 +301,25 @@ pub fn analyse(
         conditions: Vec::new(),
         warmup: None,
         stalls: super::stalls::stall_counts(arms, baseline, trials, confidence),
+        tails: tails(arms, baseline, trials, metrics, confidence, design),
     }
+}
+
+/// The tail of the trial times as a contrast, where wall time is a contrasted metric of a
+/// paired design.
+fn tails(
+    arms: &[String],
+    baseline: usize,
+    trials: &[TrialData],
+    metrics: &[MetricDef],
+    confidence: f64,
+    design: &Design,
+) -> Vec<crate::model::analysis::TailContrast> {
+    metrics
+        .iter()
+        .find(|m| m.name == "wall_s" && !m.context && *design != Design::Unpaired)
+        .map(|m| super::tail::tail_contrasts(arms, baseline, trials, &m.name, m.better, confidence))
+        .unwrap_or_default()
 }
 
 /// One arm's summary and diagnostics of a metric (its trials' huge coverage tells the

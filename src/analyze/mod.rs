@@ -47,6 +47,7 @@ pub mod simulate;
 pub mod stalls;
 pub mod stats;
 pub mod stored;
+pub mod tail;
 pub mod tlb;
 pub mod trace;
 pub mod trial_data;

@@ -348,13 +348,13 @@ fn watch_arm(job: &Job, arm_idx: usize, w: &str, pid: u32) -> (watch::Watched, O
 fn add_costs(
     plan: &Plan,
     metrics: &mut BTreeMap<String, f64>,
-    (o, ev): (&TrialOutcome, &TrialEvidence),
+    (o, ev, pools): (&TrialOutcome, &TrialEvidence, &[(u64, u64)]),
     served: Option<&service::Served>,
     event: &Option<(EventView, Option<String>)>,
 ) -> Option<serde_json::Value> {
     metrics.extend(match served {
         Some(s) => super::costs::of_server(s),
-        None => super::costs::of_command(o, &ev.memory, super::costs::own_hwm()),
+        None => super::costs::of_command(o, &ev.memory, super::costs::own_hwm(), pools),
     });
     if let Some(v) = cpu_per_op(plan, metrics) {
         metrics.insert(crate::analyze::costs::CPU_PER_OP.into(), v);
@@ -458,7 +458,13 @@ pub(super) fn end(
     let traced = finish_trace(ctx, &spec, &o);
     let (mut metrics, mut missing, load_error) = read_metrics(plan, &o, trial_dir.as_ref());
     let discovered = discovered_rows(plan, &o, trial_dir.as_ref(), &mut missing);
-    let evidence_event = add_costs(plan, &mut metrics, (&o, &ev), served.as_ref(), &event);
+    let evidence_event = add_costs(
+        plan,
+        &mut metrics,
+        (&o, &ev, &pools),
+        served.as_ref(),
+        &event,
+    );
     note_uncounted(&ev, notes);
     let backing = match &served {
         Some(s) => s.backing.as_deref().cloned(),

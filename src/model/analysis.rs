@@ -124,6 +124,32 @@ pub struct ExperimentAnalysis {
     /// (`analyze::stalls`), in every run whose trials read the kernel's counters on their own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stalls: Vec<StallCount>,
+    /// The tail of the trial times as a contrast: each arm's p95 against the baseline's
+    /// (`analyze::tail`), where wall time is a contrasted metric.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tails: Vec<TailContrast>,
+}
+
+/// A high quantile of one metric's trials, an arm against the baseline from the same blocks.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TailContrast {
+    pub metric: String,
+    /// The quantile compared (0.95).
+    pub quantile: f64,
+    pub arm: String,
+    pub baseline: String,
+    /// Each side's quantile over the blocks both completed.
+    pub arm_value: f64,
+    pub baseline_value: f64,
+    pub blocks: usize,
+    /// Percent change of the arm's quantile against the baseline's, with its paired
+    /// block-bootstrap percentile interval at `level`; None: fewer blocks than `needed`.
+    pub percent: Option<Estimate>,
+    /// The blocks a p95 contrast needs (below them a p95 is the largest trial).
+    pub needed: usize,
+    /// The interval's level: the run's, Bonferroni-split over the arms.
+    pub level: f64,
+    pub verdict: Verdict,
 }
 
 /// Stalls of one kind per trial, an arm against the baseline from paired blocks: the

@@ -6,7 +6,8 @@ use crate::model::analysis::{ExperimentAnalysis, MetricAnalysis};
 use crate::model::verdict::{Contrast, Verdict};
 
 /// A command's peak memory as the kernel counts it: the process tree's largest resident
-/// memory plus its hugetlb pages, bytes.
+/// memory plus its hugetlb pages, plus the pages of a pool the arm reserved (`hugetlb.<size>`)
+/// that the workload left unused — memory nothing else could have, bytes.
 pub const PEAK_MEM: &str = "peak_mem_bytes";
 
 /// A command's user CPU time (its waited-for tree's rusage), seconds.

@@ -125,14 +125,19 @@ fn cost_words(r: &ExperimentAnalysis, arm: &str) -> Vec<String> {
     if !changed.is_empty() {
         out.push(format!("costs: {}", changed.join(", ")));
     }
+    let word = |v: Verdict| match v {
+        Verdict::Slower => "WORSE",
+        Verdict::Faster => "BETTER",
+        Verdict::Equivalent => "SAME",
+        Verdict::Inconclusive => "not resolved",
+    };
     if let Some((name, c)) = tail(r, arm) {
-        let word = match c.verdict {
-            Verdict::Slower => "WORSE",
-            Verdict::Faster => "BETTER",
-            Verdict::Equivalent => "SAME",
-            Verdict::Inconclusive => "not resolved",
-        };
-        out.push(format!("tail: {name} {} {word}", point(c)));
+        out.push(format!("tail: {name} {} {}", point(c), word(c.verdict)));
+    } else if let Some(t) = r.tails.iter().find(|t| t.arm == arm) {
+        out.push(match &t.percent {
+            Some(e) => format!("tail: p95 {:+.1}% {}", e.point, word(t.verdict)),
+            None => format!("tail: p95 needs {} blocks", t.needed),
+        });
     }
     out
 }

@@ -95,6 +95,7 @@ mod tests {
             conditions: vec![],
             warmup: None,
             stalls: Vec::new(),
+            tails: Vec::new(),
         };
         let l = lines(&r).join("\n");
         assert_eq!(

@@ -76,6 +76,7 @@ pub fn run(id: i64, arms: &[&str], contrasts: &[(f64, f64, f64, Verdict, usize)]
         conditions: Vec::new(),
         warmup: None,
         stalls: Vec::new(),
+        tails: Vec::new(),
     };
     RunEvidence {
         run_id: id,

@@ -8,7 +8,6 @@
 //! do not outweigh are adopted with the arm and stated beside it.
 
 use crate::analyze::experiment::{ExperimentAnalysis, MetricAnalysis};
-use crate::analyze::stats::Summary;
 use crate::analyze::trace::StallContrast;
 use crate::analyze::verdict::{Better, Verdict};
 pub use crate::model::advice::CostNote;
@@ -108,38 +107,37 @@ pub fn stall_count_words(s: &crate::model::analysis::StallCount) -> String {
     )
 }
 
-/// The tail of the trial times (commands): the arm's p95 above the baseline's by more than δ.
-/// It outweighs only when both p95 have intervals that do not overlap and the rise is larger
-/// than the gain; without intervals it is stated, not weighed.
+/// The tail of the trial times (commands): the contrast of the arm's p95 against the
+/// baseline's (`analyze::tail`). A resolved rise larger than the gain outweighs it; a rise
+/// without an interval (too few blocks) is stated with the blocks it needs, not weighed.
 fn tail(r: &ExperimentAnalysis, arm: &str, gain: f64) -> Option<Vec<CostNote>> {
-    let m = r
-        .metrics
-        .iter()
-        .find(|m| m.metric.name == "wall_s" && !m.metric.context)?;
-    let of = |n: &str| -> Option<Summary> { m.arms.iter().find(|a| a.arm == n)?.summary.clone() };
-    let (a, b) = (of(arm)?, of(&r.baseline)?);
-    let rise = (a.p95 / b.p95 - 1.0) * 100.0;
-    if b.p95 <= 0.0 || rise <= r.effect * 100.0 {
+    let t = r.tails.iter().find(|t| t.arm == arm)?;
+    let rise = (t.arm_value / t.baseline_value - 1.0) * 100.0;
+    if t.baseline_value <= 0.0 || rise <= r.effect * 100.0 {
         return Some(Vec::new());
     }
-    let f = Unit::Time(1.0).fmt_for(a.p95.max(b.p95), 0.0);
-    let resolved = match (a.p95_interval, b.p95_interval) {
-        (Some((lo, _)), Some((_, hi))) => lo > hi,
-        _ => false,
-    };
-    let how = match (a.p95_interval, b.p95_interval) {
-        (Some(_), Some(_)) if resolved => "95% intervals apart".to_string(),
-        (Some(_), Some(_)) => "95% intervals overlap: not weighed".to_string(),
-        _ => format!(
-            "{} and {} trials: too few for an interval, not weighed",
-            a.n, b.n
+    let f = Unit::Time(1.0).fmt_for(t.arm_value.max(t.baseline_value), 0.0);
+    let resolved = t.verdict == Verdict::Slower;
+    let how = match &t.percent {
+        Some(e) => format!(
+            "{} block bootstrap{}",
+            percent(e),
+            if resolved {
+                ""
+            } else {
+                ": not resolved, not weighed"
+            }
+        ),
+        None => format!(
+            "{} blocks: a p95 contrast needs {}, not weighed",
+            t.blocks, t.needed
         ),
     };
     Some(vec![CostNote {
         what: format!(
             "p95 of the trial times {} vs {} ({how})",
-            f.show(a.p95),
-            f.show(b.p95)
+            f.show(t.arm_value),
+            f.show(t.baseline_value)
         ),
         percent: rise,
         outweighs: resolved && rise > gain,
