@@ -102,7 +102,7 @@ fn a_postgres_answer_fits_twelve_lines_and_prints_only_what_the_record_holds() {
         let entry: String = lines[at..]
             .iter()
             .take_while(|l| l.starts_with(arm) || l.starts_with("  "))
-            .copied()
+            .flat_map(|l| l.split_whitespace())
             .collect::<Vec<_>>()
             .join(" ");
         assert!(entry.contains("memory (segments whole) "), "{entry}");
@@ -113,6 +113,13 @@ fn a_postgres_answer_fits_twelve_lines_and_prints_only_what_the_record_holds() {
     assert!(
         !out.contains("Kalibera") && !out.contains("design:") && !out.contains("note:"),
         "the design and the notes are behind --verbose:\n{out}"
+    );
+    // advise weighs the same like-with-like memory and says so.
+    let advice = common::hugelab_stdout(["advise", "--for", "postgres", "--db", &db, "1"]);
+    let words = advice.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("server memory (segments whole)"),
+        "advise weighs the memory counted like with like:\n{advice}"
     );
     // Every signed percentage printed is a contrast's estimate in the stored record, to the
     // decimals printed.
