@@ -13,7 +13,9 @@ use super::bench::CellStats;
 use super::stats::Estimate;
 use crate::backing::Backing;
 use crate::metric::Metric;
-pub use crate::model::tlb::{Agreement, FASTER_BY, Measured, Point, Sweep, TlbReach};
+pub use crate::model::tlb::{
+    Agreement, FASTER_BY, Measured, MeasuredLevel, Point, Sweep, TlbReach,
+};
 use crate::probe::tlb::TlbGeometry;
 
 impl Point {
@@ -66,6 +68,56 @@ fn knee(points: &[Point]) -> Option<(u64, u64)> {
     Some((lo, hi))
 }
 
+/// Every level the timing resolves. The first is the knee; a later level starts where what
+/// 4 KiB pages cost beyond the huge backing (`extra_ns`) steps up again after a plateau — at
+/// least two spans whose intervals overlap — to more than twice the plateau's highest, with the
+/// step's interval above it, and by more than the huge backing's own time rose there (a span
+/// that outgrows the data caches slows both backings; that is not a TLB level).
+fn levels(points: &[Point], knee: Option<(u64, u64)>) -> Vec<MeasuredLevel> {
+    let Some((lo, hi)) = knee else {
+        return Vec::new();
+    };
+    let Some(first) = points.iter().position(|p| p.pages == hi) else {
+        return Vec::new();
+    };
+    let overlap = |a: &Point, b: &Point| {
+        let (e, f) = (&a.extra_ns, &b.extra_ns);
+        matches!((e.lo, e.hi, f.lo, f.hi), (Some(al), Some(ah), Some(bl), Some(bh)) if al <= bh && bl <= ah)
+    };
+    // (entries, the index of the first span of its plateau)
+    let mut bounds: Vec<((u64, u64), usize)> = vec![((lo, hi), first)];
+    let mut start = first;
+    for i in first + 1..points.len() {
+        let plateau = &points[start..i];
+        let (p, prev) = (&points[i], &points[i - 1]);
+        let top = plateau
+            .iter()
+            .map(|p| p.extra_ns.point)
+            .fold(f64::MIN, f64::max);
+        let flat = plateau.len() >= 2 && plateau.windows(2).all(|w| overlap(&w[0], &w[1]));
+        let steps = p.extra_ns.lo.is_some_and(|l| l > 2.0 * top.max(0.0))
+            && p.extra_ns.point - prev.extra_ns.point > p.huge_ns - prev.huge_ns;
+        if flat && steps {
+            bounds.push(((prev.pages, p.pages), i));
+            start = i;
+        }
+    }
+    bounds
+        .iter()
+        .enumerate()
+        .map(|(n, ((lo, hi), at))| {
+            let end = bounds.get(n + 1).map_or(points.len(), |b| b.1);
+            let plateau = &points[*at..end];
+            MeasuredLevel {
+                level: n as u8 + 1,
+                entries: (*lo, *hi),
+                reach_4k: (lo * 4096, hi * 4096),
+                miss_ns: plateau[plateau.len() / 2].extra_ns,
+            }
+        })
+        .collect()
+}
+
 /// The reach and the miss cost from a tlb bench's cells.
 pub fn reach(cells: &[CellStats], geometry: TlbGeometry, hypervisor: bool) -> TlbReach {
     let tlb: Vec<&CellStats> = cells.iter().filter(|c| c.metric == Metric::TlbNs).collect();
@@ -103,9 +155,11 @@ pub fn reach(cells: &[CellStats], geometry: TlbGeometry, hypervisor: bool) -> Tl
                 })
                 .collect();
             points.sort_by_key(|p| p.pages);
+            let knee = knee(&points);
             Sweep {
                 backing: b,
-                knee: knee(&points),
+                knee,
+                levels: levels(&points, knee),
                 points,
             }
         })
@@ -200,6 +254,59 @@ mod tests {
         assert_eq!(knee(&p), None);
     }
 
+    /// A span as `bench tlb` measured it: 4 KiB ns per access and huge / 4 KiB (±3%).
+    fn measured(span_k: u64, base_ns: f64, ratio: f64) -> Point {
+        let r = Estimate {
+            point: ratio,
+            lo: Some(ratio * 0.97),
+            hi: Some((ratio * 1.03).min(1.03)),
+            confidence: 0.999,
+        };
+        let huge = base_ns * ratio;
+        let extra = |r: f64| huge * (1.0 / r - 1.0);
+        Point {
+            pages: span_k / 4,
+            base_ns,
+            huge_ns: huge,
+            extra_ns: Estimate {
+                point: extra(r.point),
+                lo: r.hi.map(extra),
+                hi: r.lo.map(extra),
+                confidence: r.confidence,
+            },
+            ratio: r,
+        }
+    }
+
+    /// The 16-CPU machine's sweep (CPUID 0x000c06f2: an L1 dTLB of 96 entries for 4 KiB pages
+    /// and a second level of 2,048): both levels are named, each with its entries and what a
+    /// miss there costs; the memory-bound span at 256M is not a level.
+    #[test]
+    fn each_level_the_timing_resolves_is_named_with_its_entries_and_miss_cost() {
+        let points = vec![
+            measured(64, 1.60, 1.00),
+            measured(256, 1.65, 1.00),
+            measured(384, 1.68, 1.00),
+            measured(512, 4.20, 0.42),
+            measured(4096, 7.44, 0.68),
+            measured(6144, 7.78, 0.69),
+            measured(8192, 24.38, 0.33),
+            measured(16384, 16.30, 0.34),
+            measured(65536, 24.0, 0.53),
+            measured(262144, 170.6, 0.79),
+        ];
+        let k = knee(&points);
+        assert_eq!(k, Some((96, 128)));
+        let l = levels(&points, k);
+        assert_eq!(l.len(), 2, "{l:#?}");
+        assert_eq!((l[0].level, l[0].entries), (1, (96, 128)));
+        assert_eq!((l[1].level, l[1].entries), (2, (1536, 2048)));
+        assert_eq!(l[1].reach_4k, (6 << 20, 8 << 20));
+        // A first-level miss that hits the second costs about 2.4 ns; past the second, 11–16.
+        assert!((l[0].miss_ns.point - 2.4).abs() < 0.2, "{:?}", l[0].miss_ns);
+        assert!(l[1].miss_ns.point > 10.0, "{:?}", l[1].miss_ns);
+    }
+
     fn geometry(entries: u32) -> TlbGeometry {
         TlbGeometry {
             levels: vec![crate::probe::tlb::TlbLevel {
@@ -219,6 +326,8 @@ mod tests {
         let r = reach(&cells, geometry(3072), true);
         let s = r.headline().unwrap();
         assert_eq!(s.knee, Some((3072, 4096)), "{:?}", s.points);
+        // Past one level the cost rises smoothly with the share that misses: one level.
+        assert_eq!(s.levels.len(), 1, "{:?}", s.levels);
         let (first, last) = s.past();
         let (first, last) = (first.unwrap(), last.unwrap());
         // At 4,096 pages a quarter of the accesses miss: about 2.5 ns extra; at 16,384, 8.1.

@@ -31,6 +31,25 @@ pub struct Sweep {
     /// pulled ahead for good, at most the first span from which it stayed ahead (`None`:
     /// never, within the spans measured).
     pub knee: Option<(u64, u64)>,
+    /// Every level of the 4 KiB TLB the timing resolves, smallest first: the knee is the first;
+    /// each later one is a further step in what 4 KiB pages cost after a plateau.
+    #[serde(default)]
+    pub levels: Vec<MeasuredLevel>,
+}
+
+/// One TLB level as timing finds it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct MeasuredLevel {
+    /// 1 for the smallest (the first-level data TLB), then 2, …
+    pub level: u8,
+    /// Its entries for 4 KiB pages: more than the last span that still hit it, at most the
+    /// first that missed.
+    pub entries: (u64, u64),
+    /// Its reach on 4 KiB pages, bytes (entries × 4 KiB).
+    pub reach_4k: (u64, u64),
+    /// What 4 KiB pages cost per access beyond the huge backing once they miss this level and
+    /// before they miss the next: the middle span of its plateau, ns with its interval.
+    pub miss_ns: Estimate,
 }
 
 /// What `bench tlb` found.

@@ -87,6 +87,36 @@ fn knee_words(s: &Sweep, lo: u64, hi: u64) -> String {
     }
 }
 
+/// Every level the timing resolved, where it resolved more than one: `levels by timing: 1:
+/// about 96–128 entries (384K–512K), a miss there +2.4 ns/access · 2: about 1,536–2,048 entries
+/// (6M–8M), a miss there +16 ns/access`.
+fn measured_levels(s: &Sweep) -> Option<String> {
+    if s.levels.len() < 2 {
+        return None;
+    }
+    let parts: Vec<String> = s
+        .levels
+        .iter()
+        .map(|l| {
+            let m = &l.miss_ns;
+            let interval = match (m.lo, m.hi) {
+                (Some(lo), Some(hi)) => format!(" [{lo:.1}, {hi:.1}]"),
+                _ => String::new(),
+            };
+            format!(
+                "{}: about {}–{} entries ({}–{}), a miss there +{:.1}{interval} ns/access",
+                l.level,
+                thousands(l.entries.0 as usize),
+                thousands(l.entries.1 as usize),
+                span(l.entries.0),
+                span(l.entries.1),
+                m.point
+            )
+        })
+        .collect();
+    Some(format!("levels by timing: {}", parts.join(" · ")))
+}
+
 /// The answer lines of one sweep.
 fn reach_lines(t: &TlbReach, s: &Sweep, confidence: f64) -> Vec<String> {
     let mut out = Vec::new();
@@ -97,7 +127,10 @@ fn reach_lines(t: &TlbReach, s: &Sweep, confidence: f64) -> Vec<String> {
             thousands(hi as usize),
             span(hi)
         )),
-        Some((lo, hi)) => out.push(knee_words(s, lo, hi)),
+        Some((lo, hi)) => {
+            out.push(knee_words(s, lo, hi));
+            out.extend(measured_levels(s));
+        }
         None => out.push(format!(
             "reach: not exceeded — {} stayed within {:.0}% of 4 KiB pages up to {} pages ({}); the TLB covers at least that",
             s.backing,
@@ -483,96 +516,4 @@ pub fn why_line(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_sweeps_rows_say_which_sizes_fit_the_measured_reach() {
-        let m = crate::model::tlb::Measured {
-            run: 7,
-            created: String::new(),
-            reach: TlbReach {
-                sweeps: vec![Sweep {
-                    backing: crate::backing::Backing::Thp,
-                    points: Vec::new(),
-                    knee: Some((2048, 3072)),
-                }],
-                headline: Some(0),
-                geometry: Default::default(),
-                agreement: None,
-                hypervisor: true,
-            },
-        };
-        let rows = [
-            "ByteArrayTouch.touch size=1000",
-            "ByteArrayTouch.touch size=10000000",
-            "ByteArrayTouch.touch size=100000000",
-            "Other.run",
-        ];
-        let l = row_why_line(&rows, &m).unwrap();
-        assert!(l.contains("run 7, 2,048–3,072 entries"), "{l}");
-        assert!(l.contains("size=1000: 1 entries (within it)"), "{l}");
-        assert!(
-            l.contains("size=10000000: 2,442 entries (at its edge)"),
-            "{l}"
-        );
-        assert!(
-            l.contains("size=100000000: 24,415 entries (7.9–11.9× the reach)"),
-            "{l}"
-        );
-        assert!(row_why_line(&["Other.run"], &m).is_none());
-    }
-
-    #[test]
-    fn a_span_below_the_miss_is_said_to_fit_only_when_its_interval_says_so() {
-        use crate::model::stats::Estimate;
-        use crate::model::tlb::Point;
-        let point = |pages: u64, lo: f64, hi: f64| Point {
-            pages,
-            base_ns: 2.0,
-            huge_ns: 1.5,
-            ratio: Estimate {
-                point: (lo + hi) / 2.0,
-                lo: Some(lo),
-                hi: Some(hi),
-                confidence: 0.99,
-            },
-            extra_ns: Estimate {
-                point: 0.5,
-                lo: Some(0.4),
-                hi: Some(0.6),
-                confidence: 0.99,
-            },
-        };
-        let sweep = |points: Vec<Point>| Sweep {
-            backing: crate::backing::Backing::Thp,
-            points,
-            knee: Some((1536, 2048)),
-        };
-        // 1,536 pages: 0.809× with an interval that reaches past 0.95 — not "fits".
-        let s = sweep(vec![
-            point(1024, 0.97, 1.02),
-            point(1536, 0.66, 0.958),
-            point(2048, 0.5, 0.6),
-        ]);
-        let w = knee_words(&s, 1536, 2048);
-        assert!(
-            w.starts_with("reach: 4 KiB pages fit up to 1,024 pages and miss from 2,048")
-                && w.contains("1,536 pages: 0.809×, not resolved at the 5% rule"),
-            "{w}"
-        );
-        // Where it fits with confidence, it is said plainly.
-        let s = sweep(vec![point(1536, 0.97, 1.02), point(2048, 0.5, 0.6)]);
-        assert!(
-            knee_words(&s, 1536, 2048)
-                .starts_with("reach: 4 KiB pages fit up to 1,536 pages and miss from 2,048")
-        );
-        // No span fits with confidence.
-        let s = sweep(vec![point(1536, 0.7, 0.99), point(2048, 0.5, 0.6)]);
-        assert!(
-            knee_words(&s, 1536, 2048).contains("fit with confidence at no smaller span"),
-            "{}",
-            knee_words(&s, 1536, 2048)
-        );
-    }
-}
+mod tests;

@@ -1,0 +1,127 @@
+use super::*;
+
+#[test]
+fn every_level_the_timing_resolved_is_said_with_its_entries_and_miss_cost() {
+    use crate::model::stats::Estimate;
+    use crate::model::tlb::MeasuredLevel;
+    let level = |level, entries: (u64, u64), ns| MeasuredLevel {
+        level,
+        entries,
+        reach_4k: (entries.0 * 4096, entries.1 * 4096),
+        miss_ns: Estimate {
+            point: ns,
+            lo: Some(ns - 0.3),
+            hi: Some(ns + 0.3),
+            confidence: 0.999,
+        },
+    };
+    let mut s = Sweep {
+        backing: crate::backing::Backing::Hugetlb { page_size: 2 << 20 },
+        points: Vec::new(),
+        knee: Some((96, 128)),
+        levels: vec![level(1, (96, 128), 2.4)],
+    };
+    assert_eq!(
+        measured_levels(&s),
+        None,
+        "one level: the reach line says it"
+    );
+    s.levels.push(level(2, (1536, 2048), 16.3));
+    assert_eq!(
+        measured_levels(&s).unwrap(),
+        "levels by timing: 1: about 96–128 entries (384K–512K), a miss there +2.4 [2.1, 2.7] \
+         ns/access · 2: about 1,536–2,048 entries (6M–8M), a miss there +16.3 [16.0, 16.6] ns/access"
+    );
+}
+
+#[test]
+fn a_sweeps_rows_say_which_sizes_fit_the_measured_reach() {
+    let m = crate::model::tlb::Measured {
+        run: 7,
+        created: String::new(),
+        reach: TlbReach {
+            sweeps: vec![Sweep {
+                backing: crate::backing::Backing::Thp,
+                points: Vec::new(),
+                knee: Some((2048, 3072)),
+                levels: Vec::new(),
+            }],
+            headline: Some(0),
+            geometry: Default::default(),
+            agreement: None,
+            hypervisor: true,
+        },
+    };
+    let rows = [
+        "ByteArrayTouch.touch size=1000",
+        "ByteArrayTouch.touch size=10000000",
+        "ByteArrayTouch.touch size=100000000",
+        "Other.run",
+    ];
+    let l = row_why_line(&rows, &m).unwrap();
+    assert!(l.contains("run 7, 2,048–3,072 entries"), "{l}");
+    assert!(l.contains("size=1000: 1 entries (within it)"), "{l}");
+    assert!(
+        l.contains("size=10000000: 2,442 entries (at its edge)"),
+        "{l}"
+    );
+    assert!(
+        l.contains("size=100000000: 24,415 entries (7.9–11.9× the reach)"),
+        "{l}"
+    );
+    assert!(row_why_line(&["Other.run"], &m).is_none());
+}
+
+#[test]
+fn a_span_below_the_miss_is_said_to_fit_only_when_its_interval_says_so() {
+    use crate::model::stats::Estimate;
+    use crate::model::tlb::Point;
+    let point = |pages: u64, lo: f64, hi: f64| Point {
+        pages,
+        base_ns: 2.0,
+        huge_ns: 1.5,
+        ratio: Estimate {
+            point: (lo + hi) / 2.0,
+            lo: Some(lo),
+            hi: Some(hi),
+            confidence: 0.99,
+        },
+        extra_ns: Estimate {
+            point: 0.5,
+            lo: Some(0.4),
+            hi: Some(0.6),
+            confidence: 0.99,
+        },
+    };
+    let sweep = |points: Vec<Point>| Sweep {
+        backing: crate::backing::Backing::Thp,
+        points,
+        knee: Some((1536, 2048)),
+        levels: Vec::new(),
+    };
+    // 1,536 pages: 0.809× with an interval that reaches past 0.95 — not "fits".
+    let s = sweep(vec![
+        point(1024, 0.97, 1.02),
+        point(1536, 0.66, 0.958),
+        point(2048, 0.5, 0.6),
+    ]);
+    let w = knee_words(&s, 1536, 2048);
+    assert!(
+        w.starts_with("reach: 4 KiB pages fit up to 1,024 pages and miss from 2,048")
+            && w.contains("1,536 pages: 0.809×, not resolved at the 5% rule"),
+        "{w}"
+    );
+    // Where it fits with confidence, it is said plainly.
+    let s = sweep(vec![point(1536, 0.97, 1.02), point(2048, 0.5, 0.6)]);
+    assert!(
+        knee_words(&s, 1536, 2048)
+            .starts_with("reach: 4 KiB pages fit up to 1,536 pages and miss from 2,048")
+    );
+    // No span fits with confidence.
+    let s = sweep(vec![point(1536, 0.7, 0.99), point(2048, 0.5, 0.6)]);
+    assert!(
+        knee_words(&s, 1536, 2048).contains("fit with confidence at no smaller span"),
+        "{}",
+        knee_words(&s, 1536, 2048)
+    );
+}
