@@ -249,8 +249,8 @@ fn every_jmh_result_row_is_a_metric_with_the_direction_its_mode_states() {
     assert_eq!(
         names,
         [
-            "ByteArrayTouch.touch size=1000000",
-            "ByteArrayTouch.touch size=100000000"
+            "ByteArrayTouch.touch size=1000000 avgt",
+            "ByteArrayTouch.touch size=100000000 avgt"
         ]
     );
     assert!(

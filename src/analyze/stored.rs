@@ -22,8 +22,11 @@ pub fn with_discovered(mut defs: Vec<MetricDef>, trials: &[TrialRow]) -> Vec<Met
             if defs.iter().chain(&found).any(|d| d.name == name) {
                 continue;
             }
+            // A profiler's metric is not a row of the load's table (not in the rows' family);
+            // one without a known direction is recorded, not contrasted.
             found.push(MetricDef {
-                row: true,
+                row: m["secondary"] != true,
+                context: m["context"] == true,
                 ..MetricDef::contrasted(name, Better::of(m["higher"] == true))
             });
         }

@@ -486,7 +486,12 @@ pub(super) fn end(
         "event": evidence_event,
         "load_metrics": (!discovered.is_empty()).then(|| discovered
             .iter()
-            .map(|m| serde_json::json!({ "name": m.name, "higher": m.higher }))
+            .map(|m| serde_json::json!({
+                "name": m.name,
+                "higher": m.higher,
+                "secondary": m.secondary,
+                "context": m.context,
+            }))
             .collect::<Vec<_>>()),
     });
     // Only what the trial has: an absent field is not written as null.

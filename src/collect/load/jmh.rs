@@ -1,9 +1,12 @@
-//! JMH: every result row — benchmark × parameter values — is a metric of its own, named by the
-//! benchmark and its parameters (`ByteArrayTouch.touch size=1000`), with the direction its mode
-//! states (`thrpt` higher; `avgt`, `sample`, `ss` lower) and its unit. Read from JMH's own
-//! machine-readable result file (`-rf json -rff`, which hugelab adds in the trial's directory
-//! when the load names none), else from the text table with the same rules. Secondary metrics
-//! JMH reports (`-prof gc`, `-prof perfnorm`) become metrics named `<row> · <secondary>`.
+//! JMH: every result row — benchmark × parameter values × mode — is a metric of its own, named
+//! by the benchmark, its parameters and its mode (`ByteArrayTouch.touch size=1000 avgt`: one
+//! benchmark run in two modes is two rows), with the direction its mode states (`thrpt` higher;
+//! `avgt`, `sample`, `ss` lower) and its unit. Read from JMH's own machine-readable result file
+//! (`-rf json -rff`, which hugelab adds in the trial's directory when the load names none), else
+//! from the text table with the same rules. Secondary metrics JMH reports (`-prof gc`, `-prof
+//! perfnorm`) become metrics named `<row> · <secondary>`, with the direction their profiler gives
+//! them ([`secondary_direction`]) or none — then they are shown, not weighed — and, not being
+//! rows, they are not in the rows' family.
 
 use super::LoadMetric;
 use std::collections::BTreeMap;
@@ -19,11 +22,43 @@ pub struct Row {
     pub higher: bool,
     pub unit: String,
     pub score: f64,
+    /// A profiler's metric of a row (`· gc.alloc.rate`), not a row of its own.
+    pub secondary: bool,
+    /// No direction is known for it: recorded and shown, never a verdict or a cost.
+    pub context: bool,
 }
 
 /// Throughput modes are better higher; average time, sample time and single shot lower.
 fn higher(mode: &str) -> bool {
     matches!(mode, "thrpt" | "Throughput")
+}
+
+/// A secondary metric's direction as its profiler defines it: `Some(true)` higher is better.
+/// Per-operation counts and times (perfnorm's `#/op`, `gc.alloc.rate.norm`'s `B/op`) are better
+/// lower, instructions per cycle (`IPC`) higher and cycles per instruction (`CPI`) lower. Rates
+/// and totals that grow with the work a throughput run does (`gc.alloc.rate` MB/sec,
+/// `gc.count`, `gc.time`, churn) have none.
+pub fn secondary_direction(key: &str, unit: &str) -> Option<bool> {
+    let last = key.rsplit(['.', ':']).next().unwrap_or(key);
+    match last {
+        "IPC" => Some(true),
+        "CPI" => Some(false),
+        _ if unit.ends_with("/op") => Some(false),
+        _ => None,
+    }
+}
+
+/// A secondary metric of the row `row`.
+fn secondary_row(row: &str, key: &str, unit: String, score: f64) -> Row {
+    let direction = secondary_direction(key, &unit);
+    Row {
+        name: format!("{row} · {key}"),
+        higher: direction == Some(true),
+        unit,
+        score,
+        secondary: true,
+        context: direction.is_none(),
+    }
 }
 
 /// `Class.method`: the benchmark's last two components (JMH's text table shows the same).
@@ -35,11 +70,13 @@ fn short(benchmark: &str) -> String {
     }
 }
 
-fn row_name(benchmark: &str, params: &[(String, String)]) -> String {
+fn row_name(benchmark: &str, params: &[(String, String)], mode: &str) -> String {
     let mut n = short(benchmark);
     for (k, v) in params {
         n.push_str(&format!(" {k}={v}"));
     }
+    n.push(' ');
+    n.push_str(mode);
     n
 }
 
@@ -64,7 +101,7 @@ pub fn rows_json(text: &str) -> Result<Vec<Row>, String> {
                     .collect()
             })
             .unwrap_or_default();
-        let name = row_name(bench, &params);
+        let name = row_name(bench, &params, mode);
         let p = &r["primaryMetric"];
         let score = p["score"]
             .as_f64()
@@ -74,6 +111,8 @@ pub fn rows_json(text: &str) -> Result<Vec<Row>, String> {
             higher: higher(mode),
             unit: p["scoreUnit"].as_str().unwrap_or("").to_string(),
             score,
+            secondary: false,
+            context: false,
         });
         if let Some(sec) = r["secondaryMetrics"].as_object() {
             for (k, m) in sec {
@@ -81,13 +120,7 @@ pub fn rows_json(text: &str) -> Result<Vec<Row>, String> {
                     continue;
                 };
                 let unit = m["scoreUnit"].as_str().unwrap_or("").to_string();
-                // Rates (ops/s) are better higher; counts per operation and times lower.
-                out.push(Row {
-                    name: format!("{name} · {k}"),
-                    higher: unit.ends_with("/s") && !unit.contains("/op"),
-                    unit,
-                    score,
-                });
+                out.push(secondary_row(&name, k, unit, score));
             }
         }
     }
@@ -143,18 +176,17 @@ pub fn rows_text(stdout: &str, stderr: &str) -> Result<Vec<Row>, String> {
             None => (name, None),
         };
         let unit = w.last().copied().unwrap_or("").to_string();
-        let base = row_name(bench, &values);
-        out.push(Row {
-            name: match secondary {
-                Some(s) => format!("{base} · {s}"),
-                None => base,
+        let base = row_name(bench, &values, mode);
+        out.push(match secondary {
+            Some(s) => secondary_row(&base, s, unit, score),
+            None => Row {
+                name: base,
+                higher: higher(mode),
+                unit,
+                score,
+                secondary: false,
+                context: false,
             },
-            higher: match secondary {
-                Some(_) => unit.ends_with("/s") && !unit.contains("/op"),
-                None => higher(mode),
-            },
-            unit,
-            score,
         });
     }
     if out.is_empty() {
@@ -184,6 +216,8 @@ pub fn metrics_of(rows: &[Row]) -> Vec<LoadMetric> {
         .map(|r| LoadMetric {
             name: r.name.clone(),
             higher: r.higher,
+            secondary: r.secondary,
+            context: r.context,
         })
         .collect()
 }
@@ -216,16 +250,23 @@ mod tests {
         assert_eq!(
             names,
             [
-                "ByteArrayTouch.touch size=1000",
-                "ByteArrayTouch.touch size=100000000",
-                "ByteArrayTouch.touch size=100000000 · dTLB-load-misses",
-                "ByteArrayTouch.touch size=100000000 · gc.alloc.rate",
+                "ByteArrayTouch.touch size=1000 avgt",
+                "ByteArrayTouch.touch size=100000000 avgt",
+                "ByteArrayTouch.touch size=100000000 avgt · dTLB-load-misses",
+                "ByteArrayTouch.touch size=100000000 avgt · gc.alloc.rate",
             ]
         );
         assert!(!r[0].higher && !r[1].higher, "avgt: lower is better");
+        assert!(!r[0].secondary && !r[0].context);
         assert_eq!((r[1].score, r[1].unit.as_str()), (32.5, "ns/op"));
-        assert!(!r[2].higher, "misses per op: lower");
-        assert!(!r[3].higher, "an allocation rate: lower");
+        assert!(
+            !r[2].higher && r[2].secondary && !r[2].context,
+            "misses per op: lower"
+        );
+        assert!(
+            r[3].secondary && r[3].context,
+            "an allocation rate: no direction"
+        );
         assert!(rows_json("[]").is_err() && rows_json("{").is_err());
     }
 
@@ -238,13 +279,13 @@ ByteArrayTouch.touch     100000000  thrpt    3   0.031 ±  0.001  ops/us\n\
 Other.run                     1000   avgt    3  12.000 ±  0.5   ns/op\n";
         let r = rows_text(out, "").unwrap();
         assert_eq!(r.len(), 3);
-        assert_eq!(r[0].name, "ByteArrayTouch.touch size=1000");
+        assert_eq!(r[0].name, "ByteArrayTouch.touch size=1000 thrpt");
         assert!(r[0].higher && r[1].higher && !r[2].higher);
         assert_eq!(r[1].score, 0.031);
-        assert_eq!(r[2].name, "Other.run size=1000");
+        assert_eq!(r[2].name, "Other.run size=1000 avgt");
         // Without parameters, and with JMH's "≈" for a score too small to print.
         let plain = "Benchmark  Mode  Cnt  Score   Error  Units\nA.b        avgt    5  28.700 ± 0.123  ns/op\n";
-        assert_eq!(rows_text(plain, "").unwrap()[0].name, "A.b");
+        assert_eq!(rows_text(plain, "").unwrap()[0].name, "A.b avgt");
         assert!(rows_text("no table", "").is_err());
     }
 
@@ -258,8 +299,44 @@ Other.run                     1000   avgt    3  12.000 ±  0.5   ns/op\n";
             dir.path(),
         )
         .unwrap();
-        assert_eq!(m["ByteArrayTouch.touch size=1000"], 2.844);
-        assert!(!m.contains_key("A.b"));
+        assert_eq!(m["ByteArrayTouch.touch size=1000 avgt"], 2.844);
+        assert!(!m.contains_key("A.b thrpt"));
         assert!(names_result_file(&["-rf".to_string(), "csv".to_string()]));
+    }
+
+    /// `-bm thrpt,avgt`: one benchmark in two modes is two rows, each with its mode's direction,
+    /// so no row carries the other mode's score under its direction.
+    #[test]
+    fn one_benchmark_in_two_modes_is_two_rows_with_their_own_directions() {
+        let both = r##"[
+          {"benchmark":"a.B.run","mode":"thrpt","params":{"n":"1"},
+           "primaryMetric":{"score":350.0,"scoreUnit":"ops/us"},"secondaryMetrics":{}},
+          {"benchmark":"a.B.run","mode":"avgt","params":{"n":"1"},
+           "primaryMetric":{"score":0.003,"scoreUnit":"us/op"},
+           "secondaryMetrics":{"IPC":{"score":2.1,"scoreUnit":"insns/clk"},
+                               "CPI":{"score":0.47,"scoreUnit":"clks/insn"},
+                               "gc.count":{"score":3.0,"scoreUnit":"counts"}}}
+        ]"##;
+        let r = rows_json(both).unwrap();
+        let thrpt = r.iter().find(|x| x.name == "B.run n=1 thrpt").unwrap();
+        let avgt = r.iter().find(|x| x.name == "B.run n=1 avgt").unwrap();
+        assert!(thrpt.higher && thrpt.score == 350.0);
+        assert!(!avgt.higher && avgt.score == 0.003);
+        let by = |k: &str| r.iter().find(|x| x.name.ends_with(k)).unwrap();
+        assert!(
+            by("· IPC").higher && !by("· IPC").context,
+            "IPC: higher is better"
+        );
+        assert!(!by("· CPI").higher && !by("· CPI").context);
+        assert!(
+            by("· gc.count").context,
+            "a GC count grows with the work done"
+        );
+        let m = read("", "", std::path::Path::new("/nonexistent")).err();
+        assert!(m.is_some());
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(RESULT_FILE), both).unwrap();
+        let m = read("", "", dir.path()).unwrap();
+        assert_eq!((m["B.run n=1 thrpt"], m["B.run n=1 avgt"]), (350.0, 0.003));
     }
 }

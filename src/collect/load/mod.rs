@@ -15,16 +15,22 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// A metric a format produces; `higher`: larger is better (throughput).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LoadMetric {
     pub name: String,
     pub higher: bool,
+    /// A profiler's metric of a result row (JMH `-prof gc`/`perfnorm`): not a row of the
+    /// load's table, so not in the rows' family.
+    pub secondary: bool,
+    /// No direction is known: recorded and shown, never a verdict or a cost.
+    pub context: bool,
 }
 
 fn lower(name: impl Into<String>) -> LoadMetric {
     LoadMetric {
         name: name.into(),
         higher: false,
+        ..Default::default()
     }
 }
 
@@ -32,6 +38,7 @@ fn higher(name: impl Into<String>) -> LoadMetric {
     LoadMetric {
         name: name.into(),
         higher: true,
+        ..Default::default()
     }
 }
 
