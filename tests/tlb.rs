@@ -93,6 +93,17 @@ fn bench_tlb_finds_a_reach_stores_it_and_a_hot_set_is_held_against_it() {
     let knee = sweep["knee"].as_array().unwrap();
     let (lo, hi) = (knee[0].as_u64().unwrap(), knee[1].as_u64().unwrap());
     assert!(lo >= 16 && hi <= 16_384 && lo < hi, "{knee:?}");
+    // Every level the timing resolved is listed, the knee first, each further out than the
+    // one before, with its entries and what a miss there costs.
+    let levels = sweep["levels"].as_array().unwrap();
+    assert_eq!(levels[0]["entries"], sweep["knee"], "{levels:?}");
+    for w in levels.windows(2) {
+        assert!(
+            w[1]["entries"][0].as_u64() >= w[0]["entries"][1].as_u64(),
+            "{levels:?}"
+        );
+    }
+    assert!(levels.iter().all(|l| l["miss_ns"]["point"].is_number()));
     assert!(points[2]["extra_ns"]["lo"].as_f64().unwrap() > 0.0, "{t}");
     assert!(!t["geometry"]["source"].as_str().unwrap().is_empty());
     assert_eq!(

@@ -69,10 +69,11 @@ fn knee(points: &[Point]) -> Option<(u64, u64)> {
 }
 
 /// Every level the timing resolves. The first is the knee; a later level starts where what
-/// 4 KiB pages cost beyond the huge backing (`extra_ns`) steps up again after a plateau — at
-/// least two spans whose intervals overlap — to more than twice the plateau's highest, with the
-/// step's interval above it, and by more than the huge backing's own time rose there (a span
-/// that outgrows the data caches slows both backings; that is not a TLB level).
+/// 4 KiB pages cost beyond the huge backing (`extra_ns`) jumps after a plateau: the two spans
+/// before it agree (their intervals overlap), and the span's whole interval lies above twice
+/// the last of them — by more than the huge backing's own time rose there (a span that
+/// outgrows the data caches slows both backings; that is not a TLB level). A cost that climbs
+/// span by span, as the share of accesses that miss grows, is one level, not many.
 fn levels(points: &[Point], knee: Option<(u64, u64)>) -> Vec<MeasuredLevel> {
     let Some((lo, hi)) = knee else {
         return Vec::new();
@@ -86,20 +87,17 @@ fn levels(points: &[Point], knee: Option<(u64, u64)>) -> Vec<MeasuredLevel> {
     };
     // (entries, the index of the first span of its plateau)
     let mut bounds: Vec<((u64, u64), usize)> = vec![((lo, hi), first)];
-    let mut start = first;
-    for i in first + 1..points.len() {
-        let plateau = &points[start..i];
-        let (p, prev) = (&points[i], &points[i - 1]);
-        let top = plateau
-            .iter()
-            .map(|p| p.extra_ns.point)
-            .fold(f64::MIN, f64::max);
-        let flat = plateau.len() >= 2 && plateau.windows(2).all(|w| overlap(&w[0], &w[1]));
-        let steps = p.extra_ns.lo.is_some_and(|l| l > 2.0 * top.max(0.0))
-            && p.extra_ns.point - prev.extra_ns.point > p.huge_ns - prev.huge_ns;
-        if flat && steps {
+    for i in first + 2..points.len() {
+        let (p, prev, before) = (&points[i], &points[i - 1], &points[i - 2]);
+        let last_start = bounds.last().map_or(first, |b| b.1);
+        let plateau = i - 2 >= last_start && overlap(before, prev);
+        let jumps = p
+            .extra_ns
+            .lo
+            .is_some_and(|l| l > 2.0 * prev.extra_ns.point.max(0.0));
+        let tlb = p.extra_ns.point - prev.extra_ns.point > p.huge_ns - prev.huge_ns;
+        if plateau && jumps && tlb {
             bounds.push(((prev.pages, p.pages), i));
-            start = i;
         }
     }
     bounds
@@ -112,7 +110,7 @@ fn levels(points: &[Point], knee: Option<(u64, u64)>) -> Vec<MeasuredLevel> {
                 level: n as u8 + 1,
                 entries: (*lo, *hi),
                 reach_4k: (lo * 4096, hi * 4096),
-                miss_ns: plateau[plateau.len() / 2].extra_ns,
+                miss_ns: plateau[1.min(plateau.len() - 1)].extra_ns,
             }
         })
         .collect()

@@ -47,8 +47,8 @@ pub struct MeasuredLevel {
     pub entries: (u64, u64),
     /// Its reach on 4 KiB pages, bytes (entries × 4 KiB).
     pub reach_4k: (u64, u64),
-    /// What 4 KiB pages cost per access beyond the huge backing once they miss this level and
-    /// before they miss the next: the middle span of its plateau, ns with its interval.
+    /// What 4 KiB pages cost per access beyond the huge backing once they miss this level: the
+    /// second span past it (the first may miss only in part), ns with its interval.
     pub miss_ns: Estimate,
 }
 
