@@ -570,3 +570,75 @@ fn a_closed_stderr_neither_panics_nor_changes_the_exit_code() {
         assert_eq!(st.code(), Some(code), "{cmd}");
     }
 }
+
+/// A warm-up trial killed by `--timeout` is a failure the answer counts, beside the measured
+/// trials' (`--keep-going` goes on to measure).
+#[test]
+fn a_warm_up_trial_that_times_out_is_counted_as_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mark = dir.path().join("first");
+    // Only the first run is slow: the first arm's warm-up trial.
+    let script = format!(
+        "if [ -e {0} ]; then :; else touch {0}; sleep 5; fi",
+        mark.display()
+    );
+    let out = common::hugelab_stdout([
+        "run",
+        "--no-save",
+        "--keep-going",
+        "--warmup",
+        "1",
+        "--blocks",
+        "2",
+        "--timeout",
+        "1s",
+        "-a",
+        "a=env.X=1",
+        "-a",
+        "b=env.X=2",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let words = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("2 blocks in")
+            && words.contains("0 failed (and 1 warm-up trial before them)"),
+        "{out}"
+    );
+}
+
+/// A primary metric that is 0 in one arm (a flag, an error count) cannot be compared by a
+/// ratio: the run stops at the first such trial and says so, as bad input (exit 2), not as a
+/// failed run with "0 failed trials".
+#[test]
+fn a_primary_metric_of_zero_is_refused_at_once_with_its_reason() {
+    let out = common::hugelab_exits(
+        [
+            "run",
+            "--no-save",
+            "--blocks",
+            "4",
+            "-a",
+            "plain=env.X=0",
+            "-a",
+            "other=env.X=1",
+            "--metric",
+            "v=v=([0-9]+)",
+            "--",
+            "sh",
+            "-c",
+            "echo v=$X",
+        ],
+        2,
+    );
+    let words = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("the primary metric v was 0 in a trial of arm plain")
+            && words.contains("no ratio can be taken of 0")
+            && words.contains("0 blocks in"),
+        "{out}"
+    );
+    assert!(!words.contains("no block completed"), "{out}");
+}

@@ -36,6 +36,12 @@ pub struct Executed {
     pub conditions: Vec<(String, String, Prepared)>,
     /// Why a planned duet alternated instead (the machine too small for every arm at once).
     pub schedule_change: Option<String>,
+    /// Warm-up trials that failed (a non-zero exit, a signal, `--timeout`): not measured, but
+    /// counted in the answer.
+    pub warmup_failed: usize,
+    /// The primary metric came out 0 or negative: no ratio can be taken, so the run stopped at
+    /// once (bad input, not a failed trial).
+    pub refused: bool,
 }
 
 /// The trials so far as the analysis will measure them: a warm service's detected warm-up
@@ -310,6 +316,7 @@ impl Course<'_> {
                 ));
                 let t = self.trial(arm, -1, ctx)?;
                 ctx.progress.step("");
+                self.x.warmup_failed += usize::from(!t.ok);
                 if !t.ok && !plan.keep_going {
                     self.x.failed = true;
                     self.x.stop_reason = format!(
@@ -452,7 +459,21 @@ impl Course<'_> {
                 .note(&format!("FLAGGED {}: {f}", plan.arms[arm].name));
         }
         let failed = !t.ok;
+        let primary = plan.primary();
+        let not_positive = t
+            .metrics
+            .get(&primary.name)
+            .filter(|v| t.ok && !primary.context && **v <= 0.0)
+            .copied();
         self.x.trials.push(t);
+        if let Some(v) = not_positive {
+            self.x.refused = true;
+            self.x.stop_reason = format!(
+                "the primary metric {} was {v} in a trial of arm {}: arms are compared by the ratio of a positive metric, and no ratio can be taken of {v}; give a metric that is positive in every arm (a duration, a rate, a count + 1), or make it a secondary metric after one that is",
+                primary.name, plan.arms[arm].name
+            );
+            return Ok(Some(BlockEnd::Stop));
+        }
         if failed {
             *end = BlockEnd::Incomplete;
             if !plan.keep_going {
@@ -475,8 +496,10 @@ impl Course<'_> {
         self.stopped(
             ctx,
             format!(
-                "interrupted (Ctrl-C) in block {}; the trial in flight finished and was kept; {done} complete blocks analysed",
-                block + 1
+                "interrupted (Ctrl-C) in block {}; the trial in flight finished and was kept; {done} complete block{} of the {} planned analysed",
+                block + 1,
+                if done == 1 { "" } else { "s" },
+                self.plan.blocks
             ),
         )
     }

@@ -149,13 +149,15 @@ pub enum Outcome {
     Failed,
     /// Ctrl-C: the completed blocks were analysed.
     Interrupted,
+    /// The primary metric came out 0 or negative: bad input, said at the first such trial.
+    Refused,
 }
 
 impl Outcome {
     pub fn status(self) -> &'static str {
         match self {
             Outcome::Complete => "complete",
-            Outcome::Failed => "failed",
+            Outcome::Failed | Outcome::Refused => "failed",
             Outcome::Interrupted => "interrupted",
         }
     }
@@ -281,7 +283,7 @@ fn analyse(
         .collect();
     let event_failed = !eventless.is_empty() && !plan.keep_going && !x.interrupted;
     let failed = x.failed || (!x.interrupted && complete == 0) || event_failed;
-    if failed && !x.failed && complete == 0 {
+    if failed && !x.failed && !x.refused && complete == 0 {
         stop_reason = format!(
             "{stop_reason}; no block completed with every arm's trial ok ({} failed trials), so there is nothing to compare",
             x.trials.iter().filter(|t| t.block >= 0 && !t.ok).count()
@@ -293,7 +295,9 @@ fn analyse(
             eventless.join(", ")
         );
     }
-    let outcome = if x.interrupted {
+    let outcome = if x.refused {
+        Outcome::Refused
+    } else if x.interrupted {
         Outcome::Interrupted
     } else if failed {
         Outcome::Failed
@@ -344,6 +348,7 @@ fn analyse(
         tlb: None,
         pools,
         advice,
+        warmup_failed: x.warmup_failed,
     };
     (res, outcome)
 }

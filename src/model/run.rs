@@ -205,6 +205,8 @@ pub struct RunResult {
     /// What `advise` would say from this run alone (for its preset's service, or the
     /// machine), when it compares arms.
     pub advice: Option<crate::model::advice::Advice>,
+    /// Warm-up trials (not measured, not analysed) that failed or timed out.
+    pub warmup_failed: usize,
 }
 
 /// A hugetlb pool an arm set: pages asked, obtained (the fewest any of its trials started with),

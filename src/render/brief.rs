@@ -259,7 +259,11 @@ fn first_sentence(s: &str) -> String {
 /// `84 blocks in 5m01s · 0 failed · verdicts at 99% family-wise (Holm, 2 contrasts), δ = 1% ·
 /// design, notes and every table: hugelab results show 12`.
 fn run_line(r: &RunResult) -> Vec<String> {
-    let failed: usize = r.report.evidence.iter().map(|e| e.failed).sum();
+    let measured: usize = r.report.evidence.iter().map(|e| e.failed).sum();
+    let failed = match r.warmup_failed {
+        0 => measured.to_string(),
+        w => format!("{measured} (+{w} warm-up)"),
+    };
     let contrasts = r.report.primary().map_or(0, |m| m.contrasts.len());
     let said = r.notes.len();
     let details = if r.db.is_empty() {
@@ -274,8 +278,9 @@ fn run_line(r: &RunResult) -> Vec<String> {
     };
     wrap_hanging(
         &format!(
-            "{} blocks in {} · {failed} failed · {}, δ = {}% · the design, {notes}every table: {details}",
+            "{} block{} in {} · {failed} failed · {}, δ = {}% · the design, {notes}every table: {details}",
             r.blocks_done,
+            if r.blocks_done == 1 { "" } else { "s" },
             fmt_elapsed(r.elapsed_s),
             level_words(&r.report.design, contrasts, r.report.confidence),
             r.report.effect * 100.0,

@@ -354,6 +354,7 @@ pub fn render(r: &RunResult, verbose: bool) -> String {
         elapsed_s: Some(r.elapsed_s),
         stop_reason: Some(r.stop_reason.clone()),
         heavy_steal_trials: r.noise.iter().map(|n| n.heavy_steal_trials).sum(),
+        warmup_failed: r.warmup_failed,
     };
     let mut o = String::new();
     // A service's answer is read by the person who runs the service: the brief answer, the

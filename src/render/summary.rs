@@ -26,6 +26,8 @@ pub struct RunFacts {
     pub stop_reason: Option<String>,
     /// Trials during which the host stole more than the heavy-steal share of the CPU.
     pub heavy_steal_trials: usize,
+    /// Warm-up trials (not measured) that failed: said beside the measured failures.
+    pub warmup_failed: usize,
 }
 
 /// The answer lines of an analysed experiment: per contrast, the primary metric (the one
@@ -204,10 +206,11 @@ fn cost_lines(r: &ExperimentAnalysis, what: &str) -> Vec<String> {
 /// heavy steal, and the level the verdicts were computed at.
 pub fn run_line(r: &ExperimentAnalysis, f: &RunFacts) -> Vec<String> {
     let mut parts = Vec::new();
-    let unit = if r.design == Design::Unpaired {
-        "runs"
-    } else {
-        "blocks"
+    let unit = match (r.design == Design::Unpaired, f.blocks == 1) {
+        (true, true) => "run",
+        (true, false) => "runs",
+        (false, true) => "block",
+        (false, false) => "blocks",
     };
     let mut head = format!("{} {unit}", f.blocks);
     if let Some(s) = f.elapsed_s {
@@ -223,7 +226,13 @@ pub fn run_line(r: &ExperimentAnalysis, f: &RunFacts) -> Vec<String> {
     parts.push(head);
     let failed: usize = r.evidence.iter().map(|e| e.failed).sum();
     let flagged: usize = r.evidence.iter().map(|e| e.flagged).sum();
-    parts.push(format!("{failed} failed"));
+    parts.push(match f.warmup_failed {
+        0 => format!("{failed} failed"),
+        w => format!(
+            "{failed} failed (and {w} warm-up trial{} before them)",
+            if w == 1 { "" } else { "s" }
+        ),
+    });
     parts.push(format!("{flagged} flagged"));
     let partial: usize = r.evidence.iter().map(|e| e.partial).sum();
     if partial > 0 {

@@ -46,6 +46,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     }
     Ok(match done.outcome {
         Outcome::Interrupted => 130,
+        Outcome::Refused => 2,
         Outcome::Failed => EXIT_FAILED,
         Outcome::Complete if a.fail_on.is_some() && primary_slower(&res) => 3,
         Outcome::Complete => 0,

@@ -12,7 +12,8 @@ pub const EXIT_FAILED: i32 = 4;
 #[derive(Debug, Args)]
 #[command(
     after_help = "Exit codes: 0 the run completed (whatever the verdicts); 1 an error stopped it; \
-2 a usage error, found before anything ran or was stored; 3 --fail-on slower and an arm was SLOWER \
+2 a usage error, found before anything ran or was stored, or a primary metric that came out 0 or \
+negative (no ratio can be taken: the run stops at that trial); 3 --fail-on slower and an arm was SLOWER \
 on the primary metric; 4 the run failed: it stopped on a failed trial (a non-zero exit, a signal, \
 --timeout, a metric not found, a server that did not start or died) or no block completed with \
 every trial ok (stored with status `failed`); 130 interrupted by Ctrl-C (completed blocks analysed).\n\
