@@ -31,7 +31,7 @@ fn arm_states(arms: &[String], trials: &[&TrialData]) -> Vec<ArmState> {
                         .map(|(_, v)| v)
                         .sum()
                 };
-                if let Some(m) = mean(cs.iter().map(|c| of(c))) {
+                if let Some(m) = mean(cs.iter().filter(|c| c.kernel_read).map(|c| of(c))) {
                     per_trial.insert(key.to_string(), m);
                 }
             }
@@ -51,6 +51,7 @@ fn arm_states(arms: &[String], trials: &[&TrialData]) -> Vec<ArmState> {
                 unusable_2m: mean(cs.iter().filter_map(|c| c.unusable_2m)),
                 mem_available: mean(cs.iter().filter_map(|c| c.mem_available.map(|v| v as f64))),
                 per_trial,
+                counters_read: cs.iter().filter(|c| c.kernel_read).count(),
             }
         })
         .collect()
@@ -212,6 +213,7 @@ mod tests {
                 name: condition.into(),
                 free_2m_blocks: Some(if condition == "clean" { 5000 } else { 0 }),
                 kernel: [("compact_stall".to_string(), stalls)].into(),
+                kernel_read: true,
                 ..Default::default()
             }),
             ..Default::default()

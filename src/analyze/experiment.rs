@@ -370,6 +370,7 @@ fn arm_evidence(arm: &str, ts: Vec<&TrialData>) -> ArmEvidence {
         mean_hot: mean(ts.iter().filter_map(|t| t.hot.map(|v| v as f64))),
         mean_kernel: means_by_key(ts.iter().filter_map(|t| t.kernel.as_ref())),
         mean_gauges: means_by_key(ts.iter().map(|t| &t.gauges).filter(|g| !g.is_empty())),
+        kernel_shared: ts.iter().filter(|t| t.kernel_shared).count(),
         events: event_tally(&ts),
     }
 }

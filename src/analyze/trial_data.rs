@@ -74,7 +74,11 @@ pub fn trial_data(
         }),
         lifetime: evidence["lifetime"].as_u64().map(|l| l as usize),
         condition: trial_condition(evidence),
-        kernel: evidence["kernel_counters"].as_object().map(numbers),
+        // Not read (an unreadable /proc/vmstat) is not "nothing moved".
+        kernel: evidence["kernel_counters"]
+            .as_object()
+            .filter(|_| evidence["kernel_read"] != false)
+            .map(numbers),
         // Every arm's burst of a duet block ran at once: the machine-wide counters are theirs
         // together.
         kernel_shared: evidence["duet"] == true,
@@ -118,6 +122,7 @@ fn trial_condition(evidence: &serde_json::Value) -> Option<TrialCondition> {
             .unwrap_or_default();
     Some(TrialCondition {
         name: name.to_string(),
+        kernel_read: evidence["kernel_read"] != false,
         free_2m_blocks: at["free_2m_blocks"].as_u64(),
         unusable_2m: at["unusable_2m"].as_f64(),
         mem_available: at["mem_available"].as_u64(),

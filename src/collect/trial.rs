@@ -36,7 +36,15 @@ pub struct TrialEvidence {
     pub perf_running_fraction: Option<f64>,
     /// `thp_*`, `compact_*` and mTHP counters that changed during the trial (system-wide).
     pub kernel_counters: BTreeMap<String, u64>,
+    /// Whether /proc/vmstat was read before and after the trial: an empty `kernel_counters` is
+    /// then "nothing moved", not "not counted". Runs stored before this was recorded: true.
+    #[serde(default = "read_before_recorded")]
+    pub kernel_read: bool,
     pub noise: Option<TrialNoise>,
+}
+
+fn read_before_recorded() -> bool {
+    true
 }
 
 /// Implements the runner's hooks for one trial; [`Gatherer::finish`] returns the evidence.
@@ -70,8 +78,10 @@ impl Gatherer {
     pub fn finish(mut self, child_cpu_ns: u64) -> TrialEvidence {
         self.exited();
         self.evidence.noise = super::noise::since(&self.root, &self.noise, child_cpu_ns);
-        self.evidence.kernel_counters =
-            super::deltas(&self.kernel_before, &super::huge_counters(&self.root));
+        let after = super::huge_counters(&self.root);
+        let read = |m: &BTreeMap<String, u64>| m.keys().any(|k| k.starts_with("thp_"));
+        self.evidence.kernel_read = read(&self.kernel_before) && read(&after);
+        self.evidence.kernel_counters = super::deltas(&self.kernel_before, &after);
         self.evidence
     }
 }

@@ -82,6 +82,10 @@ pub struct ArmEvidence {
     pub mean_kernel: BTreeMap<String, f64>,
     #[serde(default)]
     pub mean_gauges: BTreeMap<String, f64>,
+    /// Trials whose machine-wide counters every arm's trial shared (a duet block ran their
+    /// bursts at once): those counters are not this arm's alone.
+    #[serde(default)]
+    pub kernel_shared: usize,
     /// `run --during`: in how many of the arm's trials the event ran, and how it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<EventTally>,
@@ -195,6 +199,13 @@ pub struct ArmState {
     /// Mean per trial of the counters `analyze::conditions` shows (`allocstall` sums every zone's) and of the traced
     /// stall times (`<kind> ms`).
     pub per_trial: BTreeMap<String, f64>,
+    /// Trials whose kernel counters were read (the counters' means are over these).
+    #[serde(default)]
+    pub counters_read: usize,
+}
+
+fn counted_before_recorded() -> bool {
+    true
 }
 
 /// The change of an arm's effect between the first condition and this one: the shift of the
@@ -362,6 +373,9 @@ pub struct TrialCondition {
     pub mem_available: Option<u64>,
     /// System-wide vmstat deltas over the trial (`compact_*`, `allocstall_*`, `pgscan_*`, …).
     pub kernel: BTreeMap<String, f64>,
+    /// /proc/vmstat was read around the trial (false: `kernel` is not "nothing moved").
+    #[serde(default = "counted_before_recorded")]
+    pub kernel_read: bool,
     /// `--trace`: stall time of the trial's process tree per kind, milliseconds.
     pub stalls_ms: BTreeMap<String, f64>,
 }

@@ -105,7 +105,11 @@ fn condition_lines(c: &ConditionAnalysis, against: Option<&str>, several: bool) 
         .filter_map(|a| kernel_words(a, &seen))
         .collect();
     if c.arms.iter().any(|a| a.trials > 0) {
-        let line = if seen.is_empty() {
+        let read = c.arms.iter().any(|a| a.counters_read > 0);
+        let line = if !read {
+            "  per trial: /proc/vmstat could not be read, so direct compaction, kcompactd and direct reclaim were not counted"
+                .to_string()
+        } else if seen.is_empty() {
             "  per trial: no direct compaction, kcompactd scanning or direct reclaim in any arm"
                 .to_string()
         } else {
@@ -158,5 +162,53 @@ fn count(v: f64) -> String {
         super::words::thousands(v.round() as usize)
     } else {
         format!("{v:.1}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn condition(counters_read: usize, stalls: f64) -> ConditionAnalysis {
+        ConditionAnalysis {
+            name: "fragmented".into(),
+            description: "free memory in 4 KiB pieces".into(),
+            analysis: ExperimentAnalysis {
+                baseline: "never".into(),
+                effect: 0.01,
+                confidence: 0.99,
+                design: Default::default(),
+                metrics: Vec::new(),
+                evidence: Vec::new(),
+                conditions: Vec::new(),
+                warmup: None,
+                stalls: Vec::new(),
+                tails: Vec::new(),
+            },
+            interaction: Vec::new(),
+            arms: vec![ArmState {
+                arm: "madvise".into(),
+                trials: 4,
+                free_2m_blocks: None,
+                unusable_2m: None,
+                mem_available: None,
+                per_trial: [("compact_stall".to_string(), stalls)].into(),
+                counters_read,
+            }],
+        }
+    }
+
+    /// Counters that could not be read are not "no direct compaction".
+    #[test]
+    fn unread_counters_are_said_to_be_unread_not_zero() {
+        let said = |c: &ConditionAnalysis| condition_lines(c, None, false).join(" ");
+        assert!(said(&condition(4, 0.0)).contains("no direct compaction"));
+        assert!(said(&condition(4, 3.0)).contains("direct compaction stalls"));
+        let unread = said(&condition(0, 0.0));
+        assert!(
+            unread.contains("/proc/vmstat could not be read"),
+            "{unread}"
+        );
+        assert!(!unread.contains("no direct compaction"), "{unread}");
     }
 }

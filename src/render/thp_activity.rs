@@ -134,10 +134,17 @@ pub fn lines(r: &ExperimentAnalysis) -> Vec<String> {
     if per_arm.is_empty() {
         return Vec::new();
     }
-    let mut out = vec![
-        "kernel THP activity per trial (means; machine-wide counters, gauges at the peak):"
-            .to_string(),
-    ];
+    // Under a duet every arm's burst of a block ran at once: each arm's machine-wide counts
+    // are every arm's together, and are said to be.
+    let shared = r.evidence.iter().any(|e| e.kernel_shared > 0);
+    let mut out = wrap_hanging(
+        if shared {
+            "kernel THP activity per trial (means; machine-wide counters over every arm's burst at once — the duet — so each arm's counts are all the arms' together; gauges at the peak):"
+        } else {
+            "kernel THP activity per trial (means; machine-wide counters, gauges at the peak):"
+        },
+        2,
+    );
     for (arm, p) in per_arm {
         out.extend(wrap_hanging(&format!("  {arm}: {}", p.join("; ")), 4));
     }
@@ -187,5 +194,39 @@ mod tests {
         );
         // Nothing moved: no line at all.
         assert!(phrases(&arm(&[("compact_stall", 1.0)], &[("mthp.2M.nr_anon", 9.0)])).is_empty());
+    }
+
+    /// Under a duet the machine-wide counts of each arm are every arm's at once: the line says so.
+    #[test]
+    fn counts_every_arm_shared_are_said_to_be_shared() {
+        let mut e = arm(&[("mthp.2M.anon_fault_alloc", 97.0)], &[]);
+        let r = |e: &ArmEvidence| crate::model::analysis::ExperimentAnalysis {
+            baseline: "never".into(),
+            effect: 0.01,
+            confidence: 0.99,
+            design: Default::default(),
+            metrics: Vec::new(),
+            evidence: vec![e.clone()],
+            conditions: Vec::new(),
+            warmup: None,
+            stalls: Vec::new(),
+            tails: Vec::new(),
+        };
+        assert!(!lines(&r(&e)).join(" ").contains("duet"));
+        e.kernel_shared = 4;
+        let shared = lines(&r(&e))
+            .join(" ")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            shared.contains("the duet") && shared.contains("all the arms' together"),
+            "{shared}"
+        );
+        assert!(
+            lines(&r(&e))
+                .iter()
+                .all(|l| l.chars().count() <= crate::render::words::WIDTH)
+        );
     }
 }
