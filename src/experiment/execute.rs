@@ -7,6 +7,8 @@ use super::servers::{PerTrial, ServerSchedule, Warm};
 use super::trial::{Job, ServerSlot, describe_end, trial};
 
 mod duet;
+mod progress;
+
 use crate::analyze::experiment::{self, TrialData};
 use crate::analyze::sequential::ConfidenceSequence;
 use crate::analyze::stored::trial_data;
@@ -17,6 +19,7 @@ use crate::model::run::Plan;
 use crate::store::TrialRow;
 use crate::units::Bytes;
 use anyhow::Context as _;
+use progress::{block_label, estimate_line};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use std::time::Instant;
@@ -559,33 +562,6 @@ fn spread(plan: &Plan, trials: &[TrialRow]) -> Option<crate::analyze::lifetimes:
     crate::analyze::lifetimes::pooled(&cs)
 }
 
-fn estimate_line(names: &[String], plan: &Plan, trials: &[TrialRow]) -> String {
-    let data: Vec<TrialData> = trials.iter().map(trial_data).collect();
-    let mut parts = Vec::new();
-    for (i, n) in names.iter().enumerate() {
-        if i == plan.baseline {
-            continue;
-        }
-        let d = experiment::log_ratios(&data, i, plan.baseline, &plan.primary().name);
-        if let Some(e) = crate::analyze::stats::hodges_lehmann(&d, plan.confidence) {
-            let p = crate::analyze::verdict::to_percent(e);
-            parts.push(match (p.lo, p.hi) {
-                (Some(lo), Some(hi)) => format!("{n} {:+.1}% [{lo:+.1}, {hi:+.1}]", p.point),
-                _ => format!("{n} {:+.1}%", p.point),
-            });
-        }
-    }
-    if parts.is_empty() {
-        String::new()
-    } else {
-        format!(
-            " · {}: {} (unadjusted, for orientation)",
-            plan.primary().name,
-            parts.join(", ")
-        )
-    }
-}
-
 /// The order of trials: each block is every arm once, shuffled with the seed.
 pub fn block_order(arms: usize, block: usize, seed: u64) -> Vec<usize> {
     let mut rng = rand::rngs::SmallRng::seed_from_u64(
@@ -594,19 +570,4 @@ pub fn block_order(arms: usize, block: usize, seed: u64) -> Vec<usize> {
     let mut o: Vec<usize> = (0..arms).collect();
     o.shuffle(&mut rng);
     o
-}
-
-/// `block 3/40`, or `block 3 (until 2m00s)` when the run stops at a time rather than a count.
-pub(super) fn block_label(plan: &Plan, block: usize) -> String {
-    match plan.max_time {
-        Some(t) if plan.blocks >= super::plan::UNBOUNDED_BLOCKS => format!(
-            "block {} (until {})",
-            block + 1,
-            crate::units::fmt_elapsed(t.as_secs_f64())
-        ),
-        _ if plan.blocks >= super::plan::UNBOUNDED_BLOCKS => {
-            format!("block {} (until the verdicts settle)", block + 1)
-        }
-        _ => format!("block {}/{}", block % plan.blocks + 1, plan.blocks),
-    }
 }

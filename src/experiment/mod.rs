@@ -313,18 +313,7 @@ fn analyse(
     let vm_advice = summary::vm_advice(&plan, req.command, req.shell, &report, x.blocks_done);
     let servers = summary::servers(&plan, &x.trials, &data);
     let pools = summary::pool_uses(&plan, &x.trials);
-    let advice = (plan.arms.len() > 1).then(|| {
-        crate::analyze::advice::for_one_run(crate::analyze::advice::RunEvidence {
-            run_id,
-            command: req.command.to_vec(),
-            shell: req.shell,
-            arms: plan.arms.clone(),
-            baseline: plan.baseline,
-            preset: plan.server.as_ref().and_then(|s| s.preset.clone()),
-            report: report.clone(),
-            stalls: trace_stalls.clone(),
-        })
-    });
+    let advice = advice_of(&plan, run_id, req, &report, &trace_stalls);
     let res = RunResult {
         schema: SCHEMA,
         run_id,
@@ -351,6 +340,28 @@ fn analyse(
         warmup_failed: x.warmup_failed,
     };
     (res, outcome)
+}
+
+/// What `advise` says from this run alone (None with one arm: nothing is compared).
+fn advice_of(
+    plan: &Plan,
+    run_id: i64,
+    req: &Request,
+    report: &crate::model::analysis::ExperimentAnalysis,
+    stalls: &[crate::model::trace::StallContrast],
+) -> Option<crate::model::advice::Advice> {
+    (plan.arms.len() > 1).then(|| {
+        crate::analyze::advice::for_one_run(crate::analyze::advice::RunEvidence {
+            run_id,
+            command: req.command.to_vec(),
+            shell: req.shell,
+            arms: plan.arms.clone(),
+            baseline: plan.baseline,
+            preset: plan.server.as_ref().and_then(|s| s.preset.clone()),
+            report: report.clone(),
+            stalls: stalls.to_vec(),
+        })
+    })
 }
 
 /// Keep hugelab's own threads off the child's CPU (`--pin`).

@@ -51,7 +51,7 @@ impl Course<'_> {
         }
         ctx.progress.message(&format!(
             "{} · every arm's burst at once",
-            super::block_label(plan, block)
+            super::progress::block_label(plan, block)
         ));
         let outcomes = {
             let trials: Vec<(&TrialSpec, &mut (dyn TrialHooks + Send))> = begun
