@@ -343,8 +343,17 @@ pub fn hot_text(sets: &[HotSet], ctx: &crate::model::inspect::HotContext) -> Str
     for h in sets {
         let share = h.hot as f64 * 100.0 / h.resident.max(1) as f64;
         let e = &h.entries;
+        // On THP the kernel marks a huge page's whole 2 MiB referenced when any of it is
+        // touched: the hot bytes there, and the 4 KiB entries from them, are at most that.
+        let on_thp: u64 = h
+            .mappings
+            .iter()
+            .filter(|m| m.hot > 0)
+            .map(|m| m.on_thp.min(m.hot))
+            .sum();
+        let at_most = if on_thp > 0 { "at most " } else { "" };
         let mut lines = vec![format!(
-            "pid {} ({}), hot over {:.0}s: {} of {} resident ({share:.0}%) = {} entries at 4 KiB · {} at 2 MiB · {} at 1 GiB · {} on the pages it has now",
+            "pid {} ({}), hot over {:.0}s: {at_most}{} of {} resident ({share:.0}%) = {at_most}{} entries at 4 KiB · {} at 2 MiB · {} at 1 GiB · {} on the pages it has now",
             h.pid,
             h.name,
             h.window_s,
@@ -355,6 +364,12 @@ pub fn hot_text(sets: &[HotSet], ctx: &crate::model::inspect::HotContext) -> Str
             range(e.at_1g),
             thousands(e.now as usize)
         )];
+        if on_thp > 0 {
+            lines.push(format!(
+                "{} of it is on THP, where the kernel marks a huge page's whole 2 MiB referenced when any byte of it is touched: the 4 KiB count is an upper bound (a sparse heap touches far fewer pages)",
+                Bytes(on_thp)
+            ));
+        }
         match reach.and_then(|m| m.reach.entries_4k().map(|k| (m, k))) {
             Some((m, (lo, hi))) => {
                 let mut l = format!(

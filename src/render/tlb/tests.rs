@@ -125,3 +125,57 @@ fn a_span_below_the_miss_is_said_to_fit_only_when_its_interval_says_so() {
         knee_words(&s, 1536, 2048)
     );
 }
+
+/// A sparse heap on THP: the kernel marks whole 2 MiB pages referenced, so the hot bytes and
+/// their 4 KiB entries are said to be at most what smaps counts.
+#[test]
+fn hot_memory_on_thp_is_an_upper_bound_and_said_to_be() {
+    use crate::model::inspect::{Entries, HotContext, HotMapping, HotSet};
+    let set = |on_thp: u64| HotSet {
+        pid: 42,
+        name: "sparse".into(),
+        window_s: 10.0,
+        resident: 1 << 30,
+        hot: 1 << 30,
+        hugetlb_untracked: 0,
+        entries: Entries {
+            at_4k: 262_144,
+            at_2m: (512, 512),
+            at_1g: (1, 1),
+            now: 512,
+        },
+        mappings: vec![HotMapping {
+            start: 0,
+            end: 1 << 30,
+            kind: crate::probe::process::Kind::Heap,
+            path: "[heap]".into(),
+            resident: 1 << 30,
+            hot: 1 << 30,
+            on_thp,
+            hugetlb_page: None,
+        }],
+    };
+    let ctx = HotContext {
+        measured: None,
+        db: "r.db".into(),
+        geometry: crate::probe::tlb::TlbGeometry::default(),
+        errors: Vec::new(),
+    };
+    let said = |s: HotSet| {
+        hot_text(&[s], &ctx)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let thp = said(set(1 << 30));
+    assert!(
+        thp.contains("at most 1G of 1G") && thp.contains("at most 262,144 entries at 4 KiB"),
+        "{thp}"
+    );
+    assert!(thp.contains("upper bound"), "{thp}");
+    let base = said(set(0));
+    assert!(
+        !base.contains("at most") && base.contains("262,144 entries at 4 KiB"),
+        "{base}"
+    );
+}
