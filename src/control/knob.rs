@@ -99,6 +99,8 @@ impl Knob {
                 size: 0x20_0000,
                 node: None,
             } => Some("vm.nr_hugepages"),
+            Knob::DefragMode => Some("vm.defrag_mode"),
+            Knob::CompactionProactiveness => Some("vm.compaction_proactiveness"),
             _ => None,
         }
     }

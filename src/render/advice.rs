@@ -148,19 +148,17 @@ fn sysctl(a: &Advice) -> String {
     let mut o = comments(a, "#");
     let mut any = false;
     for s in &a.settings {
-        // vm.nr_hugepages is the default page size's pool (2 MiB on x86-64); other sizes and
-        // the THP knobs live in sysfs only.
-        if let Knob::HugetlbPages {
-            size: 0x20_0000,
-            node: None,
-        } = s.knob
-        {
-            if !any {
-                o.push_str("# vm.nr_hugepages sizes the default huge page size's pool (Hugepagesize in /proc/meminfo:\n# 2 MiB unless the kernel was booted with default_hugepagesz=)\n");
-            }
-            let _ = writeln!(o, "vm.nr_hugepages = {}", s.value);
-            any = true;
+        // vm.nr_hugepages is the default page size's pool (2 MiB on x86-64), vm.defrag_mode and
+        // vm.compaction_proactiveness are sysctls too; other sizes and the THP knobs live in
+        // sysfs only.
+        let Some(name) = s.knob.sysctl() else {
+            continue;
+        };
+        if name == "vm.nr_hugepages" {
+            o.push_str("# vm.nr_hugepages sizes the default huge page size's pool (Hugepagesize in /proc/meminfo:\n# 2 MiB unless the kernel was booted with default_hugepagesz=)\n");
         }
+        let _ = writeln!(o, "{name} = {}", s.value);
+        any = true;
     }
     if !any {
         o.push_str("# nothing here is a sysctl: see --format tmpfiles or systemd\n");
@@ -261,35 +259,21 @@ fn tuned(a: &Advice) -> String {
     if let Some(t) = thp {
         let _ = writeln!(o, "\n[vm]\ntransparent_hugepages={}", t.value);
     }
-    let pools: Vec<&Setting> = a
+    let sysctls: Vec<(&str, &Setting)> = a
         .settings
         .iter()
-        .filter(|s| {
-            matches!(
-                s.knob,
-                Knob::HugetlbPages {
-                    size: 0x20_0000,
-                    node: None
-                }
-            )
-        })
+        .filter_map(|s| Some((s.knob.sysctl()?, s)))
         .collect();
-    if let Some(p) = pools.first() {
-        let _ = writeln!(o, "\n[sysctl]\nvm.nr_hugepages={}", p.value);
+    if !sysctls.is_empty() {
+        let _ = writeln!(o, "\n[sysctl]");
+        for (name, s) in &sysctls {
+            let _ = writeln!(o, "{name}={}", s.value);
+        }
     }
     let rest: Vec<&Setting> = a
         .settings
         .iter()
-        .filter(|s| {
-            s.knob != Knob::ThpEnabled
-                && !matches!(
-                    s.knob,
-                    Knob::HugetlbPages {
-                        size: 0x20_0000,
-                        node: None
-                    }
-                )
-        })
+        .filter(|s| s.knob != Knob::ThpEnabled && s.knob.sysctl().is_none())
         .collect();
     if !rest.is_empty() {
         // tuned's sysfs plugin writes any sysfs file.
@@ -315,4 +299,61 @@ fn service(a: &Advice) -> String {
         let _ = writeln!(o, "{}", s.line);
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `vm.defrag_mode` is a sysctl: the sysctl.d lines and tuned's `[sysctl]` carry it beside
+    /// the pool; THP's knobs stay in sysfs.
+    #[test]
+    fn every_sysctl_knob_goes_to_the_sysctl_artefacts() {
+        let set = |knob: Knob, value: &str| Setting {
+            knob,
+            value: value.into(),
+            now: None,
+            why: "measured".into(),
+        };
+        let a = Advice {
+            schema: crate::model::advice::SCHEMA.into(),
+            target: crate::model::advice::Target::Machine,
+            adopt: Some("on".into()),
+            summary: "set vm.defrag_mode = 1".into(),
+            settings: vec![
+                set(Knob::ThpEnabled, "always"),
+                set(Knob::DefragMode, "1"),
+                set(
+                    Knob::HugetlbPages {
+                        size: 2 << 20,
+                        node: None,
+                    },
+                    "100",
+                ),
+                set(Knob::ThpDefrag, "defer+madvise"),
+            ],
+            service: Vec::new(),
+            evidence: Vec::new(),
+            not_measured: Vec::new(),
+            notes: Vec::new(),
+            verify: Vec::new(),
+        };
+        let s = render(&a, Format::Sysctl);
+        assert!(
+            s.contains("\nvm.defrag_mode = 1\n") && s.contains("\nvm.nr_hugepages = 100\n"),
+            "{s}"
+        );
+        assert!(!s.contains("defer+madvise"), "{s}");
+        let t = render(&a, Format::Tuned);
+        let sysctl = &t[t.find("[sysctl]").expect("a [sysctl] section")..];
+        assert!(
+            sysctl.contains("vm.defrag_mode=1") && sysctl.contains("vm.nr_hugepages=100"),
+            "{t}"
+        );
+        assert!(!t.contains("/proc/sys/vm/defrag_mode"), "{t}");
+        assert!(
+            t.contains("/sys/kernel/mm/transparent_hugepage/defrag=defer+madvise"),
+            "{t}"
+        );
+    }
 }
