@@ -327,6 +327,40 @@ pub fn times(need: u64, lo: u64, hi: u64) -> String {
     }
 }
 
+/// A hot set's first lines: the hot bytes and the entries they need at each page size — "at
+/// most" where they are on THP, whose referenced bit covers a huge page's whole 2 MiB.
+fn hot_head(h: &HotSet, share: f64) -> Vec<String> {
+    let e = &h.entries;
+    // On THP the kernel marks a huge page's whole 2 MiB referenced when any of it is
+    // touched: the hot bytes there, and the 4 KiB entries from them, are at most that.
+    let on_thp: u64 = h
+        .mappings
+        .iter()
+        .filter(|m| m.hot > 0)
+        .map(|m| m.on_thp.min(m.hot))
+        .sum();
+    let at_most = if on_thp > 0 { "at most " } else { "" };
+    let mut lines = vec![format!(
+        "pid {} ({}), hot over {:.0}s: {at_most}{} of {} resident ({share:.0}%) = {at_most}{} entries at 4 KiB · {} at 2 MiB · {} at 1 GiB · {} on the pages it has now",
+        h.pid,
+        h.name,
+        h.window_s,
+        Bytes(h.hot),
+        Bytes(h.resident),
+        thousands(e.at_4k as usize),
+        range(e.at_2m),
+        range(e.at_1g),
+        thousands(e.now as usize)
+    )];
+    if on_thp > 0 {
+        lines.push(format!(
+            "{} of it is on THP, where the kernel marks a huge page's whole 2 MiB referenced when any byte of it is touched: the 4 KiB count is an upper bound (a sparse heap touches far fewer pages)",
+            Bytes(on_thp)
+        ));
+    }
+    lines
+}
+
 /// `inspect --hot`: each process's hot memory, the entries it needs, and that against the
 /// measured reach (and CPUID's 2 MiB entries, labelled as declared, not measured).
 pub fn hot_text(sets: &[HotSet], ctx: &crate::model::inspect::HotContext) -> String {
@@ -343,33 +377,7 @@ pub fn hot_text(sets: &[HotSet], ctx: &crate::model::inspect::HotContext) -> Str
     for h in sets {
         let share = h.hot as f64 * 100.0 / h.resident.max(1) as f64;
         let e = &h.entries;
-        // On THP the kernel marks a huge page's whole 2 MiB referenced when any of it is
-        // touched: the hot bytes there, and the 4 KiB entries from them, are at most that.
-        let on_thp: u64 = h
-            .mappings
-            .iter()
-            .filter(|m| m.hot > 0)
-            .map(|m| m.on_thp.min(m.hot))
-            .sum();
-        let at_most = if on_thp > 0 { "at most " } else { "" };
-        let mut lines = vec![format!(
-            "pid {} ({}), hot over {:.0}s: {at_most}{} of {} resident ({share:.0}%) = {at_most}{} entries at 4 KiB · {} at 2 MiB · {} at 1 GiB · {} on the pages it has now",
-            h.pid,
-            h.name,
-            h.window_s,
-            Bytes(h.hot),
-            Bytes(h.resident),
-            thousands(e.at_4k as usize),
-            range(e.at_2m),
-            range(e.at_1g),
-            thousands(e.now as usize)
-        )];
-        if on_thp > 0 {
-            lines.push(format!(
-                "{} of it is on THP, where the kernel marks a huge page's whole 2 MiB referenced when any byte of it is touched: the 4 KiB count is an upper bound (a sparse heap touches far fewer pages)",
-                Bytes(on_thp)
-            ));
-        }
+        let mut lines = hot_head(h, share);
         match reach.and_then(|m| m.reach.entries_4k().map(|k| (m, k))) {
             Some((m, (lo, hi))) => {
                 let mut l = format!(
