@@ -92,9 +92,10 @@ fn duet_runs_every_arms_burst_at_once_and_alternating_one_after_another() {
     let notes = v["notes"].to_string();
     assert!(notes.contains("duet: the arms' bursts used"), "{notes}");
     // The answer says which schedule ran and why (lines wrapped at 100 columns, joined).
+    // The design is behind --verbose in a service run's answer.
     let shown = words(&common::hugelab_stdout(fake_run(
         "321",
-        &["--blocks", "2", "--no-save"],
+        &["--blocks", "2", "--no-save", "--verbose"],
         "sleep 0.1",
     )));
     assert!(
@@ -130,6 +131,7 @@ fn an_operator_event_makes_the_schedule_alternating_and_says_why() {
             "--blocks",
             "2",
             "--no-save",
+            "--verbose",
         ],
         "sleep 0.2",
     )));

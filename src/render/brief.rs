@@ -67,9 +67,11 @@ fn verdict_words(r: &ExperimentAnalysis, c: &Contrast) -> String {
         Verdict::Faster => format!("FASTER by less than δ = {}%", r.effect * 100.0),
         Verdict::Slower => format!("SLOWER by less than δ = {}%", r.effect * 100.0),
         Verdict::Equivalent => format!("EQUIVALENT (within ±{}%)", r.effect * 100.0),
-        Verdict::Inconclusive if c.percent.lo.is_none() => {
-            format!("INCONCLUSIVE (no interval from {} blocks)", c.blocks)
-        }
+        Verdict::Inconclusive if c.percent.lo.is_none() => format!(
+            "INCONCLUSIVE (no interval from {} block{})",
+            c.blocks,
+            if c.blocks == 1 { "" } else { "s" }
+        ),
         Verdict::Inconclusive => match c.min_detectable_percent {
             Some(mde) => format!("INCONCLUSIVE (could detect ±{mde:.1}%)"),
             None => "INCONCLUSIVE".into(),
@@ -194,18 +196,7 @@ fn evidence_line(r: &RunResult) -> Vec<String> {
             )
         })
         .collect();
-    let most = |f: &dyn Fn(&crate::model::run::ServerSummary) -> Option<u64>| {
-        r.servers.iter().filter_map(f).max().filter(|b| *b > 0)
-    };
-    let kernel: Vec<String> = [
-        most(&|s| s.kernel_hugetlb)
-            .map(|b| format!("hugetlb pool in use {}", crate::units::Bytes(b))),
-        most(&|s| s.kernel_shmem_huge)
-            .map(|b| format!("ShmemHugePages {}", crate::units::Bytes(b))),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
+    let kernel = super::run::kernel_counts(&r.servers);
     if !kernel.is_empty() {
         parts.push(format!("the kernel's own count: {}", kernel.join(", ")));
     }
@@ -276,9 +267,13 @@ fn run_line(r: &RunResult) -> Vec<String> {
         1 => "1 note, ".into(),
         n => format!("{n} notes, "),
     };
+    // Why the run ended, unless it ended as planned (its blocks, or --max-time).
+    let stopped = Some(r.stop_reason.as_str())
+        .filter(|w| !w.ends_with("blocks done") && !w.starts_with("--max-time") && !w.is_empty())
+        .map_or(String::new(), |w| format!(" (stopped: {w})"));
     wrap_hanging(
         &format!(
-            "{} block{} in {} · {failed} failed · {}, δ = {}% · the design, {notes}every table: {details}",
+            "{} block{} in {}{stopped} · {failed} failed · {}, δ = {}% · the design, {notes}every table: {details}",
             r.blocks_done,
             if r.blocks_done == 1 { "" } else { "s" },
             fmt_elapsed(r.elapsed_s),
