@@ -196,7 +196,7 @@ fn evidence_line(r: &RunResult) -> Vec<String> {
             )
         })
         .collect();
-    let kernel = super::run::kernel_counts(&r.servers);
+    let kernel = kernel_counts(&r.servers);
     if !kernel.is_empty() {
         parts.push(format!("the kernel's own count: {}", kernel.join(", ")));
     }
@@ -282,4 +282,21 @@ fn run_line(r: &RunResult) -> Vec<String> {
         ),
         2,
     )
+}
+
+/// The kernel's machine-wide accounting read with the servers, once (the largest of the arms'
+/// medians): `hugetlb pool in use 340M`, `ShmemHugePages 340M`.
+pub(crate) fn kernel_counts(servers: &[crate::model::run::ServerSummary]) -> Vec<String> {
+    let most = |f: &dyn Fn(&crate::model::run::ServerSummary) -> Option<u64>| {
+        servers.iter().filter_map(f).max().filter(|b| *b > 0)
+    };
+    [
+        most(&|s| s.kernel_hugetlb)
+            .map(|b| format!("hugetlb pool in use {}", crate::units::Bytes(b))),
+        most(&|s| s.kernel_shmem_huge)
+            .map(|b| format!("ShmemHugePages {}", crate::units::Bytes(b))),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }

@@ -15,7 +15,6 @@ use crate::units::{Bytes, Unit};
 use std::fmt::Write;
 
 mod servers;
-pub(crate) use servers::kernel_counts;
 use servers::{render_servers, service_lines};
 
 /// The tables of an analysed experiment: one per metric (summaries, contrasts, verdicts) and

@@ -67,7 +67,7 @@ pub(super) fn service_lines(r: &RunResult) -> Vec<String> {
     }
     // The kernel's machine-wide accounting at the same moments, once: every arm's server runs
     // at once under the warm design, so it is the sum of theirs (and anything else's).
-    let kernel = kernel_counts(&r.servers);
+    let kernel = crate::render::brief::kernel_counts(&r.servers);
     if !kernel.is_empty() {
         out.push(format!(
             "kernel, machine-wide, read with the servers (medians): {}",
@@ -225,21 +225,4 @@ fn warm_line(r: &RunResult, sp: &crate::model::run::ServerPlan) -> String {
             format!("; SD of the ratio: {}", comps.join("; "))
         }
     )
-}
-
-/// The kernel's machine-wide accounting read with the servers, once (the largest of the arms'
-/// medians): `hugetlb pool in use 340M`, `ShmemHugePages 340M`.
-pub(crate) fn kernel_counts(servers: &[crate::model::run::ServerSummary]) -> Vec<String> {
-    let most = |f: &dyn Fn(&crate::model::run::ServerSummary) -> Option<u64>| {
-        servers.iter().filter_map(f).max().filter(|b| *b > 0)
-    };
-    [
-        most(&|s| s.kernel_hugetlb)
-            .map(|b| format!("hugetlb pool in use {}", crate::units::Bytes(b))),
-        most(&|s| s.kernel_shmem_huge)
-            .map(|b| format!("ShmemHugePages {}", crate::units::Bytes(b))),
-    ]
-    .into_iter()
-    .flatten()
-    .collect()
 }
