@@ -642,3 +642,46 @@ fn a_primary_metric_of_zero_is_refused_at_once_with_its_reason() {
     );
     assert!(!words.contains("no block completed"), "{out}");
 }
+
+/// After Ctrl-C the answer counts what was analysed in the words it planned: "1 block", "1
+/// complete block of the 3 planned", never "1 blocks" beside "3 blocks are too few".
+#[test]
+fn ctrl_c_after_a_block_says_what_was_analysed_of_what_was_planned() {
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("hugelab"))
+        .args([
+            "run",
+            "--arm",
+            "a=",
+            "--arm",
+            "b=",
+            "--blocks",
+            "3",
+            "--warmup",
+            "0",
+            "--no-save",
+        ])
+        .args(["--", "sleep", "0.5"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // About block 2 (block 1 is two 0.5 s trials); wherever it lands under load, the words must
+    // agree with the count.
+    std::thread::sleep(std::time::Duration::from_millis(1400));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(130), "{text}");
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let done = ["0 blocks in", "1 block in", "2 blocks in"]
+        .iter()
+        .position(|w| words.contains(w))
+        .unwrap_or_else(|| panic!("no block count: {text}"));
+    let analysed = match done {
+        1 => "1 complete block of the 3 planned analysed".to_string(),
+        n => format!("{n} complete blocks of the 3 planned analysed"),
+    };
+    assert!(words.contains(&analysed), "{analysed}: {text}");
+    assert!(!words.contains("1 blocks"), "{text}");
+}

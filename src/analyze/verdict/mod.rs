@@ -250,7 +250,8 @@ pub fn contrast_from(
         }
         _ => {
             warnings.push(format!(
-                "{n} blocks are too few for a {} interval",
+                "{n} {} too few for a {} interval",
+                if n == 1 { "block is" } else { "blocks are" },
                 fmt_level(level)
             ));
             (Verdict::Inconclusive, false, None)
