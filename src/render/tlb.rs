@@ -481,9 +481,10 @@ pub fn row_why_line(rows: &[&str], m: &crate::model::tlb::Measured) -> Option<St
                 .ok()?;
             let n = size.div_ceil(4096);
             Some(format!(
-                "size={size}: {} entries ({})",
+                "size={size}: {} entries ({}{})",
                 thousands(n as usize),
-                times(n, lo, hi)
+                times(n, lo, hi),
+                level_of(m, n)
             ))
         })
         .collect();
@@ -496,6 +497,21 @@ pub fn row_why_line(rows: &[&str], m: &crate::model::tlb::Measured) -> Option<St
             parts.join(" · ")
         )
     })
+}
+
+/// Where `n` 4 KiB entries fall among the levels the timing resolved, when it resolved more
+/// than one: `; past level 1, within level 2` — the level whose misses the memory pays.
+fn level_of(m: &crate::model::tlb::Measured, n: u64) -> String {
+    let Some(s) = m.reach.headline().filter(|s| s.levels.len() >= 2) else {
+        return String::new();
+    };
+    match s.levels.iter().rposition(|l| n > l.entries.0) {
+        None => "; within level 1".into(),
+        Some(i) => match s.levels.get(i + 1) {
+            Some(next) => format!("; past level {}, within level {}", i + 1, next.level),
+            None => format!("; past level {}, the last one measured", i + 1),
+        },
+    }
 }
 
 /// "why (a model: …)": TLB entries the memory needs on each arm's pages, against the 4 KiB

@@ -70,6 +70,32 @@ fn a_sweeps_rows_say_which_sizes_fit_the_measured_reach() {
         "{l}"
     );
     assert!(row_why_line(&["Other.run"], &m).is_none());
+    // With two levels resolved, each row says which level's misses it pays.
+    let mut m = m;
+    let level = |level, entries: (u64, u64)| crate::model::tlb::MeasuredLevel {
+        level,
+        entries,
+        reach_4k: (entries.0 * 4096, entries.1 * 4096),
+        miss_ns: crate::model::stats::Estimate {
+            point: 1.0,
+            lo: Some(0.9),
+            hi: Some(1.1),
+            confidence: 0.999,
+        },
+    };
+    m.reach.sweeps[0].knee = Some((96, 128));
+    m.reach.sweeps[0].levels = vec![level(1, (96, 128)), level(2, (1536, 2048))];
+    let l = row_why_line(&rows, &m).unwrap();
+    assert!(
+        l.contains("size=1000: 1 entries (within it; within level 1)"),
+        "{l}"
+    );
+    assert!(
+        l.contains("size=10000000: 2,442 entries (19.1–25.4× the reach; past level 2, the last one measured)"),
+        "{l}"
+    );
+    let mid = row_why_line(&["A.b size=1000000 avgt"], &m).unwrap();
+    assert!(mid.contains("past level 1, within level 2"), "{mid}");
 }
 
 #[test]
