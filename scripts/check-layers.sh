@@ -47,6 +47,14 @@ for e in "${engines[@]:1}"; do
     fi
   done
 done
+# analyze and render both read the records in model and sit side by side: render never computes
+# (it cannot import analyze, above it), and analyze never words or draws (it must not import
+# render, though the order would allow it).
+if hits=$(grep -rnE "crate::render\b" src/analyze); then
+  echo "analyze imports render (analyze builds the record; the renderers read it):"
+  echo "$hits"
+  status=1
+fi
 # analyze is pure statistics: it may read records of the stages before it, but never the code
 # that runs workloads.
 if hits=$(grep -rnE "crate::workload\b" src/analyze); then

@@ -427,4 +427,10 @@ fn the_layers_check_refuses_a_renderer_or_the_store_reaching_analyze() {
         assert!(!ok, "{file} importing analyze passed: {said}");
         assert!(said.contains("imports the later stage 'analyze'"), "{said}");
     }
+    // Nor does analyze reach the renderers.
+    let (ok, said) = layers_check_with(
+        "src/analyze/costs.rs",
+        "\nuse crate::render::words::WIDTH;\n",
+    );
+    assert!(!ok && said.contains("analyze imports render"), "{said}");
 }

@@ -54,6 +54,3 @@ pub mod trial_data;
 pub mod verdict;
 pub mod vm;
 pub mod warmup;
-
-#[cfg(test)]
-mod answer_tests;
