@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::postgres::{pg_bin, pg_cluster};
+use common::postgres::{PrivatePg, pg_bin, pg_cluster};
 
 use std::path::Path;
 use std::process::Command;
@@ -80,17 +80,10 @@ fn arm_trials<'a>(
 #[cfg_attr(missing_postgres, ignore = "needs PostgreSQL (.ci/run installs it)")]
 fn postgres_preset_puts_shared_memory_on_the_pages_each_arm_asks_for_and_flags_try() {
     require_root!();
-    let bin = pg_bin().expect("PostgreSQL is needed (.ci/run installs it)");
     let _lock = common::knob_lock();
-    let dir = tempfile::tempdir().unwrap();
-    let port = common::free_port();
-    let data = pg_cluster(&bin, dir.path(), port);
-    let sock = dir.path().display().to_string();
-    let server = format!(
-        "{} -D {} -k {sock} -p {port} -c listen_addresses= -c shared_buffers=64MB",
-        bin.join("postgres").display(),
-        data.display()
-    );
+    let pg = PrivatePg::new();
+    let (dir, port, sock) = (&pg.dir, pg.port, pg.sock.clone());
+    let server = pg.server("-c shared_buffers=64MB");
     let db = dir.path().join("r.db");
     let (thp_before, pool_before) = (thp_enabled(), pool_2m());
     let out = common::hugelab_stdout([
@@ -211,22 +204,15 @@ fn postgres_preset_puts_shared_memory_on_the_pages_each_arm_asks_for_and_flags_t
 #[cfg_attr(missing_postgres, ignore = "needs PostgreSQL (.ci/run installs it)")]
 fn pgbench_percentiles_equal_those_computed_by_hand_from_its_log() {
     require_root!();
-    let bin = pg_bin().expect("PostgreSQL is needed (.ci/run installs it)");
-    let dir = tempfile::tempdir().unwrap();
-    let port = common::free_port();
-    let data = pg_cluster(&bin, dir.path(), port);
-    let sock = dir.path().display().to_string();
+    let pg = PrivatePg::new();
+    let (dir, port, sock) = (&pg.dir, pg.port, pg.sock.clone());
     let keep = dir.path().join("logs");
     std::fs::create_dir(&keep).unwrap();
     Command::new("chown")
         .args(["postgres", &keep.display().to_string()])
         .status()
         .unwrap();
-    let server = format!(
-        "{} -D {} -k {sock} -p {port} -c listen_addresses=",
-        bin.join("postgres").display(),
-        data.display()
-    );
+    let server = pg.server("");
     // With --shell the load names the log itself; it also keeps a copy for this test.
     let load = format!(
         "pgbench -S -T 1 -c 2 -h {sock} -p {port} -l --log-prefix=$HUGELAB_TRIAL_DIR/pgbench_log postgres && d=$(mktemp -d -p {k}) && cp $HUGELAB_TRIAL_DIR/pgbench_log* $d/ && echo KEPT=$d",
@@ -1014,17 +1000,10 @@ fn near(a: u64, b: u64, tol: f64) -> bool {
 #[cfg_attr(missing_postgres, ignore = "needs PostgreSQL (.ci/run installs it)")]
 fn warm_postgres_counts_each_servers_huge_pages_as_the_kernel_does_and_flags_a_fallback() {
     require_root!();
-    let bin = pg_bin().expect("PostgreSQL is needed (.ci/run installs it)");
     let _lock = common::knob_lock();
-    let dir = tempfile::tempdir().unwrap();
-    let port = common::free_port();
-    let data = pg_cluster(&bin, dir.path(), port);
-    let sock = dir.path().display().to_string();
-    let server = format!(
-        "{} -D {} -k {sock} -p {port} -c listen_addresses= -c shared_buffers=64MB",
-        bin.join("postgres").display(),
-        data.display()
-    );
+    let pg = PrivatePg::new();
+    let (dir, port, sock) = (&pg.dir, pg.port, pg.sock.clone());
+    let server = pg.server("-c shared_buffers=64MB");
     let db = dir.path().join("r.db");
     let (shmem_before, pool_before) = (
         common::selected("/sys/kernel/mm/transparent_hugepage/shmem_enabled"),
@@ -1572,17 +1551,10 @@ fn a_lifetimes_servers_start_together_and_their_ready_waits_overlap() {
 #[test]
 fn the_postgres_preset_finds_psql_and_pgbench_beside_the_server_when_path_has_none() {
     require_root!();
-    let bin = pg_bin().expect("PostgreSQL is needed (.ci/run installs it)");
     let _lock = common::knob_lock();
-    let dir = tempfile::tempdir().unwrap();
-    let port = common::free_port();
-    let data = pg_cluster(&bin, dir.path(), port);
-    let sock = dir.path().display().to_string();
-    let server = format!(
-        "{} -D {} -k {sock} -p {port} -c listen_addresses= -c shared_buffers=32MB",
-        bin.join("postgres").display(),
-        data.display()
-    );
+    let pg = PrivatePg::new();
+    let (port, sock) = (pg.port, pg.sock.clone());
+    let server = pg.server("-c shared_buffers=32MB");
     // A PATH with neither psql nor pgbench on it (the system's tools hugelab itself uses, cp
     // for the data copies, are there): only the server's own directory has them.
     let empty = tempfile::tempdir().unwrap();
@@ -1629,12 +1601,12 @@ fn the_postgres_preset_finds_psql_and_pgbench_beside_the_server_when_path_has_no
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let warmup = v["plan"]["server"]["warmup"].as_str().unwrap();
     assert!(
-        warmup.starts_with(&format!("{} ", bin.join("psql").display())),
+        warmup.starts_with(&format!("{} ", pg.bin.join("psql").display())),
         "{warmup}"
     );
     assert_eq!(
         v["plan"]["command"][0],
-        bin.join("pgbench").display().to_string()
+        pg.bin.join("pgbench").display().to_string()
     );
     assert!(
         v["blocks_done"].as_u64().unwrap() >= 2,

@@ -21,16 +21,7 @@ fn arm_states(arms: &[String], trials: &[&TrialData]) -> Vec<ArmState> {
                 .collect();
             let mut per_trial = BTreeMap::new();
             for (key, _) in SHOWN_COUNTERS {
-                let of = |c: &TrialCondition| -> f64 {
-                    c.kernel
-                        .iter()
-                        .filter(|(k, _)| {
-                            k.as_str() == key
-                                || (key == "allocstall" && k.starts_with("allocstall_"))
-                        })
-                        .map(|(_, v)| v)
-                        .sum()
-                };
+                let of = |c: &TrialCondition| super::stalls::counted(&c.kernel, key);
                 if let Some(m) = mean(cs.iter().filter(|c| c.kernel_read).map(|c| of(c))) {
                     per_trial.insert(key.to_string(), m);
                 }

@@ -7,27 +7,30 @@
 
 use crate::model::analysis::{StallCount, TrialData};
 use crate::model::verdict::Verdict;
+use std::collections::BTreeMap;
 
 /// The kinds counted, with the counters each sums.
 const KINDS: [(&str, &str); 2] = [
     ("direct compaction stalls", "compact_stall"),
-    ("direct reclaim stalls", "allocstall_"),
+    ("direct reclaim stalls", "allocstall"),
 ];
 
+/// One counter's delta from a trial's vmstat deltas; `allocstall` sums every zone's
+/// (`allocstall_normal`, `allocstall_movable`, …). A counter absent did not move.
+pub fn counted(kernel: &BTreeMap<String, f64>, key: &str) -> f64 {
+    kernel
+        .iter()
+        .filter(|(k, _)| k.as_str() == key || (key == "allocstall" && k.starts_with("allocstall_")))
+        .map(|(_, v)| v)
+        .sum()
+}
+
 /// A trial's count of one kind, when it read the counters on its own.
-fn count(t: &TrialData, prefix: &str) -> Option<f64> {
+fn count(t: &TrialData, key: &str) -> Option<f64> {
     if !t.ok || t.kernel_shared {
         return None;
     }
-    let k = t.kernel.as_ref()?;
-    Some(
-        k.iter()
-            .filter(|(name, _)| {
-                name.as_str() == prefix || (prefix.ends_with('_') && name.starts_with(prefix))
-            })
-            .map(|(_, v)| v)
-            .sum(),
-    )
+    Some(counted(t.kernel.as_ref()?, key))
 }
 
 /// Every non-baseline arm against the baseline, for each kind some trial stalled on.

@@ -120,3 +120,14 @@ pub const SHOWN_COUNTERS: [(&str, &str); 4] = [
     ("compact_daemon_free_scanned", "kcompactd free-scanned"),
     ("allocstall", "direct reclaim stalls"),
 ];
+
+/// A stall-count contrast's difference: `+5.0 per trial [+4.0, +6.0]` (the interval where the
+/// blocks gave one).
+pub fn stall_difference(s: &crate::model::analysis::StallCount) -> String {
+    let d = &s.difference;
+    let interval = match (d.lo, d.hi) {
+        (Some(lo), Some(hi)) => format!(" [{lo:+.1}, {hi:+.1}]"),
+        _ => String::new(),
+    };
+    format!("{:+.1} per trial{interval}", d.point)
+}

@@ -230,11 +230,23 @@ fn advice_line(a: Option<&Advice>, run_id: i64) -> Vec<String> {
     } else {
         format!("set {}", set.join(", "))
     };
-    let mut lines = wrap_hanging(
-        &format!("advise (this run alone): {what} — hugelab advise{target} {run_id}"),
-        2,
-    );
-    lines.truncate(2);
+    // Two lines at most: the advice is shortened, marked, and the command that gives it whole
+    // is kept.
+    let line = |what: &str| {
+        wrap_hanging(
+            &format!("advise (this run alone): {what} — hugelab advise{target} {run_id}"),
+            2,
+        )
+    };
+    let mut what = what;
+    let mut lines = line(&what);
+    while lines.len() > 2 {
+        let Some((kept, _)) = what.trim_end_matches(" …").rsplit_once(' ') else {
+            break;
+        };
+        what = format!("{kept} …");
+        lines = line(&what);
+    }
     lines
 }
 
@@ -299,4 +311,51 @@ pub(crate) fn kernel_counts(servers: &[crate::model::run::ServerSummary]) -> Vec
     .into_iter()
     .flatten()
     .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A long "no change" reason is shortened to two lines, marked, and the command that gives
+    /// the whole advice stays.
+    #[test]
+    fn the_advice_line_keeps_two_lines_and_the_command() {
+        let a = Advice {
+            schema: crate::model::advice::SCHEMA.into(),
+            target: crate::model::advice::Target::Postgres,
+            adopt: None,
+            summary: format!(
+                "No change: {} — evidence",
+                "every arm was weighed ".repeat(20)
+            ),
+            settings: Vec::new(),
+            service: Vec::new(),
+            evidence: Vec::new(),
+            not_measured: Vec::new(),
+            notes: Vec::new(),
+            verify: Vec::new(),
+        };
+        let l = advice_line(Some(&a), 7);
+        assert_eq!(l.len(), 2, "{l:?}");
+        assert!(
+            l.iter()
+                .all(|x| x.chars().count() <= crate::render::words::WIDTH)
+        );
+        let joined = l.join(" ");
+        assert!(
+            joined.contains(" … — hugelab advise --for postgres 7"),
+            "{joined}"
+        );
+        let short = Advice {
+            summary: "No change: no arm was measurably better — evidence".into(),
+            ..a
+        };
+        assert_eq!(
+            advice_line(Some(&short), 7),
+            [
+                "advise (this run alone): No change: no arm was measurably better — hugelab advise --for postgres 7"
+            ]
+        );
+    }
 }

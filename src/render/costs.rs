@@ -33,20 +33,15 @@ fn stall_words(r: &ExperimentAnalysis, arm: &str) -> Vec<String> {
         .iter()
         .filter(|s| s.arm == arm && s.verdict != crate::model::verdict::Verdict::Inconclusive)
         .map(|s| {
-            let d = &s.difference;
-            let interval = match (d.lo, d.hi) {
-                (Some(lo), Some(hi)) => format!(" [{lo:+.1}, {hi:+.1}]"),
-                _ => String::new(),
-            };
             let level = if (s.level - r.confidence).abs() > 1e-9 {
                 format!(" @{}", crate::model::verdict::fmt_level(s.level))
             } else {
                 String::new()
             };
             format!(
-                "{} {:+.1} per trial{interval}{level} {} ({:.1} vs {:.1})",
+                "{} {}{level} {} ({:.1} vs {:.1})",
                 s.kind,
-                d.point,
+                costs::stall_difference(s),
                 costs::verdict_word(s.verdict),
                 s.arm_mean,
                 s.baseline_mean

@@ -78,3 +78,44 @@ pub fn pg_cluster(bin: &Path, dir: &Path, port: u16) -> PathBuf {
     server.wait().unwrap();
     data
 }
+
+/// A private PostgreSQL: the newest binaries, a cluster of its own in a temporary directory
+/// (filled for pgbench), a free port and the directory as its unix socket directory.
+pub struct PrivatePg {
+    pub dir: tempfile::TempDir,
+    pub bin: PathBuf,
+    pub data: PathBuf,
+    pub port: u16,
+    /// The socket directory (the temporary directory), for `-k` and the clients' `-h`.
+    pub sock: String,
+}
+
+impl PrivatePg {
+    pub fn new() -> PrivatePg {
+        let bin = pg_bin().expect("PostgreSQL is needed (.ci/run installs it)");
+        let dir = tempfile::tempdir().unwrap();
+        let port = super::free_port();
+        let data = pg_cluster(&bin, dir.path(), port);
+        let sock = dir.path().display().to_string();
+        PrivatePg {
+            dir,
+            bin,
+            data,
+            port,
+            sock,
+        }
+    }
+
+    /// The server's command line on its socket only, with `extra` settings (`-c …`).
+    pub fn server(&self, extra: &str) -> String {
+        format!(
+            "{} -D {} -k {} -p {} -c listen_addresses= {extra}",
+            self.bin.join("postgres").display(),
+            self.data.display(),
+            self.sock,
+            self.port
+        )
+        .trim_end()
+        .to_string()
+    }
+}

@@ -95,15 +95,12 @@ pub fn costs(
 }
 
 /// `+5.0 per trial [+4.0, +6.0] (6.0 vs 1.0)`.
-pub fn stall_count_words(s: &crate::model::analysis::StallCount) -> String {
-    let d = &s.difference;
-    let interval = match (d.lo, d.hi) {
-        (Some(lo), Some(hi)) => format!(" [{lo:+.1}, {hi:+.1}]"),
-        _ => String::new(),
-    };
+fn stall_count_words(s: &crate::model::analysis::StallCount) -> String {
     format!(
-        "{:+.1} per trial{interval} ({:.1} vs {:.1})",
-        d.point, s.arm_mean, s.baseline_mean
+        "{} ({:.1} vs {:.1})",
+        crate::model::costs::stall_difference(s),
+        s.arm_mean,
+        s.baseline_mean
     )
 }
 
