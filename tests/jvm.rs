@@ -231,7 +231,7 @@ fn every_jmh_result_row_is_a_metric_with_the_direction_its_mode_states() {
             "-r",
             "200ms",
             "-bm",
-            "avgt",
+            "thrpt,avgt",
             "-tu",
             "ns",
             "-p",
@@ -245,25 +245,39 @@ fn every_jmh_result_row_is_a_metric_with_the_direction_its_mode_states() {
         .iter()
         .filter(|m| m["row"] == true)
         .collect();
-    let names: Vec<&str> = rows.iter().map(|m| m["name"].as_str().unwrap()).collect();
+    let mut names: Vec<&str> = rows.iter().map(|m| m["name"].as_str().unwrap()).collect();
+    names.sort_unstable();
     assert_eq!(
         names,
         [
             "ByteArrayTouch.touch size=1000000 avgt",
-            "ByteArrayTouch.touch size=100000000 avgt"
+            "ByteArrayTouch.touch size=1000000 thrpt",
+            "ByteArrayTouch.touch size=100000000 avgt",
+            "ByteArrayTouch.touch size=100000000 thrpt",
         ]
     );
-    assert!(
-        rows.iter().all(|m| m["better"] == "lower"),
-        "avgt: {rows:?}"
-    );
-    // Every trial read both rows from JMH's JSON result file, in ns/op: the larger array costs
-    // more per operation.
+    // Each mode keeps its own score and direction: two modes never collide in one row.
+    for m in &rows {
+        let name = m["name"].as_str().unwrap();
+        let want = if name.ends_with(" thrpt") {
+            "higher"
+        } else {
+            "lower"
+        };
+        assert_eq!(m["better"], want, "{m}");
+    }
+    // Every trial read all four rows from JMH's JSON result file: the larger array costs more
+    // per operation (avgt, ns/op) and so gives fewer operations (thrpt, ops/ns).
     let trials = hugelab::store::Store::open(&db).unwrap().load(1).unwrap().2;
     for t in trials.iter().filter(|t| t.block >= 0) {
-        let (small, large) = (t.metrics[names[0]], t.metrics[names[1]]);
-        assert!(small > 0.0 && large > small, "{:?}", t.metrics);
-        assert_eq!(t.evidence["load_metrics"].as_array().unwrap().len(), 2);
+        let m = |n: &str| t.metrics[&format!("ByteArrayTouch.touch size={n}")];
+        assert!(
+            m("1000000 avgt") > 0.0 && m("100000000 avgt") > m("1000000 avgt"),
+            "{:?}",
+            t.metrics
+        );
+        assert!(m("100000000 thrpt") < m("1000000 thrpt"), "{:?}", t.metrics);
+        assert_eq!(t.evidence["load_metrics"].as_array().unwrap().len(), 4);
     }
     // The answer: a line per row, and the family it was judged in.
     let shown = common::hugelab_stdout(["results", "show", "1", "--db", db.to_str().unwrap()]);
@@ -272,7 +286,7 @@ fn every_jmh_result_row_is_a_metric_with_the_direction_its_mode_states() {
     }
     assert!(
         shown.contains(
-            "the load's 2 result rows × 1 arm are one family: Holm across their 2 contrasts"
+            "the load's 4 result rows × 1 arm are one family: Holm across their 4 contrasts"
         ),
         "{shown}"
     );

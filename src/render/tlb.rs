@@ -381,12 +381,13 @@ pub fn hot_text(sets: &[HotSet], ctx: &crate::model::inspect::HotContext) -> Str
         match reach.and_then(|m| m.reach.entries_4k().map(|k| (m, k))) {
             Some((m, (lo, hi))) => {
                 let mut l = format!(
-                    "against the reach bench tlb measured here (run {}): {} entries at 4 KiB is {} ({}–{} entries)",
+                    "against the reach bench tlb measured here (run {}): {} entries at 4 KiB is {} ({}–{} entries{})",
                     m.run,
                     thousands(e.at_4k as usize),
                     times(e.at_4k, lo, hi),
                     thousands(lo as usize),
-                    thousands(hi as usize)
+                    thousands(hi as usize),
+                    level_of(m, e.at_4k)
                 );
                 if e.at_4k > hi {
                     l += ": most accesses that leave the data caches also walk the page tables";
@@ -531,10 +532,11 @@ pub fn why_line(
         .enumerate()
         .map(|(i, (name, n))| {
             format!(
-                "{}{} on {name}'s pages ({})",
+                "{}{} on {name}'s pages ({}{})",
                 thousands(*n as usize),
                 if i == 0 { " TLB entries" } else { "" },
-                times(*n, lo, hi)
+                times(*n, lo, hi),
+                level_of(m, *n)
             )
         })
         .collect();

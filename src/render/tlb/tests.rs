@@ -96,6 +96,15 @@ fn a_sweeps_rows_say_which_sizes_fit_the_measured_reach() {
     );
     let mid = row_why_line(&["A.b size=1000000 avgt"], &m).unwrap();
     assert!(mid.contains("past level 1, within level 2"), "{mid}");
+    // An arm-level why line (run, bench) says it per arm too.
+    let arms = [("4k".to_string(), 500), ("thp".to_string(), 1)];
+    let l = why_line("the 2.0M touched", &arms, &m, None).unwrap();
+    assert!(
+        l.contains(
+            "500 TLB entries on 4k's pages (3.9–5.2× the reach; past level 1, within level 2)"
+        ) && l.contains("1 on thp's pages (within it; within level 1)"),
+        "{l}"
+    );
 }
 
 #[test]
@@ -203,5 +212,46 @@ fn hot_memory_on_thp_is_an_upper_bound_and_said_to_be() {
     assert!(
         !base.contains("at most") && base.contains("262,144 entries at 4 KiB"),
         "{base}"
+    );
+    // Against a reach with two levels, the hot set is placed among them.
+    let level = |level, entries: (u64, u64)| crate::model::tlb::MeasuredLevel {
+        level,
+        entries,
+        reach_4k: (entries.0 * 4096, entries.1 * 4096),
+        miss_ns: crate::model::stats::Estimate {
+            point: 1.0,
+            lo: Some(0.9),
+            hi: Some(1.1),
+            confidence: 0.999,
+        },
+    };
+    let ctx = HotContext {
+        measured: Some(crate::model::tlb::Measured {
+            run: 3,
+            created: String::new(),
+            reach: TlbReach {
+                sweeps: vec![Sweep {
+                    backing: crate::backing::Backing::Hugetlb { page_size: 2 << 20 },
+                    points: Vec::new(),
+                    knee: Some((96, 128)),
+                    levels: vec![level(1, (96, 128)), level(2, (1536, 2048))],
+                }],
+                headline: Some(0),
+                geometry: Default::default(),
+                agreement: None,
+                hypervisor: true,
+            },
+        }),
+        ..ctx
+    };
+    let mut small = set(0);
+    small.entries.at_4k = 1000;
+    let t = hot_text(&[small], &ctx)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        t.contains("(96–128 entries; past level 1, within level 2)"),
+        "{t}"
     );
 }
