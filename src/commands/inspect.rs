@@ -3,6 +3,7 @@
 
 use super::{UsageError, print_json};
 use crate::experiment::process::inspect_pid;
+use crate::model::cgroup::CgroupInstance;
 use crate::model::inspect::{InspectResult, Instance};
 use crate::probe::Root;
 use crate::probe::process::{Proc, all_pids};
@@ -37,6 +38,11 @@ pub struct InspectArgs {
     /// shared memory counted once), and show the hugetlb pools' reservations
     #[arg(long)]
     pub tree: bool,
+    /// A cgroup's processes as one (path from the hierarchy's root, e.g.
+    /// /kubepods.slice/… or /system.slice/postgresql.service), beside the kernel's own
+    /// accounting of the group (memory.stat, the hugetlb controller); repeatable
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Vec<String>,
     /// Hot memory: clear each process's referenced bits, wait DURATION (e.g. 10s), and show
     /// what was touched, the TLB entries it needs at 4 KiB, 2 MiB and 1 GiB, and that against
     /// the reach `bench tlb` measured. Needs root or the process's owner; it perturbs reclaim's
@@ -63,8 +69,11 @@ pub fn run(a: InspectArgs) -> anyhow::Result<i32> {
         }
         pids.extend(found);
     }
-    if pids.is_empty() {
-        return Err(UsageError("give one or more PIDs, or --name COMM".into()).into());
+    let cgroups = cgroup_instances(&a.cgroup)?;
+    if pids.is_empty() && cgroups.is_empty() {
+        return Err(
+            UsageError("give one or more PIDs, --name COMM or --cgroup PATH".into()).into(),
+        );
     }
     // The hot window first: the reports below then see the memory as it is after it.
     let (hot, tlb) = match a.hot {
@@ -150,11 +159,46 @@ pub fn run(a: InspectArgs) -> anyhow::Result<i32> {
         pools,
         hot,
         tlb,
+        cgroups,
     };
     if a.out.json {
         print_json(&res)?;
     } else {
         print!("{}", crate::render::inspect::render(&res, a.maps, a.folios));
     }
-    Ok(if res.processes.is_empty() { 1 } else { 0 })
+    Ok(if res.processes.is_empty() && res.cgroups.is_empty() {
+        1
+    } else {
+        0
+    })
+}
+
+/// Each `--cgroup PATH`: the kernel's figures for the group, then its processes' smaps read
+/// as one right after.
+fn cgroup_instances(paths: &[String]) -> anyhow::Result<Vec<CgroupInstance>> {
+    use crate::probe::cgroup;
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    let root = Root::system();
+    let h = cgroup::hierarchies(&root).context("reading /proc/mounts")?;
+    let mut out = Vec::new();
+    for p in paths {
+        let Some(g) = cgroup::read(&root, &h, p).with_context(|| format!("reading cgroup {p}"))?
+        else {
+            return Err(UsageError(format!(
+                "--cgroup {p}: no such cgroup ({}); `hugelab top --cgroups` lists them",
+                h.describe()
+            ))
+            .into());
+        };
+        let pids = cgroup::procs(&root, &h, p)?;
+        let ids: Vec<i32> = pids.iter().map(|p| *p as i32).collect();
+        out.push(CgroupInstance {
+            cgroup: g.into(),
+            memory: crate::collect::server::read_pids(&ids),
+            pids,
+        });
+    }
+    Ok(out)
 }

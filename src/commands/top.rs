@@ -1,7 +1,7 @@
 //! `hugelab top`: every process by resident memory, huge coverage or huge bytes; with --full
 //! each one's report (mTHP from folio sizes, guest RAM of a hypervisor).
 
-use super::print_json;
+use super::{UsageError, print_json};
 use crate::analyze::vm;
 use crate::experiment::process::inspect_pid;
 use crate::model::inspect::TopRow;
@@ -21,13 +21,24 @@ pub struct TopArgs {
     #[arg(long, short = 'n', default_value_t = 20, allow_negative_numbers = true, value_parser = crate::options::parse_count)]
     pub limit: usize,
     /// Full detail (smaps and folio sizes) instead of the cheap smaps_rollup
-    #[arg(long)]
+    #[arg(long, conflicts_with = "cgroups")]
     pub full: bool,
+    /// cgroups instead of processes (pods, containers, systemd units): the kernel's own
+    /// accounting of each group's memory and huge pages (memory.stat, the hugetlb controller),
+    /// cgroup v1 or v2
+    #[arg(long)]
+    pub cgroups: bool,
+    /// With --cgroups: how many levels below the root to read (kubelet's containers sit 4 deep)
+    #[arg(long, default_value_t = 4, requires = "cgroups")]
+    pub depth: usize,
     #[command(flatten)]
     pub out: crate::options::Json,
 }
 
 pub fn run(a: TopArgs) -> anyhow::Result<i32> {
+    if a.cgroups {
+        return cgroups(&a);
+    }
     let thp = crate::probe::thp::read(&Root::system()).context("reading THP settings")?;
     let mut rows = Vec::new();
     let mut unreadable = 0;
@@ -118,6 +129,48 @@ pub fn run(a: TopArgs) -> anyhow::Result<i32> {
             "{}",
             crate::render::inspect::render_top(&rows, unreadable, a.full)
         );
+    }
+    Ok(0)
+}
+
+/// `top --cgroups`: every group down to `--depth`, sorted like processes (memory, share on huge
+/// pages, huge bytes).
+fn cgroups(a: &TopArgs) -> anyhow::Result<i32> {
+    use crate::model::cgroup::{CgroupRow, CgroupTop};
+    use crate::probe::cgroup;
+    let root = Root::system();
+    let h = cgroup::hierarchies(&root).context("reading /proc/mounts")?;
+    if h.is_empty() {
+        return Err(UsageError(
+            "no cgroup hierarchy has the memory or hugetlb controller mounted here (see /proc/mounts): nothing per cgroup to show".into(),
+        )
+        .into());
+    }
+    let groups = cgroup::walk(&root, &h, a.depth).context("reading the cgroups")?;
+    let groups_read = groups.len();
+    let mut rows: Vec<CgroupRow> = groups.into_iter().map(CgroupRow::from).collect();
+    match a.sort {
+        TopSort::Coverage => rows.sort_by(|x, y| {
+            y.share
+                .unwrap_or(0.0)
+                .total_cmp(&x.share.unwrap_or(0.0))
+                .then(y.total_bytes.cmp(&x.total_bytes))
+        }),
+        TopSort::Huge => rows.sort_by_key(|r| std::cmp::Reverse(r.huge_bytes)),
+        TopSort::Rss => rows.sort_by_key(|r| std::cmp::Reverse(r.total_bytes)),
+    }
+    rows.truncate(a.limit);
+    let t = CgroupTop {
+        schema: "hugelab.top-cgroups/1",
+        hierarchies: h.describe(),
+        depth: a.depth,
+        groups_read,
+        rows,
+    };
+    if a.out.json {
+        print_json(&t)?;
+    } else {
+        print!("{}", crate::render::cgroups::top(&t));
     }
     Ok(0)
 }

@@ -46,6 +46,15 @@ pub struct ExporterArgs {
     /// comma-separated (e.g. `compaction,reclaim`)
     #[arg(long, value_name = "KINDS", value_delimiter = ',')]
     pub trace: Vec<crate::analyze::trace::TraceKind>,
+    /// Export the N cgroups with the most memory (pods, containers, systemd units): their
+    /// memory and huge pages as the kernel accounts them (memory.stat, the hugetlb
+    /// controller), labelled with the path and what it says (pod_uid, qos, container_id,
+    /// unit); 0 for none
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub cgroups: usize,
+    /// How many levels below the root the cgroups are read (kubelet's containers sit 4 deep)
+    #[arg(long, value_name = "LEVELS", default_value_t = 4)]
+    pub cgroup_depth: usize,
     /// Print one scrape on stdout and exit (e.g. for node_exporter's textfile collector)
     #[arg(long)]
     pub once: bool,

@@ -6,7 +6,8 @@ use super::ExporterArgs;
 use super::stalls::Stalls;
 use crate::collect::folio_scan::{FolioScan, ScanError};
 use crate::error::UsageError;
-use crate::model::exporter::{ExporterHealth, Scrape, WatchedProcess};
+use crate::model::cgroup::CgroupRow;
+use crate::model::exporter::{CgroupScrape, ExporterHealth, Scrape, WatchedProcess};
 use crate::probe::Root;
 use crate::probe::process::{Rollup, comm};
 use crate::probe::status;
@@ -37,6 +38,16 @@ pub struct Exporter {
     pub health: ExporterHealth,
     /// `--trace`: the stall histograms the trace thread keeps.
     stalls: Option<std::sync::Arc<std::sync::Mutex<Stalls>>>,
+    cgroups: Cgroups,
+}
+
+/// The cgroup walk between scrapes: how many groups and how deep, and the last rows (a walk
+/// that cost more than the budget is repeated less often, like a process's smaps).
+struct Cgroups {
+    top: usize,
+    depth: usize,
+    last: Option<(Vec<CgroupRow>, usize, Instant)>,
+    skip: u64,
 }
 
 impl Exporter {
@@ -87,6 +98,12 @@ impl Exporter {
             watched: BTreeMap::new(),
             folios_unavailable: None,
             stalls: None,
+            cgroups: Cgroups {
+                top: a.cgroups,
+                depth: a.cgroup_depth,
+                last: None,
+                skip: 0,
+            },
             health: ExporterHealth {
                 budget_s: a.budget.as_secs_f64(),
                 ..Default::default()
@@ -275,6 +292,53 @@ impl Exporter {
             version: env!("CARGO_PKG_VERSION"),
             stalls,
             trace_lost,
+            cgroups: self.cgroups(),
+        })
+    }
+
+    /// The largest cgroups by memory (the root left out: the machine-wide series are its),
+    /// read again once the walk's cost is within the budget.
+    fn cgroups(&mut self) -> Option<CgroupScrape> {
+        use crate::probe::cgroup;
+        let budget = self.budget;
+        let c = &mut self.cgroups;
+        if c.top == 0 {
+            return None;
+        }
+        if c.skip > 0 && c.last.is_some() {
+            c.skip -= 1;
+        } else {
+            let t = Instant::now();
+            let walked =
+                cgroup::hierarchies(&self.root).and_then(|h| cgroup::walk(&self.root, &h, c.depth));
+            match walked {
+                Ok(groups) => {
+                    let read = groups.len().saturating_sub(1);
+                    let mut rows: Vec<CgroupRow> = groups
+                        .into_iter()
+                        .filter(|g| g.path != "/")
+                        .map(CgroupRow::from)
+                        .collect();
+                    rows.sort_by(|x, y| {
+                        y.total_bytes
+                            .cmp(&x.total_bytes)
+                            .then(x.group.path.cmp(&y.group.path))
+                    });
+                    rows.truncate(c.top);
+                    c.last = Some((rows, read, Instant::now()));
+                }
+                Err(_) => {
+                    *self.health.errors.entry("cgroups".into()).or_insert(0) += 1;
+                }
+            }
+            let cost = t.elapsed();
+            c.skip = ((cost.as_secs_f64() / budget.as_secs_f64()).ceil() as u64).saturating_sub(1);
+        }
+        let (rows, read, at) = c.last.as_ref()?;
+        Some(CgroupScrape {
+            rows: rows.clone(),
+            read: *read,
+            age_s: at.elapsed().as_secs_f64(),
         })
     }
 

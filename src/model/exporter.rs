@@ -63,4 +63,16 @@ pub struct Scrape {
     /// `--trace`: stall histograms since start, and records the kernel dropped.
     pub stalls: Vec<StallHistogram>,
     pub trace_lost: Option<u64>,
+    /// cgroups with the most memory (`--cgroups N`), or `None` when off or none is mounted.
+    pub cgroups: Option<CgroupScrape>,
+}
+
+/// The cgroups one scrape exports: the largest by memory, down to a depth.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CgroupScrape {
+    pub rows: Vec<crate::model::cgroup::CgroupRow>,
+    /// Groups read (below the root, down to the depth) before the largest were kept.
+    pub read: usize,
+    /// Age of the rows: a walk that cost more than `--budget` is repeated less often.
+    pub age_s: f64,
 }

@@ -26,6 +26,9 @@ pub struct InspectResult {
     /// CPUID declares.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tlb: Option<HotContext>,
+    /// `--cgroup PATH`: each group as the kernel counts it, and its processes as one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cgroups: Vec<crate::model::cgroup::CgroupInstance>,
 }
 
 /// What a hot set is held against: the measured reach, and CPUID's geometry.

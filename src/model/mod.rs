@@ -4,6 +4,7 @@
 pub mod advice;
 pub mod analysis;
 pub mod bench;
+pub mod cgroup;
 pub mod costs;
 pub mod exporter;
 pub mod inspect;

@@ -5,6 +5,7 @@
 //! kernel files (`tests/fixtures/<kernel>/`).
 
 pub mod buddyinfo;
+pub mod cgroup;
 pub mod cpu;
 pub mod hugetlb;
 pub mod kv;

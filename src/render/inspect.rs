@@ -130,6 +130,9 @@ pub fn render(r: &InspectResult, maps: bool, folios: bool) -> String {
         let _ = writeln!(o, "  ({:.0} ms)", p.elapsed_ms);
     }
     o.push_str(&render_instances(r));
+    for c in &r.cgroups {
+        o.push_str(&super::cgroups::instance(c));
+    }
     for e in &r.errors {
         let _ = writeln!(o, "error: {e}");
     }
@@ -446,6 +449,7 @@ mod tests {
             pools: vec![],
             hot: vec![],
             tlb: None,
+            cgroups: vec![],
         };
         for folios in [false, true] {
             let text = render(&r, true, folios);

@@ -3,6 +3,7 @@
 pub mod advice;
 pub mod bench;
 pub mod brief;
+pub mod cgroups;
 pub mod compare;
 pub mod conditions;
 pub mod costs;

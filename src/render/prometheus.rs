@@ -4,6 +4,8 @@
 //! Naming: prefix `hugelab_`, units in names, `_total` on counters; page sizes, nodes, zones
 //! and states are labels. The hugetlb states of one size add up to its pool total.
 
+mod cgroups;
+
 use crate::model::exporter::Scrape;
 use crate::units::Bytes;
 use prometheus_client::encoding::text::encode;
@@ -138,6 +140,7 @@ pub fn registry(s: &Scrape) -> Registry {
     thp(&mut o, s);
     memory(&mut o, s);
     processes(&mut o, s);
+    cgroups::cgroups(&mut o, s);
     stalls(&mut o, s);
     health(&mut o, s);
     o.reg

@@ -316,14 +316,15 @@ pub fn no_change(lines: &[EvidenceLine]) -> String {
             format!("{} ({place}) {what}{half}", l.arm)
         })
         .collect();
-    let costs_resolved = lines.iter().any(|l| {
-        matches!(
-            l.finding,
-            Finding::Costly | Finding::Inconclusive | Finding::Equivalent
-        ) && !l.outweighing().is_empty()
+    let costly = lines.iter().any(|l| l.finding == Finding::Costly);
+    let unresolved_with_costs = lines.iter().any(|l| {
+        matches!(l.finding, Finding::Inconclusive | Finding::Equivalent)
+            && !l.outweighing().is_empty()
     });
-    let head = if costs_resolved {
+    let head = if costly {
         "no change: the measured costs outweigh what was gained"
+    } else if unresolved_with_costs {
+        "no change: no gain was resolved, and a cost was"
     } else {
         "no change: no arm was measurably better"
     };

@@ -411,7 +411,7 @@ fn an_unresolved_gain_beside_a_resolved_cost_says_the_cost_first() {
     let a = machine::advise(&[r], lines);
     assert!(
         a.summary
-            .starts_with("no change: the measured costs outweigh what was gained — always (run 14) costs peak memory +1466%"),
+            .starts_with("no change: no gain was resolved, and a cost was — always (run 14) costs peak memory +1466%"),
         "{}",
         a.summary
     );
