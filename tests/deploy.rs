@@ -80,7 +80,7 @@ fn grafana_dashboard_has_the_fields_grafana_needs() {
     ids.dedup();
     assert_eq!(ids.len(), n, "panel ids repeat");
     // The panels: pools by state, THP/mTHP success vs fallback, compaction stalls,
-    // coverage of watched processes.
+    // coverage of watched processes, huge pages per cgroup.
     let text = serde_json::to_string(&d).unwrap();
     for want in [
         "hugelab_hugetlb_pages",
@@ -88,6 +88,8 @@ fn grafana_dashboard_has_the_fields_grafana_needs() {
         "anon_fault_fallback",
         "event=\\\"stall\\\"",
         "hugelab_process_huge_coverage_ratio",
+        "hugelab_cgroup_huge_ratio",
+        "hugelab_cgroup_hugetlb_bytes",
     ] {
         assert!(text.contains(want), "the dashboard lacks {want}");
     }

@@ -99,6 +99,28 @@ fn openmetrics(start: f64) -> String {
         0.01,
         &[("comm", "postgres")],
     ));
+    // Per-cgroup shares: on db-1 the database's unit is on huge pages and cron's is not.
+    let unit = |u: &'static str| {
+        [
+            (
+                "cgroup",
+                if u == "postgresql.service" {
+                    "/system.slice/postgresql.service"
+                } else {
+                    "/system.slice/cron.service"
+                },
+            ),
+            ("unit", u),
+        ]
+    };
+    let mut cgroups = constant(start, &hosts("db-1"), 0.88, &unit("postgresql.service"));
+    cgroups.extend(constant(start, &hosts("db-1"), 0.0, &unit("cron.service")));
+    cgroups.extend(constant(
+        start,
+        &hosts("db-0"),
+        0.0,
+        &unit("postgresql.service"),
+    ));
     let mut thp = counter(start, &hosts("db-1"), 40.0, "fault_alloc");
     thp.extend(counter(start, &hosts("db-1"), 2.0, "fault_fallback"));
     let mut out = String::new();
@@ -123,6 +145,13 @@ fn openmetrics(start: f64) -> String {
         "gauge",
         "hugelab_process_huge_coverage_ratio",
         &coverage,
+    );
+    family(
+        &mut out,
+        "hugelab_cgroup_huge_ratio",
+        "gauge",
+        "hugelab_cgroup_huge_ratio",
+        &cgroups,
     );
     family(
         &mut out,
@@ -301,6 +330,35 @@ fn judge_finds_known_effects_in_a_real_prometheus() {
     assert!(text.contains("overall: FLAGGED"), "{text}");
     assert!(
         text.contains("the canary's watched processes were not on huge pages: mean coverage 1%"),
+        "{text}"
+    );
+
+    // The service as cgroups picked by their labels: the database's unit was on huge pages,
+    // cron's was not (FLAGGED).
+    let by_unit = |u: &str| {
+        run(&judge(
+            &prom,
+            start,
+            window_end,
+            "instance=~\"db-1.*\"",
+            "instance=~\"db-0.*\"",
+            &[P99],
+            &["--cgroup", &format!("unit=\"{u}\"")],
+        ))
+    };
+    let (_, text, _) = by_unit("postgresql.service");
+    assert!(
+        text.contains(
+            "huge-page coverage of the cgroups {unit=\"postgresql.service\"} canary 88% · baseline 0%"
+        ),
+        "{text}"
+    );
+    let (code, text, _) = by_unit("cron.service");
+    assert_eq!(code, 5, "{text}");
+    assert!(
+        text.contains(
+            "the canary's cgroups {unit=\"cron.service\"} were not on huge pages: mean coverage 0%"
+        ),
         "{text}"
     );
 

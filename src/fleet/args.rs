@@ -70,6 +70,11 @@ pub struct JudgeArgs {
     /// coverage is the evidence
     #[arg(long, value_name = "COMM")]
     pub service: Option<String>,
+    /// The service is the cgroups these label matchers select on each host (the exporter's
+    /// cgroup series: cgroup, pod_uid, qos, container_id, unit), e.g. 'unit="postgresql.service"'
+    /// or 'cgroup=~"/kubepods.slice/.*"': their share on huge pages is the evidence
+    #[arg(long, value_name = "MATCHERS", conflicts_with = "service")]
+    pub cgroup: Option<String>,
     #[command(flatten)]
     pub decision: Decision,
     /// Judge live: look again after every interval, with a confidence sequence (valid however

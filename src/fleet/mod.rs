@@ -151,6 +151,9 @@ fn check_common(a: &JudgeArgs) -> Result<(), UsageError> {
             w[0]
         )));
     }
+    if let Some(m) = &a.cgroup {
+        matchers("cgroup", m)?;
+    }
     if !(a.prometheus.starts_with("http://") || a.prometheus.starts_with("https://")) {
         return Err(UsageError(format!(
             "--prometheus {:?} is not an http:// or https:// address, e.g. http://prometheus:9090",
@@ -239,11 +242,16 @@ fn judge_all(
             groups,
         },
     );
+    let cgroups = a
+        .cgroup
+        .as_deref()
+        .map(|m| matchers("cgroup", m))
+        .transpose()?;
     let ((cc, bc), pre) = both_windows(
         "the coverage evidence",
-        &coverage_query(a.service.as_deref()),
+        &coverage_query(a.service.as_deref(), cgroups.as_deref()),
     )?;
-    let mut evidence: Evidence = judge::evidence(&cc, &bc, window, a.huge_on);
+    let mut evidence: Evidence = judge::evidence(&cc, &bc, window, a.huge_on, cgroups.as_deref());
     if let (Some((pc, pb)), Some(w)) = (&pre, before) {
         judge::before_evidence(pc, pb, w, a.huge_on, &mut evidence);
     }

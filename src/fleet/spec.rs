@@ -108,8 +108,12 @@ pub(super) fn fill(template: &str, sel: &str) -> String {
 /// The built-in queries on hugelab's exporter: coverage (the evidence) and kernel activity,
 /// per host. `range` is the rate window.
 /// Coverage is the share of the memory that matters on huge pages where the exporter gives it
-/// (the rule `run` judges arms by), else all resident memory's share (older exporters).
-pub(super) fn coverage_query(service: Option<&str>) -> String {
+/// (the rule `run` judges arms by), else all resident memory's share (older exporters); with
+/// `--cgroup`, the share of the selected cgroups' memory on huge pages.
+pub(super) fn coverage_query(service: Option<&str>, cgroups: Option<&str>) -> String {
+    if let Some(m) = cgroups {
+        return format!("avg by (instance) (hugelab_cgroup_huge_ratio{{{m},$sel}})");
+    }
     let sel = match service {
         Some(c) => format!("comm=\"{c}\",$sel"),
         None => "$sel".into(),

@@ -98,6 +98,20 @@ pub struct Evidence {
     /// Coverage per group over the before window, when one was given.
     #[serde(default)]
     pub before: Option<WindowCoverage>,
+    /// `--cgroup`: the label matchers of the cgroups whose share on huge pages is the
+    /// coverage; `None`: the watched processes'.
+    #[serde(default)]
+    pub cgroups: Option<String>,
+}
+
+impl Evidence {
+    /// Whose coverage it is, in words.
+    pub fn whose(&self) -> String {
+        match &self.cgroups {
+            Some(m) => format!("cgroups {{{m}}}"),
+            None => "watched processes".into(),
+        }
+    }
 }
 
 /// Each group's mean coverage over a window.

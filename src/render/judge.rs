@@ -324,10 +324,14 @@ fn backing_line(r: &JudgeResult) -> String {
         crate::model::judge::HugeOn::Both => "both meant to be on huge pages",
     };
     if e.canary_coverage.is_none() && e.baseline_coverage.is_none() {
-        "backing: NOT VERIFIED — no hugelab_process_huge_coverage_ratio from either group (run `hugelab exporter --watch SERVICE` on the hosts)".to_string()
+        match &e.cgroups {
+            Some(m) => format!("backing: NOT VERIFIED — no hugelab_cgroup_huge_ratio{{{m}}} from either group (`hugelab exporter` exports the largest cgroups: raise --cgroups or --cgroup-depth)"),
+            None => "backing: NOT VERIFIED — no hugelab_process_huge_coverage_ratio from either group (run `hugelab exporter --name COMM` on the hosts)".to_string(),
+        }
     } else {
         format!(
-            "backing: huge-page coverage of the watched processes canary {} · baseline {} ({meant}){}",
+            "backing: huge-page coverage of the {} canary {} · baseline {} ({meant}){}",
+            e.whose(),
             pct(e.canary_coverage),
             pct(e.baseline_coverage),
             if e.hosts_without.is_empty() {

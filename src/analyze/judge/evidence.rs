@@ -14,7 +14,18 @@ pub const HUGE_COVERAGE: f64 = crate::analyze::matters::FELL_BACK_BELOW;
 
 /// The backing evidence from each group's coverage series over the window, and FLAGGED when
 /// the group meant to be on huge pages was not, or the other was as much as it.
-pub fn evidence(canary: &[Series], baseline: &[Series], w: &Window, huge_on: HugeOn) -> Evidence {
+pub fn evidence(
+    canary: &[Series],
+    baseline: &[Series],
+    w: &Window,
+    huge_on: HugeOn,
+    cgroups: Option<&str>,
+) -> Evidence {
+    let whose = Evidence {
+        cgroups: cgroups.map(str::to_string),
+        ..Default::default()
+    }
+    .whose();
     let rows = |ss: &[Series], is_canary: bool| host_rows(ss, w, is_canary);
     let (c, b) = (rows(canary, true), rows(baseline, false));
     let mean = |r: &[HostRow]| {
@@ -35,7 +46,7 @@ pub fn evidence(canary: &[Series], baseline: &[Series], w: &Window, huge_on: Hug
             && flagged.is_none()
         {
             flagged = Some(format!(
-                "the {group}'s watched processes were not on huge pages: mean coverage {} over the window ({} of {} hosts below {})",
+                "the {group}'s {whose} were not on huge pages: mean coverage {} over the window ({} of {} hosts below {})",
                 pct(v),
                 rows.iter().filter(|h| h.mean < HUGE_COVERAGE).count(),
                 rows.len(),
@@ -74,6 +85,7 @@ pub fn evidence(canary: &[Series], baseline: &[Series], w: &Window, huge_on: Hug
         flagged,
         kernel: Vec::new(),
         before: None,
+        cgroups: cgroups.map(str::to_string),
     }
 }
 

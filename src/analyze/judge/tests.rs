@@ -43,12 +43,15 @@ fn a_flag_names_the_group_that_missed_its_pages() {
         series("c2", vec![(1.0, 0.02)]),
     ];
     let high = vec![series("b1", vec![(1.0, 0.8)])];
-    let e = evidence(&low, &high, &w, HugeOn::Canary);
+    let e = evidence(&low, &high, &w, HugeOn::Canary, None);
     assert!(e.flagged.as_deref().unwrap().contains("canary"), "{e:?}");
     assert_eq!(e.hosts_without, vec!["c1", "c2"]);
     // The same numbers are what turning huge pages off should look like.
-    assert_eq!(evidence(&low, &high, &w, HugeOn::Baseline).flagged, None);
+    assert_eq!(
+        evidence(&low, &high, &w, HugeOn::Baseline, None).flagged,
+        None
+    );
     // A baseline with as much coverage as the canary: the change changed nothing.
-    let e = evidence(&high, &high, &w, HugeOn::Canary);
+    let e = evidence(&high, &high, &w, HugeOn::Canary, None);
     assert!(e.flagged.unwrap().contains("did not change"));
 }
