@@ -474,9 +474,10 @@ pub const PRESETS: &str =
 
 /// `--preset`: thp (never / madvise / always), thp-profiles (those three with the defrag and
 /// khugepaged settings deployments pair them with, and MongoDB 8.0's documented `always`
-/// profile), malloc (process.thp=off / malloc=thp / malloc=hugetlb), jvm (jvm=off / jvm=thp /
-/// jvm=hugetlbfs).
-pub fn preset(name: &str) -> Result<Vec<Arm>, String> {
+/// profile; where the kernel has `vm.defrag_mode` (6.15+), every arm names it and one more arm
+/// sets it to 1), malloc (process.thp=off / malloc=thp / malloc=hugetlb), jvm (jvm=off /
+/// jvm=thp / jvm=hugetlbfs).
+pub fn preset(name: &str, defrag_mode: bool) -> Result<Vec<Arm>, String> {
     let specs: &[&str] = match name {
         "thp" => &[
             "never=thp=never",
@@ -502,6 +503,17 @@ pub fn preset(name: &str) -> Result<Vec<Arm>, String> {
         "jvm" => &["off=jvm=off", "thp=jvm=thp", "hugetlbfs=jvm=hugetlbfs"],
         _ => return Err(format!("unknown preset {name:?}; valid presets: {PRESETS}")),
     };
+    let mut specs: Vec<String> = specs.iter().map(|s| s.to_string()).collect();
+    if name == "thp-profiles" && defrag_mode {
+        // kswapd and kcompactd in whole 2 MiB pageblocks, beside the kernel's default.
+        specs
+            .iter_mut()
+            .for_each(|s| s.push_str(",vm.defrag_mode=0"));
+        specs.push(
+            "always+defrag_mode=thp=always,defrag=madvise,khugepaged.max_ptes_none=511,vm.defrag_mode=1"
+                .into(),
+        );
+    }
     specs.iter().map(|s| parse_arm(s)).collect()
 }
 

@@ -166,3 +166,8 @@ pub fn probe(root: &Root) -> Result<Status, ProbeError> {
         unreadable,
     })
 }
+
+/// Whether this kernel has `vm.defrag_mode` (Linux 6.15+).
+pub fn has_defrag_mode(root: &Root) -> bool {
+    root.path("/proc/sys/vm/defrag_mode").exists()
+}

@@ -65,11 +65,23 @@ pub fn percent_interval(e: &Estimate) -> String {
     match (e.lo, e.hi) {
         (Some(lo), Some(hi)) => {
             let d = percent_decimals((hi - lo) / 2.0);
-            format!("{:+.d$}% [{lo:+.d$}, {hi:+.d$}]", e.point)
+            // A bound beyond ×100 (a t quantile over two blocks on a log scale) says only that:
+            // its digits would be noise.
+            let bound = |x: f64| {
+                if x >= HUGE_PERCENT {
+                    format!(">+{HUGE_PERCENT:.0}")
+                } else {
+                    format!("{x:+.d$}")
+                }
+            };
+            format!("{:+.d$}% [{}, {}]", e.point, bound(lo), bound(hi))
         }
         _ => two_significant(e.point),
     }
 }
+
+/// The percent change beyond which an interval's bound is printed as `>+10000`.
+const HUGE_PERCENT: f64 = 10_000.0;
 
 /// A percentage to two significant digits, signed.
 pub fn two_significant(v: f64) -> String {
@@ -191,4 +203,27 @@ pub fn wrap_aligned(text: &str) -> String {
         }
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_interval_bound_beyond_a_hundredfold_is_said_as_such() {
+        let e = |point, lo, hi| Estimate {
+            point,
+            lo: Some(lo),
+            hi: Some(hi),
+            confidence: 0.998,
+        };
+        assert_eq!(
+            percent_interval(&e(-8.9, -12.8, -8.8)),
+            "-8.9% [-12.8, -8.8]"
+        );
+        assert_eq!(
+            percent_interval(&e(-43.0, -100.0, 1.25e77)),
+            "-43% [-100, >+10000]"
+        );
+    }
 }

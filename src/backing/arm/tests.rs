@@ -61,7 +61,7 @@ fn errors_list_valid_values() {
     assert!(parse_arm("noequals").unwrap_err().contains("NAME=SPEC"));
     assert!(parse_arm("x=collapse=2s").unwrap_err().contains("after:"));
     assert!(
-        preset("db")
+        preset("db", false)
             .unwrap_err()
             .contains("thp, thp-profiles, malloc, jvm")
     );
@@ -69,17 +69,34 @@ fn errors_list_valid_values() {
 
 #[test]
 fn presets_expand() {
-    let names: Vec<String> = preset("malloc")
+    let names: Vec<String> = preset("malloc", false)
         .unwrap()
         .into_iter()
         .map(|a| a.name)
         .collect();
     assert_eq!(names, vec!["off", "thp", "hugetlb"]);
     assert_eq!(
-        preset("thp").unwrap()[2].system,
+        preset("thp", false).unwrap()[2].system,
         vec![(Knob::ThpEnabled, "always".into())]
     );
-    let profiles = preset("thp-profiles").unwrap();
+    let profiles = preset("thp-profiles", false).unwrap();
+    assert_eq!(
+        profiles.len(),
+        5,
+        "no vm.defrag_mode arm on a kernel without it"
+    );
+    let six = preset("thp-profiles", true).unwrap();
+    assert_eq!(six.len(), 6);
+    assert!(six[..5].iter().all(|a| {
+        a.system
+            .contains(&("vm.defrag_mode".parse().unwrap(), "0".into()))
+    }));
+    assert_eq!(six[5].name, "always+defrag_mode");
+    assert!(
+        six[5]
+            .system
+            .contains(&("vm.defrag_mode".parse().unwrap(), "1".into()))
+    );
     assert_eq!(profiles[3].name, "always+ptes_none409");
     let mongo = &profiles[4];
     assert_eq!(mongo.name, "always+defer+madvise+ptes_none0");

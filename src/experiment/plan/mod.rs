@@ -360,7 +360,11 @@ fn plan_arms(
 ) -> Result<(Vec<Arm>, usize), UsageError> {
     let mut arms = match &a.preset {
         _ if server.is_some_and(|s| s.preset.is_some()) => service_arms,
-        Some(p) => preset(p).map_err(UsageError)?,
+        Some(p) => preset(
+            p,
+            crate::probe::status::has_defrag_mode(&crate::probe::Root::system()),
+        )
+        .map_err(UsageError)?,
         None => Vec::new(),
     };
     for s in &a.arms {
