@@ -373,3 +373,75 @@ fn stream_and_fault_workloads_measure() {
         fault("4k")
     );
 }
+
+fn meminfo_kb(key: &str) -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+        .unwrap()
+        .trim()
+        .trim_end_matches(" kB")
+        .parse()
+        .unwrap()
+}
+
+/// A file on a tmpfs hugelab mounts with huge=: verified from the file's own folios, equal to
+/// the kernel's ShmemPmdMapped count, and no mount left behind.
+#[cfg_attr(unprivileged, ignore = "needs root: mounts a tmpfs")]
+#[test]
+fn tmpfs_backings_are_verified_from_the_files_folios_and_leave_no_mount() {
+    require_root!();
+    let v = bench_json(&[
+        "touch",
+        "--sizes",
+        "16M",
+        "--backings",
+        "4k,tmpfs-4k,tmpfs-huge,tmpfs-within",
+        "--rounds",
+        "3",
+    ]);
+    for want in ["tmpfs-4k", "tmpfs-huge", "tmpfs-within"] {
+        let e = v["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["backing"] == want)
+            .unwrap_or_else(|| panic!("{want} missing: {}", v["skipped"]));
+        assert_eq!(e["coverage"]["source"], "folios", "{want}: {e}");
+        let cov = e["coverage"]["fraction"].as_f64().unwrap();
+        assert!(cov >= 0.9, "{want} coverage {cov}: {}", e["coverage"]);
+    }
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    assert!(!mounts.contains("/run/hugelab/tmpfs-"), "{mounts}");
+    // The same region in this process: its 2 MiB folios, smaps' ShmemPmdMapped and the
+    // machine's ShmemHugePages, read at one moment.
+    use hugelab::backing::{Backing, Region, TmpfsHuge};
+    let before = meminfo_kb("ShmemHugePages");
+    let mut r = Region::map(
+        16 << 20,
+        Backing::Tmpfs {
+            huge: TmpfsHuge::Always,
+        },
+    )
+    .unwrap();
+    r.prepare().unwrap();
+    let e = hugelab::collect::coverage::region_evidence(r.start(), r.mapped_len() as u64).unwrap();
+    let during = meminfo_kb("ShmemHugePages");
+    assert_eq!(
+        e.folios.as_ref().unwrap().get(&(2 << 20)),
+        Some(&(16 << 20)),
+        "{e:?}"
+    );
+    assert_eq!(e.file_huge_bytes, 16 << 20, "{e:?}");
+    assert!(
+        during >= before + (16 << 10),
+        "ShmemHugePages {before} → {during} kB"
+    );
+    drop(r);
+    assert!(
+        !std::fs::read_to_string("/proc/mounts")
+            .unwrap()
+            .contains("/run/hugelab/tmpfs-")
+    );
+}

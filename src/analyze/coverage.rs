@@ -1,7 +1,7 @@
 //! Huge coverage: the fraction of a region that really sits on the page size its backing asked
 //! for, derived from the raw evidence (smaps fields, folio histogram).
 
-use crate::backing::Backing;
+use crate::backing::{Backing, TWO_MIB};
 use crate::collect::coverage::RegionEvidence;
 pub use crate::model::bench::{Coverage, DEGRADED_BELOW};
 
@@ -32,6 +32,17 @@ pub fn huge_coverage(backing: Backing, e: &RegionEvidence) -> Coverage {
             };
             (Some(f), "smaps", None)
         }
+        // The file's own folios where pagemap shows them (root), else smaps' PMD-mapped counts.
+        Backing::Tmpfs {
+            huge: crate::backing::TmpfsHuge::Never,
+        } => match from_folios(4096) {
+            Some(f) => (Some(f), "folios", None),
+            None => (Some(1.0 - e.file_huge_bytes as f64 / mapped), "smaps", None),
+        },
+        Backing::Tmpfs { .. } => match from_folios(TWO_MIB) {
+            Some(f) => (Some(f), "folios", None),
+            None => (Some(e.file_huge_bytes as f64 / mapped), "smaps", None),
+        },
         Backing::Mthp { size } => match from_folios(size) {
             Some(f) => (Some(f), "folios", None),
             None => (
@@ -52,11 +63,12 @@ pub fn huge_coverage(backing: Backing, e: &RegionEvidence) -> Coverage {
             format!("; folios: {}", folio_summary(h, e.mapped_bytes))
         });
         note = Some(format!(
-            "only {:.0}% of the region is on {} pages (AnonHugePages {} B, hugetlb {} B, Rss {} B of {} B mapped{folios})",
+            "only {:.0}% of the region is on {} pages (AnonHugePages {} B, hugetlb {} B, Shmem/FilePmdMapped {} B, Rss {} B of {} B mapped{folios})",
             fraction.unwrap_or(0.0) * 100.0,
             crate::units::Bytes(backing.page_size()),
             e.anon_huge_bytes,
             e.hugetlb_bytes,
+            e.file_huge_bytes,
             e.rss_bytes,
             e.mapped_bytes
         ));

@@ -13,6 +13,9 @@ pub mod qemu;
 pub mod segment;
 pub mod services;
 pub mod side_by_side;
+pub mod tmpfs;
+
+pub use tmpfs::TmpfsHuge;
 
 pub const TWO_MIB: u64 = 2 << 20;
 pub const ONE_GIB: u64 = 1 << 30;
@@ -37,10 +40,11 @@ pub enum Backing {
     Hugetlb { page_size: u64 },
     /// Multi-size THP of this folio size; needs the per-size knob set to `always`.
     Mthp { size: u64 },
+    /// A file on a tmpfs hugelab mounts with this `huge=` policy, mapped shared (root).
+    Tmpfs { huge: TmpfsHuge },
 }
 
-pub const BACKING_NAMES: &str =
-    "4k, thp, thp-collapse, hugetlb-2m, hugetlb-1g, mthp-<size> (e.g. mthp-64k)";
+pub const BACKING_NAMES: &str = "4k, thp, thp-collapse, hugetlb-2m, hugetlb-1g, mthp-<size> (e.g. mthp-64k), tmpfs-4k, tmpfs-huge, tmpfs-within (a tmpfs file with huge=never|always|within_size; root)";
 
 impl Backing {
     /// The page (folio) size this backing asks for.
@@ -50,6 +54,10 @@ impl Backing {
             Backing::Thp | Backing::ThpCollapse => TWO_MIB,
             Backing::Hugetlb { page_size } => page_size,
             Backing::Mthp { size } => size,
+            Backing::Tmpfs {
+                huge: TmpfsHuge::Never,
+            } => 4096,
+            Backing::Tmpfs { .. } => TWO_MIB,
         }
     }
     pub fn is_hugetlb(self) -> bool {
@@ -67,6 +75,15 @@ impl fmt::Display for Backing {
                 write!(f, "hugetlb-{}", Bytes(page_size).to_string().to_lowercase())
             }
             Backing::Mthp { size } => write!(f, "mthp-{}", Bytes(size).to_string().to_lowercase()),
+            Backing::Tmpfs { huge } => write!(
+                f,
+                "tmpfs-{}",
+                match huge {
+                    TmpfsHuge::Never => "4k",
+                    TmpfsHuge::Always => "huge",
+                    TmpfsHuge::WithinSize => "within",
+                }
+            ),
         }
     }
 }
@@ -97,6 +114,15 @@ impl FromStr for Backing {
             "4k" | "base" => Backing::Base,
             "thp" => Backing::Thp,
             "thp-collapse" => Backing::ThpCollapse,
+            "tmpfs-4k" => Backing::Tmpfs {
+                huge: TmpfsHuge::Never,
+            },
+            "tmpfs-huge" => Backing::Tmpfs {
+                huge: TmpfsHuge::Always,
+            },
+            "tmpfs-within" => Backing::Tmpfs {
+                huge: TmpfsHuge::WithinSize,
+            },
             _ if t.starts_with("hugetlb-") => Backing::Hugetlb {
                 page_size: size(&t["hugetlb-".len()..])?,
             },
@@ -210,6 +236,18 @@ impl Region {
                 }
                 p as *mut u8
             }
+            Backing::Tmpfs { huge } => {
+                // A tmpfs's size is counted in 2 MiB; the file is mapped 2 MiB-aligned.
+                let len = len.next_multiple_of(TWO_MIB as usize);
+                let ptr = tmpfs::map(len, huge)?;
+                let working = (size.max(1) as usize).next_multiple_of(64).min(len);
+                return Ok(Region {
+                    ptr,
+                    mapped: len,
+                    working,
+                    backing,
+                });
+            }
             _ => {
                 // Over-map by 2 MiB and trim, so the region starts on a 2 MiB boundary.
                 let align = TWO_MIB as usize;
@@ -254,7 +292,7 @@ impl Region {
         let advice = match backing {
             Backing::Base | Backing::ThpCollapse => Some(libc::MADV_NOHUGEPAGE),
             Backing::Thp => Some(libc::MADV_HUGEPAGE),
-            Backing::Hugetlb { .. } | Backing::Mthp { .. } => None,
+            Backing::Hugetlb { .. } | Backing::Mthp { .. } | Backing::Tmpfs { .. } => None,
         };
         if let Some(a) = advice.filter(|_| advise) {
             region.madvise(a, "madvise")?;
@@ -502,6 +540,9 @@ mod tests {
             "hugetlb-1g",
             "mthp-64k",
             "mthp-16k",
+            "tmpfs-4k",
+            "tmpfs-huge",
+            "tmpfs-within",
         ] {
             let b: Backing = n.parse().unwrap();
             assert_eq!(b.to_string(), n);

@@ -113,9 +113,10 @@ fn plan_backings(
     let explicit_backings = !a.backings.is_empty();
     let mut backings: Vec<Backing> = parse_list(&a.backings)?;
     if explicit_backings && backings.is_empty() {
-        return Err(UsageError(
-            "--backings is empty; give one or more of 4k, thp, thp-collapse, hugetlb-2m, hugetlb-1g, mthp-<size>".into(),
-        ));
+        return Err(UsageError(format!(
+            "--backings is empty; give one or more of {}",
+            crate::backing::BACKING_NAMES
+        )));
     }
     if backings.is_empty() {
         backings = vec![
@@ -154,6 +155,16 @@ fn plan_backings(
                     } else {
                         have.join(", ")
                     }
+                )));
+            }
+            Backing::Tmpfs { .. } if !st.is_root => {
+                return Err(UsageError(format!(
+                    "{b}: hugelab mounts a tmpfs for it, which needs root (sudo)"
+                )));
+            }
+            Backing::Tmpfs { .. } if st.thp.shmem_enabled.is_none() => {
+                return Err(UsageError(format!(
+                    "{b}: this kernel's tmpfs has no huge pages (no transparent_hugepage/shmem_enabled: CONFIG_TRANSPARENT_HUGEPAGE)"
                 )));
             }
             Backing::Hugetlb { page_size }

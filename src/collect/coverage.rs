@@ -23,6 +23,9 @@ pub struct RegionEvidence {
     pub anon_huge_bytes: u64,
     /// smaps Private_Hugetlb + Shared_Hugetlb (not part of Rss).
     pub hugetlb_bytes: u64,
+    /// smaps ShmemPmdMapped + FilePmdMapped: file and shared-memory huge pages mapped by PMD.
+    #[serde(default)]
+    pub file_huge_bytes: u64,
     pub kernel_page_size: u64,
     /// Folio size (bytes) → bytes of the region in folios of that size; `None` without root.
     pub folios: Option<BTreeMap<u64, u64>>,
@@ -48,6 +51,7 @@ pub fn from_smaps(
         e.rss_bytes += m.field("Rss");
         e.anon_huge_bytes += m.field("AnonHugePages");
         e.hugetlb_bytes += m.field("Private_Hugetlb") + m.field("Shared_Hugetlb");
+        e.file_huge_bytes += m.field("ShmemPmdMapped") + m.field("FilePmdMapped");
         e.kernel_page_size = e.kernel_page_size.max(m.field("KernelPageSize"));
     }
     Ok(e)

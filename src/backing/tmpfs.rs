@@ -1,0 +1,185 @@
+//! File-backed huge pages: a file on a tmpfs that hugelab mounts with `huge=` (`never`,
+//! `always`, `within_size`), mapped shared, as a database's shared memory or a JVM's heap file
+//! would be.
+//!
+//! The tmpfs is mounted, the file made and mapped, and the mount detached at once
+//! (`umount2(MNT_DETACH)`): the mapping keeps the file system alive until it is unmapped, and
+//! nothing is left to clean up if hugelab is killed. A mount left between the mount and the
+//! detach by a process that died is detached by the next one.
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// A tmpfs `huge=` policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TmpfsHuge {
+    Never,
+    Always,
+    WithinSize,
+}
+
+impl TmpfsHuge {
+    /// The mount option's value.
+    pub fn option(self) -> &'static str {
+        match self {
+            TmpfsHuge::Never => "never",
+            TmpfsHuge::Always => "always",
+            TmpfsHuge::WithinSize => "within_size",
+        }
+    }
+}
+
+/// Where hugelab mounts its tmpfs file systems (each detached right after use).
+const DIR: &str = "/run/hugelab";
+
+fn os_error(what: &str) -> std::io::Error {
+    let e = std::io::Error::last_os_error();
+    std::io::Error::new(e.kind(), format!("{what}: {e}"))
+}
+
+fn c_path(p: &Path) -> CString {
+    CString::new(p.as_os_str().as_bytes()).expect("a path made here has no NUL")
+}
+
+/// Detach and remove the mount points of hugelab processes that are gone (`tmpfs-PID-N`).
+fn sweep() {
+    let Ok(rd) = std::fs::read_dir(DIR) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("tmpfs-")
+            .and_then(|r| r.split('-').next())
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: signal 0 only checks that the process exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        if !alive {
+            let p = c_path(&e.path());
+            // SAFETY: a NUL-terminated path; a mount point that is not mounted just fails.
+            unsafe { libc::umount2(p.as_ptr(), libc::MNT_DETACH) };
+            let _ = std::fs::remove_dir(e.path());
+        }
+    }
+}
+
+/// A shared mapping of `len` bytes (a multiple of 2 MiB) of a file on a fresh tmpfs mounted
+/// with `huge`, starting on a 2 MiB boundary. Needs CAP_SYS_ADMIN (the mount). Nothing is
+/// faulted in.
+pub fn map(len: usize, huge: TmpfsHuge) -> std::io::Result<*mut u8> {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    sweep();
+    std::fs::create_dir_all(DIR)?;
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = PathBuf::from(format!("{DIR}/tmpfs-{}-{n}", std::process::id()));
+    std::fs::create_dir(&dir)?;
+    let mounted = mount(&dir, len, huge);
+    let mapped = mounted.and_then(|()| map_file(&dir.join("region"), len));
+    let d = c_path(&dir);
+    // SAFETY: a NUL-terminated path; detaching leaves the mapped file system alive.
+    unsafe { libc::umount2(d.as_ptr(), libc::MNT_DETACH) };
+    let _ = std::fs::remove_dir(&dir);
+    mapped
+}
+
+fn mount(dir: &Path, len: usize, huge: TmpfsHuge) -> std::io::Result<()> {
+    let target = c_path(dir);
+    let options = CString::new(format!(
+        "huge={},size={},mode=0700",
+        huge.option(),
+        len + (2 << 20)
+    ))
+    .expect("no NUL");
+    // SAFETY: NUL-terminated strings that outlive the call.
+    let rc = unsafe {
+        libc::mount(
+            c"hugelab".as_ptr(),
+            target.as_ptr(),
+            c"tmpfs".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            options.as_ptr() as *const libc::c_void,
+        )
+    };
+    if rc != 0 {
+        let e = std::io::Error::last_os_error();
+        let hint = if e.raw_os_error() == Some(libc::EPERM) {
+            " (mounting a tmpfs needs root)"
+        } else if e.raw_os_error() == Some(libc::EINVAL) {
+            " (this kernel's tmpfs has no huge= option: CONFIG_TRANSPARENT_HUGEPAGE)"
+        } else {
+            ""
+        };
+        return Err(std::io::Error::new(
+            e.kind(),
+            format!(
+                "mount tmpfs huge={} at {}: {e}{hint}",
+                huge.option(),
+                dir.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The file at `path`, `len` bytes long, mapped shared at a 2 MiB-aligned address, then
+/// unlinked (the mapping holds it).
+fn map_file(path: &Path, len: usize) -> std::io::Result<*mut u8> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(path)?;
+    file.set_len(len as u64)?;
+    let align = 2 << 20;
+    // Reserve an area 2 MiB larger, then place the file at its first 2 MiB boundary.
+    // SAFETY: a fresh inaccessible reservation at an address of the kernel's choosing.
+    let area = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len + align,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if area == libc::MAP_FAILED {
+        return Err(os_error("mmap (reserving an aligned area)"));
+    }
+    let aligned = (area as usize).next_multiple_of(align);
+    // SAFETY: MAP_FIXED inside the reservation just made; the file is open.
+    let p = unsafe {
+        libc::mmap(
+            aligned as *mut libc::c_void,
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_FIXED,
+            std::os::fd::AsRawFd::as_raw_fd(&file),
+            0,
+        )
+    };
+    // SAFETY: the reservation's parts around the file mapping are ours and unused.
+    unsafe {
+        let head = aligned - area as usize;
+        if head > 0 {
+            libc::munmap(area, head);
+        }
+        let tail = area as usize + len + align - (aligned + len);
+        if tail > 0 {
+            libc::munmap((aligned + len) as *mut libc::c_void, tail);
+        }
+    }
+    if p == libc::MAP_FAILED {
+        let e = os_error("mmap MAP_SHARED of the tmpfs file");
+        // SAFETY: the failed range is still the reservation's.
+        unsafe { libc::munmap(aligned as *mut libc::c_void, len) };
+        return Err(e);
+    }
+    let _ = std::fs::remove_file(path);
+    Ok(p as *mut u8)
+}
