@@ -323,3 +323,76 @@ fn defrag_mode_is_shown_set_per_arm_and_restored_after_the_run_and_after_sigkill
     assert!(out.contains(&format!("vm.defrag_mode = {before}")), "{out}");
     assert_eq!(common::read_trim(DEFRAG_MODE), before);
 }
+
+/// `tmpfs.huge=`: each arm's files on a tmpfs of its own, mounted with its `huge=` policy,
+/// emptied before each trial and unmounted after the run; the kernel's shmem counters show
+/// the huge arm's files on 2 MiB pages and the other's not.
+#[cfg_attr(unprivileged, ignore = "needs root: mounts a tmpfs")]
+#[test]
+fn a_tmpfs_arm_puts_the_commands_files_on_its_own_tmpfs_and_unmounts_it() {
+    require_root!();
+    let _lock = common::knob_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let alloc0 = stat_2m("shmem_alloc");
+    // 32 MiB written to a file on the arm's tmpfs; the tmpfs must be empty at the start.
+    let script = "test -z \"$(ls {tmpfs})\" && test \"$HUGELAB_TMPFS\" = {tmpfs} && dd if=/dev/zero of={tmpfs}/f bs=1M count=32 status=none";
+    let out = common::hugelab_stdout([
+        "run",
+        "-a",
+        "small=tmpfs.huge=never",
+        "-a",
+        "huge=tmpfs.huge=always",
+        "--blocks",
+        "2",
+        "--warmup",
+        "0",
+        "--db",
+        &db.display().to_string(),
+        "--shell",
+        "--",
+        script,
+    ]);
+    let alloc = stat_2m("shmem_alloc") - alloc0;
+    let (_, _, trials) = Store::open(&db).unwrap().load(1).unwrap();
+    assert!(trials.iter().all(|t| t.ok), "{out}");
+    let sum = |arm: i64| -> u64 {
+        trials
+            .iter()
+            .filter(|t| t.arm_idx == arm)
+            .map(|t| {
+                t.evidence["kernel_counters"]["mthp.2M.shmem_alloc"]
+                    .as_u64()
+                    .unwrap_or(0)
+            })
+            .sum()
+    };
+    // Two trials of 16 huge pages on the huge arm, none on the never arm.
+    assert_eq!(sum(0), 0, "{out}");
+    assert!(sum(1) >= 32, "{out}");
+    assert_eq!(
+        sum(0) + sum(1),
+        alloc,
+        "the kernel's own count over the run"
+    );
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    assert!(!mounts.contains("/run/hugelab/tmpfs-"), "{mounts}");
+    // {tmpfs} with an arm that has none is bad input before anything runs.
+    let o = assert_cmd::Command::cargo_bin("hugelab")
+        .unwrap()
+        .args([
+            "run",
+            "-a",
+            "a=tmpfs.huge=always",
+            "-a",
+            "b=",
+            "--",
+            "ls",
+            "{tmpfs}",
+        ])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("arm b has no tmpfs.huge"), "{e}");
+}

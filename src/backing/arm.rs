@@ -8,7 +8,7 @@ use crate::control::Knob;
 use crate::units::{Bytes, parse_duration};
 use std::time::Duration;
 
-pub const ARM_KEYS: &str = "thp, defrag, shmem, mthp.<size>, hugetlb.<size>, khugepaged.<max_ptes_none|max_ptes_swap|max_ptes_shared|pages_to_scan|scan_sleep_millisecs|alloc_sleep_millisecs|defrag>, thp.shrink_underused, thp.use_zero_page, vm.defrag_mode, process.thp, malloc, jvm, jvm.pretouch, jvm.pagesize, collapse, sample, qemu.backing, qemu.prealloc, watch, server.arg, expect, env.<NAME>";
+pub const ARM_KEYS: &str = "thp, defrag, shmem, mthp.<size>, hugetlb.<size>, khugepaged.<max_ptes_none|max_ptes_swap|max_ptes_shared|pages_to_scan|scan_sleep_millisecs|alloc_sleep_millisecs|defrag>, thp.shrink_underused, thp.use_zero_page, vm.defrag_mode, process.thp, malloc, jvm, jvm.pretouch, jvm.pagesize, collapse, sample, qemu.backing, qemu.prealloc, watch, server.arg, expect, tmpfs.huge, env.<NAME>";
 
 /// What an arm's workload (or server) must end up on; an arm whose memory is not is FLAGGED.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -106,6 +106,10 @@ pub struct ProcessConfig {
     /// launcher through `JAVA_TOOL_OPTIONS` (set by the planner for a forking JMH command).
     #[serde(default)]
     pub jvm_to_forks: bool,
+    /// `tmpfs.huge=`: a tmpfs the run mounts for this arm with this `huge=` policy, named to
+    /// the command as `{tmpfs}` and `$HUGELAB_TMPFS`.
+    #[serde(default)]
+    pub tmpfs_huge: Option<crate::backing::TmpfsHuge>,
 }
 
 impl ProcessConfig {
@@ -302,7 +306,6 @@ pub fn parse_arm(s: &str) -> Result<Arm, String> {
             arm.system.push(setting);
             continue;
         }
-        let p = &mut arm.process;
         match k {
             "expect" => {
                 arm.expect = Some(Expect::parse(v).ok_or_else(|| {
@@ -312,82 +315,7 @@ pub fn parse_arm(s: &str) -> Result<Arm, String> {
                     )
                 })?)
             }
-            "server.arg" => {
-                if v.is_empty() {
-                    return Err("arm key server.arg: give one word for the server's command line, e.g. server.arg=-L (repeat the key for more words)".into());
-                }
-                p.server_args.push(v.to_string())
-            }
-            "process.thp" => {
-                let off = one_of(k, v, &["off", "advised"])? == "off";
-                p.thp_disable = off;
-                p.thp_advised = !off;
-            }
-            "malloc" => {
-                p.malloc = Some(match one_of(k, v, &["thp", "hugetlb", "hugetlb-1G"])? {
-                    "thp" => Malloc::Thp,
-                    "hugetlb" => Malloc::Hugetlb,
-                    _ => Malloc::Hugetlb1G,
-                })
-            }
-            "jvm" => {
-                p.jvm = Some(match one_of(k, v, &["off", "thp", "hugetlbfs"])? {
-                    "off" => Jvm::Off,
-                    "thp" => Jvm::Thp,
-                    _ => Jvm::Hugetlbfs,
-                })
-            }
-            "jvm.pretouch" => p.jvm_pretouch = Some(one_of(k, v, &["on", "off"])? == "on"),
-            "jvm.pagesize" => {
-                p.jvm_pagesize = Some(if one_of(k, v, &["2M", "1G"])? == "2M" {
-                    2 << 20
-                } else {
-                    1 << 30
-                })
-            }
-            "sample" => {
-                p.no_sample = one_of(k, v, &["on", "off"])? == "off";
-            }
-            "collapse" => {
-                let d = v.strip_prefix("after:").ok_or_else(|| {
-                    format!(
-                        "arm key collapse: use after:<duration>, e.g. collapse=after:2s (got {v:?})"
-                    )
-                })?;
-                p.collapse_after = Some(parse_duration(d)?);
-            }
-            "qemu.backing" => {
-                let b = QemuBacking::parse(v).ok_or_else(|| {
-                    format!(
-                        "arm key qemu.backing: invalid value {v:?}; valid: {}",
-                        QemuBacking::NAMES.join(", ")
-                    )
-                })?;
-                p.qemu = Some(QemuConfig {
-                    backing: b,
-                    prealloc: false,
-                });
-                // QEMU madvises all guest RAM MADV_HUGEPAGE; 4 KiB needs THP off for it.
-                p.thp_disable |= b == QemuBacking::FourK;
-            }
-            "qemu.prealloc" => {
-                let on = one_of(k, v, &["on", "off"])? == "on";
-                prealloc_seen = Some(on);
-            }
-            "watch" => {
-                if v.is_empty() {
-                    return Err("arm key watch: give a PID or a process name (comm), e.g. watch=qemu-system-x86".into());
-                }
-                p.watch = Some(v.to_string());
-            }
-            _ if k.starts_with("env.") && k.len() > 4 => {
-                p.env.push((k[4..].to_string(), v.to_string()))
-            }
-            _ => {
-                return Err(format!(
-                    "arm {name}: unknown key {k:?}; valid keys: {ARM_KEYS}"
-                ));
-            }
+            _ => process_item(&mut arm.process, name, k, v, &mut prealloc_seen)?,
         }
     }
     if let Some(on) = prealloc_seen {
@@ -397,6 +325,100 @@ pub fn parse_arm(s: &str) -> Result<Arm, String> {
         q.prealloc = on;
     }
     Ok(arm)
+}
+
+/// A key that configures the arm's process (or its server, its VM, its files).
+fn process_item(
+    p: &mut ProcessConfig,
+    name: &str,
+    k: &str,
+    v: &str,
+    prealloc_seen: &mut Option<bool>,
+) -> Result<(), String> {
+    match k {
+        "server.arg" => {
+            if v.is_empty() {
+                return Err("arm key server.arg: give one word for the server's command line, e.g. server.arg=-L (repeat the key for more words)".into());
+            }
+            p.server_args.push(v.to_string())
+        }
+        "process.thp" => {
+            let off = one_of(k, v, &["off", "advised"])? == "off";
+            p.thp_disable = off;
+            p.thp_advised = !off;
+        }
+        "malloc" => {
+            p.malloc = Some(match one_of(k, v, &["thp", "hugetlb", "hugetlb-1G"])? {
+                "thp" => Malloc::Thp,
+                "hugetlb" => Malloc::Hugetlb,
+                _ => Malloc::Hugetlb1G,
+            })
+        }
+        "jvm" => {
+            p.jvm = Some(match one_of(k, v, &["off", "thp", "hugetlbfs"])? {
+                "off" => Jvm::Off,
+                "thp" => Jvm::Thp,
+                _ => Jvm::Hugetlbfs,
+            })
+        }
+        "jvm.pretouch" => p.jvm_pretouch = Some(one_of(k, v, &["on", "off"])? == "on"),
+        "jvm.pagesize" => {
+            p.jvm_pagesize = Some(if one_of(k, v, &["2M", "1G"])? == "2M" {
+                2 << 20
+            } else {
+                1 << 30
+            })
+        }
+        "sample" => {
+            p.no_sample = one_of(k, v, &["on", "off"])? == "off";
+        }
+        "collapse" => {
+            let d = v.strip_prefix("after:").ok_or_else(|| {
+                format!(
+                    "arm key collapse: use after:<duration>, e.g. collapse=after:2s (got {v:?})"
+                )
+            })?;
+            p.collapse_after = Some(parse_duration(d)?);
+        }
+        "qemu.backing" => {
+            let b = QemuBacking::parse(v).ok_or_else(|| {
+                format!(
+                    "arm key qemu.backing: invalid value {v:?}; valid: {}",
+                    QemuBacking::NAMES.join(", ")
+                )
+            })?;
+            p.qemu = Some(QemuConfig {
+                backing: b,
+                prealloc: false,
+            });
+            // QEMU madvises all guest RAM MADV_HUGEPAGE; 4 KiB needs THP off for it.
+            p.thp_disable |= b == QemuBacking::FourK;
+        }
+        "qemu.prealloc" => {
+            let on = one_of(k, v, &["on", "off"])? == "on";
+            *prealloc_seen = Some(on);
+        }
+        "watch" => {
+            if v.is_empty() {
+                return Err("arm key watch: give a PID or a process name (comm), e.g. watch=qemu-system-x86".into());
+            }
+            p.watch = Some(v.to_string());
+        }
+        "tmpfs.huge" => {
+            p.tmpfs_huge = Some(crate::backing::TmpfsHuge::parse(v).ok_or_else(|| {
+                format!("arm {name}: tmpfs.huge={v:?}; valid: never, always, within_size, advise")
+            })?);
+        }
+        _ if k.starts_with("env.") && k.len() > 4 => {
+            p.env.push((k[4..].to_string(), v.to_string()))
+        }
+        _ => {
+            return Err(format!(
+                "arm {name}: unknown key {k:?}; valid keys: {ARM_KEYS}"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// An arm's name, checked: letters, digits, '-', '_', '.' or '+'.

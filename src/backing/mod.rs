@@ -44,7 +44,7 @@ pub enum Backing {
     Tmpfs { huge: TmpfsHuge },
 }
 
-pub const BACKING_NAMES: &str = "4k, thp, thp-collapse, hugetlb-2m, hugetlb-1g, mthp-<size> (e.g. mthp-64k), tmpfs-4k, tmpfs-huge, tmpfs-within (a tmpfs file with huge=never|always|within_size; root)";
+pub const BACKING_NAMES: &str = "4k, thp, thp-collapse, hugetlb-2m, hugetlb-1g, mthp-<size> (e.g. mthp-64k), tmpfs-4k, tmpfs-huge, tmpfs-within, tmpfs-advise (a tmpfs file with huge=never|always|within_size|advise; root)";
 
 impl Backing {
     /// The page (folio) size this backing asks for.
@@ -82,6 +82,7 @@ impl fmt::Display for Backing {
                     TmpfsHuge::Never => "4k",
                     TmpfsHuge::Always => "huge",
                     TmpfsHuge::WithinSize => "within",
+                    TmpfsHuge::Advise => "advise",
                 }
             ),
         }
@@ -122,6 +123,9 @@ impl FromStr for Backing {
             },
             "tmpfs-within" => Backing::Tmpfs {
                 huge: TmpfsHuge::WithinSize,
+            },
+            "tmpfs-advise" => Backing::Tmpfs {
+                huge: TmpfsHuge::Advise,
             },
             _ if t.starts_with("hugetlb-") => Backing::Hugetlb {
                 page_size: size(&t["hugetlb-".len()..])?,
@@ -241,12 +245,16 @@ impl Region {
                 let len = len.next_multiple_of(TWO_MIB as usize);
                 let ptr = tmpfs::map(len, huge)?;
                 let working = (size.max(1) as usize).next_multiple_of(64).min(len);
-                return Ok(Region {
+                let region = Region {
                     ptr,
                     mapped: len,
                     working,
                     backing,
-                });
+                };
+                if huge == TmpfsHuge::Advise {
+                    region.madvise(libc::MADV_HUGEPAGE, "madvise")?;
+                }
+                return Ok(region);
             }
             _ => {
                 // Over-map by 2 MiB and trim, so the region starts on a 2 MiB boundary.
@@ -543,6 +551,7 @@ mod tests {
             "tmpfs-4k",
             "tmpfs-huge",
             "tmpfs-within",
+            "tmpfs-advise",
         ] {
             let b: Backing = n.parse().unwrap();
             assert_eq!(b.to_string(), n);

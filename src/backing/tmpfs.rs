@@ -12,11 +12,16 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// A tmpfs `huge=` policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
 pub enum TmpfsHuge {
     Never,
     Always,
     WithinSize,
+    /// Huge pages only where the mapping asked (MADV_HUGEPAGE).
+    Advise,
 }
 
 impl TmpfsHuge {
@@ -26,8 +31,80 @@ impl TmpfsHuge {
             TmpfsHuge::Never => "never",
             TmpfsHuge::Always => "always",
             TmpfsHuge::WithinSize => "within_size",
+            TmpfsHuge::Advise => "advise",
         }
     }
+
+    pub fn parse(v: &str) -> Option<TmpfsHuge> {
+        [
+            TmpfsHuge::Never,
+            TmpfsHuge::Always,
+            TmpfsHuge::WithinSize,
+            TmpfsHuge::Advise,
+        ]
+        .into_iter()
+        .find(|h| h.option() == v)
+    }
+}
+
+/// A tmpfs mounted with a `huge=` policy for one arm of a run, at `/run/hugelab/tmpfs-PID-N`
+/// (mode 1777: a trial run as another user writes there too); its files are removed before
+/// each trial (`clear`). Unmounted when dropped, and on an immediate exit (Ctrl-C); after a
+/// SIGKILL the next hugelab detaches it.
+pub struct Mount {
+    pub path: PathBuf,
+    pub huge: TmpfsHuge,
+}
+
+impl Mount {
+    pub fn new(huge: TmpfsHuge) -> std::io::Result<Mount> {
+        let dir = fresh_dir()?;
+        if let Err(e) = mount(&dir, None, huge) {
+            let _ = std::fs::remove_dir(&dir);
+            return Err(e);
+        }
+        crate::control::signals::mount_created(&dir);
+        Ok(Mount { path: dir, huge })
+    }
+
+    /// Remove every file in it: each trial starts on an empty tmpfs.
+    pub fn clear(&self) -> std::io::Result<()> {
+        for e in std::fs::read_dir(&self.path)?.flatten() {
+            let p = e.path();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                std::fs::remove_dir_all(&p)?;
+            } else {
+                std::fs::remove_file(&p)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        detach(&self.path);
+        crate::control::signals::mount_removed(&self.path);
+    }
+}
+
+/// Detach the tmpfs at `dir` and remove the mount point.
+pub fn detach(dir: &Path) {
+    let d = c_path(dir);
+    // SAFETY: a NUL-terminated path; a mount point that is not mounted just fails.
+    unsafe { libc::umount2(d.as_ptr(), libc::MNT_DETACH) };
+    let _ = std::fs::remove_dir(dir);
+}
+
+/// A fresh mount point under /run/hugelab, after detaching those of dead processes.
+fn fresh_dir() -> std::io::Result<PathBuf> {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    sweep();
+    std::fs::create_dir_all(DIR)?;
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = PathBuf::from(format!("{DIR}/tmpfs-{}-{n}", std::process::id()));
+    std::fs::create_dir(&dir)?;
+    Ok(dir)
 }
 
 /// Where hugelab mounts its tmpfs file systems (each detached right after use).
@@ -42,8 +119,9 @@ fn c_path(p: &Path) -> CString {
     CString::new(p.as_os_str().as_bytes()).expect("a path made here has no NUL")
 }
 
-/// Detach and remove the mount points of hugelab processes that are gone (`tmpfs-PID-N`).
-fn sweep() {
+/// Detach and remove the mount points of hugelab processes that are gone (`tmpfs-PID-N`):
+/// before each new mount, and by `hugelab restore`.
+pub fn sweep() {
     let Ok(rd) = std::fs::read_dir(DIR) else {
         return;
     };
@@ -60,10 +138,7 @@ fn sweep() {
         let alive = unsafe { libc::kill(pid, 0) } == 0
             || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
         if !alive {
-            let p = c_path(&e.path());
-            // SAFETY: a NUL-terminated path; a mount point that is not mounted just fails.
-            unsafe { libc::umount2(p.as_ptr(), libc::MNT_DETACH) };
-            let _ = std::fs::remove_dir(e.path());
+            detach(&e.path());
         }
     }
 }
@@ -72,28 +147,22 @@ fn sweep() {
 /// with `huge`, starting on a 2 MiB boundary. Needs CAP_SYS_ADMIN (the mount). Nothing is
 /// faulted in.
 pub fn map(len: usize, huge: TmpfsHuge) -> std::io::Result<*mut u8> {
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    sweep();
-    std::fs::create_dir_all(DIR)?;
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = PathBuf::from(format!("{DIR}/tmpfs-{}-{n}", std::process::id()));
-    std::fs::create_dir(&dir)?;
-    let mounted = mount(&dir, len, huge);
+    let dir = fresh_dir()?;
+    let mounted = mount(&dir, Some(len + (2 << 20)), huge);
     let mapped = mounted.and_then(|()| map_file(&dir.join("region"), len));
-    let d = c_path(&dir);
-    // SAFETY: a NUL-terminated path; detaching leaves the mapped file system alive.
-    unsafe { libc::umount2(d.as_ptr(), libc::MNT_DETACH) };
-    let _ = std::fs::remove_dir(&dir);
+    // Detaching leaves the mapped file system alive.
+    detach(&dir);
     mapped
 }
 
-fn mount(dir: &Path, len: usize, huge: TmpfsHuge) -> std::io::Result<()> {
+/// Mount a tmpfs at `dir` with `huge` (and a size limit, else the kernel's default: half of
+/// the memory).
+fn mount(dir: &Path, size: Option<usize>, huge: TmpfsHuge) -> std::io::Result<()> {
     let target = c_path(dir);
-    let options = CString::new(format!(
-        "huge={},size={},mode=0700",
-        huge.option(),
-        len + (2 << 20)
-    ))
+    let options = CString::new(match size {
+        Some(s) => format!("huge={},size={s},mode=0700", huge.option()),
+        None => format!("huge={},mode=1777", huge.option()),
+    })
     .expect("no NUL");
     // SAFETY: NUL-terminated strings that outlive the call.
     let rc = unsafe {

@@ -59,6 +59,8 @@ struct RestoreJson {
 
 pub fn run(a: RestoreArgs) -> anyhow::Result<i32> {
     let path = default_journal_path();
+    // A tmpfs an arm mounted (`tmpfs.huge=`) by a hugelab that was killed.
+    crate::backing::tmpfs::sweep();
     let outcome = control::recover(&Root::system(), &path, a.force)?;
     let (status, owner, restored) = match outcome {
         Recovery::Nothing => ("nothing-to-restore", None, vec![]),

@@ -216,8 +216,33 @@ pub mod signals {
             .retain(|p| p != path);
     }
 
-    /// On an immediate exit: remove every private directory still registered.
+    /// The tmpfs file systems mounted for arms (`tmpfs.huge=`): detached on an immediate exit.
+    pub(super) static MOUNTS: Mutex<Vec<std::path::PathBuf>> = Mutex::new(Vec::new());
+
+    pub fn mount_created(path: &std::path::Path) {
+        MOUNTS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(path.to_path_buf());
+    }
+
+    pub fn mount_removed(path: &std::path::Path) {
+        MOUNTS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|p| p != path);
+    }
+
+    /// On an immediate exit: detach every registered tmpfs, then remove every private
+    /// directory still registered.
     pub(super) fn remove_dirs() {
+        for m in std::mem::take(&mut *MOUNTS.lock().unwrap_or_else(|p| p.into_inner())) {
+            if let Ok(c) = std::ffi::CString::new(m.as_os_str().as_encoded_bytes()) {
+                // SAFETY: a NUL-terminated path; one not mounted just fails.
+                unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+            }
+            let _ = std::fs::remove_dir(m);
+        }
         for d in std::mem::take(&mut *DIRS.lock().unwrap_or_else(|p| p.into_inner())) {
             let _ = std::fs::remove_dir_all(d);
         }

@@ -137,6 +137,8 @@ pub(super) struct Job<'a> {
     watch_first: RefCell<BTreeMap<usize, f64>>,
     /// When a server is read after its load starts: half a burst, else 200 ms.
     pub(super) read_after: std::time::Duration,
+    /// Per arm with `tmpfs.huge=`, the tmpfs mounted for it (unmounted when the job ends).
+    tmpfs: BTreeMap<usize, crate::backing::tmpfs::Mount>,
 }
 
 impl<'a> Job<'a> {
@@ -144,9 +146,16 @@ impl<'a> Job<'a> {
     /// process that exits mid-run flags its arm's trials.
     pub(super) fn new(plan: &'a Plan) -> Result<Job<'a>, UsageError> {
         let mut watched = BTreeMap::new();
+        let mut tmpfs = BTreeMap::new();
         for (i, x) in plan.arms.iter().enumerate() {
             if let Some(w) = &x.process.watch {
                 watched.insert(i, (w.clone(), watch::resolve(w).map_err(UsageError)?));
+            }
+            if let Some(h) = x.process.tmpfs_huge {
+                let m = crate::backing::tmpfs::Mount::new(h).map_err(|e| {
+                    UsageError(format!("arm {}: tmpfs.huge={}: {e}", x.name, h.option()))
+                })?;
+                tmpfs.insert(i, m);
             }
         }
         Ok(Job {
@@ -162,6 +171,7 @@ impl<'a> Job<'a> {
                 pin_cpu: plan.pin,
             },
             watched,
+            tmpfs,
             watch_first: RefCell::new(BTreeMap::new()),
             read_after: plan
                 .server
@@ -255,6 +265,22 @@ fn trial_spec(
         spec.argv = s.schedule.arm(arm_idx).load.clone();
     }
     Ok(spec)
+}
+
+/// The arm's tmpfs (`tmpfs.huge=`), emptied, and named to the child as `{tmpfs}` in its words
+/// and `$HUGELAB_TMPFS` in its environment.
+fn with_tmpfs(job: &Job, arm_idx: usize, spec: &mut TrialSpec) -> anyhow::Result<()> {
+    let Some(m) = job.tmpfs.get(&arm_idx) else {
+        return Ok(());
+    };
+    m.clear()
+        .with_context(|| format!("emptying the arm's tmpfs {}", m.path.display()))?;
+    let dir = m.path.display().to_string();
+    for w in &mut spec.argv {
+        *w = w.replace("{tmpfs}", &dir);
+    }
+    spec.env.push(("HUGELAB_TMPFS".into(), dir));
+    Ok(())
 }
 
 /// A load format's temporary directory for its files, named to the child as

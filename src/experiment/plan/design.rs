@@ -300,3 +300,52 @@ pub(super) fn choose(
     }
     Ok(())
 }
+
+/// `tmpfs.huge=`: a tmpfs per arm needs root (the mount); it holds the command's files, named
+/// `{tmpfs}`, so a command that names it needs it on every arm; a server's files are placed by
+/// its own data directory (not by this key yet).
+pub(super) fn check_tmpfs(
+    a: &RunArgs,
+    arms: &[Arm],
+    privileged: bool,
+    service: bool,
+) -> Result<(), UsageError> {
+    let with: Vec<&str> = arms
+        .iter()
+        .filter(|x| x.process.tmpfs_huge.is_some())
+        .map(|x| x.name.as_str())
+        .collect();
+    let named = a.command.iter().any(|w| w.contains("{tmpfs}"));
+    if with.is_empty() {
+        return match named {
+            true => Err(UsageError(
+                "the command names {tmpfs}, but no arm sets tmpfs.huge=never|always|within_size|advise to mount one".into(),
+            )),
+            false => Ok(()),
+        };
+    }
+    if service {
+        return Err(UsageError(format!(
+            "arm {}: tmpfs.huge places a command's files; with --server, give each arm's data directory on a tmpfs of your own (server.arg=…) instead",
+            with[0]
+        )));
+    }
+    if !privileged {
+        return Err(UsageError(format!(
+            "arm {}: tmpfs.huge mounts a tmpfs for the arm, which needs root",
+            with[0]
+        )));
+    }
+    if named && with.len() < arms.len() {
+        let without: Vec<&str> = arms
+            .iter()
+            .filter(|x| x.process.tmpfs_huge.is_none())
+            .map(|x| x.name.as_str())
+            .collect();
+        return Err(UsageError(format!(
+            "the command names {{tmpfs}}, but arm {} has no tmpfs.huge: give every arm one (tmpfs.huge=never for 4 KiB pages)",
+            without.join(", ")
+        )));
+    }
+    Ok(())
+}

@@ -256,6 +256,7 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
     check_service_options(a, server.is_some())?;
     let (arms, baseline) = plan_arms(a, server.as_ref(), service_arms)?;
     check_privilege(a, &arms, privileged)?;
+    design::check_tmpfs(a, &arms, privileged, server.is_some())?;
     if arms.iter().any(|x| x.process.qemu.is_some()) {
         qemu::guest_size(&a.command, a.shell).map_err(UsageError)?;
     }

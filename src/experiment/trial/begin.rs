@@ -4,7 +4,7 @@
 
 use super::{
     DuringEvent, DuringLoad, Effects, Gatherer, Guard, Job, Schedule, ServerSlot, TrialRow,
-    TrialSpec, prepare_machine, server_failed, start_event, trial_spec, with_trial_dir,
+    TrialSpec, prepare_machine, server_failed, start_event, trial_spec, with_tmpfs, with_trial_dir,
 };
 use anyhow::Context as _;
 
@@ -46,6 +46,7 @@ pub(in crate::experiment) fn ready(
     let arm = &plan.arms[arm_idx];
     let pools = prepare_machine(plan, arm, ctx, guard, notes)?;
     let mut spec = trial_spec(plan, base_spec, arm, arm_idx, servers.as_deref())?;
+    with_tmpfs(job, arm_idx, &mut spec)?;
     let trial_dir = with_trial_dir(plan, &mut spec)?;
     let server_pid = match servers {
         Some(s) => match s.schedule.acquire(arm_idx) {
