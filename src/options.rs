@@ -161,6 +161,22 @@ pub fn parse_effect(s: &str) -> Result<f64, String> {
     }
 }
 
+/// `--target-halfwidth`: `1%` or `±1%` (a percentage), or a fraction such as 0.01, within
+/// (0, 50%]; returned as a fraction.
+pub fn parse_half_width(s: &str) -> Result<f64, String> {
+    let t = s.trim().trim_start_matches('±');
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| format!("{s:?} is not a half-width; give a percentage such as 1% (or 0.01)"))?;
+    if v > 0.0 && v <= 0.5 {
+        Ok(v)
+    } else {
+        Err(format!("{s} is outside (0, 50%]: give e.g. 1% or 0.5%"))
+    }
+}
+
 /// `--env NAME=VALUE`: NAME non-empty, without `=`.
 pub fn parse_env(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {

@@ -685,3 +685,57 @@ fn ctrl_c_after_a_block_says_what_was_analysed_of_what_was_planned() {
     assert!(words.contains(&analysed), "{analysed}: {text}");
     assert!(!words.contains("1 blocks"), "{text}");
 }
+
+/// `--target-halfwidth`: the run looks after every block with the sequential design's
+/// confidence sequence and stops once every contrast is that precise; the answer's interval is
+/// that narrow, and bad values are refused before anything runs.
+#[test]
+fn a_target_half_width_stops_the_run_once_every_interval_is_that_narrow() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = common::run_json(
+        &[
+            "--arm",
+            "a=",
+            "--arm",
+            "b=",
+            "--target-halfwidth",
+            "5%",
+            "--max-time",
+            "10m",
+            "--warmup",
+            "0",
+        ],
+        &["sleep", "0.02"],
+        &dir.path().join("r.db"),
+    );
+    let why = v["stop_reason"].as_str().unwrap();
+    assert!(why.starts_with("every contrast within ±5%"), "{why}");
+    assert!(why.contains("confidence sequence"), "{why}");
+    let p = &v["report"]["metrics"][0]["contrasts"][0][1]["percent"];
+    let half = (p["hi"].as_f64().unwrap() - p["lo"].as_f64().unwrap()) / 2.0;
+    assert!(half <= 5.0, "{p}");
+    for (bad, want) in [
+        ("0", "outside"),
+        ("60%", "outside"),
+        ("a lot", "not a half-width"),
+    ] {
+        let o = assert_cmd::Command::cargo_bin("hugelab")
+            .unwrap()
+            .args([
+                "run",
+                "-a",
+                "a=",
+                "-a",
+                "b=",
+                "--target-halfwidth",
+                bad,
+                "--",
+                "true",
+            ])
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {e}");
+        assert!(e.contains(want), "{bad}: {e}");
+    }
+}

@@ -154,6 +154,16 @@ pub fn size(
     }
 }
 
+/// The seconds of running (restarts included) the model of [`size`] needs for a half-width of
+/// `h` (a fraction: 0.01 for ±1%) at `k` blocks per lifetime: L = z²(T²₂ + T²₁/k)/h²
+/// lifetimes of `restart_s + k·block_s` each.
+pub fn time_for(c: &Components, k: usize, restart_s: f64, block_s: f64, z: f64, h: f64) -> f64 {
+    let k = k.max(1) as f64;
+    let h = h.ln_1p();
+    let lifetimes = z * z * (c.between_sd.powi(2) + c.within_sd.powi(2) / k) / (h * h);
+    lifetimes.max(2.0) * (restart_s + k * block_s)
+}
+
 /// Per arm, the SD of its own instance effect (log scale): the variance of its lifetime means
 /// minus what it shares with the other arms (their mean pairwise covariance: the machine's
 /// drift) and minus its burst noise averaged over a lifetime's blocks. `means[a][l]` is arm
@@ -379,6 +389,18 @@ mod tests {
         // 300 s would hold only 26 such lifetimes: 5 blocks each keep 30 (300 / 9 s).
         let s = size(&c(0.04, 0.01), 3.0, 1.2, Some((300.0, 0)), 2.576);
         assert_eq!(s.blocks, 5);
+        // The time ±1% needs at 7 blocks a lifetime: z²(0.01² + 0.04²/7)/ln(1.01)² lifetimes of
+        // 11.4 s; the inverse of the prediction above.
+        let t = time_for(&c(0.04, 0.01), 7, 3.0, 1.2, 2.576, 0.01);
+        let l = 2.576f64.powi(2) * (1e-4 + 0.0016 / 7.0) / 0.01f64.ln_1p().powi(2);
+        assert!((t - l * 11.4).abs() < 1e-9, "{t}");
+        let t = time_for(&c(0.04, 0.01), 7, 3.0, 1.2, 2.576, 0.005);
+        let at = size(&c(0.04, 0.01), 3.0, 1.2, Some((t, 0)), 2.576);
+        assert_eq!(at.blocks, 7);
+        assert!(
+            (at.predicted.unwrap() - 0.005f64.ln_1p()).abs() < 1e-9,
+            "{at:?}"
+        );
         let p = pooled(&[c(0.03, 0.0), c(0.04, 0.02)]).unwrap();
         assert!((p.within_sd - (0.00125f64).sqrt()).abs() < 1e-12);
         assert!((p.between_sd - (0.0002f64).sqrt()).abs() < 1e-12);

@@ -55,27 +55,40 @@ fn measured(plan: &Plan, trials: &[TrialRow]) -> Vec<TrialData> {
     crate::analyze::warmup::measured(data, plan.arms.len(), primary, plan.confidence)
 }
 
-/// Whether every contrast of the primary metric is settled by the plan's design (on the
-/// trials the answer will use).
-fn settled(plan: &Plan, trials: &[TrialRow]) -> bool {
+/// Why the run may stop at this look, on the trials the answer will use: every contrast of
+/// the primary metric settled by the plan's design, or, with `--target-halfwidth`, every
+/// contrast's interval (the design's: a confidence sequence) that narrow.
+fn stop_now(plan: &Plan, trials: &[TrialRow]) -> Option<String> {
     let primary = plan.primary();
     let data = measured(plan, trials);
     let d: Vec<Vec<f64>> = (0..plan.arms.len())
         .filter(|i| *i != plan.baseline)
         .map(|i| experiment::log_ratios(&data, i, plan.baseline, &primary.name))
         .collect();
-    verdict::verdicts_only(
+    let cs = verdict::verdicts_only(
         &d,
         plan.effect,
         plan.confidence,
         primary.better,
         &plan.design,
-    )
-    .iter()
-    .all(|c| {
-        c.as_ref()
-            .is_some_and(|c| c.verdict != Verdict::Inconclusive)
-    })
+    );
+    match plan.target_halfwidth {
+        Some(t) => cs
+            .iter()
+            .all(|c| {
+                c.as_ref()
+                    .and_then(|c| Some((c.percent.hi? - c.percent.lo?) / 2.0))
+                    .is_some_and(|h| h <= t * 100.0)
+            })
+            .then(|| format!("every contrast within ±{}%", t * 100.0)),
+        None => cs
+            .iter()
+            .all(|c| {
+                c.as_ref()
+                    .is_some_and(|c| c.verdict != Verdict::Inconclusive)
+            })
+            .then(|| "every contrast settled".to_string()),
+    }
 }
 
 /// Whether the design looks after `blocks` complete blocks.
@@ -396,10 +409,10 @@ impl Course<'_> {
             }
             if matches!(end, BlockEnd::Done)
                 && is_look(&plan.design, self.x.blocks_done)
-                && settled(plan, &self.x.trials)
+                && let Some(why) = stop_now(plan, &self.x.trials)
             {
                 self.x.stop_reason = format!(
-                    "every contrast settled after {} blocks ({})",
+                    "{why} after {} blocks ({})",
                     self.x.blocks_done,
                     plan.design.describe(plan.arms.len() - 1, plan.confidence)
                 );

@@ -264,6 +264,8 @@ pub(super) struct Warm {
     /// Blocks the plan holds in all (every condition's).
     blocks_total: usize,
     z: f64,
+    /// The half-width the run is after (`--target-halfwidth`, else δ), a fraction.
+    target: f64,
     lifetime_max: Duration,
     /// What starting every server (stop, start, warm) cost last time, and a block's mean time.
     restart_s: f64,
@@ -304,6 +306,7 @@ impl Warm {
             max_time: plan.max_time,
             blocks_total: plan.blocks * plan.conditions.len().max(1),
             z: crate::analyze::lifetimes::z_for(plan.confidence),
+            target: plan.target_halfwidth.unwrap_or(plan.effect),
             lifetime_max: w.lifetime_max,
             restart_s: 0.0,
             block_s: Vec::new(),

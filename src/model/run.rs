@@ -18,6 +18,10 @@ pub struct Plan {
     pub blocks: usize,
     pub warmup: usize,
     pub sequential: bool,
+    /// `--target-halfwidth`: the run stops once every contrast's interval is this narrow (a
+    /// fraction: 0.01 for ±1%).
+    #[serde(default)]
+    pub target_halfwidth: Option<f64>,
     /// How the blocks are analysed and when the run may stop early.
     pub design: Design,
     pub effect: f64,

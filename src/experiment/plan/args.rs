@@ -55,6 +55,11 @@ pub struct RunArgs {
     /// measures the false-positive rate it really has)
     #[arg(long, conflicts_with = "looks")]
     pub sequential: bool,
+    /// Run until every contrast of the primary metric is this precise (its interval ±PCT, e.g.
+    /// 1%) or --max-time ends; looks after every block with the sequential design's confidence
+    /// sequence (valid however often it is looked at), so it implies --sequential
+    #[arg(long, value_name = "PCT", conflicts_with_all = ["looks", "calibrate"], value_parser = crate::options::parse_half_width)]
+    pub target_halfwidth: Option<f64>,
     /// Group-sequential O'Brien–Fleming design: K equally spaced looks up to --blocks (the
     /// maximum); stops at the first look where every contrast is settled
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(2..=20))]

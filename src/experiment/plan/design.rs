@@ -4,7 +4,9 @@
 //! a fresh server per trial, with the reason. The planner calls [`choose`]; the schedule each
 //! design runs is in `crate::experiment::servers`.
 
-use super::RunArgs;
+use super::{RunArgs, UNBOUNDED_BLOCKS};
+use crate::analyze::sequential::ConfidenceSequence;
+use crate::analyze::verdict::{self, Design};
 use crate::backing::arm::Arm;
 use crate::backing::services::{self, Slot};
 use crate::backing::side_by_side::side_by_side;
@@ -348,4 +350,49 @@ pub(super) fn check_tmpfs(
         )));
     }
     Ok(())
+}
+
+/// The number of blocks and the design (fixed, sequential, group-sequential).
+pub(super) fn plan_blocks(a: &RunArgs, warm_default: bool) -> Result<(usize, Design), UsageError> {
+    // --target-halfwidth looks after every block: the sequential design's confidence sequence.
+    let sequential = a.sequential || a.target_halfwidth.is_some();
+    let open_ended = sequential || a.calibrate.is_some();
+    let blocks = a.blocks.unwrap_or(if open_ended || warm_default {
+        UNBOUNDED_BLOCKS
+    } else {
+        10
+    });
+    if blocks < 2 {
+        return Err(UsageError("--blocks must be at least 2".into()));
+    }
+    if sequential && blocks < ConfidenceSequence::MIN_BLOCKS {
+        return Err(UsageError(format!(
+            "--sequential needs --blocks of at least {} (the confidence sequence starts there)",
+            ConfidenceSequence::MIN_BLOCKS
+        )));
+    }
+    let design = match (sequential, a.looks) {
+        (true, _) => Design::Sequential {
+            n_opt: verdict::SEQUENTIAL_N_OPT,
+        },
+        (false, Some(k)) => {
+            let Some(max) = a.blocks else {
+                return Err(UsageError(
+                    "--looks needs --blocks N, the planned maximum (plan it from a pilot: `hugelab run --calibrate 2m` prints the blocks δ needs)".into(),
+                ));
+            };
+            if max < 2 * k as usize {
+                return Err(UsageError(format!(
+                    "--looks {k} needs --blocks of at least {} (two blocks per look)",
+                    2 * k
+                )));
+            }
+            Design::GroupSequential {
+                looks: k as usize,
+                max_blocks: max,
+            }
+        }
+        _ => Design::Fixed,
+    };
+    Ok((blocks, design))
 }

@@ -1,8 +1,7 @@
 //! A run's plan: arguments and arms checked, the design chosen, output metrics compiled.
 
 use crate::analyze::experiment::MetricDef;
-use crate::analyze::sequential::ConfidenceSequence;
-use crate::analyze::verdict::{self, Better, Design};
+use crate::analyze::verdict::Better;
 use crate::backing::arm::{Arm, parse_arm, preset};
 use crate::backing::condition::Condition;
 use crate::backing::qemu;
@@ -272,7 +271,7 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
     // Warm services replicate over lifetimes, not blocks: without --blocks they run as many
     // blocks as fit in --max-time (WARM_DEFAULT_TIME when not given).
     let warm_default = warm && a.blocks.is_none() && a.calibrate.is_none();
-    let (blocks, design) = plan_blocks(a, warm_default)?;
+    let (blocks, design) = design::plan_blocks(a, warm_default)?;
     check_pin(a)?;
     let metrics = metric_defs(
         a,
@@ -289,7 +288,8 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
         baseline,
         blocks,
         warmup: a.warmup.unwrap_or(if warm { 0 } else { 1 }),
-        sequential: a.sequential,
+        sequential: a.sequential || a.target_halfwidth.is_some(),
+        target_halfwidth: a.target_halfwidth,
         design,
         effect: a.decision.effect,
         confidence: a.decision.confidence,
@@ -489,49 +489,6 @@ fn plan_load(a: &RunArgs, service: bool, command: &mut Vec<String>) -> Result<Lo
 
 /// The block count of a run that ends on a decision or a time, not a count.
 pub const UNBOUNDED_BLOCKS: usize = 100_000;
-
-/// The number of blocks and the design (fixed, sequential, group-sequential).
-fn plan_blocks(a: &RunArgs, warm_default: bool) -> Result<(usize, Design), UsageError> {
-    let open_ended = a.sequential || a.calibrate.is_some();
-    let blocks = a.blocks.unwrap_or(if open_ended || warm_default {
-        UNBOUNDED_BLOCKS
-    } else {
-        10
-    });
-    if blocks < 2 {
-        return Err(UsageError("--blocks must be at least 2".into()));
-    }
-    if a.sequential && blocks < ConfidenceSequence::MIN_BLOCKS {
-        return Err(UsageError(format!(
-            "--sequential needs --blocks of at least {} (the confidence sequence starts there)",
-            ConfidenceSequence::MIN_BLOCKS
-        )));
-    }
-    let design = match (a.sequential, a.looks) {
-        (true, _) => Design::Sequential {
-            n_opt: verdict::SEQUENTIAL_N_OPT,
-        },
-        (false, Some(k)) => {
-            let Some(max) = a.blocks else {
-                return Err(UsageError(
-                    "--looks needs --blocks N, the planned maximum (plan it from a pilot: `hugelab run --calibrate 2m` prints the blocks δ needs)".into(),
-                ));
-            };
-            if max < 2 * k as usize {
-                return Err(UsageError(format!(
-                    "--looks {k} needs --blocks of at least {} (two blocks per look)",
-                    2 * k
-                )));
-            }
-            Design::GroupSequential {
-                looks: k as usize,
-                max_blocks: max,
-            }
-        }
-        _ => Design::Fixed,
-    };
-    Ok((blocks, design))
-}
 
 /// `--pin`: a CPU hugelab may run on.
 fn check_pin(a: &RunArgs) -> Result<(), UsageError> {

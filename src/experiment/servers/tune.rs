@@ -143,7 +143,15 @@ impl Warm {
             self.lifetimes,
         ));
         let s = crate::analyze::lifetimes::size(&c, self.restart_s, b, remaining, self.z);
-        let note = sizing_note(&s, &c, self.restart_s, b);
+        let need = crate::analyze::lifetimes::time_for(
+            &c,
+            s.blocks,
+            self.restart_s,
+            b,
+            self.z,
+            self.target,
+        );
+        let note = sizing_note(&s, &c, self.restart_s, b, (self.target, need));
         // The first sizing is said at once; later ones as one line at the end of the run.
         match self.per_lifetime {
             None => self.pending.push(note),
@@ -158,10 +166,16 @@ impl Warm {
 }
 
 /// Lifetimes sized, in words: the choice, its inputs, what it predicts.
-fn sizing_note(s: &Sizing, c: &Components, restart_s: f64, block_s: f64) -> String {
+fn sizing_note(
+    s: &Sizing,
+    c: &Components,
+    restart_s: f64,
+    block_s: f64,
+    (target, need_s): (f64, f64),
+) -> String {
     let pct = |x: f64| x * 100.0;
     format!(
-        "lifetimes of {} blocks{}: sized from this run's {} lifetimes (Kalibera–Jones: SD of the ratio between bursts {:.1}%, between lifetimes {:.1}%; restarting and warming every server {restart_s:.1} s, a block {block_s:.1} s){} (--lifetime-blocks to choose)",
+        "lifetimes of {} blocks{}: sized from this run's {} lifetimes (Kalibera–Jones: SD of the ratio between bursts {:.1}%, between lifetimes {:.1}%; restarting and warming every server {restart_s:.1} s, a block {block_s:.1} s){}; ±{} would need about {} of running (--lifetime-blocks to choose)",
         s.blocks,
         s.bound.map_or(String::new(), |b| format!(" ({b})")),
         c.lifetimes,
@@ -173,6 +187,8 @@ fn sizing_note(s: &Sizing, c: &Components, restart_s: f64, block_s: f64) -> Stri
                 pct(h)
             ),
             _ => String::new(),
-        }
+        },
+        crate::render::words::two_significant(pct(target)).trim_start_matches('+'),
+        crate::units::fmt_elapsed(need_s)
     )
 }
