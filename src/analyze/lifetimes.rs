@@ -123,12 +123,20 @@ pub fn size(
     z: f64,
 ) -> Sizing {
     let (w2, b2) = (c.within_sd.powi(2), c.between_sd.powi(2));
-    let ideal = if b2 > 0.0 {
-        ((restart_s / block_s) * (w2 / b2)).sqrt().ceil()
+    // An instance spread the data cannot tell from 0 is taken as a tenth of the burst spread
+    // (a prior, said in the bound): a pilot of a few lifetimes cannot see a smaller one, and
+    // taking it as 0 would put every block in one lifetime.
+    let floored = b2 < w2 / 100.0;
+    let b2_sized = b2.max(w2 / 100.0);
+    let ideal = if b2_sized > 0.0 {
+        ((restart_s / block_s) * (w2 / b2_sized)).sqrt().ceil()
     } else {
-        f64::INFINITY // no instance spread seen: every block may share a lifetime
+        2.0 // no noise at all: the fewest
     };
-    let (mut k, mut bound) = (ideal, None);
+    let (mut k, mut bound) = (
+        ideal,
+        floored.then_some("instance spread below a tenth of the bursts': taken as that"),
+    );
     if k > 20.0 {
         (k, bound) = (20.0, Some("at most 20"));
     }
@@ -363,8 +371,16 @@ mod tests {
             size(&c(0.01, 0.02), 0.5, 1.0, None, 2.576).bound,
             Some("at least 2")
         );
-        // None seen: as many as 20, unless --max-time then holds fewer than 30 lifetimes.
-        assert_eq!(size(&c(0.04, 0.0), 1.0, 1.0, None, 2.576).blocks, 20);
+        // None seen: taken as a tenth of the bursts' (said), √(1 · 100) = 10 blocks, unless
+        // --max-time then holds fewer than 30 lifetimes; never the cap for want of a variance.
+        let s = size(&c(0.04, 0.0), 1.0, 1.0, None, 2.576);
+        assert_eq!(
+            (s.blocks, s.bound),
+            (
+                10,
+                Some("instance spread below a tenth of the bursts': taken as that")
+            )
+        );
         let s = size(&c(0.04, 0.0), 1.0, 1.0, Some((300.0, 0)), 2.576);
         assert_eq!(
             (s.blocks, s.bound),
@@ -377,7 +393,7 @@ mod tests {
         );
         assert_eq!(
             size(&c(0.04, 0.0), 1.0, 1.0, Some((3.0, 30)), 2.576).blocks,
-            20
+            10
         );
         // The prediction: 600 s of lifetimes costing 3 + 7·1.2 = 11.4 s → 52.6 lifetimes;
         // z·√((0.01² + 0.04²/7) / 52.6).
