@@ -14,8 +14,9 @@ use crate::rng::XorShift;
 /// The quantile compared.
 pub const QUANTILE: f64 = 0.95;
 /// Blocks a p95 contrast needs: from 20 values type-7 interpolation places the p95 below the
-/// largest one.
-pub const MIN_BLOCKS: usize = 20;
+/// largest one, but the percentile bootstrap of a p95 from 20 blocks covers less than its level
+/// (the simulation study: 92% at 95%, 96.5% at 99%); from 30 it holds (94.5%, 99.0%).
+pub const MIN_BLOCKS: usize = 30;
 /// Bootstrap resamples (seeded: the same trials give the same interval).
 const RESAMPLES: usize = 4000;
 
@@ -86,8 +87,9 @@ pub fn tail_contrasts(
         .collect()
 }
 
-/// The percent change `ratio − 1` with the percentile interval of the blocks' bootstrap.
-fn interval(pairs: &[(f64, f64)], ratio: f64, level: f64) -> Estimate {
+/// The percent change `ratio − 1` with the percentile interval of the blocks' bootstrap (for
+/// any number of blocks: the simulation study measures its coverage below [`MIN_BLOCKS`]).
+pub fn interval(pairs: &[(f64, f64)], ratio: f64, level: f64) -> Estimate {
     let n = pairs.len();
     let mut rng = XorShift::new(0x7a11_u64 ^ n as u64);
     let mut logs: Vec<f64> = (0..RESAMPLES)

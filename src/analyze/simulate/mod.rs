@@ -10,13 +10,15 @@
 //!   planner's power, interval coverage;
 //! * `production` — rows that simulate what `run` itself does;
 //! * `fleet` — autocorrelated fleets for `judge`, and its rows;
-//! * `lifetimes` — warm services: blocks nested in server lifetimes with an instance effect.
+//! * `lifetimes` — warm services: blocks nested in server lifetimes with an instance effect;
+//! * `tail` — the p95 contrast's block bootstrap: coverage and A/A false verdicts.
 
 mod designs;
 mod fleet;
 mod lifetimes;
 mod noise;
 mod production;
+mod tail;
 
 pub use designs::{
     FixedOutcome, SequentialOutcome, coverage, cs_false_positives, fixed_power, fixed_three_arms,
@@ -26,6 +28,7 @@ pub use fleet::{Fleet, Judging, judge_fleets, judge_rows};
 pub use lifetimes::lifetime_rows;
 pub use noise::{Noise, Rng, Scenario, ThreeArms};
 pub use production::production_rows;
+pub use tail::tail_rows;
 
 use crate::analyze::sequential::GroupSequential;
 use crate::analyze::verdict::{blocks_needed, unpaired_runs_needed};
@@ -48,6 +51,7 @@ pub fn study(reps: usize) -> Vec<Row> {
     rows.extend(production_rows(reps));
     rows.extend(judge_rows(reps));
     rows.extend(lifetime_rows(reps));
+    rows.extend(tail_rows(reps));
     rows
 }
 
