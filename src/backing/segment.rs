@@ -16,6 +16,68 @@ pub struct MappedSegment {
     len: usize,
 }
 
+/// `len` bytes of `file` from offset 0 mapped shared with `prot` at a 2 MiB-aligned address
+/// (so its PMD-sized folios can map with one PMD each): a reservation 2 MiB larger, the file
+/// placed at its first 2 MiB boundary, the rest of the reservation unmapped.
+pub fn map_file_aligned(
+    file: &std::fs::File,
+    len: usize,
+    prot: libc::c_int,
+) -> std::io::Result<*mut libc::c_void> {
+    let align = 2usize << 20;
+    // SAFETY: a fresh private reservation; nothing else refers to it.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len + align,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    let at = (base as usize).next_multiple_of(align);
+    // SAFETY: [at, at+len) lies inside the reservation just made; MAP_FIXED replaces that part
+    // of it with the file.
+    let addr = unsafe {
+        libc::mmap(
+            at as *mut libc::c_void,
+            len,
+            prot,
+            libc::MAP_SHARED | libc::MAP_FIXED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    let fail = (addr == libc::MAP_FAILED).then(std::io::Error::last_os_error);
+    // SAFETY: unmapping the unused head and tail of our own reservation (and all of it on
+    // failure).
+    unsafe {
+        match fail {
+            Some(_) => {
+                libc::munmap(base, len + align);
+            }
+            None => {
+                let head = at - base as usize;
+                if head > 0 {
+                    libc::munmap(base, head);
+                }
+                let tail = align - head;
+                if tail > 0 {
+                    libc::munmap((at + len) as *mut libc::c_void, tail);
+                }
+            }
+        }
+    }
+    match fail {
+        Some(e) => Err(e),
+        None => Ok(addr),
+    }
+}
+
 impl MappedSegment {
     /// Map `len` bytes of `file` from offset 0. `len` is rounded up to 4 KiB.
     pub fn map(file: &std::fs::File, len: u64) -> std::io::Result<MappedSegment> {
@@ -23,58 +85,9 @@ impl MappedSegment {
         if len == 0 {
             return Err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
         }
-        let align = 2usize << 20;
-        // SAFETY: a fresh private reservation; nothing else refers to it.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len + align,
-                libc::PROT_NONE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
-        let at = (base as usize).next_multiple_of(align);
-        // SAFETY: [at, at+len) lies inside the reservation just made; MAP_FIXED replaces that
-        // part of it with the file, shared and read-only (we never write through it).
-        let addr = unsafe {
-            libc::mmap(
-                at as *mut libc::c_void,
-                len,
-                libc::PROT_READ,
-                libc::MAP_SHARED | libc::MAP_FIXED,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        let fail = (addr == libc::MAP_FAILED).then(std::io::Error::last_os_error);
-        // SAFETY: unmapping the unused head and tail of our own reservation (and all of it on
-        // failure).
-        unsafe {
-            match fail {
-                Some(_) => {
-                    libc::munmap(base, len + align);
-                }
-                None => {
-                    let head = at - base as usize;
-                    if head > 0 {
-                        libc::munmap(base, head);
-                    }
-                    let tail = align - head;
-                    if tail > 0 {
-                        libc::munmap((at + len) as *mut libc::c_void, tail);
-                    }
-                }
-            }
-        }
-        match fail {
-            Some(e) => Err(e),
-            None => Ok(MappedSegment { addr, len }),
-        }
+        // Shared and read-only: we never write through it.
+        let addr = map_file_aligned(file, len, libc::PROT_READ)?;
+        Ok(MappedSegment { addr, len })
     }
 
     /// The mapping's address range in this process.

@@ -110,11 +110,6 @@ fn fresh_dir() -> std::io::Result<PathBuf> {
 /// Where hugelab mounts its tmpfs file systems (each detached right after use).
 const DIR: &str = "/run/hugelab";
 
-fn os_error(what: &str) -> std::io::Error {
-    let e = std::io::Error::last_os_error();
-    std::io::Error::new(e.kind(), format!("{what}: {e}"))
-}
-
 fn c_path(p: &Path) -> CString {
     CString::new(p.as_os_str().as_bytes()).expect("a path made here has no NUL")
 }
@@ -195,8 +190,8 @@ fn mount(dir: &Path, size: Option<usize>, huge: TmpfsHuge) -> std::io::Result<()
     Ok(())
 }
 
-/// The file at `path`, `len` bytes long, mapped shared at a 2 MiB-aligned address, then
-/// unlinked (the mapping holds it).
+/// The file at `path`, `len` bytes long, mapped shared and writable at a 2 MiB-aligned
+/// address, then unlinked (the mapping holds it).
 fn map_file(path: &Path, len: usize) -> std::io::Result<*mut u8> {
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -204,51 +199,10 @@ fn map_file(path: &Path, len: usize) -> std::io::Result<*mut u8> {
         .create_new(true)
         .open(path)?;
     file.set_len(len as u64)?;
-    let align = 2 << 20;
-    // Reserve an area 2 MiB larger, then place the file at its first 2 MiB boundary.
-    // SAFETY: a fresh inaccessible reservation at an address of the kernel's choosing.
-    let area = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len + align,
-            libc::PROT_NONE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if area == libc::MAP_FAILED {
-        return Err(os_error("mmap (reserving an aligned area)"));
-    }
-    let aligned = (area as usize).next_multiple_of(align);
-    // SAFETY: MAP_FIXED inside the reservation just made; the file is open.
-    let p = unsafe {
-        libc::mmap(
-            aligned as *mut libc::c_void,
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_FIXED,
-            std::os::fd::AsRawFd::as_raw_fd(&file),
-            0,
-        )
-    };
-    // SAFETY: the reservation's parts around the file mapping are ours and unused.
-    unsafe {
-        let head = aligned - area as usize;
-        if head > 0 {
-            libc::munmap(area, head);
-        }
-        let tail = area as usize + len + align - (aligned + len);
-        if tail > 0 {
-            libc::munmap((aligned + len) as *mut libc::c_void, tail);
-        }
-    }
-    if p == libc::MAP_FAILED {
-        let e = os_error("mmap MAP_SHARED of the tmpfs file");
-        // SAFETY: the failed range is still the reservation's.
-        unsafe { libc::munmap(aligned as *mut libc::c_void, len) };
-        return Err(e);
-    }
+    let p = super::segment::map_file_aligned(&file, len, libc::PROT_READ | libc::PROT_WRITE)
+        .map_err(|e| {
+            std::io::Error::new(e.kind(), format!("mmap MAP_SHARED of the tmpfs file: {e}"))
+        })?;
     let _ = std::fs::remove_file(path);
     Ok(p as *mut u8)
 }

@@ -1,5 +1,20 @@
 use super::*;
 
+/// A level the timing resolved: its entries, a miss costing 1 ns.
+fn level(level: u8, entries: (u64, u64)) -> crate::model::tlb::MeasuredLevel {
+    crate::model::tlb::MeasuredLevel {
+        level,
+        entries,
+        reach_4k: (entries.0 * 4096, entries.1 * 4096),
+        miss_ns: crate::model::stats::Estimate {
+            point: 1.0,
+            lo: Some(0.9),
+            hi: Some(1.1),
+            confidence: 0.999,
+        },
+    }
+}
+
 #[test]
 fn every_level_the_timing_resolved_is_said_with_its_entries_and_miss_cost() {
     use crate::model::stats::Estimate;
@@ -72,17 +87,6 @@ fn a_sweeps_rows_say_which_sizes_fit_the_measured_reach() {
     assert!(row_why_line(&["Other.run"], &m).is_none());
     // With two levels resolved, each row says which level's misses it pays.
     let mut m = m;
-    let level = |level, entries: (u64, u64)| crate::model::tlb::MeasuredLevel {
-        level,
-        entries,
-        reach_4k: (entries.0 * 4096, entries.1 * 4096),
-        miss_ns: crate::model::stats::Estimate {
-            point: 1.0,
-            lo: Some(0.9),
-            hi: Some(1.1),
-            confidence: 0.999,
-        },
-    };
     m.reach.sweeps[0].knee = Some((96, 128));
     m.reach.sweeps[0].levels = vec![level(1, (96, 128)), level(2, (1536, 2048))];
     let l = row_why_line(&rows, &m).unwrap();
@@ -214,17 +218,6 @@ fn hot_memory_on_thp_is_an_upper_bound_and_said_to_be() {
         "{base}"
     );
     // Against a reach with two levels, the hot set is placed among them.
-    let level = |level, entries: (u64, u64)| crate::model::tlb::MeasuredLevel {
-        level,
-        entries,
-        reach_4k: (entries.0 * 4096, entries.1 * 4096),
-        miss_ns: crate::model::stats::Estimate {
-            point: 1.0,
-            lo: Some(0.9),
-            hi: Some(1.1),
-            confidence: 0.999,
-        },
-    };
     let ctx = HotContext {
         measured: Some(crate::model::tlb::Measured {
             run: 3,
