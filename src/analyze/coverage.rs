@@ -39,7 +39,7 @@ pub fn huge_coverage(backing: Backing, e: &RegionEvidence) -> Coverage {
             Some(f) => (Some(f), "folios", None),
             None => (Some(1.0 - e.file_huge_bytes as f64 / mapped), "smaps", None),
         },
-        Backing::Tmpfs { .. } => match from_folios(TWO_MIB) {
+        Backing::Tmpfs { .. } | Backing::PageCache => match from_folios(TWO_MIB) {
             Some(f) => (Some(f), "folios", None),
             None => (Some(e.file_huge_bytes as f64 / mapped), "smaps", None),
         },
@@ -72,6 +72,14 @@ pub fn huge_coverage(backing: Backing, e: &RegionEvidence) -> Coverage {
             e.rss_bytes,
             e.mapped_bytes
         ));
+        if backing == Backing::PageCache {
+            note = note.map(|n| {
+                format!(
+                    "{n}: the file system of {} keeps smaller folios in its page cache (ext4 gives large ones from Linux 6.16; xfs and btrfs earlier; $TMPDIR chooses the directory)",
+                    crate::backing::pagecache::dir().display()
+                )
+            });
+        }
     }
     Coverage {
         fraction,
@@ -121,6 +129,29 @@ mod tests {
         e.anon_huge_bytes = 1 << 28;
         let c = huge_coverage(Backing::Thp, &e);
         assert!(c.degraded && c.note.unwrap().contains("25%"));
+    }
+
+    #[test]
+    fn files_are_judged_by_their_folios_and_a_small_page_cache_says_why() {
+        let mut e = ev(64 << 20);
+        e.folios = Some(BTreeMap::from([(2 << 20, 64 << 20)]));
+        let c = huge_coverage(Backing::PageCache, &e);
+        assert_eq!((c.fraction, c.source.as_str()), (Some(1.0), "folios"));
+        e.folios = Some(BTreeMap::from([(4096, 64 << 20)]));
+        let c = huge_coverage(Backing::PageCache, &e);
+        assert!(c.degraded, "{c:?}");
+        assert!(
+            c.note
+                .unwrap()
+                .contains("keeps smaller folios in its page cache")
+        );
+        // Without folio sizes (not root): smaps' PMD-mapped file and shmem pages.
+        e.folios = None;
+        e.file_huge_bytes = 32 << 20;
+        let tmpfs = Backing::Tmpfs {
+            huge: crate::backing::TmpfsHuge::Always,
+        };
+        assert_eq!(huge_coverage(tmpfs, &e).fraction, Some(0.5));
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 pub mod arm;
 pub mod collapse;
 pub mod condition;
+pub mod pagecache;
 pub mod qemu;
 pub mod segment;
 pub mod services;
@@ -42,9 +43,11 @@ pub enum Backing {
     Mthp { size: u64 },
     /// A file on a tmpfs hugelab mounts with this `huge=` policy, mapped shared (root).
     Tmpfs { huge: TmpfsHuge },
+    /// A file of the temporary directory's file system, in the page cache, mapped shared.
+    PageCache,
 }
 
-pub const BACKING_NAMES: &str = "4k, thp, thp-collapse, hugetlb-2m, hugetlb-1g, mthp-<size> (e.g. mthp-64k), tmpfs-4k, tmpfs-huge, tmpfs-within, tmpfs-advise (a tmpfs file with huge=never|always|within_size|advise; root)";
+pub const BACKING_NAMES: &str = "4k, thp, thp-collapse, hugetlb-2m, hugetlb-1g, mthp-<size> (e.g. mthp-64k), tmpfs-4k, tmpfs-huge, tmpfs-within, tmpfs-advise (a tmpfs file with huge=never|always|within_size|advise; root), pagecache (a file in $TMPDIR's file system)";
 
 impl Backing {
     /// The page (folio) size this backing asks for.
@@ -57,7 +60,7 @@ impl Backing {
             Backing::Tmpfs {
                 huge: TmpfsHuge::Never,
             } => 4096,
-            Backing::Tmpfs { .. } => TWO_MIB,
+            Backing::Tmpfs { .. } | Backing::PageCache => TWO_MIB,
         }
     }
     pub fn is_hugetlb(self) -> bool {
@@ -75,6 +78,7 @@ impl fmt::Display for Backing {
                 write!(f, "hugetlb-{}", Bytes(page_size).to_string().to_lowercase())
             }
             Backing::Mthp { size } => write!(f, "mthp-{}", Bytes(size).to_string().to_lowercase()),
+            Backing::PageCache => write!(f, "pagecache"),
             Backing::Tmpfs { huge } => write!(
                 f,
                 "tmpfs-{}",
@@ -115,6 +119,7 @@ impl FromStr for Backing {
             "4k" | "base" => Backing::Base,
             "thp" => Backing::Thp,
             "thp-collapse" => Backing::ThpCollapse,
+            "pagecache" => Backing::PageCache,
             "tmpfs-4k" => Backing::Tmpfs {
                 huge: TmpfsHuge::Never,
             },
@@ -240,10 +245,13 @@ impl Region {
                 }
                 p as *mut u8
             }
-            Backing::Tmpfs { huge } => {
-                // A tmpfs's size is counted in 2 MiB; the file is mapped 2 MiB-aligned.
+            Backing::Tmpfs { .. } | Backing::PageCache => {
+                // Files in whole 2 MiB, mapped 2 MiB-aligned.
                 let len = len.next_multiple_of(TWO_MIB as usize);
-                let ptr = tmpfs::map(len, huge)?;
+                let ptr = match backing {
+                    Backing::Tmpfs { huge } => tmpfs::map(len, huge)?,
+                    _ => pagecache::map(len)?,
+                };
                 let working = (size.max(1) as usize).next_multiple_of(64).min(len);
                 let region = Region {
                     ptr,
@@ -251,7 +259,11 @@ impl Region {
                     working,
                     backing,
                 };
-                if huge == TmpfsHuge::Advise {
+                if backing
+                    == (Backing::Tmpfs {
+                        huge: TmpfsHuge::Advise,
+                    })
+                {
                     region.madvise(libc::MADV_HUGEPAGE, "madvise")?;
                 }
                 return Ok(region);
@@ -300,7 +312,10 @@ impl Region {
         let advice = match backing {
             Backing::Base | Backing::ThpCollapse => Some(libc::MADV_NOHUGEPAGE),
             Backing::Thp => Some(libc::MADV_HUGEPAGE),
-            Backing::Hugetlb { .. } | Backing::Mthp { .. } | Backing::Tmpfs { .. } => None,
+            Backing::Hugetlb { .. }
+            | Backing::Mthp { .. }
+            | Backing::Tmpfs { .. }
+            | Backing::PageCache => None,
         };
         if let Some(a) = advice.filter(|_| advise) {
             region.madvise(a, "madvise")?;
@@ -552,6 +567,7 @@ mod tests {
             "tmpfs-huge",
             "tmpfs-within",
             "tmpfs-advise",
+            "pagecache",
         ] {
             let b: Backing = n.parse().unwrap();
             assert_eq!(b.to_string(), n);
