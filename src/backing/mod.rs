@@ -246,27 +246,7 @@ impl Region {
                 p as *mut u8
             }
             Backing::Tmpfs { .. } | Backing::PageCache => {
-                // Files in whole 2 MiB, mapped 2 MiB-aligned.
-                let len = len.next_multiple_of(TWO_MIB as usize);
-                let ptr = match backing {
-                    Backing::Tmpfs { huge } => tmpfs::map(len, huge)?,
-                    _ => pagecache::map(len)?,
-                };
-                let working = (size.max(1) as usize).next_multiple_of(64).min(len);
-                let region = Region {
-                    ptr,
-                    mapped: len,
-                    working,
-                    backing,
-                };
-                if backing
-                    == (Backing::Tmpfs {
-                        huge: TmpfsHuge::Advise,
-                    })
-                {
-                    region.madvise(libc::MADV_HUGEPAGE, "madvise")?;
-                }
-                return Ok(region);
+                return Region::map_file(size, len, backing);
             }
             _ => {
                 // Over-map by 2 MiB and trim, so the region starts on a 2 MiB boundary.
@@ -319,6 +299,30 @@ impl Region {
         };
         if let Some(a) = advice.filter(|_| advise) {
             region.madvise(a, "madvise")?;
+        }
+        Ok(region)
+    }
+
+    /// A file-backed region: a file on a tmpfs hugelab mounts, or in the page cache, in whole
+    /// 2 MiB and mapped 2 MiB-aligned.
+    fn map_file(size: u64, len: usize, backing: Backing) -> std::io::Result<Region> {
+        let len = len.next_multiple_of(TWO_MIB as usize);
+        let ptr = match backing {
+            Backing::Tmpfs { huge } => tmpfs::map(len, huge)?,
+            _ => pagecache::map(len)?,
+        };
+        let region = Region {
+            ptr,
+            mapped: len,
+            working: (size.max(1) as usize).next_multiple_of(64).min(len),
+            backing,
+        };
+        if backing
+            == (Backing::Tmpfs {
+                huge: TmpfsHuge::Advise,
+            })
+        {
+            region.madvise(libc::MADV_HUGEPAGE, "madvise")?;
         }
         Ok(region)
     }
@@ -550,59 +554,4 @@ pub fn first_touch(data: &mut [u8], stride: usize) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_roundtrip() {
-        for n in [
-            "4k",
-            "thp",
-            "thp-collapse",
-            "hugetlb-2m",
-            "hugetlb-1g",
-            "mthp-64k",
-            "mthp-16k",
-            "tmpfs-4k",
-            "tmpfs-huge",
-            "tmpfs-within",
-            "tmpfs-advise",
-            "pagecache",
-        ] {
-            let b: Backing = n.parse().unwrap();
-            assert_eq!(b.to_string(), n);
-        }
-        assert!(
-            "hugetlb-4m"
-                .parse::<Backing>()
-                .unwrap_err()
-                .contains("2m or 1g")
-        );
-        assert!("mthp-3k".parse::<Backing>().is_err());
-        assert!(
-            "huge"
-                .parse::<Backing>()
-                .unwrap_err()
-                .contains("valid backings")
-        );
-    }
-
-    #[test]
-    fn regions_are_2m_aligned_and_rounded() {
-        let r = Region::map(3 << 20, Backing::Thp).unwrap();
-        assert_eq!(r.start() % TWO_MIB, 0);
-        assert_eq!(r.mapped_len(), 4 << 20);
-        assert_eq!(r.len(), 3 << 20);
-        let r = Region::map(5000, Backing::Base).unwrap();
-        assert_eq!((r.mapped_len(), r.len()), (8192, 5056));
-    }
-
-    #[test]
-    fn populate_and_free() {
-        let mut r = Region::map(4 << 20, Backing::Base).unwrap();
-        r.prepare().unwrap();
-        r.as_mut_slice()[12345] = 7;
-        assert_eq!(r.as_slice()[12345], 7);
-        let _ = r.unmap_timed();
-    }
-}
+mod tests;
