@@ -1614,3 +1614,88 @@ fn the_postgres_preset_finds_psql_and_pgbench_beside_the_server_when_path_has_no
         v["stop_reason"]
     );
 }
+
+/// `tmpfs.huge=` with a server: each arm's directory (`{dir}`) is a tmpfs mounted with the
+/// arm's `huge=` policy, so what the server writes there (Redis's dump.rdb) is on 2 MiB pages
+/// for `always` and not for `never`, by the kernel's own shmem counters; nothing stays mounted.
+#[test]
+#[cfg_attr(
+    missing_redis,
+    ignore = "needs redis-server, redis-benchmark and redis-cli (.ci/run installs them)"
+)]
+#[cfg_attr(unprivileged, ignore = "needs root: mounts a tmpfs")]
+fn a_server_arms_directory_is_a_tmpfs_with_its_huge_policy() {
+    require_root!();
+    assert!(
+        have("redis-server") && have("redis-benchmark") && have("redis-cli"),
+        "redis-server, redis-benchmark or redis-cli is not installed (.ci/run installs them)"
+    );
+    let _lock = common::knob_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let out = common::hugelab_stdout([
+        "run",
+        "--server",
+        "redis-server --port {port} --bind 127.0.0.1 --save '' --appendonly no --dir {dir}",
+        "--ready",
+        "tcp:127.0.0.1:{port}",
+        "--arm",
+        "small=tmpfs.huge=never",
+        "--arm",
+        "huge=tmpfs.huge=always",
+        "--schedule",
+        "alternating",
+        "--blocks",
+        "2",
+        "--warmup",
+        "0",
+        "--json",
+        "--db",
+        &db.display().to_string(),
+        "--shell",
+        "--",
+        "redis-benchmark -p {port} -q --csv -t set -n 100000 -r 100000 -d 128 && redis-cli -p {port} save >/dev/null",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let all = trials(&db);
+    let shmem = |arm: &str| -> u64 {
+        arm_trials(&all, &v, arm)
+            .iter()
+            .map(|t| {
+                t.evidence["kernel_counters"]["mthp.2M.shmem_alloc"]
+                    .as_u64()
+                    .unwrap_or(0)
+            })
+            .sum()
+    };
+    assert!(all.iter().all(|t| t.ok), "{out}");
+    // The dump (tens of MiB) on the huge arm's tmpfs takes 2 MiB pages; the never arm's none.
+    assert!(shmem("huge") >= 2, "huge arm: {} {out}", shmem("huge"));
+    assert_eq!(shmem("small"), 0, "{out}");
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    assert!(!mounts.contains("hugelab-trial-"), "{mounts}");
+    // A server that does not name its directory would not use the tmpfs: bad input.
+    let o = assert_cmd::Command::cargo_bin("hugelab")
+        .unwrap()
+        .args([
+            "run",
+            "--server",
+            "redis-server --port {port}",
+            "--ready",
+            "tcp:127.0.0.1:{port}",
+            "-a",
+            "a=tmpfs.huge=always",
+            "-a",
+            "b=",
+            "--",
+            "redis-cli",
+            "-p",
+            "{port}",
+            "ping",
+        ])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("name {dir} in --server"), "{e}");
+}

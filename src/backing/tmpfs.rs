@@ -67,6 +67,17 @@ impl Mount {
         Ok(Mount { path: dir, huge })
     }
 
+    /// A tmpfs with `huge` mounted at the existing directory `dir` (a server arm's `{dir}`),
+    /// mode 0777 so a server run as another user writes there (its root owns the rest).
+    pub fn at(dir: &Path, huge: TmpfsHuge) -> std::io::Result<Mount> {
+        mount(dir, None, huge)?;
+        crate::control::signals::mount_created(dir);
+        Ok(Mount {
+            path: dir.to_path_buf(),
+            huge,
+        })
+    }
+
     /// Remove every file in it: each trial starts on an empty tmpfs.
     pub fn clear(&self) -> std::io::Result<()> {
         for e in std::fs::read_dir(&self.path)?.flatten() {

@@ -102,9 +102,10 @@ pub(super) trait ServerSchedule {
 fn arm_servers(plan: &Plan, base: &TrialSpec) -> anyhow::Result<(Vec<ArmServer>, Option<ArmDirs>)> {
     let sp = plan.server.as_ref().expect("a server run");
     let names: Vec<String> = plan.arms.iter().map(|a| a.name.clone()).collect();
-    let dirs = if sp.per_arm_load || sp.copy_data.is_some() {
+    let tmpfs: Vec<_> = plan.arms.iter().map(|a| a.process.tmpfs_huge).collect();
+    let dirs = if sp.per_arm_load || sp.copy_data.is_some() || tmpfs.iter().any(Option::is_some) {
         Some(
-            ArmDirs::new(base.user, &names, sp.copy_data.as_deref())
+            ArmDirs::new(base.user, &names, sp.copy_data.as_deref(), &tmpfs)
                 .map_err(|e| anyhow::anyhow!("each arm's directory for its server: {e}"))?,
         )
     } else {

@@ -151,7 +151,8 @@ impl<'a> Job<'a> {
             if let Some(w) = &x.process.watch {
                 watched.insert(i, (w.clone(), watch::resolve(w).map_err(UsageError)?));
             }
-            if let Some(h) = x.process.tmpfs_huge {
+            // A server arm's tmpfs is its directory (`ArmDirs`); a command's is its own.
+            if let Some(h) = x.process.tmpfs_huge.filter(|_| plan.server.is_none()) {
                 let m = crate::backing::tmpfs::Mount::new(h).map_err(|e| {
                     UsageError(format!("arm {}: tmpfs.huge={}: {e}", x.name, h.option()))
                 })?;

@@ -326,9 +326,11 @@ pub(super) fn check_tmpfs(
             false => Ok(()),
         };
     }
-    if service {
+    // With a server, the arm's directory ({dir}: its socket, its data copy) is the tmpfs.
+    let server_dir = a.server.as_deref().is_some_and(|s| s.contains("{dir}"));
+    if service && !server_dir && a.preset.is_none() {
         return Err(UsageError(format!(
-            "arm {}: tmpfs.huge places a command's files; with --server, give each arm's data directory on a tmpfs of your own (server.arg=…) instead",
+            "arm {}: with --server, tmpfs.huge mounts the arm's directory {{dir}} (its socket and data copy): name {{dir}} in --server (e.g. redis-server --dir {{dir}}), or use a preset that keeps its data there",
             with[0]
         )));
     }

@@ -37,20 +37,27 @@ impl Drop for TrialDir {
 }
 
 pub struct ArmDirs {
+    /// The arms' tmpfs mounts (`tmpfs.huge=`), unmounted before the root goes (fields drop in
+    /// order).
+    _mounts: Vec<crate::backing::tmpfs::Mount>,
     root: TrialDir,
     pub dirs: Vec<PathBuf>,
 }
 
 impl ArmDirs {
     /// A directory per arm under one private root, owned by `owner` when given; `copy` is
-    /// copied into each as `data` (ownership and modes kept).
+    /// copied into each as `data` (ownership and modes kept). An arm with a `huge=` policy in
+    /// `tmpfs` gets a tmpfs mounted with it as its directory (so its data copy and files sit
+    /// there).
     pub fn new(
         owner: Option<(u32, u32)>,
         arms: &[String],
         copy: Option<&Path>,
+        tmpfs: &[Option<crate::backing::TmpfsHuge>],
     ) -> std::io::Result<ArmDirs> {
         let root = TrialDir::new(owner)?;
         let mut dirs = Vec::new();
+        let mut mounts = Vec::new();
         for (i, a) in arms.iter().enumerate() {
             let name: String = a
                 .chars()
@@ -64,6 +71,9 @@ impl ArmDirs {
                 .collect();
             let d = root.path().join(format!("{i}-{name}"));
             std::fs::create_dir(&d)?;
+            if let Some(h) = tmpfs.get(i).copied().flatten() {
+                mounts.push(crate::backing::tmpfs::Mount::at(&d, h)?);
+            }
             if let Some((uid, gid)) = owner {
                 std::os::unix::fs::chown(&d, Some(uid), Some(gid))?;
             }
@@ -85,7 +95,11 @@ impl ArmDirs {
             }
             dirs.push(d);
         }
-        Ok(ArmDirs { root, dirs })
+        Ok(ArmDirs {
+            _mounts: mounts,
+            root,
+            dirs,
+        })
     }
 
     pub fn root(&self) -> &Path {
@@ -101,7 +115,13 @@ mod tests {
     fn each_arm_gets_its_own_copy_and_all_go_at_the_end() {
         let src = tempfile::tempdir().unwrap();
         std::fs::write(src.path().join("PG_VERSION"), "15\n").unwrap();
-        let d = ArmDirs::new(None, &["off".into(), "huge 2m".into()], Some(src.path())).unwrap();
+        let d = ArmDirs::new(
+            None,
+            &["off".into(), "huge 2m".into()],
+            Some(src.path()),
+            &[],
+        )
+        .unwrap();
         assert!(d.dirs[1].ends_with("1-huge_2m"));
         for x in &d.dirs {
             assert_eq!(
@@ -117,6 +137,6 @@ mod tests {
         let root = d.root().to_path_buf();
         drop(d);
         assert!(!root.exists());
-        assert!(ArmDirs::new(None, &["a".into()], Some(Path::new("/nonexistent/x"))).is_err());
+        assert!(ArmDirs::new(None, &["a".into()], Some(Path::new("/nonexistent/x")), &[]).is_err());
     }
 }
