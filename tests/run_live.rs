@@ -719,9 +719,8 @@ fn a_target_half_width_stops_the_run_once_every_interval_is_that_narrow() {
         ("60%", "outside"),
         ("a lot", "not a half-width"),
     ] {
-        let o = assert_cmd::Command::cargo_bin("hugelab")
-            .unwrap()
-            .args([
+        let e = common::hugelab_stderr(
+            [
                 "run",
                 "-a",
                 "a=",
@@ -731,11 +730,9 @@ fn a_target_half_width_stops_the_run_once_every_interval_is_that_narrow() {
                 bad,
                 "--",
                 "true",
-            ])
-            .output()
-            .unwrap();
-        let e = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{bad}: {e}");
+            ],
+            2,
+        );
         assert!(e.contains(want), "{bad}: {e}");
     }
 }

@@ -1675,9 +1675,8 @@ fn a_server_arms_directory_is_a_tmpfs_with_its_huge_policy() {
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
     assert!(!mounts.contains("hugelab-trial-"), "{mounts}");
     // A server that does not name its directory would not use the tmpfs: bad input.
-    let o = assert_cmd::Command::cargo_bin("hugelab")
-        .unwrap()
-        .args([
+    let e = common::hugelab_stderr(
+        [
             "run",
             "--server",
             "redis-server --port {port}",
@@ -1692,10 +1691,8 @@ fn a_server_arms_directory_is_a_tmpfs_with_its_huge_policy() {
             "-p",
             "{port}",
             "ping",
-        ])
-        .output()
-        .unwrap();
-    let e = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{e}");
+        ],
+        2,
+    );
     assert!(e.contains("name {dir} in --server"), "{e}");
 }

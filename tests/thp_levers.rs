@@ -378,9 +378,8 @@ fn a_tmpfs_arm_puts_the_commands_files_on_its_own_tmpfs_and_unmounts_it() {
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
     assert!(!mounts.contains("/run/hugelab/tmpfs-"), "{mounts}");
     // {tmpfs} with an arm that has none is bad input before anything runs.
-    let o = assert_cmd::Command::cargo_bin("hugelab")
-        .unwrap()
-        .args([
+    let e = common::hugelab_stderr(
+        [
             "run",
             "-a",
             "a=tmpfs.huge=always",
@@ -389,10 +388,8 @@ fn a_tmpfs_arm_puts_the_commands_files_on_its_own_tmpfs_and_unmounts_it() {
             "--",
             "ls",
             "{tmpfs}",
-        ])
-        .output()
-        .unwrap();
-    let e = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{e}");
+        ],
+        2,
+    );
     assert!(e.contains("arm b has no tmpfs.huge"), "{e}");
 }

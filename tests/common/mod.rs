@@ -102,6 +102,23 @@ where
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// Run `hugelab ARGS…`, require exit code `code`, and return what it said on stderr (bad
+/// input: exit 2 and the reason).
+pub fn hugelab_stderr<I, S>(args: I, code: i32) -> String
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let o = assert_cmd::Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(args)
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(code), "{e}");
+    e
+}
+
 /// Run `hugelab ARGS…`, require success, and parse its JSON output.
 /// `hugelab run EXTRA --json --db DB -- CMD`, which must succeed, as JSON.
 pub fn run_json(extra: &[&str], cmd: &[&str], db: &Path) -> serde_json::Value {
