@@ -107,10 +107,15 @@ pub struct Evidence {
 impl Evidence {
     /// Whose coverage it is, in words.
     pub fn whose(&self) -> String {
-        match &self.cgroups {
-            Some(m) => format!("cgroups {{{m}}}"),
-            None => "watched processes".into(),
-        }
+        whose(self.cgroups.as_deref())
+    }
+}
+
+/// Whose coverage the evidence is: the cgroups `--cgroup` selects, else the watched processes.
+pub fn whose(cgroups: Option<&str>) -> String {
+    match cgroups {
+        Some(m) => format!("cgroups {{{m}}}"),
+        None => "watched processes".into(),
     }
 }
 

@@ -21,11 +21,7 @@ pub fn evidence(
     huge_on: HugeOn,
     cgroups: Option<&str>,
 ) -> Evidence {
-    let whose = Evidence {
-        cgroups: cgroups.map(str::to_string),
-        ..Default::default()
-    }
-    .whose();
+    let whose = crate::model::judge::whose(cgroups);
     let rows = |ss: &[Series], is_canary: bool| host_rows(ss, w, is_canary);
     let (c, b) = (rows(canary, true), rows(baseline, false));
     let mean = |r: &[HostRow]| {
