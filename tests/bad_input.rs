@@ -74,7 +74,17 @@ const CASES: &[(&[&str], i32, &str)] = &[
             "true",
         ],
         2,
-        "--design, --schedule, --burst and --lifetime-blocks are for services",
+        "--design, --schedule, --burst, --lifetime-blocks and --replicas are for services",
+    ),
+    (
+        &["run", "--replicas", "2", "--", "true"],
+        2,
+        "--lifetime-blocks and --replicas are for services",
+    ),
+    (
+        &["run", "--replicas", "0", "--", "true"],
+        2,
+        "0 is not in 1..=16",
     ),
     // run: a condition and a flag that would undo it before every trial
     (

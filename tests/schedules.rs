@@ -71,8 +71,9 @@ fn spans(trials: &[TrialRow]) -> Vec<[(u64, u64); 2]> {
 #[test]
 fn duet_runs_every_arms_burst_at_once_and_alternating_one_after_another() {
     let dir = tempfile::tempdir().unwrap();
-    // The default for a warm run: duet. Each block's two loads overlap in time.
-    let (v, trials) = run(&[], &dir.path().join("duet.db"));
+    // The default for a warm run: duet. Each block's two loads overlap in time (one replica:
+    // replicas have a test of their own).
+    let (v, trials) = run(&["--replicas", "1"], &dir.path().join("duet.db"));
     assert_eq!(v["plan"]["server"]["design"], "warm");
     assert_eq!(v["plan"]["server"]["warm"]["schedule"], "duet");
     let blocks = spans(&trials);
@@ -116,6 +117,93 @@ fn duet_runs_every_arms_burst_at_once_and_alternating_one_after_another() {
         assert!(a.1 <= b.0 || b.1 <= a.0, "overlap: {a:?} {b:?}");
     }
     assert!(trials.iter().all(|t| t.evidence.get("duet").is_none()));
+}
+
+#[test]
+fn replicas_run_every_replicas_pair_at_once_each_in_lifetimes_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("replicas.db");
+    let extra = ["--warmup", "0", "--replicas", "3", "--lifetime-blocks", "2"];
+    let (v, stored, trials) = stored_run("327", "4", &extra, "sleep 0.3", &db);
+    assert_eq!(v["plan"]["server"]["warm"]["replicas"], 3);
+    assert_eq!(stored["server"]["warm"]["replicas"], 3);
+    // 4 blocks of 3 replicas: 12 stored blocks of two arms.
+    assert_eq!(trials.len(), 4 * 3 * 2);
+    let mut rounds: std::collections::BTreeMap<i64, Vec<&TrialRow>> = Default::default();
+    for t in &trials {
+        rounds.entry(t.block / 3).or_default().push(t);
+    }
+    assert_eq!(rounds.len(), 4);
+    for (round, ts) in &rounds {
+        // Every replica's every arm's burst at once.
+        let start = ts
+            .iter()
+            .map(|t| t.evidence["start_mono_ns"].as_u64().unwrap());
+        let end = ts
+            .iter()
+            .map(|t| t.evidence["end_mono_ns"].as_u64().unwrap());
+        assert!(start.max() < end.min(), "round {round} not at once");
+        let mut seats: Vec<(i64, i64, u64, u64, u64)> = ts
+            .iter()
+            .map(|t| {
+                let e = &t.evidence;
+                (
+                    t.block,
+                    t.arm_idx,
+                    e["replica"].as_u64().unwrap(),
+                    e["lifetime"].as_u64().unwrap(),
+                    e["server"]["pid"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        seats.sort_unstable();
+        for (i, (block, _, replica, lifetime, _)) in seats.iter().enumerate() {
+            // Blocks numbered apart per replica, each replica its own lifetime: the lifetime
+            // restarted every 2 blocks is numbered replica by replica.
+            let r = (i / 2) as u64;
+            assert_eq!((*block, *replica), (round * 3 + r as i64, r), "{seats:?}");
+            assert_eq!(*lifetime, (*round as u64 / 2) * 3 + r, "{seats:?}");
+        }
+        // Six servers, one per arm and replica.
+        let pids: std::collections::BTreeSet<u64> = seats.iter().map(|s| s.4).collect();
+        assert_eq!(pids.len(), 6, "{seats:?}");
+    }
+    // The intervals are over every replica's lifetimes: 2 restarts × 3 replicas.
+    assert_eq!(v["report"]["metrics"][0]["lifetimes"], 6, "{}", v["report"]);
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains("replicas 3: as asked (--replicas)"),
+        "{notes}"
+    );
+    // Without --replicas, a load that leaves the machine idle gets as many as it has room for,
+    // with the reason.
+    let (v, _, _) = stored_run(
+        "328",
+        "2",
+        &["--warmup", "0"],
+        "sleep 0.2",
+        &dir.path().join("auto.db"),
+    );
+    let n = v["plan"]["server"]["warm"]["replicas"].as_u64().unwrap();
+    let notes = v["notes"].to_string();
+    assert!(n > 1, "{notes}");
+    assert!(
+        notes.contains(&format!("replicas {n}: bound by")),
+        "{notes}"
+    );
+    // Replicas run at once: not with an alternating schedule.
+    let err = common::hugelab_stderr(
+        fake_run(
+            "329",
+            &["--replicas", "2", "--schedule", "alternating", "--no-save"],
+            "true",
+        ),
+        2,
+    );
+    assert!(
+        err.contains("--replicas runs every replica's burst"),
+        "{err}"
+    );
 }
 
 #[test]

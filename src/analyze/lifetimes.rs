@@ -122,6 +122,22 @@ pub fn size(
     remaining: Option<(f64, usize)>,
     z: f64,
 ) -> Sizing {
+    size_replicated(c, restart_s, block_s, remaining, z, 1)
+}
+
+/// [`size`] for a run of `replicas` servers per arm at once: every restart starts `replicas`
+/// lifetimes (units of their own) and every block holds `replicas` paired bursts, so the run
+/// holds `replicas` times the lifetimes in the same time; `remaining`'s lifetimes done count
+/// every replica's.
+pub fn size_replicated(
+    c: &Components,
+    restart_s: f64,
+    block_s: f64,
+    remaining: Option<(f64, usize)>,
+    z: f64,
+    replicas: usize,
+) -> Sizing {
+    let r = replicas.max(1) as f64;
     let (w2, b2) = (c.within_sd.powi(2), c.between_sd.powi(2));
     // An instance spread the data cannot tell from 0 is taken as a tenth of the burst spread
     // (a prior, said in the bound): a pilot of a few lifetimes cannot see a smaller one, and
@@ -143,7 +159,7 @@ pub fn size(
     if let Some((left, done)) = remaining.filter(|(_, done)| (*done as f64) < MIN_LIFETIMES) {
         // The largest k that still leaves MIN_LIFETIMES lifetimes in all.
         let need = MIN_LIFETIMES - done as f64;
-        let most = ((left / need - restart_s) / block_s).floor();
+        let most = ((r * left / need - restart_s) / block_s).floor();
         if k > most {
             (k, bound) = (most, Some("at least 30 lifetimes in the run"));
         }
@@ -151,7 +167,8 @@ pub fn size(
     if k < 2.0 {
         (k, bound) = (2.0, Some("at least 2"));
     }
-    let lifetimes = remaining.map(|(left, done)| done as f64 + left / (restart_s + k * block_s));
+    let lifetimes =
+        remaining.map(|(left, done)| done as f64 + r * left / (restart_s + k * block_s));
     Sizing {
         blocks: k as usize,
         bound,
@@ -166,10 +183,22 @@ pub fn size(
 /// `h` (a fraction: 0.01 for ±1%) at `k` blocks per lifetime: L = z²(T²₂ + T²₁/k)/h²
 /// lifetimes of `restart_s + k·block_s` each.
 pub fn time_for(c: &Components, k: usize, restart_s: f64, block_s: f64, z: f64, h: f64) -> f64 {
+    time_replicated(c, k, (restart_s, block_s), z, h, 1)
+}
+
+/// [`time_for`] with `replicas` lifetimes running at once.
+pub fn time_replicated(
+    c: &Components,
+    k: usize,
+    (restart_s, block_s): (f64, f64),
+    z: f64,
+    h: f64,
+    replicas: usize,
+) -> f64 {
     let k = k.max(1) as f64;
     let h = h.ln_1p();
     let lifetimes = z * z * (c.between_sd.powi(2) + c.within_sd.powi(2) / k) / (h * h);
-    lifetimes.max(2.0) * (restart_s + k * block_s)
+    lifetimes.max(2.0) / replicas.max(1) as f64 * (restart_s + k * block_s)
 }
 
 /// Per arm, the SD of its own instance effect (log scale): the variance of its lifetime means

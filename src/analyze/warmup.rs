@@ -96,6 +96,7 @@ pub fn detect(trials: &[TrialData], arms: usize, metric: &str, confidence: f64) 
         .sum();
     Some(Warmup {
         bursts,
+        blocks: by.values().map(Vec::len).sum(),
         blocks_dropped,
         confidence: level,
         shifts,

@@ -39,6 +39,8 @@ pub struct Executed {
     pub conditions: Vec<(String, String, Prepared)>,
     /// Why a planned duet alternated instead (the machine too small for every arm at once).
     pub schedule_change: Option<String>,
+    /// Warm design: the servers per arm that ran at once (0: not a warm run).
+    pub replicas: usize,
     /// Warm-up trials that failed (a non-zero exit, a signal, `--timeout`): not measured, but
     /// counted in the answer.
     pub warmup_failed: usize,
@@ -202,6 +204,7 @@ pub fn execute(plan: &Plan, ctx: &mut Effects) -> anyhow::Result<Executed> {
         s.shutdown();
         c.x.notes.extend(s.notes());
         c.x.schedule_change = s.schedule_change().map(String::from);
+        c.x.replicas = s.replicas();
     }
     drop(c.servers); // every server stopped, every arm's directory removed
     drop(c.guard); // restores every system setting the arms and conditions changed
@@ -299,6 +302,7 @@ impl Course<'_> {
         let slot = self.servers.as_deref_mut().map(|s| ServerSlot {
             schedule: s,
             lifetime: self.lifetime,
+            replica: 0,
         });
         let mut t = trial(
             &self.job,

@@ -123,6 +123,9 @@ pub fn conduct(plan: Plan, req: &Request) -> anyhow::Result<Conducted> {
     let changed = x.schedule_change.is_some();
     let (res, outcome) = analyse(plan, req, run_id, x, started, notes);
     let warm = res.plan.server.as_ref().and_then(|s| s.warm.as_ref());
+    if let Some(n) = warm.and_then(|w| w.replicas) {
+        store.amend_plan(run_id, "$.server.warm.replicas", &n.into())?;
+    }
     if let Some(w) = warm.filter(|_| changed) {
         // The stored plan says what ran: a planned duet that alternated.
         let schedule = serde_json::to_value(w.schedule)?;
@@ -246,6 +249,12 @@ fn analyse(
     ) {
         w.schedule = crate::model::run::BurstSchedule::Alternating;
         w.schedule_reason = why.clone();
+    }
+    // The replicas that ran (chosen at the first lifetime when not asked for).
+    if let Some(w) = plan.server.as_mut().and_then(|s| s.warm.as_mut())
+        && x.replicas > 0
+    {
+        w.replicas = Some(x.replicas);
     }
     let data: Vec<TrialData> = x.trials.iter().map(trial_data).collect();
     let described: Vec<(String, String)> = x

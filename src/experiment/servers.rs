@@ -15,6 +15,7 @@
 use super::service::{self, Running, Served};
 use crate::analyze::lifetimes::{Components, Sizing};
 
+mod replicas;
 mod tune;
 use crate::backing::arm::{Arm, Expect};
 use crate::backing::services::{Slot, fill};
@@ -65,6 +66,13 @@ impl ArmServer {
     }
 }
 
+/// Which server a trial uses: its arm's, in one of the replicas (0 without replicas).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Seat {
+    pub replica: usize,
+    pub arm: usize,
+}
+
 /// The seam: how a run's trials get their servers.
 pub(super) trait ServerSchedule {
     /// Before block `block`: (warm) restart every server when its lifetime is over, sizing
@@ -76,12 +84,12 @@ pub(super) trait ServerSchedule {
         spread: &dyn Fn() -> Option<Components>,
         progress: &mut dyn Observer,
     ) -> Result<Option<usize>, (usize, Served)>;
-    /// The server for a trial of `arm` (started now under the restart design); its pid.
-    fn acquire(&mut self, arm: usize) -> Result<i32, Served>;
+    /// The server for a trial at `seat` (started now under the restart design); its pid.
+    fn acquire(&mut self, seat: Seat) -> Result<i32, Served>;
     /// After the load, with what was read of the server while it ran.
-    fn release(&mut self, arm: usize, view: LoadView) -> Served;
-    /// The per-arm server: its load command and its adjusted arm.
-    fn arm(&self, arm: usize) -> &ArmServer;
+    fn release(&mut self, seat: Seat, view: LoadView) -> Served;
+    /// The server at `seat`: its load command and its adjusted arm.
+    fn arm(&self, seat: Seat) -> &ArmServer;
     /// A block finished in `secs`.
     fn after_block(&mut self, secs: f64);
     /// Stop every server.
@@ -96,12 +104,29 @@ pub(super) trait ServerSchedule {
     fn schedule_change(&self) -> Option<&str> {
         None
     }
+    /// Servers per arm running at once (each block then holds this many paired bursts): known
+    /// from the first lifetime on.
+    fn replicas(&self) -> usize {
+        1
+    }
 }
 
-/// Per arm the plan, arm and load with placeholders filled, and the run's directories.
-fn arm_servers(plan: &Plan, base: &TrialSpec) -> anyhow::Result<(Vec<ArmServer>, Option<ArmDirs>)> {
+/// Per arm the plan, arm and load with placeholders filled, and the run's directories, for
+/// `replica` (0: the plan's ports; each further replica gets ports and directories of its own).
+fn arm_servers(
+    plan: &Plan,
+    base: &TrialSpec,
+    replica: usize,
+) -> anyhow::Result<(Vec<ArmServer>, Option<ArmDirs>)> {
     let sp = plan.server.as_ref().expect("a server run");
-    let names: Vec<String> = plan.arms.iter().map(|a| a.name.clone()).collect();
+    let names: Vec<String> = plan
+        .arms
+        .iter()
+        .map(|a| match replica {
+            0 => a.name.clone(),
+            r => format!("{}-r{}", a.name, r + 1),
+        })
+        .collect();
     let tmpfs: Vec<_> = plan.arms.iter().map(|a| a.process.tmpfs_huge).collect();
     let dirs = if sp.per_arm_load || sp.copy_data.is_some() || tmpfs.iter().any(Option::is_some) {
         Some(
@@ -127,6 +152,9 @@ fn arm_servers(plan: &Plan, base: &TrialSpec) -> anyhow::Result<(Vec<ArmServer>,
         .enumerate()
         .map(|(i, a)| {
             let mut slot = sp.slots.get(i).cloned().unwrap_or_default();
+            if replica > 0 && slot.port != 0 {
+                slot.port = super::plan::free_port()?;
+            }
             if let Some(d) = &dirs {
                 slot.dir = d.dirs[i].display().to_string();
             }
@@ -181,7 +209,7 @@ pub(super) struct PerTrial {
 
 impl PerTrial {
     pub(super) fn new(plan: &Plan, base: &TrialSpec) -> anyhow::Result<PerTrial> {
-        let (servers, dirs) = arm_servers(plan, base)?;
+        let (servers, dirs) = arm_servers(plan, base, 0)?;
         Ok(PerTrial {
             servers,
             base: base.clone(),
@@ -201,8 +229,8 @@ impl ServerSchedule for PerTrial {
         Ok(None)
     }
 
-    fn acquire(&mut self, arm: usize) -> Result<i32, Served> {
-        let s = &self.servers[arm];
+    fn acquire(&mut self, seat: Seat) -> Result<i32, Served> {
+        let s = &self.servers[seat.arm];
         let mut r = service::start(&s.plan, &s.arm, &self.base)?;
         r.mark();
         let pid = r.pid();
@@ -213,14 +241,14 @@ impl ServerSchedule for PerTrial {
         Ok(pid)
     }
 
-    fn release(&mut self, arm: usize, view: LoadView) -> Served {
-        let s = &self.servers[arm];
+    fn release(&mut self, seat: Seat, view: LoadView) -> Served {
+        let s = &self.servers[seat.arm];
         let r = self.running.take().expect("acquired before released");
         service::finish(r, &s.plan, &s.arm, view)
     }
 
-    fn arm(&self, arm: usize) -> &ArmServer {
-        &self.servers[arm]
+    fn arm(&self, seat: Seat) -> &ArmServer {
+        &self.servers[seat.arm]
     }
 
     fn after_block(&mut self, _: f64) {}
@@ -237,9 +265,15 @@ impl ServerSchedule for PerTrial {
     }
 }
 
-/// The warm design: every arm's server up at once, restarted every lifetime.
+/// The warm design: every arm's server up at once (in each replica), restarted every lifetime.
 pub(super) struct Warm {
+    /// Every replica's servers, replica by replica: seat `r·arms + a`.
     servers: Vec<ArmServer>,
+    arms: usize,
+    /// Replicas running (1 until the first lifetime chose), and `--replicas`.
+    replicas: usize,
+    replicas_asked: Option<usize>,
+    plan: Plan,
     base: TrialSpec,
     template_load: Vec<String>,
     running: Vec<Option<Running>>,
@@ -275,12 +309,12 @@ pub(super) struct Warm {
     burst: Option<u64>,
     rng: rand::rngs::SmallRng,
     pending: Vec<String>,
-    _dirs: Option<ArmDirs>,
+    _dirs: Vec<ArmDirs>,
 }
 
 impl Warm {
     pub(super) fn new(plan: &Plan, base: &TrialSpec) -> anyhow::Result<Warm> {
-        let (servers, dirs) = arm_servers(plan, base)?;
+        let (servers, dirs) = arm_servers(plan, base, 0)?;
         let w = plan
             .server
             .as_ref()
@@ -289,6 +323,10 @@ impl Warm {
         let n = servers.len();
         let mut me = Warm {
             servers,
+            arms: n,
+            replicas: 1,
+            replicas_asked: w.replicas,
+            plan: plan.clone(),
             base: base.clone(),
             template_load: plan.command.clone(),
             running: (0..n).map(|_| None).collect(),
@@ -315,7 +353,7 @@ impl Warm {
             burst: w.burst.map(|b| b.as_secs().max(1)),
             rng: rand::rngs::SmallRng::seed_from_u64(plan.seed ^ 0x5eed_11fe),
             pending: Vec::new(),
-            _dirs: dirs,
+            _dirs: dirs.into_iter().collect(),
         };
         if let Some(b) = me.burst {
             me.set_burst(b);
@@ -348,11 +386,13 @@ impl Warm {
         });
     }
 
-    /// Start and warm every server at once: each is spawned (in random order), waited for
-    /// and warmed on a thread of its own, so the ready waits and the warm-ups overlap. One that
-    /// fails stops the others.
+    /// Start and warm every server that is not up at once: each is spawned (in random order),
+    /// waited for and warmed on a thread of its own, so the ready waits and the warm-ups
+    /// overlap. One that fails stops the others; its arm is returned.
     fn start_all(&mut self) -> Result<(), (usize, Served)> {
-        let mut order: Vec<usize> = (0..self.servers.len()).collect();
+        let mut order: Vec<usize> = (0..self.servers.len())
+            .filter(|i| self.running[*i].is_none())
+            .collect();
         order.shuffle(&mut self.rng);
         let (servers, base) = (&self.servers, &self.base);
         let started: Vec<(usize, Result<Running, Served>)> = std::thread::scope(|sc| {
@@ -378,12 +418,16 @@ impl Warm {
             }
         }
         match failed {
-            Some(f) => {
+            Some((seat, served)) => {
                 self.stop_all();
-                Err(f)
+                Err((seat % self.arms, served))
             }
             None => Ok(()),
         }
+    }
+
+    fn seat(&self, seat: Seat) -> usize {
+        seat.replica * self.arms + seat.arm
     }
 }
 
@@ -416,7 +460,8 @@ impl ServerSchedule for Warm {
                 true => self.calibrate_burst(),
                 false => None,
             };
-            self.check_headroom(alone);
+            let room = self.check_headroom(alone);
+            self.start_replicas(room)?;
         }
         for r in self.running.iter_mut().flatten() {
             r.mark();
@@ -427,9 +472,10 @@ impl ServerSchedule for Warm {
         Ok(Some(self.lifetimes - 1))
     }
 
-    fn acquire(&mut self, arm: usize) -> Result<i32, Served> {
-        let hot = self.servers[arm].plan.hot;
-        match self.running[arm].as_mut() {
+    fn acquire(&mut self, seat: Seat) -> Result<i32, Served> {
+        let i = self.seat(seat);
+        let hot = self.servers[i].plan.hot;
+        match self.running[i].as_mut() {
             Some(r) => {
                 r.mark();
                 if hot {
@@ -443,9 +489,10 @@ impl ServerSchedule for Warm {
         }
     }
 
-    fn release(&mut self, arm: usize, view: LoadView) -> Served {
-        let s = &self.servers[arm];
-        let Some(r) = self.running[arm].as_mut() else {
+    fn release(&mut self, seat: Seat, view: LoadView) -> Served {
+        let i = self.seat(seat);
+        let s = &self.servers[i];
+        let Some(r) = self.running[i].as_mut() else {
             // A duet's other arm's server failed first, and every server was stopped.
             return not_up(
                 "the server was stopped when another arm's server failed during the same block",
@@ -467,14 +514,14 @@ impl ServerSchedule for Warm {
         }
         if served.failure.is_some() {
             // It died: stop the rest; the next block (with --keep-going) starts a new lifetime.
-            self.running[arm] = None;
+            self.running[i] = None;
             self.stop_all();
         }
         served
     }
 
-    fn arm(&self, arm: usize) -> &ArmServer {
-        &self.servers[arm]
+    fn arm(&self, seat: Seat) -> &ArmServer {
+        &self.servers[self.seat(seat)]
     }
 
     fn after_block(&mut self, secs: f64) {
@@ -503,6 +550,10 @@ impl ServerSchedule for Warm {
 
     fn schedule_change(&self) -> Option<&str> {
         self.schedule_change.as_deref()
+    }
+
+    fn replicas(&self) -> usize {
+        self.replicas
     }
 }
 

@@ -4,7 +4,7 @@
 //! trial's row — with why it failed, in words, when it did.
 
 use super::Effects;
-use super::servers::ServerSchedule;
+use super::servers::{Seat, ServerSchedule};
 use super::service;
 use super::watch;
 use crate::analyze::experiment;
@@ -184,10 +184,21 @@ impl<'a> Job<'a> {
     }
 }
 
-/// Where a trial's server comes from, and the lifetime it runs in (warm design).
+/// Where a trial's server comes from: the schedule, the replica (0 without replicas) and the
+/// lifetime it runs in (warm design; every replica's lifetimes are numbered apart).
 pub(super) struct ServerSlot<'s> {
     pub schedule: &'s mut dyn ServerSchedule,
     pub lifetime: Option<usize>,
+    pub replica: usize,
+}
+
+impl ServerSlot<'_> {
+    pub fn seat(&self, arm: usize) -> Seat {
+        Seat {
+            replica: self.replica,
+            arm,
+        }
+    }
 }
 
 /// Before a trial: the arm's system settings (the warm design set them once, for every
@@ -263,7 +274,7 @@ fn trial_spec(
     if let Some(s) = servers
         && plan.server.as_ref().is_some_and(|p| p.per_arm_load)
     {
-        spec.argv = s.schedule.arm(arm_idx).load.clone();
+        spec.argv = s.schedule.arm(s.seat(arm_idx)).load.clone();
     }
     Ok(spec)
 }
@@ -476,7 +487,10 @@ pub(super) fn end(
     let memory = during.map(DuringLoad::finish);
     let event = event.map(|(e, report)| (e.finish(), report));
     let served = match (servers.as_mut(), memory) {
-        (Some(s), Some(m)) => Some(s.schedule.release(arm_idx, m)),
+        (Some(s), Some(m)) => {
+            let seat = s.seat(arm_idx);
+            Some(s.schedule.release(seat, m))
+        }
         _ => None,
     };
     let o = o?;
@@ -529,6 +543,9 @@ pub(super) fn end(
     }
     let lifetime = servers.as_ref().and_then(|s| s.lifetime);
     let server_failure = server_evidence(&mut evidence, served, &o, lifetime);
+    if let Some(s) = servers.as_ref().filter(|s| s.schedule.replicas() > 1) {
+        evidence["replica"] = s.replica.into();
+    }
     if let Some((w, pid)) = job.watched.get(&arm_idx).map(|(w, p)| (w.as_str(), *p)) {
         let (seen, flag) = watch_arm(job, arm_idx, w, pid);
         flagged = flagged.or(flag);

@@ -262,7 +262,10 @@ pub const POSITIONS: usize = 3;
 pub struct Warmup {
     /// Leading bursts of every lifetime that are not measured.
     pub bursts: usize,
-    /// Blocks that dropped.
+    /// Blocks measured in the lifetimes (every arm's trial succeeded), and those that
+    /// dropped as warm-up: the rest are kept.
+    #[serde(default)]
+    pub blocks: usize,
     pub blocks_dropped: usize,
     /// The confidence of each test (the run's, Bonferroni-adjusted).
     pub confidence: f64,

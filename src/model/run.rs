@@ -164,6 +164,10 @@ pub struct WarmPlan {
     pub lifetime_blocks: Option<usize>,
     /// A lifetime ends after this long even with blocks to go.
     pub lifetime_max: Duration,
+    /// `--replicas`: servers per arm at once; None: chosen from the room the first lifetime
+    /// measures. The number that ran is in the run's notes and its trials (`replica`).
+    #[serde(default)]
+    pub replicas: Option<usize>,
     /// `--burst`, or None: calibrated against the first server (the load's own length when it
     /// has no `{burst}`).
     pub burst: Option<Duration>,
@@ -177,6 +181,17 @@ impl Plan {
     /// The metric the verdicts are about: the first `--metric`, else wall time.
     pub fn primary(&self) -> &MetricDef {
         &self.metrics[crate::model::analysis::primary_index(&self.metrics)]
+    }
+
+    /// Warm services: the servers per arm that ran at once; every block the run counts is
+    /// this many stored blocks. 1 otherwise.
+    pub fn replicas(&self) -> usize {
+        self.server
+            .as_ref()
+            .and_then(|s| s.warm.as_ref())
+            .and_then(|w| w.replicas)
+            .unwrap_or(1)
+            .max(1)
     }
 }
 

@@ -285,9 +285,17 @@ fn run_line(r: &RunResult) -> Vec<String> {
         .map_or(String::new(), |w| format!(" (stopped: {w})"));
     wrap_hanging(
         &format!(
-            "{} block{} in {}{stopped} · {failed} failed · {}, δ = {}% · the design, {notes}every table: {details}",
-            r.blocks_done,
-            if r.blocks_done == 1 { "" } else { "s" },
+            "{} block{}{} in {}{stopped} · {failed} failed · {}, δ = {}% · the design, {notes}every table: {details}",
+            r.blocks_done * r.plan.replicas(),
+            if r.blocks_done * r.plan.replicas() == 1 {
+                ""
+            } else {
+                "s"
+            },
+            match r.plan.replicas() {
+                1 => String::new(),
+                n => format!(" ({n} replicas at once)"),
+            },
             fmt_elapsed(r.elapsed_s),
             level_words(&r.report.design, contrasts, r.report.confidence),
             r.report.effect * 100.0,

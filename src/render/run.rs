@@ -350,7 +350,7 @@ pub fn render_vm_advice(v: &VmAdvice) -> String {
 /// table `results show` has.
 pub fn render(r: &RunResult, verbose: bool) -> String {
     let facts = RunFacts {
-        blocks: r.blocks_done,
+        blocks: r.blocks_done * r.plan.replicas(),
         elapsed_s: Some(r.elapsed_s),
         stop_reason: Some(r.stop_reason.clone()),
         heavy_steal_trials: r.noise.iter().map(|n| n.heavy_steal_trials).sum(),

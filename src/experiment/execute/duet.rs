@@ -29,41 +29,55 @@ impl Course<'_> {
         let plan = self.plan;
         let condition = self.restore(ctx)?;
         let mut rows = Vec::new(); // arms whose server was not up
+        // With replicas, block `block` is `replicas` blocks at once, numbered apart, each in
+        // its replica's own lifetime.
+        let replicas = self.servers.as_ref().map_or(1, |s| s.replicas());
+        let lifetime = self.lifetime;
         let mut readied = Vec::new();
-        for arm in block_order(plan.arms.len(), block, plan.seed) {
-            let mut slot = self.servers.as_deref_mut().map(|s| ServerSlot {
-                schedule: s,
-                lifetime: self.lifetime,
-            });
-            let (job, guard, notes) = (&self.job, &mut self.guard, &mut self.x.notes);
-            match ready(job, arm, block as i64, ctx, guard, notes, slot.as_mut())? {
-                Ok(r) => readied.push(r),
-                Err(failed) => rows.push(failed),
+        for replica in 0..replicas {
+            let stored = block * replicas + replica;
+            for arm in block_order(plan.arms.len(), stored, plan.seed) {
+                let mut slot = self.servers.as_deref_mut().map(|s| ServerSlot {
+                    schedule: s,
+                    lifetime: lifetime.map(|l| l * replicas + replica),
+                    replica,
+                });
+                let (job, guard, notes) = (&self.job, &mut self.guard, &mut self.x.notes);
+                match ready(job, arm, stored as i64, ctx, guard, notes, slot.as_mut())? {
+                    Ok(r) => readied.push((replica, r)),
+                    Err(failed) => rows.push(failed),
+                }
             }
         }
         let mut begun = Vec::new();
-        for r in readied {
+        for (replica, r) in readied {
             let slot = self.servers.as_deref_mut().map(|s| ServerSlot {
                 schedule: s,
-                lifetime: self.lifetime,
+                lifetime: lifetime.map(|l| l * replicas + replica),
+                replica,
             });
-            begun.push(begin(&self.job, r, ctx, slot.as_ref())?);
+            begun.push((replica, begin(&self.job, r, ctx, slot.as_ref())?));
         }
         ctx.progress.message(&format!(
-            "{} · every arm's burst at once",
-            super::progress::block_label(plan, block)
+            "{} · every arm's burst at once{}",
+            super::progress::block_label(plan, block),
+            match replicas {
+                1 => String::new(),
+                n => format!(" in {n} replicas"),
+            }
         ));
         let outcomes = {
             let trials: Vec<(&TrialSpec, &mut (dyn TrialHooks + Send))> = begun
                 .iter_mut()
-                .map(|b| (&b.spec, &mut b.gatherer as &mut (dyn TrialHooks + Send)))
+                .map(|(_, b)| (&b.spec, &mut b.gatherer as &mut (dyn TrialHooks + Send)))
                 .collect();
             ctx.runner.run_together(trials)
         };
-        for (b, o) in begun.into_iter().zip(outcomes) {
+        for ((replica, b), o) in begun.into_iter().zip(outcomes) {
             let slot = self.servers.as_deref_mut().map(|s| ServerSlot {
                 schedule: s,
-                lifetime: self.lifetime,
+                lifetime: lifetime.map(|l| l * replicas + replica),
+                replica,
             });
             let mut t = end(&self.job, b, o, ctx, &mut self.x.notes, slot)?;
             t.evidence["duet"] = true.into();
@@ -71,7 +85,9 @@ impl Course<'_> {
                 t.evidence["condition"] = c.clone();
             }
             rows.push(t);
-            ctx.progress.step("");
+            if replica == 0 {
+                ctx.progress.step("");
+            }
         }
         without_each_other(&mut rows);
         self.note_headroom(&rows, ctx);

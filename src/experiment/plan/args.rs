@@ -186,6 +186,12 @@ pub struct RunArgs {
     /// sized from the first lifetimes (restart cost against burst cost)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub lifetime_blocks: Option<u32>,
+    /// Warm design: servers per arm run at once, each its own data copy, port and lifetimes
+    /// (every block then holds N paired bursts); default: as many as the CPUs and memory one
+    /// burst left room for, measured at the first lifetime (1 where there is none). More than
+    /// one runs every burst of a block at once (duet)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub replicas: Option<u32>,
     /// Warm design: a lifetime ends after this long even with blocks to go
     #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, default_value = "60s")]
     pub lifetime_max: Duration,

@@ -16,7 +16,7 @@ use crate::model::run::{BurstSchedule, ServerPlan, ServiceDesign, WarmPlan};
 use crate::units::Bytes;
 
 /// A free TCP port on loopback now (the kernel's choice; released at once).
-fn free_port() -> Result<u16, UsageError> {
+pub fn free_port() -> Result<u16, UsageError> {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -98,6 +98,11 @@ fn warm_form(
             .is_some_and(|p| p.load.iter().any(|w| w.contains("{burst}")));
     let (schedule, schedule_reason) = schedule;
     let schedule_asked = a.schedule.is_some();
+    let replicas = a.replicas.map(|n| n as usize);
+    let mut sbs = sbs;
+    if let Some(n) = replicas.filter(|n| *n > 1) {
+        pools_for_replicas(&mut sbs, n);
+    }
     Ok((
         WarmPlan {
             schedule,
@@ -105,6 +110,7 @@ fn warm_form(
             schedule_asked,
             lifetime_blocks: a.lifetime_blocks.map(|n| n as usize),
             lifetime_max: a.lifetime_max,
+            replicas,
             burst: a
                 .burst
                 .map(|b| std::time::Duration::from_secs(b.as_secs_f64().ceil().max(1.0) as u64)),
@@ -113,6 +119,15 @@ fn warm_form(
         },
         per_arm,
     ))
+}
+
+/// `--replicas N`: every hugetlb pool the run sets holds N servers per arm, not one.
+fn pools_for_replicas(sbs: &mut crate::backing::side_by_side::SideBySide, n: usize) {
+    for (k, v) in &mut sbs.system {
+        if let (crate::control::Knob::HugetlbPages { .. }, Ok(p)) = (k, v.parse::<u64>()) {
+            *v = (p * n as u64).to_string();
+        }
+    }
 }
 
 /// PostgreSQL's clients found where the server is (`probe::program::find_client`): the
@@ -156,6 +171,18 @@ fn burst_schedule(a: &RunArgs) -> Result<(BurstSchedule, String), UsageError> {
     } else {
         None
     };
+    if a.replicas.is_some_and(|n| n > 1) {
+        if let Some(why) = alone {
+            return Err(UsageError(format!(
+                "--replicas runs every replica's burst at once, but {why}; leave --replicas out"
+            )));
+        }
+        if a.schedule == Some(BurstSchedule::Alternating) {
+            return Err(UsageError(
+                "--replicas runs every replica's burst of a block at once (duet), and --schedule alternating runs one at a time; give one or the other".into(),
+            ));
+        }
+    }
     Ok(match (a.schedule, alone) {
         (Some(BurstSchedule::Duet), Some(why)) => {
             return Err(UsageError(format!(
@@ -174,16 +201,16 @@ const DUET_REASON: &str = "the default: the machine's changing noise hits every 
 
 /// Memory all arms' servers need at once against MemAvailable: each PostgreSQL server's shared
 /// memory (`pages` 2 MiB pages, from `postgres -C`) and 32 MiB of processes per server.
-fn check_memory(arms: usize, pages: Option<u64>) -> Result<(), UsageError> {
+fn check_memory(servers: usize, pages: Option<u64>) -> Result<(), UsageError> {
     let Some(pages) = pages else { return Ok(()) };
-    let need = arms as u64 * (pages * (2 << 20) + (32 << 20));
+    let need = servers as u64 * (pages * (2 << 20) + (32 << 20));
     let avail = crate::probe::meminfo::read(&crate::probe::Root::system())
         .ok()
         .flatten()
         .and_then(|m| m.mem_available);
     match avail {
         Some(av) if need > av => Err(UsageError(format!(
-            "the warm design keeps all {arms} arms' servers up at once: about {} of shared memory and processes, but MemAvailable is {}; give fewer arms or --design restart",
+            "the warm design keeps {servers} servers up at once (every arm's, times --replicas): about {} of shared memory and processes, but MemAvailable is {}; give fewer arms or replicas, or --design restart",
             Bytes(need),
             Bytes(av)
         ))),
@@ -223,7 +250,7 @@ pub(super) fn choose(
     };
     match form {
         Ok((warm, per_arm)) => {
-            check_memory(arms.len(), pages)?;
+            check_memory(arms.len() * a.replicas.unwrap_or(1) as usize, pages)?;
             if let Some(p) = per_arm {
                 let program = p.server.first().cloned().unwrap_or_default();
                 sp.argv = unwords(p.server, a.shell);
@@ -282,9 +309,13 @@ pub(super) fn choose(
             )));
         }
         Err(why) => {
-            if a.burst.is_some() || a.lifetime_blocks.is_some() || a.schedule.is_some() {
+            if a.burst.is_some()
+                || a.lifetime_blocks.is_some()
+                || a.schedule.is_some()
+                || a.replicas.is_some()
+            {
                 return Err(UsageError(format!(
-                    "--burst, --lifetime-blocks and --schedule are for the warm design, which this run cannot use: {why}"
+                    "--burst, --lifetime-blocks, --schedule and --replicas are for the warm design, which this run cannot use: {why}"
                 )));
             }
             sp.design = ServiceDesign::Restart;

@@ -24,6 +24,7 @@ mod pools;
 
 pub use args::{EXIT_FAILED, RunArgs};
 use conditions::{check_conditions_fit, during, no_direct_compaction, parse_conditions};
+pub use design::free_port;
 
 /// How long a warm service run lasts when neither `--blocks` nor `--max-time` is given.
 pub const WARM_DEFAULT_TIME: Duration = Duration::from_secs(300);
@@ -342,10 +343,13 @@ fn check_service_options(a: &RunArgs, service: bool) -> Result<(), UsageError> {
             "--hot is for services (--server or a server --preset): it clears the server's referenced bits before each load; a command starts fresh every trial, so all it touched is referenced and its hot set is its resident memory (see `hugelab inspect --hot` for a running process)".into(),
         ));
     }
-    let warm_only = a.burst.is_some() || a.lifetime_blocks.is_some() || a.schedule.is_some();
+    let warm_only = a.burst.is_some()
+        || a.lifetime_blocks.is_some()
+        || a.schedule.is_some()
+        || a.replicas.is_some();
     if !service && (a.design.is_some() || warm_only) {
         return Err(UsageError(
-            "--design, --schedule, --burst and --lifetime-blocks are for services: give --server 'COMMAND'"
+            "--design, --schedule, --burst, --lifetime-blocks and --replicas are for services: give --server 'COMMAND'"
                 .into(),
         ));
     }

@@ -90,15 +90,21 @@ impl Warm {
     /// every arm at once beyond it, a closed-loop load gets its share of the CPUs, which pulls
     /// the arms' throughputs together — the contrast would shrink towards zero. Then the run
     /// alternates, and says so; without a measurement (the solo burst failed) it alternates
-    /// too, since room was not shown. A duet asked for with `--schedule` is kept.
-    pub(super) fn check_headroom(&mut self, alone: Option<Demand>) {
-        if !self.duet || self.schedule_asked {
-            return;
+    /// too, since room was not shown. A duet asked for with `--schedule` (or `--replicas`
+    /// above 1) is kept. Returns what one arm's burst alone used, where measured (the
+    /// replicas are chosen from it).
+    pub(super) fn check_headroom(&mut self, alone: Option<Demand>) -> Option<Demand> {
+        let kept = self.schedule_asked || self.replicas_asked.is_some_and(|n| n > 1);
+        if !self.duet || (kept && self.replicas_asked.is_some()) {
+            return alone;
         }
         let alone = alone.or_else(|| {
             let (ok, _, demand) = self.run_alone(0.0);
             demand.filter(|_| ok)
         });
+        if kept {
+            return alone;
+        }
         let cpus = crate::probe::cpu::allowed_cpus().len().max(1) as f64;
         let n = self.servers.len();
         let why = match alone {
@@ -120,6 +126,7 @@ impl Warm {
             self.pending.push(format!("alternating: {why}"));
             self.schedule_change = Some(why);
         }
+        alone
     }
 
     /// Blocks per lifetime from the run's own spread so far (Kalibera–Jones, in
@@ -132,24 +139,31 @@ impl Warm {
         };
         // What is left of the run: its blocks (with the restarts the fewest lifetimes need)
         // or of --max-time, whichever ends first.
-        let need = (crate::analyze::lifetimes::MIN_LIFETIMES - self.lifetimes as f64).max(1.0);
+        // Every restart starts a lifetime per replica.
+        let r = self.replicas as f64;
+        let units = self.lifetimes * self.replicas;
+        let need = ((crate::analyze::lifetimes::MIN_LIFETIMES - units as f64) / r).max(1.0);
         let blocks_left = self.blocks_total.saturating_sub(self.block_s.len()) as f64;
         let by_blocks = blocks_left * b + need * self.restart_s;
         let by_time = self
             .max_time
             .map(|m| m.saturating_sub(self.started.elapsed()).as_secs_f64());
-        let remaining = Some((
-            by_time.map_or(by_blocks, |t| t.min(by_blocks)),
-            self.lifetimes,
-        ));
-        let s = crate::analyze::lifetimes::size(&c, self.restart_s, b, remaining, self.z);
-        let need = crate::analyze::lifetimes::time_for(
+        let remaining = Some((by_time.map_or(by_blocks, |t| t.min(by_blocks)), units));
+        let s = crate::analyze::lifetimes::size_replicated(
             &c,
-            s.blocks,
             self.restart_s,
             b,
+            remaining,
+            self.z,
+            self.replicas,
+        );
+        let need = crate::analyze::lifetimes::time_replicated(
+            &c,
+            s.blocks,
+            (self.restart_s, b),
             self.z,
             self.target,
+            self.replicas,
         );
         let note = sizing_note(&s, &c, self.restart_s, b, (self.target, need));
         // The first sizing is said at once; later ones as one line at the end of the run.

@@ -49,7 +49,7 @@ pub(in crate::experiment) fn ready(
     with_tmpfs(job, arm_idx, &mut spec)?;
     let trial_dir = with_trial_dir(plan, &mut spec)?;
     let server_pid = match servers {
-        Some(s) => match s.schedule.acquire(arm_idx) {
+        Some(s) => match s.schedule.acquire(s.seat(arm_idx)) {
             Ok(pid) => Some(pid),
             Err(served) => return Ok(Err(server_failed(arm_idx, block, served))),
         },
@@ -92,7 +92,7 @@ pub(in crate::experiment) fn begin(
         .transpose()
         .context("a thread to read the server's memory during its load")?;
     let event = match (&plan.during, r.server_pid, servers) {
-        (Some(d), Some(pid), Some(s)) => start_event(d, pid, s.schedule.arm(r.arm_idx))?,
+        (Some(d), Some(pid), Some(s)) => start_event(d, pid, s.schedule.arm(s.seat(r.arm_idx)))?,
         _ => None,
     };
     Ok(Begun {

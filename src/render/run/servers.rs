@@ -126,9 +126,15 @@ fn warmup_line(w: &crate::model::analysis::Warmup, plan: &crate::model::run::Pla
         plan.arms.len(),
         crate::model::analysis::POSITIONS
     );
+    let counts = format!(
+        "blocks: {} measured, {} kept, {} dropped as warm-up",
+        w.blocks,
+        w.blocks.saturating_sub(w.blocks_dropped),
+        w.blocks_dropped
+    );
     if w.bursts == 0 {
         return format!(
-            "warm-up: none found — no leading burst of a lifetime was shifted the same way for every arm, at this run's power ({tests}); every burst measured"
+            "warm-up: none found — no leading burst of a lifetime was shifted the same way for every arm, at this run's power ({tests}); every burst measured; {counts}"
         );
     }
     let shifted: Vec<String> = w
@@ -172,6 +178,7 @@ fn warmup_line(w: &crate::model::analysis::Warmup, plan: &crate::model::run::Pla
             w.bursts
         ));
     }
+    line.push_str(&format!("; {counts}"));
     line
 }
 
@@ -211,8 +218,12 @@ fn warm_line(r: &RunResult, sp: &crate::model::run::ServerPlan) -> String {
         ),
         None => "one burst per arm per block".into(),
     };
+    let replicas = match sp.warm.as_ref().and_then(|w| w.replicas) {
+        Some(n) if n > 1 => format!(" in {n} replicas (each its own servers and lifetimes)"),
+        _ => String::new(),
+    };
     format!(
-        "design: warm — every arm's server up at once, {schedule}; {lifetimes} {} the units of the intervals ({}){}",
+        "design: warm — every arm's server up at once{replicas}, {schedule}; {lifetimes} {} the units of the intervals ({}){}",
         if lifetimes == 1 {
             "lifetime is"
         } else {

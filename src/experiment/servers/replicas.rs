@@ -1,0 +1,232 @@
+//! Replicas (warm design): where one block's bursts leave the machine room, several servers per
+//! arm run at once — each its own port, directory and data copy — so every block yields several
+//! paired ratios. A replica's lifetimes are units of their own (each replica's server pair is a
+//! separate instance, restarted with the others), so the interval stays over lifetimes and
+//! narrows about as √replicas for the same running time. The number comes from what the first
+//! lifetime measured: the CPUs one arm's burst kept busy against the CPUs the rest of the
+//! machine left, the memory every arm's server took against MemAvailable, and the hugetlb
+//! pool's free pages against what the servers committed; `--replicas N` chooses instead.
+
+use super::tune::Demand;
+use super::{Served, Warm, arm_servers, not_up};
+use crate::units::Bytes;
+
+/// The most replicas chosen without `--replicas`.
+const MOST: usize = 8;
+
+/// The share of the CPUs the rest of the machine left that every burst of a block may use.
+const CPU_SHARE: f64 = 0.9;
+
+/// The share of MemAvailable further replicas' servers may take.
+const MEMORY_SHARE: f64 = 0.5;
+
+/// What the first lifetime measured of the machine's room.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Room {
+    pub arms: usize,
+    pub cpus: f64,
+    /// One arm's burst alone (None: not measured).
+    pub demand: Option<Demand>,
+    /// Every arm's server's memory at its configuration (one replica's), and MemAvailable.
+    pub servers_bytes: u64,
+    pub available: Option<u64>,
+    /// The hugetlb pools' unreserved free bytes, and what one replica's servers committed.
+    pub pool_free: u64,
+    pub pool_need: u64,
+}
+
+/// The replicas `room` holds, and why, in words.
+pub(super) fn choose(room: &Room) -> (usize, String) {
+    let Some(Demand { own, others }) = room.demand.filter(|d| d.own > 0.0) else {
+        return (
+            1,
+            "replicas 1: no burst measured the machine's room (--replicas N to run N at once)"
+                .into(),
+        );
+    };
+    let per = own * room.arms as f64;
+    let left = (room.cpus - others).max(0.0);
+    let by_cpu = (CPU_SHARE * left / per).floor() as usize;
+    let by_memory = match room.available {
+        Some(av) if room.servers_bytes > 0 => {
+            1 + (MEMORY_SHARE * av as f64 / room.servers_bytes as f64).floor() as usize
+        }
+        _ => usize::MAX,
+    };
+    let by_pool = match room.pool_need {
+        0 => usize::MAX,
+        need => 1 + (room.pool_free / need) as usize,
+    };
+    let n = by_cpu.min(by_memory).min(by_pool).clamp(1, MOST);
+    let bound = if n == by_cpu.max(1) {
+        format!(
+            "the CPUs: one arm's burst alone kept {own:.1} busy, so a replica of {} arms needs {per:.1}, and {} of the {left:.1} CPUs the rest of the machine left hold {}",
+            room.arms,
+            pct(CPU_SHARE),
+            by_cpu.max(1)
+        )
+    } else if n == by_memory {
+        format!(
+            "memory: one replica's servers take {}, and further replicas may use {} of MemAvailable {}",
+            Bytes(room.servers_bytes),
+            pct(MEMORY_SHARE),
+            Bytes(room.available.unwrap_or(0))
+        )
+    } else if n == by_pool {
+        format!(
+            "the hugetlb pool: one replica's servers committed {} of it and {} is free (--replicas N sizes the pool for N)",
+            Bytes(room.pool_need),
+            Bytes(room.pool_free)
+        )
+    } else {
+        format!("at most {MOST} are chosen")
+    };
+    let what = if n > 1 {
+        format!(
+            "; each block holds {n} paired bursts, each replica's servers with a port, directory (and data copy) and lifetimes of their own, restarted with the others"
+        )
+    } else {
+        String::new()
+    };
+    (
+        n,
+        format!("replicas {n}: bound by {bound}{what} (--replicas to choose)"),
+    )
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.0}%", x * 100.0)
+}
+
+impl Warm {
+    /// The room the first lifetime's servers leave, with `demand` measured of one arm's burst.
+    fn room(&self, demand: Option<Demand>) -> Room {
+        let root = crate::probe::Root::system();
+        let mut servers_bytes = 0;
+        let mut pool_need = 0;
+        for r in self.running.iter().take(self.arms).flatten() {
+            let m = crate::collect::server::read(r.pid());
+            servers_bytes += m.configured_bytes();
+            pool_need += m.hugetlb_committed.max(m.hugetlb_total());
+        }
+        let pool_free = crate::probe::hugetlb::read(&root)
+            .unwrap_or_default()
+            .iter()
+            .map(|p| p.bytes(p.available()))
+            .sum();
+        Room {
+            arms: self.arms,
+            cpus: crate::probe::cpu::allowed_cpus().len().max(1) as f64,
+            demand,
+            servers_bytes,
+            available: crate::probe::meminfo::read(&root)
+                .ok()
+                .flatten()
+                .and_then(|m| m.mem_available),
+            pool_free,
+            pool_need,
+        }
+    }
+
+    /// After the first lifetime's servers are up and measured: the replicas chosen (or asked
+    /// for), said once, and every further replica's servers made and started.
+    pub(super) fn start_replicas(&mut self, demand: Option<Demand>) -> Result<(), (usize, Served)> {
+        let (n, note) = match self.replicas_asked {
+            Some(n) => (
+                n,
+                format!(
+                    "replicas {n}: as asked (--replicas){}",
+                    if n > 1 {
+                        format!(
+                            "; each block holds {n} paired bursts, each replica's servers with a port, directory (and data copy) and lifetimes of their own, restarted with the others"
+                        )
+                    } else {
+                        String::new()
+                    }
+                ),
+            ),
+            None if !self.duet => (
+                1,
+                "replicas 1: the run alternates, one burst at a time (--replicas N runs N at once)"
+                    .into(),
+            ),
+            None => choose(&self.room(demand)),
+        };
+        self.pending.push(note);
+        for r in 1..n {
+            let (mut servers, dirs) = arm_servers(&self.plan, &self.base, r).map_err(|e| {
+                (
+                    0,
+                    not_up(&format!(
+                        "replica {}'s servers could not be made: {e}",
+                        r + 1
+                    )),
+                )
+            })?;
+            if let Some(b) = self.burst {
+                for s in &mut servers {
+                    s.slot.burst = Some(b);
+                    s.fill_all(&self.template_load);
+                }
+            }
+            self.servers.extend(servers);
+            self.running.extend((0..self.arms).map(|_| None));
+            self._dirs.extend(dirs);
+        }
+        self.replicas = n;
+        self.start_all()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn room(own: f64, cpus: f64) -> Room {
+        Room {
+            arms: 2,
+            cpus,
+            demand: Some(Demand { own, others: 0.1 }),
+            servers_bytes: 1 << 30,
+            available: Some(100 << 30),
+            pool_free: 0,
+            pool_need: 0,
+        }
+    }
+
+    #[test]
+    fn replicas_fill_the_cpus_one_burst_left_and_no_more() {
+        // The 16-CPU machine's PostgreSQL A/A: pgbench -c2 -j2 and its server kept 1.85 CPUs
+        // busy, so a replica of two arms needs 3.7 and three fit in 90% of 15.9.
+        let (n, why) = choose(&room(1.85, 16.0));
+        assert_eq!(n, 3, "{why}");
+        assert!(why.contains("bound by the CPUs") && why.contains("3 paired bursts"));
+        // The 2-CPU VM: one pair already needs more than the machine.
+        assert_eq!(choose(&room(0.95, 2.0)).0, 1);
+        // A light load on a large machine: at most MOST.
+        let (n, why) = choose(&room(0.1, 64.0));
+        assert_eq!(n, MOST);
+        assert!(why.contains("at most 8"), "{why}");
+        // Nothing measured: one, said so.
+        let mut r = room(1.0, 16.0);
+        r.demand = None;
+        assert!(choose(&r).1.contains("no burst measured"));
+    }
+
+    #[test]
+    fn memory_and_the_hugetlb_pool_bound_replicas_before_the_cpus_do() {
+        let mut r = room(0.5, 64.0);
+        r.servers_bytes = 10 << 30;
+        r.available = Some(41 << 30);
+        // Half of 41 GiB holds two more replicas of 10 GiB: three in all.
+        let (n, why) = choose(&r);
+        assert_eq!(n, 3, "{why}");
+        assert!(why.contains("bound by memory"), "{why}");
+        r.available = Some(1000 << 30);
+        r.pool_need = 1 << 30;
+        r.pool_free = 1 << 30;
+        let (n, why) = choose(&r);
+        assert_eq!(n, 2, "{why}");
+        assert!(why.contains("hugetlb pool"), "{why}");
+    }
+}
