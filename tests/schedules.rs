@@ -191,6 +191,33 @@ fn replicas_run_every_replicas_pair_at_once_each_in_lifetimes_of_its_own() {
         notes.contains(&format!("replicas {n}: bound by")),
         "{notes}"
     );
+    // Servers that share what their words name outright (here a lock file per arm) cannot
+    // have replicas: the further replica's server fails, and the run goes on with one.
+    let lock = dir.path().join("lock");
+    let server = format!(
+        "exec flock -n {}-{{arm}} sh -c 'echo up {{port}}; exec sleep 328'",
+        lock.display()
+    );
+    let mut args: Vec<String> = ["run", "--shell", "--server", &server, "--ready", "log:^up"]
+        .into_iter()
+        .chain(["-a", "a=", "-a", "b=env.X=1", "--blocks", "2", "--json"])
+        .chain(["--no-save", "--warmup", "0", "--", "sleep 0.1"])
+        .map(String::from)
+        .collect();
+    let v = common::hugelab_json(args.clone());
+    assert_eq!(v["plan"]["server"]["warm"]["replicas"], 1);
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains("but a further replica's server of arm") && !notes.contains("bound by"),
+        "{notes}"
+    );
+    // Asked for, they are not given up: the run fails, saying which server did not come up.
+    args.splice(
+        args.len() - 2..args.len() - 2,
+        ["--replicas".into(), "2".into()],
+    );
+    let out = common::hugelab_exits(args, 4);
+    assert!(out.contains("did not come up"), "{out}");
     // Replicas run at once: not with an alternating schedule.
     let err = common::hugelab_stderr(
         fake_run(

@@ -439,7 +439,10 @@ impl Course<'_> {
         let names: Vec<String> = plan.arms.iter().map(|x| x.name.clone()).collect();
         let mut end = BlockEnd::Done;
         for arm in block_order(plan.arms.len(), block, plan.seed) {
-            let est = estimate_line(&names, plan, &self.x.trials);
+            let est = progress::with_forecast(
+                estimate_line(&names, plan, &self.x.trials),
+                self.servers.as_ref().and_then(|s| s.forecast()),
+            );
             ctx.progress.message(&format!(
                 "{} · {}{est}",
                 block_label(plan, block),

@@ -109,6 +109,11 @@ pub(super) trait ServerSchedule {
     fn replicas(&self) -> usize {
         1
     }
+    /// The half-width the run's end is forecast to reach at the noise measured so far (warm
+    /// design, after the pilot), in words for the progress line.
+    fn forecast(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// Per arm the plan, arm and load with placeholders filled, and the run's directories, for
@@ -293,6 +298,7 @@ pub(super) struct Warm {
     resized: usize,
     range: (usize, usize),
     last: Option<String>,
+    forecast: Option<String>,
     /// The sizing's inputs: the run's start and `--max-time`, the interval's z.
     started: Instant,
     max_time: Option<Duration>,
@@ -341,6 +347,7 @@ impl Warm {
             resized: 0,
             range: (usize::MAX, 0),
             last: None,
+            forecast: None,
             started: Instant::now(),
             max_time: plan.max_time,
             blocks_total: plan.blocks * plan.conditions.len().max(1),
@@ -554,6 +561,10 @@ impl ServerSchedule for Warm {
 
     fn replicas(&self) -> usize {
         self.replicas
+    }
+
+    fn forecast(&self) -> Option<&str> {
+        self.forecast.as_deref()
     }
 }
 

@@ -58,13 +58,18 @@ impl Course<'_> {
             });
             begun.push((replica, begin(&self.job, r, ctx, slot.as_ref())?));
         }
+        let names: Vec<String> = plan.arms.iter().map(|x| x.name.clone()).collect();
         ctx.progress.message(&format!(
-            "{} · every arm's burst at once{}",
+            "{} · every arm's burst at once{}{}",
             super::progress::block_label(plan, block),
             match replicas {
                 1 => String::new(),
                 n => format!(" in {n} replicas"),
-            }
+            },
+            super::progress::with_forecast(
+                super::progress::estimate_line(&names, plan, &self.x.trials),
+                self.servers.as_ref().and_then(|s| s.forecast()),
+            ),
         ));
         let outcomes = {
             let trials: Vec<(&TrialSpec, &mut (dyn TrialHooks + Send))> = begun

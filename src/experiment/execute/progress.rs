@@ -35,6 +35,14 @@ pub(super) fn estimate_line(names: &[String], plan: &Plan, trials: &[TrialRow]) 
     }
 }
 
+/// The estimate line with the warm design's forecast of the half-width at the run's end.
+pub(super) fn with_forecast(line: String, forecast: Option<&str>) -> String {
+    match forecast {
+        Some(f) => format!("{line} · {f}"),
+        None => line,
+    }
+}
+
 /// `block 3/40`, or `block 3 (until 2m00s)` when the run stops at a time rather than a count.
 pub(super) fn block_label(plan: &Plan, block: usize) -> String {
     match plan.max_time {

@@ -174,7 +174,25 @@ impl Warm {
             self._dirs.extend(dirs);
         }
         self.replicas = n;
-        self.start_all()
+        match self.start_all() {
+            Err((arm, served)) if n > 1 && self.replicas_asked.is_none() => {
+                // Chosen, not asked for: the servers share something their words name outright
+                // (a data directory, a port) rather than through {dir} and {port}. One replica
+                // still measures.
+                self.servers.truncate(self.arms);
+                self.running.truncate(self.arms);
+                self._dirs.truncate(1);
+                self.replicas = 1;
+                self.pending.pop(); // the choice, said again with what became of it
+                self.pending.push(format!(
+                    "replicas 1: the room held {n}, but a further replica's server of arm {} did not come up ({}), so the servers share something their words name outright (a data directory, a port) rather than through {{dir}} and {{port}}; the run goes on with one",
+                    self.plan.arms[arm].name,
+                    served.failure.unwrap_or_default()
+                ));
+                self.start_all()
+            }
+            r => r,
+        }
     }
 }
 

@@ -166,6 +166,14 @@ impl Warm {
             self.replicas,
         );
         let note = sizing_note(&s, &c, self.restart_s, b, (self.target, need));
+        self.forecast = s.predicted.map(|h| {
+            format!(
+                "forecast ±{:.1}% at the end (±{} needs about {})",
+                h.exp_m1() * 100.0,
+                crate::render::words::two_significant(self.target * 100.0).trim_start_matches('+'),
+                crate::units::fmt_elapsed(need)
+            )
+        });
         // The first sizing is said at once; later ones as one line at the end of the run.
         match self.per_lifetime {
             None => self.pending.push(note),
