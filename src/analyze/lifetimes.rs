@@ -179,6 +179,24 @@ pub fn size_replicated(
     }
 }
 
+/// Below this many degrees of freedom in the spread within lifetimes, a forecast from it is
+/// said with its range.
+pub const FEW_DF: usize = 30;
+
+/// How far the true spread may lie from the one `c` estimated: factors on its SD at `level`
+/// (chi-square over the within-lifetime degrees of freedom, blocks less lifetimes), applied
+/// to a half-width forecast from it. None with no degrees of freedom.
+pub fn spread_range(c: &Components, level: f64) -> Option<(f64, f64)> {
+    use statrs::distribution::{ChiSquared, ContinuousCDF};
+    let df = c.blocks.checked_sub(c.lifetimes).filter(|d| *d > 0)? as f64;
+    let chi = ChiSquared::new(df).ok()?;
+    let tail = (1.0 - level) / 2.0;
+    Some((
+        (df / chi.inverse_cdf(1.0 - tail)).sqrt(),
+        (df / chi.inverse_cdf(tail)).sqrt(),
+    ))
+}
+
 /// The seconds of running (restarts included) the model of [`size`] needs for a half-width of
 /// `h` (a fraction: 0.01 for ±1%) at `k` blocks per lifetime: L = z²(T²₂ + T²₁/k)/h²
 /// lifetimes of `restart_s + k·block_s` each.
@@ -345,6 +363,26 @@ pub fn first_burst_effects(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_spread_from_few_blocks_is_forecast_with_the_range_its_degrees_of_freedom_allow() {
+        let c = |blocks, lifetimes| Components {
+            lifetimes,
+            blocks,
+            within_sd: 0.05,
+            between_sd: 0.0,
+        };
+        // 3 lifetimes of 2 blocks: 3 degrees of freedom, a true SD 0.62–2.9× the one seen.
+        let (lo, hi) = spread_range(&c(6, 3), 0.90).unwrap();
+        assert!(
+            (lo - 0.62).abs() < 0.01 && (hi - 2.92).abs() < 0.01,
+            "{lo} {hi}"
+        );
+        // Many blocks: a narrow range.
+        let (lo, hi) = spread_range(&c(400, 100), 0.90).unwrap();
+        assert!(lo > 0.9 && hi < 1.1, "{lo} {hi}");
+        assert_eq!(spread_range(&c(3, 3), 0.9), None);
+    }
 
     fn placed(groups: &[&[f64]]) -> Vec<Placed> {
         let mut v = Vec::new();

@@ -79,7 +79,7 @@ pub(super) fn choose(room: &Room) -> (usize, String) {
             Bytes(room.pool_free)
         )
     } else {
-        format!("at most {MOST} are chosen")
+        format!("the most chosen without --replicas ({MOST})")
     };
     let what = if n > 1 {
         format!(
@@ -224,7 +224,10 @@ mod tests {
         // A light load on a large machine: at most MOST.
         let (n, why) = choose(&room(0.1, 64.0));
         assert_eq!(n, MOST);
-        assert!(why.contains("at most 8"), "{why}");
+        assert!(
+            why.contains("the most chosen without --replicas (8)"),
+            "{why}"
+        );
         // Nothing measured: one, said so.
         let mut r = room(1.0, 16.0);
         r.demand = None;

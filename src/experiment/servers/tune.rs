@@ -187,6 +187,21 @@ impl Warm {
     }
 }
 
+/// A forecast from a spread of few degrees of freedom, with the range the true spread may be
+/// in (90%): ` (±0.5–2.3% as the spread's 3 degrees of freedom allow, 90%)`.
+fn forecast_range(c: &Components, h: f64) -> String {
+    use crate::analyze::lifetimes::{FEW_DF, spread_range};
+    let df = c.blocks.saturating_sub(c.lifetimes);
+    match spread_range(c, 0.90).filter(|_| df < FEW_DF) {
+        Some((lo, hi)) => format!(
+            " (±{:.1}–{:.1}% as the spread's {df} degrees of freedom allow, 90%)",
+            h * lo * 100.0,
+            h * hi * 100.0
+        ),
+        None => String::new(),
+    }
+}
+
 /// Lifetimes sized, in words: the choice, its inputs, what it predicts.
 fn sizing_note(
     s: &Sizing,
@@ -205,8 +220,9 @@ fn sizing_note(
         pct(c.between_sd),
         match (s.predicted, s.lifetimes) {
             (Some(h), Some(l)) => format!(
-                "; predicted half-width at the run's end ±{:.1}% over about {l:.0} lifetimes (normal approximation)",
-                pct(h)
+                "; predicted half-width at the run's end ±{:.1}%{} over about {l:.0} lifetimes (normal approximation)",
+                pct(h),
+                forecast_range(c, h)
             ),
             _ => String::new(),
         },
