@@ -1124,6 +1124,105 @@ fn warm_postgres_counts_each_servers_huge_pages_as_the_kernel_does_and_flags_a_f
 }
 
 #[test]
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: hugetlb pools, shmem THP, runs PostgreSQL as postgres"
+)]
+#[cfg_attr(missing_postgres, ignore = "needs PostgreSQL (.ci/run installs it)")]
+fn postgres_replicas_each_run_on_a_data_copy_of_their_own_and_share_a_pool_sized_for_all() {
+    require_root!();
+    let _lock = common::knob_lock();
+    let pg = PrivatePg::new();
+    let (dir, port, sock) = (&pg.dir, pg.port, pg.sock.clone());
+    let server = pg.server("-c shared_buffers=64MB");
+    let db = dir.path().join("r.db");
+    let pool_before = pool_2m();
+    let port = port.to_string();
+    let v = common::hugelab_json([
+        "run",
+        "--preset",
+        "postgres",
+        "--user",
+        "postgres",
+        "--server",
+        &server,
+        "--replicas",
+        "2",
+        "--blocks",
+        "2",
+        "--lifetime-blocks",
+        "2",
+        "--json",
+        "--db",
+        &db.display().to_string(),
+        "--",
+        "pgbench",
+        "-S",
+        "-T",
+        "1",
+        "-c",
+        "2",
+        "-h",
+        &sock,
+        "-p",
+        &port,
+        "postgres",
+    ]);
+    let w = &v["plan"]["server"]["warm"];
+    assert_eq!(w["replicas"], 2, "{w}");
+    let all = trials(&db);
+    // Three arms, two blocks, two replicas: every server came up on its own copy of the data
+    // (PostgreSQL refuses a data directory another server holds).
+    assert_eq!(all.len(), 3 * 2 * 2);
+    assert!(
+        all.iter().all(|t| t.ok),
+        "{:?}",
+        all.iter().map(|t| &t.flagged).collect::<Vec<_>>()
+    );
+    let pids: std::collections::BTreeSet<u64> = all
+        .iter()
+        .filter_map(|t| t.evidence["server"]["pid"].as_u64())
+        .collect();
+    assert_eq!(pids.len(), 6, "one server per arm and replica");
+    // Both replicas' hugetlb servers are on the pool, which was sized for both: their pages
+    // together are the kernel's pages in use, read with them.
+    let huge = arm_trials(&all, &v, "hugetlb-2m");
+    assert_eq!(huge.len(), 4);
+    for block in [0, 2] {
+        let pair: Vec<_> = huge.iter().filter(|t| t.block / 2 == block / 2).collect();
+        assert_eq!(pair.len(), 2);
+        let ours: u64 = pair
+            .iter()
+            .map(|t| {
+                t.evidence["server"]["memory"]["hugetlb"]["2097152"]
+                    .as_u64()
+                    .unwrap_or(0)
+            })
+            .sum();
+        let kernel = pair
+            .iter()
+            .map(|t| {
+                t.evidence["server"]["memory"]["kernel"]["hugetlb_in_use"]["2097152"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .max()
+            .unwrap();
+        for t in &pair {
+            assert!(t.flagged.is_none(), "{:?}", t.flagged);
+            let m = &t.evidence["server"]["memory"]["hugetlb"]["2097152"];
+            assert!(m.as_u64().unwrap_or(0) >= 16 << 20, "{m}");
+        }
+        assert!(
+            near(ours, kernel, 0.05),
+            "ours {ours} vs the kernel's {kernel}"
+        );
+    }
+    assert_eq!(pool_2m(), pool_before, "the pool restored");
+    assert!(running_with("hugelab-trial-").is_empty());
+}
+
+#[test]
 #[cfg_attr(unprivileged, ignore = "needs root: runs PostgreSQL as postgres")]
 #[cfg_attr(missing_postgres, ignore = "needs PostgreSQL (.ci/run installs it)")]
 fn warm_a_a_on_fresh_postgres_servers_gives_no_more_false_verdicts_than_the_level() {
