@@ -191,6 +191,32 @@ fn replicas_run_every_replicas_pair_at_once_each_in_lifetimes_of_its_own() {
         notes.contains(&format!("replicas {n}: bound by")),
         "{notes}"
     );
+    // --server-data: every server (each arm's, each replica's) starts on a copy of its own
+    // in {dir}/data — here it needs the marker and then overwrites it — and the original is
+    // only read.
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(data.join("marker"), "original").unwrap();
+    let server = "grep -q original {dir}/data/marker && echo mine > {dir}/data/marker && echo up {port} && exec sleep 330";
+    let args: Vec<String> = ["run", "--shell", "--server", server, "--ready", "log:^up"]
+        .into_iter()
+        .chain([
+            "--server-data",
+            &data.display().to_string(),
+            "--replicas",
+            "2",
+        ])
+        .chain(["-a", "a=", "-a", "b=env.X=1", "--blocks", "2", "--json"])
+        .chain(["--no-save", "--warmup", "0", "--", "sleep 0.1"])
+        .map(String::from)
+        .collect();
+    let v = common::hugelab_json(args);
+    assert_eq!(v["plan"]["server"]["warm"]["replicas"], 2);
+    assert_eq!(v["blocks_done"], 2, "{}", v["stop_reason"]);
+    assert_eq!(
+        std::fs::read_to_string(data.join("marker")).unwrap(),
+        "original"
+    );
     // Servers that share what their words name outright (here a lock file per arm) cannot
     // have replicas: the further replica's server fails, and the run goes on with one.
     let lock = dir.path().join("lock");

@@ -157,6 +157,11 @@ pub struct RunArgs {
     /// A shell command run against the ready server before the load (not measured)
     #[arg(long, value_name = "COMMAND")]
     pub server_warmup: Option<String>,
+    /// A data directory copied into each server's {dir} as {dir}/data before it first starts
+    /// (per arm, and per replica): every server on a copy of its own, e.g. --server 'postgres
+    /// -D {dir}/data -k {dir} -p {port}'; the directory is only read
+    #[arg(long, value_name = "DIR")]
+    pub server_data: Option<PathBuf>,
     /// For a server that daemonizes (its command exits 0 once the daemon runs, e.g. pg_ctl
     /// start, redis-server --daemonize yes): the pid file it writes; the daemon and its
     /// descendants are then the server that is read and stopped

@@ -259,7 +259,14 @@ pub(super) fn choose(
                 if sp.preset.as_deref() == Some("postgres") {
                     clients_beside(&program, command, &mut sp.warmup, a.shell)?;
                 }
-                sp.copy_data = p.copy_data;
+                if p.copy_data.is_some() {
+                    if a.server_data.is_some() {
+                        return Err(UsageError(
+                            "--server-data: the preset copies the server's own -D data directory into each server's {dir} already; leave --server-data out".into(),
+                        ));
+                    }
+                    sp.copy_data = p.copy_data;
+                }
                 if let Some(r) = p.ready.filter(|_| a.ready.is_none()) {
                     sp.ready = r;
                 }

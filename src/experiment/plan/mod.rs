@@ -183,9 +183,13 @@ fn server_plan(
                 "--preset {p} is for a server: give --server 'COMMAND' (e.g. --server 'postgres -D DATADIR -p 5433') and the load after --"
             )));
         }
-        if a.ready.is_some() || a.server_warmup.is_some() || a.server_pidfile.is_some() {
+        if a.ready.is_some()
+            || a.server_warmup.is_some()
+            || a.server_pidfile.is_some()
+            || a.server_data.is_some()
+        {
             return Err(UsageError(
-                "--ready, --server-warmup and --server-pidfile need --server 'COMMAND'".into(),
+                "--ready, --server-warmup, --server-pidfile and --server-data need --server 'COMMAND'".into(),
             ));
         }
         return Ok((None, Vec::new()));
@@ -243,12 +247,33 @@ fn server_plan(
             design_reason: String::new(),
             warm: None,
             slots: Vec::new(),
-            copy_data: None,
+            copy_data: server_data(a)?,
             per_arm_load: false,
             hot: a.hot,
         }),
         arms,
     ))
+}
+
+/// `--server-data`: a directory, copied into each server's `{dir}` as `{dir}/data`, which the
+/// server's words must name.
+fn server_data(a: &RunArgs) -> Result<Option<std::path::PathBuf>, UsageError> {
+    let Some(d) = &a.server_data else {
+        return Ok(None);
+    };
+    if !d.is_dir() {
+        return Err(UsageError(format!(
+            "--server-data {}: not a directory; give the data directory each server gets a copy of",
+            d.display()
+        )));
+    }
+    if !a.server.as_deref().is_some_and(|s| s.contains("{dir}")) {
+        return Err(UsageError(format!(
+            "--server-data {} is copied into each server's {{dir}} as {{dir}}/data: name it in --server (e.g. -D {{dir}}/data)",
+            d.display()
+        )));
+    }
+    Ok(Some(d.clone()))
 }
 
 fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, UsageError> {
