@@ -121,6 +121,35 @@ fn warm_form(
     ))
 }
 
+/// A preset's server and load rewritten for one address per arm, with its warm-up, data copy
+/// and readiness probe.
+fn with_per_arm(
+    a: &RunArgs,
+    sp: &mut ServerPlan,
+    command: &mut Vec<String>,
+    p: services::PerArm,
+) -> Result<(), UsageError> {
+    let program = p.server.first().cloned().unwrap_or_default();
+    sp.argv = unwords(p.server, a.shell);
+    *command = unwords(p.load, a.shell);
+    sp.warmup = p.warmup;
+    if sp.preset.as_deref() == Some("postgres") {
+        clients_beside(&program, command, &mut sp.warmup, a.shell)?;
+    }
+    if p.copy_data.is_some() {
+        if a.server_data.is_some() {
+            return Err(UsageError(
+                "--server-data: the preset copies the server's own -D data directory into each server's {dir} already; leave --server-data out".into(),
+            ));
+        }
+        sp.copy_data = p.copy_data;
+    }
+    if let Some(r) = p.ready.filter(|_| a.ready.is_none()) {
+        sp.ready = r;
+    }
+    Ok(())
+}
+
 /// `--replicas N`: every hugetlb pool the run sets holds N servers per arm, not one.
 fn pools_for_replicas(sbs: &mut crate::backing::side_by_side::SideBySide, n: usize) {
     for (k, v) in &mut sbs.system {
@@ -252,24 +281,7 @@ pub(super) fn choose(
         Ok((warm, per_arm)) => {
             check_memory(arms.len() * a.replicas.unwrap_or(1) as usize, pages)?;
             if let Some(p) = per_arm {
-                let program = p.server.first().cloned().unwrap_or_default();
-                sp.argv = unwords(p.server, a.shell);
-                *command = unwords(p.load, a.shell);
-                sp.warmup = p.warmup;
-                if sp.preset.as_deref() == Some("postgres") {
-                    clients_beside(&program, command, &mut sp.warmup, a.shell)?;
-                }
-                if p.copy_data.is_some() {
-                    if a.server_data.is_some() {
-                        return Err(UsageError(
-                            "--server-data: the preset copies the server's own -D data directory into each server's {dir} already; leave --server-data out".into(),
-                        ));
-                    }
-                    sp.copy_data = p.copy_data;
-                }
-                if let Some(r) = p.ready.filter(|_| a.ready.is_none()) {
-                    sp.ready = r;
-                }
+                with_per_arm(a, sp, command, p)?;
             }
             sp.design = ServiceDesign::Warm;
             sp.design_reason = if warm.side_by_side.instead.is_empty() {
