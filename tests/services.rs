@@ -1615,6 +1615,9 @@ fn a_lifetimes_servers_start_together_and_their_ready_waits_overlap() {
         "4",
         "--lifetime-blocks",
         "2",
+        // One replica: a chosen further replica's servers start after the first's are measured.
+        "--replicas",
+        "1",
         "--no-save",
         "--",
         "sleep 0.05",
