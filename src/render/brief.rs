@@ -28,7 +28,10 @@ pub fn lines(r: &RunResult) -> Vec<String> {
     }
     out.extend(super::events::lines(&r.report));
     out.extend(evidence_line(r));
-    out.extend(advice_line(r.advice.as_ref(), r.run_id));
+    out.extend(advice_line(
+        r.advice.as_ref(),
+        (!r.db.is_empty()).then_some(r.run_id),
+    ));
     out.extend(run_line(r));
     out
 }
@@ -206,8 +209,9 @@ fn evidence_line(r: &RunResult) -> Vec<String> {
     wrap_hanging(&format!("evidence: {}", parts.join(" · ")), 2)
 }
 
-/// What `advise` would say from this run alone: the settings, or why none.
-fn advice_line(a: Option<&Advice>, run_id: i64) -> Vec<String> {
+/// What `advise` would say from this run alone: the settings, or why none, and the command that
+/// gives it whole (`stored`: the run's id; None: not stored, so `advise` cannot read it).
+fn advice_line(a: Option<&Advice>, stored: Option<i64>) -> Vec<String> {
     let Some(a) = a else {
         return Vec::new();
     };
@@ -232,12 +236,11 @@ fn advice_line(a: Option<&Advice>, run_id: i64) -> Vec<String> {
     };
     // Two lines at most: the advice is shortened, marked, and the command that gives it whole
     // is kept.
-    let line = |what: &str| {
-        wrap_hanging(
-            &format!("advise (this run alone): {what} — hugelab advise{target} {run_id}"),
-            2,
-        )
+    let whole = match stored {
+        Some(id) => format!("hugelab advise{target} {id}"),
+        None => "not stored (--no-save), so hugelab advise cannot read it".into(),
     };
+    let line = |what: &str| wrap_hanging(&format!("advise (this run alone): {what} — {whole}"), 2);
     let mut what = what;
     let mut lines = line(&what);
     while lines.len() > 2 {
@@ -344,7 +347,7 @@ mod tests {
             notes: Vec::new(),
             verify: Vec::new(),
         };
-        let l = advice_line(Some(&a), 7);
+        let l = advice_line(Some(&a), Some(7));
         assert_eq!(l.len(), 2, "{l:?}");
         assert!(
             l.iter()
@@ -360,10 +363,21 @@ mod tests {
             ..a
         };
         assert_eq!(
-            advice_line(Some(&short), 7),
+            advice_line(Some(&short), Some(7)),
             [
                 "advise (this run alone): No change: no arm was measurably better — hugelab advise --for postgres 7"
             ]
+        );
+        // Not stored: no run id to give `advise`, which reads stored runs only.
+        let unsaved = advice_line(Some(&short), None)
+            .join(" ")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            unsaved.ends_with("— not stored (--no-save), so hugelab advise cannot read it")
+                && !unsaved.contains("advise --for"),
+            "{unsaved}"
         );
     }
 }
