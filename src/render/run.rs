@@ -31,18 +31,23 @@ pub fn metric_grid(r: &ExperimentAnalysis, m: &MetricAnalysis) -> Grid {
         crate::model::verdict::Better::Lower => "lower is better",
         crate::model::verdict::Better::Higher => "higher is better",
     };
-    let blocks = if r.design == Design::Unpaired {
-        format!("{} runs per arm", m.complete_blocks)
-    } else {
-        format!("{} complete blocks", m.complete_blocks)
+    let unit = match r.design == Design::Unpaired {
+        true => "runs per arm",
+        false => "complete blocks",
     };
-    let mut g = Grid::new(
-        format!(
-            "{} ({better}; {blocks}; {}; δ = {}%)",
+    // A context metric (a timed load's wall time) is recorded beside the others, never compared.
+    let title = match m.metric.context {
+        true => format!("{} (context: recorded, not compared)", m.metric.name),
+        false => format!(
+            "{} ({better}; {} {unit}; {}; δ = {}%)",
             m.metric.name,
+            m.complete_blocks,
             r.design.describe(m.contrasts.len(), r.confidence),
             r.effect * 100.0
         ),
+    };
+    let mut g = Grid::new(
+        title,
         &[
             "arm",
             "n",
@@ -72,6 +77,7 @@ pub fn metric_grid(r: &ExperimentAnalysis, m: &MetricAnalysis) -> Grid {
             continue;
         };
         let (vs, verdict) = match m.contrasts.iter().find(|(n, _)| *n == a.arm) {
+            None if m.metric.context => ("-".to_string(), String::new()),
             None => ("baseline".to_string(), String::new()),
             Some((_, None)) => (
                 "too few complete blocks".to_string(),
