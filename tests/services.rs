@@ -1109,13 +1109,7 @@ fn warm_postgres_counts_each_servers_huge_pages_as_the_kernel_does_and_flags_a_f
     assert_eq!(v["plan"]["metrics"][0]["context"], true);
     assert_eq!(v["plan"]["metrics"][1]["name"], "tps");
     // Its table says so, with no comparison in it.
-    let shown = common::hugelab_stdout([
-        "results",
-        "show",
-        "1",
-        "--db",
-        &db.display().to_string(),
-    ]);
+    let shown = common::hugelab_stdout(["results", "show", "1", "--db", &db.display().to_string()]);
     assert!(
         shown.contains("wall_s (context: recorded, not compared)")
             && !shown.contains("0 complete blocks"),
