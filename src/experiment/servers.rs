@@ -133,6 +133,11 @@ fn arm_servers(
         })
         .collect();
     let tmpfs: Vec<_> = plan.arms.iter().map(|a| a.process.tmpfs_huge).collect();
+    // A further replica's ports: chosen while the first replica's servers hold theirs.
+    let ports = match replica {
+        0 => Vec::new(),
+        _ => super::plan::free_ports(plan.arms.len())?,
+    };
     let dirs = if sp.per_arm_load || sp.copy_data.is_some() || tmpfs.iter().any(Option::is_some) {
         Some(
             ArmDirs::new(base.user, &names, sp.copy_data.as_deref(), &tmpfs)
@@ -157,8 +162,8 @@ fn arm_servers(
         .enumerate()
         .map(|(i, a)| {
             let mut slot = sp.slots.get(i).cloned().unwrap_or_default();
-            if replica > 0 && slot.port != 0 {
-                slot.port = super::plan::free_port()?;
+            if let Some(&p) = ports.get(i).filter(|_| slot.port != 0) {
+                slot.port = p;
             }
             if let Some(d) = &dirs {
                 slot.dir = d.dirs[i].display().to_string();

@@ -15,16 +15,22 @@ use crate::error::UsageError;
 use crate::model::run::{BurstSchedule, ServerPlan, ServiceDesign, WarmPlan};
 use crate::units::Bytes;
 
-/// A free TCP port on loopback now (the kernel's choice; released at once).
-pub fn free_port() -> Result<u16, UsageError> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| {
-            UsageError(format!(
-                "no free port on 127.0.0.1 for the arms' servers: {e}"
-            ))
-        })
+/// `n` free TCP ports on loopback now, all different (the kernel's choice: each held until all
+/// are chosen, so a port released at once is not handed out twice; then released).
+pub fn free_ports(n: usize) -> Result<Vec<u16>, UsageError> {
+    let held = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
+        .collect::<std::io::Result<Vec<_>>>()
+        .and_then(|ls| {
+            ls.iter()
+                .map(|l| l.local_addr().map(|a| a.port()))
+                .collect::<std::io::Result<Vec<u16>>>()
+        });
+    held.map_err(|e| {
+        UsageError(format!(
+            "no free port on 127.0.0.1 for the arms' servers: {e}"
+        ))
+    })
 }
 
 /// The machine's value of a THP knob now (what an arm that does not set it runs under).
@@ -256,17 +262,21 @@ pub(super) fn choose(
     pages: Option<u64>,
 ) -> Result<(), UsageError> {
     let slots = |with_ports: bool| -> Result<Vec<Slot>, UsageError> {
-        arms.iter()
-            .map(|x| {
-                Ok(Slot {
-                    arm: x.name.clone(),
-                    port: if with_ports { free_port()? } else { 0 },
-                    host: "127.0.0.1".into(),
-                    dir: String::new(),
-                    burst: None,
-                })
+        let ports = match with_ports {
+            true => free_ports(arms.len())?,
+            false => vec![0; arms.len()],
+        };
+        Ok(arms
+            .iter()
+            .zip(ports)
+            .map(|(x, port)| Slot {
+                arm: x.name.clone(),
+                port,
+                host: "127.0.0.1".into(),
+                dir: String::new(),
+                burst: None,
             })
-            .collect()
+            .collect())
     };
     let placeholders = |w: &[String]| {
         w.iter()

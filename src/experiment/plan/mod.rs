@@ -24,7 +24,7 @@ mod pools;
 
 pub use args::{EXIT_FAILED, RunArgs};
 use conditions::{check_conditions_fit, during, no_direct_compaction, parse_conditions};
-pub use design::free_port;
+pub use design::free_ports;
 
 /// How long a warm service run lasts when neither `--blocks` nor `--max-time` is given.
 pub const WARM_DEFAULT_TIME: Duration = Duration::from_secs(300);
