@@ -33,6 +33,20 @@ impl Course<'_> {
         // its replica's own lifetime.
         let replicas = self.servers.as_ref().map_or(1, |s| s.replicas());
         let lifetime = self.lifetime;
+        // Said before any trial's evidence starts: the live estimate is analysis, not measuring.
+        let names: Vec<String> = plan.arms.iter().map(|x| x.name.clone()).collect();
+        ctx.progress.message(&format!(
+            "{} · every arm's burst at once{}{}",
+            super::progress::block_label(plan, block),
+            match replicas {
+                1 => String::new(),
+                n => format!(" in {n} replicas"),
+            },
+            super::progress::with_forecast(
+                super::progress::estimate_line(&names, plan, &self.x.trials),
+                self.servers.as_ref().and_then(|s| s.forecast()),
+            ),
+        ));
         let mut readied = Vec::new();
         for replica in 0..replicas {
             let stored = block * replicas + replica;
@@ -58,19 +72,6 @@ impl Course<'_> {
             });
             begun.push((replica, begin(&self.job, r, ctx, slot.as_ref())?));
         }
-        let names: Vec<String> = plan.arms.iter().map(|x| x.name.clone()).collect();
-        ctx.progress.message(&format!(
-            "{} · every arm's burst at once{}{}",
-            super::progress::block_label(plan, block),
-            match replicas {
-                1 => String::new(),
-                n => format!(" in {n} replicas"),
-            },
-            super::progress::with_forecast(
-                super::progress::estimate_line(&names, plan, &self.x.trials),
-                self.servers.as_ref().and_then(|s| s.forecast()),
-            ),
-        ));
         let outcomes = {
             let trials: Vec<(&TrialSpec, &mut (dyn TrialHooks + Send))> = begun
                 .iter_mut()

@@ -81,17 +81,23 @@ pub(super) fn choose(room: &Room) -> (usize, String) {
     } else {
         format!("the most chosen without --replicas ({MOST})")
     };
-    let what = if n > 1 {
-        format!(
-            "; each block holds {n} paired bursts, each replica's servers with a port, directory (and data copy) and lifetimes of their own, restarted with the others"
-        )
-    } else {
-        String::new()
-    };
     (
         n,
-        format!("replicas {n}: bound by {bound}{what} (--replicas to choose)"),
+        format!(
+            "replicas {n}: bound by {bound}{} (--replicas to choose)",
+            what_they_do(n)
+        ),
     )
+}
+
+/// What `n` replicas mean for the run, in words (nothing for one).
+fn what_they_do(n: usize) -> String {
+    match n {
+        0 | 1 => String::new(),
+        n => format!(
+            "; each block holds {n} paired bursts, each replica's servers with a port, directory (and data copy) and lifetimes of their own, restarted with the others"
+        ),
+    }
 }
 
 fn pct(x: f64) -> String {
@@ -134,16 +140,7 @@ impl Warm {
         let (n, note) = match self.replicas_asked {
             Some(n) => (
                 n,
-                format!(
-                    "replicas {n}: as asked (--replicas){}",
-                    if n > 1 {
-                        format!(
-                            "; each block holds {n} paired bursts, each replica's servers with a port, directory (and data copy) and lifetimes of their own, restarted with the others"
-                        )
-                    } else {
-                        String::new()
-                    }
-                ),
+                format!("replicas {n}: as asked (--replicas){}", what_they_do(n)),
             ),
             None if !self.duet => (
                 1,
