@@ -389,14 +389,14 @@ impl Course<'_> {
             {
                 if phase + 1 == plan.conditions.len().max(1) {
                     self.x.stop_reason = format!(
-                        "{} {} s reached after {} blocks",
+                        "{} {} s reached after {}",
                         if plan.calibrate {
                             "--calibrate"
                         } else {
                             "--max-time"
                         },
                         max.as_secs(),
-                        self.x.blocks_done
+                        progress::blocks_done(self.x.blocks_done, self.replicas())
                     );
                 }
                 return Ok(true);
@@ -416,8 +416,8 @@ impl Course<'_> {
                 && let Some(why) = stop_now(plan, &self.x.trials)
             {
                 self.x.stop_reason = format!(
-                    "{why} after {} blocks ({})",
-                    self.x.blocks_done,
+                    "{why} after {} ({})",
+                    progress::blocks_done(self.x.blocks_done, self.replicas()),
                     plan.design.describe(plan.arms.len() - 1, plan.confidence)
                 );
                 return Ok(false);

@@ -192,7 +192,21 @@ pub(super) struct ServerSlot<'s> {
     pub replica: usize,
 }
 
-impl ServerSlot<'_> {
+impl<'s> ServerSlot<'s> {
+    /// Replica `replica`'s slot in the run's lifetime `lifetime` when `replicas` run at once:
+    /// every replica's lifetimes are numbered apart (`lifetime·replicas + replica`).
+    pub fn of_replica(
+        schedule: &'s mut dyn ServerSchedule,
+        lifetime: Option<usize>,
+        (replica, replicas): (usize, usize),
+    ) -> Self {
+        ServerSlot {
+            schedule,
+            lifetime: lifetime.map(|l| l * replicas + replica),
+            replica,
+        }
+    }
+
     pub fn seat(&self, arm: usize) -> Seat {
         Seat {
             replica: self.replica,

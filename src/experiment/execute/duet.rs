@@ -20,6 +20,11 @@ use crate::store::TrialRow;
 use crate::workload::child::{TrialHooks, TrialSpec};
 
 impl Course<'_> {
+    /// Servers per arm at once (1 without a warm design's replicas).
+    pub(super) fn replicas(&self) -> usize {
+        self.servers.as_ref().map_or(1, |s| s.replicas())
+    }
+
     /// Every arm's trial of `block` at once.
     pub(super) fn duet_block(
         &mut self,
@@ -31,7 +36,7 @@ impl Course<'_> {
         let mut rows = Vec::new(); // arms whose server was not up
         // With replicas, block `block` is `replicas` blocks at once, numbered apart, each in
         // its replica's own lifetime.
-        let replicas = self.servers.as_ref().map_or(1, |s| s.replicas());
+        let replicas = self.replicas();
         let lifetime = self.lifetime;
         // Said before any trial's evidence starts: the live estimate is analysis, not measuring.
         let names: Vec<String> = plan.arms.iter().map(|x| x.name.clone()).collect();
@@ -51,11 +56,10 @@ impl Course<'_> {
         for replica in 0..replicas {
             let stored = block * replicas + replica;
             for arm in block_order(plan.arms.len(), stored, plan.seed) {
-                let mut slot = self.servers.as_deref_mut().map(|s| ServerSlot {
-                    schedule: s,
-                    lifetime: lifetime.map(|l| l * replicas + replica),
-                    replica,
-                });
+                let mut slot = self
+                    .servers
+                    .as_deref_mut()
+                    .map(|s| ServerSlot::of_replica(s, lifetime, (replica, replicas)));
                 let (job, guard, notes) = (&self.job, &mut self.guard, &mut self.x.notes);
                 match ready(job, arm, stored as i64, ctx, guard, notes, slot.as_mut())? {
                     Ok(r) => readied.push((replica, r)),
@@ -65,11 +69,10 @@ impl Course<'_> {
         }
         let mut begun = Vec::new();
         for (replica, r) in readied {
-            let slot = self.servers.as_deref_mut().map(|s| ServerSlot {
-                schedule: s,
-                lifetime: lifetime.map(|l| l * replicas + replica),
-                replica,
-            });
+            let slot = self
+                .servers
+                .as_deref_mut()
+                .map(|s| ServerSlot::of_replica(s, lifetime, (replica, replicas)));
             begun.push((replica, begin(&self.job, r, ctx, slot.as_ref())?));
         }
         let outcomes = {
@@ -80,11 +83,10 @@ impl Course<'_> {
             ctx.runner.run_together(trials)
         };
         for ((replica, b), o) in begun.into_iter().zip(outcomes) {
-            let slot = self.servers.as_deref_mut().map(|s| ServerSlot {
-                schedule: s,
-                lifetime: lifetime.map(|l| l * replicas + replica),
-                replica,
-            });
+            let slot = self
+                .servers
+                .as_deref_mut()
+                .map(|s| ServerSlot::of_replica(s, lifetime, (replica, replicas)));
             let mut t = end(&self.job, b, o, ctx, &mut self.x.notes, slot)?;
             t.evidence["duet"] = true.into();
             if let Some(c) = &condition {

@@ -57,3 +57,24 @@ pub(super) fn block_label(plan: &Plan, block: usize) -> String {
         _ => format!("block {}/{}", block % plan.blocks + 1, plan.blocks),
     }
 }
+
+/// Blocks run so far, in words: with replicas every block of the schedule is a round of
+/// `replicas` stored blocks at once, so the rounds are named with the blocks they stored.
+pub(super) fn blocks_done(done: usize, replicas: usize) -> String {
+    match replicas {
+        0 | 1 => format!("{done} blocks"),
+        r => format!("{done} rounds ({} blocks, {r} replicas at once)", done * r),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rounds_of_replicas_name_the_blocks_they_stored() {
+        assert_eq!(super::blocks_done(12, 1), "12 blocks");
+        assert_eq!(
+            super::blocks_done(12, 8),
+            "12 rounds (96 blocks, 8 replicas at once)"
+        );
+    }
+}
