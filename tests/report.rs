@@ -135,7 +135,7 @@ fn run_charts_plot_the_stored_values_and_tables_match_the_terminal() {
         assert!(hugelab::render::run::render_report(&v.report).contains(&g.rows[0][0]));
     }
     // The answer first, the same lines as the terminal's `results show`.
-    let first = hugelab::render::run::render_stored(&v.report);
+    let first = hugelab::render::run::render_stored(&v.report, &Default::default());
     let answer = first.lines().next().unwrap();
     assert!(
         answer.starts_with("thp vs 4k") && answer.contains("FASTER"),

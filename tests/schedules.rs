@@ -127,6 +127,11 @@ fn replicas_run_every_replicas_pair_at_once_each_in_lifetimes_of_its_own() {
     let (v, stored, trials) = stored_run("327", "4", &extra, "sleep 0.3", &db);
     assert_eq!(v["plan"]["server"]["warm"]["replicas"], 3);
     assert_eq!(stored["server"]["warm"]["replicas"], 3);
+    // Lifetimes given, not sized: nothing was forecast.
+    assert!(
+        stored["server"]["warm"].get("forecast").is_none(),
+        "{stored}"
+    );
     // 4 blocks of 3 replicas: 12 stored blocks of two arms.
     assert_eq!(trials.len(), 4 * 3 * 2);
     let mut rounds: std::collections::BTreeMap<i64, Vec<&TrialRow>> = Default::default();
@@ -257,6 +262,73 @@ fn replicas_run_every_replicas_pair_at_once_each_in_lifetimes_of_its_own() {
         err.contains("--replicas runs every replica's burst"),
         "{err}"
     );
+}
+
+/// The lifetime sizing's forecasts of the half-width — after the pilot, with the range its
+/// few degrees of freedom allow, and at the last sizing — are kept in the run's record and
+/// said beside the half-width the run reached.
+#[test]
+fn the_sizings_forecasts_are_kept_and_said_beside_the_half_width_reached() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("forecast.db");
+    let db_s = db.display().to_string();
+    let extra = [
+        "--blocks",
+        "16",
+        "--warmup",
+        "0",
+        "--replicas",
+        "1",
+        "--verbose",
+    ];
+    let extra: Vec<&str> = extra.into_iter().chain(["--db", &db_s]).collect();
+    // Loads of 0.10–0.18 s (by the shell's pid): a spread to forecast from.
+    let out = common::hugelab_stdout(fake_run("329", &extra, "sleep 0.1$(($$ % 9))"));
+    let (meta, _, _) = Store::open(&db).unwrap().load(1).unwrap();
+    let f = &meta.plan["server"]["warm"]["forecast"];
+    let (pilot, last) = (&f["pilot"], &f["last"]);
+    // The pilot: three lifetimes of two blocks, 3 degrees of freedom, so a range around it.
+    assert_eq!(
+        (pilot["lifetimes"].as_u64(), pilot["blocks"].as_u64()),
+        (Some(3), Some(6)),
+        "{f}"
+    );
+    assert_eq!(pilot["df"], 3, "{f}");
+    let h = pilot["half_width"].as_f64().unwrap();
+    let (lo, hi) = (
+        pilot["range"][0].as_f64().unwrap(),
+        pilot["range"][1].as_f64().unwrap(),
+    );
+    assert!(0.0 < lo && lo < h && h < hi, "{f}");
+    assert!(last["blocks"].as_u64() >= pilot["blocks"].as_u64(), "{f}");
+    let said = words(&out);
+    let line = said
+        .split("precision (wall_s): reached ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no precision line: {out}"));
+    assert!(line.starts_with("b ±"), "{line}");
+    assert!(
+        line.contains(&format!("±{:.1}% after the pilot", h * 100.0))
+            && line.contains(&format!(
+                "±{:.1}–{:.1}% as its 3 degrees of freedom allow, 90%",
+                lo * 100.0,
+                hi * 100.0
+            )),
+        "{line}"
+    );
+    // The stored run says it too, with its design and the notes the run printed.
+    let shown = words(&common::hugelab_stdout([
+        "results", "show", "--db", &db_s, "1",
+    ]));
+    assert!(
+        shown.contains("design: warm — every arm's server up at once"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(&format!("±{:.1}% after the pilot", h * 100.0)),
+        "{shown}"
+    );
+    assert!(shown.contains("note: lifetimes of "), "{shown}");
 }
 
 #[test]

@@ -246,7 +246,7 @@ mod tests {
 /// What fills a server's and its load's placeholders for one arm: `{port}` (a free port on
 /// loopback), `{host}` (127.0.0.1), `{dir}` (a private directory: socket, data copy),
 /// `{arm}` (its name) and `{burst}` (the burst length in whole seconds).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Slot {
     pub arm: String,
     pub port: u16,

@@ -23,7 +23,7 @@ use super::arm::Arm;
 use crate::control::Knob;
 
 /// How the arms run side by side.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SideBySide {
     /// System-wide settings for the whole run.
     pub system: Vec<(Knob, String)>,

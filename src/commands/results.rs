@@ -103,7 +103,8 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
                 if let Some(note) = meta.other_version() {
                     println!("note: {note}");
                 }
-                print!("{}", crate::render::run::render_stored(&report));
+                let said = crate::stored_runs::said(&meta, &arms);
+                print!("{}", crate::render::run::render_stored(&report, &said));
             }
         }
         ResultsAction::Export { run, format, out } => {

@@ -41,6 +41,8 @@ pub struct Executed {
     pub schedule_change: Option<String>,
     /// Warm design: the servers per arm that ran at once (0: not a warm run).
     pub replicas: usize,
+    /// Warm design: the half-widths its lifetime sizing forecast.
+    pub forecasts: crate::model::run::Forecasts,
     /// Warm-up trials that failed (a non-zero exit, a signal, `--timeout`): not measured, but
     /// counted in the answer.
     pub warmup_failed: usize,
@@ -205,6 +207,7 @@ pub fn execute(plan: &Plan, ctx: &mut Effects) -> anyhow::Result<Executed> {
         c.x.notes.extend(s.notes());
         c.x.schedule_change = s.schedule_change().map(String::from);
         c.x.replicas = s.replicas();
+        c.x.forecasts = s.forecasts();
     }
     drop(c.servers); // every server stopped, every arm's directory removed
     drop(c.guard); // restores every system setting the arms and conditions changed

@@ -126,6 +126,14 @@ pub fn conduct(plan: Plan, req: &Request) -> anyhow::Result<Conducted> {
     if let Some(n) = warm.and_then(|w| w.replicas) {
         store.amend_plan(run_id, "$.server.warm.replicas", &n.into())?;
     }
+    if !res.notes.is_empty() {
+        // What the run printed, for `results show`.
+        store.amend_plan(run_id, "$.said", &serde_json::to_value(&res.notes)?)?;
+    }
+    if let Some(w) = warm.filter(|w| !w.forecast.is_empty()) {
+        let forecast = serde_json::to_value(w.forecast)?;
+        store.amend_plan(run_id, "$.server.warm.forecast", &forecast)?;
+    }
     if let Some(w) = warm.filter(|_| changed) {
         // The stored plan says what ran: a planned duet that alternated.
         let schedule = serde_json::to_value(w.schedule)?;
@@ -255,6 +263,7 @@ fn analyse(
         && x.replicas > 0
     {
         w.replicas = Some(x.replicas);
+        w.forecast = x.forecasts;
     }
     let data: Vec<TrialData> = x.trials.iter().map(trial_data).collect();
     let described: Vec<(String, String)> = x

@@ -4,7 +4,7 @@
 //! trial's row — with why it failed, in words, when it did.
 
 use super::Effects;
-use super::servers::{Seat, ServerSchedule};
+mod slot;
 use super::service;
 use super::watch;
 use crate::analyze::experiment;
@@ -23,6 +23,7 @@ use crate::store::TrialRow;
 use crate::units::Bytes;
 use crate::workload::child::{TrialOutcome, TrialSpec};
 use anyhow::Context as _;
+pub(super) use slot::ServerSlot;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
@@ -181,37 +182,6 @@ impl<'a> Job<'a> {
                 .and_then(|w| w.burst)
                 .map_or(std::time::Duration::from_millis(200), |b| b / 2),
         })
-    }
-}
-
-/// Where a trial's server comes from: the schedule, the replica (0 without replicas) and the
-/// lifetime it runs in (warm design; every replica's lifetimes are numbered apart).
-pub(super) struct ServerSlot<'s> {
-    pub schedule: &'s mut dyn ServerSchedule,
-    pub lifetime: Option<usize>,
-    pub replica: usize,
-}
-
-impl<'s> ServerSlot<'s> {
-    /// Replica `replica`'s slot in the run's lifetime `lifetime` when `replicas` run at once:
-    /// every replica's lifetimes are numbered apart (`lifetime·replicas + replica`).
-    pub fn of_replica(
-        schedule: &'s mut dyn ServerSchedule,
-        lifetime: Option<usize>,
-        (replica, replicas): (usize, usize),
-    ) -> Self {
-        ServerSlot {
-            schedule,
-            lifetime: lifetime.map(|l| l * replicas + replica),
-            replica,
-        }
-    }
-
-    pub fn seat(&self, arm: usize) -> Seat {
-        Seat {
-            replica: self.replica,
-            arm,
-        }
     }
 }
 

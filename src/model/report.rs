@@ -39,6 +39,15 @@ pub struct RunView {
     pub stalls: Vec<StallHistogram>,
 }
 
+/// What a stored run said beside its tables: its service's design as it ran (the stored plan,
+/// amended after the run) and the notes the run printed, in order.
+#[derive(Debug, Clone, Default)]
+pub struct Said {
+    pub server: Option<crate::model::run::ServerPlan>,
+    pub arms: Vec<String>,
+    pub notes: Vec<String>,
+}
+
 /// One kind of kernel stall traced per trial (`run --trace`): each arm's log2 latency
 /// histogram over its successful measured trials.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

@@ -95,7 +95,7 @@ pub struct TrialSetup {
 }
 
 /// How each trial runs its server.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ServerPlan {
     /// The server's command (argv, or one shell string with `--shell`).
     pub argv: Vec<String>,
@@ -152,7 +152,7 @@ pub enum BurstSchedule {
 }
 
 /// The warm design's schedule.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct WarmPlan {
     /// When a block's bursts run, and why this schedule.
     pub schedule: BurstSchedule,
@@ -175,6 +175,39 @@ pub struct WarmPlan {
     pub bursts: bool,
     /// Settings for the whole run, and the arms whose server gets THP off in place of `never`.
     pub side_by_side: crate::backing::side_by_side::SideBySide,
+    /// What the lifetime sizing forecast for the primary contrast's half-width at the run's
+    /// end (filled in after the run; none with `--lifetime-blocks`).
+    #[serde(default, skip_serializing_if = "Forecasts::is_empty")]
+    pub forecast: Forecasts,
+}
+
+/// The half-width the lifetime sizing forecast at the run's end, after the pilot and at the
+/// last sizing, so that a run's own record holds the forecast beside what it reached.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Forecasts {
+    pub pilot: Option<Forecast>,
+    pub last: Option<Forecast>,
+}
+
+impl Forecasts {
+    pub fn is_empty(&self) -> bool {
+        self.pilot.is_none() && self.last.is_none()
+    }
+}
+
+/// One forecast: made from `lifetimes` lifetimes of `blocks` blocks in all, for lifetimes of
+/// `per_lifetime` blocks from then on.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Forecast {
+    pub lifetimes: usize,
+    pub blocks: usize,
+    pub per_lifetime: usize,
+    /// The half-width, a fraction of the baseline (0.012: ±1.2%).
+    pub half_width: f64,
+    /// Where the spread had fewer than 30 degrees of freedom: the half-widths the true spread
+    /// may give (90%, chi-square), and those degrees of freedom.
+    pub range: Option<(f64, f64)>,
+    pub df: usize,
 }
 
 impl Plan {

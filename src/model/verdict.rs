@@ -35,6 +35,10 @@ pub struct Contrast {
     /// For INCONCLUSIVE: the half-width of the interval, percent — the smallest effect this
     /// experiment could have detected.
     pub min_detectable_percent: Option<f64>,
+    /// The half-width of the interval, percent (None without an interval): the precision the
+    /// run reached, whatever the verdict.
+    #[serde(default)]
+    pub half_width_percent: Option<f64>,
     /// For INCONCLUSIVE: how many more blocks would resolve δ with 80% probability
     /// ([`blocks_to_resolve`] at the SD seen so far).
     pub more_blocks: Option<usize>,

@@ -14,7 +14,9 @@ use crate::model::vm::VmAdvice;
 use crate::units::{Bytes, Unit};
 use std::fmt::Write;
 
+mod machine;
 mod servers;
+use machine::{render_calibration, render_noise};
 use servers::{render_servers, service_lines};
 
 /// The tables of an analysed experiment: one per metric (summaries, contrasts, verdicts) and
@@ -226,8 +228,9 @@ fn measured_why(evidence: &[crate::model::analysis::ArmEvidence]) -> Option<Stri
     })
 }
 
-/// A stored run (`results show`): the answer lines, then every table.
-pub fn render_stored(r: &ExperimentAnalysis) -> String {
+/// A stored run (`results show`): the answer lines, the service's design, the notes the run
+/// printed, then every table.
+pub fn render_stored(r: &ExperimentAnalysis, said: &crate::model::report::Said) -> String {
     let facts = RunFacts {
         blocks: r.primary().map_or(0, |m| m.complete_blocks),
         ..RunFacts::default()
@@ -237,92 +240,20 @@ pub fn render_stored(r: &ExperimentAnalysis) -> String {
         .chain(summary::run_line(r, &facts))
         .map(|l| l + "\n")
         .collect();
+    let design = said
+        .server
+        .as_ref()
+        .map_or(Vec::new(), |sp| servers::design_lines(sp, r, &said.arms));
+    let notes = said.notes.iter().map(|n| format!("note: {n}"));
+    for l in design.into_iter().chain(notes) {
+        o.extend(summary::wrap_hanging(&l, 2).into_iter().map(|l| l + "\n"));
+    }
     o.push('\n');
     o + &render_report(r)
 }
 
 pub fn render_report(r: &ExperimentAnalysis) -> String {
     report_grids(r).iter().map(Grid::terminal).collect()
-}
-
-fn render_noise(r: &RunResult) -> String {
-    let mut o = String::new();
-    if r.noise.iter().all(|n| n.trials == 0) {
-        return o;
-    }
-    let mut t = table(&[
-        "arm",
-        "steal/trial",
-        "other CPU/trial",
-        "CPU pressure/trial",
-        "R²: steal · other · pressure",
-        "heavy-steal trials",
-    ]);
-    let ms = |v: Option<&f64>| v.map_or("-".to_string(), |s| format!("{:.1} ms", s * 1000.0));
-    let r2 = |v: Option<&f64>| v.map_or("-".to_string(), |x| format!("{:.0}%", x * 100.0));
-    for n in &r.noise {
-        t.add_row(vec![
-            n.arm.clone(),
-            ms(n.mean_s.get("steal_s")),
-            ms(n.mean_s.get("other_cpu_s")),
-            ms(n.mean_s.get("psi_cpu_some_s")),
-            format!(
-                "{} · {} · {}",
-                r2(n.r2.get("steal_s")),
-                r2(n.r2.get("other_cpu_s")),
-                r2(n.r2.get("psi_cpu_some_s"))
-            ),
-            n.heavy_steal_trials.to_string(),
-        ]);
-    }
-    let _ = writeln!(
-        o,
-        "{}\n{}",
-        summary::wrap_hanging("machine noise during the trials (steal: the host ran someone else; other CPU: processes other than the child and hugelab; R²: share of the primary metric's log-variance each explains alone)", 2).join("\n"),
-        super::fit(&mut t)
-    );
-    let heavy: usize = r.noise.iter().map(|n| n.heavy_steal_trials).sum();
-    if heavy > 0 {
-        let _ = writeln!(
-            o,
-            "  {heavy} trials ran while more than {:.0}% of the CPU time was stolen by the host: their times say more about the host than about the arms",
-            crate::model::analysis::HEAVY_STEAL * 100.0
-        );
-    }
-    o
-}
-
-fn render_calibration(c: &crate::model::run::Calibration, r: &RunResult) -> String {
-    let mut o = String::new();
-    let mut t = table(&["running", "blocks", "smallest effect resolved (80% power)"]);
-    for row in &c.rows {
-        t.add_row(vec![
-            format!("{:.0} min", row.minutes),
-            row.blocks.to_string(),
-            format!("±{:.2}%", row.detectable_percent),
-        ]);
-    }
-    let _ = writeln!(
-        o,
-        "noise floor of this machine for this command (A/A, {} blocks of {:.2} s; per-block log-ratio SD {:.2}%, robust {:.2}%; {} two-sided)\n{}",
-        c.blocks,
-        c.seconds_per_block,
-        c.sd_log_ratio * 100.0,
-        c.robust_sd_log_ratio * 100.0,
-        fmt_level(r.plan.confidence),
-        super::fit(&mut t)
-    );
-    let _ = writeln!(
-        o,
-        "  δ = {}% needs about {} blocks ({:.0} min) for an 80% chance of a verdict; the A/A contrast itself: {}",
-        r.plan.effect * 100.0,
-        c.blocks_for_effect,
-        c.minutes_for_effect,
-        c.aa_verdict
-            .map_or("too few blocks".to_string(), |v| format!("{v:?}")
-                .to_uppercase())
-    );
-    o
 }
 
 /// The host configuration for the backing a run measured best.

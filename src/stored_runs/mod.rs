@@ -153,3 +153,16 @@ pub fn compare_runs(
         rows,
     })
 }
+
+/// What a stored run said beside its tables: the service's plan as it ran, and the notes the
+/// run printed (`said`, kept since runs stored their notes; none before).
+pub fn said(
+    meta: &crate::store::RunMeta,
+    arms: &[crate::store::ArmRow],
+) -> crate::model::report::Said {
+    crate::model::report::Said {
+        server: serde_json::from_value(meta.plan["server"].clone()).ok(),
+        arms: arms.iter().map(|a| a.name.clone()).collect(),
+        notes: serde_json::from_value(meta.plan["said"].clone()).unwrap_or_default(),
+    }
+}

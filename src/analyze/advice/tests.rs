@@ -22,6 +22,7 @@ pub fn run(id: i64, arms: &[&str], contrasts: &[(f64, f64, f64, Verdict, usize)]
         verdict: *v,
         clears_effect: lo.abs().min(hi.abs()) >= 1.0 || *v == Verdict::Equivalent,
         min_detectable_percent: Some((hi - lo) / 2.0),
+        half_width_percent: Some((hi - lo) / 2.0),
         more_blocks: Some(100),
         level: 0.99,
         method: "test".into(),

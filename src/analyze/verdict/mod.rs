@@ -291,6 +291,7 @@ pub fn contrast_from(
         verdict,
         clears_effect: clears,
         min_detectable_percent: mde,
+        half_width_percent: half.map(|h| h.exp_m1() * 100.0),
         more_blocks,
         level,
         method: method.into(),

@@ -122,6 +122,7 @@ fn warm_form(
                 .map(|b| std::time::Duration::from_secs(b.as_secs_f64().ceil().max(1.0) as u64)),
             bursts,
             side_by_side: sbs,
+            forecast: Default::default(),
         },
         per_arm,
     ))

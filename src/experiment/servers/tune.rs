@@ -166,6 +166,10 @@ impl Warm {
             self.replicas,
         );
         let note = sizing_note(&s, &c, self.restart_s, b, (self.target, need));
+        if let Some(f) = forecast_of(&s, &c) {
+            self.forecasts.pilot.get_or_insert(f);
+            self.forecasts.last = Some(f);
+        }
         self.forecast = s.predicted.map(|h| {
             format!(
                 "forecast ±{:.1}% at the end (±{} needs about {})",
@@ -187,6 +191,26 @@ impl Warm {
     }
 }
 
+/// The sizing's forecast for the run's record: the half-width at the end and, from fewer than
+/// [`FEW_DF`] degrees of freedom, the range the spread allows (90%), as fractions.
+///
+/// [`FEW_DF`]: crate::analyze::lifetimes::FEW_DF
+fn forecast_of(s: &Sizing, c: &Components) -> Option<crate::model::run::Forecast> {
+    use crate::analyze::lifetimes::{FEW_DF, spread_range};
+    let h = s.predicted?;
+    let df = c.blocks.saturating_sub(c.lifetimes);
+    Some(crate::model::run::Forecast {
+        lifetimes: c.lifetimes,
+        blocks: c.blocks,
+        per_lifetime: s.blocks,
+        half_width: h.exp_m1(),
+        range: spread_range(c, 0.90)
+            .filter(|_| df < FEW_DF)
+            .map(|(lo, hi)| ((h * lo).exp_m1(), (h * hi).exp_m1())),
+        df,
+    })
+}
+
 /// A forecast from a spread of few degrees of freedom, with the range the true spread may be
 /// in (90%): ` (±0.5–2.3% as the spread's 3 degrees of freedom allow, 90%)`.
 fn forecast_range(c: &Components, h: f64) -> String {
@@ -195,8 +219,8 @@ fn forecast_range(c: &Components, h: f64) -> String {
     match spread_range(c, 0.90).filter(|_| df < FEW_DF) {
         Some((lo, hi)) => format!(
             " (±{:.1}–{:.1}% as the spread's {df} degrees of freedom allow, 90%)",
-            h * lo * 100.0,
-            h * hi * 100.0
+            (h * lo).exp_m1() * 100.0,
+            (h * hi).exp_m1() * 100.0
         ),
         None => String::new(),
     }
@@ -221,7 +245,7 @@ fn sizing_note(
         match (s.predicted, s.lifetimes) {
             (Some(h), Some(l)) => format!(
                 "; predicted half-width at the run's end ±{:.1}%{} over about {l:.0} lifetimes (normal approximation)",
-                pct(h),
+                pct(h.exp_m1()),
                 forecast_range(c, h)
             ),
             _ => String::new(),

@@ -1,7 +1,8 @@
 //! `run --server`: how the service was measured (design, lifetimes, instance spread) and per
 //! arm where its server's huge pages were, beside the kernel's own accounting.
 
-use crate::model::run::RunResult;
+use crate::model::analysis::ExperimentAnalysis;
+use crate::model::run::{RunResult, ServerPlan};
 use std::fmt::Write;
 
 /// `--server`, after the answer: how the service was measured (the design and why, lifetimes,
@@ -11,14 +12,8 @@ pub(super) fn service_lines(r: &RunResult) -> Vec<String> {
     let Some(sp) = &r.plan.server else {
         return Vec::new();
     };
-    let mut out = Vec::new();
-    match sp.design {
-        crate::model::run::ServiceDesign::Warm => out.push(warm_line(r, sp)),
-        crate::model::run::ServiceDesign::Restart => {
-            out.push(format!("design: restart — {}", sp.design_reason));
-        }
-    }
-    out.extend(r.report.warmup.as_ref().map(|w| warmup_line(w, &r.plan)));
+    let names: Vec<String> = r.plan.arms.iter().map(|a| a.name.clone()).collect();
+    let mut out = design_lines(sp, &r.report, &names);
     let w = r.servers.iter().map(|s| s.arm.len()).max().unwrap_or(0);
     for s in &r.servers {
         let mut line = format!(
@@ -77,6 +72,28 @@ pub(super) fn service_lines(r: &RunResult) -> Vec<String> {
     out
 }
 
+/// How the service was measured: the design and why (warm: the schedule, the lifetimes, the
+/// spread between them and the forecast beside the precision reached; restart) and the
+/// lifetimes' warm-up — from the plan and the analysis alone, so a stored run says it too.
+pub(super) fn design_lines(
+    sp: &ServerPlan,
+    report: &ExperimentAnalysis,
+    arms: &[String],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    match sp.design {
+        crate::model::run::ServiceDesign::Warm => {
+            out.push(warm_line(report, sp));
+            out.extend(precision_line(report, sp));
+        }
+        crate::model::run::ServiceDesign::Restart => {
+            out.push(format!("design: restart — {}", sp.design_reason));
+        }
+    }
+    out.extend(report.warmup.as_ref().map(|w| warmup_line(w, arms)));
+    out
+}
+
 /// `--server`: per arm, the server's lifecycle next to its load, and its memory after the load.
 pub(super) fn render_servers(r: &RunResult) -> String {
     let mut o = String::from(
@@ -118,12 +135,62 @@ pub(super) fn render_servers(r: &RunResult) -> String {
     o
 }
 
+/// The lifetime sizing's forecasts of the primary contrast's half-width beside the half-width
+/// each arm's contrast reached, so that every run checks its own forecast: `precision (tps):
+/// reached b ±1.2%; forecast ±3.3% after the pilot (3 lifetimes, 6 blocks; ±2.0–9.7% as its
+/// 3 degrees of freedom allow, 90%), ±1.4% at the last sizing (61 lifetimes, 131 blocks)`.
+fn precision_line(report: &ExperimentAnalysis, sp: &ServerPlan) -> Option<String> {
+    let f = sp.warm.as_ref()?.forecast;
+    let m = report.primary()?;
+    let said = |what: &str, f: crate::model::run::Forecast| {
+        format!(
+            "±{:.1}% {what} ({} lifetimes, {} blocks{})",
+            f.half_width * 100.0,
+            f.lifetimes,
+            f.blocks,
+            f.range.map_or(String::new(), |(lo, hi)| format!(
+                "; ±{:.1}–{:.1}% as its {} degrees of freedom allow, 90%",
+                lo * 100.0,
+                hi * 100.0,
+                f.df
+            ))
+        )
+    };
+    let forecasts: Vec<String> = match (f.pilot, f.last) {
+        (Some(p), Some(l)) if p == l => vec![said("after the pilot, the only sizing", p)],
+        (p, l) => [
+            p.map(|p| said("after the pilot", p)),
+            l.map(|l| said("at the last sizing", l)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+    };
+    if forecasts.is_empty() {
+        return None;
+    }
+    let reached: Vec<String> = m
+        .contrasts
+        .iter()
+        .filter_map(|(arm, c)| Some(format!("{arm} ±{:.1}%", c.as_ref()?.half_width_percent?)))
+        .collect();
+    Some(format!(
+        "precision ({}): reached {}; forecast {}",
+        m.metric.name,
+        match reached.is_empty() {
+            true => "no interval".to_string(),
+            false => reached.join(", "),
+        },
+        forecasts.join(", ")
+    ))
+}
+
 /// The lifetimes' warm-up as detected: what was not measured and why, or that none was found.
-fn warmup_line(w: &crate::model::analysis::Warmup, plan: &crate::model::run::Plan) -> String {
+fn warmup_line(w: &crate::model::analysis::Warmup, arms: &[String]) -> String {
     let tests = format!(
         "each at {:.2}%, Bonferroni over {} arms × {} positions",
         w.confidence * 100.0,
-        plan.arms.len(),
+        arms.len(),
         crate::model::analysis::POSITIONS
     );
     let counts = format!(
@@ -145,13 +212,8 @@ fn warmup_line(w: &crate::model::analysis::Warmup, plan: &crate::model::run::Pla
         .flat_map(|(k, per_arm)| {
             per_arm.iter().enumerate().filter_map(move |(a, s)| {
                 let [p, lo, hi] = (*s)?;
-                (lo > 0.0 || hi < 0.0).then(|| {
-                    format!(
-                        "{} burst {} {p:+.1}% [{lo:+.1}, {hi:+.1}]",
-                        plan.arms[a].name,
-                        k + 1
-                    )
-                })
+                (lo > 0.0 || hi < 0.0)
+                    .then(|| format!("{} burst {} {p:+.1}% [{lo:+.1}, {hi:+.1}]", arms[a], k + 1))
             })
         })
         .collect();
@@ -184,8 +246,8 @@ fn warmup_line(w: &crate::model::analysis::Warmup, plan: &crate::model::run::Pla
 
 /// The warm design's line: the schedule that ran and why, the lifetimes, the spread of the
 /// ratio between lifetimes and between bursts.
-fn warm_line(r: &RunResult, sp: &crate::model::run::ServerPlan) -> String {
-    let primary = r.report.primary();
+fn warm_line(report: &ExperimentAnalysis, sp: &ServerPlan) -> String {
+    let primary = report.primary();
     let lifetimes = primary.map_or(0, |m| m.lifetimes);
     let comps: Vec<String> = primary
         .map(|m| {
@@ -200,7 +262,7 @@ fn warm_line(r: &RunResult, sp: &crate::model::run::ServerPlan) -> String {
                     };
                     Some(format!(
                         "{a}/{} between lifetimes {between}, between bursts {:.1}%",
-                        r.report.baseline,
+                        report.baseline,
                         c.within_sd * 100.0
                     ))
                 })
