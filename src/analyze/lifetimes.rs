@@ -15,6 +15,9 @@
 
 pub use crate::model::analysis::Components;
 
+mod shape;
+pub use shape::{RANK_RATIO_MIN, Spread, rank_ratio, scaled, spread};
+
 /// One measured value placed in its block and lifetime.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Placed {

@@ -571,18 +571,16 @@ impl Course<'_> {
     }
 }
 
-/// The primary contrasts' variance components over the lifetimes so far, pooled.
-fn spread(plan: &Plan, trials: &[TrialRow]) -> Option<crate::analyze::lifetimes::Components> {
+/// The primary contrasts' spread over the lifetimes so far: their variance components pooled,
+/// and how their signed-rank interval compares with the normal one.
+fn spread(plan: &Plan, trials: &[TrialRow]) -> Option<crate::analyze::lifetimes::Spread> {
     let data = measured(plan, trials);
     let primary = &plan.primary().name;
-    let cs: Vec<_> = (0..plan.arms.len())
+    let placed: Vec<_> = (0..plan.arms.len())
         .filter(|a| *a != plan.baseline)
-        .filter_map(|a| {
-            let p = experiment::placed_log_ratios(&data, a, plan.baseline, primary);
-            crate::analyze::lifetimes::components(&p)
-        })
+        .map(|a| experiment::placed_log_ratios(&data, a, plan.baseline, primary))
         .collect();
-    crate::analyze::lifetimes::pooled(&cs)
+    crate::analyze::lifetimes::spread(&placed, plan.confidence)
 }
 
 /// The order of trials: each block is every arm once, shuffled with the seed.

@@ -13,7 +13,7 @@
 //! [`ServerSchedule`].
 
 use super::service::{self, Running, Served};
-use crate::analyze::lifetimes::{Components, Sizing};
+use crate::analyze::lifetimes::{Components, Sizing, Spread};
 
 mod arms;
 mod replicas;
@@ -83,7 +83,7 @@ pub(super) trait ServerSchedule {
     fn before_block(
         &mut self,
         block: usize,
-        spread: &dyn Fn() -> Option<Components>,
+        spread: &dyn Fn() -> Option<Spread>,
         progress: &mut dyn Observer,
     ) -> Result<Option<usize>, (usize, Served)>;
     /// The server for a trial at `seat` (started now under the restart design); its pid.
@@ -146,7 +146,7 @@ impl ServerSchedule for PerTrial {
     fn before_block(
         &mut self,
         _: usize,
-        _: &dyn Fn() -> Option<Components>,
+        _: &dyn Fn() -> Option<Spread>,
         _: &mut dyn Observer,
     ) -> Result<Option<usize>, (usize, Served)> {
         Ok(None)
@@ -362,7 +362,7 @@ impl ServerSchedule for Warm {
     fn before_block(
         &mut self,
         _: usize,
-        spread: &dyn Fn() -> Option<Components>,
+        spread: &dyn Fn() -> Option<Spread>,
         progress: &mut dyn Observer,
     ) -> Result<Option<usize>, (usize, Served)> {
         let up = self.running.iter().all(Option::is_some);

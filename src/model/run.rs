@@ -208,6 +208,10 @@ pub struct Forecast {
     /// may give (90%, chi-square), and those degrees of freedom.
     pub range: Option<(f64, f64)>,
     pub df: usize,
+    /// The signed-rank interval's width against the normal one's over the lifetime means so
+    /// far (from 10 lifetimes), by which the normal model's half-width was multiplied.
+    #[serde(default)]
+    pub rank_ratio: Option<f64>,
 }
 
 impl Plan {

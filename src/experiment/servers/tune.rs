@@ -2,7 +2,7 @@
 //! cost), duet or alternating (one arm's CPU use alone against the machine), and the blocks per
 //! lifetime (the run's own variance components, Kalibera–Jones).
 
-use super::{Components, FIXED_SHARE, Instant, Sizing, Warm};
+use super::{Components, FIXED_SHARE, Instant, Sizing, Spread, Warm};
 
 /// The CPUs a solo burst kept busy: its own (load and server) and everything else's meanwhile.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -132,11 +132,18 @@ impl Warm {
     /// Blocks per lifetime from the run's own spread so far (Kalibera–Jones, in
     /// `analyze::lifetimes::size`), re-estimated at every lifetime boundary after the pilot;
     /// said when the number changes, with the half-width it predicts at the run's end.
-    pub(super) fn size_lifetimes(&mut self, spread: Option<Components>) {
+    pub(super) fn size_lifetimes(&mut self, spread: Option<Spread>) {
         let b = self.block_s.iter().sum::<f64>() / self.block_s.len().max(1) as f64;
-        let Some(c) = spread.filter(|_| !self.given && b > 0.0) else {
+        let Some(Spread {
+            components: c,
+            rank_ratio,
+        }) = spread.filter(|_| !self.given && b > 0.0)
+        else {
             return;
         };
+        // The model's half-width is the normal interval's; the answer's is the signed-rank one,
+        // narrower where a few lifetimes lie far off: the forecast is of the answer's.
+        let scaled = crate::analyze::lifetimes::scaled(&c, rank_ratio.unwrap_or(1.0));
         // What is left of the run: its blocks (with the restarts the fewest lifetimes need)
         // or of --max-time, whichever ends first.
         // Every restart starts a lifetime per replica.
@@ -150,7 +157,7 @@ impl Warm {
             .map(|m| m.saturating_sub(self.started.elapsed()).as_secs_f64());
         let remaining = Some((by_time.map_or(by_blocks, |t| t.min(by_blocks)), units));
         let s = crate::analyze::lifetimes::size_replicated(
-            &c,
+            &scaled,
             self.restart_s,
             b,
             remaining,
@@ -158,15 +165,15 @@ impl Warm {
             self.replicas,
         );
         let need = crate::analyze::lifetimes::time_replicated(
-            &c,
+            &scaled,
             s.blocks,
             (self.restart_s, b),
             self.z,
             self.target,
             self.replicas,
         );
-        let note = sizing_note(&s, &c, self.restart_s, b, (self.target, need));
-        if let Some(f) = forecast_of(&s, &c) {
+        let note = sizing_note(&s, &c, rank_ratio, (self.restart_s, b), (self.target, need));
+        if let Some(f) = forecast_of(&s, &c, rank_ratio) {
             self.forecasts.pilot.get_or_insert(f);
             self.forecasts.last = Some(f);
         }
@@ -195,7 +202,11 @@ impl Warm {
 /// [`FEW_DF`] degrees of freedom, the range the spread allows (90%), as fractions.
 ///
 /// [`FEW_DF`]: crate::analyze::lifetimes::FEW_DF
-fn forecast_of(s: &Sizing, c: &Components) -> Option<crate::model::run::Forecast> {
+fn forecast_of(
+    s: &Sizing,
+    c: &Components,
+    rank_ratio: Option<f64>,
+) -> Option<crate::model::run::Forecast> {
     use crate::analyze::lifetimes::{FEW_DF, spread_range};
     let h = s.predicted?;
     let df = c.blocks.saturating_sub(c.lifetimes);
@@ -208,17 +219,19 @@ fn forecast_of(s: &Sizing, c: &Components) -> Option<crate::model::run::Forecast
             .filter(|_| df < FEW_DF)
             .map(|(lo, hi)| ((h * lo).exp_m1(), (h * hi).exp_m1())),
         df,
+        rank_ratio,
     })
 }
 
 /// A forecast from a spread of few degrees of freedom, with the range the true spread may be
-/// in (90%): ` (±0.5–2.3% as the spread's 3 degrees of freedom allow, 90%)`.
+/// in (90%) were the bursts normal: ` (±0.5–2.3% as 3 degrees of freedom allow a normal spread,
+/// 90%)`. Heavy-tailed bursts (a few far off) can fall outside it.
 fn forecast_range(c: &Components, h: f64) -> String {
     use crate::analyze::lifetimes::{FEW_DF, spread_range};
     let df = c.blocks.saturating_sub(c.lifetimes);
     match spread_range(c, 0.90).filter(|_| df < FEW_DF) {
         Some((lo, hi)) => format!(
-            " (±{:.1}–{:.1}% as the spread's {df} degrees of freedom allow, 90%)",
+            " (±{:.1}–{:.1}% as {df} degrees of freedom allow a normal spread, 90%)",
             (h * lo).exp_m1() * 100.0,
             (h * hi).exp_m1() * 100.0
         ),
@@ -230,8 +243,8 @@ fn forecast_range(c: &Components, h: f64) -> String {
 fn sizing_note(
     s: &Sizing,
     c: &Components,
-    restart_s: f64,
-    block_s: f64,
+    rank_ratio: Option<f64>,
+    (restart_s, block_s): (f64, f64),
     (target, need_s): (f64, f64),
 ) -> String {
     let pct = |x: f64| x * 100.0;
@@ -244,9 +257,16 @@ fn sizing_note(
         pct(c.between_sd),
         match (s.predicted, s.lifetimes) {
             (Some(h), Some(l)) => format!(
-                "; predicted half-width at the run's end ±{:.1}%{} over about {l:.0} lifetimes (normal approximation)",
+                "; predicted half-width at the run's end ±{:.1}%{} over about {l:.0} lifetimes ({})",
                 pct(h.exp_m1()),
-                forecast_range(c, h)
+                forecast_range(c, h),
+                match rank_ratio {
+                    Some(r) => format!(
+                        "normal approximation × {r:.2}: the signed-rank interval over the {} lifetime means so far against the normal one",
+                        c.lifetimes
+                    ),
+                    None => "normal approximation".into(),
+                }
             ),
             _ => String::new(),
         },

@@ -137,8 +137,9 @@ pub(super) fn render_servers(r: &RunResult) -> String {
 
 /// The lifetime sizing's forecasts of the primary contrast's half-width beside the half-width
 /// each arm's contrast reached, so that every run checks its own forecast: `precision (tps):
-/// reached b ±1.2%; forecast ±3.3% after the pilot (3 lifetimes, 6 blocks; ±2.0–9.7% as its
-/// 3 degrees of freedom allow, 90%), ±1.4% at the last sizing (61 lifetimes, 131 blocks)`.
+/// reached b ±1.2%; forecast ±3.3% after the pilot (3 lifetimes, 6 blocks; ±2.0–9.7% as 3
+/// degrees of freedom allow a normal spread, 90%), ±1.4% at the last sizing (61 lifetimes, 131
+/// blocks)`.
 fn precision_line(report: &ExperimentAnalysis, sp: &ServerPlan) -> Option<String> {
     let f = sp.warm.as_ref()?.forecast;
     let m = report.primary()?;
@@ -149,10 +150,12 @@ fn precision_line(report: &ExperimentAnalysis, sp: &ServerPlan) -> Option<String
             f.lifetimes,
             f.blocks,
             f.range.map_or(String::new(), |(lo, hi)| format!(
-                "; ±{:.1}–{:.1}% as its {} degrees of freedom allow, 90%",
+                "; ±{:.1}–{:.1}% as {} degrees of freedom allow a normal spread, 90%",
                 lo * 100.0,
                 hi * 100.0,
                 f.df
+            )) + &f.rank_ratio.map_or(String::new(), |r| format!(
+                "; × {r:.2} for the signed-rank interval"
             ))
         )
     };
