@@ -329,6 +329,11 @@ fn the_sizings_forecasts_are_kept_and_said_beside_the_half_width_reached() {
         "{shown}"
     );
     assert!(shown.contains("note: lifetimes of "), "{shown}");
+    // And each arm's server, from the stored trials.
+    assert!(
+        shown.contains("server a 0% huge of") && shown.contains("server b 0% huge of"),
+        "{shown}"
+    );
 }
 
 #[test]

@@ -160,6 +160,43 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     })
 }
 
+/// Per arm (`names`), the servers' evidence from the measured trials, each arm's instance
+/// spread and its first burst's effect on `primary` at `confidence` (`data`: the trials as
+/// the analysis reads them).
+pub fn summaries(
+    names: &[String],
+    primary: &str,
+    confidence: f64,
+    trials: &[crate::store::TrialRow],
+    data: &[crate::analyze::trial_data::TrialData],
+) -> Vec<crate::model::run::ServerSummary> {
+    let measured: Vec<(usize, f64, &serde_json::Value)> = trials
+        .iter()
+        .filter(|t| t.block >= 0)
+        .map(|t| {
+            (
+                t.arm_idx as usize,
+                t.metrics.get("wall_s").copied().unwrap_or(0.0),
+                &t.evidence,
+            )
+        })
+        .collect();
+    let mut s = summarise(names, &measured);
+    let sds = crate::analyze::lifetimes::arm_instance_sds(data, names.len(), primary);
+    for (x, sd) in s.iter_mut().zip(sds) {
+        x.instance_sd = sd;
+    }
+    let first =
+        crate::analyze::lifetimes::first_burst_effects(data, names.len(), primary, confidence);
+    for (x, e) in s.iter_mut().zip(first) {
+        x.first_burst = e.map(|e| {
+            let p = crate::analyze::verdict::to_percent(e);
+            (p.point, p.lo, p.hi)
+        });
+    }
+    s
+}
+
 /// Summaries per arm from (arm index, the trial's wall time, its evidence) of measured trials.
 pub fn summarise(
     arms: &[String],

@@ -103,7 +103,7 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
                 if let Some(note) = meta.other_version() {
                     println!("note: {note}");
                 }
-                let said = crate::stored_runs::said(&meta, &arms);
+                let said = crate::stored_runs::said(&meta, &arms, &trials, &report);
                 print!("{}", crate::render::run::render_stored(&report, &said));
             }
         }

@@ -119,31 +119,7 @@ pub fn servers(plan: &Plan, trials: &[TrialRow], data: &[TrialData]) -> Vec<Serv
     }
     let names: Vec<String> = plan.arms.iter().map(|x| x.name.clone()).collect();
     let primary = &plan.primary().name;
-    let measured: Vec<(usize, f64, &serde_json::Value)> = trials
-        .iter()
-        .filter(|t| t.block >= 0)
-        .map(|t| {
-            (
-                t.arm_idx as usize,
-                t.metrics.get("wall_s").copied().unwrap_or(0.0),
-                &t.evidence,
-            )
-        })
-        .collect();
-    let mut s = crate::analyze::server::summarise(&names, &measured);
-    let sds = crate::analyze::lifetimes::arm_instance_sds(data, names.len(), primary);
-    for (x, sd) in s.iter_mut().zip(sds) {
-        x.instance_sd = sd;
-    }
-    let first =
-        crate::analyze::lifetimes::first_burst_effects(data, names.len(), primary, plan.confidence);
-    for (x, e) in s.iter_mut().zip(first) {
-        x.first_burst = e.map(|e| {
-            let p = crate::analyze::verdict::to_percent(e);
-            (p.point, p.lo, p.hi)
-        });
-    }
-    s
+    crate::analyze::server::summaries(&names, primary, plan.confidence, trials, data)
 }
 
 /// A QEMU run's guest-RAM advice, when an arm set a backing and two blocks completed.

@@ -40,12 +40,15 @@ pub struct RunView {
 }
 
 /// What a stored run said beside its tables: its service's design as it ran (the stored plan,
-/// amended after the run) and the notes the run printed, in order.
+/// amended after the run), its servers' evidence (from its trials) and the notes the run
+/// printed, in order.
 #[derive(Debug, Clone, Default)]
 pub struct Said {
     pub server: Option<crate::model::run::ServerPlan>,
     pub arms: Vec<String>,
     pub notes: Vec<String>,
+    /// Per arm what its servers did, from the stored trials (empty without a server).
+    pub servers: Vec<crate::model::run::ServerSummary>,
 }
 
 /// One kind of kernel stall traced per trial (`run --trace`): each arm's log2 latency

@@ -245,7 +245,8 @@ pub fn render_stored(r: &ExperimentAnalysis, said: &crate::model::report::Said) 
         .as_ref()
         .map_or(Vec::new(), |sp| servers::design_lines(sp, r, &said.arms));
     let notes = said.notes.iter().map(|n| format!("note: {n}"));
-    for l in design.into_iter().chain(notes) {
+    let servers = servers::server_lines(&said.servers);
+    for l in design.into_iter().chain(servers).chain(notes) {
         o.extend(summary::wrap_hanging(&l, 2).into_iter().map(|l| l + "\n"));
     }
     o.push('\n');

@@ -154,15 +154,34 @@ pub fn compare_runs(
     })
 }
 
-/// What a stored run said beside its tables: the service's plan as it ran, and the notes the
-/// run printed (`said`, kept since runs stored their notes; none before).
+/// What a stored run said beside its tables: the service's plan as it ran, its servers'
+/// evidence (from its trials; the instance spread and first burst on `report`'s primary
+/// metric at its confidence) and the notes the run printed (`said`, kept since runs stored
+/// their notes; none before).
 pub fn said(
     meta: &crate::store::RunMeta,
     arms: &[crate::store::ArmRow],
+    trials: &[crate::store::TrialRow],
+    report: &crate::model::analysis::ExperimentAnalysis,
 ) -> crate::model::report::Said {
+    let server: Option<crate::model::run::ServerPlan> =
+        serde_json::from_value(meta.plan["server"].clone()).ok();
+    let names: Vec<String> = arms.iter().map(|a| a.name.clone()).collect();
+    let servers = match (&server, report.primary()) {
+        (Some(_), Some(m)) => {
+            let data: Vec<_> = trials
+                .iter()
+                .map(crate::analyze::stored::trial_data)
+                .collect();
+            let (primary, level) = (&m.metric.name, report.confidence);
+            crate::analyze::server::summaries(&names, primary, level, trials, &data)
+        }
+        _ => Vec::new(),
+    };
     crate::model::report::Said {
-        server: serde_json::from_value(meta.plan["server"].clone()).ok(),
-        arms: arms.iter().map(|a| a.name.clone()).collect(),
+        server,
+        arms: names,
         notes: serde_json::from_value(meta.plan["said"].clone()).unwrap_or_default(),
+        servers,
     }
 }

@@ -2,7 +2,7 @@
 //! arm where its server's huge pages were, beside the kernel's own accounting.
 
 use crate::model::analysis::ExperimentAnalysis;
-use crate::model::run::{RunResult, ServerPlan};
+use crate::model::run::{RunResult, ServerPlan, ServerSummary};
 use std::fmt::Write;
 
 /// `--server`, after the answer: how the service was measured (the design and why, lifetimes,
@@ -14,8 +14,16 @@ pub(super) fn service_lines(r: &RunResult) -> Vec<String> {
     };
     let names: Vec<String> = r.plan.arms.iter().map(|a| a.name.clone()).collect();
     let mut out = design_lines(sp, &r.report, &names);
-    let w = r.servers.iter().map(|s| s.arm.len()).max().unwrap_or(0);
-    for s in &r.servers {
+    out.extend(server_lines(&r.servers));
+    out
+}
+
+/// Per arm where its server's huge pages were (and what carried them), its instance spread and
+/// first-burst effect, then the kernel's machine-wide accounting read at the same moments.
+pub(super) fn server_lines(servers: &[ServerSummary]) -> Vec<String> {
+    let mut out = Vec::new();
+    let w = servers.iter().map(|s| s.arm.len()).max().unwrap_or(0);
+    for s in servers {
         let mut line = format!(
             "server {:w$}  {} huge of {}",
             s.arm,
@@ -62,7 +70,7 @@ pub(super) fn service_lines(r: &RunResult) -> Vec<String> {
     }
     // The kernel's machine-wide accounting at the same moments, once: every arm's server runs
     // at once under the warm design, so it is the sum of theirs (and anything else's).
-    let kernel = crate::render::brief::kernel_counts(&r.servers);
+    let kernel = crate::render::brief::kernel_counts(servers);
     if !kernel.is_empty() {
         out.push(format!(
             "kernel, machine-wide, read with the servers (medians): {}",
