@@ -334,6 +334,19 @@ fn the_sizings_forecasts_are_kept_and_said_beside_the_half_width_reached() {
         shown.contains("server a 0% huge of") && shown.contains("server b 0% huge of"),
         "{shown}"
     );
+    // The markdown report (and the HTML one, from the same lines) says the same.
+    let md_path = dir.path().join("report.md");
+    let md_s = md_path.display().to_string();
+    common::hugelab_stdout(["report", "--db", &db_s, "1", "--format", "md", "-o", &md_s]);
+    let md = words(&std::fs::read_to_string(&md_path).unwrap());
+    assert!(
+        md.contains("design: warm — every arm's server up at once"),
+        "{md}"
+    );
+    assert!(
+        md.contains(&format!("±{:.1}% after the pilot", h * 100.0)),
+        "{md}"
+    );
 }
 
 #[test]

@@ -37,12 +37,14 @@ pub struct RunView {
     pub system: Option<serde_json::Value>,
     /// `run --trace`: per stall kind, each arm's latency histogram summed over its trials.
     pub stalls: Vec<StallHistogram>,
+    /// What the run said beside its tables: the design, its servers, its notes.
+    pub said: Said,
 }
 
 /// What a stored run said beside its tables: its service's design as it ran (the stored plan,
 /// amended after the run), its servers' evidence (from its trials) and the notes the run
 /// printed, in order.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Said {
     pub server: Option<crate::model::run::ServerPlan>,
     pub arms: Vec<String>,

@@ -147,7 +147,8 @@ pub fn system(v: &RunView) -> Option<crate::probe::status::Status> {
     serde_json::from_value(v.system.clone()?).ok()
 }
 
-/// The answer lines of a stored run, as the terminal's `results show` prints them first.
+/// The answer lines of a stored run, then its design, servers and notes, as the terminal's
+/// `results show` prints them before the tables.
 pub fn answer_lines(v: &RunView) -> Vec<String> {
     let facts = super::summary::RunFacts {
         blocks: v.report.primary().map_or(0, |m| m.complete_blocks),
@@ -156,6 +157,7 @@ pub fn answer_lines(v: &RunView) -> Vec<String> {
     super::summary::answer(&v.report)
         .into_iter()
         .chain(super::summary::run_line(&v.report, &facts))
+        .chain(super::run::stored_details(&v.report, &v.said))
         .collect()
 }
 

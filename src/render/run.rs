@@ -240,17 +240,26 @@ pub fn render_stored(r: &ExperimentAnalysis, said: &crate::model::report::Said) 
         .chain(summary::run_line(r, &facts))
         .map(|l| l + "\n")
         .collect();
+    o.extend(stored_details(r, said).into_iter().map(|l| l + "\n"));
+    o.push('\n');
+    o + &render_report(r)
+}
+
+/// What a stored run said beside its tables, wrapped: its service's design (and the forecast
+/// beside the precision reached), each arm's server, and the notes the run printed.
+pub fn stored_details(r: &ExperimentAnalysis, said: &crate::model::report::Said) -> Vec<String> {
     let design = said
         .server
         .as_ref()
         .map_or(Vec::new(), |sp| servers::design_lines(sp, r, &said.arms));
     let notes = said.notes.iter().map(|n| format!("note: {n}"));
     let servers = servers::server_lines(&said.servers);
-    for l in design.into_iter().chain(servers).chain(notes) {
-        o.extend(summary::wrap_hanging(&l, 2).into_iter().map(|l| l + "\n"));
-    }
-    o.push('\n');
-    o + &render_report(r)
+    design
+        .into_iter()
+        .chain(servers)
+        .chain(notes)
+        .flat_map(|l| summary::wrap_hanging(&l, 2))
+        .collect()
 }
 
 pub fn render_report(r: &ExperimentAnalysis) -> String {

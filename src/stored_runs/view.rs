@@ -64,6 +64,7 @@ pub fn view(
         Vec::new()
     };
     let stalls = stall_histograms(&arm_names, &index, trials);
+    let said = super::said(&meta, arms, trials, &report);
     RunView {
         system: meta.plan.get("system").cloned(),
         meta,
@@ -73,6 +74,7 @@ pub fn view(
         series,
         curves,
         stalls,
+        said,
     }
 }
 
