@@ -172,8 +172,9 @@ impl Warm {
             self.target,
             self.replicas,
         );
-        let note = sizing_note(&s, &c, rank_ratio, (self.restart_s, b), (self.target, need));
-        if let Some(f) = forecast_of(&s, &c, rank_ratio) {
+        let forecast = forecast_of(&s, &c, rank_ratio);
+        let note = sizing_note(&s, &c, forecast, (self.restart_s, b), (self.target, need));
+        if let Some(f) = forecast {
             self.forecasts.pilot.get_or_insert(f);
             self.forecasts.last = Some(f);
         }
@@ -223,27 +224,11 @@ fn forecast_of(
     })
 }
 
-/// A forecast from a spread of few degrees of freedom, with the range the true spread may be
-/// in (90%) were the bursts normal: ` (±0.5–2.3% as 3 degrees of freedom allow a normal spread,
-/// 90%)`. Heavy-tailed bursts (a few far off) can fall outside it.
-fn forecast_range(c: &Components, h: f64) -> String {
-    use crate::analyze::lifetimes::{FEW_DF, spread_range};
-    let df = c.blocks.saturating_sub(c.lifetimes);
-    match spread_range(c, 0.90).filter(|_| df < FEW_DF) {
-        Some((lo, hi)) => format!(
-            " (±{:.1}–{:.1}% as {df} degrees of freedom allow a normal spread, 90%)",
-            (h * lo).exp_m1() * 100.0,
-            (h * hi).exp_m1() * 100.0
-        ),
-        None => String::new(),
-    }
-}
-
 /// Lifetimes sized, in words: the choice, its inputs, what it predicts.
 fn sizing_note(
     s: &Sizing,
     c: &Components,
-    rank_ratio: Option<f64>,
+    forecast: Option<crate::model::run::Forecast>,
     (restart_s, block_s): (f64, f64),
     (target, need_s): (f64, f64),
 ) -> String {
@@ -255,12 +240,17 @@ fn sizing_note(
         c.lifetimes,
         pct(c.within_sd),
         pct(c.between_sd),
-        match (s.predicted, s.lifetimes) {
-            (Some(h), Some(l)) => format!(
+        match (forecast, s.lifetimes) {
+            (Some(f), Some(l)) => format!(
                 "; predicted half-width at the run's end ±{:.1}%{} over about {l:.0} lifetimes ({})",
-                pct(h.exp_m1()),
-                forecast_range(c, h),
-                match rank_ratio {
+                pct(f.half_width),
+                f.range.map_or(String::new(), |(lo, hi)| format!(
+                    " (±{:.1}–{:.1}% as {} degrees of freedom allow a normal spread, 90%)",
+                    pct(lo),
+                    pct(hi),
+                    f.df
+                )),
+                match f.rank_ratio {
                     Some(r) => format!(
                         "normal approximation × {r:.2}: the signed-rank interval over the {} lifetime means so far against the normal one",
                         c.lifetimes
