@@ -117,7 +117,15 @@ fn run_leads_with_the_answer_within_100_columns() {
         lines[1].starts_with("  no interval: 4 blocks are too few"),
         "{out}"
     );
-    assert!(lines[2].starts_with("  costs: user CPU "), "{out}");
+    // Which costs read as changed is measured noise (user or system CPU, memory): the line is
+    // there and names what it weighed, whichever moved in this run.
+    assert!(lines[2].starts_with("  costs: "), "{out}");
+    assert!(
+        ["user CPU", "system CPU", "peak memory"]
+            .iter()
+            .any(|c| lines[2].contains(c)),
+        "{out}"
+    );
     assert!(lines.iter().any(|l| l.starts_with("4 blocks in ")), "{out}");
     assert!(!out.contains('┌'), "tables only with --verbose:\n{out}");
     let verbose = common::hugelab_stdout([
@@ -266,4 +274,83 @@ fn bad_levels_and_env_are_usage_errors_in_every_command() {
         );
         assert!(!err.contains("panicked"), "{err}");
     }
+}
+
+/// Every quoted word in a source file: the candidates the parser might accept.
+fn quoted(src: &str) -> Vec<String> {
+    let mut out: Vec<String> = src
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .filter(|w| {
+            !w.is_empty()
+                && w.len() < 40
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.+".contains(c))
+        })
+        .map(String::from)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn flat_help(args: &[&str]) -> String {
+    let help = common::hugelab_stdout(args.iter().copied());
+    help.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Every backing `bench -b` accepts and every arm key `run -a` accepts is named in `bench
+/// --help` and `run --help`: the words are walked through the parsers themselves (any word
+/// in their source the parser takes as a backing, or as a key rather than an unknown one).
+#[test]
+fn every_backing_and_arm_key_the_parsers_accept_is_in_the_help() {
+    use hugelab::backing::Backing;
+    let bench = flat_help(&["bench", "--help"]);
+    let mut backings = 0;
+    for w in quoted(include_str!("../src/backing/mod.rs")) {
+        // Prefixes take a size: hugetlb-2m, mthp-64k.
+        let (name, shown) = match w.as_str() {
+            "hugetlb-" => ("hugetlb-2m".to_string(), "hugetlb-2m".to_string()),
+            "mthp-" => ("mthp-64k".to_string(), "mthp-<size>".to_string()),
+            _ => (w.clone(), w.clone()),
+        };
+        if name.parse::<Backing>().is_ok() && name != "base" {
+            backings += 1;
+            assert!(
+                bench.contains(&shown),
+                "bench --help lacks {shown}:\n{bench}"
+            );
+        }
+    }
+    assert!(
+        backings >= 10,
+        "{backings} backings found in the parser's source"
+    );
+    for b in ["tmpfs-huge", "tmpfs-within", "pagecache"] {
+        assert!(bench.contains(b), "{b}: {bench}");
+    }
+
+    let run = flat_help(&["run", "--help"]);
+    let mut keys = 0;
+    for w in quoted(include_str!("../src/backing/arm.rs")) {
+        // Prefixes take a name: mthp.64K, hugetlb.2M, khugepaged.max_ptes_none, env.X.
+        let key = match w.as_str() {
+            "mthp." => "mthp.64K".to_string(),
+            "hugetlb." => "hugetlb.2M".to_string(),
+            "khugepaged." => "khugepaged.max_ptes_none".to_string(),
+            "env." => "env.X".to_string(),
+            _ => w.clone(),
+        };
+        let unknown = match hugelab::backing::arm::parse_arm(&format!("a={key}=?")) {
+            Ok(_) => false,
+            Err(e) => e.contains("unknown key"),
+        };
+        if !unknown {
+            keys += 1;
+            assert!(run.contains(&w), "run --help lacks the arm key {w}:\n{run}");
+        }
+    }
+    assert!(keys >= 20, "{keys} arm keys found in the parser's source");
+    assert!(run.contains("tmpfs.huge"), "{run}");
 }

@@ -469,10 +469,19 @@ fn a_real_prometheus_scrapes_the_exporter() {
                 .trim_end_matches("_bucket")
                 .trim_end_matches("_sum")
                 .trim_end_matches("_count");
+            // Or, under load, a series whose first pass has not completed within --budget:
+            // the scrape names it as pending rather than dropping it silently.
+            let pending = format!("hugelab_exporter_series_pending{{family=\"{family}\"}} ");
+            let named = served
+                .lines()
+                .find_map(|l| l.strip_prefix(pending.as_str()))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .is_some_and(|n| n > 0.0);
             assert!(
                 served.contains(&format!("\n{name}"))
-                    || served.contains(&format!("# TYPE {family} ")),
-                "{e}: the exporter serves no {name}"
+                    || served.contains(&format!("# TYPE {family} "))
+                    || named,
+                "{e}: the exporter serves no {name} and names none pending"
             );
         }
     }
@@ -529,4 +538,41 @@ fn trace_exports_stall_histograms_and_unmounts_what_it_mounted() {
     let status = ex.child.wait().unwrap();
     assert!(status.success(), "{status}");
     assert_eq!(tracefs_mounted(), before);
+}
+
+/// A budget too small for a watched process's first folio pass: its folio sizes are not
+/// served yet, and the scrape says so — the pass's progress per process and the family as
+/// pending — instead of dropping the series silently.
+#[test]
+#[cfg_attr(unprivileged, ignore = "needs root: folio sizes (kpageflags)")]
+fn a_folio_pass_the_budget_has_not_finished_is_named_pending() {
+    require_root!();
+    let ex = serve(&["--top", "3", "--budget", "1ms"]);
+    let body = get(&ex.addr, "/metrics", None).1;
+    let pending = body
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(
+                "hugelab_exporter_series_pending{family=\"hugelab_process_folio_bytes\"} ",
+            )
+        })
+        .unwrap_or_else(|| panic!("no pending series:\n{body}"))
+        .trim()
+        .parse::<f64>()
+        .unwrap() as usize;
+    let pids = |prefix: &str| {
+        let mut p: Vec<&str> = body
+            .lines()
+            .filter(|l| l.starts_with(prefix))
+            .filter_map(|l| l.split("pid=\"").nth(1)?.split('"').next())
+            .collect();
+        p.sort();
+        p.dedup();
+        p.len()
+    };
+    let watched = pids("hugelab_process_resident_bytes{");
+    let served = pids("hugelab_process_folio_bytes{");
+    // Every watched process is served its folio sizes or counted pending, none dropped.
+    assert!(watched >= 1, "{body}");
+    assert_eq!(served + pending, watched, "{body}");
 }

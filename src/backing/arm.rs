@@ -8,7 +8,15 @@ use crate::control::Knob;
 use crate::units::{Bytes, parse_duration};
 use std::time::Duration;
 
-pub const ARM_KEYS: &str = "thp, defrag, shmem, mthp.<size>, hugetlb.<size>, khugepaged.<max_ptes_none|max_ptes_swap|max_ptes_shared|pages_to_scan|scan_sleep_millisecs|alloc_sleep_millisecs|defrag>, thp.shrink_underused, thp.use_zero_page, vm.defrag_mode, process.thp, malloc, jvm, jvm.pretouch, jvm.pagesize, collapse, sample, qemu.backing, qemu.prealloc, watch, server.arg, expect, tmpfs.huge, env.<NAME>";
+/// Every arm key the parser accepts, as a literal so that `--help` texts can embed it.
+#[macro_export]
+macro_rules! arm_keys {
+    () => {
+        "thp, defrag, shmem, mthp.<size>, hugetlb.<size>, khugepaged.<knob> (max_ptes_none, max_ptes_swap, max_ptes_shared, pages_to_scan, scan_sleep_millisecs, alloc_sleep_millisecs, defrag), thp.shrink_underused, thp.use_zero_page, vm.defrag_mode, process.thp, malloc, jvm, jvm.pretouch, jvm.pagesize, collapse, sample, qemu.backing, qemu.prealloc, watch, server.arg, expect, tmpfs.huge, env.<NAME>"
+    };
+}
+
+pub const ARM_KEYS: &str = arm_keys!();
 
 /// What an arm's workload (or server) must end up on; an arm whose memory is not is FLAGGED.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -47,7 +47,15 @@ pub enum Backing {
     PageCache,
 }
 
-pub const BACKING_NAMES: &str = "4k, thp, thp-collapse, hugetlb-2m, hugetlb-1g, mthp-<size> (e.g. mthp-64k), tmpfs-4k, tmpfs-huge, tmpfs-within, tmpfs-advise (a tmpfs file with huge=never|always|within_size|advise; root), pagecache (a file in $TMPDIR's file system)";
+/// Every backing name the parser accepts, as a literal so that `--help` texts can embed it.
+#[macro_export]
+macro_rules! backing_names {
+    () => {
+        "4k, thp, thp-collapse, hugetlb-2m, hugetlb-1g, mthp-<size> (e.g. mthp-64k), tmpfs-4k, tmpfs-huge, tmpfs-within, tmpfs-advise (a tmpfs file with huge=never|always|within_size|advise; root), pagecache (a file in $TMPDIR's file system)"
+    };
+}
+
+pub const BACKING_NAMES: &str = backing_names!();
 
 impl Backing {
     /// The page (folio) size this backing asks for.

@@ -12,9 +12,11 @@ pub struct BenchArgs {
     /// Region sizes, comma-separated (K/M/G suffixes) [default: 4K,64K,1M,16M,256M,1G, capped by MemAvailable]
     #[arg(short = 's', long, value_delimiter = ',')]
     pub sizes: Vec<String>,
-    /// Page backings, comma-separated: 4k, thp, thp-collapse, hugetlb-2m, hugetlb-1g, mthp-<size>
-    /// [default: 4k,thp,hugetlb-2m, plus hugetlb-1g when a 1 GiB page can be had]
-    #[arg(short = 'b', long, value_delimiter = ',')]
+    /// Page backings, comma-separated (every one: --help) [default: 4k,thp,hugetlb-2m, plus
+    /// hugetlb-1g when a 1 GiB page can be had]
+    #[arg(short = 'b', long, value_delimiter = ',', long_help = concat!(
+        "Page backings, comma-separated: ", crate::backing_names!(),
+        " [default: 4k,thp,hugetlb-2m, plus hugetlb-1g when a 1 GiB page can be had]"))]
     pub backings: Vec<String>,
     /// Measured rounds; each round runs every backing once, in random order (≥ 11 for a 99.9% ratio interval)
     #[arg(short = 'r', long, default_value_t = 12, allow_negative_numbers = true, value_parser = crate::options::parse_count)]

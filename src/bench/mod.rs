@@ -72,7 +72,13 @@ pub fn conduct(a: &BenchArgs) -> anyhow::Result<BenchResult> {
     let analysed = result.as_ref().ok().map(|m| {
         let cells = analyse(&m.observations, Backing::Base, plan.confidence);
         let tlb = (plan.workloads == [crate::workload::Workload::Tlb]).then(|| {
-            crate::analyze::tlb::reach(&cells, crate::probe::tlb::read(), st.cpu.hypervisor)
+            crate::analyze::tlb::reach(
+                &m.observations,
+                &cells,
+                crate::probe::tlb::read(),
+                st.cpu.hypervisor,
+                plan.confidence,
+            )
         });
         (cells, tlb)
     });

@@ -93,6 +93,25 @@ impl FolioScan {
         Ok(())
     }
 
+    /// How far the pass underway has walked, 0–1 of the address space it covers; `None` when
+    /// none is underway (between passes, or before the first step).
+    pub fn progress(&self) -> Option<f64> {
+        let total: u64 = self.ranges.iter().map(|(a, b)| b - a).sum();
+        if total == 0 {
+            return None;
+        }
+        let (i, addr) = self.at;
+        let done: u64 = self.ranges[..i.min(self.ranges.len())]
+            .iter()
+            .map(|(a, b)| b - a)
+            .sum::<u64>()
+            + self
+                .ranges
+                .get(i)
+                .map_or(0, |(a, b)| addr.clamp(*a, *b) - a);
+        Some(done as f64 / total as f64)
+    }
+
     /// Walk for about `budget` (one step may run past it), publishing a pass when it completes;
     /// a new pass starts once the last one is `every` old. Returns the time spent.
     pub fn advance(&mut self, budget: Duration, every: Duration) -> Result<Duration, ScanError> {

@@ -227,6 +227,7 @@ impl Exporter {
         }
         let (r, matters, at) = w.rollup?;
         let folios = w.scan.as_ref().and_then(|s| s.last.clone());
+        let folio_pass_progress = w.scan.as_ref().and_then(FolioScan::progress);
         let out = WatchedProcess {
             pid,
             comm,
@@ -242,6 +243,7 @@ impl Exporter {
             rollup_age_s: at.elapsed().as_secs_f64(),
             folios_age_s: folios.as_ref().map(|(_, t)| t.elapsed().as_secs_f64()),
             folios: folios.map(|(f, _)| f),
+            folio_pass_progress,
         };
         self.health.max_walk_s = self.health.max_walk_s.max(walked.as_secs_f64());
         for e in errors {
@@ -272,6 +274,16 @@ impl Exporter {
             }
         }
         let live: Vec<u32> = processes.iter().map(|p| p.pid).collect();
+        // Folio sizes promised (as root) for a process whose first pass has not completed —
+        // or not started, where reading its smaps took the whole budget.
+        let waiting = if self.folios_unavailable.is_none() {
+            processes.iter().filter(|p| p.folios.is_none()).count() as u64
+        } else {
+            0
+        };
+        self.health
+            .pending
+            .insert("process_folio_bytes".into(), waiting);
         let watched_up: Vec<(u32, bool)> =
             self.pids.iter().map(|p| (*p, live.contains(p))).collect();
         self.watched.retain(|pid, _| live.contains(pid));

@@ -25,6 +25,10 @@ pub struct WatchedProcess {
     pub folios: Option<BTreeMap<u64, u64>>,
     /// Age of `folios`: the pass that produced them ended this long ago.
     pub folios_age_s: Option<f64>,
+    /// The folio pass underway: the share of the address space walked so far (`None`: none
+    /// underway, or folio sizes unavailable). Before the first pass completes, `folios` is
+    /// `None` and this says how far it has come.
+    pub folio_pass_progress: Option<f64>,
 }
 
 /// The exporter's own health, accumulated over its life.
@@ -38,6 +42,10 @@ pub struct ExporterHealth {
     /// Longest time one watched process's page tables were walked in one scrape, seconds.
     pub max_walk_s: f64,
     pub budget_s: f64,
+    /// Series promised but not served this scrape, by family, with the count of the
+    /// processes (or groups) they are missing for: folio sizes whose first pass has not
+    /// completed within `--budget` (`process_folio_bytes`).
+    pub pending: BTreeMap<String, u64>,
 }
 
 /// One kind of kernel stall since the exporter started (`--trace`), as a Prometheus histogram.

@@ -7,6 +7,10 @@ use crate::probe::tlb::TlbGeometry;
 /// bench's confidence (the ratio's whole interval below 1 − 5%).
 pub const FASTER_BY: f64 = 0.05;
 
+/// A span whose table shows the huge backing this much faster with confidence is past the
+/// reach whatever the resampling says: the reach never lies beyond it.
+pub const SURELY_PAST_BY: f64 = 0.10;
+
 /// One span: both backings' times and their paired ratio.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Point {
@@ -27,14 +31,43 @@ pub struct Point {
 pub struct Sweep {
     pub backing: Backing,
     pub points: Vec<Point>,
-    /// The reach of the 4 KiB TLB in pages: above the last span before the huge backing
-    /// pulled ahead for good, at most the first span from which it stayed ahead (`None`:
-    /// never, within the spans measured).
+    /// The reach of the 4 KiB TLB in pages, as the range `located` states: more than the
+    /// first, at most the second (`None`: no knee within the spans measured, or one the noise
+    /// may put beyond the largest).
     pub knee: Option<(u64, u64)>,
+    /// How the knee was located over the whole sweep, and how sure that is (`None` in runs
+    /// stored before it was located this way).
+    #[serde(default)]
+    pub located: Option<Located>,
     /// Every level of the 4 KiB TLB the timing resolves, smallest first: the knee is the first;
     /// each later one is a further step in what 4 KiB pages cost after a plateau.
     #[serde(default)]
     pub levels: Vec<MeasuredLevel>,
+}
+
+/// The knee located over the whole sweep: the rounds of every span resampled together
+/// (a percentile bootstrap), the knee found in each resample by a rule that one noisy span
+/// cannot move, and the range of spans that holds it at the bench's confidence.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Located {
+    /// The confidence of the range (the bench's).
+    pub confidence: f64,
+    pub resamples: usize,
+    /// In 4 KiB pages: the knee lies above the first and at most at the second in
+    /// `confidence` of the resamples; the second is `None` when that share reaches beyond the
+    /// largest span (some resamples found no knee).
+    pub between: (u64, Option<u64>),
+    /// The share of resamples that found no knee within the spans.
+    pub no_knee: f64,
+    /// The range is within two doublings of span (a factor of 4) and has an upper end.
+    pub resolved: bool,
+    /// The first span the table shows the huge backing ≥ 10% faster at with confidence (its
+    /// interval below 0.90): the range's upper end never lies beyond it.
+    pub surely_past: Option<u64>,
+    /// Rounds that would settle every span inside the range on one side of the 5% rule, from
+    /// each span's own interval (half-widths shrink as 1/√rounds); `None` when a span sits on
+    /// the rule itself or the range is settled.
+    pub rounds_to_resolve: Option<usize>,
 }
 
 /// One TLB level as timing finds it.

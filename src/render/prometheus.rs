@@ -458,9 +458,17 @@ fn processes(o: &mut Out, s: &Scrape) {
         "Watched process: age of the folio sizes (one pass spreads over scrapes within --budget)",
         Some(Unit::Seconds),
     );
+    let progress = o.ratio(
+        "process_folio_pass_progress",
+        "Watched process: share of its address space the folio-size pass underway has walked (before the first pass completes, its folio sizes are not served)",
+        Some(Unit::Other("ratio".into())),
+    );
     for p in &s.processes {
         let id = || vec![("pid", p.pid.to_string()), ("comm", p.comm.clone())];
         set(&resident, id(), p.resident);
+        if let Some(f) = p.folio_pass_progress {
+            progress.get_or_create(&id()).set(f);
+        }
         for (k, v) in &p.huge {
             let mut l = id();
             l.push(("kind", k.clone()));
@@ -517,6 +525,14 @@ fn health(o: &mut Out, s: &Scrape) {
         Unit::Seconds,
         h.budget_s,
     );
+    let pending = o.gauge(
+        "exporter_series_pending",
+        "Series promised but not served this scrape, by family: how many processes lack them (folio sizes before a first pass completes within --budget)",
+        None,
+    );
+    for (family, n) in &h.pending {
+        set(&pending, vec![("family", format!("hugelab_{family}"))], *n);
+    }
 }
 
 /// OpenMetrics text, ending in `# EOF`; each family's samples sorted by their labels (the

@@ -121,17 +121,51 @@ fn measured_levels(s: &Sweep) -> Option<String> {
 fn reach_lines(t: &TlbReach, s: &Sweep, confidence: f64) -> Vec<String> {
     let mut out = Vec::new();
     let largest = s.points.last().map_or(0, |p| p.pages);
-    match s.knee {
-        Some((0, hi)) => out.push(format!(
-            "4 KiB pages already miss at the smallest span, {} pages ({}): the reach is below it",
+    match (s.knee, &s.located) {
+        (Some((0, hi)), _) => out.push(format!(
+            "4 KiB pages already miss at the smallest span, {} pages ({}): the reach is below it{}",
             thousands(hi as usize),
-            span(hi)
+            span(hi),
+            s.located.as_ref().map_or(String::new(), |l| format!(
+                " (at {} over the whole sweep)",
+                level(l.confidence)
+            ))
         )),
-        Some((lo, hi)) => {
-            out.push(knee_words(s, lo, hi));
+        (Some((lo, hi)), located) => {
+            out.push(match located {
+                Some(l) if l.resolved => format!(
+                    "reach: about {}–{} entries of 4 KiB ({}–{} of span), located at {} over the whole sweep ({} resamples of its rounds)",
+                    thousands(lo as usize),
+                    thousands(hi as usize),
+                    span(lo),
+                    span(hi),
+                    level(l.confidence),
+                    thousands(l.resamples)
+                ),
+                Some(l) => format!(
+                    "reach: not resolved between {} and {} pages ({}–{} of span) at this noise (at {} over the whole sweep){}",
+                    thousands(lo as usize),
+                    thousands(hi as usize),
+                    span(lo),
+                    span(hi),
+                    level(l.confidence),
+                    to_settle(l)
+                ),
+                None => knee_words(s, lo, hi),
+            });
             out.extend(measured_levels(s));
         }
-        None => out.push(format!(
+        (None, Some(l)) if !l.resolved => out.push(format!(
+            "reach: not resolved between {} pages ({}) and beyond the largest span, {} pages, at this noise: {:.1}% of {} resamples of the rounds find no knee (at {}){}",
+            thousands(l.between.0 as usize),
+            span(l.between.0),
+            thousands(largest as usize),
+            l.no_knee * 100.0,
+            thousands(l.resamples),
+            level(l.confidence),
+            to_settle(l)
+        )),
+        (None, _) => out.push(format!(
             "reach: not exceeded — {} stayed within {:.0}% of 4 KiB pages up to {} pages ({}); the TLB covers at least that",
             s.backing,
             crate::model::tlb::FASTER_BY * 100.0,
@@ -193,12 +227,37 @@ fn reach_lines(t: &TlbReach, s: &Sweep, confidence: f64) -> Vec<String> {
         out.push("under a hypervisor (cpuinfo): each miss walks the guest's page tables and, for every guest table access, the host's (a two-dimensional walk); the cost above is both, and the host's page size is not visible from inside".into());
     }
     out.push(format!(
-        "at {}% per span; a span is past the reach when {} is at least {:.0}% faster with that confidence",
-        confidence * 100.0,
+        "at {}: each span alone in the table (* when {} is at least {:.0}% faster with that confidence), the reach over all of them",
+        level(confidence),
         s.backing,
         crate::model::tlb::FASTER_BY * 100.0
     ));
     out
+}
+
+fn level(confidence: f64) -> String {
+    crate::model::verdict::fmt_level(confidence)
+}
+
+/// How sure a stated reach is: " at 99.9%", ", not resolved at this noise", or nothing for a
+/// run stored before the reach was located over the whole sweep.
+pub fn sureness(s: &Sweep) -> String {
+    match &s.located {
+        Some(l) if l.resolved => format!(" at {}", level(l.confidence)),
+        Some(_) => ", not resolved at this noise".into(),
+        None => String::new(),
+    }
+}
+
+/// "; about 40 rounds (-r 40) would settle every span in it", where the spans' own intervals
+/// say how many.
+fn to_settle(l: &crate::model::tlb::Located) -> String {
+    l.rounds_to_resolve.map_or(String::new(), |r| {
+        format!(
+            "; about {} rounds (-r {r}) would settle every span in it",
+            thousands(r)
+        )
+    })
 }
 
 pub fn text(t: &TlbReach, confidence: f64) -> String {
@@ -251,7 +310,7 @@ pub fn text(t: &TlbReach, confidence: f64) -> String {
     let _ = writeln!(o, "{}", super::fit(&mut table));
     let _ = writeln!(
         o,
-        "× = huge / 4 KiB time per access, paired by round; * past the reach"
+        "× = huge / 4 KiB time per access, paired by round; * that span alone past the 5% rule"
     );
     o
 }
@@ -266,11 +325,20 @@ pub fn summary_line(t: &TlbReach, run: i64, created: &str) -> String {
             match sw.knee {
                 Some((lo, hi)) => {
                     s += &format!(
-                        "reach about {}–{} entries of 4 KiB ({}–{})",
+                        "reach about {}–{} entries of 4 KiB ({}–{}){}",
                         thousands(lo as usize),
                         thousands(hi as usize),
                         span(lo),
-                        span(hi)
+                        span(hi),
+                        sureness(sw)
+                    )
+                }
+                None if sw.located.as_ref().is_some_and(|l| !l.resolved) => {
+                    let from = sw.located.as_ref().map_or(0, |l| l.between.0);
+                    s += &format!(
+                        "reach not resolved: beyond {} pages of 4 KiB ({}), perhaps beyond the largest span",
+                        thousands(from as usize),
+                        span(from)
                     )
                 }
                 None => {
@@ -381,12 +449,13 @@ pub fn hot_text(sets: &[HotSet], ctx: &crate::model::inspect::HotContext) -> Str
         match reach.and_then(|m| m.reach.entries_4k().map(|k| (m, k))) {
             Some((m, (lo, hi))) => {
                 let mut l = format!(
-                    "against the reach bench tlb measured here (run {}): {} entries at 4 KiB is {} ({}–{} entries{})",
+                    "against the reach bench tlb measured here (run {}): {} entries at 4 KiB is {} ({}–{} entries{}{})",
                     m.run,
                     thousands(e.at_4k as usize),
                     times(e.at_4k, lo, hi),
                     thousands(lo as usize),
                     thousands(hi as usize),
+                    reach_sureness(m),
                     level_of(m, e.at_4k)
                 );
                 if e.at_4k > hi {
@@ -408,10 +477,33 @@ pub fn hot_text(sets: &[HotSet], ctx: &crate::model::inspect::HotContext) -> Str
                 }
                 lines.push(l);
             }
-            None => lines.push(format!(
-                "no TLB reach measured on this machine in {}: `hugelab bench tlb` measures it (then this line compares; --db names another database)",
-                ctx.db
-            )),
+            None => match reach {
+                Some(m) => lines.push(format!(
+                    "{} entries at 4 KiB; the reach bench tlb measured here (run {}) has no upper end to hold them against ({})",
+                    thousands(e.at_4k as usize),
+                    m.run,
+                    m.reach
+                        .headline()
+                        .map_or("no huge backing was swept".into(), |s| {
+                            let top = s.points.last().map_or(0, |p| p.pages);
+                            match &s.located {
+                                Some(l) if !l.resolved => format!(
+                                    "not resolved beyond {} pages at that run's noise",
+                                    thousands(l.between.0 as usize)
+                                ),
+                                _ => format!(
+                                    "not exceeded up to {} pages, {}",
+                                    thousands(top as usize),
+                                    span(top)
+                                ),
+                            }
+                        })
+                )),
+                None => lines.push(format!(
+                    "no TLB reach measured on this machine in {}: `hugelab bench tlb` measures it (then this line compares; --db names another database)",
+                    ctx.db
+                )),
+            },
         }
         let top: Vec<String> = h
             .mappings
@@ -491,13 +583,19 @@ pub fn row_why_line(rows: &[&str], m: &crate::model::tlb::Measured) -> Option<St
         .collect();
     (!parts.is_empty()).then(|| {
         format!(
-            "why, row by row (a model that takes each row's size as the bytes it touches; the 4 KiB TLB reach bench tlb measured here, run {}, {}–{} entries): {}",
+            "why, row by row (a model that takes each row's size as the bytes it touches; the 4 KiB TLB reach bench tlb measured here, run {}, {}–{} entries{}): {}",
             m.run,
             thousands(lo as usize),
             thousands(hi as usize),
+            reach_sureness(m),
             parts.join(" · ")
         )
     })
+}
+
+/// How sure the stored reach is (`sureness` of its headline sweep).
+fn reach_sureness(m: &crate::model::tlb::Measured) -> String {
+    m.reach.headline().map_or(String::new(), sureness)
 }
 
 /// Where `n` 4 KiB entries fall among the levels the timing resolved, when it resolved more
@@ -548,10 +646,11 @@ pub fn why_line(
         ),
     };
     Some(format!(
-        "{head}: the 4 KiB TLB reach bench tlb measured here, run {}, {}–{} entries): {what} needs {}",
+        "{head}: the 4 KiB TLB reach bench tlb measured here, run {}, {}–{} entries{}): {what} needs {}",
         m.run,
         thousands(lo as usize),
         thousands(hi as usize),
+        reach_sureness(m),
         parts.join(" · ")
     ))
 }

@@ -22,12 +22,16 @@ The primary metric is the first --metric (or a load parser's first metric), else
 )]
 pub struct RunArgs {
     /// An arm NAME=SPEC (repeatable), SPEC = comma-separated key=value. System-wide: thp,
-    /// defrag, shmem, mthp.<size>, hugetlb.<size> (a pool). Per process: process.thp=off,
-    /// malloc=thp|hugetlb|hugetlb-1G, jvm=off|thp|hugetlbfs, jvm.pretouch, jvm.pagesize,
-    /// collapse=after:<duration>, env.<NAME>. VMs: qemu.backing, qemu.prealloc. Evidence:
-    /// sample=off, watch=<comm>, expect=huge|none; services: server.arg=<word>. Every key:
-    /// docs/run.md
-    #[arg(short = 'a', long = "arm", value_name = "NAME=SPEC")]
+    /// defrag, shmem, mthp.<size>, hugetlb.<size> (a pool), khugepaged.<knob>. Per process:
+    /// process.thp=off, malloc=thp|hugetlb|hugetlb-1G, jvm=off|thp|hugetlbfs, collapse=after:<d>,
+    /// env.<NAME>. Files: tmpfs.huge (a tmpfs mounted for the arm, {tmpfs}). Every key: --help
+    #[arg(short = 'a', long = "arm", value_name = "NAME=SPEC", long_help = concat!(
+        "An arm NAME=SPEC (repeatable), SPEC = comma-separated key=value, e.g. -a never=thp=never \
+         -a off=process.thp=off -a shm=tmpfs.huge=always. Keys: ", crate::arm_keys!(),
+        ". System-wide keys (thp, defrag, shmem, mthp.*, hugetlb.*, khugepaged.*, thp.*, \
+         vm.defrag_mode) need root and are restored; tmpfs.huge=never|always|within_size|advise \
+         mounts a tmpfs for the arm whose path the command gets as {tmpfs}; what each key does: \
+         docs/run.md"))]
     pub arms: Vec<String>,
     /// Arms from a preset: thp (never/madvise/always), thp-profiles (those with the defrag and
     /// khugepaged.max_ptes_none deployments pair them with: 511, 409, and MongoDB 8.0's

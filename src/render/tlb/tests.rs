@@ -34,6 +34,7 @@ fn every_level_the_timing_resolved_is_said_with_its_entries_and_miss_cost() {
         backing: crate::backing::Backing::Hugetlb { page_size: 2 << 20 },
         points: Vec::new(),
         knee: Some((96, 128)),
+        located: None,
         levels: vec![level(1, (96, 128), 2.4)],
     };
     assert_eq!(
@@ -59,6 +60,7 @@ fn a_sweeps_rows_say_which_sizes_fit_the_measured_reach() {
                 backing: crate::backing::Backing::Thp,
                 points: Vec::new(),
                 knee: Some((2048, 3072)),
+                located: None,
                 levels: Vec::new(),
             }],
             headline: Some(0),
@@ -137,6 +139,7 @@ fn a_span_below_the_miss_is_said_to_fit_only_when_its_interval_says_so() {
         points,
         knee: Some((1536, 2048)),
         levels: Vec::new(),
+        located: None,
     };
     // 1,536 pages: 0.809× with an interval that reaches past 0.95 — not "fits".
     let s = sweep(vec![
@@ -227,6 +230,7 @@ fn hot_memory_on_thp_is_an_upper_bound_and_said_to_be() {
                     backing: crate::backing::Backing::Hugetlb { page_size: 2 << 20 },
                     points: Vec::new(),
                     knee: Some((96, 128)),
+                    located: None,
                     levels: vec![level(1, (96, 128)), level(2, (1536, 2048))],
                 }],
                 headline: Some(0),

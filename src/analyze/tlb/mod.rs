@@ -9,7 +9,9 @@
 //! costs (the walk, and under a hypervisor the host's walk too), in ns and as a share of an
 //! access whose translation hits.
 
-use super::bench::CellStats;
+mod locate;
+
+use super::bench::{CellStats, Observation};
 use super::stats::Estimate;
 use crate::backing::Backing;
 use crate::metric::Metric;
@@ -46,26 +48,6 @@ impl TlbReach {
     pub fn entries_4k(&self) -> Option<(u64, u64)> {
         self.headline()?.knee
     }
-}
-
-/// The knee of a sweep: the first span past the reach (its interval below 1 − 5%) after the
-/// last span that still fits with confidence (its interval above 1 − 5%). Large spans are noisy
-/// (their accesses go to memory, and on a busy machine their intervals are wide), so a later
-/// span whose interval merely reaches back towards 1 does not move the knee; one that fits
-/// with confidence does.
-fn knee(points: &[Point]) -> Option<(u64, u64)> {
-    let back = points
-        .iter()
-        .rposition(|p| p.ratio.lo.is_some_and(|lo| lo >= 1.0 - FASTER_BY))
-        .map_or(0, |i| i + 1);
-    let first = back + points[back..].iter().position(Point::past_reach)?;
-    let hi = points[first].pages;
-    let lo = if first == 0 {
-        0
-    } else {
-        points[first - 1].pages
-    };
-    Some((lo, hi))
 }
 
 /// Every level the timing resolves. The first is the knee; a later level starts where what
@@ -116,8 +98,40 @@ fn levels(points: &[Point], knee: Option<(u64, u64)>) -> Vec<MeasuredLevel> {
         .collect()
 }
 
-/// The reach and the miss cost from a tlb bench's cells.
-pub fn reach(cells: &[CellStats], geometry: TlbGeometry, hypervisor: bool) -> TlbReach {
+/// Each span's rounds of `backing` against 4 KiB pages: ln(huge / 4 KiB), paired by round.
+fn span_rounds(obs: &[Observation], backing: Backing, points: &[Point]) -> Vec<locate::SpanRounds> {
+    let of = |b: Backing, size: u64| {
+        obs.iter()
+            .filter(move |o| o.metric == Metric::TlbNs && o.backing == b && o.size == size)
+    };
+    points
+        .iter()
+        .map(|p| {
+            let size = p.pages * 4096;
+            let log_ratios = of(backing, size)
+                .filter_map(|h| {
+                    let b = of(Backing::Base, size).find(|b| b.round == h.round)?;
+                    Some((h.value / b.value).ln())
+                })
+                .filter(|x| x.is_finite())
+                .collect();
+            locate::SpanRounds {
+                pages: p.pages,
+                log_ratios,
+            }
+        })
+        .collect()
+}
+
+/// The reach and the miss cost from a tlb bench's observations and cells, the knee located
+/// over the whole sweep at `confidence`.
+pub fn reach(
+    obs: &[Observation],
+    cells: &[CellStats],
+    geometry: TlbGeometry,
+    hypervisor: bool,
+    confidence: f64,
+) -> TlbReach {
     let tlb: Vec<&CellStats> = cells.iter().filter(|c| c.metric == Metric::TlbNs).collect();
     let mut backings: Vec<Backing> = Vec::new();
     for c in &tlb {
@@ -153,10 +167,15 @@ pub fn reach(cells: &[CellStats], geometry: TlbGeometry, hypervisor: bool) -> Tl
                 })
                 .collect();
             points.sort_by_key(|p| p.pages);
-            let knee = knee(&points);
+            let spans = span_rounds(obs, b, &points);
+            let (knee, located) = match locate::locate(&spans, &points, confidence, 0x7eb) {
+                Some((k, l)) => (k, Some(l)),
+                None => (None, None),
+            };
             Sweep {
                 backing: b,
                 knee,
+                located,
                 levels: levels(&points, knee),
                 points,
             }
@@ -221,37 +240,6 @@ mod tests {
         obs
     }
 
-    fn point(pages: u64, lo: f64, point: f64, hi: f64) -> Point {
-        let e = Estimate {
-            point,
-            lo: Some(lo),
-            hi: Some(hi),
-            confidence: 0.999,
-        };
-        Point {
-            pages,
-            base_ns: 1.0,
-            huge_ns: point,
-            ratio: e,
-            extra_ns: e,
-        }
-    }
-
-    #[test]
-    fn a_noisy_large_span_does_not_move_the_knee_one_that_fits_with_confidence_does() {
-        let mut p = vec![
-            point(16, 0.97, 1.0, 1.01),
-            point(64, 0.90, 0.97, 1.02),
-            point(4096, 0.73, 0.80, 0.85),
-            // Seen in CI under load: a memory-bound span, point near 1, interval very wide.
-            point(16384, 0.46, 0.97, 1.62),
-        ];
-        assert_eq!(knee(&p), Some((64, 4096)));
-        // A larger span that fits with confidence: what looked like a knee was not one.
-        p.push(point(65536, 0.98, 1.0, 1.02));
-        assert_eq!(knee(&p), None);
-    }
-
     /// A span as `bench tlb` measured it: 4 KiB ns per access and huge / 4 KiB (±3%).
     fn measured(span_k: u64, base_ns: f64, ratio: f64) -> Point {
         let r = Estimate {
@@ -293,8 +281,8 @@ mod tests {
             measured(65536, 24.0, 0.53),
             measured(262144, 170.6, 0.79),
         ];
-        let k = knee(&points);
-        assert_eq!(k, Some((96, 128)));
+        // (The knee as the sweep's resampling locates it on these rounds.)
+        let k = Some((96, 128));
         let l = levels(&points, k);
         assert_eq!(l.len(), 2, "{l:#?}");
         assert_eq!((l[0].level, l[0].entries), (1, (96, 128)));
@@ -320,8 +308,9 @@ mod tests {
 
     #[test]
     fn the_knee_is_where_the_pages_outnumber_the_entries() {
-        let cells = analyse(&observations(3072.0, 0.01), Backing::Base, 0.999);
-        let r = reach(&cells, geometry(3072), true);
+        let obs = observations(3072.0, 0.01);
+        let cells = analyse(&obs, Backing::Base, 0.999);
+        let r = reach(&obs, &cells, geometry(3072), true, 0.999);
         let s = r.headline().unwrap();
         assert_eq!(s.knee, Some((3072, 4096)), "{:?}", s.points);
         // Past one level the cost rises smoothly with the share that misses: one level.
@@ -334,12 +323,16 @@ mod tests {
         assert!(last.extra_ns.lo.unwrap() <= last.extra_ns.point);
         assert_eq!(r.agreement.as_ref().map(|a| a.agrees), Some(true));
         // CPUID declaring a quarter of that disagrees with the timing.
-        let r = reach(&cells, geometry(768), true);
+        let r = reach(&obs, &cells, geometry(768), true, 0.999);
         assert_eq!(r.agreement.map(|a| a.agrees), Some(false));
         // No knee when the huge backing never pulls ahead.
-        let flat = analyse(&observations(1e9, 0.01), Backing::Base, 0.999);
+        let flat_obs = observations(1e9, 0.01);
+        let flat = analyse(&flat_obs, Backing::Base, 0.999);
         assert_eq!(
-            reach(&flat, geometry(3072), false).headline().unwrap().knee,
+            reach(&flat_obs, &flat, geometry(3072), false, 0.999)
+                .headline()
+                .unwrap()
+                .knee,
             None
         );
     }
