@@ -19,6 +19,19 @@ pub struct Decision {
     pub confidence: f64,
 }
 
+/// `--effect`/`--confidence` for a stored run: left out, the run is read at its own decision,
+/// as it was stored; given, it is re-analysed at them, and the output says so.
+#[derive(Debug, Clone, Default, Args)]
+pub struct Redecide {
+    /// Re-analyse at this smallest effect that matters (a fraction: 0.02 = 2%) [default: the
+    /// run's own]
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_effect)]
+    pub effect: Option<f64>,
+    /// Re-analyse at this confidence level (0.95 = 95%) [default: the run's own]
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_confidence)]
+    pub confidence: Option<f64>,
+}
+
 /// `--db`: where results are stored (global: `results --db F list` and `results list --db F`
 /// both work).
 #[derive(Debug, Clone, Args)]

@@ -82,7 +82,7 @@ fn stored(
             seq += 1;
         }
     }
-    s.finish_run(id, "complete", None).unwrap();
+    s.finish_run::<()>(id, "complete", None).unwrap();
     id
 }
 

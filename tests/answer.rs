@@ -274,6 +274,37 @@ fn faster_not_by_delta_names_the_end_of_the_interval_that_misses_it() {
     );
 }
 
+/// A service's brief answer words a verdict as a command run's answer does: a FASTER interval
+/// that does not clear δ names its end nearest zero, never "by less than δ".
+#[test]
+fn a_service_answer_words_a_verdict_as_a_command_answer_does() {
+    use hugelab::model::record::{RECORD_SCHEMA, RunFacts, RunRecord};
+    let r = two_arms(12, 0.995);
+    let record = RunRecord {
+        schema: RECORD_SCHEMA.into(),
+        run_id: 1,
+        stored: true,
+        service: true,
+        replicas: 1,
+        report: r.clone(),
+        facts: RunFacts {
+            blocks: 12,
+            ..Default::default()
+        },
+        pools: Vec::new(),
+        advice: None,
+        servers: Vec::new(),
+        notes: Vec::new(),
+    };
+    let flat = |l: Vec<String>| l.join(" ").split_whitespace().collect::<Vec<_>>().join(" ");
+    let brief = flat(hugelab::render::brief::lines(&record));
+    let command = flat(answer(&r));
+    let phrase = "[-0.58, -0.38] @99.07% FASTER, not clearing δ = 1% (the interval reaches -0.38%)";
+    assert!(brief.contains(phrase), "{brief}");
+    assert!(command.contains(phrase), "{command}");
+    assert!(!brief.contains("by less than"), "{brief}");
+}
+
 #[test]
 fn a_point_without_an_interval_says_why_on_its_own_line() {
     let lines = answer(&two_arms(3, 2.399));

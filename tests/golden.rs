@@ -62,7 +62,7 @@ fn fixture(db: &Path) {
                 seq += 1;
             }
         }
-        s.finish_run(id, "complete", None).unwrap();
+        s.finish_run::<()>(id, "complete", None).unwrap();
     }
 }
 

@@ -82,7 +82,7 @@ fn stored_run_on(db: &Path, machine: f64) -> i64 {
             seq += 1;
         }
     }
-    s.finish_run(id, "complete", None).unwrap();
+    s.finish_run::<()>(id, "complete", None).unwrap();
     id
 }
 
@@ -91,8 +91,9 @@ fn run_charts_plot_the_stored_values_and_tables_match_the_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");
     let id = stored_run(&db);
-    let (meta, arms, trials) = Store::open(&db).unwrap().load(id).unwrap();
-    let v = view(meta, &arms, &trials, 0.01, 0.99);
+    let store = Store::open(&db).unwrap();
+    let (meta, arms, trials) = store.load(id).unwrap();
+    let v = view(&store, meta, &arms, &trials, &Default::default()).unwrap();
     // Distributions and progression: every stored trial, with its arm, order and flag.
     let s = &v.series[0];
     assert_eq!(s.points.len(), trials.len());
@@ -135,7 +136,8 @@ fn run_charts_plot_the_stored_values_and_tables_match_the_terminal() {
         assert!(hugelab::render::run::render_report(&v.report).contains(&g.rows[0][0]));
     }
     // The answer first, the same lines as the terminal's `results show`.
-    let first = hugelab::render::run::render_stored(&v.report, &Default::default());
+    let record = v.record.as_ref().unwrap();
+    let first = hugelab::render::run::render_stored(record, None, &v.said);
     let answer = first.lines().next().unwrap();
     assert!(
         answer.starts_with("thp vs 4k") && answer.contains("FASTER"),
@@ -253,7 +255,11 @@ fn bench_report_has_lines_per_backing_over_sizes() {
         }
     }
     let (meta, arms, trials) = s.load(id).unwrap();
-    let v = view(meta, &arms, &trials, 0.01, 0.95);
+    let over = hugelab::options::Redecide {
+        effect: None,
+        confidence: Some(0.95),
+    };
+    let v = view(&s, meta, &arms, &trials, &over).unwrap();
     assert_eq!(v.curves.len(), 1);
     let c = &v.curves[0];
     assert_eq!(c.metric, "touch_ns/op");
@@ -484,9 +490,10 @@ fn a_cost_is_drawn_in_its_own_unit_and_words() {
             seq += 1;
         }
     }
-    s.finish_run(id, "complete", None).unwrap();
-    let (meta, arm_rows, trials) = Store::open(&db).unwrap().load(id).unwrap();
-    let v = view(meta, &arm_rows, &trials, 0.01, 0.99);
+    s.finish_run::<()>(id, "complete", None).unwrap();
+    let store = Store::open(&db).unwrap();
+    let (meta, arm_rows, trials) = store.load(id).unwrap();
+    let v = view(&store, meta, &arm_rows, &trials, &Default::default()).unwrap();
     let mi = v
         .report
         .metrics

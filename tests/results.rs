@@ -294,3 +294,143 @@ fn every_record_and_stored_run_names_the_version_that_wrote_it() {
         "{show}"
     );
 }
+
+/// The verdict word of an answer line: `FASTER`, `SLOWER`, `EQUIVALENT` or `INCONCLUSIVE`.
+fn verdict_of(line: &str) -> &'static str {
+    ["FASTER", "SLOWER", "EQUIVALENT", "INCONCLUSIVE"]
+        .into_iter()
+        .find(|v| line.contains(v))
+        .unwrap_or_else(|| panic!("no verdict in {line:?}"))
+}
+
+/// What a run said is what it keeps: a run decided at 95% and δ = 2% reads back at 95% and
+/// δ = 2% in `results show` (text and JSON), `advise`, `report` and the Markdown export, with
+/// the run's own answer lines; another decision asked for is a re-analysis that says so; and a
+/// run an earlier version stored (its analysis alone) still opens and says how it was read.
+#[test]
+fn a_run_decided_at_95_percent_reads_back_at_its_own_decision_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    let run = common::hugelab_stdout([
+        "run",
+        "-q",
+        "-a",
+        "a=env.X=1",
+        "-a",
+        "b=env.X=2",
+        "--blocks",
+        "12",
+        "--confidence",
+        "0.95",
+        "--effect",
+        "0.02",
+        "--db",
+        db,
+        "--",
+        "sleep",
+        "0.01",
+    ]);
+    // The answer: the contrasts, the costs and the run line, up to what follows them.
+    let answer: Vec<&str> = run
+        .lines()
+        .take_while(|l| {
+            !["warnings:", "note:", "stored as", "why"]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .collect();
+    assert!(
+        answer.len() >= 2 && answer[0].starts_with("b vs a  wall_s  "),
+        "{run}"
+    );
+    assert!(run.contains("verdicts at 95%, δ = 2%"), "{run}");
+
+    let show = common::hugelab_stdout(["results", "show", "1", "--db", db]);
+    let lines: Vec<&str> = show.lines().collect();
+    assert_eq!(
+        &lines[1..=answer.len()],
+        &answer[..],
+        "{show}\nthe run said:\n{run}"
+    );
+    assert!(!show.contains("re-analysed"), "{show}");
+
+    let json = common::hugelab_json(["results", "show", "1", "--json", "--db", db]);
+    assert_eq!(json["decided"]["confidence"], 0.95, "{json}");
+    assert_eq!(json["decided"]["effect"], 0.02, "{json}");
+    assert!(json["decided"]["reanalysed"].is_null(), "{json}");
+    assert_eq!(json["record"]["report"]["confidence"], 0.95);
+    assert_eq!(json["record"]["schema"], "hugelab.record/1");
+    let c = &json["report"]["metrics"][0]["contrasts"][0][1];
+    let verdict = c["verdict"].as_str().unwrap().to_ascii_uppercase();
+    assert_eq!(verdict, verdict_of(answer[0]), "{c}");
+
+    // advise weighs the run's own verdict, and reads nothing else into it.
+    let advice = common::hugelab_stdout(["advise", "1", "--db", db]);
+    let flat = advice.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("b vs a, wall_s ") && flat.contains(verdict_of(answer[0])),
+        "{advice}"
+    );
+    assert!(!flat.contains("re-analysed"), "{advice}");
+
+    // The report and the Markdown export open with the run's answer lines.
+    let md = dir.path().join("r.md");
+    common::hugelab_stdout([
+        "report",
+        "1",
+        "--format",
+        "md",
+        "-o",
+        md.to_str().unwrap(),
+        "--db",
+        db,
+    ]);
+    let md = std::fs::read_to_string(md).unwrap();
+    let export = common::hugelab_stdout(["results", "export", "1", "--format", "md", "--db", db]);
+    for text in [&md, &export] {
+        for l in &answer {
+            assert!(text.contains(l), "{l:?} not in:\n{text}");
+        }
+    }
+
+    // Another decision asked for: re-analysed, and said.
+    let again =
+        common::hugelab_stdout(["results", "show", "1", "--confidence", "0.99", "--db", db]);
+    assert!(
+        again
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("note: re-analysed at 99%, δ = 2% (the run decided at 95%, δ = 2%)"),
+        "{again}"
+    );
+    let json = common::hugelab_json([
+        "results",
+        "show",
+        "1",
+        "--confidence",
+        "0.99",
+        "--json",
+        "--db",
+        db,
+    ]);
+    assert_eq!(json["report"]["confidence"], 0.99, "{json}");
+    assert!(json["decided"]["reanalysed"].is_string(), "{json}");
+
+    // A run an earlier version stored: the analysis alone as its summary.
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.execute(
+        "UPDATE runs SET summary = json_extract(summary, '$.report') WHERE id = 1",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let old = common::hugelab_stdout(["results", "show", "1", "--db", db]);
+    let lines: Vec<&str> = old.lines().collect();
+    assert!(
+        lines[1].starts_with("note: stored by an earlier version with its analysis alone"),
+        "{old}"
+    );
+    assert!(lines.contains(&answer[0]), "{old}");
+}

@@ -6,7 +6,7 @@ use super::UsageError;
 use crate::analyze::advice::{self, Advice, RunEvidence, Target};
 use crate::backing::arm::{Arm, parse_arm};
 use crate::control::{Knob, Settings, SysfsSettings};
-use crate::options::{Database, Decision};
+use crate::options::{Database, Redecide};
 use crate::probe::Root;
 use crate::render::advice::Format;
 use crate::store::Store;
@@ -55,20 +55,25 @@ pub struct AdviseArgs {
     #[arg(long)]
     pub user: Option<String>,
     #[command(flatten)]
-    pub decision: Decision,
+    pub decision: Redecide,
     #[command(flatten)]
     pub store: Database,
 }
 
 /// A stored run as evidence: its planned arms (with the pools the planner sized), the analysis
 /// at the asked level, and its stall contrasts.
-fn evidence_of(store: &Store, id: i64, d: &Decision) -> anyhow::Result<Option<RunEvidence>> {
+/// A stored run as evidence, and how it was read when not at its own decision as stored.
+fn evidence_of(
+    store: &Store,
+    id: i64,
+    d: &Redecide,
+) -> anyhow::Result<Option<(RunEvidence, Option<String>)>> {
     let (meta, arm_rows, trials) = store.load(id)?;
     if meta.status == "imported" || meta.plan.get("bench").is_some() || arm_rows.len() < 2 {
         return Ok(None);
     }
-    let report =
-        crate::analyze::stored::reanalyse(&meta, &arm_rows, &trials, d.effect, d.confidence);
+    let (record, decided) = crate::stored_runs::recall(store, &meta, &arm_rows, &trials, d)?;
+    let report = record.report;
     let arms: Vec<Arm> = serde_json::from_value(meta.plan["arms"].clone()).unwrap_or_else(|_| {
         arm_rows
             .iter()
@@ -77,16 +82,24 @@ fn evidence_of(store: &Store, id: i64, d: &Decision) -> anyhow::Result<Option<Ru
     });
     let names: Vec<String> = arm_rows.iter().map(|a| a.name.clone()).collect();
     let baseline = meta.plan["baseline"].as_u64().unwrap_or(0) as usize;
-    Ok(Some(RunEvidence {
-        run_id: id,
-        shell: meta.command.len() == 1,
-        command: meta.command.clone(),
-        arms,
-        baseline,
-        preset: meta.plan["server"]["preset"].as_str().map(String::from),
-        stalls: crate::analyze::stored::stall_contrasts(&trials, &names, baseline, d.confidence),
-        report,
-    }))
+    Ok(Some((
+        RunEvidence {
+            run_id: id,
+            shell: meta.command.len() == 1,
+            command: meta.command.clone(),
+            arms,
+            baseline,
+            preset: meta.plan["server"]["preset"].as_str().map(String::from),
+            stalls: crate::analyze::stored::stall_contrasts(
+                &trials,
+                &names,
+                baseline,
+                decided.confidence,
+            ),
+            report,
+        },
+        decided.reanalysed,
+    )))
 }
 
 /// Whether a run measures what the target is about (for the default choice of runs).
@@ -147,9 +160,13 @@ pub fn run(a: AdviseArgs) -> anyhow::Result<i32> {
         a.runs.clone()
     };
     let mut runs = Vec::new();
+    let mut read_as = Vec::new();
     for id in ids {
         match evidence_of(&store, id, &a.decision)? {
-            Some(r) if !a.runs.is_empty() || fits(a.target, &r) => runs.push(r),
+            Some((r, how)) if !a.runs.is_empty() || fits(a.target, &r) => {
+                read_as.extend(how.map(|h| format!("run {id}: {h}")));
+                runs.push(r)
+            }
             None if !a.runs.is_empty() => {
                 return Err(UsageError(format!(
                     "run {id} compares no arms (a bench, an import or a single arm): `hugelab results list` shows the runs"
@@ -180,6 +197,8 @@ pub fn run(a: AdviseArgs) -> anyhow::Result<i32> {
             advice::qemu::advise(&runs, lines, nodes)
         }
     };
+    // Each run is read at its own decision; one read otherwise says so.
+    adv.notes.extend(read_as);
     let live = SysfsSettings::new(Root::system());
     advice::fill_now(&mut adv.settings, |k| live.read(k).ok());
     advice::note_memory_thp(&mut adv, crate::probe::program::systemd_version());

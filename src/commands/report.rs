@@ -4,7 +4,7 @@
 
 use super::UsageError;
 use crate::model::report::CompareResult;
-use crate::options::{Database, Decision, MetricChoice, ReportFormat};
+use crate::options::{Database, MetricChoice, Redecide, ReportFormat};
 use crate::stored_runs::{compare_runs, open};
 use crate::units::Bytes;
 use clap::Args;
@@ -28,7 +28,7 @@ pub struct ReportArgs {
     #[arg(long, value_enum, default_value_t = ReportFormat::Html)]
     pub format: ReportFormat,
     #[command(flatten)]
-    pub decision: Decision,
+    pub decision: Redecide,
     #[command(flatten)]
     pub store: Database,
 }
@@ -43,8 +43,8 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
             &ab[1],
             &a.metric.metric,
             a.metric.higher,
-            a.decision.effect,
-            a.decision.confidence,
+            a.decision.effect.unwrap_or(0.01),
+            a.decision.confidence.unwrap_or(0.99),
             &a.store.db,
         )?;
         if md {
@@ -63,13 +63,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
                 ))
                 .into());
             }
-            views.push(view(
-                meta,
-                &arms,
-                &trials,
-                a.decision.effect,
-                a.decision.confidence,
-            ));
+            views.push(view(&store, meta, &arms, &trials, &a.decision)?);
         }
         if md {
             crate::render::markdown::runs(&views)

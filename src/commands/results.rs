@@ -2,8 +2,7 @@
 //! hyperfine can read, CSV of every trial, Markdown).
 
 use super::print_json;
-use crate::analyze::stored::reanalyse;
-use crate::options::{Decision, ExportFormat, Json};
+use crate::options::{ExportFormat, Json, Redecide};
 use crate::stored_runs::open;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -23,12 +22,13 @@ pub enum ResultsAction {
         #[command(flatten)]
         out: Json,
     },
-    /// Re-analyse a stored run: the answer lines, then every table
+    /// A stored run as it answered: its answer lines, the design, the notes, every table
+    /// (re-analysed only at a --confidence or --effect given here)
     Show {
         /// The run's id (`hugelab results list`)
         run: i64,
         #[command(flatten)]
-        decision: Decision,
+        decision: Redecide,
         #[command(flatten)]
         out: Json,
     },
@@ -87,11 +87,16 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
         ResultsAction::Show { run, decision, out } => {
             let (mut meta, arms, trials) = store.load(run)?;
             meta.status = crate::stored_runs::status_now(&meta);
-            let report = reanalyse(&meta, &arms, &trials, decision.effect, decision.confidence);
+            let (record, decided) =
+                crate::stored_runs::recall(&store, &meta, &arms, &trials, &decision)?;
             if out.json {
-                print_json(
-                    &serde_json::json!({"schema": "hugelab.results-show/1", "run": meta, "report": report}),
-                )?;
+                print_json(&serde_json::json!({
+                    "schema": "hugelab.results-show/2",
+                    "run": meta,
+                    "decided": decided,
+                    "report": record.report,
+                    "record": record,
+                }))?;
             } else {
                 println!(
                     "run {} ({}, {}): {}",
@@ -103,8 +108,15 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
                 if let Some(note) = meta.other_version() {
                     println!("note: {note}");
                 }
-                let said = crate::stored_runs::said(&meta, &arms, &trials, &report);
-                print!("{}", crate::render::run::render_stored(&report, &said));
+                let said = crate::stored_runs::said(&meta, &arms, &trials, &record);
+                print!(
+                    "{}",
+                    crate::render::run::render_stored(
+                        &record,
+                        decided.reanalysed.as_deref(),
+                        &said
+                    )
+                );
             }
         }
         ResultsAction::Export { run, format, out } => {
@@ -115,8 +127,12 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
                 ))?,
                 ExportFormat::Csv => crate::render::csv::trials(run, &arms, &trials),
                 ExportFormat::Md => crate::render::markdown::runs(&[crate::stored_runs::view(
-                    meta, &arms, &trials, 0.01, 0.99,
-                )]),
+                    &store,
+                    meta,
+                    &arms,
+                    &trials,
+                    &Redecide::default(),
+                )?]),
             };
             match out {
                 Some(p) => std::fs::write(&p, text)

@@ -76,7 +76,7 @@ pub fn conduct(plan: Plan, req: &Request) -> anyhow::Result<Conducted> {
         match tracing::TrialTrace::open(&plan.trace) {
             Ok(t) => Some(t),
             Err(e) => {
-                store.finish_run(run_id, "failed", None)?;
+                store.finish_run::<()>(run_id, "failed", None)?;
                 return Err(e);
             }
         }
@@ -107,7 +107,7 @@ pub fn conduct(plan: Plan, req: &Request) -> anyhow::Result<Conducted> {
     let x = match result {
         Ok(r) => r,
         Err(e) => {
-            store.finish_run(run_id, "failed", None)?;
+            store.finish_run::<()>(run_id, "failed", None)?;
             return Err(match &req.db {
                 Some(db) => e.context(format!(
                     "run {run_id} stopped; its completed trials are in {}",
@@ -141,10 +141,11 @@ pub fn conduct(plan: Plan, req: &Request) -> anyhow::Result<Conducted> {
         let why = serde_json::Value::from(w.schedule_reason.clone());
         store.amend_plan(run_id, "$.server.warm.schedule_reason", &why)?;
     }
+    // The whole record the answer is printed from, stored once and read back as it was.
     store.finish_run(
         run_id,
         outcome.status(),
-        Some(&serde_json::to_value(&res.report)?),
+        Some(&crate::model::record::RunRecord::of(&res)),
     )?;
     Ok(Conducted {
         result: res,

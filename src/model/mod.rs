@@ -9,6 +9,7 @@ pub mod costs;
 pub mod exporter;
 pub mod inspect;
 pub mod judge;
+pub mod record;
 pub mod report;
 pub mod run;
 pub mod stats;

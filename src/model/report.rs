@@ -27,8 +27,12 @@ pub struct RunView {
     pub meta: RunMeta,
     pub kind: RunKind,
     pub arms: Vec<String>,
-    /// The analysis, at the level and δ of the report (the terminal's `results show`).
+    /// The analysis: a run's own as it stored it (or re-analysed where the report asked for
+    /// another decision, as `decided` says); a bench's or an imported run's, computed.
     pub report: ExperimentAnalysis,
+    /// A run's record, its answer as printed (`None`: a bench or an imported run).
+    pub record: Option<crate::model::record::RunRecord>,
+    pub decided: Option<crate::model::record::Decided>,
     /// Per metric, every measured trial in run order (distributions, progression).
     pub series: Vec<Series>,
     /// For a bench: per workload metric, one line per backing over the region sizes.

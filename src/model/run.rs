@@ -268,7 +268,7 @@ pub struct RunResult {
 /// A hugetlb pool an arm set: pages asked, obtained (the fewest any of its trials started with),
 /// used by the workload (mean over trials of its peak), and the memory it took from everything
 /// else as a share of MemTotal.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PoolUse {
     pub arm: String,
     pub page_size: u64,

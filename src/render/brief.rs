@@ -7,16 +7,15 @@
 //! contrast's estimate as the record holds it.
 
 use super::summary::{level_words, wrap_hanging};
-use super::words::{level_mark, percent_interval};
 use crate::model::advice::Advice;
 use crate::model::analysis::{ArmEvidence, ExperimentAnalysis};
 use crate::model::costs;
-use crate::model::run::RunResult;
+use crate::model::record::RunRecord;
 use crate::model::verdict::{Contrast, Verdict};
 use crate::units::fmt_elapsed;
 
 /// The brief answer's lines, each at most `words::WIDTH` columns.
-pub fn lines(r: &RunResult) -> Vec<String> {
+pub fn lines(r: &RunRecord) -> Vec<String> {
     let mut out = Vec::new();
     let conditions = &r.report.conditions;
     if conditions.is_empty() {
@@ -28,10 +27,7 @@ pub fn lines(r: &RunResult) -> Vec<String> {
     }
     out.extend(super::events::lines(&r.report));
     out.extend(evidence_line(r));
-    out.extend(advice_line(
-        r.advice.as_ref(),
-        (!r.db.is_empty()).then_some(r.run_id),
-    ));
+    out.extend(advice_line(r.advice.as_ref(), r.stored.then_some(r.run_id)));
     out.extend(run_line(r));
     out
 }
@@ -62,29 +58,9 @@ fn arm_lines(r: &ExperimentAnalysis, condition: Option<&str>) -> Vec<String> {
     out
 }
 
-/// `+3.1% [+0.3, +5.8] @99.52% FASTER`, with what an unresolved or small effect means.
+/// `+3.1% [+0.3, +5.8] @99.52% FASTER`, worded as every answer words a verdict.
 fn verdict_words(r: &ExperimentAnalysis, c: &Contrast) -> String {
-    let word = match c.verdict {
-        Verdict::Faster if c.clears_effect => "FASTER".to_string(),
-        Verdict::Slower if c.clears_effect => "SLOWER".to_string(),
-        Verdict::Faster => format!("FASTER by less than δ = {}%", r.effect * 100.0),
-        Verdict::Slower => format!("SLOWER by less than δ = {}%", r.effect * 100.0),
-        Verdict::Equivalent => format!("EQUIVALENT (within ±{}%)", r.effect * 100.0),
-        Verdict::Inconclusive if c.percent.lo.is_none() => format!(
-            "INCONCLUSIVE (no interval from {} block{})",
-            c.blocks,
-            if c.blocks == 1 { "" } else { "s" }
-        ),
-        Verdict::Inconclusive => match c.min_detectable_percent {
-            Some(mde) => format!("INCONCLUSIVE (could detect ±{mde:.1}%)"),
-            None => "INCONCLUSIVE".into(),
-        },
-    };
-    format!(
-        "{}{} {word}",
-        percent_interval(&c.percent),
-        level_mark(r, c)
-    )
+    super::words::contrast_words(r, c, true)
 }
 
 /// `costs: memory (segments whole) +2.4% MORE, CPU/op -4.3% LESS, 1 not shown to change` and
@@ -184,7 +160,7 @@ fn evidence_words(e: &ArmEvidence) -> Vec<String> {
 
 /// `evidence: pool 2M for hugetlb-2m: asked 278, got 278, used 276 · the kernel's own
 /// accounting with the servers: hugetlb pool in use 340M, ShmemHugePages 340M`.
-fn evidence_line(r: &RunResult) -> Vec<String> {
+fn evidence_line(r: &RunRecord) -> Vec<String> {
     let mut parts: Vec<String> = r
         .pools
         .iter()
@@ -264,15 +240,15 @@ fn first_sentence(s: &str) -> String {
 
 /// `84 blocks in 5m01s · 0 failed · verdicts at 99% family-wise (Holm, 2 contrasts), δ = 1% ·
 /// design, notes and every table: hugelab results show 12`.
-fn run_line(r: &RunResult) -> Vec<String> {
+fn run_line(r: &RunRecord) -> Vec<String> {
     let measured: usize = r.report.evidence.iter().map(|e| e.failed).sum();
-    let failed = match r.warmup_failed {
+    let failed = match r.facts.warmup_failed {
         0 => measured.to_string(),
         w => format!("{measured} (+{w} warm-up)"),
     };
     let contrasts = r.report.primary().map_or(0, |m| m.contrasts.len());
     let said = r.notes.len();
-    let details = if r.db.is_empty() {
+    let details = if !r.stored {
         "run --verbose".to_string()
     } else {
         format!("hugelab results show {}", r.run_id)
@@ -283,23 +259,24 @@ fn run_line(r: &RunResult) -> Vec<String> {
         n => format!("{n} notes, "),
     };
     // Why the run ended, unless it ended as planned (its blocks, or --max-time).
-    let stopped = Some(r.stop_reason.as_str())
+    let stopped = r
+        .facts
+        .stop_reason
+        .as_deref()
         .filter(|w| !w.ends_with("blocks done") && !w.starts_with("--max-time") && !w.is_empty())
         .map_or(String::new(), |w| format!(" (stopped: {w})"));
     wrap_hanging(
         &format!(
-            "{} block{}{} in {}{stopped} · {failed} failed · {}, δ = {}% · the design, {notes}every table: {details}",
-            r.blocks_done * r.plan.replicas(),
-            if r.blocks_done * r.plan.replicas() == 1 {
-                ""
-            } else {
-                "s"
-            },
-            match r.plan.replicas() {
-                1 => String::new(),
+            "{} block{}{}{}{stopped} · {failed} failed · {}, δ = {}% · the design, {notes}every table: {details}",
+            r.facts.blocks,
+            if r.facts.blocks == 1 { "" } else { "s" },
+            match r.replicas {
+                0 | 1 => String::new(),
                 n => format!(" ({n} replicas at once)"),
             },
-            fmt_elapsed(r.elapsed_s),
+            r.facts
+                .elapsed_s
+                .map_or(String::new(), |e| format!(" in {}", fmt_elapsed(e))),
             level_words(&r.report.design, contrasts, r.report.confidence),
             r.report.effect * 100.0,
         ),

@@ -150,13 +150,28 @@ pub fn system(v: &RunView) -> Option<crate::probe::status::Status> {
 /// The answer lines of a stored run, then its design, servers and notes, as the terminal's
 /// `results show` prints them before the tables.
 pub fn answer_lines(v: &RunView) -> Vec<String> {
-    let facts = super::summary::RunFacts {
-        blocks: v.report.primary().map_or(0, |m| m.complete_blocks),
-        ..Default::default()
+    let reanalysed = v
+        .decided
+        .as_ref()
+        .and_then(|d| d.reanalysed.as_ref())
+        .map(|n| format!("note: {n}"));
+    let answer = match &v.record {
+        Some(r) => super::run::answer_lines(r),
+        // An imported run: its analysis alone.
+        None => {
+            let facts = super::summary::RunFacts {
+                blocks: v.report.primary().map_or(0, |m| m.complete_blocks),
+                ..Default::default()
+            };
+            super::summary::answer(&v.report)
+                .into_iter()
+                .chain(super::summary::run_line(&v.report, &facts))
+                .collect()
+        }
     };
-    super::summary::answer(&v.report)
+    reanalysed
         .into_iter()
-        .chain(super::summary::run_line(&v.report, &facts))
+        .chain(answer)
         .chain(super::run::stored_details(&v.report, &v.said))
         .collect()
 }

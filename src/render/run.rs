@@ -1,10 +1,11 @@
 //! `hugelab run` for people: per arm summaries, contrasts with verdicts, evidence, warnings.
 
+use super::summary;
 use super::summary::thousands;
-use super::summary::{self, RunFacts};
 use super::{Grid, table};
 use crate::model::analysis::ExperimentAnalysis;
 use crate::model::analysis::MetricAnalysis;
+use crate::model::record::RunRecord;
 use crate::model::run::RunResult;
 use crate::model::verdict::Contrast;
 use crate::model::verdict::Design;
@@ -228,21 +229,45 @@ fn measured_why(evidence: &[crate::model::analysis::ArmEvidence]) -> Option<Stri
     })
 }
 
-/// A stored run (`results show`): the answer lines, the service's design, the notes the run
-/// printed, then every table.
-pub fn render_stored(r: &ExperimentAnalysis, said: &crate::model::report::Said) -> String {
-    let facts = RunFacts {
-        blocks: r.primary().map_or(0, |m| m.complete_blocks),
-        ..RunFacts::default()
-    };
-    let mut o: String = summary::answer(r)
+/// The answer a run printed first, from its record: a service's brief answer; a command's
+/// answer lines, the run line and the pools it set.
+pub fn answer_lines(record: &RunRecord) -> Vec<String> {
+    if record.service {
+        return super::brief::lines(record);
+    }
+    summary::answer(&record.report)
         .into_iter()
-        .chain(summary::run_line(r, &facts))
+        .chain(summary::run_line(&record.report, &record.facts))
+        .chain(
+            super::costs::pool_lines(&record.pools)
+                .iter()
+                .flat_map(|l| summary::wrap_hanging(l, 2)),
+        )
+        .collect()
+}
+
+/// A stored run (`results show`): how it was decided when a reader asked for another
+/// decision, the answer lines as the run printed them, the service's design, the notes the
+/// run printed, then every table.
+pub fn render_stored(
+    record: &RunRecord,
+    reanalysed: Option<&str>,
+    said: &crate::model::report::Said,
+) -> String {
+    let mut o: String = reanalysed
+        .map(|n| format!("note: {n}"))
+        .into_iter()
+        .flat_map(|l| summary::wrap_hanging(&l, 2))
+        .chain(answer_lines(record))
         .map(|l| l + "\n")
         .collect();
-    o.extend(stored_details(r, said).into_iter().map(|l| l + "\n"));
+    o.extend(
+        stored_details(&record.report, said)
+            .into_iter()
+            .map(|l| l + "\n"),
+    );
     o.push('\n');
-    o + &render_report(r)
+    o + &render_report(&record.report)
 }
 
 /// What a stored run said beside its tables, wrapped: its service's design (and the forecast
@@ -296,32 +321,20 @@ pub fn render_vm_advice(v: &VmAdvice) -> String {
 /// needs reading (notes, stall contrasts, calibration, VM advice), or with `verbose` every
 /// table `results show` has.
 pub fn render(r: &RunResult, verbose: bool) -> String {
-    let facts = RunFacts {
-        blocks: r.blocks_done * r.plan.replicas(),
-        elapsed_s: Some(r.elapsed_s),
-        stop_reason: Some(r.stop_reason.clone()),
-        heavy_steal_trials: r.noise.iter().map(|n| n.heavy_steal_trials).sum(),
-        warmup_failed: r.warmup_failed,
-    };
+    let record = RunRecord::of(r);
     let mut o = String::new();
     // A service's answer is read by the person who runs the service: the brief answer, the
     // rest behind --verbose and `results show`.
-    if !verbose && r.plan.server.is_some() {
-        for l in super::brief::lines(r) {
+    if !verbose && record.service {
+        for l in super::brief::lines(&record) {
             let _ = writeln!(o, "{l}");
         }
         return o;
     }
-    for l in summary::answer(&r.report)
-        .into_iter()
-        .chain(summary::run_line(&r.report, &facts))
-    {
+    for l in answer_lines(&record) {
         let _ = writeln!(o, "{l}");
     }
-    for l in super::costs::pool_lines(&r.pools)
-        .into_iter()
-        .chain(service_lines(r))
-    {
+    for l in service_lines(r) {
         o.extend(summary::wrap_hanging(&l, 2).into_iter().map(|l| l + "\n"));
     }
     // Where a PMU counted them, the measured TLB misses come before any model.

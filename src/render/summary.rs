@@ -18,17 +18,7 @@ use crate::units::fmt_elapsed;
 /// A contrast's name, the (metric, words) shown, and the metrics left unsettled.
 type Group = (String, Vec<(String, String)>, Vec<String>);
 
-/// What is known about how a run went, beyond its analysis.
-#[derive(Debug, Clone, Default)]
-pub struct RunFacts {
-    pub blocks: usize,
-    pub elapsed_s: Option<f64>,
-    pub stop_reason: Option<String>,
-    /// Trials during which the host stole more than the heavy-steal share of the CPU.
-    pub heavy_steal_trials: usize,
-    /// Warm-up trials (not measured) that failed: said beside the measured failures.
-    pub warmup_failed: usize,
-}
+pub use crate::model::record::RunFacts;
 
 /// The answer lines of an analysed experiment: per contrast, the primary metric (the one
 /// `--fail-on` and `--sequential` decide on) and every other metric with a verdict; the other

@@ -15,8 +15,21 @@ pub const WIDTH: usize = 100;
 /// `-8.9% [-12.8, -8.8] @99.5% FASTER`, or for an unsettled contrast of the primary metric its
 /// half-width and the blocks that δ would need.
 pub fn contrast_words(r: &ExperimentAnalysis, c: &Contrast, primary: bool) -> String {
+    format!(
+        "{}{} {}",
+        percent_interval(&c.percent),
+        level_mark(r, c),
+        verdict_phrase(r, c, primary)
+    )
+}
+
+/// A contrast's verdict in words, the same in every answer (the command run's and the
+/// service's): `FASTER`; `FASTER, not clearing δ = 1% (the interval reaches +0.2%)`;
+/// `EQUIVALENT (within ±1%)`; `INCONCLUSIVE (no interval from 3 blocks)`; for the primary
+/// metric `INCONCLUSIVE (±7.7%; δ = 2% needs ~624 more blocks)`.
+pub fn verdict_phrase(r: &ExperimentAnalysis, c: &Contrast, primary: bool) -> String {
     let effect = r.effect * 100.0;
-    let verdict = match c.verdict {
+    match c.verdict {
         Verdict::Faster | Verdict::Slower => {
             let word = if c.verdict == Verdict::Faster {
                 "FASTER"
@@ -37,6 +50,11 @@ pub fn contrast_words(r: &ExperimentAnalysis, c: &Contrast, primary: bool) -> St
             }
         }
         Verdict::Equivalent => format!("EQUIVALENT (within ±{effect}%)"),
+        Verdict::Inconclusive if c.percent.lo.is_none() && primary => format!(
+            "INCONCLUSIVE (no interval from {} block{})",
+            c.blocks,
+            if c.blocks == 1 { "" } else { "s" }
+        ),
         Verdict::Inconclusive => {
             let unit = if r.design == Design::Unpaired {
                 "runs per arm"
@@ -48,15 +66,11 @@ pub fn contrast_words(r: &ExperimentAnalysis, c: &Contrast, primary: bool) -> St
                     "INCONCLUSIVE (±{mde:.1}%; δ = {effect}% needs ~{} more {unit})",
                     thousands(more)
                 ),
+                (Some(mde), None) if primary => format!("INCONCLUSIVE (±{mde:.1}%)"),
                 _ => "INCONCLUSIVE".to_string(),
             }
         }
-    };
-    format!(
-        "{}{} {verdict}",
-        percent_interval(&c.percent),
-        level_mark(r, c)
-    )
+    }
 }
 
 /// `-8.9% [-12.8, -8.8]`: decimals from the interval's half-width; without an interval the

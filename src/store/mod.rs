@@ -257,17 +257,33 @@ impl Store {
         Ok(())
     }
 
-    pub fn finish_run(
+    /// Close a run: its status and its summary, stored whole as JSON (a run's record, a
+    /// bench's findings).
+    pub fn finish_run<T: serde::Serialize>(
         &mut self,
         run: i64,
         status: &str,
-        summary: Option<&serde_json::Value>,
+        summary: Option<&T>,
     ) -> anyhow::Result<()> {
+        let text = summary.map(serde_json::to_string).transpose()?;
         self.conn.execute(
             "UPDATE runs SET status = ?1, summary = ?2 WHERE id = ?3",
-            params![status, summary.map(|s| s.to_string()), run],
+            params![status, text, run],
         )?;
         Ok(())
+    }
+
+    /// A run's summary read back as `T`: `None` when it stored none, or one of another shape
+    /// (an earlier version's, or another command's).
+    pub fn summary<T: serde::de::DeserializeOwned>(&self, run: i64) -> anyhow::Result<Option<T>> {
+        let text: Option<String> = self
+            .conn
+            .query_row("SELECT summary FROM runs WHERE id = ?1", [run], |r| {
+                r.get(0)
+            })
+            .optional()?
+            .flatten();
+        Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
     }
 
     /// Runs still `running` whose process is gone (`gone` judges the plan's `owner`: its pid and
@@ -527,7 +543,7 @@ mod tests {
             evidence: serde_json::json!({"x": 1}),
         };
         s.add_trial(id, &t).unwrap();
-        s.finish_run(id, "complete", None).unwrap();
+        s.finish_run::<()>(id, "complete", None).unwrap();
         let (m, a, tr) = s.load(id).unwrap();
         assert_eq!((m.status.as_str(), a.len(), tr.len()), ("complete", 2, 1));
         assert_eq!(tr[0], t);

@@ -9,9 +9,13 @@ mod view;
 pub use view::view;
 
 use crate::analyze::stats::{mann_whitney_shift, summarize};
+use crate::analyze::stored::reanalyse;
 use crate::analyze::verdict::{Better, decide, to_percent};
 use crate::error::UsageError;
+use crate::model::analysis::ExperimentAnalysis;
+use crate::model::record::{Decided, RunRecord};
 use crate::model::report::{CompareResult, CompareRow};
+use crate::model::verdict::fmt_level;
 use crate::store::Store;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -24,6 +28,86 @@ pub fn status_now(meta: &crate::store::RunMeta) -> String {
     } else {
         meta.status.clone()
     }
+}
+
+/// A stored run's record as the run printed it, or re-analysed where `over` asks for another
+/// decision (and then it says so). A run an earlier version stored (its analysis alone, or
+/// none) is read at its own decision, and says how it was read.
+pub fn recall(
+    store: &Store,
+    meta: &crate::store::RunMeta,
+    arms: &[crate::store::ArmRow],
+    trials: &[crate::store::TrialRow],
+    over: &crate::options::Redecide,
+) -> anyhow::Result<(RunRecord, Decided)> {
+    use crate::model::record::{RECORD_SCHEMA, RunFacts};
+    let stored = store
+        .summary::<RunRecord>(meta.id)?
+        .filter(|r| r.schema == RECORD_SCHEMA);
+    let (mut record, mut how) = match stored {
+        Some(r) => (r, None),
+        None => {
+            let effect = meta.plan["effect"].as_f64().unwrap_or(0.01);
+            let confidence = meta.plan["confidence"].as_f64().unwrap_or(0.99);
+            let (report, how) = match store.summary::<ExperimentAnalysis>(meta.id)? {
+                Some(a) => (
+                    a,
+                    "stored by an earlier version with its analysis alone: its time, stop reason, pools and advice were not kept".to_string(),
+                ),
+                None => (
+                    reanalyse(meta, arms, trials, effect, confidence),
+                    format!(
+                        "this run stored no analysis (an earlier version's, or one that stopped): re-analysed at its own decision, {}, δ = {}%",
+                        fmt_level(confidence),
+                        effect * 100.0
+                    ),
+                ),
+            };
+            let facts = RunFacts {
+                blocks: report.primary().map_or(0, |m| m.complete_blocks),
+                ..RunFacts::default()
+            };
+            let record = RunRecord {
+                schema: RECORD_SCHEMA.into(),
+                run_id: meta.id,
+                stored: true,
+                service: meta.plan["server"].is_object(),
+                replicas: meta.plan["server"]["warm"]["replicas"]
+                    .as_u64()
+                    .unwrap_or(1) as usize,
+                report,
+                facts,
+                pools: Vec::new(),
+                advice: None,
+                servers: Vec::new(),
+                notes: serde_json::from_value(meta.plan["said"].clone()).unwrap_or_default(),
+            };
+            (record, Some(how))
+        }
+    };
+    let (effect, confidence) = (record.report.effect, record.report.confidence);
+    let want = (
+        over.effect.unwrap_or(effect),
+        over.confidence.unwrap_or(confidence),
+    );
+    if (want.0 - effect).abs() > 1e-12 || (want.1 - confidence).abs() > 1e-12 {
+        record.report = reanalyse(meta, arms, trials, want.0, want.1);
+        how = Some(format!(
+            "re-analysed at {}, δ = {}% (the run decided at {}, δ = {}%)",
+            fmt_level(want.1),
+            want.0 * 100.0,
+            fmt_level(confidence),
+            effect * 100.0
+        ));
+    }
+    Ok((
+        record,
+        Decided {
+            effect: want.0,
+            confidence: want.1,
+            reanalysed: how,
+        },
+    ))
 }
 
 /// The results database for reading: it must exist (a read-only command creates nothing).
@@ -162,12 +246,15 @@ pub fn said(
     meta: &crate::store::RunMeta,
     arms: &[crate::store::ArmRow],
     trials: &[crate::store::TrialRow],
-    report: &crate::model::analysis::ExperimentAnalysis,
+    record: &RunRecord,
 ) -> crate::model::report::Said {
+    let report = &record.report;
     let server: Option<crate::model::run::ServerPlan> =
         serde_json::from_value(meta.plan["server"].clone()).ok();
     let names: Vec<String> = arms.iter().map(|a| a.name.clone()).collect();
     let servers = match (&server, report.primary()) {
+        // What the run printed, as it kept it.
+        _ if !record.servers.is_empty() => record.servers.clone(),
         (Some(_), Some(m)) => {
             let data: Vec<_> = trials
                 .iter()
@@ -181,7 +268,7 @@ pub fn said(
     crate::model::report::Said {
         server,
         arms: names,
-        notes: serde_json::from_value(meta.plan["said"].clone()).unwrap_or_default(),
+        notes: record.notes.clone(),
         servers,
     }
 }

@@ -14,19 +14,31 @@ use std::collections::BTreeMap;
 /// A stored run with what its charts need: the analysis at `confidence`/`effect`, every trial
 /// value in run order and, for a bench, the per-size lines.
 pub fn view(
+    store: &crate::store::Store,
     meta: RunMeta,
     arms: &[ArmRow],
     trials: &[TrialRow],
-    effect: f64,
-    confidence: f64,
-) -> RunView {
-    let report = reanalyse(&meta, arms, trials, effect, confidence);
+    over: &crate::options::Redecide,
+) -> anyhow::Result<RunView> {
     let kind = if meta.status == "imported" {
         RunKind::Imported
     } else if meta.plan.get("bench").is_some() {
         RunKind::Bench
     } else {
         RunKind::Run
+    };
+    let (record, decided) = if kind == RunKind::Run {
+        let (r, d) = super::recall(store, &meta, arms, trials, over)?;
+        (Some(r), Some(d))
+    } else {
+        (None, None)
+    };
+    let confidence = decided
+        .as_ref()
+        .map_or(over.confidence.unwrap_or(0.99), |d| d.confidence);
+    let report = match &record {
+        Some(r) => r.report.clone(),
+        None => reanalyse(&meta, arms, trials, over.effect.unwrap_or(0.01), confidence),
     };
     let arm_names: Vec<String> = arms.iter().map(|a| a.name.clone()).collect();
     let index = |idx: i64| arms.iter().position(|a| a.idx == idx);
@@ -64,18 +76,26 @@ pub fn view(
         Vec::new()
     };
     let stalls = stall_histograms(&arm_names, &index, trials);
-    let said = super::said(&meta, arms, trials, &report);
-    RunView {
+    let said = match &record {
+        Some(r) => super::said(&meta, arms, trials, r),
+        None => crate::model::report::Said {
+            arms: arm_names.clone(),
+            ..Default::default()
+        },
+    };
+    Ok(RunView {
         system: meta.plan.get("system").cloned(),
         meta,
         kind,
         arms: arm_names,
         report,
+        record,
+        decided,
         series,
         curves,
         stalls,
         said,
-    }
+    })
 }
 
 /// `run --trace` stored each trial's latency histograms: sum them per kind and arm over the
