@@ -7,8 +7,8 @@
 //!
 //! Rounds alternate the two sides so drift on this shared VM hits both alike; medians are shown.
 
-use hugelab::analyze::stats::{hodges_lehmann, quantile_sorted, sorted};
 use hugelab::backing::{Backing, Region};
+use hugelab::stats::{hodges_lehmann, quantile_sorted, sorted};
 use hugelab::workload::{self, kernels::XorShift};
 use std::hint::black_box;
 use std::time::Instant;

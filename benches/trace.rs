@@ -7,8 +7,8 @@
 //! mm_page_alloc fires on every page allocation). `HUGELAB_BENCH_PAIRS` sets the number of
 //! pairs (default 30).
 
-use hugelab::analyze::stats::hodges_lehmann;
 use hugelab::analyze::verdict::to_percent;
+use hugelab::stats::hodges_lehmann;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;

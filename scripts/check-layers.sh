@@ -3,10 +3,35 @@
 # utilities (error, units, rng, metric, sys, options) may be used anywhere. Fails on any upward import.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-stages=(probe control backing workload collect model store render analyze experiment commands cli)
+stages=(stats probe control backing workload collect model store render analyze experiment commands cli)
 # The engines beside experiment: each above render, below commands, and none imports another.
 engines=(experiment bench fleet exporter stored_runs)
 status=0
+# The statistics kernel sits below every stage: it imports the utilities and nothing else.
+if hits=$(grep -rnE "crate::[a-z_]+" src/stats | grep -vE "crate::(rng|units|error|stats)\b"); then
+  echo "the statistics kernel (src/stats) imports more than the utilities:"
+  echo "$hits"
+  status=1
+fi
+# Inherent methods live beside their type: an `impl Type {` in a file outside the module that
+# defines Type (its file, or that file's own folder) is reported, unless scripts/impl-outside.allow
+# lists it.
+defs=$(grep -rnE "^\s*pub (struct|enum) [A-Z][A-Za-z0-9]*" src --include=*.rs \
+  | sed -E 's/^([^:]*):[0-9]+:\s*pub (struct|enum) ([A-Za-z0-9]*).*/\3 \1/')
+while read -r t f l; do
+  where=$(awk -v t="$t" '$1 == t {print $2}' <<< "$defs")
+  [ -z "$where" ] && continue
+  inside=0
+  for d in $where; do
+    base=${d%.rs}; base=${base%/mod}
+    case "$f" in "$d" | "$base"/*) inside=1 ;; esac
+  done
+  [ $inside = 1 ] && continue
+  grep -qx "$t $f" <(grep -v '^#' scripts/impl-outside.allow 2>/dev/null) && continue
+  echo "impl $t in $f:$l, outside the module that defines it ($(echo $where)): move the methods beside the type"
+  status=1
+done < <(grep -rnE "^impl(<[^>]*>)? [A-Z][A-Za-z0-9]*(<[^>]*>)? \{" src --include=*.rs \
+  | sed -E 's/^([^:]*):([0-9]+):impl(<[^>]*>)? ([A-Za-z0-9]*).*/\4 \1 \2/')
 if grep -rn 'crate::{' src >/dev/null; then
   echo "grouped 'use crate::{…}' imports hide which stage they reach; import each stage on its own line:"
   grep -rn 'crate::{' src
@@ -50,6 +75,13 @@ done
 # analyze and render both read the records in model and sit side by side: render never computes
 # (it cannot import analyze, above it), and analyze never words or draws (it must not import
 # render, though the order would allow it).
+# Renderers format what the record holds: they read the statistics' types through model, and
+# never call the kernel.
+if hits=$(grep -rnE "crate::stats\b" src/render); then
+  echo "render imports the statistics kernel (read the record's numbers; compute them in analyze):"
+  echo "$hits"
+  status=1
+fi
 if hits=$(grep -rnE "crate::render\b" src/analyze); then
   echo "analyze imports render (analyze builds the record; the renderers read it):"
   echo "$hits"

@@ -5,7 +5,8 @@
 //! engines side by side (`experiment`: the run engine — plan, schedule, trial, servers; `bench`;
 //! `fleet`: judge; `exporter`; `stored_runs`), each producing `model` records; `commands` runs
 //! each CLI command on top of them. Utilities (`error`, `units`, `metric`,
-//! `rng`, `sys`, `options`) sit below every stage.
+//! `rng`, `sys`, `options`) and the statistics kernel (`stats`: estimators, intervals, tests,
+//! importing nothing but the utilities) sit below every stage.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
@@ -29,6 +30,7 @@ pub mod options;
 pub mod probe;
 pub mod render;
 pub mod rng;
+pub mod stats;
 pub mod store;
 pub mod stored_runs;
 pub mod sys;

@@ -423,7 +423,7 @@ fn the_layers_check_refuses_a_renderer_or_the_store_reaching_analyze() {
     let (ok, said) = layers_check_with("src/render/words.rs", "\n");
     assert!(ok, "the tree as it is passes: {said}");
     for file in ["src/render/words.rs", "src/store/mod.rs"] {
-        let (ok, said) = layers_check_with(file, "\nuse crate::analyze::stats::summarize;\n");
+        let (ok, said) = layers_check_with(file, "\nuse crate::analyze::experiment;\n");
         assert!(!ok, "{file} importing analyze passed: {said}");
         assert!(said.contains("imports the later stage 'analyze'"), "{said}");
     }
@@ -433,4 +433,31 @@ fn the_layers_check_refuses_a_renderer_or_the_store_reaching_analyze() {
         "\nuse crate::render::words::WIDTH;\n",
     );
     assert!(!ok && said.contains("analyze imports render"), "{said}");
+}
+
+/// The statistics kernel at the bottom and methods beside their types: a planted upward import
+/// from the kernel, the kernel imported by a renderer, and an inherent `impl` outside its
+/// type's module each fail the layers check, which names the file.
+#[test]
+fn the_layers_check_fails_on_a_planted_upward_import_and_a_stray_impl() {
+    for (file, line, said) in [
+        (
+            "src/stats/welch.rs",
+            "\nuse crate::analyze::bench;\n",
+            "the statistics kernel (src/stats) imports more than the utilities",
+        ),
+        (
+            "src/render/words.rs",
+            "\nuse crate::stats::hodges_lehmann;\n",
+            "render imports the statistics kernel",
+        ),
+        (
+            "src/render/tlb.rs",
+            "\nimpl Sweep {\n    pub fn planted(&self) {}\n}\n",
+            "impl Sweep in src/render/tlb.rs",
+        ),
+    ] {
+        let (ok, out) = layers_check_with(file, line);
+        assert!(!ok && out.contains(said), "{file}: {out}");
+    }
 }

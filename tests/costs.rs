@@ -82,7 +82,7 @@ fn a_sparse_child_under_thp_always_shows_its_memory_cost_in_the_answer_and_the_a
         );
         peaks.entry(arm_of(t.arm_idx)).or_default().push(peak);
     }
-    let median = |v: &[f64]| hugelab::analyze::stats::summarize(v).unwrap().median;
+    let median = |v: &[f64]| hugelab::stats::summarize(v).unwrap().median;
     let (never, always) = (median(&peaks["never"]), median(&peaks["always"]));
     assert!(
         always > 5.0 * never,

@@ -1,11 +1,11 @@
 //! Bench analysis: per cell (metric × size × backing) a summary and score ± error, and per
 //! backing the paired ratio to the baseline backing over the randomized rounds.
 
-use super::stats::{hodges_lehmann, summarize, t_half_width};
 use crate::backing::Backing;
 use crate::metric::Metric;
 pub use crate::model::bench::direction;
 pub use crate::model::bench::{CellStats, Direction, Observation};
+use crate::stats::{hodges_lehmann, summarize, t_half_width};
 
 /// Analyse all observations against `baseline` at `confidence`. Cells keep input order.
 pub fn analyse(obs: &[Observation], baseline: Backing, confidence: f64) -> Vec<CellStats> {

@@ -18,17 +18,17 @@ pub fn detectable_percent(sd: f64, n: usize, confidence: f64) -> f64 {
 /// Calibrate from A/A log-ratios `d` whose blocks took `seconds_per_block` each.
 pub fn calibrate(d: &[f64], seconds_per_block: f64, effect: f64, confidence: f64) -> Calibration {
     let n = d.len();
-    let sd = super::stats::sd(d);
-    let s = super::stats::sorted(d);
+    let sd = crate::stats::sd(d);
+    let s = crate::stats::sorted(d);
     let med = if n > 0 {
-        super::stats::quantile_sorted(&s, 0.5)
+        crate::stats::quantile_sorted(&s, 0.5)
     } else {
         0.0
     };
     let dev: Vec<f64> =
-        super::stats::sorted(&d.iter().map(|x| (x - med).abs()).collect::<Vec<_>>());
+        crate::stats::sorted(&d.iter().map(|x| (x - med).abs()).collect::<Vec<_>>());
     let mad = if n > 0 {
-        super::stats::quantile_sorted(&dev, 0.5)
+        crate::stats::quantile_sorted(&dev, 0.5)
     } else {
         0.0
     };

@@ -5,10 +5,10 @@
 
 use super::experiment::{self, ExperimentAnalysis, MetricDef, TrialData};
 pub use super::experiment::{ArmState, ConditionAnalysis, Interaction};
-use super::stats::{mann_whitney_shift, mean_of as mean};
 pub use super::trial_data::TrialCondition;
 use super::verdict::{Design, holm, holm_levels, to_percent};
 pub use crate::model::costs::SHOWN_COUNTERS;
+use crate::stats::{mann_whitney_shift, mean_of as mean};
 use std::collections::BTreeMap;
 
 fn arm_states(arms: &[String], trials: &[&TrialData]) -> Vec<ArmState> {

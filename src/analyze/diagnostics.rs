@@ -3,8 +3,8 @@
 //! (Sarle's bimodality coefficient, SAS/STAT manual; > 0.555 suggests two modes, e.g. runs
 //! that did and did not get huge pages).
 
-use super::stats::{mean, summarize};
 pub use crate::model::analysis::Diagnostics;
+use crate::stats::{mean, summarize};
 
 pub fn slope(y: &[f64]) -> Option<f64> {
     let n = y.len();

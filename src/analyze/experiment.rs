@@ -5,40 +5,20 @@
 
 use super::diagnostics::diagnose;
 use super::lifetimes::{Components, Placed, components, lifetime_means};
-use super::stats::summarize;
 use super::verdict::{Better, Design, contrasts, unpaired_contrasts};
+use crate::stats::summarize;
 use std::collections::BTreeMap;
 
 mod noise;
 
-use super::stats::mean_of as mean;
 use super::trial_data::means_by_key;
 pub use super::trial_data::{TrialData, TrialEvent, judge_trial, trial_data};
 pub use crate::model::analysis::{
     ArmEvidence, ArmMetric, ArmState, ConditionAnalysis, EventTally, ExperimentAnalysis,
     Interaction, MetricAnalysis, MetricDef, primary_index,
 };
+use crate::stats::mean_of as mean;
 pub use noise::{HEAVY_STEAL, NoiseAttribution, noise_attribution};
-
-impl MetricDef {
-    /// A metric contrasted between arms: neither context, cost nor a row of the load's table.
-    pub fn contrasted(name: impl Into<String>, better: Better) -> MetricDef {
-        MetricDef {
-            name: name.into(),
-            better,
-            context: false,
-            cost: false,
-            row: false,
-        }
-    }
-}
-
-impl EventTally {
-    /// Trials where the event ran and succeeded.
-    pub fn succeeded(&self) -> usize {
-        self.trials - self.not_run - self.failed
-    }
-}
 
 fn event_tally(ts: &[&TrialData]) -> Option<EventTally> {
     let events: Vec<(&TrialEvent, Option<f64>)> = ts
@@ -65,14 +45,6 @@ fn event_tally(ts: &[&TrialData]) -> Option<EventTally> {
             .map(|(e, _)| e.output.clone()),
         load_wall_s: (!walls.is_empty()).then(|| walls[walls.len() / 2]),
     })
-}
-
-impl ExperimentAnalysis {
-    /// The primary metric's report (see [`primary_index`]).
-    pub fn primary(&self) -> Option<&MetricAnalysis> {
-        self.metrics
-            .get(primary_index(self.metrics.iter().map(|m| &m.metric)))
-    }
 }
 
 /// The units a contrast is analysed over: per-block log-ratios of `arm` vs `baseline` for

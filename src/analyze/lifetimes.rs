@@ -337,7 +337,7 @@ pub fn first_burst_effects(
     arms: usize,
     metric: &str,
     confidence: f64,
-) -> Vec<Option<crate::analyze::stats::Estimate>> {
+) -> Vec<Option<crate::stats::Estimate>> {
     use std::collections::BTreeMap;
     (0..arms)
         .map(|a| {
@@ -358,7 +358,7 @@ pub fn first_burst_effects(
                     v[0].1 - rest.iter().map(|x| x.1).sum::<f64>() / rest.len() as f64
                 })
                 .collect();
-            crate::analyze::stats::hodges_lehmann(&d, confidence)
+            crate::stats::hodges_lehmann(&d, confidence)
         })
         .collect()
 }

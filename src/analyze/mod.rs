@@ -1,8 +1,7 @@
 //! Analyze: pure computations over probed and collected records — no I/O, no printing.
 //!
-//! * [`stats`] — summaries (quantiles with order-statistic intervals, robust outlier counts,
-//!   histograms), Hodges–Lehmann with signed-rank intervals for paired blocks, BCa bootstrap of
-//!   the mean ratio, Mann–Whitney shift for unpaired samples;
+//! * the estimators, intervals and tests themselves are the statistics kernel below every stage
+//!   (`crate::stats`);
 //! * [`verdict`] — FASTER / SLOWER / EQUIVALENT / INCONCLUSIVE against δ, Holm correction,
 //!   sample-size planning;
 //! * [`sequential`] — valid early stopping (O'Brien–Fleming group-sequential, confidence sequences);
@@ -45,7 +44,6 @@ pub mod server;
 #[cfg(any(test, feature = "simulation"))]
 pub mod simulate;
 pub mod stalls;
-pub mod stats;
 pub mod stored;
 pub mod tail;
 pub mod tlb;

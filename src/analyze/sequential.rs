@@ -180,7 +180,7 @@ impl GroupSequential {
                 Decision::Continue
             };
         };
-        let z = super::stats::signed_rank_z(d);
+        let z = crate::stats::signed_rank_z(d);
         let conf = 2.0 * Normal::standard().cdf(self.bounds[k]) - 1.0;
         if z.abs() >= self.bounds[k] {
             Decision::Reject {

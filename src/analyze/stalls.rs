@@ -67,7 +67,7 @@ pub fn stall_counts(
                 continue;
             }
             let d: Vec<f64> = pairs.iter().map(|(a, b)| a - b).collect();
-            let Some(e) = super::stats::hodges_lehmann(&d, level) else {
+            let Some(e) = crate::stats::hodges_lehmann(&d, level) else {
                 continue;
             };
             let verdict = match (e.lo, e.hi) {

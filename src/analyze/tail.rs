@@ -5,11 +5,11 @@
 //! (Bonferroni) over the arms. Below [`MIN_BLOCKS`] a p95 is the largest trial or next to it,
 //! and no interval is given: the answer says how many blocks one needs.
 
-use super::stats::{quantile_sorted, sorted};
 use crate::model::analysis::{TailContrast, TrialData};
-use crate::model::stats::Estimate;
 use crate::model::verdict::{Better, Verdict};
 use crate::rng::XorShift;
+use crate::stats::Estimate;
+use crate::stats::{quantile_sorted, sorted};
 
 /// The quantile compared.
 pub const QUANTILE: f64 = 0.95;

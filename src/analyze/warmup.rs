@@ -14,9 +14,9 @@
 //! lifetime is left unusable. The decision looks at each arm's own level, never at the
 //! contrast, so an A/A stays honest.
 
-use super::stats::hodges_lehmann;
 use super::trial_data::TrialData;
 pub use crate::model::analysis::{POSITIONS, Warmup};
+use crate::stats::hodges_lehmann;
 use std::collections::BTreeMap;
 
 /// Lifetimes needed at a position before it is tested.

@@ -100,7 +100,7 @@ pub fn too_few_blocks(plan: &Plan) -> Option<String> {
     }
     let m = plan.arms.len().saturating_sub(1).max(1);
     let level = 1.0 - (1.0 - plan.confidence) / m as f64;
-    let need = crate::analyze::stats::min_pairs_for_interval(level);
+    let need = crate::stats::min_pairs_for_interval(level);
     (plan.blocks < need).then(|| {
         format!(
             "the {} blocks planned are too few for a signed-rank interval at {:.2}% (the first Holm step of {m} contrasts at {:.0}%): every verdict will be INCONCLUSIVE; give --blocks {need} or more, or --sequential",

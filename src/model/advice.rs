@@ -3,10 +3,10 @@
 use crate::backing::arm::Arm;
 use crate::control::Knob;
 use crate::model::analysis::ExperimentAnalysis;
-use crate::model::stats::Estimate;
 use crate::model::trace::StallContrast;
 use crate::model::verdict::Better;
 use crate::model::verdict::Verdict;
+use crate::stats::Estimate;
 
 pub const SCHEMA: &str = "hugelab.advice/1";
 

@@ -2,8 +2,8 @@
 //! analysis, the warm-up found — what `analyze::experiment` builds once and the store, every
 //! renderer, `advise` and the exports read. Also the trial as the analysis reads it.
 
-use crate::model::stats::{Estimate, Summary};
 use crate::model::verdict::{Better, Contrast, Design, Verdict};
+use crate::stats::{Estimate, Summary};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -381,4 +381,32 @@ pub struct TrialCondition {
     pub kernel_read: bool,
     /// `--trace`: stall time of the trial's process tree per kind, milliseconds.
     pub stalls_ms: BTreeMap<String, f64>,
+}
+
+impl MetricDef {
+    /// A metric contrasted between arms: neither context, cost nor a row of the load's table.
+    pub fn contrasted(name: impl Into<String>, better: crate::model::verdict::Better) -> MetricDef {
+        MetricDef {
+            name: name.into(),
+            better,
+            context: false,
+            cost: false,
+            row: false,
+        }
+    }
+}
+
+impl EventTally {
+    /// Trials where the event ran and succeeded.
+    pub fn succeeded(&self) -> usize {
+        self.trials - self.not_run - self.failed
+    }
+}
+
+impl ExperimentAnalysis {
+    /// The primary metric's report (see [`primary_index`]).
+    pub fn primary(&self) -> Option<&MetricAnalysis> {
+        self.metrics
+            .get(primary_index(self.metrics.iter().map(|m| &m.metric)))
+    }
 }

@@ -1,6 +1,6 @@
 //! Records of `hugelab bench`: the plan, per-cell evidence, what was skipped, and the result.
-use crate::model::stats::Estimate;
-use crate::model::stats::Summary;
+use crate::stats::Estimate;
+use crate::stats::Summary;
 use crate::workload::Metric;
 
 use crate::backing::Backing;

@@ -1,7 +1,7 @@
 //! The record of `hugelab judge`: what was asked of Prometheus, and the judgement.
-use crate::model::stats::Estimate;
 use crate::model::verdict::Better;
 use crate::model::verdict::Contrast;
+use crate::stats::Estimate;
 
 use crate::model::verdict::Design;
 

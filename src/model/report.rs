@@ -2,10 +2,10 @@
 //! charts and tables show, and an unpaired comparison of two runs.
 
 use crate::model::analysis::ExperimentAnalysis;
-use crate::model::stats::Estimate;
 use crate::model::stored::RunMeta;
 use crate::model::verdict::Better;
 use crate::model::verdict::Verdict;
+use crate::stats::Estimate;
 
 pub const SCHEMA: &str = "hugelab.report/1";
 

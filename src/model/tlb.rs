@@ -1,7 +1,7 @@
 //! The TLB's reach measured by timing (`bench tlb`, `analyze::tlb` finds the knees).
 use crate::backing::Backing;
-use crate::model::stats::Estimate;
 use crate::probe::tlb::TlbGeometry;
+use crate::stats::Estimate;
 
 /// A span is past the reach when huge pages are faster by at least this share, with the
 /// bench's confidence (the ratio's whole interval below 1 − 5%).
@@ -113,4 +113,34 @@ pub struct Agreement {
     pub entries: u32,
     /// Whether the declared entries fall within the measured knee (a step either side).
     pub agrees: bool,
+}
+
+impl Point {
+    pub fn past_reach(&self) -> bool {
+        self.ratio.hi.is_some_and(|hi| hi < 1.0 - FASTER_BY)
+    }
+}
+
+impl Sweep {
+    /// The first span past the knee, and the largest span.
+    pub fn past(&self) -> (Option<&Point>, Option<&Point>) {
+        let Some((_, hi)) = self.knee else {
+            return (None, None);
+        };
+        (
+            self.points.iter().find(|p| p.pages == hi),
+            self.points.last().filter(|p| p.past_reach()),
+        )
+    }
+}
+
+impl TlbReach {
+    pub fn headline(&self) -> Option<&Sweep> {
+        self.headline.map(|i| &self.sweeps[i])
+    }
+
+    /// The measured reach in 4 KiB entries, as (at least, at most).
+    pub fn entries_4k(&self) -> Option<(u64, u64)> {
+        self.headline()?.knee
+    }
 }

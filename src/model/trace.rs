@@ -152,7 +152,7 @@ pub struct StallContrast {
     pub blocks: usize,
     /// arm − baseline, ms per trial: Hodges–Lehmann of the per-block differences with its
     /// signed-rank interval (unadjusted for the number of contrasts).
-    pub difference_ms: crate::model::stats::Estimate,
+    pub difference_ms: crate::stats::Estimate,
 }
 
 /// One traced trial's stall time of one kind.

@@ -1,6 +1,6 @@
 //! A contrast's verdict and how it was reached (`analyze::verdict` decides them).
 
-use crate::model::stats::Estimate;
+use crate::stats::Estimate;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "UPPERCASE")]

@@ -3,7 +3,7 @@
 //! `exit_codes`, as hyperfine writes them, plus hugelab's arm, spec and every trial with its
 //! metrics and evidence; `hugelab import` reads it back whole. Schema `hugelab.export/1`.
 
-use crate::analyze::stats::summarize;
+use crate::stats::summarize;
 use crate::store::{ArmRow, RunMeta, TrialRow};
 use std::collections::BTreeMap;
 

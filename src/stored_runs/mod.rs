@@ -8,7 +8,6 @@ mod view;
 
 pub use view::view;
 
-use crate::analyze::stats::{mann_whitney_shift, summarize};
 use crate::analyze::stored::reanalyse;
 use crate::analyze::verdict::{Better, decide, to_percent};
 use crate::error::UsageError;
@@ -16,6 +15,7 @@ use crate::model::analysis::ExperimentAnalysis;
 use crate::model::record::{Decided, RunRecord};
 use crate::model::report::{CompareResult, CompareRow};
 use crate::model::verdict::fmt_level;
+use crate::stats::{mann_whitney_shift, summarize};
 use crate::store::Store;
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -1,12 +1,12 @@
 //! A stored run read back with what its charts need: its analysis, every trial value in run
 //! order, the stall histograms and, for a bench, the per-size lines.
 
-use crate::analyze::stats::{quantile_interval, sorted};
 use crate::analyze::stored::reanalyse;
 use crate::backing::Backing;
 use crate::model::report::{
     ArmStalls, BenchCurve, BenchLine, BenchPoint, Point, RunKind, RunView, Series, StallHistogram,
 };
+use crate::stats::{quantile_interval, sorted};
 use crate::store::{ArmRow, RunMeta, TrialRow};
 use crate::units::Bytes;
 use std::collections::BTreeMap;
@@ -210,7 +210,7 @@ fn bench_curves(
             line.points.push(BenchPoint {
                 size: size.0,
                 n: s.len(),
-                median: crate::analyze::stats::quantile_sorted(&s, 0.5),
+                median: crate::stats::quantile_sorted(&s, 0.5),
                 lo: ci.map(|c| c.0),
                 hi: ci.map(|c| c.1),
                 vs_baseline: contrast.map(|c| c.percent),

@@ -2,7 +2,7 @@ use super::*;
 use crate::analyze::experiment::{ArmEvidence, ArmMetric, MetricAnalysis, MetricDef};
 use crate::analyze::verdict::{Contrast, Design};
 use crate::backing::arm::parse_arm;
-use crate::model::stats::Estimate;
+use crate::stats::Estimate;
 use proptest::prelude::*;
 
 /// A run of `arms` (NAME=SPEC, the first the baseline) whose contrasts on `tps` (higher is

@@ -142,7 +142,7 @@ fn tail(r: &ExperimentAnalysis, arm: &str, gain: f64) -> Option<Vec<CostNote>> {
 }
 
 /// `+1,240% [+1,190, +1,300]` (one decimal below 100%).
-fn percent(e: &crate::analyze::stats::Estimate) -> String {
+fn percent(e: &crate::stats::Estimate) -> String {
     let d = if e.point.abs() >= 100.0 { 0 } else { 1 };
     match (e.lo, e.hi) {
         (Some(lo), Some(hi)) => format!("{:+.d$}% [{lo:+.d$}, {hi:+.d$}]", e.point),

@@ -38,12 +38,12 @@ use views::Units;
 pub use views::{Basis, Composition, Groups};
 
 use super::diagnostics::lag1;
-use super::stats::{self};
 use super::verdict::{self, Better, Contrast, Design, Verdict};
 use crate::collect::prometheus::Series;
 pub use crate::model::judge::{
     Autocorrelation, BeforeWindow, HostRow, MetricJudgement, Overall, Window,
 };
+use crate::stats::{self};
 
 /// Lag-1 autocorrelations above this are capped when widening (the factor stays ≤ 6.2).
 const MAX_RHO: f64 = 0.95;

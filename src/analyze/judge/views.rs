@@ -18,9 +18,9 @@
 //! measured at all, and no interval is given (one host switched back and forth in periods is
 //! exempt: the groups are the same host).
 
-use super::super::stats::{self, Estimate, mann_whitney_shift, welch};
 use super::super::verdict::{Design, paired_interval};
 pub use crate::model::judge::{Basis, Composition, Groups};
+use crate::stats::{self, Estimate, mann_whitney_shift, welch};
 
 /// One metric's units: its blocks in each window and its hosts' values.
 pub struct Units<'a> {

@@ -28,7 +28,7 @@ pub fn rank_ratio(means: &[f64], confidence: f64) -> Option<f64> {
     if n < RANK_RATIO_MIN {
         return None;
     }
-    let e = crate::analyze::stats::hodges_lehmann(means, confidence)?;
+    let e = crate::stats::hodges_lehmann(means, confidence)?;
     let (lo, hi) = (e.lo?, e.hi?);
     let mean = means.iter().sum::<f64>() / n as f64;
     let sd = (means.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();

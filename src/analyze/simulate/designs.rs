@@ -3,10 +3,10 @@
 
 use super::noise::{Rng, Scenario, ThreeArms};
 use crate::analyze::sequential::{Decision, GroupSequential};
-use crate::analyze::stats::{hodges_lehmann, signed_rank_p};
 use crate::analyze::verdict::{
     Design, SEQUENTIAL_N_OPT, blocks_to_resolve, decide, holm_levels, paired_interval, planning_sd,
 };
+use crate::stats::{hodges_lehmann, signed_rank_p};
 
 /// `run`'s fixed design at `blocks` blocks and family-wise `confidence`: the Holm step-down
 /// levels and intervals of both contrasts, exactly as `verdict::contrasts` computes them.

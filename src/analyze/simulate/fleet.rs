@@ -267,8 +267,7 @@ pub fn judge_fleets(
                     .flat_map(|s| s.points.iter().filter(|p| p.0 >= changed).map(|p| p.1.ln()))
                     .collect()
             };
-            if let Some(s) =
-                crate::analyze::stats::mann_whitney_shift(&logs(&c), &logs(&b), confidence)
+            if let Some(s) = crate::stats::mann_whitney_shift(&logs(&c), &logs(&b), confidence)
                 && s.estimate.excludes(0.0)
             {
                 wrong += 1;

@@ -11,7 +11,7 @@ use super::noise::Rng;
 use super::{Row, se};
 use crate::analyze::experiment::{TrialData, log_ratios};
 use crate::analyze::lifetimes::{Components, Placed, scaled, size, size_replicated, spread, z_for};
-use crate::analyze::stats::hodges_lehmann;
+use crate::stats::hodges_lehmann;
 
 /// The known process of the sizing rows: SD of the ratio between bursts and between
 /// lifetimes, a lifetime's and a block's cost (seconds), the budget (a duet PostgreSQL A/A on

@@ -149,7 +149,7 @@ fn rounds_to_settle(spans: &[SpanRounds], points: &[Point]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::stats::Estimate;
+    use crate::stats::Estimate;
 
     /// A span whose rounds scatter `spread` (ln) around `ratio`, with its table point.
     fn span(pages: u64, ratio: f64, spread: f64) -> (SpanRounds, Point) {

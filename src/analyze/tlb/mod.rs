@@ -12,43 +12,13 @@
 mod locate;
 
 use super::bench::{CellStats, Observation};
-use super::stats::Estimate;
 use crate::backing::Backing;
 use crate::metric::Metric;
 pub use crate::model::tlb::{
     Agreement, FASTER_BY, Measured, MeasuredLevel, Point, Sweep, TlbReach,
 };
 use crate::probe::tlb::TlbGeometry;
-
-impl Point {
-    pub fn past_reach(&self) -> bool {
-        self.ratio.hi.is_some_and(|hi| hi < 1.0 - FASTER_BY)
-    }
-}
-
-impl Sweep {
-    /// The first span past the knee, and the largest span.
-    pub fn past(&self) -> (Option<&Point>, Option<&Point>) {
-        let Some((_, hi)) = self.knee else {
-            return (None, None);
-        };
-        (
-            self.points.iter().find(|p| p.pages == hi),
-            self.points.last().filter(|p| p.past_reach()),
-        )
-    }
-}
-
-impl TlbReach {
-    pub fn headline(&self) -> Option<&Sweep> {
-        self.headline.map(|i| &self.sweeps[i])
-    }
-
-    /// The measured reach in 4 KiB entries, as (at least, at most).
-    pub fn entries_4k(&self) -> Option<(u64, u64)> {
-        self.headline()?.knee
-    }
-}
+use crate::stats::Estimate;
 
 /// Every level the timing resolves. The first is the knee; a later level starts where what
 /// 4 KiB pages cost beyond the huge backing (`extra_ns`) jumps after a plateau: the two spans

@@ -37,7 +37,7 @@ pub fn stall_contrasts(
                 .filter_map(|b| Some((ms(*b, arm, kind)?, ms(*b, baseline, kind)?)))
                 .collect();
             let d: Vec<f64> = pairs.iter().map(|(a, b)| a - b).collect();
-            let Some(e) = crate::analyze::stats::hodges_lehmann(&d, confidence) else {
+            let Some(e) = crate::stats::hodges_lehmann(&d, confidence) else {
                 continue;
             };
             let mean =

@@ -3,8 +3,8 @@
 //! analysed: the interval each design gives, and the words printed for it.
 
 use super::fmt_level;
-use crate::analyze::stats::{Estimate, hodges_lehmann};
 pub use crate::model::verdict::Design;
+use crate::stats::{Estimate, hodges_lehmann};
 use statrs::distribution::{ContinuousCDF, Normal};
 
 /// n_opt of the confidence sequence `run --sequential` uses (tightest near 30 blocks).

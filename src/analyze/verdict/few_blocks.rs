@@ -8,8 +8,8 @@
 //! primary metric's verdict never takes this path.
 
 use super::{Better, Contrast, Design, blocks_to_resolve, contrast_from};
-use crate::analyze::stats::{Estimate, sd as sample_sd, t_half_width};
 pub use crate::model::verdict::METHOD;
+use crate::stats::{Estimate, sd as sample_sd, t_half_width};
 
 /// Replace each contrast that has no interval at its level (too few blocks) by the Student-t
 /// interval of its mean log-ratio `d[i]` at that level. Sequential designs keep theirs.
@@ -96,7 +96,7 @@ mod tests {
         assert_eq!(c0.verdict, Verdict::Inconclusive);
         assert!(c0.percent.lo.unwrap() < 0.0 && c0.percent.hi.unwrap() > 0.0);
         // The blocks it would need come from its spread, not a placeholder.
-        let sd = crate::analyze::stats::sd(&d[0]);
+        let sd = crate::stats::sd(&d[0]);
         assert_eq!(
             c0.more_blocks,
             Some(blocks_to_resolve(sd, 0.01, c0.level, 0.8) - 8)

@@ -13,14 +13,14 @@ pub mod design;
 pub mod few_blocks;
 pub mod planning;
 
-use crate::analyze::stats::sd as sample_sd;
+use crate::stats::sd as sample_sd;
 pub use design::{Design, SEQUENTIAL_N_OPT, group_sequential_level, paired_interval};
 pub use planning::{
     blocks_needed, blocks_to_resolve, cs_blocks_to_resolve, planning_sd, unpaired_runs_needed,
 };
 
-use super::stats::{Estimate, bootstrap_bca_mean, mann_whitney_shift, signed_rank_p};
 pub use crate::model::verdict::{BOOTSTRAP_MIN_N, Better, Contrast, Verdict, fmt_level};
+use crate::stats::{Estimate, bootstrap_bca_mean, mann_whitney_shift, signed_rank_p};
 
 impl Better {
     /// `Higher` when a higher value is better.
@@ -302,7 +302,7 @@ pub fn contrast_from(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::stats::hodges_lehmann;
+    use crate::stats::hodges_lehmann;
 
     #[test]
     fn verdict_regions() {

@@ -39,7 +39,7 @@ pub fn planning_sd(x: &[f64]) -> f64 {
     use statrs::distribution::ChiSquared;
     let df = (x.len().max(2) - 1) as f64;
     let q = ChiSquared::new(df).map_or(df, |c| c.inverse_cdf(0.2));
-    crate::analyze::stats::sd(x) * (df / q).sqrt()
+    crate::stats::sd(x) * (df / q).sqrt()
 }
 
 /// Blocks needed to detect a relative effect `effect` with a two-sided test at `confidence`

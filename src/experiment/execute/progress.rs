@@ -16,7 +16,7 @@ pub(super) fn estimate_line(names: &[String], plan: &Plan, trials: &[TrialRow]) 
             continue;
         }
         let d = experiment::log_ratios(&data, i, plan.baseline, &plan.primary().name);
-        if let Some(e) = crate::analyze::stats::hodges_lehmann(&d, plan.confidence) {
+        if let Some(e) = crate::stats::hodges_lehmann(&d, plan.confidence) {
             let p = crate::analyze::verdict::to_percent(e);
             parts.push(match (p.lo, p.hi) {
                 (Some(lo), Some(hi)) => format!("{n} {:+.1}% [{lo:+.1}, {hi:+.1}]", p.point),

@@ -1,4 +1,6 @@
-//! Robust summaries and effect estimates, as small pure functions; one method per file:
+//! The statistics kernel, below every stage: it imports nothing but the utilities (`rng`), and
+//! every stage may use it. Robust summaries and effect estimates, as small pure functions; one
+//! method per file:
 //!
 //! * this module — descriptive statistics ([`Summary`]: quantiles with distribution-free
 //!   intervals, robust spread, outliers), the Student-t half-width, histograms, and
@@ -25,8 +27,9 @@ pub use signed_rank::{
 };
 pub use welch::{Welch, welch};
 
-pub use crate::model::stats::{Estimate, Histogram, Summary};
+mod types;
 use statrs::distribution::{ContinuousCDF, StudentsT};
+pub use types::{Estimate, Histogram, Summary};
 
 /// Quantile by linear interpolation between order statistics (Hyndman & Fan type 7). `sorted` non-empty.
 pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
@@ -119,20 +122,6 @@ pub fn t_half_width(sd: f64, n: usize, confidence: f64) -> Option<f64> {
     }
     let t = StudentsT::new(0.0, 1.0, (n - 1) as f64).ok()?;
     Some(t.inverse_cdf(0.5 + confidence / 2.0) * sd / (n as f64).sqrt())
-}
-
-impl Estimate {
-    pub fn excludes(&self, v: f64) -> bool {
-        matches!((self.lo, self.hi), (Some(lo), Some(hi)) if v < lo || v > hi)
-    }
-    pub fn map(self, f: impl Fn(f64) -> f64) -> Estimate {
-        Estimate {
-            point: f(self.point),
-            lo: self.lo.map(&f),
-            hi: self.hi.map(&f),
-            confidence: self.confidence,
-        }
-    }
 }
 
 /// Distribution-free interval for the q-quantile from order statistics: ranks (1-based) l and u
