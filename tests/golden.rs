@@ -149,7 +149,10 @@ fn stored_results_render_exactly_as_before() {
         "{show}"
     );
     assert!(
-        show.lines().nth(3).unwrap().starts_with("thp vs 4k   wall_s  "),
+        show.lines()
+            .nth(3)
+            .unwrap()
+            .starts_with("thp vs 4k   wall_s  "),
         "{show}"
     );
     check(

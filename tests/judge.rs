@@ -121,6 +121,33 @@ fn openmetrics(start: f64) -> String {
         0.0,
         &unit("postgresql.service"),
     ));
+    // Nested pods on the canary: a 10 MiB pod at 0% and a 10 GiB pod at 100% under their
+    // parent slice (which holds both, hierarchically); on the baseline one 10 GiB pod at 0%.
+    let kube = |path: &'static str, leaf: &'static str| [("cgroup", path), ("leaf", leaf)];
+    const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+    const MIB: f64 = 1024.0 * 1024.0;
+    let (parent, small, big) = (
+        kube("/kubepods.slice", "false"),
+        kube("/kubepods.slice/pod-small", "true"),
+        kube("/kubepods.slice/pod-big", "true"),
+    );
+    let mut huge_bytes = constant(start, &hosts("db-1"), 10.0 * GIB, &parent);
+    huge_bytes.extend(constant(start, &hosts("db-1"), 0.0, &small));
+    huge_bytes.extend(constant(start, &hosts("db-1"), 10.0 * GIB, &big));
+    huge_bytes.extend(constant(start, &hosts("db-0"), 0.0, &big));
+    let mut total_bytes = constant(start, &hosts("db-1"), 10.0 * GIB + 10.0 * MIB, &parent);
+    total_bytes.extend(constant(start, &hosts("db-1"), 10.0 * MIB, &small));
+    total_bytes.extend(constant(start, &hosts("db-1"), 10.0 * GIB, &big));
+    total_bytes.extend(constant(start, &hosts("db-0"), 10.0 * GIB, &big));
+    cgroups.extend(constant(
+        start,
+        &hosts("db-1"),
+        1024.0 / 1025.0,
+        &parent[..1],
+    ));
+    cgroups.extend(constant(start, &hosts("db-1"), 0.0, &small[..1]));
+    cgroups.extend(constant(start, &hosts("db-1"), 1.0, &big[..1]));
+    cgroups.extend(constant(start, &hosts("db-0"), 0.0, &big[..1]));
     let mut thp = counter(start, &hosts("db-1"), 40.0, "fault_alloc");
     thp.extend(counter(start, &hosts("db-1"), 2.0, "fault_fallback"));
     let mut out = String::new();
@@ -152,6 +179,20 @@ fn openmetrics(start: f64) -> String {
         "gauge",
         "hugelab_cgroup_huge_ratio",
         &cgroups,
+    );
+    family(
+        &mut out,
+        "hugelab_cgroup_huge_bytes",
+        "gauge",
+        "hugelab_cgroup_huge_bytes",
+        &huge_bytes,
+    );
+    family(
+        &mut out,
+        "hugelab_cgroup_total_bytes",
+        "gauge",
+        "hugelab_cgroup_total_bytes",
+        &total_bytes,
     );
     family(
         &mut out,
@@ -353,6 +394,26 @@ fn judge_finds_known_effects_in_a_real_prometheus() {
         ),
         "{text}"
     );
+    // Nested cgroups of very different sizes: bytes over bytes across the leaves — 10 GiB of
+    // 10 GiB + 10 MiB — not the mean of the groups' ratios (50% over the two pods, 67% with
+    // their parent counted beside them).
+    let r = run(&judge(
+        &prom,
+        start,
+        window_end,
+        "instance=~\"db-1.*\"",
+        "instance=~\"db-0.*\"",
+        &[P99],
+        &["--cgroup", "cgroup=~\"/kubepods.slice.*\"", "--json"],
+    ));
+    let j: serde_json::Value = serde_json::from_str(&r.1).unwrap_or_else(|e| panic!("{e}: {r:?}"));
+    let cov = j["evidence"]["canary_coverage"].as_f64().unwrap();
+    assert!(
+        (cov - 1024.0 / 1025.0).abs() < 1e-6,
+        "{cov}: {}",
+        j["evidence"]
+    );
+    assert_eq!(j["evidence"]["baseline_coverage"].as_f64(), Some(0.0));
     let (code, text, _) = by_unit("cron.service");
     assert_eq!(code, 5, "{text}");
     assert!(

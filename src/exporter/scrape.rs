@@ -337,6 +337,7 @@ impl Exporter {
                             .then(x.group.path.cmp(&y.group.path))
                     });
                     rows.truncate(c.top);
+                    crate::model::cgroup::mark_leaves(&mut rows);
                     c.last = Some((rows, read, Instant::now()));
                 }
                 Err(_) => {

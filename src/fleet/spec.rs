@@ -112,7 +112,12 @@ pub(super) fn fill(template: &str, sel: &str) -> String {
 /// `--cgroup`, the share of the selected cgroups' memory on huge pages.
 pub(super) fn coverage_query(service: Option<&str>, cgroups: Option<&str>) -> String {
     if let Some(m) = cgroups {
-        return format!("avg by (instance) (hugelab_cgroup_huge_ratio{{{m},$sel}})");
+        // Bytes over bytes across the selected leaves (a parent holds its children's bytes,
+        // so only groups with no exported group below them are summed); an exporter without
+        // the byte series (before 0.1.x) falls back to the mean of the groups' ratios.
+        return format!(
+            "sum by (instance) (hugelab_cgroup_huge_bytes{{{m},leaf=\"true\",$sel}}) / sum by (instance) (hugelab_cgroup_total_bytes{{{m},leaf=\"true\",$sel}}) or avg by (instance) (hugelab_cgroup_huge_ratio{{{m},$sel}})"
+        );
     }
     let sel = match service {
         Some(c) => format!("comm=\"{c}\",$sel"),

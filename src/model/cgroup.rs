@@ -18,6 +18,19 @@ pub struct CgroupRow {
     pub total_bytes: u64,
     /// `huge_bytes` of `total_bytes`.
     pub share: Option<f64>,
+    /// No other row of the same set lies below it: summing the leaves counts every byte once
+    /// (the figures are hierarchical, a parent's holding its children's).
+    #[serde(default)]
+    pub leaf: bool,
+}
+
+/// Mark the rows no other row lies below (`leaf`), so that sums over them count no byte twice.
+pub fn mark_leaves(rows: &mut [CgroupRow]) {
+    let paths: Vec<String> = rows.iter().map(|r| r.group.path.clone()).collect();
+    for r in rows.iter_mut() {
+        let below = format!("{}/", r.group.path.trim_end_matches('/'));
+        r.leaf = !paths.iter().any(|p| p.starts_with(&below));
+    }
 }
 
 impl From<Group> for CgroupRow {
@@ -27,6 +40,7 @@ impl From<Group> for CgroupRow {
             huge_bytes: group.huge(),
             total_bytes: group.total(),
             share: group.share(),
+            leaf: true,
             group,
         }
     }
@@ -52,4 +66,29 @@ pub struct CgroupInstance {
     /// The processes in it and every group below it.
     pub pids: Vec<u32>,
     pub memory: GroupMemory,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A parent exported with its child is not a leaf; a sibling whose name extends another's
+    /// (`/a` and `/ab`) is not below it.
+    #[test]
+    fn a_parent_exported_with_its_children_is_no_leaf() {
+        let row = |p: &str| {
+            CgroupRow::from(Group {
+                path: p.into(),
+                ..Default::default()
+            })
+        };
+        let mut rows = vec![
+            row("/kubepods.slice"),
+            row("/kubepods.slice/pod-a"),
+            row("/kube"),
+        ];
+        mark_leaves(&mut rows);
+        let leaves: Vec<bool> = rows.iter().map(|r| r.leaf).collect();
+        assert_eq!(leaves, [false, true, true]);
+    }
 }

@@ -41,6 +41,9 @@ impl Version {
 pub struct Hierarchies {
     pub memory: Option<(PathBuf, Version)>,
     pub hugetlb: Option<(PathBuf, Version)>,
+    /// The memory controller's cgroup2 mount has `memory_hugetlb_accounting` (Linux 6.6+):
+    /// hugetlb pages are then charged to memory too, already in `memory.current`.
+    pub memory_counts_hugetlb: bool,
 }
 
 impl Hierarchies {
@@ -90,6 +93,8 @@ pub fn hierarchies(root: &Root) -> Result<Hierarchies, ProbeError> {
         };
         if has_memory && h.memory.is_none() {
             h.memory = Some((dir.clone(), version));
+            h.memory_counts_hugetlb = version == Version::V2
+                && options.split(',').any(|o| o == "memory_hugetlb_accounting");
         }
         if has_hugetlb && h.hugetlb.is_none() {
             h.hugetlb = Some((dir, version));
@@ -118,6 +123,10 @@ pub struct Group {
     /// Which version each figure came from.
     pub memory_from: Option<Version>,
     pub hugetlb_from: Option<Version>,
+    /// `memory` already holds the hugetlb pages (`memory_hugetlb_accounting`): they are not
+    /// added to it again.
+    #[serde(default)]
+    pub memory_counts_hugetlb: bool,
 }
 
 impl Group {
@@ -133,9 +142,13 @@ impl Group {
         self.hugetlb.values().sum()
     }
 
-    /// Its whole memory: what memory charged plus its hugetlb pages (charged elsewhere).
+    /// Its whole memory, each byte once: what memory charged plus its hugetlb pages, unless
+    /// memory already charged them (`memory_hugetlb_accounting`).
     pub fn total(&self) -> u64 {
-        self.memory.unwrap_or(0) + self.hugetlb_bytes()
+        match self.memory {
+            Some(m) if self.memory_counts_hugetlb => m.max(self.hugetlb_bytes()),
+            m => m.unwrap_or(0) + self.hugetlb_bytes(),
+        }
     }
 
     /// The share of [`Group::total`] on huge pages; `None` for a group with no memory.
@@ -181,6 +194,7 @@ pub fn read(root: &Root, h: &Hierarchies, path: &str) -> Result<Option<Group>, P
         if root.path(&dir).is_dir() {
             found = true;
             g.memory_from = Some(*v);
+            g.memory_counts_hugetlb = h.memory_counts_hugetlb;
             let stat = parse_stat(&root.read_opt(dir.join("memory.stat"))?.unwrap_or_default());
             match v {
                 Version::V2 => {

@@ -124,3 +124,35 @@ fn hugetlb_file_names_give_page_sizes() {
     assert_eq!(hugetlb_size("2MB.rsvd"), None);
     assert_eq!(hugetlb_size("MB"), None);
 }
+
+/// A group's hugetlb pages count once in its total, whether memory charges them too
+/// (`memory_hugetlb_accounting` on the cgroup2 mount) or only the hugetlb controller does.
+#[test]
+fn hugetlb_bytes_count_once_with_and_without_memory_hugetlb_accounting() {
+    let files = [
+        ("/sys/fs/cgroup/cgroup.controllers", "memory hugetlb\n"),
+        // 1 GiB of hugetlb pages and 100 MiB of other memory.
+        ("/sys/fs/cgroup/db/memory.stat", "anon_thp 0\n"),
+        ("/sys/fs/cgroup/db/hugetlb.2MB.current", "1073741824\n"),
+    ];
+    for (options, current) in [
+        ("rw,nosuid", "104857600\n"),
+        ("rw,nosuid,memory_hugetlb_accounting", "1178599424\n"),
+    ] {
+        let mut f = files.to_vec();
+        f.push(("/sys/fs/cgroup/db/memory.current", current));
+        let (_d, root) = tree(
+            &format!("cgroup2 /sys/fs/cgroup cgroup2 {options} 0 0\n"),
+            &f,
+        );
+        let h = hierarchies(&root).unwrap();
+        assert_eq!(
+            h.memory_counts_hugetlb,
+            options.contains("memory_hugetlb_accounting")
+        );
+        let g = read(&root, &h, "/db").unwrap().unwrap();
+        assert_eq!(g.total(), (1 << 30) + (100 << 20), "{options}");
+        let share = g.share().unwrap();
+        assert!((share - 1024.0 / 1124.0).abs() < 1e-9, "{options}: {share}");
+    }
+}

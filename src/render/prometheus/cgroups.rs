@@ -44,6 +44,16 @@ pub(super) fn cgroups(o: &mut Out, s: &Scrape) {
         "cgroup: hugetlb pages in use by page size, from the hugetlb controller (v2 hugetlb.<size>.current, v1 hugetlb.<size>.usage_in_bytes)",
         Some(Unit::Bytes),
     );
+    let huge_bytes = o.gauge(
+        "cgroup_huge",
+        "cgroup: bytes on huge pages (THP of every kind and hugetlb); leaf=\"true\" where no exported group lies below it, so a sum over leaves counts each byte once",
+        Some(Unit::Bytes),
+    );
+    let total_bytes = o.gauge(
+        "cgroup_total",
+        "cgroup: its memory with its hugetlb pages, each byte once (hugetlb not added again under memory_hugetlb_accounting); leaf as for cgroup_huge_bytes",
+        Some(Unit::Bytes),
+    );
     let share = o.ratio(
         "cgroup_huge",
         "cgroup: bytes on huge pages (THP of every kind and hugetlb) over its memory plus its hugetlb pages",
@@ -83,5 +93,9 @@ pub(super) fn cgroups(o: &mut Out, s: &Scrape) {
         if let Some(x) = r.share {
             share.get_or_create(&id()).set(x);
         }
+        let mut l = id();
+        l.push(("leaf", r.leaf.to_string()));
+        set(&huge_bytes, l.clone(), r.huge_bytes);
+        set(&total_bytes, l, r.total_bytes);
     }
 }
