@@ -146,6 +146,25 @@ fn run_charts_plot_the_stored_values_and_tables_match_the_terminal() {
     assert!(html.contains(&hugelab::render::html::esc(answer)) && md.contains(answer));
     let h2 = html.find("<h2>").unwrap();
     assert!(html[h2..].find("class=\"answer\"").unwrap() < html[h2..].find("<svg").unwrap());
+    // The answer drawn first: every contrast chart (the primary metric's first), then the
+    // trials, primary metric first; the design and notes after the charts.
+    let forests: Vec<usize> = html
+        .match_indices("each arm's change vs")
+        .map(|(i, _)| i)
+        .collect();
+    let trials = html.find("every successful trial per arm").unwrap();
+    assert!(
+        !forests.is_empty() && forests.iter().all(|&f| f < trials),
+        "{html}"
+    );
+    let primary = &v.report.metrics[0].metric.name;
+    assert!(
+        html[forests[0].saturating_sub(200)..forests[0]].contains(primary.as_str()),
+        "the first contrast chart is the primary metric's"
+    );
+    if let Some(d) = html.find("class=\"details\"") {
+        assert!(d > html.rfind("<svg").unwrap(), "details after the charts");
+    }
     // The stall histogram of `run --trace`, per trial, for both traced arms.
     assert_eq!(v.stalls.len(), 1);
     let thp = &v.stalls[0].arms[1];

@@ -147,8 +147,8 @@ pub fn system(v: &RunView) -> Option<crate::probe::status::Status> {
     serde_json::from_value(v.system.clone()?).ok()
 }
 
-/// The answer lines of a stored run, then its design, servers and notes, as the terminal's
-/// `results show` prints them before the tables.
+/// The answer lines of a stored run as it printed them (after a note when it was re-analysed),
+/// as the terminal's `results show` prints them first.
 pub fn answer_lines(v: &RunView) -> Vec<String> {
     let reanalysed = v
         .decided
@@ -169,11 +169,13 @@ pub fn answer_lines(v: &RunView) -> Vec<String> {
                 .collect()
         }
     };
-    reanalysed
-        .into_iter()
-        .chain(answer)
-        .chain(super::run::stored_details(&v.report, &v.said))
-        .collect()
+    reanalysed.into_iter().chain(answer).collect()
+}
+
+/// What the run said beside its answer: its design, servers and notes (after the charts in a
+/// report).
+pub fn detail_lines(v: &RunView) -> Vec<String> {
+    super::run::stored_details(&v.report, &v.said)
 }
 
 pub fn runs(views: &[RunView]) -> String {
@@ -182,6 +184,10 @@ pub fn runs(views: &[RunView]) -> String {
         o += &format!("## {}\n\n", cell(&heading(v)));
         if v.kind != RunKind::Bench {
             o += &format!("```\n{}\n```\n\n", answer_lines(v).join("\n"));
+            let details = detail_lines(v);
+            if !details.is_empty() {
+                o += &format!("```\n{}\n```\n\n", details.join("\n"));
+            }
         }
         for g in run_grids(v) {
             o += &grid(&g, "###");

@@ -103,31 +103,58 @@ fn run_section(v: &RunView) -> String {
         o += &bench_chart(c, &level);
     }
     if v.kind != RunKind::Bench {
-        for (mi, m) in v.report.metrics.iter().enumerate() {
+        // The answer drawn: the primary metric's contrasts, then its costs'; then every
+        // trial, primary metric first and the context metrics (recorded, not compared) last.
+        let primary =
+            crate::model::analysis::primary_index(v.report.metrics.iter().map(|m| &m.metric));
+        let rank = |mi: usize| {
+            let m = &v.report.metrics[mi].metric;
+            (mi != primary, m.context, !m.cost, mi)
+        };
+        let mut order: Vec<usize> = (0..v.report.metrics.len()).collect();
+        order.sort_by_key(|&mi| rank(mi));
+        for &mi in &order {
+            let m = &v.report.metrics[mi];
             let rows = forest_rows(v, mi);
-            if !rows.is_empty() {
-                let axis = if m.metric.cost {
-                    format!(
-                        "{} vs baseline, % (right: MORE, left: LESS)",
-                        crate::model::costs::label(&m.metric.name)
-                    )
-                } else {
-                    "change vs baseline, % (interval at the level shown)".to_string()
-                };
-                o += &forest(
-                    &rows,
-                    v.report.effect * 100.0,
-                    &axis,
-                    &format!(
-                        "{}: each arm's change vs {} (point: Hodges–Lehmann estimate; bar: its interval at the level printed beside it; green band: ±δ = ±{}%); {} complete blocks.",
-                        m.metric.name,
-                        v.report.baseline,
-                        v.report.effect * 100.0,
-                        m.complete_blocks
-                    ),
-                );
+            if rows.is_empty() {
+                continue;
             }
-            if let Some(s) = v.series.iter().find(|s| s.metric == m.metric.name) {
+            let axis = if m.metric.cost {
+                format!(
+                    "{} vs baseline, % (right: MORE, left: LESS)",
+                    crate::model::costs::label(&m.metric.name)
+                )
+            } else {
+                format!(
+                    "{} vs baseline, % (interval at the level shown)",
+                    m.metric.name
+                )
+            };
+            o += &forest(
+                &rows,
+                v.report.effect * 100.0,
+                &axis,
+                &format!(
+                    "{}: each arm's change vs {} (point: Hodges–Lehmann estimate; bar: its interval at the level printed beside it; green band: ±δ = ±{}%); {} complete blocks.",
+                    m.metric.name,
+                    v.report.baseline,
+                    v.report.effect * 100.0,
+                    m.complete_blocks
+                ),
+            );
+        }
+        order.sort_by_key(|&mi| {
+            let m = &v.report.metrics[mi].metric;
+            (mi != primary, m.context, mi)
+        });
+        for &mi in &order {
+            let m = &v.report.metrics[mi];
+            // A metric no trial measured (a peak the sampler missed) has nothing to draw.
+            if let Some(s) = v
+                .series
+                .iter()
+                .find(|s| s.metric == m.metric.name && !s.points.is_empty())
+            {
                 let (s, u) = readable(s);
                 let (s, u) = (&s, u.as_str());
                 o += &figure(
@@ -166,6 +193,13 @@ fn run_section(v: &RunView) -> String {
                 ),
             );
         }
+    }
+    let details = super::markdown::detail_lines(v);
+    if !details.is_empty() {
+        o += &format!(
+            "<pre class=\"details\">{}</pre>\n",
+            esc(&details.join("\n"))
+        );
     }
     for g in run_grids(v) {
         o += &table(&g);

@@ -77,6 +77,7 @@ pub(super) fn rows_chart<'a, 'b>(
     x_desc: &str,
 ) -> Result<Rows<'a, 'b>, Box<dyn std::error::Error>> {
     let n = names.len();
+    let span = x.end - x.start;
     let mut c = ChartBuilder::on(root)
         .margin(10)
         .x_label_area_size(35)
@@ -96,6 +97,7 @@ pub(super) fn rows_chart<'a, 'b>(
                 String::new()
             }
         })
+        .x_label_formatter(&|x| axis_number(*x, span))
         .x_desc(x_desc)
         .draw()?;
     Ok(c)
@@ -124,4 +126,32 @@ pub(super) fn readable(s: &crate::model::report::Series) -> (crate::model::repor
         p.value /= div as f64;
     }
     (scaled, name.to_string())
+}
+
+/// An axis tick in the metric's unit as a person reads it, with as many decimals as ticks
+/// about a tenth of `span` apart need to differ: `75,000`, `312`, `12.5`, `0.0113`.
+pub(super) fn axis_number(v: f64, span: f64) -> String {
+    let step = (span.abs() / 10.0).max(f64::MIN_POSITIVE);
+    let decimals = (-step.log10().floor()).clamp(0.0, 6.0) as usize;
+    if decimals == 0 && v.abs() >= 1000.0 {
+        let s = crate::render::words::thousands(v.abs().round() as usize);
+        return if v < 0.0 { format!("-{s}") } else { s };
+    }
+    format!("{v:.decimals$}")
+}
+
+#[cfg(test)]
+mod tests {
+    /// Ticks read as numbers in the metric's unit: thousands separated, no `30000.0`.
+    #[test]
+    fn axis_ticks_carry_thousands_separators_and_sensible_decimals() {
+        use super::axis_number;
+        assert_eq!(axis_number(75_000.0, 45_000.0), "75,000");
+        assert_eq!(axis_number(-1_250.4, 3_000.0), "-1,250");
+        assert_eq!(axis_number(312.4, 200.0), "312");
+        assert_eq!(axis_number(12.46, 4.0), "12.5");
+        // Ticks of a narrow span differ in their last digits.
+        assert_eq!(axis_number(0.01132, 0.0004), "0.01132");
+        assert_eq!(axis_number(0.0, 1.0), "0.0");
+    }
 }

@@ -1,7 +1,7 @@
 //! Every trial's value: a strip plot per arm (flagged trials as crosses, the median as a bar)
 //! and the values by position in the run (drift and bursts of host noise).
 
-use super::{rows_chart, span, svg};
+use super::{axis_number, rows_chart, span, svg};
 use crate::model::report::Series;
 use crate::render::html::colour;
 use plotters::prelude::*;
@@ -56,6 +56,7 @@ pub fn progression(s: &Series, arms: &[String], unit: &str) -> String {
             .label_style(("sans-serif", 14))
             .axis_desc_style(("sans-serif", 14))
             .x_desc("trial, in run order")
+            .y_label_formatter(&|y| axis_number(*y, hi - lo))
             .y_desc(format!("{} ({unit})", s.metric))
             .draw()?;
         for (ai, name) in arms.iter().enumerate() {
