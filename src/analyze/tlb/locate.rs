@@ -6,8 +6,10 @@
 //! three): one noisy span neither makes a knee nor breaks one. The rounds of every span are
 //! resampled with replacement (the percentile bootstrap, Efron and Tibshirani 1993, ch. 13)
 //! and the knee found in each resample; the spans holding the central `confidence` share of
-//! those knees are the stated range. A span whose own interval shows huge pages ≥ 10% faster
-//! is past the reach whatever the resamples say, so the range never reaches beyond it.
+//! those knees are the stated range's start. A span whose own interval shows huge pages ≥ 10%
+//! faster is past the reach whatever the resamples say: the range ends there (never beyond it,
+//! and not before it either, since on a gradual slope the 5% crossing moves with the host's
+//! state between runs while that span does not).
 
 use crate::model::tlb::{FASTER_BY, Located, Point, SURELY_PAST_BY};
 use crate::rng::XorShift;
@@ -92,8 +94,13 @@ pub fn locate(
     let surely_past = points
         .iter()
         .position(|p| p.ratio.hi.is_some_and(|h| h < 1.0 - SURELY_PAST_BY));
+    // A span the table shows ≥ 10% faster with confidence is past the reach: the range ends
+    // there, never beyond. It ends there too when the resamples put the 5% crossing earlier:
+    // on a gradual slope that crossing moves with the level of the whole curve, which shifts
+    // from run to run with the host's state (where the resamples of one run cannot see it),
+    // while the span that is surely past does not.
     if let Some(s) = surely_past {
-        hi = hi.min(s);
+        hi = s;
         lo = lo.min(hi);
     }
     let pages = |i: usize| spans[i].pages;
