@@ -37,16 +37,6 @@ fn knee_index(m: &[f64]) -> Option<usize> {
     })
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 /// How many resamples put the knee at each span (the last slot: no knee). Each span's
 /// ratio in a resample is the median of its resampled rounds.
 fn knee_counts(spans: &[SpanRounds], seed: u64) -> Vec<usize> {
@@ -59,7 +49,8 @@ fn knee_counts(spans: &[SpanRounds], seed: u64) -> Vec<usize> {
             let n = s.log_ratios.len();
             buf.clear();
             buf.extend((0..n).map(|_| s.log_ratios[rng.below(n)]));
-            *m = median(&mut buf);
+            buf.sort_by(f64::total_cmp);
+            *m = crate::stats::quantile_sorted(&buf, 0.5);
         }
         counts[knee_index(&medians).unwrap_or(spans.len())] += 1;
     }

@@ -251,7 +251,7 @@ mod tests {
             measured(65536, 24.0, 0.53),
             measured(262144, 170.6, 0.79),
         ];
-        // (The knee as the sweep's resampling locates it on these rounds.)
+        // The knee is given (locating it is `locate.rs`'s test); the levels follow from it.
         let k = Some((96, 128));
         let l = levels(&points, k);
         assert_eq!(l.len(), 2, "{l:#?}");
