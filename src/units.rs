@@ -67,6 +67,24 @@ impl fmt::Display for Bytes {
 }
 
 /// Parse a duration such as `500ms`, `2s`, `1.5s`, `3m`, or a plain number of seconds.
+/// Deserializes a map keyed by page size whose keys JSON holds as strings (`"2097152"`), also
+/// where serde buffers the map first (inside a flattened struct, where plain `u64` keys fail).
+pub mod size_keys {
+    use serde::de::{Deserialize, Deserializer, Error};
+    use std::collections::BTreeMap;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<u64, u64>, D::Error> {
+        BTreeMap::<String, u64>::deserialize(d)?
+            .into_iter()
+            .map(|(k, v)| {
+                k.parse()
+                    .map(|k| (k, v))
+                    .map_err(|_| D::Error::custom(format!("page size {k:?} is not a number")))
+            })
+            .collect()
+    }
+}
+
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let t = s.trim();
     let split = t

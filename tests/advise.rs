@@ -75,7 +75,8 @@ fn stored(
                     evidence: serde_json::json!({
                         "memory": {"coverage_at_peak": if a == 0 || flag { 0.0 } else { 0.97 }},
                         "trace": trace,
-                    }),
+                    })
+                    .into(),
                 },
             )
             .unwrap();

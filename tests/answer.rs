@@ -42,6 +42,40 @@ fn estimates(report: &serde_json::Value, out: &mut Vec<f64>) {
 }
 
 #[test]
+fn printed_numbers_are_found_in_a_record_in_their_own_units() {
+    use common::printed::{not_stored, numbers};
+    let text = "hugetlb-2m vs off  tps +3.1% [+0.3, +5.7]  memory 1.5 GiB (13×), 97% huge, 2m26s, cpu ×2.1";
+    let printed = numbers(text);
+    let units: Vec<(f64, &str)> = printed.iter().map(|p| (p.value, p.unit.as_str())).collect();
+    assert_eq!(
+        units,
+        [
+            (146.0, "s"),
+            (3.1, "%"),
+            (0.3, ""),
+            (5.7, ""),
+            (1.5, "GiB"),
+            (13.0, "×"),
+            (97.0, "%"),
+            (2.1, "×")
+        ]
+    );
+    let record = serde_json::json!({
+        "elapsed_s": 146.3, "pct": [3.12, 0.31, 5.66], "bytes": 1610612736u64,
+        "ratio": 13.2, "huge": 0.968, "cpu_percent": 110.0
+    });
+    assert_eq!(not_stored(text, &record), vec![]);
+    // One figure off by more than its rounding: named.
+    let record = serde_json::json!({
+        "elapsed_s": 146.3, "pct": [3.16, 0.31, 5.66], "bytes": 1610612736u64,
+        "ratio": 13.2, "huge": 0.968, "cpu_percent": 110.0
+    });
+    let off = not_stored(text, &record);
+    assert_eq!(off.len(), 1, "{off:?}");
+    assert_eq!(off[0].text, "+3.1%");
+}
+
+#[test]
 fn signed_numbers_are_read_with_their_decimals_and_arm_names_are_not_numbers() {
     assert_eq!(
         signed_numbers("hugetlb-2m vs off  tps +3.1% [+0.3, -5.80] @99.52% FASTER; ×15.6"),
@@ -55,6 +89,7 @@ fn signed_numbers_are_read_with_their_decimals_and_arm_names_are_not_numbers() {
     ignore = "needs root: hugetlb pools, THP modes, runs PostgreSQL as postgres"
 )]
 #[cfg_attr(missing_postgres, ignore = "needs PostgreSQL (.ci/run installs it)")]
+#[cfg_attr(missing_chromium, ignore = "needs Chromium (.ci/run installs it)")]
 fn a_postgres_answer_fits_twelve_lines_and_prints_only_what_the_record_holds() {
     require_root!();
     let _lock = common::knob_lock();
@@ -119,6 +154,38 @@ fn a_postgres_answer_fits_twelve_lines_and_prints_only_what_the_record_holds() {
     assert!(
         words.contains("server memory (segments whole)"),
         "advise weighs the memory counted like with like:\n{advice}"
+    );
+    // The report is the answer drawn: in Chromium at 1200 px, its first 900 px hold the
+    // answer's lines and the chart of the primary metric's contrasts, then its costs'.
+    let html = dir.path().join("report.html");
+    common::succeed(
+        std::process::Command::new(env!("CARGO_BIN_EXE_hugelab"))
+            .args(["report", "1", "--db", &db, "-o"])
+            .arg(&html),
+    );
+    let bin = common::chromium::chromium().expect("no Chromium (.ci/run installs it)");
+    let (answer_end, figures) = common::chromium::layout(bin, &html, 1200);
+    assert!(answer_end.is_some_and(|b| b <= 900.0), "{answer_end:?}");
+    let first = figures.first().expect("charts");
+    assert!(
+        first.0.starts_with("tps: each arm's change") && first.1 <= 900.0,
+        "{figures:?}"
+    );
+    // Next, a cost's contrasts (the report orders the primary metric, then its costs).
+    assert!(
+        figures[1].0.contains("each arm's change") && figures[1].1 <= 900.0,
+        "the primary metric's cost next: {figures:?}"
+    );
+    // Every number printed — percentages, ×, sizes, times, counts — is in the stored record,
+    // rounded as printed.
+    let shown: serde_json::Value = serde_json::from_str(&common::hugelab_stdout([
+        "results", "show", "1", "--json", "--db", &db,
+    ]))
+    .unwrap();
+    let missing = common::printed::not_stored(&out, &shown);
+    assert!(
+        missing.is_empty(),
+        "printed, not stored: {missing:?}\n{out}"
     );
     // Every signed percentage printed is a contrast's estimate in the stored record, to the
     // decimals printed.
@@ -295,6 +362,7 @@ fn a_service_answer_words_a_verdict_as_a_command_answer_does() {
         advice: None,
         servers: Vec::new(),
         notes: Vec::new(),
+        trace_stalls: Vec::new(),
     };
     let flat = |l: Vec<String>| l.join(" ").split_whitespace().collect::<Vec<_>>().join(" ");
     let brief = flat(hugelab::render::brief::lines(&record));

@@ -229,7 +229,7 @@ fn ctrl_c_restores_pools_and_knobs() {
     assert!(
         touch
             .iter()
-            .all(|t| t.evidence["memory"]["coverage_at_peak"].is_number())
+            .all(|t| t.evidence.gathered.memory.coverage_at_peak.is_some())
     );
 }
 

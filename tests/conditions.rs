@@ -38,7 +38,8 @@ fn fragmented_memory_makes_madvise_compact_directly_and_the_answer_says_how_much
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db").display().to_string();
     let me = env!("CARGO_BIN_EXE_hugelab");
-    let r = common::hugelab_json([
+    // The default answer (text), and the run as stored.
+    let out = common::hugelab_stdout([
         "run",
         "--condition",
         "clean",
@@ -58,8 +59,6 @@ fn fragmented_memory_makes_madvise_compact_directly_and_the_answer_says_how_much
         "compaction",
         "--db",
         &db,
-        "--json",
-        "-q",
         "--",
         me,
         "hold-memory",
@@ -87,6 +86,13 @@ fn fragmented_memory_makes_madvise_compact_directly_and_the_answer_says_how_much
         "MemAvailable {available} kB before, {after} kB after: the condition's memory was not given back"
     );
 
+    let r = common::hugelab_json(["results", "show", "1", "--json", "--db", &db]);
+    // Every number the answer printed is in the stored record, rounded as printed.
+    let missing = common::printed::not_stored(&out, &r);
+    assert!(
+        missing.is_empty(),
+        "printed, not stored: {missing:?}\n{out}"
+    );
     let report = &r["report"];
     let conditions = report["conditions"].as_array().unwrap();
     let names: Vec<&str> = conditions
@@ -107,11 +113,10 @@ fn fragmented_memory_makes_madvise_compact_directly_and_the_answer_says_how_much
     let madvise = arms.iter().position(|a| a.name == "madvise").unwrap() as i64;
     let mut fragmented_madvise = 0;
     for t in trials.iter().filter(|t| t.block >= 0) {
-        let condition = t.evidence["condition"]["name"].as_str().unwrap();
-        let vmstat = t.evidence["kernel_counters"]["compact_stall"]
-            .as_u64()
-            .unwrap_or(0);
-        let traced = t.trace().unwrap().direct_compaction_stalls;
+        let condition = t.evidence.condition.as_ref().unwrap().name.as_str();
+        let kernel = &t.evidence.gathered.kernel_counters;
+        let vmstat = kernel.get("compact_stall").copied().unwrap_or(0);
+        let traced = t.evidence.trace.as_ref().unwrap().direct_compaction_stalls;
         // The kernel's counter is system-wide: another process faulting huge pages in this
         // fragmented memory during the trial adds to it, never takes from it.
         assert!(
@@ -127,17 +132,12 @@ fn fragmented_memory_makes_madvise_compact_directly_and_the_answer_says_how_much
             "trial {}: peak memory {peak}",
             t.seq
         );
-        let at = &t.evidence["machine_at_start"];
+        let at = t.evidence.machine_at_start.unwrap();
         if condition == "fragmented" {
             // Every free block is taken before the trial; a few may merge from pages freed
             // just after (the previous child's, the per-CPU lists'), never the 128 it wants.
-            let free = at["free_2m_blocks"].as_u64().unwrap();
-            assert!(free <= 8, "trial {}: {at}", t.seq);
-            assert!(
-                at["unusable_2m"].as_f64().unwrap() > 0.99,
-                "trial {}: {at}",
-                t.seq
-            );
+            assert!(at.free_2m_blocks <= 8, "trial {}: {at:?}", t.seq);
+            assert!(at.unusable_2m.unwrap() > 0.99, "trial {}: {at:?}", t.seq);
             if t.arm_idx == madvise {
                 assert!(
                     vmstat > 0,

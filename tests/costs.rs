@@ -74,12 +74,7 @@ fn a_sparse_child_under_thp_always_shows_its_memory_cost_in_the_answer_and_the_a
             arm_of(t.arm_idx)
         );
         assert!(t.metrics["sys_cpu_s"] >= 0.0 && t.metrics["user_cpu_s"] > 0.0);
-        assert!(
-            t.evidence["machine_at_start"]["mem_available"]
-                .as_u64()
-                .unwrap()
-                > 0
-        );
+        assert!(t.evidence.machine_at_start.unwrap().mem_available > 0);
         peaks.entry(arm_of(t.arm_idx)).or_default().push(peak);
     }
     let median = |v: &[f64]| hugelab::stats::summarize(v).unwrap().median;

@@ -55,7 +55,7 @@ fn fixture(db: &Path) {
                         ok: true,
                         flagged: None,
                         metrics: [("wall_s".to_string(), v)].into(),
-                        evidence: serde_json::json!({"memory": {"coverage_at_peak": if a == 1 { 0.98 } else { 0.0 }}}),
+                        evidence: serde_json::json!({"memory": {"coverage_at_peak": if a == 1 { 0.98 } else { 0.0 }}}).into(),
                     },
                 )
                 .unwrap();

@@ -277,7 +277,7 @@ fn every_jmh_result_row_is_a_metric_with_the_direction_its_mode_states() {
             t.metrics
         );
         assert!(m("100000000 thrpt") < m("1000000 thrpt"), "{:?}", t.metrics);
-        assert_eq!(t.evidence["load_metrics"].as_array().unwrap().len(), 4);
+        assert_eq!(t.evidence.load_metrics.as_ref().unwrap().len(), 4);
     }
     // The answer: a line per row, and the family it was judged in.
     let shown = common::hugelab_stdout(["results", "show", "1", "--db", db.to_str().unwrap()]);

@@ -4,6 +4,7 @@
 mod common;
 
 use assert_cmd::Command;
+use common::chromium::{chromium, headless};
 use hugelab::store::{ArmRow, Store, TrialRow};
 use hugelab::stored_runs::view;
 use std::path::Path;
@@ -77,7 +78,7 @@ fn stored_run_on(db: &Path, machine: f64) -> i64 {
                     } else {
                         serde_json::json!([])
                     }}
-                }),
+                }).into(),
             }).unwrap();
             seq += 1;
         }
@@ -215,7 +216,7 @@ fn a_thousand_trial_report_stays_under_a_megabyte() {
                 ok: true,
                 flagged: None,
                 metrics: [("wall_s".to_string(), 1.0 + (seq % 17) as f64 * 0.003)].into(),
-                evidence: serde_json::json!({}),
+                evidence: serde_json::json!({}).into(),
             },
         )
         .unwrap();
@@ -267,7 +268,7 @@ fn bench_report_has_lines_per_backing_over_sizes() {
                 s.add_trial(id, &TrialRow {
                     block: round, arm_idx: a, seq, ok: true, flagged: None,
                     metrics: [(format!("touch_ns/op@{z}"), v)].into(),
-                    evidence: serde_json::json!({"memory": {"coverage_at_peak": if a == 1 && zi == 2 { 0.5 } else if a == 1 { 1.0 } else { 0.0 }}}),
+                    evidence: serde_json::json!({"memory": {"coverage_at_peak": if a == 1 && zi == 2 { 0.5 } else if a == 1 { 1.0 } else { 0.0 }}}).into(),
                 }).unwrap();
                 seq += 1;
             }
@@ -352,34 +353,6 @@ fn compare_report_and_errors() {
         .arg(&db)
         .assert()
         .code(2);
-}
-
-/// Chromium, if this machine has it (`.ci/run` installs Debian's `chromium`).
-fn chromium() -> Option<&'static str> {
-    [
-        "/usr/bin/chromium",
-        "/usr/bin/chromium-browser",
-        "/usr/bin/google-chrome",
-    ]
-    .into_iter()
-    .find(|p| Path::new(p).exists())
-}
-
-fn headless(bin: &str, profile: &Path) -> std::process::Command {
-    let mut c = std::process::Command::new(bin);
-    c.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--enable-logging=stderr",
-        "--v=0",
-    ])
-    .arg(format!("--user-data-dir={}", profile.display()));
-    c
 }
 
 #[test]
@@ -502,7 +475,7 @@ fn a_cost_is_drawn_in_its_own_unit_and_words() {
                         ("peak_mem_bytes".to_string(), mem),
                     ]
                     .into(),
-                    evidence: serde_json::json!({}),
+                    evidence: serde_json::json!({}).into(),
                 },
             )
             .unwrap();

@@ -446,8 +446,8 @@ fn timeout_prepare_and_cache_options() {
         .load(1)
         .unwrap();
     // Killed at the timeout (the trial's own measured span), not after the child's 5 s.
-    assert!(trials.iter().all(|t| t.evidence["timed_out"] == true
-        && t.evidence["signal"] == libc::SIGKILL
+    assert!(trials.iter().all(|t| t.evidence.outcome.timed_out
+        && t.evidence.outcome.signal == Some(libc::SIGKILL)
         && t.metrics["wall_s"] < 5.0));
 }
 

@@ -690,3 +690,51 @@ fn warm_services_run_for_a_time_not_ten_blocks() {
     let r = p(&["--design", "restart"]);
     assert_eq!((r.blocks, r.max_time), (10, None));
 }
+
+/// The plan a run stores reads back as the same plan: serialized, read and serialized again it
+/// is the same JSON (regexes, durations, the server's warm design, conditions and notes
+/// included), so nothing a reader needs is only in an untyped patch.
+#[test]
+fn a_stored_plan_round_trips_through_json() {
+    use hugelab::model::stored::{RunOwner, StoredPlan};
+    let p = plan(&args(&[
+        "--server",
+        "sleep 100; echo {port} {dir} {arm}-{replica}",
+        "--shell",
+        "--ready",
+        "log:up",
+        "--metric",
+        "ops=ops: ([0-9.]+),higher",
+        "--condition",
+        "clean",
+        "--timeout",
+        "30s",
+        "--env",
+        "K=V",
+        "--max-time",
+        "2m",
+        "-a",
+        "a=",
+        "-a",
+        "b=env.X=1",
+        "--",
+        "echo ops: 1",
+    ]))
+    .unwrap();
+    let stored = StoredPlan {
+        plan: p,
+        owner: Some(RunOwner {
+            pid: 7,
+            start: Some(9),
+        }),
+        system: None,
+        said: vec!["a note".into()],
+    };
+    let json = serde_json::to_value(&stored).unwrap();
+    assert!(json["server"]["warm"].is_object(), "{json}");
+    let back: StoredPlan = serde_json::from_value(json.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&back).unwrap(), json);
+    assert_eq!(back.plan.outputs[0].name, "ops");
+    assert!(back.plan.outputs[0].higher);
+    assert_eq!(back.said, ["a note"]);
+}

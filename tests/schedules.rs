@@ -54,11 +54,10 @@ fn words(s: &str) -> String {
 fn spans(trials: &[TrialRow]) -> Vec<[(u64, u64); 2]> {
     let mut by: std::collections::BTreeMap<i64, Vec<(u64, u64)>> = Default::default();
     for t in trials.iter().filter(|t| t.block >= 0) {
-        let e = &t.evidence;
-        by.entry(t.block).or_default().push((
-            e["start_mono_ns"].as_u64().unwrap(),
-            e["end_mono_ns"].as_u64().unwrap(),
-        ));
+        let o = &t.evidence.outcome;
+        by.entry(t.block)
+            .or_default()
+            .push((o.start_mono_ns, o.end_mono_ns));
     }
     by.into_values()
         .map(|v| {
@@ -82,13 +81,9 @@ fn duet_runs_every_arms_burst_at_once_and_alternating_one_after_another() {
         assert!(a.0 < b.1 && b.0 < a.1, "not at once: {a:?} {b:?}");
     }
     for t in &trials {
-        assert_eq!(t.evidence["duet"], true);
+        assert!(t.evidence.duet);
         // The other arm's load and server are not counted as the machine's noise.
-        assert!(
-            t.evidence["noise"]["other_cpu_ns"].is_u64(),
-            "{}",
-            t.evidence
-        );
+        assert!(t.evidence.gathered.noise.is_some(), "{:?}", t.evidence);
     }
     let notes = v["notes"].to_string();
     assert!(notes.contains("duet: the arms' bursts used"), "{notes}");
@@ -116,7 +111,7 @@ fn duet_runs_every_arms_burst_at_once_and_alternating_one_after_another() {
     for [a, b] in spans(&trials) {
         assert!(a.1 <= b.0 || b.1 <= a.0, "overlap: {a:?} {b:?}");
     }
-    assert!(trials.iter().all(|t| t.evidence.get("duet").is_none()));
+    assert!(trials.iter().all(|t| !t.evidence.duet));
 }
 
 #[test]
@@ -141,23 +136,19 @@ fn replicas_run_every_replicas_pair_at_once_each_in_lifetimes_of_its_own() {
     assert_eq!(rounds.len(), 4);
     for (round, ts) in &rounds {
         // Every replica's every arm's burst at once.
-        let start = ts
-            .iter()
-            .map(|t| t.evidence["start_mono_ns"].as_u64().unwrap());
-        let end = ts
-            .iter()
-            .map(|t| t.evidence["end_mono_ns"].as_u64().unwrap());
+        let start = ts.iter().map(|t| t.evidence.outcome.start_mono_ns);
+        let end = ts.iter().map(|t| t.evidence.outcome.end_mono_ns);
         assert!(start.max() < end.min(), "round {round} not at once");
-        let mut seats: Vec<(i64, i64, u64, u64, u64)> = ts
+        let mut seats: Vec<(i64, i64, usize, usize, i32)> = ts
             .iter()
             .map(|t| {
                 let e = &t.evidence;
                 (
                     t.block,
                     t.arm_idx,
-                    e["replica"].as_u64().unwrap(),
-                    e["lifetime"].as_u64().unwrap(),
-                    e["server"]["pid"].as_u64().unwrap(),
+                    e.replica.unwrap(),
+                    e.lifetime.unwrap(),
+                    e.server.as_ref().unwrap().pid.unwrap(),
                 )
             })
             .collect();
@@ -165,12 +156,12 @@ fn replicas_run_every_replicas_pair_at_once_each_in_lifetimes_of_its_own() {
         for (i, (block, _, replica, lifetime, _)) in seats.iter().enumerate() {
             // Blocks numbered apart per replica, each replica its own lifetime: the lifetime
             // restarted every 2 blocks is numbered replica by replica.
-            let r = (i / 2) as u64;
+            let r = i / 2;
             assert_eq!((*block, *replica), (round * 3 + r as i64, r), "{seats:?}");
-            assert_eq!(*lifetime, (*round as u64 / 2) * 3 + r, "{seats:?}");
+            assert_eq!(*lifetime, (*round as usize / 2) * 3 + r, "{seats:?}");
         }
         // Six servers, one per arm and replica.
-        let pids: std::collections::BTreeSet<u64> = seats.iter().map(|s| s.4).collect();
+        let pids: std::collections::BTreeSet<i32> = seats.iter().map(|s| s.4).collect();
         assert_eq!(pids.len(), 6, "{seats:?}");
     }
     // The intervals are over every replica's lifetimes: 2 restarts × 3 replicas.
@@ -222,32 +213,66 @@ fn replicas_run_every_replicas_pair_at_once_each_in_lifetimes_of_its_own() {
         std::fs::read_to_string(data.join("marker")).unwrap(),
         "original"
     );
-    // Servers that share what their words name outright (here a lock file per arm) cannot
-    // have replicas: the further replica's server fails, and the run goes on with one.
+    // A server whose path is built from {arm} alone (here a lock file per arm) would share it
+    // with the arm's other replicas: one replica, said before any server starts, naming it.
     let lock = dir.path().join("lock");
-    let server = format!(
+    let fake = |server: &str, extra: &[&str]| -> Vec<String> {
+        ["run", "--shell", "--server", server, "--ready", "log:^up"]
+            .into_iter()
+            .chain(["-a", "a=", "-a", "b=env.X=1", "--blocks", "2", "--json"])
+            .chain(extra.iter().copied())
+            .chain(["--no-save", "--warmup", "0", "--", "sleep 0.1"])
+            .map(String::from)
+            .collect()
+    };
+    let by_arm = format!(
         "exec flock -n {}-{{arm}} sh -c 'echo up {{port}}; exec sleep 328'",
         lock.display()
     );
-    let mut args: Vec<String> = ["run", "--shell", "--server", &server, "--ready", "log:^up"]
-        .into_iter()
-        .chain(["-a", "a=", "-a", "b=env.X=1", "--blocks", "2", "--json"])
-        .chain(["--no-save", "--warmup", "0", "--", "sleep 0.1"])
-        .map(String::from)
+    let v = common::hugelab_json(fake(&by_arm, &[]));
+    assert_eq!(v["plan"]["server"]["warm"]["replicas"], 1);
+    let notes = words(&v["notes"].to_string());
+    let path = format!("{}-a", lock.display());
+    assert!(
+        notes.contains(&format!(
+            "replicas 1: arm a's server or load names {path} for every replica"
+        )) && notes.contains("write {replica} or {dir}"),
+        "{notes}"
+    );
+    // Asked for, it is bad input: refused before anything runs, naming the path and the fix.
+    let err = common::hugelab_stderr(fake(&by_arm, &["--replicas", "2"]), 2);
+    assert!(
+        err.contains("--replicas 2") && err.contains(&path) && err.contains("{replica}"),
+        "{err}"
+    );
+    // With {replica}, several run at once, and no two servers share a lock: each left its own.
+    let by_replica = format!(
+        "exec flock -n {}-{{arm}}-{{replica}} sh -c 'echo up {{port}}; exec sleep 328'",
+        lock.display()
+    );
+    let v = common::hugelab_json(fake(&by_replica, &[]));
+    let n = v["plan"]["server"]["warm"]["replicas"].as_u64().unwrap();
+    assert!(n > 1, "{}", v["notes"]);
+    let locks: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|f| f.starts_with("lock-") && f.matches('-').count() == 2)
         .collect();
-    let v = common::hugelab_json(args.clone());
+    assert_eq!(locks.len() as u64, 2 * n, "{locks:?}");
+    // A further replica's server that does not come up for its own reason: one replica, and
+    // the note quotes the server's own words (which replica's came first: they start at once).
+    let fails = "test {replica} = 1 || { echo 'refusing replica {replica}: disk full' >&2; exit 3; }; echo up {port}; exec sleep 327";
+    let v = common::hugelab_json(fake(fails, &[]));
     assert_eq!(v["plan"]["server"]["warm"]["replicas"], 1);
     let notes = v["notes"].to_string();
     assert!(
-        notes.contains("but a further replica's server of arm") && !notes.contains("bound by"),
+        notes.contains("but a further replica's server of arm")
+            && notes.contains("its last line: refusing replica ")
+            && notes.contains(": disk full; the run goes on with one"),
         "{notes}"
     );
     // Asked for, they are not given up: the run fails, saying which server did not come up.
-    args.splice(
-        args.len() - 2..args.len() - 2,
-        ["--replicas".into(), "2".into()],
-    );
-    let out = common::hugelab_exits(args, 4);
+    let out = common::hugelab_exits(fake(fails, &["--replicas", "2"]), 4);
     assert!(out.contains("did not come up"), "{out}");
     // Replicas run at once: not with an alternating schedule.
     let err = common::hugelab_stderr(

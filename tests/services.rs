@@ -52,6 +52,14 @@ fn pool_2m() -> String {
     common::read_trim("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages")
 }
 
+/// A service trial's server as read after its load.
+fn served(t: &hugelab::store::TrialRow) -> &hugelab::model::evidence::ServerEvidence {
+    t.evidence
+        .server
+        .as_ref()
+        .expect("a service trial's server")
+}
+
 fn trials(db: &Path) -> Vec<hugelab::store::TrialRow> {
     hugelab::store::Store::open(db).unwrap().load(1).unwrap().2
 }
@@ -121,13 +129,13 @@ fn postgres_preset_puts_shared_memory_on_the_pages_each_arm_asks_for_and_flags_t
     let all = trials(&db);
     assert_eq!(all.len(), 8, "4 arms × 2 blocks");
     for t in arm_trials(&all, &v, "hugetlb-2m") {
-        let s = &t.evidence["server"];
+        let s = served(t);
         assert!(t.ok && t.flagged.is_none(), "{:?}", t.flagged);
         assert!(
-            s["memory"]["hugetlb"]["2097152"].as_u64().unwrap_or(0) > 0,
-            "{s}"
+            s.memory.hugetlb.get(&(2 << 20)).copied().unwrap_or(0) > 0,
+            "{s:?}"
         );
-        let carried = s["carried_by"].as_str().unwrap();
+        let carried = s.carried_by.as_deref().unwrap();
         assert!(
             carried.starts_with("/anon_hugepage") && carried.contains("on 2M hugetlb"),
             "{carried}"
@@ -136,14 +144,14 @@ fn postgres_preset_puts_shared_memory_on_the_pages_each_arm_asks_for_and_flags_t
         // The server's memory cost counts every pool page committed to it — faulted or
         // reserved at mmap and not yet used — as the kernel's pool counts them at that moment
         // (this server is the pool's only user).
-        let m = &s["memory"];
-        let committed = m["hugetlb_committed"].as_u64().unwrap() as f64;
-        let k = &m["kernel"];
-        let pool = k["hugetlb_in_use"]["2097152"].as_u64().unwrap_or(0)
-            + k["hugetlb_reserved"]["2097152"].as_u64().unwrap_or(0);
+        let m = &s.memory;
+        let committed = m.hugetlb_committed as f64;
+        let k = m.kernel.as_ref().unwrap();
+        let at = |b: &std::collections::BTreeMap<u64, u64>| b.get(&(2 << 20)).copied().unwrap_or(0);
+        let pool = at(&k.hugetlb_in_use) + at(&k.hugetlb_reserved);
         assert!(
             (committed / pool as f64 - 1.0).abs() < 0.05,
-            "committed {committed} vs the pool's in use + reserved {pool}: {m}"
+            "committed {committed} vs the pool's in use + reserved {pool}: {m:?}"
         );
         assert!(
             t.metrics["server_mem_bytes"] >= committed,
@@ -159,23 +167,16 @@ fn postgres_preset_puts_shared_memory_on_the_pages_each_arm_asks_for_and_flags_t
         );
     }
     for t in arm_trials(&all, &v, "thp") {
-        let s = &t.evidence["server"];
+        let s = served(t);
         assert!(t.ok && t.flagged.is_none(), "{:?}", t.flagged);
-        assert!(s["memory"]["shmem_pmd"].as_u64().unwrap() > 0, "{s}");
-        assert!(
-            s["memory"]["hugetlb"].as_object().unwrap().is_empty(),
-            "{s}"
-        );
+        assert!(s.memory.shmem_pmd > 0, "{s:?}");
+        assert!(s.memory.hugetlb.is_empty(), "{s:?}");
     }
     for t in arm_trials(&all, &v, "off") {
-        let m = &t.evidence["server"]["memory"];
+        let m = &served(t).memory;
         assert!(t.flagged.is_none());
-        assert_eq!(
-            m["shmem_pmd"].as_u64().unwrap() + m["anon_huge"].as_u64().unwrap(),
-            0,
-            "{m}"
-        );
-        assert!(m["hugetlb"].as_object().unwrap().is_empty(), "{m}");
+        assert_eq!(m.shmem_pmd + m.anon_huge, 0, "{m:?}");
+        assert!(m.hugetlb.is_empty(), "{m:?}");
     }
     for t in arm_trials(&all, &v, "try") {
         let f = t.flagged.as_deref().expect("a silent fallback is flagged");
@@ -245,10 +246,10 @@ fn pgbench_percentiles_equal_those_computed_by_hand_from_its_log() {
     let all = trials(&db);
     assert_eq!(all.len(), 4);
     for t in &all {
-        let tail = t.evidence["load_output_tail"].as_array().unwrap();
+        let tail = &t.evidence.load_output_tail;
         let kept = tail
             .iter()
-            .find_map(|l| l.as_str()?.strip_prefix("KEPT="))
+            .find_map(|l| l.strip_prefix("KEPT="))
             .expect("the load printed where it kept the log");
         let mut us: Vec<f64> = Vec::new();
         for f in std::fs::read_dir(kept).unwrap() {
@@ -328,22 +329,22 @@ fn redis_preset_shows_thp_reaching_redis_only_when_it_does_not_opt_out() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let all = trials(&db);
     for t in arm_trials(&all, &v, "always") {
-        let m = &t.evidence["server"]["memory"];
+        let m = &served(t).memory;
         assert!(t.ok && t.flagged.is_none(), "{:?}", t.flagged);
         // --hot: what the load touched, read after it — some, and no more than is resident
         // (THP counts a touched 2 MiB page whole, so on THP it can reach all of it).
-        let hot = t.evidence["server"]["hot_bytes"].as_u64().unwrap();
-        let resident = m["rss"].as_u64().unwrap();
+        let hot = served(t).hot_bytes.unwrap();
+        let resident = m.rss;
         assert!(hot > 0 && hot <= resident, "hot {hot} of {resident}");
-        assert!(m["anon_huge"].as_u64().unwrap() >= 2 << 20, "{m}");
-        assert!(m["thp_disabled"].as_array().unwrap().is_empty());
+        assert!(m.anon_huge >= 2 << 20, "{m:?}");
+        assert!(m.thp_disabled.is_empty());
         assert!(t.metrics["set_p99_ms"] > 0.0 && t.metrics["get_rps"] > 0.0);
     }
     for t in arm_trials(&all, &v, "always-default") {
         // Redis's own opt-out: FLAGGED or PARTIAL by what was on THP before it, said as such.
-        let b = &t.evidence["backing"];
-        assert_ne!(b["state"], "got", "{b}");
-        let f = b["why"].as_str().unwrap();
+        let b = t.evidence.backing.as_ref().unwrap();
+        assert_ne!(b.state, hugelab::model::evidence::State::Got, "{b:?}");
+        let f = &b.why;
         assert!(
             f.contains("THP disabled by the process after startup")
                 && f.contains("THP_enabled: 0")
@@ -355,40 +356,32 @@ fn redis_preset_shows_thp_reaching_redis_only_when_it_does_not_opt_out() {
     // THPeligible (none of the server's anonymous memory outside advised regions) and
     // THP_enabled (not off).
     for t in arm_trials(&all, &v, "madvise") {
-        let s = &t.evidence["server"];
+        let s = served(t);
         assert!(t.ok && t.flagged.is_none(), "{:?}", t.flagged);
-        assert_eq!(s["thp_policy"]["held"], true, "{}", s["thp_policy"]);
-        assert!(
-            s["thp_policy"]["words"]
-                .as_str()
-                .unwrap()
-                .contains("PR_THP_DISABLE_EXCEPT_ADVISED")
-        );
-        assert_eq!(s["memory"]["thp_eligible_unadvised"], 0);
-        assert!(s["memory"]["thp_disabled"].as_array().unwrap().is_empty());
-        assert_eq!(s["memory"]["anon_huge"], 0, "{}", s["memory"]);
+        let policy = s.thp_policy.as_ref().unwrap();
+        assert!(policy.held, "{policy:?}");
+        assert!(policy.words.contains("PR_THP_DISABLE_EXCEPT_ADVISED"));
+        assert_eq!(s.memory.thp_eligible_unadvised, 0);
+        assert!(s.memory.thp_disabled.is_empty());
+        assert_eq!(s.memory.anon_huge, 0, "{:?}", s.memory);
     }
     for t in arm_trials(&all, &v, "always") {
         // The same server under the system's `always`: its heap is THP-eligible.
-        assert!(
-            t.evidence["server"]["memory"]["thp_eligible_unadvised"]
-                .as_u64()
-                .unwrap()
-                > 0
-        );
+        assert!(served(t).memory.thp_eligible_unadvised > 0);
     }
     assert!(
         out.contains("arm madvise: THP madvise for its server alone"),
         "{out}"
     );
     for t in arm_trials(&all, &v, "never") {
-        assert_eq!(t.evidence["server"]["memory"]["anon_huge"], 0);
-        assert_eq!(t.evidence["server"]["thp_policy"]["held"], true);
+        let s = served(t);
+        assert_eq!(s.memory.anon_huge, 0);
+        assert!(s.thp_policy.as_ref().unwrap().held);
         assert!(t.flagged.is_none());
         // On 4 KiB pages the load's 20,000 SETs of 1 KiB values (about 18,000 distinct keys)
         // touch at least those values, and no more than the server holds.
-        let hot = t.evidence["server"]["hot_bytes"].as_u64().unwrap();
-        let resident = t.evidence["server"]["memory"]["rss"].as_u64().unwrap();
+        let hot = s.hot_bytes.unwrap();
+        let resident = s.memory.rss;
         assert!(
             hot >= 10 << 20 && hot <= resident,
             "hot {hot} of {resident}"
@@ -713,15 +706,15 @@ fn memcached_large_pages_land_on_thp_and_refusal_under_never_is_loud() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let all = trials(&db);
     for t in arm_trials(&all, &v, "large-pages") {
-        let m = &t.evidence["server"]["memory"];
+        let m = &served(t).memory;
         assert!(t.ok && t.flagged.is_none(), "{:?}", t.flagged);
-        assert!(m["anon_huge"].as_u64().unwrap() >= 16 << 20, "{m}");
+        assert!(m.anon_huge >= 16 << 20, "{m:?}");
     }
     for t in arm_trials(&all, &v, "off") {
-        assert_eq!(t.evidence["server"]["memory"]["anon_huge"], 0);
+        assert_eq!(served(t).memory.anon_huge, 0);
     }
     for t in arm_trials(&all, &v, "never-L") {
-        let why = t.evidence["failure_reason"].as_str().unwrap();
+        let why = t.evidence.failure_reason.as_deref().unwrap();
         assert!(
             !t.ok && why.contains("memcached said") && why.contains("huge pages support disabled"),
             "{why}"
@@ -784,15 +777,15 @@ fn memcached_preset_runs_warm_with_a_port_per_arm_and_memcslap_follows() {
     assert!(load.contains("--servers=127.0.0.1:{port}"), "{load}");
     let all = trials(&db);
     for t in arm_trials(&all, &v, "large-pages") {
-        let m = &t.evidence["server"]["memory"];
+        let m = &served(t).memory;
         assert!(t.ok && t.flagged.is_none(), "{:?}", t.flagged);
-        assert!(m["anon_huge"].as_u64().unwrap() >= 16 << 20, "{m}");
+        assert!(m.anon_huge >= 16 << 20, "{m:?}");
     }
     let off = arm_trials(&all, &v, "off");
     assert_eq!(off.len(), 4);
     for t in off {
-        assert!(t.ok, "{}", t.evidence);
-        assert_eq!(t.evidence["server"]["memory"]["anon_huge"], 0);
+        assert!(t.ok, "{:?}", t.evidence);
+        assert_eq!(served(t).memory.anon_huge, 0);
     }
     assert!(running_with("-m 129").is_empty());
 }
@@ -842,9 +835,9 @@ fn jvm_preset_sizes_a_pool_for_the_heap_so_hugetlbfs_is_measured() {
     for t in hugetlbfs {
         assert!(t.ok && t.flagged.is_none(), "{:?}", t.flagged);
         assert!(
-            t.evidence["memory"]["peak_hugetlb"].as_u64().unwrap() >= 64 << 20,
-            "{}",
-            t.evidence["memory"]
+            t.evidence.gathered.memory.peak_hugetlb >= 64 << 20,
+            "{:?}",
+            t.evidence.gathered.memory
         );
     }
     // The pool was the arm's alone: 128 heap pages + 8 + 128.
@@ -905,20 +898,16 @@ fn a_server_that_daemonizes_is_followed_through_its_pidfile() {
     assert_eq!(all.len(), 4);
     let mut pids = std::collections::BTreeSet::new();
     for t in &all {
-        let s = &t.evidence["server"];
-        assert!(t.ok, "{s}");
+        let s = served(t);
+        assert!(t.ok, "{s:?}");
         // The daemon itself was read (its memory, its comm), not the command that started it.
-        assert!(s["memory"]["rss"].as_u64().unwrap() > 1 << 20, "{s}");
-        assert_eq!(
-            s["memory"]["segments"].as_array().map(|v| v.is_empty()),
-            Some(false),
-            "{s}"
-        );
-        pids.insert(s["pid"].as_i64().unwrap());
+        assert!(s.memory.rss > 1 << 20, "{s:?}");
+        assert!(!s.memory.segments.is_empty(), "{s:?}");
+        pids.insert(s.pid.unwrap());
     }
     assert_eq!(pids.len(), 4, "a fresh daemon per trial");
     assert!(
-        !pids.contains(&(zombie.id() as i64)),
+        !pids.contains(&(zombie.id() as i32)),
         "the zombie was followed"
     );
     drop(zombie);
@@ -977,7 +966,7 @@ fn sysbench_output_is_read_by_its_parser() {
         ]
     );
     for t in trials(&db) {
-        assert!(t.ok, "{}", t.evidence);
+        assert!(t.ok, "{:?}", t.evidence);
         assert!(
             t.metrics["events_per_s"] > 0.0 && t.metrics["mib_per_s"] > 0.0,
             "{:?}",
@@ -1048,41 +1037,38 @@ fn warm_postgres_counts_each_servers_huge_pages_as_the_kernel_does_and_flags_a_f
     );
     let all = trials(&db);
     assert_eq!(all.len(), 16, "4 arms × 4 blocks");
-    let lifetimes: std::collections::BTreeSet<u64> = all
-        .iter()
-        .filter_map(|t| t.evidence["lifetime"].as_u64())
-        .collect();
+    let lifetimes: std::collections::BTreeSet<usize> =
+        all.iter().filter_map(|t| t.evidence.lifetime).collect();
     assert_eq!(lifetimes.len(), 2, "two lifetimes of two blocks");
     for t in arm_trials(&all, &v, "hugetlb-2m") {
-        let m = &t.evidence["server"]["memory"];
+        let m = &served(t).memory;
         assert!(t.ok && t.flagged.is_none(), "{:?}", t.flagged);
         // The segment's own pages against the pool's pages in use, read at the same moment;
         // under the warm design only this arm's server uses the pool.
-        let ours = m["hugetlb"]["2097152"].as_u64().unwrap_or(0);
-        let kernel = m["kernel"]["hugetlb_in_use"]["2097152"].as_u64().unwrap();
+        let ours = m.hugetlb.get(&(2 << 20)).copied().unwrap_or(0);
+        let kernel = m.kernel.as_ref().unwrap().hugetlb_in_use[&(2 << 20)];
         assert!(
             ours >= 16 << 20,
-            "the prewarmed buffers are on the pool: {m}"
+            "the prewarmed buffers are on the pool: {m:?}"
         );
         assert!(
             near(ours, kernel, 0.05),
             "ours {ours} vs the kernel's {kernel}"
         );
-        let seg = m["segments"].as_array().unwrap();
-        assert!(seg.iter().any(|s| s["counted"] == "segment"), "{m}");
         assert!(
-            t.evidence["server"]["during_load"]["processes"]
-                .as_u64()
-                .unwrap()
-                >= 3
+            m.segments
+                .iter()
+                .any(|s| s.counted.as_deref() == Some("segment")),
+            "{m:?}"
         );
+        assert!(served(t).during_load.processes >= 3);
     }
     for t in arm_trials(&all, &v, "thp") {
-        let m = &t.evidence["server"]["memory"];
+        let m = &served(t).memory;
         assert!(t.ok && t.flagged.is_none(), "{:?}", t.flagged);
-        let ours = m["shmem_pmd"].as_u64().unwrap();
-        let kernel = m["kernel"]["shmem_huge"].as_u64().unwrap();
-        assert!(ours >= 16 << 20, "{m}");
+        let ours = m.shmem_pmd;
+        let kernel = m.kernel.as_ref().unwrap().shmem_huge;
+        assert!(ours >= 16 << 20, "{m:?}");
         assert!(
             near(ours, kernel, 0.05),
             "ours {ours} vs ShmemHugePages {kernel}"
@@ -1090,10 +1076,10 @@ fn warm_postgres_counts_each_servers_huge_pages_as_the_kernel_does_and_flags_a_f
     }
     for t in arm_trials(&all, &v, "off") {
         // THP never for this server alone, under the run's shmem_enabled=always.
-        let m = &t.evidence["server"]["memory"];
+        let m = &served(t).memory;
         assert!(t.flagged.is_none(), "{:?}", t.flagged);
-        assert_eq!(m["shmem_pmd"].as_u64().unwrap(), 0, "{m}");
-        assert!(!m["thp_disabled"].as_array().unwrap().is_empty(), "{m}");
+        assert_eq!(m.shmem_pmd, 0, "{m:?}");
+        assert!(!m.thp_disabled.is_empty(), "{m:?}");
     }
     for t in arm_trials(&all, &v, "mislabelled") {
         let f = t
@@ -1186,10 +1172,7 @@ fn postgres_replicas_each_run_on_a_data_copy_of_their_own_and_share_a_pool_sized
         "{:?}",
         all.iter().map(|t| &t.flagged).collect::<Vec<_>>()
     );
-    let pids: std::collections::BTreeSet<u64> = all
-        .iter()
-        .filter_map(|t| t.evidence["server"]["pid"].as_u64())
-        .collect();
+    let pids: std::collections::BTreeSet<i32> = all.iter().filter_map(|t| served(t).pid).collect();
     assert_eq!(pids.len(), 6, "one server per arm and replica");
     // Both replicas' hugetlb servers are on the pool, which was sized for both: their pages
     // together are the kernel's pages in use, read with them.
@@ -1201,24 +1184,23 @@ fn postgres_replicas_each_run_on_a_data_copy_of_their_own_and_share_a_pool_sized
         let ours: u64 = pair
             .iter()
             .map(|t| {
-                t.evidence["server"]["memory"]["hugetlb"]["2097152"]
-                    .as_u64()
+                served(t)
+                    .memory
+                    .hugetlb
+                    .get(&(2 << 20))
+                    .copied()
                     .unwrap_or(0)
             })
             .sum();
         let kernel = pair
             .iter()
-            .map(|t| {
-                t.evidence["server"]["memory"]["kernel"]["hugetlb_in_use"]["2097152"]
-                    .as_u64()
-                    .unwrap()
-            })
+            .map(|t| served(t).memory.kernel.as_ref().unwrap().hugetlb_in_use[&(2 << 20)])
             .max()
             .unwrap();
         for t in &pair {
             assert!(t.flagged.is_none(), "{:?}", t.flagged);
-            let m = &t.evidence["server"]["memory"]["hugetlb"]["2097152"];
-            assert!(m.as_u64().unwrap_or(0) >= 16 << 20, "{m}");
+            let m = served(t).memory.hugetlb.get(&(2 << 20)).copied();
+            assert!(m.unwrap_or(0) >= 16 << 20, "{m:?}");
         }
         assert!(
             near(ours, kernel, 0.05),
@@ -1580,15 +1562,12 @@ fn redis_bgsave_during_each_burst_has_its_fork_time_and_copy_on_write_per_arm() 
     let all = trials(&db);
     for arm in ["never", "always"] {
         for t in arm_trials(&all, &v, arm) {
-            let e = &t.evidence["event"];
-            assert!(e["ran"] == true && e["ok"] == true, "{arm}: {e}");
-            assert!(
-                e["children"].as_u64().unwrap() >= 1,
-                "{arm}: the save's child: {e}"
-            );
-            assert!(e["fork_s"].as_f64().unwrap() > 0.0, "{arm}: {e}");
-            assert!(e["server_cow_bytes"].is_u64(), "{arm}: {e}");
-            assert!(t.metrics["event_mem_bytes"] > 0.0, "{arm}: {e}");
+            let e = t.evidence.event.as_ref().unwrap();
+            assert!(e.view.ran && e.view.ok, "{arm}: {e:?}");
+            assert!(e.view.children >= 1, "{arm}: the save's child: {e:?}");
+            assert!(e.fork_s.unwrap() > 0.0, "{arm}: {e:?}");
+            assert!(e.server_cow_bytes.is_some(), "{arm}: {e:?}");
+            assert!(t.metrics["event_mem_bytes"] > 0.0, "{arm}: {e:?}");
         }
     }
     assert!(running_with(&port).is_empty(), "every server stopped");
@@ -1771,9 +1750,8 @@ fn a_server_arms_directory_is_a_tmpfs_with_its_huge_policy() {
         arm_trials(&all, &v, arm)
             .iter()
             .map(|t| {
-                t.evidence["kernel_counters"]["mthp.2M.shmem_alloc"]
-                    .as_u64()
-                    .unwrap_or(0)
+                let k = &t.evidence.gathered.kernel_counters;
+                k.get("mthp.2M.shmem_alloc").copied().unwrap_or(0)
             })
             .sum()
     };

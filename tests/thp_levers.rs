@@ -161,7 +161,14 @@ fn per_size_stats_in_the_evidence_equal_the_kernels_files_around_the_run() {
     let sum = |k: &str| -> u64 {
         trials
             .iter()
-            .map(|t| t.evidence["kernel_counters"][k].as_u64().unwrap_or(0))
+            .map(|t| {
+                t.evidence
+                    .gathered
+                    .kernel_counters
+                    .get(k)
+                    .copied()
+                    .unwrap_or(0)
+            })
             .sum()
     };
     // Two trials of 16 faults and one partly unmapped huge page each; nothing else on the
@@ -174,12 +181,9 @@ fn per_size_stats_in_the_evidence_equal_the_kernels_files_around_the_run() {
     assert_eq!(sum("mthp.2M.split_deferred"), deferred);
     // Gauges are not deltas: they are read at the peak.
     assert!(trials.iter().all(|t| {
-        t.evidence["kernel_counters"]
-            .get("mthp.2M.nr_anon")
-            .is_none()
-            && t.evidence["memory"]["gauges_at_peak"]
-                .get("mthp.2M.nr_anon")
-                .is_some()
+        let g = &t.evidence.gathered;
+        !g.kernel_counters.contains_key("mthp.2M.nr_anon")
+            && g.memory.gauges_at_peak.contains_key("mthp.2M.nr_anon")
     }));
     // The answer says it in words, per arm (means per trial).
     let per_arm = alloc / 4;
@@ -361,9 +365,8 @@ fn a_tmpfs_arm_puts_the_commands_files_on_its_own_tmpfs_and_unmounts_it() {
             .iter()
             .filter(|t| t.arm_idx == arm)
             .map(|t| {
-                t.evidence["kernel_counters"]["mthp.2M.shmem_alloc"]
-                    .as_u64()
-                    .unwrap_or(0)
+                let k = &t.evidence.gathered.kernel_counters;
+                k.get("mthp.2M.shmem_alloc").copied().unwrap_or(0)
             })
             .sum()
     };

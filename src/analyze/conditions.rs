@@ -180,6 +180,7 @@ fn by_condition(
                     arms, baseline, &ts, metrics, effect, confidence, design,
                 ),
                 interaction,
+                at_start: start_state(&refs),
                 arms: arm_states(arms, &refs),
             }
         })
@@ -187,6 +188,22 @@ fn by_condition(
     let mut report = conditions[0].analysis.clone();
     report.conditions = conditions;
     report
+}
+
+/// The state a condition's trials started in: the means over every trial that read it.
+fn start_state(trials: &[&TrialData]) -> Option<crate::model::analysis::StartState> {
+    let mean = |f: &dyn Fn(&TrialCondition) -> Option<f64>| {
+        let v: Vec<f64> = trials
+            .iter()
+            .filter_map(|t| t.condition.as_ref().and_then(f))
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    Some(crate::model::analysis::StartState {
+        free_2m_blocks: mean(&|c| c.free_2m_blocks.map(|b| b as f64))?,
+        unusable_2m: mean(&|c| c.unusable_2m),
+        mem_available: mean(&|c| c.mem_available.map(|m| m as f64)),
+    })
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! sequential run; the answer shows them on a cost line and `advise` weighs them.
 
 use super::experiment::MetricDef;
-use super::verdict::{Better, Verdict};
+use super::verdict::Better;
 pub use crate::model::costs::{
     CPU_PER_OP, Cost, EVENT_FORK, EVENT_MEM, PEAK_MEM, SERVER_CPU, SERVER_HELD, SERVER_MEM,
     SYS_CPU, USER_CPU, arm_median, label, of_arm, verdict_word,
@@ -54,14 +54,6 @@ pub fn defs(server: bool, per_op: bool) -> Vec<MetricDef> {
     defs
 }
 
-impl Cost<'_> {
-    /// The interval says the arm costs more, by more than `effect` at the point estimate —
-    /// a cost that has to be weighed against any benefit.
-    pub fn is_more(&self) -> bool {
-        self.contrast.verdict == Verdict::Slower
-    }
-}
-
 /// Whether a metric is a rate of work a load reports (requests, transactions, operations per
 /// second), so CPU per unit of work can be derived from it.
 pub fn is_rate_of_work(name: &str) -> bool {
@@ -91,6 +83,6 @@ mod tests {
         assert!(held.name == SERVER_HELD && held.cost && held.context);
         assert!(is_rate_of_work("tps") && is_rate_of_work("set_rps") && !is_rate_of_work("wall_s"));
         assert_eq!(label(SYS_CPU), "system CPU");
-        assert_eq!(verdict_word(Verdict::Slower), "MORE");
+        assert_eq!(verdict_word(crate::model::verdict::Verdict::Slower), "MORE");
     }
 }

@@ -35,45 +35,7 @@ pub const PROCESS_SHARE: f64 = 0.25;
 /// small for pages to matter, or the walk saw only a program's start.
 pub const MIN_RESIDENT: u64 = 8 << 20;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum State {
-    /// The memory that matters is on the pages asked for.
-    Got,
-    /// Some of it is, some of it fell back.
-    Partial,
-    /// It is not: FLAGGED.
-    FellBack,
-}
-
-/// The judgment of one trial's (or one reading's) memory.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Judgment {
-    pub state: State,
-    /// Share of the memory that matters on the pages asked for (4 KiB arms: on huge pages).
-    pub share: f64,
-    /// Resident bytes of the memory that matters, and of them on the pages asked for.
-    pub matters: u64,
-    pub on_asked: u64,
-    /// One sentence: what the memory that matters is on, and who fell short.
-    pub why: String,
-    /// The page size the pages asked for are (4 KiB arms: 4096; THP and unsized hugetlb:
-    /// 2 MiB): with `matters` and `on_asked`, the TLB entries the memory needs now.
-    #[serde(default)]
-    pub page_size: u64,
-}
-
-impl Judgment {
-    /// TLB entries the memory that matters needs on the pages it is on: one per page asked
-    /// for, one per 4 KiB for the rest.
-    pub fn entries(&self) -> u64 {
-        if self.page_size > 4096 {
-            self.on_asked / self.page_size + (self.matters - self.on_asked.min(self.matters)) / 4096
-        } else {
-            self.matters / 4096
-        }
-    }
-}
+pub use crate::model::evidence::{Judgment, State};
 
 /// The state a share of the memory that matters on the pages asked for stands for.
 pub fn classify(share: f64) -> State {

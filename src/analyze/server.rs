@@ -170,7 +170,7 @@ pub fn summaries(
     trials: &[crate::store::TrialRow],
     data: &[crate::analyze::trial_data::TrialData],
 ) -> Vec<crate::model::run::ServerSummary> {
-    let measured: Vec<(usize, f64, &serde_json::Value)> = trials
+    let measured: Vec<(usize, f64, &crate::store::Evidence)> = trials
         .iter()
         .filter(|t| t.block >= 0)
         .map(|t| {
@@ -200,104 +200,67 @@ pub fn summaries(
 /// Summaries per arm from (arm index, the trial's wall time, its evidence) of measured trials.
 pub fn summarise(
     arms: &[String],
-    trials: &[(usize, f64, &serde_json::Value)],
+    trials: &[(usize, f64, &crate::store::Evidence)],
 ) -> Vec<ServerSummary> {
     arms.iter()
         .enumerate()
         .map(|(i, name)| {
-            let mine: Vec<&(usize, f64, &serde_json::Value)> =
+            let mine: Vec<&(usize, f64, &crate::store::Evidence)> =
                 trials.iter().filter(|t| t.0 == i).collect();
-            let read: Vec<&serde_json::Value> = mine
+            // Read: the server came up and its tree was walked after the load.
+            let read: Vec<&crate::model::evidence::ServerEvidence> = mine
                 .iter()
-                .map(|t| &t.2["server"])
-                .filter(|s| s.get("memory").is_some())
+                .filter_map(|t| t.2.server.as_ref())
+                .filter(|s| s.pid.is_some())
                 .collect();
-            let f = |k: &str| {
-                read.iter()
-                    .filter_map(|s| s[k].as_f64())
-                    .collect::<Vec<_>>()
-            };
-            let covs = f("coverage");
-            let cpu = f("cpu_ns");
+            let covs: Vec<f64> = read.iter().filter_map(|s| s.coverage).collect();
+            let cpu: Vec<f64> = read.iter().map(|s| s.cpu_ns as f64).collect();
             let resident: Vec<f64> = read
                 .iter()
-                .map(|s| {
-                    let m = &s["memory"];
-                    let hugetlb: f64 = m["hugetlb"]
-                        .as_object()
-                        .map_or(0.0, |o| o.values().filter_map(|v| v.as_f64()).sum());
-                    m["rss"].as_f64().unwrap_or(0.0) + hugetlb
-                })
+                .map(|s| (s.memory.rss + s.memory.hugetlb.values().sum::<u64>()) as f64)
                 .collect();
+            let kernel = || read.iter().filter_map(|s| s.memory.kernel.as_ref());
             ServerSummary {
                 arm: name.clone(),
                 trials: read.len(),
                 failed: mine.len() - read.len()
-                    + read
-                        .iter()
-                        .filter(|s| s["end"]["exited_early"] == true)
-                        .count(),
-                ready_s: median(f("ready_s")),
-                stop_s: median(
-                    read.iter()
-                        .filter_map(|s| s["end"]["stop_ns"].as_f64().map(|n| n / 1e9))
-                        .collect(),
-                ),
+                    + read.iter().filter(|s| s.end.exited_early).count(),
+                ready_s: median(read.iter().filter_map(|s| s.ready_s).collect()),
+                stop_s: median(read.iter().map(|s| s.end.stop_ns as f64 / 1e9).collect()),
                 load_s: median(mine.iter().map(|t| t.1).filter(|w| *w > 0.0).collect()),
                 cpu_s: (!cpu.is_empty()).then(|| cpu.iter().sum::<f64>() / cpu.len() as f64 / 1e9),
                 resident_bytes: median(resident).map(|b| b as u64),
                 coverage: (!covs.is_empty()).then(|| covs.iter().sum::<f64>() / covs.len() as f64),
-                carried_by: read
-                    .iter()
-                    .rev()
-                    .find_map(|s| s["carried_by"].as_str().map(String::from)),
+                carried_by: read.iter().rev().find_map(|s| s.carried_by.clone()),
                 policy: {
-                    let checked: Vec<&serde_json::Value> = read
-                        .iter()
-                        .map(|s| &s["thp_policy"])
-                        .filter(|p| p.is_object())
-                        .collect();
-                    checked.last().and_then(|p| p["words"].as_str()).map(|w| {
-                        let held = checked.iter().filter(|p| p["held"] == true).count();
-                        (w.to_string(), held, checked.len())
+                    let checked: Vec<&crate::model::evidence::PolicyHeld> =
+                        read.iter().filter_map(|s| s.thp_policy.as_ref()).collect();
+                    checked.last().map(|p| {
+                        let held = checked.iter().filter(|p| p.held).count();
+                        (p.words.clone(), held, checked.len())
                     })
                 },
-                thp_disabled: read.iter().any(|s| {
-                    s["memory"]["thp_disabled"]
-                        .as_array()
-                        .is_some_and(|a| !a.is_empty())
-                }),
+                thp_disabled: read.iter().any(|s| !s.memory.thp_disabled.is_empty()),
                 said: read
                     .iter()
-                    .find_map(|s| s["said"]["line"].as_str().map(String::from)),
+                    .find_map(|s| s.said.as_ref().map(|w| w.line.clone())),
                 counted: read.iter().rev().find_map(|s| {
-                    s["memory"]["segments"]
-                        .as_array()?
+                    s.memory
+                        .segments
                         .iter()
-                        .filter(|g| g["shared"] == true)
-                        .find_map(|g| g["counted"].as_str().map(String::from))
+                        .filter(|g| g.shared)
+                        .find_map(|g| g.counted.clone())
                 }),
                 kernel_hugetlb: median(
-                    read.iter()
-                        .filter_map(|s| {
-                            s["memory"]["kernel"]["hugetlb_in_use"]
-                                .as_object()
-                                .map(|o| o.values().filter_map(|v| v.as_f64()).sum::<f64>())
-                        })
+                    kernel()
+                        .map(|k| k.hugetlb_in_use.values().sum::<u64>() as f64)
                         .collect(),
                 )
                 .map(|b| b as u64),
-                kernel_shmem_huge: median(
-                    read.iter()
-                        .filter_map(|s| s["memory"]["kernel"]["shmem_huge"].as_f64())
-                        .collect(),
-                )
-                .map(|b| b as u64),
+                kernel_shmem_huge: median(kernel().map(|k| k.shmem_huge as f64).collect())
+                    .map(|b| b as u64),
                 lifetimes: {
-                    let mut l: Vec<u64> = mine
-                        .iter()
-                        .filter_map(|t| t.2["lifetime"].as_u64())
-                        .collect();
+                    let mut l: Vec<usize> = mine.iter().filter_map(|t| t.2.lifetime).collect();
                     l.sort_unstable();
                     l.dedup();
                     l.len()

@@ -15,19 +15,16 @@ pub fn with_discovered(mut defs: Vec<MetricDef>, trials: &[TrialRow]) -> Vec<Met
     let at = defs.iter().position(|d| d.cost).unwrap_or(defs.len());
     let mut found: Vec<MetricDef> = Vec::new();
     for t in trials {
-        for m in t.evidence["load_metrics"].as_array().into_iter().flatten() {
-            let Some(name) = m["name"].as_str() else {
-                continue;
-            };
-            if defs.iter().chain(&found).any(|d| d.name == name) {
+        for m in t.evidence.load_metrics.iter().flatten() {
+            if defs.iter().chain(&found).any(|d| d.name == m.name) {
                 continue;
             }
             // A profiler's metric is not a row of the load's table (not in the rows' family);
             // one without a known direction is recorded, not contrasted.
             found.push(MetricDef {
-                row: m["secondary"] != true,
-                context: m["context"] == true,
-                ..MetricDef::contrasted(name, Better::of(m["higher"] == true))
+                row: !m.secondary,
+                context: m.context,
+                ..MetricDef::contrasted(&m.name, Better::of(m.higher))
             });
         }
     }
@@ -111,7 +108,7 @@ pub fn stall_contrasts(
     let mut stalls = Vec::new();
     let mut traced = Vec::new();
     for t in trials.iter().filter(|t| t.block >= 0 && t.ok) {
-        let Some(w) = t.trace() else {
+        let Some(w) = t.evidence.trace.clone() else {
             continue;
         };
         traced.push((t.block, t.arm_idx as usize));

@@ -1,10 +1,11 @@
 //! A stored trial as the analysis reads it (`TrialData`, from its evidence), and whether a
 //! command's arm got the pages it asked for (`judge_trial`).
 
-use super::matters::{self, Judgment};
+use super::matters;
 use crate::backing::arm::Expect;
 use crate::collect::sampler::MemorySamples;
 pub use crate::model::analysis::{TrialCondition, TrialData, TrialEvent};
+use crate::model::evidence::{Evidence, Judgment};
 use crate::units::Bytes;
 use std::collections::BTreeMap;
 
@@ -23,24 +24,20 @@ pub(super) fn means_by_key<'a>(
     sums.into_iter().map(|(k, s)| (k, s / n as f64)).collect()
 }
 
-/// A stored trial's evidence (the JSON `run` writes) as the analysis sees it.
+/// A stored trial's evidence as the analysis sees it.
 pub fn trial_data(
     block: i64,
     arm: i64,
     ok: bool,
     flagged: Option<String>,
     metrics: BTreeMap<String, f64>,
-    evidence: &serde_json::Value,
+    evidence: &Evidence,
 ) -> TrialData {
-    let nums = |v: &serde_json::Value, scale: f64, rename: &dyn Fn(&str) -> String| {
-        v.as_object()
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| Some((rename(k), v.as_f64()? * scale)))
-                    .collect()
-            })
-            .unwrap_or_default()
+    let floats = |m: &BTreeMap<String, u64>| -> BTreeMap<String, f64> {
+        m.iter().map(|(k, v)| (k.clone(), *v as f64)).collect()
     };
+    let memory = &evidence.gathered.memory;
+    let backing = evidence.backing.as_ref();
     TrialData {
         block: block.max(0) as usize,
         arm: arm as usize,
@@ -48,88 +45,79 @@ pub fn trial_data(
         flagged,
         metrics,
         // A service's evidence is its server's tree after the load, not the load's client.
-        coverage_at_peak: match evidence.get("server") {
-            Some(s) => s["coverage"].as_f64(),
-            None => evidence["memory"]["coverage_at_peak"].as_f64(),
-        },
-        max_coverage: match evidence.get("server") {
+        coverage_at_peak: evidence.coverage_at_peak(),
+        max_coverage: match evidence.server {
             Some(_) => None,
-            None => evidence["memory"]["max_coverage"].as_f64(),
+            None => memory.max_coverage,
         },
-        share: evidence["backing"]["share"].as_f64(),
-        matters: evidence["backing"]["matters"].as_u64(),
-        hot: evidence["server"]["hot_bytes"].as_u64(),
-        entries: serde_json::from_value::<crate::analyze::matters::Judgment>(
-            evidence["backing"].clone(),
-        )
-        .ok()
-        .filter(|j| j.page_size > 0)
-        .map(|j| j.entries()),
-        partial: (evidence["backing"]["state"] == "partial")
-            .then(|| evidence["backing"]["why"].as_str().map(String::from))
-            .flatten(),
-        counters: nums(&evidence["perf"], 1.0, &|k| k.to_string()),
-        noise: nums(&evidence["noise"], 1e-9, &|k| {
-            k.strip_suffix("_ns").unwrap_or(k).to_string() + "_s"
-        }),
-        lifetime: evidence["lifetime"].as_u64().map(|l| l as usize),
+        share: backing.map(|j| j.share),
+        matters: backing.map(|j| j.matters),
+        hot: evidence.server.as_ref().and_then(|s| s.hot_bytes),
+        entries: backing.filter(|j| j.page_size > 0).map(Judgment::entries),
+        partial: backing
+            .filter(|j| j.state == matters::State::Partial)
+            .map(|j| j.why.clone()),
+        counters: evidence
+            .gathered
+            .perf
+            .iter()
+            .map(|(e, n)| (e.key().to_string(), *n as f64))
+            .collect(),
+        noise: evidence
+            .gathered
+            .noise
+            .map(|n| n.seconds())
+            .unwrap_or_default(),
+        lifetime: evidence.lifetime,
         condition: trial_condition(evidence),
         // Not read (an unreadable /proc/vmstat) is not "nothing moved".
-        kernel: evidence["kernel_counters"]
-            .as_object()
-            .filter(|_| evidence["kernel_read"] != false)
-            .map(numbers),
+        kernel: evidence
+            .gathered
+            .kernel_read
+            .then(|| floats(&evidence.gathered.kernel_counters)),
         // Every arm's burst of a duet block ran at once: the machine-wide counters are theirs
         // together.
-        kernel_shared: evidence["duet"] == true,
-        gauges: match evidence.get("server") {
-            Some(s) => s["memory"]["kernel"]["thp_gauges"].as_object(),
-            None => evidence["memory"]["gauges_at_peak"].as_object(),
-        }
-        .map(numbers)
-        .unwrap_or_default(),
-        event: evidence
-            .get("event")
-            .filter(|e| e.is_object())
-            .map(|e| TrialEvent {
-                ran: e["ran"].as_bool().unwrap_or(false),
-                ok: e["ok"].as_bool().unwrap_or(false),
-                output: e["output"].as_str().unwrap_or("").to_string(),
-            }),
+        kernel_shared: evidence.duet,
+        gauges: match &evidence.server {
+            Some(s) => s
+                .memory
+                .kernel
+                .as_ref()
+                .map(|k| floats(&k.thp_gauges))
+                .unwrap_or_default(),
+            None => floats(&memory.gauges_at_peak),
+        },
+        event: evidence.event.as_ref().map(|e| TrialEvent {
+            ran: e.view.ran,
+            ok: e.view.ok,
+            output: e.view.output.clone(),
+        }),
     }
-}
-
-/// The numbers of a JSON object, by key.
-fn numbers(m: &serde_json::Map<String, serde_json::Value>) -> BTreeMap<String, f64> {
-    m.iter()
-        .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
-        .collect()
 }
 
 /// A trial's condition, when it ran under one: its name, the state at its start, the kernel's
 /// compaction and reclaim counters and, when traced, its tree's stall times.
-fn trial_condition(evidence: &serde_json::Value) -> Option<TrialCondition> {
-    let name = evidence["condition"]["name"].as_str()?;
-    let at = &evidence["machine_at_start"];
-    let stalls_ms =
-        serde_json::from_value::<crate::analyze::trace::TraceWindow>(evidence["trace"].clone())
-            .map(|w| {
-                w.latencies
-                    .iter()
-                    .map(|l| (l.kind.clone(), l.hist.total_ns as f64 / 1e6))
-                    .collect()
-            })
-            .unwrap_or_default();
+fn trial_condition(evidence: &Evidence) -> Option<TrialCondition> {
+    let name = &evidence.condition.as_ref()?.name;
+    let at = evidence.machine_at_start;
+    let stalls_ms = evidence
+        .trace
+        .iter()
+        .flat_map(|w| &w.latencies)
+        .map(|l| (l.kind.clone(), l.hist.total_ns as f64 / 1e6))
+        .collect();
     Some(TrialCondition {
-        name: name.to_string(),
-        kernel_read: evidence["kernel_read"] != false,
-        free_2m_blocks: at["free_2m_blocks"].as_u64(),
-        unusable_2m: at["unusable_2m"].as_f64(),
-        mem_available: at["mem_available"].as_u64(),
-        kernel: evidence["kernel_counters"]
-            .as_object()
-            .map(numbers)
-            .unwrap_or_default(),
+        name: name.clone(),
+        kernel_read: evidence.gathered.kernel_read,
+        free_2m_blocks: at.map(|a| a.free_2m_blocks),
+        unusable_2m: at.and_then(|a| a.unusable_2m),
+        mem_available: at.map(|a| a.mem_available),
+        kernel: evidence
+            .gathered
+            .kernel_counters
+            .iter()
+            .map(|(k, v)| (k.clone(), *v as f64))
+            .collect(),
         stalls_ms,
     })
 }

@@ -198,6 +198,43 @@ mod tests {
             port_collision(&per_arm(&["mariadbd --port=3307", "mariadbd --port=3307"])),
             Some(("a0".into(), "a1".into(), "3307".into()))
         );
+        let filled = |template: &str, arm: &str, replica: usize| {
+            let slot = Slot {
+                arm: arm.into(),
+                port: 5000 + replica as u16,
+                dir: format!("/run/d/{arm}/{replica}"),
+                replica,
+                ..Slot::default()
+            };
+            words(&fill(template, &slot))
+        };
+        let replicas = |template: &str| {
+            let per: Vec<_> = ["a", "b"]
+                .iter()
+                .map(|x| {
+                    (
+                        x.to_string(),
+                        filled(template, x, 0),
+                        filled(template, x, 1),
+                    )
+                })
+                .collect();
+            replica_collision(&per)
+        };
+        // Built from {arm} alone: both replicas of an arm would use one data directory.
+        assert_eq!(
+            replicas("/usr/bin/postgres -D /tmp/pgw/{arm} -p {port}"),
+            Some(("a".into(), "/tmp/pgw/a".into()))
+        );
+        // {replica} or {dir} gives each its own; a path every arm shares is not a replica's.
+        assert_eq!(
+            replicas("/usr/bin/postgres -D /tmp/pgw/{arm}-{replica} -p {port}"),
+            None
+        );
+        assert_eq!(
+            replicas("/usr/bin/redis-server --dir {dir} --port {port}"),
+            None
+        );
         let redis = preset("redis", &words("redis-server --port 0"), None).unwrap();
         let arms: Vec<_> = redis.arms.iter().map(|s| parse_arm(s).unwrap()).collect();
         assert_eq!(arms[1].name, "madvise");
@@ -245,7 +282,8 @@ mod tests {
 
 /// What fills a server's and its load's placeholders for one arm: `{port}` (a free port on
 /// loopback), `{host}` (127.0.0.1), `{dir}` (a private directory: socket, data copy),
-/// `{arm}` (its name) and `{burst}` (the burst length in whole seconds).
+/// `{arm}` (its name, the same for every replica of the arm), `{replica}` (1, 2, …: which of the
+/// arm's servers running at once) and `{burst}` (the burst length in whole seconds).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Slot {
     pub arm: String,
@@ -253,6 +291,9 @@ pub struct Slot {
     pub host: String,
     pub dir: String,
     pub burst: Option<u64>,
+    /// Which of the arm's servers at once, from 0 (`{replica}` is this plus 1).
+    #[serde(default)]
+    pub replica: usize,
 }
 
 /// A preset's command that reports the server's own account of its last fork (Redis `INFO`:
@@ -264,7 +305,7 @@ pub fn fork_report(preset: Option<&str>) -> Option<&'static str> {
     }
 }
 
-pub const PLACEHOLDERS: [&str; 5] = ["{port}", "{host}", "{dir}", "{arm}", "{burst}"];
+pub const PLACEHOLDERS: [&str; 6] = ["{port}", "{host}", "{dir}", "{arm}", "{replica}", "{burst}"];
 
 /// `s` with the slot's values in place of its placeholders (`{burst}` stays when no burst).
 pub fn fill(s: &str, slot: &Slot) -> String {
@@ -272,11 +313,35 @@ pub fn fill(s: &str, slot: &Slot) -> String {
         .replace("{port}", &slot.port.to_string())
         .replace("{host}", &slot.host)
         .replace("{dir}", &slot.dir)
-        .replace("{arm}", &slot.arm);
+        .replace("{arm}", &slot.arm)
+        .replace("{replica}", &(slot.replica + 1).to_string());
     if let Some(b) = slot.burst {
         out = out.replace("{burst}", &b.to_string());
     }
     out
+}
+
+/// A path two replicas of one arm would share: per arm, its name and its words filled for two
+/// replicas (each with a `{dir}` and `{port}` of its own). A word naming a path that differs from
+/// arm to arm yet is the same for both replicas — built from `{arm}` alone, or an arm's literal
+/// path — is a data directory or file the replicas' servers would both use: `(arm, word)`.
+/// Paths the same for every arm (a binary, a shared configuration) are not the replicas' own.
+pub fn replica_collision(
+    per_arm: &[(String, Vec<String>, Vec<String>)],
+) -> Option<(String, String)> {
+    for (i, (arm, first, second)) in per_arm.iter().enumerate() {
+        for (k, w) in first.iter().enumerate() {
+            let per_arm_path = w.contains('/')
+                && per_arm
+                    .iter()
+                    .enumerate()
+                    .any(|(j, other)| j != i && other.1.get(k) != Some(w));
+            if per_arm_path && second.get(k) == Some(w) {
+                return Some((arm.clone(), w.clone()));
+            }
+        }
+    }
+    None
 }
 
 /// Two arms whose servers would listen on the same literal port (`--port 6391`, `-p 5433`,

@@ -87,9 +87,14 @@ impl StoredBench {
                         && e.workload.metrics().contains(&o.metric)
                 })
                 .map(|e| {
-                    serde_json::json!({"coverage": e.coverage, "memory": {"coverage_at_peak": e.coverage.fraction}})
+                    let mut ev = crate::store::Evidence {
+                        coverage: Some(e.coverage.clone()),
+                        ..Default::default()
+                    };
+                    ev.gathered.memory.coverage_at_peak = e.coverage.fraction;
+                    ev
                 })
-                .unwrap_or(serde_json::Value::Null);
+                .unwrap_or_default();
             self.store.add_trial(
                 self.id,
                 &crate::store::TrialRow {

@@ -17,6 +17,7 @@ const APPEAR: Duration = Duration::from_secs(2);
 
 /// What the event did, as hugelab saw it.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct EventView {
     /// False: the load ended before the event's moment (nothing ran).
     pub ran: bool,

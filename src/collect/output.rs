@@ -25,6 +25,21 @@ impl serde::Serialize for OutputMetric {
     }
 }
 
+/// Read back as stored: the regex compiled again, and checked as `--metric` checks it.
+impl<'de> serde::Deserialize<'de> for OutputMetric {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        struct Stored {
+            name: String,
+            regex: String,
+            better: String,
+        }
+        let s = Stored::deserialize(d)?;
+        OutputMetric::parse(&format!("{}={},{}", s.name, s.regex, s.better))
+            .map_err(serde::de::Error::custom)
+    }
+}
+
 impl OutputMetric {
     /// `NAME=REGEX[,higher|lower]`, checked: a capture group, a name that is not reserved, and
     /// a word after the last comma that is a direction or part of the regex.

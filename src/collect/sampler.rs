@@ -62,6 +62,7 @@ impl Schedule {
 
 /// Memory of the child's process group over its life.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct MemorySamples {
     /// Cheap status reads that found the group alive.
     pub samples: u64,

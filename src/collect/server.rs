@@ -75,6 +75,7 @@ impl Segment {
 /// The memory of a process group or tree: a server's (read after its load), a command's (at
 /// the sampler's largest walk), a watched or inspected process's.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct GroupMemory {
     /// Processes in the server's tree when read.
     pub processes: usize,
@@ -84,6 +85,7 @@ pub struct GroupMemory {
     pub shmem_pmd: u64,
     pub file_pmd: u64,
     /// Hugetlb bytes per page size (not part of Rss), shared mappings counted once.
+    #[serde(deserialize_with = "crate::units::size_keys::deserialize")]
     pub hugetlb: BTreeMap<u64, u64>,
     /// Processes whose THP is disabled for themselves (`THP_enabled: 0`): "pid comm".
     pub thp_disabled: Vec<String>,
@@ -122,9 +124,10 @@ pub struct GroupMemory {
 pub struct KernelHuge {
     /// Per hugetlb page size, bytes of the pool in use (total − free; reserved pages not yet
     /// faulted count as free).
+    #[serde(deserialize_with = "crate::units::size_keys::deserialize")]
     pub hugetlb_in_use: BTreeMap<u64, u64>,
     /// Per hugetlb page size, bytes reserved and not yet faulted (HugePages_Rsvd).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::units::size_keys::deserialize")]
     pub hugetlb_reserved: BTreeMap<u64, u64>,
     /// ShmemHugePages: shared memory (and tmpfs) on PMD-sized THP, bytes.
     pub shmem_huge: u64,
@@ -445,6 +448,7 @@ pub fn kernel_huge() -> Option<KernelHuge> {
 /// What the server's processes held while its load ran: cheap reads of `/proc/PID/status`
 /// only (no page-table walk, so the reading costs every arm the same and next to nothing).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct LoadView {
     /// Read while the load ran (false: the load had ended first).
     pub during_load: bool,

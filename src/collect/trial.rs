@@ -26,6 +26,7 @@ pub const CHILD_EVENTS: [PerfEvent; 5] = [
 
 /// Everything gathered around one trial (stored with it as evidence).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct TrialEvidence {
     pub memory: MemorySamples,
     /// perf counts of the child and its descendants (one group, scaled).

@@ -5,7 +5,6 @@
 
 use crate::analyze::costs::{PEAK_MEM, SERVER_CPU, SERVER_HELD, SERVER_MEM, SYS_CPU, USER_CPU};
 use crate::collect::sampler::MemorySamples;
-use crate::collect::server::GroupMemory;
 use crate::probe::Root;
 use crate::workload::child::TrialOutcome;
 
@@ -47,8 +46,7 @@ pub fn of_command(
 /// server could not be read.
 pub fn of_server(s: &super::service::Served) -> Vec<(String, f64)> {
     let mut out = vec![(SERVER_CPU.into(), s.cpu_ns as f64 / 1e9)];
-    let memory: Option<GroupMemory> = serde_json::from_value(s.evidence["memory"].clone()).ok();
-    if let Some(m) = memory.filter(|m| m.processes > 0) {
+    if let Some(m) = Some(&s.evidence.memory).filter(|m| m.processes > 0) {
         out.push((SERVER_MEM.into(), m.configured_bytes() as f64));
         out.push((SERVER_HELD.into(), m.cost_bytes() as f64));
     }
@@ -64,17 +62,7 @@ pub fn own_hwm() -> u64 {
         .unwrap_or(0)
 }
 
-/// The machine's memory at a trial's start: what the workload could get.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct MachineAtStart {
-    /// MemAvailable, bytes.
-    pub mem_available: u64,
-    /// Free 2 MiB blocks (order 9 and above, counted in 2 MiB blocks) over every zone but DMA.
-    pub free_2m_blocks: u64,
-    /// The unusable free space index at order 9 (0: every free page is in a 2 MiB block; 1:
-    /// none is).
-    pub unusable_2m: Option<f64>,
-}
+pub use crate::model::evidence::MachineAtStart;
 
 /// Read it through `root` (None where /proc is not readable).
 pub fn machine_at_start(root: &Root) -> Option<MachineAtStart> {

@@ -287,16 +287,20 @@ impl Course<'_> {
     }
 
     /// The condition brought back before a trial, recorded with it.
-    fn restore(&mut self, ctx: &Effects) -> anyhow::Result<Option<serde_json::Value>> {
+    fn restore(
+        &mut self,
+        ctx: &Effects,
+    ) -> anyhow::Result<Option<crate::model::evidence::ConditionStamp>> {
         let Some(h) = self.held.as_mut() else {
             return Ok(None);
         };
         let r = h
             .restore(&ctx.root)
             .with_context(|| format!("bringing back --condition {}", h.condition().name()))?;
-        Ok(Some(
-            serde_json::json!({ "name": h.condition().name(), "restored": r }),
-        ))
+        Ok(Some(crate::model::evidence::ConditionStamp {
+            name: h.condition().name(),
+            restored: r,
+        }))
     }
 
     /// One trial of `arm` in `block` (−1: warm-up), under the condition brought back first.
@@ -316,9 +320,7 @@ impl Course<'_> {
             &mut self.x.notes,
             slot,
         )?;
-        if let Some(c) = condition {
-            t.evidence["condition"] = c;
-        }
+        t.evidence.condition = condition;
         Ok(t)
     }
 

@@ -24,6 +24,7 @@ use crate::analyze::experiment::{self, TrialData};
 use crate::analyze::stored::trial_data;
 use crate::control::{self, Guard};
 use crate::model::run::{Plan, RunResult};
+use crate::model::stored::{RunOwner, StoredPlan};
 use crate::probe::Root;
 use crate::render::progress::{Observer, Progress};
 use crate::store::{ArmRow, Store};
@@ -60,7 +61,7 @@ pub fn conduct(plan: Plan, req: &Request) -> anyhow::Result<Conducted> {
     };
     // Earlier runs killed outright (their process gone) are marked so, not left `running`.
     store.mark_interrupted(control::journal::recorded_owner_gone)?;
-    let run_id = open_run(&mut store, &plan, req)?;
+    let (run_id, mut stored) = open_run(&mut store, &plan, req)?;
     control::defer_first_signal(
         "stopping after the trial in flight (it is kept); settings are then restored and the completed blocks analysed; a second Ctrl-C kills that trial",
     );
@@ -120,27 +121,12 @@ pub fn conduct(plan: Plan, req: &Request) -> anyhow::Result<Conducted> {
         }
     };
     notes.extend(too_few);
-    let changed = x.schedule_change.is_some();
     let (res, outcome) = analyse(plan, req, run_id, x, started, notes);
-    let warm = res.plan.server.as_ref().and_then(|s| s.warm.as_ref());
-    if let Some(n) = warm.and_then(|w| w.replicas) {
-        store.amend_plan(run_id, "$.server.warm.replicas", &n.into())?;
-    }
-    if !res.notes.is_empty() {
-        // What the run printed, for `results show`.
-        store.amend_plan(run_id, "$.said", &serde_json::to_value(&res.notes)?)?;
-    }
-    if let Some(w) = warm.filter(|w| !w.forecast.is_empty()) {
-        let forecast = serde_json::to_value(w.forecast)?;
-        store.amend_plan(run_id, "$.server.warm.forecast", &forecast)?;
-    }
-    if let Some(w) = warm.filter(|_| changed) {
-        // The stored plan says what ran: a planned duet that alternated.
-        let schedule = serde_json::to_value(w.schedule)?;
-        store.amend_plan(run_id, "$.server.warm.schedule", &schedule)?;
-        let why = serde_json::Value::from(w.schedule_reason.clone());
-        store.amend_plan(run_id, "$.server.warm.schedule_reason", &why)?;
-    }
+    // The plan as it ran (the replicas, the schedule and the forecasts the engine settled on
+    // the way), with what the run printed, for `results show`.
+    stored.plan = res.plan.clone();
+    stored.said.clone_from(&res.notes);
+    store.set_plan(run_id, &stored)?;
     // The whole record the answer is printed from, stored once and read back as it was.
     store.finish_run(
         run_id,
@@ -182,7 +168,7 @@ pub struct Conducted {
 }
 
 /// Create the run's row: the plan with the machine's huge-page state as the run starts.
-fn open_run(store: &mut Store, plan: &Plan, req: &Request) -> anyhow::Result<i64> {
+fn open_run(store: &mut Store, plan: &Plan, req: &Request) -> anyhow::Result<(i64, StoredPlan)> {
     let kernel = crate::probe::cpu::kernel_release(&Root::system())
         .ok()
         .flatten();
@@ -196,24 +182,25 @@ fn open_run(store: &mut Store, plan: &Plan, req: &Request) -> anyhow::Result<i64
             spec: x.spec.clone(),
         })
         .collect();
-    let mut stored_plan = serde_json::to_value(plan)?;
-    // Who runs it: a run killed outright is later told from one still running by this.
     let pid = std::process::id();
-    stored_plan["owner"] = serde_json::json!({
-        "pid": pid,
-        "start": crate::control::journal::process_start_time(pid),
-    });
-    if let Ok(s) = crate::probe::status::probe(&Root::system()) {
-        stored_plan["system"] = serde_json::to_value(s)?;
-    }
-    store.create_run(
+    let stored = StoredPlan {
+        plan: plan.clone(),
+        owner: Some(RunOwner {
+            pid,
+            start: crate::control::journal::process_start_time(pid),
+        }),
+        system: crate::probe::status::probe(&Root::system()).ok(),
+        said: Vec::new(),
+    };
+    let id = store.create_run(
         req.label,
         req.command,
         kernel.as_deref(),
         "running",
-        &stored_plan,
+        &stored,
         &arm_rows,
-    )
+    )?;
+    Ok((id, stored))
 }
 
 /// Before the first trial: a preset's arms as options to copy, the plan's notes, and a fixed

@@ -196,6 +196,8 @@ pub(super) struct Warm {
     /// Replicas running (1 until the first lifetime chose), and `--replicas`.
     replicas: usize,
     replicas_asked: Option<usize>,
+    /// Why the replicas of an arm cannot run at once (a path they would share).
+    replicas_shared: Option<String>,
     plan: Plan,
     base: TrialSpec,
     template_load: Vec<String>,
@@ -251,6 +253,7 @@ impl Warm {
             arms: n,
             replicas: 1,
             replicas_asked: w.replicas,
+            replicas_shared: w.replicas_shared.clone(),
             plan: plan.clone(),
             base: base.clone(),
             template_load: plan.command.clone(),
@@ -428,9 +431,7 @@ impl ServerSchedule for Warm {
         let mut served = service::observe(r, &s.plan, &s.arm, view);
         if s.stand_in
             && served.flag.is_none()
-            && let Some(b) = served.evidence["memory"]["madvised"]
-                .as_u64()
-                .filter(|b| *b > 0)
+            && let Some(b) = Some(served.evidence.memory.madvised).filter(|b| *b > 0)
         {
             // THP `madvise` was stood in for by PR_SET_THP_DISABLE, which also refuses what the
             // server asked for with MADV_HUGEPAGE: not the same setting for this server.
@@ -500,7 +501,7 @@ fn not_up(why: &str) -> Served {
         failure: Some(why.into()),
         flag: None,
         backing: None,
-        evidence: serde_json::json!({}),
+        evidence: Default::default(),
     }
 }
 

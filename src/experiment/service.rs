@@ -8,6 +8,7 @@ use crate::analyze::matters::{Judgment, State};
 use crate::analyze::server::{judge, said};
 use crate::backing::arm::Arm;
 use crate::collect::server::{GroupMemory, LoadView, read, tree_cpu_ns};
+use crate::model::evidence::{PolicyHeld, ServerEvidence, ServerSaid};
 use crate::model::run::ServerPlan;
 use crate::workload::child::TrialSpec;
 use crate::workload::server::{Ready, Server, ServerEnd, ServerFailure};
@@ -48,7 +49,7 @@ pub struct Served {
     pub flag: Option<String>,
     /// Whether the memory that matters got the pages asked for (`analyze::matters`).
     pub backing: Option<Box<Judgment>>,
-    pub evidence: serde_json::Value,
+    pub evidence: Box<ServerEvidence>,
 }
 
 fn server_spec(sp: &ServerPlan, arm: &Arm, base: &TrialSpec) -> TrialSpec {
@@ -87,7 +88,11 @@ pub fn start(sp: &ServerPlan, arm: &Arm, base: &TrialSpec) -> Result<Running, Se
             failure: Some(format!("{f}{words}")),
             flag: None,
             backing: None,
-            evidence: serde_json::json!({ "failure": f.what, "log_tail": f.log_tail }),
+            evidence: Box::new(ServerEvidence {
+                failure: Some(f.what.clone()),
+                log_tail: f.log_tail.clone(),
+                ..Default::default()
+            }),
         }
     };
     if ready.taken() {
@@ -213,25 +218,31 @@ fn served(
         .filter(|j| j.state == State::FellBack)
         .map(|j| j.why.clone())
         .or_else(|| policy.as_ref().and_then(|p| p.clone().err()));
-    let evidence = serde_json::json!({
-        "pid": pid,
-        "ready_s": r.ready.as_secs_f64(),
-        "cpu_ns": cpu_ns,
-        "memory": memory,
-        "during_load": view,
-        "coverage": memory.coverage(),
-        "carried_by": memory.carried_by().map(|s| s.describe()),
-        "expect": arm.server_expectation(),
-        "thp_policy": policy.map(|p| match p {
-            Ok(w) => serde_json::json!({"held": true, "words": w}),
-            Err(w) => serde_json::json!({"held": false, "words": w}),
+    let evidence = Box::new(ServerEvidence {
+        pid: Some(pid),
+        ready_s: Some(r.ready.as_secs_f64()),
+        cpu_ns,
+        coverage: memory.coverage(),
+        carried_by: memory.carried_by().map(|s| s.describe()),
+        expect: arm.server_expectation(),
+        thp_policy: policy.map(|p| match p {
+            Ok(words) => PolicyHeld { held: true, words },
+            Err(words) => PolicyHeld { held: false, words },
         }),
-        "said": words.as_ref().map(|(s, l)| serde_json::json!({"server": s.server, "line": l, "meaning": s.meaning})),
-        "end": end,
-        "log_tail": tail.iter().rev().take(20).rev().collect::<Vec<_>>(),
+        said: words.as_ref().map(|(s, l)| ServerSaid {
+            server: s.server.into(),
+            line: l.clone(),
+            meaning: s.meaning.into(),
+        }),
+        end,
+        log_tail: tail.iter().rev().take(20).rev().cloned().collect(),
         // What the load touched: referenced since the bits were cleared before it.
-        "hot_bytes": (hot && r.hot_refused.is_empty() && memory.processes > 0).then_some(memory.referenced),
-        "hot_refused": r.hot_refused,
+        hot_bytes: (hot && r.hot_refused.is_empty() && memory.processes > 0)
+            .then_some(memory.referenced),
+        hot_refused: r.hot_refused.clone(),
+        memory,
+        during_load: view,
+        failure: None,
     });
     Served {
         ready_s: Some(r.ready.as_secs_f64()),

@@ -16,8 +16,8 @@ pub fn trace_summary(plan: &Plan, trials: &[TrialRow]) -> Vec<String> {
     let mut cnt: BTreeMap<String, BTreeMap<usize, (u64, f64)>> = BTreeMap::new();
     let mut lost = 0u64;
     for t in trials.iter().filter(|t| t.block >= 0) {
-        lost += t.trace_lost();
-        let Some(w) = t.trace() else {
+        lost += t.evidence.trace_lost.unwrap_or(0);
+        let Some(w) = t.evidence.trace.clone() else {
             continue;
         };
         let arm = t.arm_idx as usize;
@@ -176,20 +176,15 @@ pub fn pool_uses(plan: &Plan, trials: &[TrialRow]) -> Vec<crate::model::run::Poo
             let obtained = ts
                 .iter()
                 .filter_map(|t| {
-                    let pools: Vec<(u64, u64)> =
-                        serde_json::from_value(t.evidence["pools"].clone()).ok()?;
-                    pools.into_iter().find(|p| p.0 == size).map(|p| p.1)
+                    let pools = t.evidence.pools.as_ref()?;
+                    pools.iter().find(|p| p.0 == size).map(|p| p.1)
                 })
                 .min();
             let used: Vec<f64> = ts
                 .iter()
-                .filter_map(|t| {
-                    let bytes = match t.evidence.get("server") {
-                        Some(s) => s["memory"]["hugetlb_committed"].as_u64(),
-                        None => t.evidence["memory"]["peak_hugetlb"].as_u64(),
-                    }?;
-                    Some(bytes as f64 / size as f64)
-                })
+                // A server that did not come up was not read.
+                .filter(|t| t.evidence.server.as_ref().is_none_or(|s| s.pid.is_some()))
+                .map(|t| t.evidence.hugetlb_bytes() as f64 / size as f64)
                 .collect();
             out.push(crate::model::run::PoolUse {
                 arm: arm.name.clone(),

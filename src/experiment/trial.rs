@@ -17,9 +17,10 @@ use crate::collect::server::DuringLoad;
 use crate::collect::trial::{Gatherer, TrialEvidence};
 use crate::control::{self, Guard, Knob};
 use crate::error::UsageError;
+use crate::model::evidence::EventEvidence;
 use crate::model::run::Plan;
 use crate::probe::Root;
-use crate::store::TrialRow;
+use crate::store::{Evidence, TrialRow};
 use crate::units::Bytes;
 use crate::workload::child::{TrialOutcome, TrialSpec};
 use anyhow::Context as _;
@@ -30,33 +31,28 @@ use std::collections::BTreeMap;
 mod begin;
 mod evidence;
 pub(super) use begin::{Begun, begin, ready};
-use evidence::{
-    cpu_per_op, event_costs, evidence_json, pools_at_start, qemu_failure, read_metrics,
-};
+use evidence::{cpu_per_op, event_costs, evidence_of, pools_at_start, qemu_failure, read_metrics};
 
 /// A trial's end in words: `exit 1`, `killed by SIGKILL`, with `--timeout` and a metric not
 /// found named.
-pub fn describe_end(evidence: &serde_json::Value) -> String {
-    let mut s = match (evidence["exit_code"].as_i64(), evidence["signal"].as_i64()) {
-        (_, Some(sig)) => format!(
-            "killed by {}",
-            crate::workload::child::signal_name(sig as i32)
-        ),
+pub fn describe_end(evidence: &Evidence) -> String {
+    let o = &evidence.outcome;
+    let mut s = match (o.exit_code, o.signal) {
+        (_, Some(sig)) => format!("killed by {}", crate::workload::child::signal_name(sig)),
         (Some(c), _) => format!("exit {c}"),
         // The load never ran: its server did not come up (the reason follows).
         _ => "the load did not run".to_string(),
     };
-    if let Some(w) = evidence["failure_reason"].as_str() {
+    if let Some(w) = &evidence.failure_reason {
         s.push_str(&format!("; {w}"));
     }
-    if evidence["timed_out"] == true {
+    if o.timed_out {
         s.push_str(", killed by --timeout");
     }
-    if let Some(m) = evidence["missing_metrics"].as_array() {
-        let names: Vec<&str> = m.iter().filter_map(|x| x.as_str()).collect();
+    if !evidence.missing_metrics.is_empty() {
         s.push_str(&format!(
             ", metric not found in the output: {}",
-            names.join(", ")
+            evidence.missing_metrics.join(", ")
         ));
     }
     s
@@ -373,7 +369,7 @@ fn add_costs(
     (o, ev, pools): (&TrialOutcome, &TrialEvidence, &[(u64, u64)]),
     served: Option<&service::Served>,
     event: &Option<(EventView, Option<String>)>,
-) -> Option<serde_json::Value> {
+) -> Option<EventEvidence> {
     metrics.extend(match served {
         Some(s) => super::costs::of_server(s),
         None => super::costs::of_command(o, &ev.memory, super::costs::own_hwm(), pools),
@@ -409,19 +405,17 @@ fn finish_trace(
 /// The server's part of a trial's evidence (its own, its lifetime, the load's last lines);
 /// returns why the server failed, when it did.
 fn server_evidence(
-    evidence: &mut serde_json::Value,
+    evidence: &mut Evidence,
     served: Option<service::Served>,
     o: &TrialOutcome,
     lifetime: Option<usize>,
 ) -> Option<String> {
-    if let Some(l) = lifetime {
-        evidence["lifetime"] = l.into();
-    }
+    evidence.lifetime = lifetime;
     let s = served?;
-    evidence["server"] = s.evidence;
-    evidence["load_output_tail"] = output_tail(o, 20).into();
-    if let Some(f) = &s.failure {
-        evidence["failure_reason"] = f.clone().into();
+    evidence.server = Some(*s.evidence);
+    evidence.load_output_tail = output_tail(o, 20).into_iter().map(String::from).collect();
+    if s.failure.is_some() {
+        evidence.failure_reason.clone_from(&s.failure);
     }
     s.failure
 }
@@ -502,48 +496,32 @@ pub(super) fn end(
             .filter(|j| j.state == State::FellBack)
             .map(|j| j.why.clone()),
     };
-    let mut evidence = evidence_json(&o, &ev, &missing)?;
-    let context = serde_json::json!({
-        "backing": backing,
-        "load_error": load_error,
-        "machine_at_start": at_start,
-        "pools": (!pools.is_empty()).then_some(&pools),
-        "event": evidence_event,
-        "load_metrics": (!discovered.is_empty()).then(|| discovered
-            .iter()
-            .map(|m| serde_json::json!({
-                "name": m.name,
-                "higher": m.higher,
-                "secondary": m.secondary,
-                "context": m.context,
-            }))
-            .collect::<Vec<_>>()),
-    });
-    // Only what the trial has: an absent field is not written as null.
-    for (k, v) in context.as_object().into_iter().flatten() {
-        if !v.is_null() {
-            evidence[k] = v.clone();
-        }
-    }
+    let mut evidence = evidence_of(o.clone(), ev, missing.clone());
+    evidence.backing = backing;
+    evidence.load_error = load_error;
+    evidence.machine_at_start = at_start;
+    evidence.pools = (!pools.is_empty()).then_some(pools);
+    evidence.event = evidence_event;
+    evidence.load_metrics = (!discovered.is_empty()).then_some(discovered);
     let lifetime = servers.as_ref().and_then(|s| s.lifetime);
     let server_failure = server_evidence(&mut evidence, served, &o, lifetime);
     if let Some(s) = servers.as_ref().filter(|s| s.schedule.replicas() > 1) {
-        evidence["replica"] = s.replica.into();
+        evidence.replica = Some(s.replica);
     }
     if let Some((w, pid)) = job.watched.get(&arm_idx).map(|(w, p)| (w.as_str(), *p)) {
         let (seen, flag) = watch_arm(job, arm_idx, w, pid);
         flagged = flagged.or(flag);
-        evidence["watch"] = serde_json::to_value(&seen)?;
+        evidence.watch = Some(seen);
     }
     if let Some(why) = qemu_failure(arm, &o.stderr, &ctx.root).filter(|_| !o.succeeded()) {
         if !notes.contains(&why) {
             notes.push(why.clone());
         }
-        evidence["failure_reason"] = why.into();
+        evidence.failure_reason = Some(why);
     }
     if let Some((w, lost)) = traced {
-        evidence["trace"] = serde_json::to_value(&w)?;
-        evidence["trace_lost"] = lost.into();
+        evidence.trace = Some(w);
+        evidence.trace_lost = Some(lost);
     }
     let ok = o.succeeded() && missing.is_empty() && server_failure.is_none();
     Ok(TrialRow {
@@ -559,8 +537,11 @@ pub(super) fn end(
 
 /// A trial whose server did not come up: failed, with the server's reason and last lines.
 pub(super) fn server_failed(arm_idx: usize, block: i64, served: service::Served) -> TrialRow {
-    let mut evidence = serde_json::json!({ "server": served.evidence });
-    evidence["failure_reason"] = served.failure.unwrap_or_default().into();
+    let evidence = Evidence {
+        server: Some(*served.evidence),
+        failure_reason: served.failure,
+        ..Default::default()
+    };
     TrialRow {
         block,
         arm_idx: arm_idx as i64,

@@ -13,23 +13,7 @@ const BUDGET: Duration = Duration::from_millis(300);
 /// A drop in huge coverage larger than this, against the arm's first trial, is a lost backing.
 pub const LOST: f64 = 0.10;
 
-/// What was seen of the watched process after one trial.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Watched {
-    pub spec: String,
-    pub pid: Option<u32>,
-    pub name: Option<String>,
-    pub alive: bool,
-    pub resident: u64,
-    pub huge_bytes: u64,
-    /// Huge coverage of the guest RAM for a VM, of all resident memory otherwise.
-    pub coverage: Option<f64>,
-    /// For a VM: the one-line guest-RAM summary and its reasons.
-    pub guest_ram: Option<String>,
-    pub reasons: Vec<String>,
-    /// The VM declares hugetlb guest RAM (so anything below full coverage is a loss).
-    pub declared_hugetlb: bool,
-}
+pub use crate::model::evidence::Watched;
 
 /// The process `spec` names: a PID, or the one process whose comm is `spec`.
 pub fn resolve(spec: &str) -> Result<u32, String> {

@@ -158,3 +158,93 @@ pub struct CostNote {
     /// It grew by more than the benefit improved: the arm is not adopted.
     pub outweighs: bool,
 }
+
+impl Finding {
+    /// The finding in the advice's words.
+    pub fn word(self) -> &'static str {
+        match self {
+            Finding::Adopt => "adopt",
+            Finding::Runner => "runner-up",
+            Finding::Costly => "not adopted (its costs outweigh)",
+            Finding::Conditional => "not adopted (gains only under some conditions or runs)",
+            Finding::BelowEffect => "below δ",
+            Finding::Slower => "slower",
+            Finding::Equivalent => "equivalent",
+            Finding::Inconclusive => "inconclusive",
+            Finding::Flagged => "flagged",
+        }
+    }
+}
+
+impl EvidenceLine {
+    /// `run 3: always vs never, tps +7.5% [+3.1, +12.0] FASTER, 98% on huge pages`.
+    pub fn describe(&self) -> String {
+        let interval = match (self.percent.lo, self.percent.hi) {
+            (Some(lo), Some(hi)) => format!(" [{lo:+.1}, {hi:+.1}]"),
+            _ => String::new(),
+        };
+        let coverage = self.coverage.map_or(String::new(), |c| {
+            format!(", {:.0}% on huge pages", c * 100.0)
+        });
+        let flagged = if self.flagged > 0 {
+            format!(", FLAGGED in {} of {} trials", self.flagged, self.trials)
+        } else {
+            String::new()
+        };
+        let costs = if self.costs.is_empty() {
+            String::new()
+        } else {
+            let c: Vec<&str> = self.costs.iter().map(|c| c.what.as_str()).collect();
+            format!("; costs: {}", c.join("; "))
+        };
+        format!(
+            "{}: {} vs {}, {} {:+.1}%{interval} {}{coverage}{flagged}{costs}",
+            self.place(),
+            self.arm,
+            self.baseline,
+            self.metric,
+            self.percent.point,
+            format!("{:?}", self.verdict).to_uppercase()
+        )
+    }
+
+    /// `run 3`, or `run 3 (fragmented)` under a condition.
+    pub fn place(&self) -> String {
+        match &self.condition {
+            Some(c) => format!("run {} ({c})", self.run_id),
+            None => format!("run {}", self.run_id),
+        }
+    }
+
+    /// The line with the resolved costs first: `run 14: peak memory +1466% [+1464, +1470]
+    /// (1.00 GiB vs 65.5 MiB), with nsop +2.0% [-8.1, +12.0] INCONCLUSIVE`.
+    pub fn describe_cost_first(&self) -> String {
+        let outweighing = self.outweighing();
+        if outweighing.is_empty() {
+            return self.describe();
+        }
+        let interval = match (self.percent.lo, self.percent.hi) {
+            (Some(lo), Some(hi)) => format!(" [{lo:+.1}, {hi:+.1}]"),
+            _ => String::new(),
+        };
+        format!(
+            "{}: {} vs {}, {}, with {} {:+.1}%{interval} {}",
+            self.place(),
+            self.arm,
+            self.baseline,
+            outweighing.join("; "),
+            self.metric,
+            self.percent.point,
+            format!("{:?}", self.verdict).to_uppercase()
+        )
+    }
+
+    /// The costs that outweigh the benefit, in words.
+    pub fn outweighing(&self) -> Vec<&str> {
+        self.costs
+            .iter()
+            .filter(|c| c.outweighs)
+            .map(|c| c.what.as_str())
+            .collect()
+    }
+}

@@ -231,6 +231,18 @@ pub struct ConditionAnalysis {
     /// first condition itself).
     pub interaction: Vec<(String, Option<Interaction>)>,
     pub arms: Vec<ArmState>,
+    /// The state the trials started in, the means over every arm's trials (the same for each
+    /// by design); None where the machine's state was not read.
+    #[serde(default)]
+    pub at_start: Option<StartState>,
+}
+
+/// The machine's free memory as a condition's trials started (means over its trials).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StartState {
+    pub free_2m_blocks: f64,
+    pub unusable_2m: Option<f64>,
+    pub mem_available: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]

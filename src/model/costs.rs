@@ -131,3 +131,11 @@ pub fn stall_difference(s: &crate::model::analysis::StallCount) -> String {
     };
     format!("{:+.1} per trial{interval}", d.point)
 }
+
+impl Cost<'_> {
+    /// The interval says the arm costs more, by more than `effect` at the point estimate —
+    /// a cost that has to be weighed against any benefit.
+    pub fn is_more(&self) -> bool {
+        self.contrast.verdict == Verdict::Slower
+    }
+}

@@ -269,3 +269,9 @@ pub struct Composition {
     pub hosts: Option<Estimate>,
     pub df: Option<f64>,
 }
+
+impl Window {
+    pub fn intervals(&self) -> usize {
+        ((self.end - self.start) / self.interval).floor().max(0.0) as usize
+    }
+}

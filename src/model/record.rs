@@ -53,6 +53,9 @@ pub struct RunRecord {
     /// The notes and warnings the run printed.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// With `--trace`: each arm's stall time per trial against the baseline's.
+    #[serde(default)]
+    pub trace_stalls: Vec<crate::model::trace::StallContrast>,
 }
 
 impl RunRecord {
@@ -76,6 +79,7 @@ impl RunRecord {
             advice: run.advice.clone(),
             servers: run.servers.clone(),
             notes: run.notes.clone(),
+            trace_stalls: run.trace_stalls.clone(),
         }
     }
 }

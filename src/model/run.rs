@@ -11,7 +11,7 @@ use crate::model::verdict::Design;
 use std::time::Duration;
 
 /// A validated run plan (stored with the run as JSON).
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Plan {
     pub arms: Vec<Arm>,
     pub baseline: usize,
@@ -61,7 +61,7 @@ pub struct Plan {
 
 /// `--during COMMAND --during-at AT`: the event, when in each burst it runs, and (a preset's)
 /// command that reports the server's own account of its fork.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct During {
     pub command: String,
     pub at: DuringAt,
@@ -69,14 +69,14 @@ pub struct During {
 }
 
 /// When the event runs: a share of the burst, or a time after the load's start.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum DuringAt {
     Share(f64),
     After(Duration),
 }
 
 /// How each trial runs and what is done before it (none of it measured).
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct TrialSetup {
     /// `--shell`: the command (and server) through /bin/sh -c.
     pub shell: bool,
@@ -168,6 +168,10 @@ pub struct WarmPlan {
     /// measures. The number that ran is in the run's notes and its trials (`replica`).
     #[serde(default)]
     pub replicas: Option<usize>,
+    /// Why replicas cannot run: a path the replicas of one arm would share (decided at
+    /// planning, before any server starts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas_shared: Option<String>,
     /// `--burst`, or None: calibrated against the first server (the load's own length when it
     /// has no `{burst}`).
     pub burst: Option<Duration>,

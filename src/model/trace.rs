@@ -31,7 +31,17 @@ pub struct TraceResult {
 
 /// What can be traced.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum, serde::Serialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum TraceKind {
@@ -141,7 +151,7 @@ pub struct KernelCheck {
 
 /// Stall time per trial of one arm against the baseline, from paired blocks: the difference
 /// in milliseconds (not a ratio: a baseline that never stalls has no ratio).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StallContrast {
     pub kind: String,
     pub arm: String,
@@ -162,4 +172,61 @@ pub struct TrialStall {
     pub arm: usize,
     pub kind: String,
     pub ms: f64,
+}
+
+impl TraceKind {
+    /// The cheap kinds, traced when none are named: their events fire on slow paths only
+    /// (`cargo bench --bench trace`).
+    pub const DEFAULT: [TraceKind; 4] = [
+        TraceKind::Compaction,
+        TraceKind::Reclaim,
+        TraceKind::Migrate,
+        TraceKind::Khugepaged,
+    ];
+
+    /// The kind's name on the command line and in records.
+    pub fn name(self) -> &'static str {
+        match self {
+            TraceKind::Compaction => "compaction",
+            TraceKind::Reclaim => "reclaim",
+            TraceKind::Migrate => "migrate",
+            TraceKind::Khugepaged => "khugepaged",
+            TraceKind::Alloc => "alloc",
+            TraceKind::Tlb => "tlb",
+            TraceKind::Faults => "faults",
+        }
+    }
+
+    /// The kind's tracepoints, each with an optional kernel-side filter.
+    pub fn events(self) -> &'static [(&'static str, Option<&'static str>)] {
+        match self {
+            TraceKind::Compaction => &[
+                ("compaction:mm_compaction_begin", None),
+                ("compaction:mm_compaction_end", None),
+                ("compaction:mm_compaction_try_to_compact_pages", None),
+                ("compaction:mm_compaction_deferred", None),
+            ],
+            TraceKind::Reclaim => &[
+                ("vmscan:mm_vmscan_direct_reclaim_begin", None),
+                ("vmscan:mm_vmscan_direct_reclaim_end", None),
+                ("vmscan:mm_vmscan_memcg_reclaim_begin", None),
+                ("vmscan:mm_vmscan_memcg_reclaim_end", None),
+            ],
+            TraceKind::Migrate => &[
+                ("migrate:mm_migrate_pages_start", None),
+                ("migrate:mm_migrate_pages", None),
+            ],
+            TraceKind::Khugepaged => &[
+                ("huge_memory:mm_khugepaged_scan_pmd", None),
+                ("huge_memory:mm_collapse_huge_page", None),
+                ("huge_memory:mm_collapse_huge_page_isolate", None),
+            ],
+            TraceKind::Alloc => &[
+                ("kmem:mm_page_alloc", Some("order > 0")),
+                ("kmem:mm_page_alloc_extfrag", None),
+            ],
+            TraceKind::Tlb => &[("tlb:tlb_flush", None)],
+            TraceKind::Faults => &[("exceptions:page_fault_user", None)],
+        }
+    }
 }

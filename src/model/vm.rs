@@ -112,3 +112,30 @@ pub struct Declared {
     pub path: Option<String>,
     pub prealloc: bool,
 }
+
+impl Hypervisor {
+    pub fn name(self) -> &'static str {
+        match self {
+            Hypervisor::Qemu => "QEMU",
+            Hypervisor::Firecracker => "Firecracker",
+            Hypervisor::CloudHypervisor => "cloud-hypervisor",
+        }
+    }
+}
+
+impl PageShare {
+    pub fn label(&self) -> String {
+        let (n, unit) = match self.page_size {
+            s if s >= 1 << 30 => (s >> 30, "GiB"),
+            s if s >= 1 << 20 => (s >> 20, "MiB"),
+            s => (s >> 10, "KiB"),
+        };
+        let kind = match (self.hugetlb, self.page_size) {
+            (true, _) => " hugetlb",
+            (false, 4096) => "",
+            (false, s) if s == 2 << 20 => " THP",
+            _ => " mTHP",
+        };
+        format!("{n} {unit}{kind}")
+    }
+}

@@ -45,6 +45,21 @@ impl PerfEvent {
         PerfEvent::ItlbWalkCycles,
     ];
 
+    /// Its key in stored evidence and analyses (the serde name).
+    pub fn key(self) -> &'static str {
+        match self {
+            PerfEvent::PageFaults => "page_faults",
+            PerfEvent::Cycles => "cycles",
+            PerfEvent::Instructions => "instructions",
+            PerfEvent::DtlbLoads => "dtlb_loads",
+            PerfEvent::DtlbLoadMisses => "dtlb_load_misses",
+            PerfEvent::DtlbStoreMisses => "dtlb_store_misses",
+            PerfEvent::ItlbLoadMisses => "itlb_load_misses",
+            PerfEvent::DtlbWalkCycles => "dtlb_walk_cycles",
+            PerfEvent::ItlbWalkCycles => "itlb_walk_cycles",
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             PerfEvent::PageFaults => "page-faults",
@@ -179,6 +194,16 @@ pub fn probe(root: &super::Root, cpu: &Cpu) -> PmuCapability {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_events_key_is_its_serde_name() {
+        for e in [PerfEvent::PageFaults]
+            .into_iter()
+            .chain(PerfEvent::HARDWARE)
+        {
+            assert_eq!(serde_json::to_value(e).unwrap(), e.key(), "{e:?}");
+        }
+    }
 
     fn haswell() -> Cpu {
         Cpu {

@@ -4,10 +4,10 @@
 //! per trial of each arm.
 
 use super::words::{contrast_words, percent_interval, wrap_hanging};
-use crate::model::analysis::ArmState;
 use crate::model::analysis::ConditionAnalysis;
 use crate::model::analysis::ExperimentAnalysis;
 use crate::model::analysis::primary_index;
+use crate::model::analysis::{ArmState, StartState};
 use crate::model::costs::SHOWN_COUNTERS;
 use crate::units::Bytes;
 
@@ -74,7 +74,7 @@ fn condition_lines(c: &ConditionAnalysis, against: Option<&str>, several: bool) 
             }
         }
     }
-    if let Some(s) = state_words(&c.arms) {
+    if let Some(s) = c.at_start.as_ref().map(state_words) {
         out.extend(wrap_hanging(&format!("  at trial start: {s}"), 4));
     }
     let mut seen: Vec<&str> = SHOWN_COUNTERS
@@ -121,23 +121,18 @@ fn condition_lines(c: &ConditionAnalysis, against: Option<&str>, several: bool) 
 }
 
 /// The state the trials started in, over every arm's trials (the same for each by design).
-fn state_words(arms: &[ArmState]) -> Option<String> {
-    let avg = |f: &dyn Fn(&ArmState) -> Option<f64>| {
-        let v: Vec<f64> = arms.iter().filter_map(f).collect();
-        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-    };
-    let blocks = avg(&|a| a.free_2m_blocks)?;
-    let mut s = format!("{blocks:.0} free 2 MiB blocks");
-    if let Some(u) = avg(&|a| a.unusable_2m) {
+fn state_words(at: &StartState) -> String {
+    let mut s = format!("{:.0} free 2 MiB blocks", at.free_2m_blocks);
+    if let Some(u) = at.unusable_2m {
         s.push_str(&format!(
             ", {:.0}% of free memory unusable for them",
             u * 100.0
         ));
     }
-    if let Some(m) = avg(&|a| a.mem_available) {
+    if let Some(m) = at.mem_available {
         s.push_str(&format!(", MemAvailable {}", Bytes(m as u64)));
     }
-    Some(s + " (means)")
+    s + " (means)"
 }
 
 /// One arm's kernel work per trial: of the counters and traced stalls any arm saw (`seen`).
@@ -186,6 +181,7 @@ mod tests {
                 tails: Vec::new(),
             },
             interaction: Vec::new(),
+            at_start: None,
             arms: vec![ArmState {
                 arm: "madvise".into(),
                 trials: 4,

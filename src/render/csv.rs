@@ -46,8 +46,10 @@ pub fn trials(run: i64, arms: &[ArmRow], trials: &[TrialRow]) -> String {
             field(arm),
             t.ok,
             field(t.flagged.as_deref().unwrap_or("")),
-            t.evidence["memory"]["coverage_at_peak"]
-                .as_f64()
+            t.evidence
+                .gathered
+                .memory
+                .coverage_at_peak
                 .map_or(String::new(), |c| c.to_string()),
         );
     }
@@ -72,7 +74,7 @@ mod tests {
             ok: true,
             flagged: Some("said \"no\"".into()),
             metrics: [("wall_s".to_string(), 1.5)].into(),
-            evidence: serde_json::json!({"memory": {"coverage_at_peak": 0.5}}),
+            evidence: serde_json::json!({"memory": {"coverage_at_peak": 0.5}}).into(),
         };
         let csv = trials(7, &arms, &[t]);
         assert_eq!(

@@ -3,7 +3,8 @@
 //! metric, the block pairing, failures and flags kept). Every value is checked before anything
 //! is stored, and a bad one is named by its path in the file.
 
-use super::{ArmRow, TrialRow};
+use super::{ArmRow, Evidence, TrialRow};
+use crate::workload::child::TrialOutcome;
 use std::collections::BTreeMap;
 
 /// Why an import was refused: the value, by its path in the file, and the fix.
@@ -105,7 +106,7 @@ pub fn read(v: &serde_json::Value, file: &std::path::Path) -> Result<Import, Imp
                     ok: t["ok"].as_bool().unwrap_or(false),
                     flagged: t["flagged"].as_str().map(String::from),
                     metrics,
-                    evidence: t["evidence"].clone(),
+                    evidence: Evidence::decode(&t["evidence"].to_string()),
                 });
             }
             continue;
@@ -132,7 +133,14 @@ pub fn read(v: &serde_json::Value, file: &std::path::Path) -> Result<Import, Imp
                 ok: code == 0,
                 flagged: None,
                 metrics: BTreeMap::from([("wall_s".to_string(), t)]),
-                evidence: serde_json::json!({"exit_code": code, "imported": true}),
+                evidence: Evidence {
+                    outcome: TrialOutcome {
+                        exit_code: Some(code as i32),
+                        ..Default::default()
+                    },
+                    imported: true,
+                    ..Default::default()
+                },
             });
         }
     }

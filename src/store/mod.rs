@@ -4,6 +4,7 @@
 
 pub mod import;
 
+pub use crate::model::evidence::Evidence;
 pub use crate::model::stored::RunMeta;
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
@@ -39,22 +40,7 @@ pub struct TrialRow {
     pub flagged: Option<String>,
     /// Metric name → value (`wall_s` always).
     pub metrics: std::collections::BTreeMap<String, f64>,
-    pub evidence: serde_json::Value,
-}
-
-impl TrialRow {
-    /// What `run --trace` stored for this trial: its window of latencies and counts, typed.
-    /// None for a trial that was not traced (or whose stored window cannot be read).
-    pub fn trace(&self) -> Option<crate::model::trace::TraceWindow> {
-        let w = self.evidence.get("trace").filter(|w| !w.is_null())?;
-        // Read from the stored value in place (no copy of the window's JSON).
-        serde::Deserialize::deserialize(w).ok()
-    }
-
-    /// Records the kernel dropped while this trial was traced (ring buffers full).
-    pub fn trace_lost(&self) -> u64 {
-        self.evidence["trace_lost"].as_u64().unwrap_or(0)
-    }
+    pub evidence: Evidence,
 }
 
 pub struct Store {
@@ -183,11 +169,12 @@ impl Store {
         command: &[String],
         kernel: Option<&str>,
         status: &str,
-        plan: &serde_json::Value,
+        plan: &impl serde::Serialize,
         arms: &[ArmRow],
     ) -> anyhow::Result<i64> {
+        let plan = versioned(plan)?;
         let tx = self.conn.transaction()?;
-        let id = insert_run(&tx, label, command, kernel, status, plan, arms)?;
+        let id = insert_run(&tx, label, command, kernel, status, &plan, arms)?;
         tx.commit()?;
         Ok(id)
     }
@@ -206,12 +193,13 @@ impl Store {
         &mut self,
         label: Option<&str>,
         command: &[String],
-        plan: &serde_json::Value,
+        plan: &impl serde::Serialize,
         arms: &[ArmRow],
         trials: &[TrialRow],
     ) -> anyhow::Result<i64> {
+        let plan = versioned(plan)?;
         let tx = self.conn.transaction()?;
-        let id = insert_run(&tx, label, command, None, "imported", plan, arms)?;
+        let id = insert_run(&tx, label, command, None, "imported", &plan, arms)?;
         for t in trials {
             insert_trial(&tx, id, t)?;
         }
@@ -219,17 +207,13 @@ impl Store {
         Ok(id)
     }
 
-    /// Set one field of a stored run's plan (a JSON path such as `$.server.warm.schedule`) to
-    /// what actually ran, when the engine changed it on the way.
-    pub fn amend_plan(
-        &mut self,
-        run: i64,
-        path: &str,
-        value: &serde_json::Value,
-    ) -> anyhow::Result<()> {
+    /// Store a run's plan whole again: as it ran, once the run has ended (the engine settles
+    /// some of it on the way).
+    pub fn set_plan(&mut self, run: i64, plan: &impl serde::Serialize) -> anyhow::Result<()> {
+        let plan = versioned(plan)?;
         self.conn.execute(
-            "UPDATE runs SET plan = json_set(plan, ?1, json(?2)) WHERE id = ?3",
-            params![path, value.to_string(), run],
+            "UPDATE runs SET plan = ?1 WHERE id = ?2",
+            params![plan.to_string(), run],
         )?;
         Ok(())
     }
@@ -378,8 +362,7 @@ impl Store {
                         ok: r.get(4)?,
                         flagged: r.get(5)?,
                         metrics: Default::default(),
-                        evidence: serde_json::from_str(&r.get::<_, String>(6)?)
-                            .unwrap_or(serde_json::Value::Null),
+                        evidence: Evidence::decode(&r.get::<_, String>(6)?),
                     },
                 ))
             })?
@@ -395,6 +378,16 @@ impl Store {
 }
 
 /// A run's row and its arms, inside the caller's transaction.
+/// A plan as stored: the version that wrote the run travels with it (no schema change); an
+/// imported plan keeps the version it names.
+fn versioned(plan: &impl serde::Serialize) -> anyhow::Result<serde_json::Value> {
+    let mut plan = serde_json::to_value(plan)?;
+    if let Some(o) = plan.as_object_mut() {
+        o.entry("hugelab_version").or_insert(crate::VERSION.into());
+    }
+    Ok(plan)
+}
+
 fn insert_run(
     tx: &rusqlite::Transaction,
     label: Option<&str>,
@@ -405,11 +398,6 @@ fn insert_run(
     arms: &[ArmRow],
 ) -> anyhow::Result<i64> {
     let host = crate::probe::cpu::hostname(&crate::probe::Root::system()).unwrap_or_default();
-    // The version that wrote the run travels with its plan (no schema change).
-    let mut plan = plan.clone();
-    if let Some(o) = plan.as_object_mut() {
-        o.entry("hugelab_version").or_insert(crate::VERSION.into());
-    }
     tx.execute(
         "INSERT INTO runs (created, label, command, host, kernel, status, plan) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![now_utc(), label, serde_json::to_string(command)?, host, kernel, status, plan.to_string()],
@@ -428,7 +416,7 @@ fn insert_run(
 fn insert_trial(tx: &rusqlite::Transaction, run: i64, t: &TrialRow) -> anyhow::Result<()> {
     tx.execute(
         "INSERT INTO trials (run_id, block, arm_idx, seq, ok, flagged, evidence) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        params![run, t.block, t.arm_idx, t.seq, t.ok, t.flagged, t.evidence.to_string()],
+        params![run, t.block, t.arm_idx, t.seq, t.ok, t.flagged, serde_json::to_string(&t.evidence)?],
     )?;
     let tid = tx.last_insert_rowid();
     for (k, v) in &t.metrics {
@@ -462,26 +450,17 @@ mod tests {
             }],
             ..Default::default()
         };
-        let row = |evidence| TrialRow {
-            block: 0,
-            arm_idx: 0,
-            seq: 0,
-            ok: true,
-            flagged: None,
-            metrics: Default::default(),
-            evidence,
-        };
-        let traced = row(serde_json::json!({"trace": w, "trace_lost": 4}));
-        assert_eq!(traced.trace(), Some(w));
-        assert_eq!(traced.trace_lost(), 4);
+        let traced =
+            Evidence::decode(&serde_json::json!({"trace": w, "trace_lost": 4}).to_string());
+        assert_eq!((traced.trace, traced.trace_lost), (Some(w), Some(4)));
         // Not traced, or a window this version cannot read: no window rather than zeros.
-        assert_eq!(row(serde_json::json!({"wall_s": 1})).trace(), None);
-        assert_eq!(row(serde_json::json!({"trace": "garbled"})).trace(), None);
+        assert_eq!(Evidence::decode(r#"{"wall_s": 1}"#).trace, None);
+        assert_eq!(Evidence::decode(r#"{"trace": "garbled"}"#).trace, None);
         // A window stored without later fields reads with their defaults.
-        let old = row(
-            serde_json::json!({"trace": {"latencies": [{"kind": "k", "hist": {"total_ns": 5}}]}}),
+        let old = Evidence::decode(
+            r#"{"trace": {"latencies": [{"kind": "k", "hist": {"total_ns": 5}}]}}"#,
         );
-        assert_eq!(old.trace().unwrap().latencies[0].hist.total_ns, 5);
+        assert_eq!(old.trace.unwrap().latencies[0].hist.total_ns, 5);
     }
 
     #[test]
@@ -517,7 +496,10 @@ mod tests {
             ok: true,
             flagged: None,
             metrics: [("wall_s".to_string(), 1.5)].into(),
-            evidence: serde_json::json!({"x": 1}),
+            evidence: Evidence {
+                lifetime: Some(1),
+                ..Default::default()
+            },
         };
         s.add_trial(id, &t).unwrap();
         s.finish_run::<()>(id, "complete", None).unwrap();

@@ -39,7 +39,7 @@ pub struct ArmExport<'a> {
     pub times: Vec<f64>,
     /// The exit code of each trial in `times`, in the same order (failed trials are under
     /// `hugelab.trials` with `ok: false`).
-    pub exit_codes: Vec<&'a serde_json::Value>,
+    pub exit_codes: Vec<Option<i32>>,
     pub hugelab: ArmTrials<'a>,
 }
 
@@ -56,7 +56,7 @@ pub struct TrialExport<'a> {
     pub ok: bool,
     pub flagged: &'a Option<String>,
     pub metrics: &'a BTreeMap<String, f64>,
-    pub evidence: &'a serde_json::Value,
+    pub evidence: &'a crate::store::Evidence,
 }
 
 /// The export of a stored run's measured trials (warm-ups left out).
@@ -75,10 +75,8 @@ pub fn export<'a>(meta: &'a RunMeta, arms: &'a [ArmRow], trials: &'a [TrialRow])
                 .collect();
             let times: Vec<f64> = ok.iter().map(|t| t.metrics["wall_s"]).collect();
             let s = summarize(&times);
-            let secs = |k: &str| {
-                ok.iter()
-                    .filter_map(|t| t.evidence[k].as_f64())
-                    .sum::<f64>()
+            let secs = |ns: fn(&crate::store::Evidence) -> u64| {
+                ok.iter().map(|t| ns(&t.evidence) as f64).sum::<f64>()
                     / 1e9
                     / times.len().max(1) as f64
             };
@@ -87,11 +85,11 @@ pub fn export<'a>(meta: &'a RunMeta, arms: &'a [ArmRow], trials: &'a [TrialRow])
                 mean: s.as_ref().map(|s| s.mean),
                 stddev: s.as_ref().map(|s| s.sd),
                 median: s.as_ref().map(|s| s.median),
-                user: secs("user_ns"),
-                system: secs("sys_ns"),
+                user: secs(|e| e.outcome.user_ns),
+                system: secs(|e| e.outcome.sys_ns),
                 min: s.as_ref().map(|s| s.min),
                 max: s.as_ref().map(|s| s.max),
-                exit_codes: ok.iter().map(|t| &t.evidence["exit_code"]).collect(),
+                exit_codes: ok.iter().map(|t| t.evidence.outcome.exit_code).collect(),
                 times,
                 hugelab: ArmTrials {
                     arm: &a.name,

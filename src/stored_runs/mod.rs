@@ -81,6 +81,7 @@ pub fn recall(
                 advice: None,
                 servers: Vec::new(),
                 notes: serde_json::from_value(meta.plan["said"].clone()).unwrap_or_default(),
+                trace_stalls: Vec::new(),
             };
             (record, Some(how))
         }

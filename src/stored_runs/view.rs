@@ -110,7 +110,7 @@ fn stall_histograms(
     type Arms = BTreeMap<usize, (BTreeMap<u64, u64>, u64)>;
     let mut by_kind: BTreeMap<String, Arms> = BTreeMap::new();
     for t in trials.iter().filter(|t| t.ok && t.block >= 0) {
-        let (Some(arm), Some(w)) = (index(t.arm_idx), t.trace()) else {
+        let (Some(arm), Some(w)) = (index(t.arm_idx), t.evidence.trace.clone()) else {
             continue;
         };
         traced[arm] += 1;
@@ -195,7 +195,7 @@ fn bench_curves(
             let ci = quantile_interval(&s, 0.5, confidence);
             let covs: Vec<f64> = cell
                 .iter()
-                .filter_map(|t| t.evidence["memory"]["coverage_at_peak"].as_f64())
+                .filter_map(|t| t.evidence.gathered.memory.coverage_at_peak)
                 .collect();
             let coverage = (!covs.is_empty()).then(|| covs.iter().sum::<f64>() / covs.len() as f64);
             let contrast = m

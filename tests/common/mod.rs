@@ -1,9 +1,11 @@
 //! Shared helpers for integration tests.
 #![allow(dead_code)]
 
+pub mod chromium;
 pub mod http;
 pub mod openmetrics;
 pub mod postgres;
+pub mod printed;
 
 use hugelab::control::{self, Knob, Settings, SysfsSettings};
 use hugelab::error::ControlError;

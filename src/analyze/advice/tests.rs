@@ -321,6 +321,7 @@ fn under_conditions(
             analysis,
             interaction: Vec::new(),
             arms: Vec::new(),
+            at_start: None,
         })
         .collect();
     r

@@ -48,12 +48,6 @@ use crate::stats::{self};
 /// Lag-1 autocorrelations above this are capped when widening (the factor stays ≤ 6.2).
 const MAX_RHO: f64 = 0.95;
 
-impl Window {
-    pub fn intervals(&self) -> usize {
-        ((self.end - self.start) / self.interval).floor().max(0.0) as usize
-    }
-}
-
 /// How one metric's blocks are turned into an interval.
 pub struct Settings {
     pub effect: f64,

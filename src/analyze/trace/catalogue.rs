@@ -4,63 +4,6 @@
 
 pub use crate::model::trace::TraceKind;
 
-impl TraceKind {
-    /// The cheap kinds, traced when none are named: their events fire on slow paths only
-    /// (`cargo bench --bench trace`).
-    pub const DEFAULT: [TraceKind; 4] = [
-        TraceKind::Compaction,
-        TraceKind::Reclaim,
-        TraceKind::Migrate,
-        TraceKind::Khugepaged,
-    ];
-
-    /// The kind's name on the command line and in records.
-    pub fn name(self) -> &'static str {
-        match self {
-            TraceKind::Compaction => "compaction",
-            TraceKind::Reclaim => "reclaim",
-            TraceKind::Migrate => "migrate",
-            TraceKind::Khugepaged => "khugepaged",
-            TraceKind::Alloc => "alloc",
-            TraceKind::Tlb => "tlb",
-            TraceKind::Faults => "faults",
-        }
-    }
-
-    /// The kind's tracepoints, each with an optional kernel-side filter.
-    pub fn events(self) -> &'static [(&'static str, Option<&'static str>)] {
-        match self {
-            TraceKind::Compaction => &[
-                ("compaction:mm_compaction_begin", None),
-                ("compaction:mm_compaction_end", None),
-                ("compaction:mm_compaction_try_to_compact_pages", None),
-                ("compaction:mm_compaction_deferred", None),
-            ],
-            TraceKind::Reclaim => &[
-                ("vmscan:mm_vmscan_direct_reclaim_begin", None),
-                ("vmscan:mm_vmscan_direct_reclaim_end", None),
-                ("vmscan:mm_vmscan_memcg_reclaim_begin", None),
-                ("vmscan:mm_vmscan_memcg_reclaim_end", None),
-            ],
-            TraceKind::Migrate => &[
-                ("migrate:mm_migrate_pages_start", None),
-                ("migrate:mm_migrate_pages", None),
-            ],
-            TraceKind::Khugepaged => &[
-                ("huge_memory:mm_khugepaged_scan_pmd", None),
-                ("huge_memory:mm_collapse_huge_page", None),
-                ("huge_memory:mm_collapse_huge_page_isolate", None),
-            ],
-            TraceKind::Alloc => &[
-                ("kmem:mm_page_alloc", Some("order > 0")),
-                ("kmem:mm_page_alloc_extfrag", None),
-            ],
-            TraceKind::Tlb => &[("tlb:tlb_flush", None)],
-            TraceKind::Faults => &[("exceptions:page_fault_user", None)],
-        }
-    }
-}
-
 /// The tracepoints of several kinds, in order.
 pub fn tracepoints(kinds: &[TraceKind]) -> Vec<(&'static str, Option<&'static str>)> {
     kinds

@@ -2,47 +2,12 @@
 //! O'Brien–Fleming group-sequential design, or unpaired imported runs — and so how they are
 //! analysed: the interval each design gives, and the words printed for it.
 
-use super::fmt_level;
 pub use crate::model::verdict::Design;
 use crate::stats::{Estimate, hodges_lehmann};
 use statrs::distribution::{ContinuousCDF, Normal};
 
 /// n_opt of the confidence sequence `run --sequential` uses (tightest near 30 blocks).
 pub const SEQUENTIAL_N_OPT: f64 = 30.0;
-
-impl Design {
-    /// How intervals are computed and corrected, in words (printed above the table).
-    pub fn describe(&self, contrasts: usize, confidence: f64) -> String {
-        let lvl = fmt_level(confidence);
-        let fam = |what: &str| {
-            if contrasts > 1 {
-                format!("{what} across {contrasts} contrasts at {lvl} family-wise")
-            } else {
-                lvl.clone()
-            }
-        };
-        match self {
-            Design::Fixed if contrasts > 1 => format!(
-                "Hodges–Lehmann, signed-rank intervals; Holm step-down across {contrasts} contrasts: verdicts family-wise at {lvl}, each interval at its step's level (@), not a joint {lvl} band"
-            ),
-            Design::Fixed => format!("Hodges–Lehmann, signed-rank intervals, {lvl}"),
-            Design::Sequential { .. } => format!(
-                "sequential: confidence sequence for the mean log-ratio (asymptotically valid at every look: its scale is estimated from the data), {}",
-                fam("Bonferroni")
-            ),
-            Design::GroupSequential { looks, max_blocks } => format!(
-                "O'Brien–Fleming, {looks} looks up to {max_blocks} blocks: repeated confidence intervals, {}",
-                fam("Bonferroni")
-            ),
-            Design::Unpaired if contrasts > 1 => format!(
-                "unpaired: Hodges–Lehmann shift, Mann–Whitney intervals; Holm step-down across {contrasts} contrasts: verdicts family-wise at {lvl}, each interval at its step's level (@), not a joint {lvl} band"
-            ),
-            Design::Unpaired => {
-                format!("unpaired: Hodges–Lehmann shift, Mann–Whitney intervals, {lvl}")
-            }
-        }
-    }
-}
 
 /// The interval a paired design gives for one contrast at `level`, on the log scale.
 pub fn paired_interval(x: &[f64], level: f64, design: &Design) -> Option<Estimate> {

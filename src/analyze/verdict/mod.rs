@@ -22,17 +22,6 @@ pub use planning::{
 pub use crate::model::verdict::{BOOTSTRAP_MIN_N, Better, Contrast, Verdict, fmt_level};
 use crate::stats::{Estimate, bootstrap_bca_mean, mann_whitney_shift, signed_rank_p};
 
-impl Better {
-    /// `Higher` when a higher value is better.
-    pub fn of(higher: bool) -> Better {
-        if higher {
-            Better::Higher
-        } else {
-            Better::Lower
-        }
-    }
-}
-
 pub fn to_percent(e: Estimate) -> Estimate {
     e.map(|x| (x.exp() - 1.0) * 100.0)
 }

@@ -12,16 +12,6 @@ pub const UNDECLARED_MIN: u64 = 64 << 20;
 /// The id prefix of guest RAM found by size rather than declared.
 pub(super) const FOUND: &str = "found-";
 
-impl Hypervisor {
-    pub fn name(self) -> &'static str {
-        match self {
-            Hypervisor::Qemu => "QEMU",
-            Hypervisor::Firecracker => "Firecracker",
-            Hypervisor::CloudHypervisor => "cloud-hypervisor",
-        }
-    }
-}
-
 /// The hypervisor a process is, from its name (comm, 15 characters) or its program.
 pub fn hypervisor(comm: &str, cmdline: &[String]) -> Option<Hypervisor> {
     let prog = cmdline

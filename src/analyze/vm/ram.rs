@@ -6,23 +6,6 @@ use crate::probe::process::Mapping;
 use crate::units::Bytes;
 use std::collections::BTreeMap;
 
-impl PageShare {
-    pub fn label(&self) -> String {
-        let (n, unit) = match self.page_size {
-            s if s >= 1 << 30 => (s >> 30, "GiB"),
-            s if s >= 1 << 20 => (s >> 20, "MiB"),
-            s => (s >> 10, "KiB"),
-        };
-        let kind = match (self.hugetlb, self.page_size) {
-            (true, _) => " hugetlb",
-            (false, 4096) => "",
-            (false, s) if s == 2 << 20 => " THP",
-            _ => " mTHP",
-        };
-        format!("{n} {unit}{kind}")
-    }
-}
-
 /// Which mapping (index into `maps`) holds each declared backend; for undeclared guest RAM, the
 /// large anonymous, shared or hugetlb mappings.
 pub fn locate(decl: &[Declared], maps: &[Mapping]) -> Vec<(Declared, Option<usize>)> {

@@ -258,10 +258,11 @@ mod tests {
             host: "127.0.0.1".into(),
             dir: "/tmp/x/thp".into(),
             burst: Some(2),
+            replica: 1,
         };
         assert_eq!(
-            fill("-T {burst} -h {dir} -p {port} {arm}", &slot),
-            "-T 2 -h /tmp/x/thp -p 41000 thp"
+            fill("-T {burst} -h {dir} -p {port} {arm}-{replica}", &slot),
+            "-T 2 -h /tmp/x/thp -p 41000 thp-2"
         );
         // No -k or -p given: added. No -D: refused with the fix.
         let p = per_arm(

@@ -15,7 +15,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// A metric a format produces; `higher`: larger is better (throughput).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct LoadMetric {
     pub name: String,
     pub higher: bool,

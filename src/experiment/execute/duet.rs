@@ -88,10 +88,8 @@ impl Course<'_> {
                 .as_deref_mut()
                 .map(|s| ServerSlot::of_replica(s, lifetime, (replica, replicas)));
             let mut t = end(&self.job, b, o, ctx, &mut self.x.notes, slot)?;
-            t.evidence["duet"] = true.into();
-            if let Some(c) = &condition {
-                t.evidence["condition"] = c.clone();
-            }
+            t.evidence.duet = true;
+            t.evidence.condition.clone_from(&condition);
             rows.push(t);
             if replica == 0 {
                 ctx.progress.step("");
@@ -136,8 +134,7 @@ impl Course<'_> {
 
 /// A trial's own CPU time in a block: its load's and its server's, ns.
 fn own_cpu_ns(t: &TrialRow) -> u64 {
-    let load =
-        t.evidence["user_ns"].as_u64().unwrap_or(0) + t.evidence["sys_ns"].as_u64().unwrap_or(0);
+    let load = t.evidence.load_cpu_ns();
     let server = t.metrics.get(SERVER_CPU).map_or(0.0, |s| s * 1e9) as u64;
     load + server
 }
@@ -148,9 +145,8 @@ fn without_each_other(rows: &mut [TrialRow]) {
     let own: Vec<u64> = rows.iter().map(own_cpu_ns).collect();
     let all: u64 = own.iter().sum();
     for (t, mine) in rows.iter_mut().zip(own) {
-        let noise = &mut t.evidence["noise"];
-        if let Some(other) = noise["other_cpu_ns"].as_u64() {
-            noise["other_cpu_ns"] = other.saturating_sub(all - mine).into();
+        if let Some(noise) = t.evidence.gathered.noise.as_mut() {
+            noise.other_cpu_ns = noise.other_cpu_ns.saturating_sub(all - mine);
         }
     }
 }
@@ -159,7 +155,7 @@ fn without_each_other(rows: &mut [TrialRow]) {
 fn cpus_used(rows: &[TrialRow]) -> Option<f64> {
     let wall = rows
         .iter()
-        .filter_map(|t| t.evidence["wall_ns"].as_u64())
+        .map(|t| t.evidence.outcome.wall_ns)
         .max()
         .filter(|w| *w > 0)?;
     Some(rows.iter().map(own_cpu_ns).sum::<u64>() as f64 / wall as f64)
@@ -170,8 +166,8 @@ fn cpus_used(rows: &[TrialRow]) -> Option<f64> {
 fn others_used(rows: &[TrialRow]) -> Option<f64> {
     rows.iter()
         .filter_map(|t| {
-            let other = t.evidence["noise"]["other_cpu_ns"].as_u64()?;
-            let wall = t.evidence["wall_ns"].as_u64().filter(|w| *w > 0)?;
+            let other = t.evidence.gathered.noise?.other_cpu_ns;
+            let wall = Some(t.evidence.outcome.wall_ns).filter(|w| *w > 0)?;
             Some(other as f64 / wall as f64)
         })
         .reduce(f64::max)
@@ -189,10 +185,21 @@ mod tests {
             ok: true,
             flagged: None,
             metrics: [(SERVER_CPU.to_string(), server_s)].into(),
-            evidence: serde_json::json!({
-                "user_ns": user_ns, "sys_ns": 0, "wall_ns": wall_ns,
-                "noise": { "other_cpu_ns": other_ns },
-            }),
+            evidence: crate::store::Evidence {
+                outcome: crate::workload::child::TrialOutcome {
+                    user_ns,
+                    wall_ns,
+                    ..Default::default()
+                },
+                gathered: crate::collect::trial::TrialEvidence {
+                    noise: Some(crate::collect::noise::TrialNoise {
+                        other_cpu_ns: other_ns,
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
         }
     }
 
@@ -203,7 +210,7 @@ mod tests {
         let mut rows = vec![row(200_000_000, 0.6, 900_000_000, 1_000_000_000); 2];
         without_each_other(&mut rows);
         for t in &rows {
-            assert_eq!(t.evidence["noise"]["other_cpu_ns"], 100_000_000);
+            assert_eq!(t.evidence.gathered.noise.unwrap().other_cpu_ns, 100_000_000);
         }
         assert!((cpus_used(&rows).unwrap() - 1.6).abs() < 1e-9);
         assert_eq!(cpus_used(&[row(1, 0.0, 0, 0)]), None);

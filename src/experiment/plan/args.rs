@@ -143,12 +143,13 @@ pub struct RunArgs {
         value_name = "NAME=REGEX[,higher|lower]|FORMAT"
     )]
     pub metrics: Vec<String>,
-    /// Measure a service: start this server for every trial under the arm's configuration
+    /// Measure a service: start this server under each arm's configuration (kept up for a
+    /// few blocks under the warm design, fresh for every trial under restart)
     /// (per-process keys, env.* and server.arg=WORD apply to the server, not to the load),
     /// wait until it is ready, run the command after -- as its load (the measured trial),
     /// then stop it (SIGTERM, --stop-grace, SIGKILL of its process tree) and read its memory.
-    /// A fresh server per trial is the default because page state carries over: pages
-    /// already faulted keep their size after a sysfs change, and fragmentation persists
+    /// Placeholders in it and in the load are filled per arm and replica: {port}, {host},
+    /// {dir}, {arm}, {replica}, {burst}
     #[arg(long, value_name = "COMMAND")]
     pub server: Option<String>,
     /// When the server is ready: tcp:HOST:PORT, unix:PATH, cmd:COMMAND (exits 0), log:REGEX
@@ -198,7 +199,8 @@ pub struct RunArgs {
     /// Warm design: servers per arm run at once, each its own data copy, port and lifetimes
     /// (every block then holds N paired bursts); default: as many as the CPUs and memory one
     /// burst left room for, measured at the first lifetime (1 where there is none). More than
-    /// one runs every burst of a block at once (duet)
+    /// one runs every burst of a block at once (duet). A path the servers or the load name
+    /// per arm must hold {replica} or {dir} (e.g. -D /data/{arm}-{replica}), or one runs
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16))]
     pub replicas: Option<u32>,
     /// Warm design: a lifetime ends after this long even with blocks to go

@@ -117,6 +117,7 @@ fn warm_form(
             lifetime_blocks: a.lifetime_blocks.map(|n| n as usize),
             lifetime_max: a.lifetime_max,
             replicas,
+            replicas_shared: None,
             burst: a
                 .burst
                 .map(|b| std::time::Duration::from_secs(b.as_secs_f64().ceil().max(1.0) as u64)),
@@ -254,6 +255,50 @@ fn check_memory(servers: usize, pages: Option<u64>) -> Result<(), UsageError> {
     }
 }
 
+/// A path the replicas of one arm would share (its server's words, its pidfile or its load,
+/// filled as two replicas would be): an error under `--replicas N`, otherwise the reason the run
+/// keeps one replica, in words — decided before any server starts.
+fn replicas_shared(
+    a: &RunArgs,
+    sp: &ServerPlan,
+    arms: &[Arm],
+    command: &[String],
+) -> Result<Option<String>, UsageError> {
+    let filled = |x: &Arm, slot: &Slot, replica: usize| -> Vec<String> {
+        let slot = Slot {
+            replica,
+            // Each replica has a directory and (where the arm has one) a port of its own.
+            dir: format!("{}/replica-{replica}", slot.dir),
+            port: slot.port.wrapping_add(replica as u16),
+            ..slot.clone()
+        };
+        let mut w: Vec<String> = words(&sp.argv, a.shell);
+        w.extend(x.process.server_args.iter().cloned());
+        w.extend(sp.pidfile.iter().map(|p| p.display().to_string()));
+        w.extend(words(command, a.shell));
+        w.iter().map(|w| services::fill(w, &slot)).collect()
+    };
+    let per_arm: Vec<(String, Vec<String>, Vec<String>)> = arms
+        .iter()
+        .zip(&sp.slots)
+        .map(|(x, slot)| (x.name.clone(), filled(x, slot, 0), filled(x, slot, 1)))
+        .collect();
+    let Some((arm, word)) = services::replica_collision(&per_arm) else {
+        return Ok(None);
+    };
+    let why = format!(
+        "arm {arm}'s server or load names {word} for every replica (a path built from {{arm}} alone), so two of its servers at once would share it"
+    );
+    match a.replicas {
+        Some(n) if n > 1 => Err(UsageError(format!(
+            "--replicas {n}: {why}; write {{replica}} or {{dir}} in it (e.g. /tmp/pgw/{{arm}}-{{replica}}), or leave --replicas out"
+        ))),
+        _ => Ok(Some(format!(
+            "replicas 1: {why} (write {{replica}} or {{dir}} in it to run several at once)"
+        ))),
+    }
+}
+
 /// Choose the design for `sp` and rewrite the server and load for it (placeholders per arm).
 pub(super) fn choose(
     a: &RunArgs,
@@ -276,6 +321,7 @@ pub(super) fn choose(
                 host: "127.0.0.1".into(),
                 dir: String::new(),
                 burst: None,
+                replica: 0,
             })
             .collect())
     };
@@ -289,7 +335,7 @@ pub(super) fn choose(
         _ => warm_form(a, burst_schedule(a)?, sp, arms, command),
     };
     match form {
-        Ok((warm, per_arm)) => {
+        Ok((mut warm, per_arm)) => {
             check_memory(arms.len() * a.replicas.unwrap_or(1) as usize, pages)?;
             if let Some(p) = per_arm {
                 with_per_arm(a, sp, command, p)?;
@@ -331,6 +377,7 @@ pub(super) fn choose(
                     "arms {first} and {second} would both listen on port {port} (a literal port in --server, and the arms' servers run at once): write {{port}} in its place so each arm's server gets its own, or --design restart"
                 )));
             }
+            warm.replicas_shared = replicas_shared(a, sp, arms, command)?;
             sp.warm = Some(warm);
         }
         Err(why) if wanted == Some(ServiceDesign::Warm) => {

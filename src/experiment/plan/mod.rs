@@ -231,6 +231,7 @@ fn server_plan(
         host: "127.0.0.1".into(),
         dir: "/tmp".into(),
         burst: Some(1),
+        replica: 0,
     };
     crate::workload::server::Ready::parse(&crate::backing::services::fill(&ready, &sample))
         .map_err(UsageError)?;

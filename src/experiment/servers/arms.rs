@@ -1,5 +1,5 @@
 //! Every arm's server for one replica: the plan's server, arm and load with the placeholders
-//! (`{port}`, `{dir}`, `{arm}`) filled for that arm's slot, its directory and data copy, and
+//! (`{port}`, `{dir}`, `{arm}`, `{replica}`) filled for that arm's slot, its directory and data copy, and
 //! the side-by-side settings that make one arm's server differ from the others' (THP off or
 //! advised for it alone).
 
@@ -56,6 +56,7 @@ pub(super) fn arm_servers(
         .enumerate()
         .map(|(i, a)| {
             let mut slot = sp.slots.get(i).cloned().unwrap_or_default();
+            slot.replica = replica;
             if let Some(&p) = ports.get(i).filter(|_| slot.port != 0) {
                 slot.port = p;
             }

@@ -10,6 +10,7 @@
 use super::tune::Demand;
 use super::{Served, Warm, arm_servers, not_up};
 use crate::units::Bytes;
+use std::collections::BTreeMap;
 
 /// The most replicas chosen without `--replicas`.
 const MOST: usize = 8;
@@ -30,9 +31,10 @@ pub(super) struct Room {
     /// Every arm's server's memory at its configuration (one replica's), and MemAvailable.
     pub servers_bytes: u64,
     pub available: Option<u64>,
-    /// The hugetlb pools' unreserved free bytes, and what one replica's servers committed.
-    pub pool_free: u64,
-    pub pool_need: u64,
+    /// Per hugetlb page size, the pool's unreserved free bytes, and what one replica's servers
+    /// committed of it.
+    pub pool_free: BTreeMap<u64, u64>,
+    pub pool_need: BTreeMap<u64, u64>,
 }
 
 /// The replicas `room` holds, and why, in words.
@@ -53,10 +55,17 @@ pub(super) fn choose(room: &Room) -> (usize, String) {
         }
         _ => usize::MAX,
     };
-    let by_pool = match room.pool_need {
-        0 => usize::MAX,
-        need => 1 + (room.pool_free / need) as usize,
-    };
+    // Each page size's pool on its own: free 1 GiB pages hold no 2 MiB server.
+    let pool = room
+        .pool_need
+        .iter()
+        .filter(|(_, need)| **need > 0)
+        .map(|(size, need)| {
+            let free = room.pool_free.get(size).copied().unwrap_or(0);
+            (1 + (free / need) as usize, *size, *need, free)
+        })
+        .min();
+    let by_pool = pool.map_or(usize::MAX, |p| p.0);
     let n = by_cpu.min(by_memory).min(by_pool).clamp(1, MOST);
     let bound = if n == by_cpu.max(1) {
         format!(
@@ -72,11 +81,12 @@ pub(super) fn choose(room: &Room) -> (usize, String) {
             pct(MEMORY_SHARE),
             Bytes(room.available.unwrap_or(0))
         )
-    } else if n == by_pool {
+    } else if let Some((_, size, need, free)) = pool.filter(|_| n == by_pool) {
         format!(
-            "the hugetlb pool: one replica's servers committed {} of it and {} is free (--replicas N sizes the pool for N)",
-            Bytes(room.pool_need),
-            Bytes(room.pool_free)
+            "the {} hugetlb pool: one replica's servers committed {} of it and {} is free (--replicas N sizes the pool for N)",
+            Bytes(size),
+            Bytes(need),
+            Bytes(free)
         )
     } else {
         format!("the most chosen without --replicas ({MOST})")
@@ -100,6 +110,24 @@ fn what_they_do(n: usize) -> String {
     }
 }
 
+/// A server's hugetlb bytes per page size: what its mappings hold of each pool, and what it
+/// committed (reserved, not yet faulted) counted against the one size it uses (the default
+/// size when none is resident yet).
+fn committed_by_size(m: &crate::collect::server::GroupMemory, default: u64) -> BTreeMap<u64, u64> {
+    let mut by = m.hugetlb.clone();
+    let resident: u64 = by.values().sum();
+    if m.hugetlb_committed > resident {
+        let size = match by.len() {
+            0 => default,
+            1 => *by.keys().next().unwrap_or(&default),
+            // Several sizes: the reservation's size is not known; resident bytes only.
+            _ => return by,
+        };
+        *by.entry(size).or_default() += m.hugetlb_committed - resident;
+    }
+    by
+}
+
 fn pct(x: f64) -> String {
     format!("{:.0}%", x * 100.0)
 }
@@ -108,27 +136,31 @@ impl Warm {
     /// The room the first lifetime's servers leave, with `demand` measured of one arm's burst.
     fn room(&self, demand: Option<Demand>) -> Room {
         let root = crate::probe::Root::system();
+        let meminfo = crate::probe::meminfo::read(&root).ok().flatten();
+        let default = meminfo
+            .as_ref()
+            .and_then(|m| m.hugepagesize)
+            .unwrap_or(2 << 20);
         let mut servers_bytes = 0;
-        let mut pool_need = 0;
+        let mut pool_need: BTreeMap<u64, u64> = BTreeMap::new();
         for r in self.running.iter().take(self.arms).flatten() {
             let m = crate::collect::server::read(r.pid());
             servers_bytes += m.configured_bytes();
-            pool_need += m.hugetlb_committed.max(m.hugetlb_total());
+            for (size, bytes) in committed_by_size(&m, default) {
+                *pool_need.entry(size).or_default() += bytes;
+            }
         }
         let pool_free = crate::probe::hugetlb::read(&root)
             .unwrap_or_default()
             .iter()
-            .map(|p| p.bytes(p.available()))
-            .sum();
+            .map(|p| (p.page_size, p.bytes(p.available())))
+            .collect();
         Room {
             arms: self.arms,
             cpus: crate::probe::cpu::allowed_cpus().len().max(1) as f64,
             demand,
             servers_bytes,
-            available: crate::probe::meminfo::read(&root)
-                .ok()
-                .flatten()
-                .and_then(|m| m.mem_available),
+            available: meminfo.and_then(|m| m.mem_available),
             pool_free,
             pool_need,
         }
@@ -147,6 +179,9 @@ impl Warm {
                 "replicas 1: the run alternates, one burst at a time (--replicas N runs N at once)"
                     .into(),
             ),
+            None if self.replicas_shared.is_some() => {
+                (1, self.replicas_shared.clone().unwrap_or_default())
+            }
             None => choose(&self.room(demand)),
         };
         self.pending.push(note);
@@ -182,7 +217,7 @@ impl Warm {
                 self.replicas = 1;
                 self.pending.pop(); // the choice, said again with what became of it
                 self.pending.push(format!(
-                    "replicas 1: the room held {n}, but a further replica's server of arm {} did not come up ({}), so the servers share something their words name outright (a data directory, a port) rather than through {{dir}} and {{port}}; the run goes on with one",
+                    "replicas 1: the room held {n}, but a further replica's server of arm {} did not come up — {}; the run goes on with one",
                     self.plan.arms[arm].name,
                     served.failure.unwrap_or_default()
                 ));
@@ -204,8 +239,8 @@ mod tests {
             demand: Some(Demand { own, others: 0.1 }),
             servers_bytes: 1 << 30,
             available: Some(100 << 30),
-            pool_free: 0,
-            pool_need: 0,
+            pool_free: BTreeMap::new(),
+            pool_need: BTreeMap::new(),
         }
     }
 
@@ -241,10 +276,15 @@ mod tests {
         assert_eq!(n, 3, "{why}");
         assert!(why.contains("bound by memory"), "{why}");
         r.available = Some(1000 << 30);
-        r.pool_need = 1 << 30;
-        r.pool_free = 1 << 30;
+        r.pool_need = [(2 << 20, 1 << 30)].into();
+        r.pool_free = [(2 << 20, 1 << 30)].into();
         let (n, why) = choose(&r);
         assert_eq!(n, 2, "{why}");
-        assert!(why.contains("hugetlb pool"), "{why}");
+        assert!(why.contains("the 2M hugetlb pool"), "{why}");
+        // Free 1 GiB pages are no room for servers on 2 MiB pages: counted per size.
+        r.pool_free = [(1 << 30, 8 << 30), (2 << 20, 0)].into();
+        let (n, why) = choose(&r);
+        assert_eq!(n, 1, "{why}");
+        assert!(why.contains("the 2M hugetlb pool"), "{why}");
     }
 }

@@ -9,7 +9,7 @@ use super::*;
 pub(super) fn event_costs(
     view: &EventView,
     report: Option<&str>,
-) -> (Vec<(String, f64)>, serde_json::Value) {
+) -> (Vec<(String, f64)>, EventEvidence) {
     use crate::analyze::costs::{EVENT_FORK, EVENT_MEM};
     let mut metrics = Vec::new();
     let (mut fork_s, mut cow) = (None, None);
@@ -31,9 +31,11 @@ pub(super) fn event_costs(
             metrics.push((EVENT_FORK.to_string(), f));
         }
     }
-    let mut ev = serde_json::to_value(view).unwrap_or_default();
-    ev["fork_s"] = fork_s.into();
-    ev["server_cow_bytes"] = cow.into();
+    let ev = EventEvidence {
+        view: view.clone(),
+        fork_s,
+        server_cow_bytes: cow,
+    };
     (metrics, ev)
 }
 
@@ -70,24 +72,20 @@ pub(super) fn pools_at_start(arm: &Arm, root: &crate::probe::Root) -> Vec<(u64, 
 }
 
 /// The evidence stored with a trial: the outcome, what was gathered around it, and why it failed.
-pub(super) fn evidence_json(
-    o: &TrialOutcome,
-    ev: &TrialEvidence,
-    missing: &[String],
-) -> anyhow::Result<serde_json::Value> {
-    let mut v = serde_json::to_value(o)?;
-    let e = serde_json::to_value(ev)?;
-    if let (Some(v), Some(e)) = (v.as_object_mut(), e.as_object()) {
-        v.extend(e.iter().map(|(k, x)| (k.clone(), x.clone())));
+pub(super) fn evidence_of(o: TrialOutcome, ev: TrialEvidence, missing: Vec<String>) -> Evidence {
+    let stderr_tail = if o.succeeded() {
+        Vec::new()
+    } else {
+        let tail: Vec<String> = o.stderr.lines().rev().take(5).map(String::from).collect();
+        tail.into_iter().rev().collect()
+    };
+    Evidence {
+        outcome: o,
+        gathered: ev,
+        missing_metrics: missing,
+        stderr_tail,
+        ..Default::default()
     }
-    if !missing.is_empty() {
-        v["missing_metrics"] = serde_json::to_value(missing)?;
-    }
-    if !o.succeeded() {
-        let tail: Vec<&str> = o.stderr.lines().rev().take(5).collect();
-        v["stderr_tail"] = serde_json::to_value(tail.into_iter().rev().collect::<Vec<_>>())?;
-    }
-    Ok(v)
 }
 
 /// Why a QEMU arm's trial failed, when QEMU says it could not map its guest RAM: the pool it

@@ -41,6 +41,7 @@ pub struct TrialSpec {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct TrialOutcome {
     /// CLOCK_MONOTONIC just before the spawn and just after the exit was reported, ns.
     #[serde(default)]

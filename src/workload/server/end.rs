@@ -20,6 +20,7 @@ impl std::fmt::Display for ServerFailure {
 
 /// How the server ended when it was stopped.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct ServerEnd {
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
