@@ -54,15 +54,19 @@ pub fn numbers(text: &str) -> Vec<Printed> {
     out
 }
 
-/// Every number a JSON value holds, and every number printed inside its strings (with the
-/// unit it was printed in there).
+/// Every number a JSON value holds, every list's length, and every number printed inside its
+/// strings (with the unit it was printed in there).
 pub fn json_numbers(v: &serde_json::Value, out: &mut Vec<(f64, Option<String>)>) {
     match v {
         serde_json::Value::Number(n) => out.extend(n.as_f64().map(|n| (n, None))),
         serde_json::Value::String(s) => {
             out.extend(numbers(s).into_iter().map(|p| (p.value, Some(p.unit))))
         }
-        serde_json::Value::Array(a) => a.iter().for_each(|x| json_numbers(x, out)),
+        // A count printed ("5 notes") is the length of a stored list.
+        serde_json::Value::Array(a) => {
+            out.push((a.len() as f64, None));
+            a.iter().for_each(|x| json_numbers(x, out))
+        }
         serde_json::Value::Object(m) => m.values().for_each(|x| json_numbers(x, out)),
         _ => {}
     }
