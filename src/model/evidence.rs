@@ -83,27 +83,21 @@ pub struct Evidence {
     pub imported: bool,
 }
 
-impl Evidence {
-    /// Read stored evidence: every field that decodes, each that does not (an earlier version's
-    /// shape) dropped. Not JSON at all reads as nothing gathered.
-    pub fn decode(json: &str) -> Evidence {
-        serde_json::from_str::<serde_json::Value>(json)
-            .map(Evidence::from)
-            .unwrap_or_default()
-    }
-}
-
 impl From<serde_json::Value> for Evidence {
     /// Evidence as JSON (stored, exported, imported): see [`Evidence::decode`].
     fn from(v: serde_json::Value) -> Evidence {
-        let serde_json::Value::Object(mut map) = v else {
+        if !v.is_object() {
             return Evidence::default();
-        };
+        }
         // Counters never gathered (a bench cell, a server that did not come up) were not read.
-        let counted = map.contains_key("kernel_counters");
-        let mut e: Evidence = match serde_json::from_value(serde_json::Value::Object(map.clone())) {
+        let counted = v.get("kernel_counters").is_some();
+        // Read in place (a stored run's every trial passes here): no copy unless it fails.
+        let mut e: Evidence = match serde::Deserialize::deserialize(&v) {
             Ok(e) => e,
             Err(_) => {
+                let serde_json::Value::Object(mut map) = v else {
+                    return Evidence::default();
+                };
                 map.retain(|k, v| {
                     let one = [(k.clone(), v.clone())].into_iter().collect();
                     serde_json::from_value::<Evidence>(serde_json::Value::Object(one)).is_ok()
@@ -117,6 +111,14 @@ impl From<serde_json::Value> for Evidence {
 }
 
 impl Evidence {
+    /// Read stored evidence: every field that decodes, each that does not (an earlier version's
+    /// shape) dropped. Not JSON at all reads as nothing gathered.
+    pub fn decode(json: &str) -> Evidence {
+        serde_json::from_str::<serde_json::Value>(json)
+            .map(Evidence::from)
+            .unwrap_or_default()
+    }
+
     /// The memory the trial is judged on: a service's server tree after the load, a command's
     /// own group at its peak.
     pub fn coverage_at_peak(&self) -> Option<f64> {
