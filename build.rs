@@ -75,6 +75,7 @@ fn missing_tools() {
                 .is_file(),
         ),
         ("missing_hugeadm", on_path("hugeadm")),
+        ("missing_jq", on_path("jq") && on_path("xz")),
         ("missing_qemu", on_path("qemu-system-x86_64")),
         (
             "missing_kubernetes_validate",

@@ -164,8 +164,17 @@ fn replicas_run_every_replicas_pair_at_once_each_in_lifetimes_of_its_own() {
         let pids: std::collections::BTreeSet<i32> = seats.iter().map(|s| s.4).collect();
         assert_eq!(pids.len(), 6, "{seats:?}");
     }
-    // The intervals are over every replica's lifetimes: 2 restarts × 3 replicas.
-    assert_eq!(v["report"]["metrics"][0]["lifetimes"], 6, "{}", v["report"]);
+    // The intervals are over the restarts, each its replicas' lifetimes together (what a
+    // restart did falls on all of them): 2 restarts; the components count every replica's 6
+    // lifetimes and say the replicas.
+    let m = &v["report"]["metrics"][0];
+    assert_eq!(m["lifetimes"], 2, "{}", v["report"]);
+    let c = &m["components"][0][1];
+    assert_eq!(
+        (&c["lifetimes"], &c["replicas"]),
+        (&6.into(), &3.into()),
+        "{c}"
+    );
     let notes = v["notes"].to_string();
     assert!(
         notes.contains("replicas 3: as asked (--replicas)"),

@@ -59,26 +59,37 @@ pub fn log_ratios(trials: &[TrialData], arm: usize, baseline: usize, metric: &st
     }
 }
 
-/// Per-block log-ratios with their block and lifetime (`usize::MAX` when not nested).
+/// Per-block log-ratios with their block, lifetime (`usize::MAX` when not nested; the restart,
+/// with replicas) and replica.
 pub fn placed_log_ratios(
     trials: &[TrialData],
     arm: usize,
     baseline: usize,
     metric: &str,
 ) -> Vec<Placed> {
-    let lifetime = |b: usize| {
-        trials
-            .iter()
-            .find(|t| t.block == b && t.arm == arm)
-            .and_then(|t| t.lifetime)
-            .unwrap_or(usize::MAX)
+    // With replicas a trial's lifetime is `restart·replicas + replica`: placed by restart.
+    let replicas = trials
+        .iter()
+        .filter_map(|t| t.replica)
+        .max()
+        .map_or(1, |r| r + 1);
+    let placed = |b: usize| {
+        let t = trials.iter().find(|t| t.block == b && t.arm == arm);
+        match t.and_then(|t| t.lifetime) {
+            Some(l) => (l / replicas, t.and_then(|t| t.replica).unwrap_or(0)),
+            None => (usize::MAX, 0),
+        }
     };
     block_log_ratios(trials, arm, baseline, metric)
         .into_iter()
-        .map(|(block, value)| Placed {
-            lifetime: lifetime(block),
-            block,
-            value,
+        .map(|(block, value)| {
+            let (lifetime, replica) = placed(block);
+            Placed {
+                lifetime,
+                replica,
+                block,
+                value,
+            }
         })
         .collect()
 }

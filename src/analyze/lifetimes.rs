@@ -15,19 +15,27 @@
 
 pub use crate::model::analysis::Components;
 
+mod components;
 mod shape;
+use components::between_sq;
+pub use components::{components, pooled};
 pub use shape::{RANK_RATIO_MIN, Spread, rank_ratio, scaled, spread};
 
-/// One measured value placed in its block and lifetime.
+/// One measured value placed in its block and lifetime. With replicas, `lifetime` is the
+/// restart (every replica's lifetime that began with it) and `replica` which of them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Placed {
     pub lifetime: usize,
+    pub replica: usize,
     pub block: usize,
     pub value: f64,
 }
 
-/// Per lifetime, the mean of its blocks' values, in lifetime order (invariant: every input
-/// finite; lifetimes without a value are absent).
+/// Per lifetime (per restart, with replicas), the mean of its blocks' values, in lifetime
+/// order (invariant: every input finite; lifetimes without a value are absent). Replicas
+/// restarted together share whatever that restart did to the machine, so their lifetimes are
+/// not independent units: the restart is the unit, and its mean is over all its replicas'
+/// blocks.
 pub fn lifetime_means(x: &[Placed]) -> Vec<f64> {
     let mut by: std::collections::BTreeMap<usize, (f64, usize)> = Default::default();
     for p in x {
@@ -36,53 +44,6 @@ pub fn lifetime_means(x: &[Placed]) -> Vec<f64> {
         e.1 += 1;
     }
     by.values().map(|(s, n)| s / *n as f64).collect()
-}
-
-/// One-way random-effects ANOVA (method of moments, unbalanced groups: n0 of Searle et al.,
-/// "Variance Components", 1992, §3.6). Needs at least two lifetimes and one lifetime with two
-/// blocks.
-pub fn components(x: &[Placed]) -> Option<Components> {
-    let mut groups: std::collections::BTreeMap<usize, Vec<f64>> = Default::default();
-    for p in x {
-        groups.entry(p.lifetime).or_default().push(p.value);
-    }
-    let k = groups.len();
-    let n: usize = groups.values().map(Vec::len).sum();
-    if k < 2 || n <= k {
-        return None;
-    }
-    let grand = x.iter().map(|p| p.value).sum::<f64>() / n as f64;
-    let mut ssw = 0.0;
-    let mut ssb = 0.0;
-    for g in groups.values() {
-        let m = g.iter().sum::<f64>() / g.len() as f64;
-        ssw += g.iter().map(|v| (v - m).powi(2)).sum::<f64>();
-        ssb += g.len() as f64 * (m - grand).powi(2);
-    }
-    let msw = ssw / (n - k) as f64;
-    let msb = ssb / (k - 1) as f64;
-    let sum_sq: f64 = groups.values().map(|g| (g.len() * g.len()) as f64).sum();
-    let n0 = (n as f64 - sum_sq / n as f64) / (k - 1) as f64;
-    let between = ((msb - msw) / n0).max(0.0);
-    Some(Components {
-        lifetimes: k,
-        blocks: n,
-        within_sd: msw.sqrt(),
-        between_sd: between.sqrt(),
-    })
-}
-
-/// Several contrasts' components pooled into one: their variances averaged (None without any).
-pub fn pooled(cs: &[Components]) -> Option<Components> {
-    let n = cs.len() as f64;
-    let first = cs.first()?;
-    let mean_sq = |f: &dyn Fn(&Components) -> f64| cs.iter().map(|c| f(c).powi(2)).sum::<f64>() / n;
-    Some(Components {
-        lifetimes: first.lifetimes,
-        blocks: first.blocks,
-        within_sd: mean_sq(&|c| c.within_sd).sqrt(),
-        between_sd: mean_sq(&|c| c.between_sd).sqrt(),
-    })
 }
 
 /// Blocks per lifetime, and what they predict, sized from a run's own data.
@@ -95,7 +56,7 @@ pub struct Sizing {
     /// The predicted half-width of the contrast at the run's end (log scale), when its length
     /// is known.
     pub predicted: Option<f64>,
-    /// Lifetimes the run is predicted to hold in all.
+    /// Lifetimes (restarts, with replicas) the run is predicted to hold in all.
     pub lifetimes: Option<f64>,
 }
 
@@ -129,9 +90,10 @@ pub fn size(
 }
 
 /// [`size`] for a run of `replicas` servers per arm at once: every restart starts `replicas`
-/// lifetimes (units of their own) and every block holds `replicas` paired bursts, so the run
-/// holds `replicas` times the lifetimes in the same time; `remaining`'s lifetimes done count
-/// every replica's.
+/// lifetimes and every block holds `replicas` paired bursts. The unit is the restart (its
+/// replicas share what it did to the machine): its variance is (T²₂ + n·S² + T²₁/r)/n with S
+/// the shared effect, so the optimum r is Kalibera–Jones's with T²₂ + n·S² for T²₂, and
+/// `remaining`'s done and [`MIN_LIFETIMES`] count restarts.
 pub fn size_replicated(
     c: &Components,
     restart_s: f64,
@@ -141,7 +103,7 @@ pub fn size_replicated(
     replicas: usize,
 ) -> Sizing {
     let r = replicas.max(1) as f64;
-    let (w2, b2) = (c.within_sd.powi(2), c.between_sd.powi(2));
+    let (w2, b2) = (c.within_sd.powi(2), between_sq(c, r));
     // An instance spread the data cannot tell from 0 is taken as a tenth of the burst spread
     // (a prior, said in the bound): a pilot of a few lifetimes cannot see a smaller one, and
     // taking it as 0 would put every block in one lifetime.
@@ -160,9 +122,9 @@ pub fn size_replicated(
         (k, bound) = (20.0, Some("at most 20"));
     }
     if let Some((left, done)) = remaining.filter(|(_, done)| (*done as f64) < MIN_LIFETIMES) {
-        // The largest k that still leaves MIN_LIFETIMES lifetimes in all.
+        // The largest k that still leaves MIN_LIFETIMES restarts in all.
         let need = MIN_LIFETIMES - done as f64;
-        let most = ((r * left / need - restart_s) / block_s).floor();
+        let most = ((left / need - restart_s) / block_s).floor();
         if k > most {
             (k, bound) = (most, Some("at least 30 lifetimes in the run"));
         }
@@ -170,14 +132,13 @@ pub fn size_replicated(
     if k < 2.0 {
         (k, bound) = (2.0, Some("at least 2"));
     }
-    let lifetimes =
-        remaining.map(|(left, done)| done as f64 + r * left / (restart_s + k * block_s));
+    let lifetimes = remaining.map(|(left, done)| done as f64 + left / (restart_s + k * block_s));
     Sizing {
         blocks: k as usize,
         bound,
         predicted: lifetimes
             .filter(|l| *l >= 2.0)
-            .map(|l| z * ((b2 + w2 / k) / l).sqrt()),
+            .map(|l| z * ((b2 + w2 / k) / (r * l)).sqrt()),
         lifetimes,
     }
 }
@@ -218,7 +179,8 @@ pub fn time_replicated(
 ) -> f64 {
     let k = k.max(1) as f64;
     let h = h.ln_1p();
-    let lifetimes = z * z * (c.between_sd.powi(2) + c.within_sd.powi(2) / k) / (h * h);
+    let between = between_sq(c, replicas.max(1) as f64);
+    let lifetimes = z * z * (between + c.within_sd.powi(2) / k) / (h * h);
     lifetimes.max(2.0) / replicas.max(1) as f64 * (restart_s + k * block_s)
 }
 
@@ -374,6 +336,8 @@ mod tests {
             blocks,
             within_sd: 0.05,
             between_sd: 0.0,
+            replicas: 1,
+            shared_sd: None,
         };
         // 3 lifetimes of 2 blocks: 3 degrees of freedom, a true SD 0.62–2.9× the one seen.
         let (lo, hi) = spread_range(&c(6, 3), 0.90).unwrap();
@@ -394,6 +358,7 @@ mod tests {
             for x in *g {
                 v.push(Placed {
                     lifetime: l,
+                    replica: 0,
                     block,
                     value: *x,
                 });
@@ -426,12 +391,46 @@ mod tests {
     }
 
     #[test]
+    fn replicas_restarted_together_have_their_shared_effect_apart() {
+        // 3 restarts × 2 replicas × 2 blocks, every lifetime's blocks 2 apart (T²₁ = 2).
+        // Replica means 1, 3 | 6, 8 | 11, 13: within a restart their variance is 2, of which
+        // T²₁/2 = 1 is the blocks' (T²₂ = 1); restart means 2, 7, 12: MSB = 2·50/2 = 50,
+        // shared = (50 − 2)/2 = 24.
+        let mut x = Vec::new();
+        for (restart, means) in [[1.0, 3.0], [6.0, 8.0], [11.0, 13.0]].iter().enumerate() {
+            for (replica, m) in means.iter().enumerate() {
+                for d in [-1.0, 1.0] {
+                    x.push(Placed {
+                        lifetime: restart,
+                        replica,
+                        block: x.len(),
+                        value: m + d,
+                    });
+                }
+            }
+        }
+        let c = components(&x).unwrap();
+        assert_eq!((c.lifetimes, c.blocks, c.replicas), (6, 12, 2));
+        assert!((c.within_sd - 2f64.sqrt()).abs() < 1e-12, "{c:?}");
+        assert!((c.between_sd - 1.0).abs() < 1e-12, "{c:?}");
+        assert!((c.shared_sd.unwrap() - 24f64.sqrt()).abs() < 1e-12, "{c:?}");
+        // The unit is the restart: one mean per restart, over both replicas' blocks.
+        assert_eq!(lifetime_means(&x), vec![2.0, 7.0, 12.0]);
+        // The sizing counts the shared part once per restart: T²₂ + n·S² = 1 + 2·24 = 49,
+        // so r = ⌈√((c_r/c_b)·T²₁/49)⌉ with c_r/c_b = 49·8/2 = 196: √(196·2/49) = √8 → 3.
+        let s = size_replicated(&c, 196.0, 1.0, None, 2.576, 2);
+        assert_eq!(s.blocks, 3);
+    }
+
+    #[test]
     fn sizing_follows_kalibera_and_jones_within_its_bounds() {
         let c = |w: f64, b: f64| Components {
             lifetimes: 5,
             blocks: 10,
             within_sd: w,
             between_sd: b,
+            replicas: 1,
+            shared_sd: None,
         };
         // √((3 / 1.2) · (0.04² / 0.01²)) = √40 = 6.3 → 7.
         let s = size(&c(0.04, 0.01), 3.0, 1.2, None, 2.576);

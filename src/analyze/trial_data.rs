@@ -69,6 +69,7 @@ pub fn trial_data(
             .map(|n| n.seconds())
             .unwrap_or_default(),
         lifetime: evidence.lifetime,
+        replica: evidence.replica,
         condition: trial_condition(evidence),
         // Not read (an unreadable /proc/vmstat) is not "nothing moved".
         kernel: evidence

@@ -264,6 +264,18 @@ pub struct Components {
     /// SD between lifetimes beyond what the within SD explains (0 when the data show none),
     /// log scale: the instance effect of the pair of servers.
     pub between_sd: f64,
+    /// Replicas restarted together (1 without): each restart starts a lifetime per replica.
+    #[serde(default = "one")]
+    pub replicas: usize,
+    /// With replicas: the SD of the effect every replica of one restart shares, beyond what
+    /// their own lifetimes explain (0 when the data show none), log scale. None with one
+    /// replica, or too few restarts to tell.
+    #[serde(default)]
+    pub shared_sd: Option<f64>,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// Leading positions tested (a warm-up longer than this is reported as not settled).
@@ -328,9 +340,13 @@ pub struct TrialData {
     #[serde(default)]
     pub noise: BTreeMap<String, f64>,
     /// The server lifetime the trial ran in (`run --server`, warm design): blocks are nested
-    /// in lifetimes and the lifetime is the unit of replication.
+    /// in lifetimes and the lifetime is the unit of replication. With replicas, every restart
+    /// numbers its replicas' lifetimes apart (`restart·replicas + replica`).
     #[serde(default)]
     pub lifetime: Option<usize>,
+    /// The replica of its arm the trial ran in (warm design with replicas).
+    #[serde(default)]
+    pub replica: Option<usize>,
     /// The trial's backing judgment (`analyze::matters`): the share of the memory that matters
     /// on the pages asked for, and why when it was PARTIAL.
     #[serde(default)]

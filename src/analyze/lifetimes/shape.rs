@@ -36,12 +36,13 @@ pub fn rank_ratio(means: &[f64], confidence: f64) -> Option<f64> {
     (normal > 0.0).then(|| (hi - lo) / 2.0 / normal)
 }
 
-/// `c` with both SDs multiplied by `by`: the blocks per lifetime it sizes are the same (they
-/// depend on the SDs' ratio), the half-width it predicts `by` times.
+/// `c` with every SD multiplied by `by`: the blocks per lifetime it sizes are the same (they
+/// depend on the SDs' ratios), the half-width it predicts `by` times.
 pub fn scaled(c: &Components, by: f64) -> Components {
     Components {
         within_sd: c.within_sd * by,
         between_sd: c.between_sd * by,
+        shared_sd: c.shared_sd.map(|s| s * by),
         ..*c
     }
 }
@@ -85,6 +86,8 @@ mod tests {
             blocks: 40,
             within_sd: 0.05,
             between_sd: 0.01,
+            replicas: 1,
+            shared_sd: None,
         };
         let k = scaled(&c, 0.5);
         assert_eq!((k.within_sd, k.between_sd, k.blocks), (0.025, 0.005, 40));
@@ -97,6 +100,7 @@ mod tests {
             (0..24)
                 .map(|i| Placed {
                     lifetime: i / 2,
+                    replica: 0,
                     block: i,
                     value: shift + 0.01 * ((i * 7 % 11) as f64 - 5.0),
                 })

@@ -146,10 +146,9 @@ impl Warm {
         let scaled = crate::analyze::lifetimes::scaled(&c, rank_ratio.unwrap_or(1.0));
         // What is left of the run: its blocks (with the restarts the fewest lifetimes need)
         // or of --max-time, whichever ends first.
-        // Every restart starts a lifetime per replica.
-        let r = self.replicas as f64;
-        let units = self.lifetimes * self.replicas;
-        let need = ((crate::analyze::lifetimes::MIN_LIFETIMES - units as f64) / r).max(1.0);
+        // The unit is the restart (every replica's lifetime that began with it).
+        let units = self.lifetimes;
+        let need = (crate::analyze::lifetimes::MIN_LIFETIMES - units as f64).max(1.0);
         let blocks_left = self.blocks_total.saturating_sub(self.block_s.len()) as f64;
         let by_blocks = blocks_left * b + need * self.restart_s;
         let by_time = self
@@ -234,15 +233,23 @@ fn sizing_note(
 ) -> String {
     let pct = |x: f64| x * 100.0;
     format!(
-        "lifetimes of {} blocks{}: sized from this run's {} lifetimes (Kalibera–Jones: SD of the ratio between bursts {:.1}%, between lifetimes {:.1}%; restarting and warming every server {restart_s:.1} s, a block {block_s:.1} s){}; ±{} would need about {} of running (--lifetime-blocks to choose)",
+        "lifetimes of {} blocks{}: sized from this run's {} lifetimes (Kalibera–Jones: SD of the ratio between bursts {:.1}%, between lifetimes {:.1}%{}; restarting and warming every server {restart_s:.1} s, a block {block_s:.1} s){}; ±{} would need about {} of running (--lifetime-blocks to choose)",
         s.blocks,
         s.bound.map_or(String::new(), |b| format!(" ({b})")),
         c.lifetimes,
         pct(c.within_sd),
         pct(c.between_sd),
+        match c.shared_sd {
+            Some(sh) => format!(
+                ", shared by a restart's {} replicas {:.1}% (the restart is the unit)",
+                c.replicas,
+                pct(sh)
+            ),
+            None => String::new(),
+        },
         match (forecast, s.lifetimes) {
             (Some(f), Some(l)) => format!(
-                "; predicted half-width at the run's end ±{:.1}%{} over about {l:.0} lifetimes ({})",
+                "; predicted half-width at the run's end ±{:.1}%{} over about {l:.0} {} ({})",
                 pct(f.half_width),
                 f.range.map_or(String::new(), |(lo, hi)| format!(
                     " (±{:.1}–{:.1}% as {} degrees of freedom allow a normal spread, 90%)",
@@ -250,10 +257,20 @@ fn sizing_note(
                     pct(hi),
                     f.df
                 )),
+                if c.replicas > 1 {
+                    "restarts"
+                } else {
+                    "lifetimes"
+                },
                 match f.rank_ratio {
                     Some(r) => format!(
-                        "normal approximation × {r:.2}: the signed-rank interval over the {} lifetime means so far against the normal one",
-                        c.lifetimes
+                        "normal approximation × {r:.2}: the signed-rank interval over the {} {} means so far against the normal one",
+                        c.lifetimes / c.replicas.max(1),
+                        if c.replicas > 1 {
+                            "restart"
+                        } else {
+                            "lifetime"
+                        },
                     ),
                     None => "normal approximation".into(),
                 }

@@ -271,8 +271,15 @@ fn warm_line(report: &ExperimentAnalysis, sp: &ServerPlan) -> String {
                     } else {
                         "none beyond the bursts'".into()
                     };
+                    let shared = match c.shared_sd {
+                        Some(s) if s > 0.0 => {
+                            format!(", shared by a restart's replicas {:.1}%", s * 100.0)
+                        }
+                        Some(_) => ", shared by a restart's replicas none".into(),
+                        None => String::new(),
+                    };
                     Some(format!(
-                        "{a}/{} between lifetimes {between}, between bursts {:.1}%",
+                        "{a}/{} between lifetimes {between}{shared}, between bursts {:.1}%",
                         report.baseline,
                         c.within_sd * 100.0
                     ))
@@ -291,17 +298,19 @@ fn warm_line(report: &ExperimentAnalysis, sp: &ServerPlan) -> String {
         ),
         None => "one burst per arm per block".into(),
     };
-    let replicas = match sp.warm.as_ref().and_then(|w| w.replicas) {
-        Some(n) if n > 1 => format!(" in {n} replicas (each its own servers and lifetimes)"),
-        _ => String::new(),
+    let replicas = sp.warm.as_ref().and_then(|w| w.replicas).filter(|n| *n > 1);
+    let units = match (replicas, lifetimes) {
+        // Replicas restarted together share what the restart did: the restart is the unit.
+        (Some(_), 1) => "restart (its replicas' lifetimes together) is".into(),
+        (Some(_), _) => "restarts (each its replicas' lifetimes together) are".into(),
+        (None, 1) => "lifetime is".to_string(),
+        (None, _) => "lifetimes are".to_string(),
     };
     format!(
-        "design: warm — every arm's server up at once{replicas}, {schedule}; {lifetimes} {} the units of the intervals ({}){}",
-        if lifetimes == 1 {
-            "lifetime is"
-        } else {
-            "lifetimes are"
-        },
+        "design: warm — every arm's server up at once{}, {schedule}; {lifetimes} {units} the units of the intervals ({}){}",
+        replicas.map_or(String::new(), |n| format!(
+            " in {n} replicas (each its own servers and lifetimes, restarted together)"
+        )),
         sp.design_reason,
         if comps.is_empty() {
             String::new()
