@@ -62,7 +62,7 @@ pub enum ControlError {
     #[error("restore journal {path}: {message}")]
     Journal { path: PathBuf, message: String },
     #[error(
-        "another hugelab ({holder}) is changing system settings (it holds {path}); wait for it to finish (or pass --wait-for-settings), or stop it: `kill {pid}` makes it restore what it changed",
+        "another hugelab ({holder}) is changing system settings (it holds the lock on {path}); wait for it to finish (or pass --wait-for-settings), or stop it: `kill {pid}` makes it restore what it changed",
         pid = pid.map_or_else(|| "PID".to_string(), |p| p.to_string())
     )]
     Busy {

@@ -184,6 +184,17 @@ fn live_owner_blocks_a_second_guard() {
         control::recover(&root, &journal, false).unwrap(),
         Recovery::OwnerAlive { .. }
     ));
+    // --force: an owner alive that holds no lock of hugelab's (here a `sleep`, as an older
+    // hugelab would be) is overridden, and named.
+    match control::recover(&root, &journal, true).unwrap() {
+        Recovery::Forced { holder, restored } => {
+            assert_eq!(holder.pid, child.id());
+            assert!(holder.command.contains("sleep"), "{holder:?}");
+            assert!(restored.is_empty(), "{restored:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!journal.exists(), "restored and removed");
     child.kill().unwrap();
     child.wait().unwrap();
 }

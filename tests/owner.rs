@@ -228,3 +228,206 @@ fn a_waiting_run_starts_once_the_owner_has_restored() {
     assert!(said.contains("waiting for pid"), "{said}");
     assert_defaults(&before);
 }
+
+/// The processes holding the kernel-wide lock now, as `hugelab` finds them.
+fn machine_holders() -> Vec<hugelab::control::Sharer> {
+    hugelab::control::machine::holders(std::path::Path::new(hugelab::control::machine::LOCK_FILE))
+}
+
+/// Wait until `child` holds the kernel-wide lock (to read: a run that changes nothing has
+/// planned and measures); panics if it ends first.
+fn wait_until_reading(child: &mut Child) {
+    let pid = child.id();
+    while !machine_holders().iter().any(|s| s.holder.pid == pid) {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("hugelab pid {pid} ended ({status}) before holding the settings");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// A run whose two arms change nothing, each trial `sleep SECONDS`.
+fn plain_run(seconds: &str, extra: &[&str]) -> Command {
+    let mut args = vec![
+        "run",
+        "--no-save",
+        "--warmup",
+        "0",
+        "-a",
+        "a=",
+        "-a",
+        "b=env.HUGELAB_AA=1",
+    ];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--", "sleep", seconds]);
+    hugelab(&args)
+}
+
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: changes kernel settings or switches user"
+)]
+#[test]
+fn a_run_that_changes_nothing_waits_for_one_that_does_and_the_reverse() {
+    require_root!();
+    let _lock = common::knob_lock();
+    let before = pools();
+    // A plain run started while a run grows a pool waits for it, naming it, and then runs.
+    let mut writer = Running::spawn(pool_run("2", &["--blocks", "2", "-q"]));
+    wait_until_owner(writer.child());
+    let wpid = writer.child().id();
+    let reader = Running::spawn(plain_run("0.1", &["--blocks", "2", "-q"]));
+    let (w, r) = (writer.output(), reader.output());
+    assert!(w.status.success(), "{}", text(&w));
+    let said = text(&r);
+    assert!(r.status.success(), "{said}");
+    assert!(
+        said.contains(&format!("waiting for pid {wpid}: `"))
+            && said.contains("which changes the settings")
+            && said.contains("measures under the machine's own settings"),
+        "{said}"
+    );
+    assert_defaults(&before);
+    // The reverse: a run that grows a pool, started while a plain run measures, waits for it.
+    let mut reader = Running::spawn(plain_run("2", &["--blocks", "2", "-q"]));
+    wait_until_reading(reader.child());
+    let rpid = reader.child().id();
+    let writer = Running::spawn(pool_run("0.1", &["--blocks", "2", "-q"]));
+    let (r, w) = (reader.output(), writer.output());
+    assert!(r.status.success(), "{}", text(&r));
+    let said = text(&w);
+    assert!(w.status.success(), "{said}");
+    assert!(
+        said.contains(&format!("waiting for pid {rpid}: `"))
+            && said.contains("which measures under them")
+            && said.contains("to finish before changing any setting"),
+        "{said}"
+    );
+    assert_defaults(&before);
+}
+
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: changes kernel settings or switches user"
+)]
+#[test]
+fn one_owner_whatever_the_journal_path_or_namespace() {
+    require_root!();
+    let _lock = common::knob_lock();
+    let before = pools();
+    let mut owner = Running::spawn(pool_run("2", &["--blocks", "3", "-q"]));
+    wait_until_owner(owner.child());
+    let pid = owner.child().id();
+    let dir = tempfile::tempdir().unwrap();
+    // Another journal path; --drop-caches (a whole-machine action); and a second hugelab in a
+    // new mount, IPC or PID namespace: each is refused, naming the owner (from a PID namespace
+    // of its own the owner is not in /proc/locks: the lock itself says a writer holds it).
+    let journal = dir.path().join("elsewhere/journal.json");
+    let mut other = pool_run("0.1", &["--blocks", "2", "-q"]);
+    other.env("HUGELAB_JOURNAL", &journal);
+    let drop_caches = plain_run("0.1", &["--blocks", "2", "-q", "--drop-caches"]);
+    let bin = assert_cmd::cargo::cargo_bin("hugelab");
+    let pool_args = [
+        "run",
+        "--no-save",
+        "--warmup",
+        "0",
+        "-a",
+        "base=",
+        "-a",
+        "pool=hugetlb.2M=4",
+        "--blocks",
+        "2",
+        "-q",
+        "--",
+        "sleep",
+        "0.1",
+    ];
+    let in_ns = |flags: &[&str]| {
+        let mut c = Command::new("unshare");
+        c.args(flags).arg(&bin).args(pool_args);
+        c.stdout(Stdio::piped()).stderr(Stdio::piped());
+        c
+    };
+    let cases = [
+        ("HUGELAB_JOURNAL elsewhere", other, true),
+        ("--drop-caches", drop_caches, true),
+        ("a mount namespace", in_ns(&["--mount"]), true),
+        ("an IPC namespace", in_ns(&["--ipc"]), true),
+        (
+            "a PID namespace",
+            in_ns(&["--pid", "--fork", "--mount-proc"]),
+            false,
+        ),
+    ];
+    for (what, mut cmd, visible) in cases {
+        let out = cmd.output().unwrap();
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{what}: {said}");
+        let named = match visible {
+            true => format!("another hugelab (pid {pid}: `"),
+            false => hugelab::control::machine::UNSEEN.to_string(),
+        };
+        assert!(
+            said.contains(&named) && said.contains("is changing system settings"),
+            "{what}: {said}"
+        );
+    }
+    assert!(!journal.exists(), "the refused wrote no journal");
+    let out = owner.output();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_defaults(&before);
+}
+
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: changes kernel settings or switches user"
+)]
+#[test]
+fn a_run_waiting_behind_a_killed_owner_restores_its_settings_before_planning() {
+    require_root!();
+    let _lock = common::knob_lock();
+    let before = pools();
+    // A seed whose first block runs the pool arm first: the owner has grown the pool (and
+    // journaled it) when it is killed in that trial.
+    let seed = (0..1000u64)
+        .find(|s| hugelab::experiment::block_order(2, 0, *s)[0] == 1)
+        .unwrap()
+        .to_string();
+    let mut owner = Running::spawn(pool_run("60", &["--blocks", "2", "-q", "--seed", &seed]));
+    wait_until_owner(owner.child());
+    let dead = owner.child().id();
+    while common::read_trim(POOL_2M) != "4" {
+        assert!(
+            owner.child().try_wait().unwrap().is_none(),
+            "the owner ended"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let waiting = Running::spawn(pool_run(
+        "0.1",
+        &["--blocks", "2", "--wait-for-settings", "--json"],
+    ));
+    // It waits for the owner (said), then the owner dies without restoring anything.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    drop(owner); // SIGKILL
+    let out = waiting.output();
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains(&format!(
+            "pid {dead} ended without restoring what it changed; restored"
+        )),
+        "{said}"
+    );
+    // Restored before planning: the waiting run's pool arm was sized from the machine's own
+    // pool (0), and got its pages.
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pool = &v["pools"][0];
+    assert_eq!(
+        (&pool["asked"], &pool["obtained"]),
+        (&4.into(), &4.into()),
+        "{pool}"
+    );
+    assert_defaults(&before);
+}

@@ -35,13 +35,14 @@ pub fn conduct(a: &BenchArgs) -> anyhow::Result<BenchResult> {
     let (plan, mut notes) = plan(a, &st)?;
     // A bench that may grow pools or switch mTHP sizes owns the settings from here (refused,
     // exit 2, while another hugelab does) and reads the machine again under that lock.
-    let owner = BenchSettings::may_change(&plan, &st, !a.no_grow)
-        .then(|| crate::control::own_settings(a.settings.wait_for_settings))
-        .transpose()?;
-    let st = match owner {
-        Some(_) => status::probe(&Root::system()).context("probing the machine")?,
-        None => st,
+    // One that changes none holds them as they are (no other hugelab changes them under it).
+    let (owner, _reading) = if BenchSettings::may_change(&plan, &st, !a.no_grow) {
+        let o = crate::control::own_settings(a.settings.wait_for_settings)?;
+        (Some(o), None)
+    } else {
+        (None, crate::control::read_settings()?)
     };
+    let st = status::probe(&Root::system()).context("probing the machine")?;
     let mut obs = Progress::stderr("hugelab bench", a.progress.quiet);
     start_progress(&mut obs, &plan);
     let mut sys = BenchSettings::live(owner);

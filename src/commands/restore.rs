@@ -66,9 +66,10 @@ pub fn run(a: RestoreArgs) -> anyhow::Result<i32> {
         Recovery::Nothing => ("nothing-to-restore", None, vec![]),
         Recovery::OwnerAlive { holder } => ("owner-alive", Some(holder), vec![]),
         Recovery::Restored(r) => ("restored", None, r),
+        Recovery::Forced { holder, restored } => ("forced", Some(holder), restored),
     };
     // A live owner's settings are its own to restore: refusing them is not success.
-    let failed = owner.is_some() || restored.iter().any(|r| r.error.is_some());
+    let failed = status == "owner-alive" || restored.iter().any(|r| r.error.is_some());
     if a.out.json {
         print_json(&RestoreJson {
             journal: path.display().to_string(),
@@ -89,6 +90,17 @@ pub fn run(a: RestoreArgs) -> anyhow::Result<i32> {
                     path.display(),
                     h.pid
                 )
+            }
+            "forced" => {
+                let h = owner.as_ref().expect("forced names the recorded owner");
+                println!(
+                    "restored from {} (--force): its recorded owner, {h}, is alive but holds neither the lock beside the journal nor the kernel-wide one every hugelab takes ({}), so it is a hugelab older than those locks, or another program with a reused pid, and nothing else will restore these settings:",
+                    path.display(),
+                    control::machine::LOCK_FILE
+                );
+                for r in &restored {
+                    println!("  {}", r.describe());
+                }
             }
             _ => {
                 println!("restored from {}:", path.display());

@@ -22,7 +22,11 @@ pub struct Holder {
 
 impl std::fmt::Display for Holder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "pid {}: `{}`", self.pid, self.command)
+        match self.pid {
+            // Not visible from this PID namespace: what is known of it is all there is.
+            0 => f.write_str(&self.command),
+            pid => write!(f, "pid {pid}: `{}`", self.command),
+        }
     }
 }
 
@@ -41,6 +45,8 @@ pub enum Contended {
 pub struct Owner {
     file: File,
     journal_path: PathBuf,
+    /// The kernel-wide lock every hugelab shares, held exclusive (the live machine's owner).
+    _machine: Option<super::machine::MachineLock>,
 }
 
 /// `DIR/journal.json` → `DIR/journal.lock`.
@@ -55,6 +61,17 @@ impl Owner {
         journal_path: &Path,
         contended: Contended,
         waiting: &mut dyn FnMut(Option<&Holder>),
+    ) -> Result<Arc<Owner>, ControlError> {
+        Owner::acquire_with(journal_path, contended, waiting, None)
+    }
+
+    /// [`Owner::acquire`] by a process that already holds `machine` (the kernel-wide lock,
+    /// exclusive), kept as long as the ownership.
+    pub fn acquire_with(
+        journal_path: &Path,
+        contended: Contended,
+        waiting: &mut dyn FnMut(Option<&Holder>),
+        machine: Option<super::machine::MachineLock>,
     ) -> Result<Arc<Owner>, ControlError> {
         let path = lock_path(journal_path);
         let err = |message: String| ControlError::Journal {
@@ -86,6 +103,7 @@ impl Owner {
         Ok(Arc::new(Owner {
             file,
             journal_path: journal_path.to_path_buf(),
+            _machine: machine,
         }))
     }
 
@@ -126,14 +144,15 @@ impl Drop for Owner {
 /// The refusal naming `holder`, who holds `path`.
 pub fn busy(holder: Option<&Holder>, path: PathBuf) -> ControlError {
     ControlError::Busy {
-        pid: holder.map(|h| h.pid),
+        // Never `kill 0` (this process's group) for a holder whose pid is not visible.
+        pid: holder.map(|h| h.pid).filter(|p| *p != 0),
         holder: holder.map_or_else(|| "pid unknown".into(), |h| h.to_string()),
         path,
     }
 }
 
 /// `Ok(false)` when the lock is held elsewhere (only with `LOCK_NB`).
-fn try_lock(file: &File, operation: libc::c_int) -> std::io::Result<bool> {
+pub(super) fn try_lock(file: &File, operation: libc::c_int) -> std::io::Result<bool> {
     loop {
         // SAFETY: flock on a valid open file descriptor that `file` keeps open.
         if unsafe { libc::flock(file.as_raw_fd(), operation) } == 0 {

@@ -8,11 +8,11 @@ use super::trial::{Job, ServerSlot, describe_end, trial};
 
 mod duet;
 mod progress;
+mod stopping;
 
 use crate::analyze::experiment::{self, TrialData};
-use crate::analyze::sequential::ConfidenceSequence;
 use crate::analyze::stored::trial_data;
-use crate::analyze::verdict::{self, Design, Verdict};
+use crate::analyze::verdict::Design;
 use crate::backing::condition::{Condition, Held, Prepared};
 use crate::control::Guard;
 use crate::model::run::Plan;
@@ -57,54 +57,6 @@ fn measured(plan: &Plan, trials: &[TrialRow]) -> Vec<TrialData> {
     let data = trials.iter().map(trial_data).collect();
     let primary = &plan.primary().name;
     crate::analyze::warmup::measured(data, plan.arms.len(), primary, plan.confidence)
-}
-
-/// Why the run may stop at this look, on the trials the answer will use: every contrast of
-/// the primary metric settled by the plan's design, or, with `--target-halfwidth`, every
-/// contrast's interval (the design's: a confidence sequence) that narrow.
-fn stop_now(plan: &Plan, trials: &[TrialRow]) -> Option<String> {
-    let primary = plan.primary();
-    let data = measured(plan, trials);
-    let d: Vec<Vec<f64>> = (0..plan.arms.len())
-        .filter(|i| *i != plan.baseline)
-        .map(|i| experiment::log_ratios(&data, i, plan.baseline, &primary.name))
-        .collect();
-    let cs = verdict::verdicts_only(
-        &d,
-        plan.effect,
-        plan.confidence,
-        primary.better,
-        &plan.design,
-    );
-    match plan.target_halfwidth {
-        Some(t) => cs
-            .iter()
-            .all(|c| {
-                c.as_ref()
-                    .and_then(|c| Some((c.percent.hi? - c.percent.lo?) / 2.0))
-                    .is_some_and(|h| h <= t * 100.0)
-            })
-            .then(|| format!("every contrast within ±{}%", t * 100.0)),
-        None => cs
-            .iter()
-            .all(|c| {
-                c.as_ref()
-                    .is_some_and(|c| c.verdict != Verdict::Inconclusive)
-            })
-            .then(|| "every contrast settled".to_string()),
-    }
-}
-
-/// Whether the design looks after `blocks` complete blocks.
-fn is_look(design: &Design, blocks: usize) -> bool {
-    match design {
-        Design::Sequential { .. } => blocks >= ConfidenceSequence::MIN_BLOCKS,
-        // The looks of GroupSequential::new, without computing its boundaries every block.
-        Design::GroupSequential { looks, max_blocks } => {
-            (1..=*looks).any(|i| (max_blocks * i).div_ceil(*looks).max(2) == blocks)
-        }
-        _ => false,
-    }
 }
 
 /// The warm design's system-wide settings, once, for every arm's server at once.
@@ -388,13 +340,15 @@ impl Course<'_> {
             },
             (!open_ended).then_some(total),
         );
+        let mut took = stopping::Took::default();
         for b in 0..plan.blocks {
+            // A block that cannot end before the deadline is not started.
             if let Some((at, max)) = deadline
-                && started.elapsed() >= at
+                && let Some(why) = took.past(started.elapsed(), at)
             {
                 if phase + 1 == plan.conditions.len().max(1) {
                     self.x.stop_reason = format!(
-                        "{} {} s reached after {}",
+                        "{} {} s reached after {}{why}",
                         if plan.calibrate {
                             "--calibrate"
                         } else {
@@ -413,12 +367,26 @@ impl Course<'_> {
                 return Ok(false);
             }
             self.x.blocks_done += 1;
+            let secs = block_started.elapsed().as_secs_f64();
+            took.add(secs);
             if let Some(s) = self.servers.as_mut() {
-                s.after_block(block_started.elapsed().as_secs_f64());
+                s.after_block(secs);
+            }
+            // After the first block: whether the time left holds an interval at all.
+            if phase == 0
+                && b == 0
+                && !plan.calibrate
+                && let Some((at, max)) = deadline
+                && let Some(why) = stopping::no_interval(plan, secs, at, started.elapsed(), max)
+            {
+                ctx.progress.note(&why);
+                self.x.refused = true;
+                self.x.stop_reason = why;
+                return Ok(false);
             }
             if matches!(end, BlockEnd::Done)
-                && is_look(&plan.design, self.x.blocks_done)
-                && let Some(why) = stop_now(plan, &self.x.trials)
+                && stopping::is_look(&plan.design, self.x.blocks_done)
+                && let Some(why) = stopping::stop_now(plan, &self.x.trials)
             {
                 self.x.stop_reason = format!(
                     "{why} after {} ({})",

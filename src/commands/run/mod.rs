@@ -10,7 +10,8 @@ use crate::experiment::{Outcome, Request};
 use crate::model::run::RunResult;
 
 pub fn run(a: RunArgs) -> anyhow::Result<i32> {
-    let (plan, owner) = crate::experiment::plan::plan_owned(&a)?;
+    // Held until the run has restored everything (the owner) or measured (the reader's lock).
+    let (plan, (owner, _reading)) = crate::experiment::plan::plan_owned(&a)?;
     crate::experiment::plan::check_program(&a, &plan)?;
     let db = (!a.no_save).then(|| {
         a.store

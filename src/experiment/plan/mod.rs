@@ -137,27 +137,38 @@ pub fn server_words(server: &str, shell: bool) -> Vec<String> {
     }
 }
 
-/// The plan for a user who is root (`privileged`) or not: arms that change system-wide
-/// settings, `--drop-caches`, `--compact` and `--user` need root.
+/// How a run holds the machine's settings: as their one owner (it changes them), or, where
+/// it changes none, the lock that keeps every other hugelab from changing them under it.
+pub type Held = (
+    Option<std::sync::Arc<crate::control::Owner>>,
+    Option<crate::control::MachineLock>,
+);
+
 /// Plan; where the plan changes system settings, become their one owner first (refused, exit
-/// 2, while another hugelab is; or waiting with `--wait-for-settings`) and plan again under the
-/// lock, so that pool targets come from values no other hugelab is changing.
-pub fn plan_owned(
-    a: &RunArgs,
-) -> anyhow::Result<(Plan, Option<std::sync::Arc<crate::control::Owner>>)> {
+/// 2, while another hugelab is; or waiting with `--wait-for-settings`), else hold them as they
+/// are for the measurement (waiting, said, for a hugelab that changes them), and plan again
+/// under the lock, so that the plan reads values no other hugelab is changing.
+pub fn plan_owned(a: &RunArgs) -> anyhow::Result<(Plan, Held)> {
     let first = plan(a)?;
-    if !changes_settings(&first) {
-        return Ok((first, None));
-    }
-    let owner = crate::control::own_settings(a.settings.wait_for_settings)?;
-    Ok((plan(a)?, Some(owner)))
+    let held = if changes_settings(&first) {
+        (
+            Some(crate::control::own_settings(a.settings.wait_for_settings)?),
+            None,
+        )
+    } else {
+        (None, crate::control::read_settings()?)
+    };
+    Ok((plan(a)?, held))
 }
 
-/// Whether running `plan` changes system settings: an arm's or the warm design's system-wide
-/// knobs, or a condition that needs root.
+/// Whether running `plan` changes the machine's state: an arm's or the warm design's
+/// system-wide knobs, a condition (it fragments, fills or compacts the machine's memory), or
+/// `--drop-caches` / `--compact`.
 pub fn changes_settings(plan: &Plan) -> bool {
     plan.arms.iter().any(|x| !x.system.is_empty())
-        || plan.conditions.iter().any(|c| c.needs_root())
+        || !plan.conditions.is_empty()
+        || plan.trial.drop_caches
+        || plan.trial.compact
         || plan
             .server
             .as_ref()

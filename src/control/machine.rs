@@ -1,0 +1,237 @@
+//! The lock every hugelab on one kernel shares, whatever its journal path: a `flock` on the
+//! kernel's own THP mode file (`/sys/kernel/mm/transparent_hugepage/enabled`, opened to read).
+//! A process that changes settings (pools, THP, caches dropped, memory compacted) takes it
+//! exclusive; one whose answer depends on the settings it reads takes it shared, so that no
+//! other hugelab changes them under its measurement. sysfs is the kernel's: a process in another
+//! mount, PID or IPC namespace that sees the host's sysfs locks the same inode. A container
+//! with a sysfs of its own (a network namespace's) has another inode, and its owners are not
+//! seen from outside it, nor the host's from inside.
+//!
+//! Who holds it is read from `/proc/locks` (the lock's device and inode, the holder's pid and
+//! whether it reads or writes), not from a file the holder writes, so two journal paths never
+//! hide one owner from the other.
+
+use super::owner::{Contended, Holder};
+use crate::error::ControlError;
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// The file whose lock every hugelab on the kernel shares.
+pub const LOCK_FILE: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
+
+/// How a process holds the machine lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Its answer depends on the settings as they are: shared with other readers.
+    Read,
+    /// It changes settings: alone.
+    Write,
+}
+
+/// One process holding (or waiting for) the machine lock, from `/proc/locks`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Sharer {
+    pub holder: Holder,
+    pub mode: Mode,
+}
+
+impl std::fmt::Display for Sharer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.mode {
+            Mode::Write => write!(f, "{}, which changes the settings", self.holder),
+            Mode::Read => write!(f, "{}, which measures under them", self.holder),
+        }
+    }
+}
+
+/// Whether this process holds the lock to read: it cannot then take it to write (the two
+/// open files would wait for each other), so such a request fails at once instead.
+static READING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The held machine lock; released when dropped (or when the process exits, however).
+#[derive(Debug)]
+pub struct MachineLock {
+    file: File,
+    pub mode: Mode,
+}
+
+impl MachineLock {
+    /// Take the lock on `path` (the live kernel's: [`LOCK_FILE`]) in `mode`. When others hold
+    /// it in a way that excludes `mode`, `contended` is told who they are and chooses: refuse
+    /// at once (naming them in [`ControlError::Busy`]), or block until they let go.
+    pub fn acquire(
+        path: &Path,
+        mode: Mode,
+        contended: &mut dyn FnMut(&[Sharer]) -> Contended,
+    ) -> Result<MachineLock, ControlError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if mode == Mode::Write && READING.load(SeqCst) > 0 {
+            return Err(ControlError::Journal {
+                path: path.to_path_buf(),
+                message: "this process measures under the settings as they are (it holds the lock to read) and cannot change them: a setting it changes must be planned as one (an arm, a condition)".into(),
+            });
+        }
+        let file = File::open(path).map_err(|source| ControlError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let op = match mode {
+            Mode::Read => libc::LOCK_SH,
+            Mode::Write => libc::LOCK_EX,
+        };
+        let err = |e: std::io::Error| ControlError::Journal {
+            path: path.to_path_buf(),
+            message: format!("cannot lock: {e}"),
+        };
+        if !super::owner::try_lock(&file, op | libc::LOCK_NB).map_err(err)? {
+            let mut others = holders(path);
+            // `/proc/locks` lists only holders in this PID namespace: whether a writer holds
+            // it is asked of the lock itself (a shared lock is refused only by a writer).
+            if !others.iter().any(|s| s.mode == Mode::Write) && writer_holds(path) {
+                others.insert(0, unseen(Mode::Write));
+            }
+            if contended(&others) == Contended::Refuse {
+                return Err(busy(&others, path.to_path_buf()));
+            }
+            super::owner::try_lock(&file, op).map_err(err)?;
+        }
+        if mode == Mode::Read {
+            READING.fetch_add(1, SeqCst);
+        }
+        Ok(MachineLock { file, mode })
+    }
+}
+
+impl Drop for MachineLock {
+    fn drop(&mut self) {
+        if self.mode == Mode::Read {
+            READING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        // SAFETY: unlocking our own open file descriptor (closing it would too).
+        unsafe { libc::flock(self.file.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
+/// Whether a process holds the lock on `path` exclusive now (a shared lock taken on a file of
+/// our own is refused only by a writer; it is let go at once).
+fn writer_holds(path: &Path) -> bool {
+    File::open(path).is_ok_and(|f| {
+        super::owner::try_lock(&f, libc::LOCK_SH | libc::LOCK_NB).is_ok_and(|got| !got)
+    })
+}
+
+/// A holder `/proc/locks` does not show this process.
+fn unseen(mode: Mode) -> Sharer {
+    Sharer {
+        holder: Holder {
+            pid: 0,
+            command: UNSEEN.into(),
+        },
+        mode,
+    }
+}
+
+/// How a holder in a PID namespace this process cannot see is named.
+pub const UNSEEN: &str = "a hugelab in a PID namespace this one cannot see";
+
+/// The refusal naming the first writer among `others` (or the first of them).
+fn busy(others: &[Sharer], path: PathBuf) -> ControlError {
+    let first = others
+        .iter()
+        .find(|s| s.mode == Mode::Write)
+        .or(others.first());
+    super::owner::busy(first.map(|s| &s.holder), path)
+}
+
+/// Every other process that holds the lock on `path` now, writers first.
+pub fn holders(path: &Path) -> Vec<Sharer> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Vec::new();
+    };
+    let text = std::fs::read_to_string("/proc/locks").unwrap_or_default();
+    let mut v: Vec<Sharer> = parse_locks(&text, meta.dev(), meta.ino())
+        .into_iter()
+        .filter(|(pid, _)| *pid != std::process::id())
+        .map(|(pid, mode)| Sharer {
+            holder: Holder {
+                pid,
+                command: match pid {
+                    0 => UNSEEN.into(),
+                    _ => crate::probe::process::Proc::system(pid).cmdline().join(" "),
+                },
+            },
+            mode,
+        })
+        .collect();
+    v.sort_by_key(|s| (s.mode == Mode::Read, s.holder.pid));
+    v.dedup();
+    v
+}
+
+/// The granted `FLOCK` entries of `/proc/locks` on the file `dev`/`ino`: pid and mode. A
+/// holder in a PID namespace this process cannot see is listed with pid 0 by the kernel and
+/// kept as such. Entries waiting for the lock (`->`) are not holders.
+pub fn parse_locks(text: &str, dev: u64, ino: u64) -> Vec<(u32, Mode)> {
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let want = format!("{major:02x}:{minor:02x}:{ino}");
+    text.lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.get(1) != Some(&"FLOCK") || f.get(5) != Some(&want.as_str()) {
+                return None;
+            }
+            let mode = match *f.get(3)? {
+                "READ" => Mode::Read,
+                "WRITE" => Mode::Write,
+                _ => return None,
+            };
+            Some((f.get(4)?.parse::<i64>().ok()?.max(0) as u32, mode))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_locks_entries_of_the_file_are_its_holders_and_waiters_are_not() {
+        let text = "1: FLOCK  ADVISORY  WRITE 1505 00:16:3830 0 EOF\n\
+                    1: -> FLOCK  ADVISORY  READ 1600 00:16:3830 0 EOF\n\
+                    2: FLOCK  ADVISORY  READ 1700 00:16:3830 0 EOF\n\
+                    3: POSIX  ADVISORY  WRITE 1800 00:16:3830 0 EOF\n\
+                    4: FLOCK  ADVISORY  WRITE 1900 00:17:3830 0 EOF\n\
+                    5: FLOCK  ADVISORY  READ -1 00:16:3830 0 EOF\n";
+        let dev = libc::makedev(0, 0x16);
+        assert_eq!(
+            parse_locks(text, dev, 3830),
+            vec![(1505, Mode::Write), (1700, Mode::Read), (0, Mode::Read)]
+        );
+    }
+
+    #[test]
+    fn a_writer_excludes_readers_and_readers_share() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("enabled");
+        std::fs::write(&path, "always [madvise] never\n").unwrap();
+        let refuse = |mode| MachineLock::acquire(&path, mode, &mut |_| Contended::Refuse);
+        // flock locks belong to the open file, so one process can contend with itself.
+        let w = refuse(Mode::Write).unwrap();
+        assert!(matches!(refuse(Mode::Read), Err(ControlError::Busy { .. })));
+        drop(w);
+        let r1 = refuse(Mode::Read).unwrap();
+        let r2 = refuse(Mode::Read).unwrap();
+        // A process that reads cannot take it to write: refused at once, not a deadlock.
+        match refuse(Mode::Write) {
+            Err(ControlError::Journal { message, .. }) => {
+                assert!(message.contains("cannot change them"), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
+        drop((r1, r2));
+        refuse(Mode::Write).unwrap();
+    }
+}

@@ -1,0 +1,150 @@
+//! When the blocks stop: a sequential design's look, and `--max-time` kept — a block that
+//! cannot end before the deadline is not started, and a run whose time cannot hold the blocks
+//! an interval needs says so after its first block and stops there, with the time it would
+//! need, rather than spending the time on a run that ends INCONCLUSIVE for want of blocks (a
+//! load of a fixed count keeps its count, so its block lasts as long as the count takes).
+
+use crate::analyze::experiment;
+use crate::analyze::sequential::ConfidenceSequence;
+use crate::analyze::verdict::{self, Design, Verdict};
+use crate::model::run::Plan;
+use crate::store::TrialRow;
+use crate::units::fmt_elapsed;
+use std::time::Duration;
+
+/// Why the run may stop at this look, on the trials the answer will use: every contrast of
+/// the primary metric settled by the plan's design, or, with `--target-halfwidth`, every
+/// contrast's interval (the design's: a confidence sequence) that narrow.
+pub(super) fn stop_now(plan: &Plan, trials: &[TrialRow]) -> Option<String> {
+    let primary = plan.primary();
+    let data = super::measured(plan, trials);
+    let d: Vec<Vec<f64>> = (0..plan.arms.len())
+        .filter(|i| *i != plan.baseline)
+        .map(|i| experiment::log_ratios(&data, i, plan.baseline, &primary.name))
+        .collect();
+    let cs = verdict::verdicts_only(
+        &d,
+        plan.effect,
+        plan.confidence,
+        primary.better,
+        &plan.design,
+    );
+    match plan.target_halfwidth {
+        Some(t) => cs
+            .iter()
+            .all(|c| {
+                c.as_ref()
+                    .and_then(|c| Some((c.percent.hi? - c.percent.lo?) / 2.0))
+                    .is_some_and(|h| h <= t * 100.0)
+            })
+            .then(|| format!("every contrast within ±{}%", t * 100.0)),
+        None => cs
+            .iter()
+            .all(|c| {
+                c.as_ref()
+                    .is_some_and(|c| c.verdict != Verdict::Inconclusive)
+            })
+            .then(|| "every contrast settled".to_string()),
+    }
+}
+
+/// Whether the design looks after `blocks` complete blocks.
+pub(super) fn is_look(design: &Design, blocks: usize) -> bool {
+    match design {
+        Design::Sequential { .. } => blocks >= ConfidenceSequence::MIN_BLOCKS,
+        // The looks of GroupSequential::new, without computing its boundaries every block.
+        Design::GroupSequential { looks, max_blocks } => {
+            (1..=*looks).any(|i| (max_blocks * i).div_ceil(*looks).max(2) == blocks)
+        }
+        _ => false,
+    }
+}
+
+/// The blocks' durations so far in a phase.
+#[derive(Debug, Default)]
+pub(super) struct Took {
+    n: usize,
+    sum: f64,
+}
+
+impl Took {
+    pub(super) fn add(&mut self, secs: f64) {
+        self.n += 1;
+        self.sum += secs;
+    }
+
+    /// Whether the phase stops before its next block: the deadline `at` is reached, or the
+    /// next block, as long as the mean block so far, would end past it (why, in words, to
+    /// append to the stop reason). None while it fits.
+    pub(super) fn past(&self, elapsed: Duration, at: Duration) -> Option<String> {
+        if elapsed >= at {
+            return Some(String::new());
+        }
+        let mean = (self.n > 0).then(|| self.sum / self.n as f64)?;
+        (elapsed.as_secs_f64() + mean > at.as_secs_f64()).then(|| {
+            format!(
+                " (the next block, about {} like the blocks before it, would have ended past it)",
+                fmt_elapsed(mean)
+            )
+        })
+    }
+}
+
+/// After the first block of a fixed design bounded by `--max-time` (`max`, this phase's share
+/// ending at `at`, `elapsed` now): the refusal, in words, when the time left cannot hold the
+/// blocks the first Holm step's signed-rank interval needs even if every further block took
+/// two thirds of the first's `first_s` (its servers' start and warm-up are in it). None when it
+/// can, or when the plan's own block count is too few anyway (said before the run).
+pub(super) fn no_interval(
+    plan: &Plan,
+    first_s: f64,
+    at: Duration,
+    elapsed: Duration,
+    max: Duration,
+) -> Option<String> {
+    if !matches!(plan.design, Design::Fixed) || first_s <= 0.0 {
+        return None;
+    }
+    let m = plan.arms.len().saturating_sub(1).max(1);
+    let level = 1.0 - (1.0 - plan.confidence) / m as f64;
+    let units = crate::stats::min_pairs_for_interval(level);
+    let warm = plan.server.as_ref().and_then(|s| s.warm.as_ref());
+    let per_unit = warm.map_or(1, |w| w.lifetime_blocks.unwrap_or(2).max(1));
+    let need = units * per_unit;
+    let left = at.saturating_sub(elapsed).as_secs_f64();
+    let most = 1 + (left / (first_s * 2.0 / 3.0)).floor() as usize;
+    if most >= need || need > plan.blocks {
+        return None;
+    }
+    let need_s = need as f64 * first_s;
+    Some(format!(
+        "stopped after the first block: it took {}, so --max-time {} holds at most about {most} blocks, and an interval at {:.2}% needs {}{need} blocks, about {} at that pace; give --max-time {}m or more, or make a block shorter (a load of a fixed count, such as redis-benchmark -n or pgbench -t, keeps its count: give a smaller one, or bound the load by time with {{burst}})",
+        fmt_elapsed(first_s),
+        fmt_elapsed(max.as_secs_f64()),
+        level * 100.0,
+        match warm {
+            Some(_) => format!("{units} server lifetimes of {per_unit} blocks, "),
+            None => String::new(),
+        },
+        fmt_elapsed(need_s),
+        (need_s * 1.1 / 60.0).ceil() as u64,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_next_block_is_not_started_when_it_would_end_past_the_deadline() {
+        let s = Duration::from_secs;
+        let mut t = Took::default();
+        assert_eq!(t.past(s(5), s(10)), None, "no block yet: nothing to go by");
+        assert_eq!(t.past(s(10), s(10)), Some(String::new()), "reached");
+        t.add(4.0);
+        t.add(2.0);
+        assert_eq!(t.past(s(6), s(10)), None, "6 + 3 ≤ 10");
+        let why = t.past(s(8), s(10)).unwrap();
+        assert!(why.contains("would have ended past it"), "{why}");
+    }
+}
