@@ -138,7 +138,7 @@ pub fn size_replicated(
         bound,
         predicted: lifetimes
             .filter(|l| *l >= 2.0)
-            .map(|l| z * ((b2 + w2 / k) / (r * l)).sqrt()),
+            .map(|l| z * ((b2_sized + w2 / k) / (r * l)).sqrt()),
         lifetimes,
     }
 }
@@ -147,17 +147,39 @@ pub fn size_replicated(
 /// said with its range.
 pub const FEW_DF: usize = 30;
 
-/// How far the true spread may lie from the one `c` estimated: factors on its SD at `level`
-/// (chi-square over the within-lifetime degrees of freedom, blocks less lifetimes), applied
-/// to a half-width forecast from it. None with no degrees of freedom.
-pub fn spread_range(c: &Components, level: f64) -> Option<(f64, f64)> {
+/// How far the true spread of a unit's mean may lie from the one `c` estimated, for units of
+/// `k` blocks per lifetime: factors on its SD at `level`, applied to a half-width forecast
+/// from it, and the degrees of freedom they come from. The unit's variance is T²₂ + T²₁/k (with
+/// replicas T²₂ + n·S² for T²₂, as the sizing counts it, floored as the sizing floors it), two
+/// estimates of different precision: its degrees of freedom are Satterthwaite's,
+/// (T²₂ + T²₁/k)² / (T⁴₂/(units − 1) + (T²₁/k)²/(blocks − lifetimes)), so few lifetimes count
+/// when the lifetimes' part is large and many blocks when the bursts' part is; a floored T²₂
+/// is a prior, not an estimate, and adds no uncertainty. Chi-square on those: the range a
+/// normal spread allows (heavy tails hold it less often: the simulation study's row). None
+/// with no degrees of freedom.
+pub fn spread_range(c: &Components, k: usize, level: f64) -> Option<((f64, f64), f64)> {
     use statrs::distribution::{ChiSquared, ContinuousCDF};
-    let df = c.blocks.checked_sub(c.lifetimes).filter(|d| *d > 0)? as f64;
+    let r = c.replicas.max(1) as f64;
+    let df_w = c.blocks.checked_sub(c.lifetimes).filter(|d| *d > 0)? as f64;
+    let units = c.lifetimes / c.replicas.max(1);
+    let w2k = c.within_sd.powi(2) / k.max(1) as f64;
+    let b2 = between_sq(c, r);
+    let floored = b2 < c.within_sd.powi(2) / 100.0;
+    let b2 = b2.max(c.within_sd.powi(2) / 100.0);
+    let between_term = match (floored, units) {
+        (true, _) => 0.0,
+        (false, 0 | 1) => return None,
+        (false, u) => b2.powi(2) / (u - 1) as f64,
+    };
+    let df = (b2 + w2k).powi(2) / (between_term + w2k.powi(2) / df_w);
     let chi = ChiSquared::new(df).ok()?;
     let tail = (1.0 - level) / 2.0;
     Some((
-        (df / chi.inverse_cdf(1.0 - tail)).sqrt(),
-        (df / chi.inverse_cdf(tail)).sqrt(),
+        (
+            (df / chi.inverse_cdf(1.0 - tail)).sqrt(),
+            (df / chi.inverse_cdf(tail)).sqrt(),
+        ),
+        df,
     ))
 }
 
@@ -331,24 +353,33 @@ mod tests {
 
     #[test]
     fn a_spread_from_few_blocks_is_forecast_with_the_range_its_degrees_of_freedom_allow() {
-        let c = |blocks, lifetimes| Components {
+        let c = |blocks, lifetimes, between_sd| Components {
             lifetimes,
             blocks,
             within_sd: 0.05,
-            between_sd: 0.0,
+            between_sd,
             replicas: 1,
             shared_sd: None,
         };
-        // 3 lifetimes of 2 blocks: 3 degrees of freedom, a true SD 0.62–2.9× the one seen.
-        let (lo, hi) = spread_range(&c(6, 3), 0.90).unwrap();
+        // 3 lifetimes of 2 blocks, no lifetime spread seen (floored to a tenth of the bursts'
+        // SD, a prior): the bursts' 3 degrees of freedom, as 3·(1.02)² = 3.12 for the unit's
+        // variance, a true SD 0.62–2.8× the one seen.
+        let ((lo, hi), df) = spread_range(&c(6, 3, 0.0), 2, 0.90).unwrap();
         assert!(
-            (lo - 0.62).abs() < 0.01 && (hi - 2.92).abs() < 0.01,
-            "{lo} {hi}"
+            (lo - 0.62).abs() < 0.01 && (hi - 2.83).abs() < 0.01 && (df - 3.1212).abs() < 1e-9,
+            "{lo} {hi} {df}"
         );
         // Many blocks: a narrow range.
-        let (lo, hi) = spread_range(&c(400, 100), 0.90).unwrap();
+        let ((lo, hi), _) = spread_range(&c(400, 100, 0.0), 4, 0.90).unwrap();
         assert!(lo > 0.9 && hi < 1.1, "{lo} {hi}");
-        assert_eq!(spread_range(&c(3, 3), 0.9), None);
+        assert_eq!(spread_range(&c(3, 3, 0.0), 1, 0.9), None);
+        // A lifetime spread as large as a lifetime's bursts' part: both levels count, and the
+        // 2 degrees of freedom of 3 lifetimes weigh most — (2v)²/(v²/2 + v²/3) = 4.8.
+        let (_, df) = spread_range(&c(6, 3, 0.05 / 2f64.sqrt()), 2, 0.90).unwrap();
+        assert!((df - 4.8).abs() < 1e-9, "{df}");
+        // The same spread seen over 30 lifetimes of 2 blocks: (2v)²/(v²/29 + v²/30) = 58.98.
+        let (_, df) = spread_range(&c(60, 30, 0.05 / 2f64.sqrt()), 2, 0.90).unwrap();
+        assert!((df - 4.0 / (1.0 / 29.0 + 1.0 / 30.0)).abs() < 1e-9, "{df}");
     }
 
     fn placed(groups: &[&[f64]]) -> Vec<Placed> {

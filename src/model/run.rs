@@ -190,12 +190,16 @@ pub struct WarmPlan {
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Forecasts {
     pub pilot: Option<Forecast>,
+    /// The first made once half the run's time (or blocks) had passed: the forecast checked
+    /// out of sample, from the first half's lifetimes against the end.
+    #[serde(default)]
+    pub half: Option<Forecast>,
     pub last: Option<Forecast>,
 }
 
 impl Forecasts {
     pub fn is_empty(&self) -> bool {
-        self.pilot.is_none() && self.last.is_none()
+        self.pilot.is_none() && self.half.is_none() && self.last.is_none()
     }
 }
 

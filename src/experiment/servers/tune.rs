@@ -129,6 +129,14 @@ impl Warm {
         alone
     }
 
+    /// Whether half the run has passed: of `--max-time` when given, else of its blocks.
+    fn past_half_way(&self) -> bool {
+        match self.max_time {
+            Some(m) => self.started.elapsed() * 2 >= m,
+            None => self.block_s.len() * 2 >= self.blocks_total,
+        }
+    }
+
     /// Blocks per lifetime from the run's own spread so far (Kalibera–Jones, in
     /// `analyze::lifetimes::size`), re-estimated at every lifetime boundary after the pilot;
     /// said when the number changes, with the half-width it predicts at the run's end.
@@ -175,6 +183,9 @@ impl Warm {
         let note = sizing_note(&s, &c, forecast, (self.restart_s, b), (self.target, need));
         if let Some(f) = forecast {
             self.forecasts.pilot.get_or_insert(f);
+            if self.past_half_way() {
+                self.forecasts.half.get_or_insert(f);
+            }
             self.forecasts.last = Some(f);
         }
         self.forecast = s.predicted.map(|h| {
@@ -209,16 +220,16 @@ fn forecast_of(
 ) -> Option<crate::model::run::Forecast> {
     use crate::analyze::lifetimes::{FEW_DF, spread_range};
     let h = s.predicted?;
-    let df = c.blocks.saturating_sub(c.lifetimes);
+    let range = spread_range(c, s.blocks, 0.90);
     Some(crate::model::run::Forecast {
         lifetimes: c.lifetimes,
         blocks: c.blocks,
         per_lifetime: s.blocks,
         half_width: h.exp_m1(),
-        range: spread_range(c, 0.90)
-            .filter(|_| df < FEW_DF)
-            .map(|(lo, hi)| ((h * lo).exp_m1(), (h * hi).exp_m1())),
-        df,
+        range: range
+            .filter(|(_, df)| *df < FEW_DF as f64)
+            .map(|((lo, hi), _)| ((h * lo).exp_m1(), (h * hi).exp_m1())),
+        df: range.map_or(0, |(_, df)| df.round() as usize),
         rank_ratio,
     })
 }

@@ -167,11 +167,16 @@ fn precision_line(report: &ExperimentAnalysis, sp: &ServerPlan) -> Option<String
             ))
         )
     };
-    let forecasts: Vec<String> = match (f.pilot, f.last) {
-        (Some(p), Some(l)) if p == l => vec![said("after the pilot, the only sizing", p)],
-        (p, l) => [
+    let forecasts: Vec<String> = match (f.pilot, f.half, f.last) {
+        (Some(p), _, Some(l)) if p == l => vec![said("after the pilot, the only sizing", p)],
+        (p, h, l) => [
             p.map(|p| said("after the pilot", p)),
-            l.map(|l| said("at the last sizing", l)),
+            h.filter(|h| Some(*h) != p && Some(*h) != l)
+                .map(|h| said("at half-way (out of sample: from the first half alone)", h)),
+            h.filter(|h| Some(*h) == l && Some(*h) != p)
+                .map(|h| said("at half-way, also the last sizing", h)),
+            l.filter(|l| Some(*l) != h)
+                .map(|l| said("at the last sizing", l)),
         ]
         .into_iter()
         .flatten()
