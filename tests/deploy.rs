@@ -194,3 +194,128 @@ fn kubernetes_daemonset_passes_the_schema_check_and_runs_hugelab_s_own_arguments
         "a misspelt hostPID passed the schema check"
     );
 }
+
+/// The fields of an AnalysisTemplate metric and of its job provider that Argo Rollouts'
+/// `analysistemplates.argoproj.io` CRD (argoproj/argo-rollouts, manifests/crds/
+/// analysis-template-crd.yaml) defines, as read there; the Job's own spec is Kubernetes'
+/// JobSpec, checked by the Kubernetes schema below.
+const ANALYSIS_METRIC_FIELDS: &str = "name count interval initialDelay failureLimit inconclusiveLimit consecutiveErrorLimit successCondition failureCondition provider";
+
+#[test]
+#[cfg_attr(
+    missing_kubernetes_validate,
+    ignore = "needs kubernetes-validate (pip install kubernetes-validate)"
+)]
+fn the_analysis_template_runs_the_judgement_as_a_job_that_passes_the_schema_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("analysis.yaml");
+    let out = Command::new(env!("CARGO_BIN_EXE_hugelab"))
+        .args([
+            "judge",
+            "--prometheus",
+            "http://prometheus.monitoring:9090",
+            "--canary",
+            "node_pool=\"huge-canary\"",
+            "--baseline",
+            "node_pool=\"default\"",
+            "--last",
+            "30m",
+            "--metric",
+            "p99=avg by (instance) (http_p99_seconds{$sel}),lower,critical",
+            "--analysis-template",
+        ])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Parsed as Kubernetes parses it (PyYAML, which kubernetes-validate brings): the metric's
+    // fields are the CRD's, and the Job's container runs a valid `hugelab judge` command line
+    // that fails the step only on WORSE or FLAGGED, printing one line of JSON.
+    let script = format!(
+        "import json, sys, yaml\n\
+         t = yaml.safe_load(open(sys.argv[1]))\n\
+         assert t['apiVersion'] == 'argoproj.io/v1alpha1' and t['kind'] == 'AnalysisTemplate', t\n\
+         m = t['spec']['metrics'][0]\n\
+         extra = set(m) - set('{ANALYSIS_METRIC_FIELDS}'.split())\n\
+         assert not extra, extra\n\
+         assert set(m['provider']) == {{'job'}} and set(m['provider']['job']) <= {{'metadata', 'spec'}}, m\n\
+         j = m['provider']['job']\n\
+         job = {{'apiVersion': 'batch/v1', 'kind': 'Job', 'metadata': dict(name='hugelab-judge', **j.get('metadata', {{}})), 'spec': j['spec']}}\n\
+         yaml.safe_dump(job, open(sys.argv[2], 'w'))\n\
+         print(json.dumps(j['spec']['template']['spec']['containers'][0]['args']))\n"
+    );
+    let job = dir.path().join("job.yaml");
+    let py = common::succeed(
+        Command::new("python3")
+            .arg("-c")
+            .arg(&script)
+            .arg(&path)
+            .arg(&job),
+    );
+    let args: Vec<String> = serde_json::from_slice(&py.stdout).unwrap();
+    assert_eq!(args[0], "judge", "{args:?}");
+    use clap::Parser;
+    let parsed = hugelab::cli::Cli::try_parse_from(
+        std::iter::once("hugelab".to_string()).chain(args.clone()),
+    );
+    assert!(parsed.is_ok(), "{args:?}: {:?}", parsed.err());
+    let joined = args.join(" ");
+    assert!(
+        joined.contains("--fail-on worse,flagged")
+            && joined.ends_with("--line")
+            && joined.contains("--last 30m")
+            && joined.contains("node_pool=\"huge-canary\"")
+            && !joined.contains("--analysis-template"),
+        "{joined}"
+    );
+    assert!(
+        tool("kubernetes-validate"),
+        "no kubernetes-validate (pip install kubernetes-validate; .ci/run does)"
+    );
+    common::succeed(
+        Command::new("kubernetes-validate")
+            .arg("--strict")
+            .arg(&job),
+    );
+    // The check can fail: a misspelt field of the Job is refused.
+    let bad = dir.path().join("bad.yaml");
+    let job_text = std::fs::read_to_string(&job).unwrap();
+    std::fs::write(&bad, job_text.replace("restartPolicy", "restartpolicy")).unwrap();
+    let out = Command::new("kubernetes-validate")
+        .arg("--strict")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "a misspelt restartPolicy passed");
+    // An analysis step judges the window before it: an absolute window is refused.
+    let out = Command::new(env!("CARGO_BIN_EXE_hugelab"))
+        .args([
+            "judge",
+            "--prometheus",
+            "http://p:9090",
+            "--canary",
+            "a=\"1\"",
+            "--baseline",
+            "a=\"0\"",
+            "--from",
+            "1795447980",
+            "--to",
+            "1795491150",
+            "--metric",
+            "x=avg(x{$sel}),lower",
+            "--analysis-template",
+        ])
+        .arg(dir.path().join("no.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

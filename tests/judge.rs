@@ -290,6 +290,28 @@ fn judge_finds_known_effects_in_a_real_prometheus() {
     assert_eq!(code, 3, "{out}\n{err}");
     let r: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(r["schema"], "hugelab.judge/1");
+    // As an analysis step: --fail-on worse fails on this WORSE canary, and --line prints the
+    // answer as one line of JSON, the record's figures; a step failing only on FLAGGED passes.
+    let step = |fail_on: &str| {
+        let mut v: Vec<String> = args.iter().filter(|a| *a != "--json").cloned().collect();
+        v.extend(["--fail-on".into(), fail_on.into(), "--line".into()]);
+        run(&v)
+    };
+    let (code, line, err) = step("worse");
+    assert_eq!(code, 3, "{line}\n{err}");
+    assert_eq!(line.lines().count(), 1, "{line}");
+    let l: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(
+        (&l["overall"], &l["exit"]),
+        (&"WORSE".into(), &3.into()),
+        "{l}"
+    );
+    assert_eq!(l["metrics"][0]["verdict"], "SLOWER", "{l}");
+    assert_eq!(
+        l["metrics"][0]["lo"],
+        r["metrics"][0]["contrast"]["percent"]["lo"]
+    );
+    assert_eq!(step("flagged").0, 0);
     assert_eq!(r["overall"], "WORSE");
     let p99 = &r["metrics"][0];
     assert_eq!(p99["name"], "p99");
@@ -480,6 +502,21 @@ fn judge_finds_known_effects_in_a_real_prometheus() {
     );
     assert_eq!(r["metrics"][0]["composition"]["basis"], "too_few_hosts");
     assert_eq!(code, 4);
+    // INCONCLUSIVE fails a step only where --fail-on names it.
+    let aa = |extra: &[&str]| {
+        run(&judge(
+            &prom,
+            mid,
+            window_end,
+            "pair=\"0\",grp=\"a\"",
+            "pair=\"0\",grp=\"b\"",
+            &["aa=avg(aa_latency_seconds{$sel}),lower"],
+            extra,
+        ))
+        .0
+    };
+    assert_eq!(aa(&["--fail-on", "worse,flagged"]), 0);
+    assert_eq!(aa(&["--fail-on", "worse,inconclusive"]), 4);
     // With the first half as the before window every pair gets an interval, and no more
     // directions than chance allows (30 pairs at 99%: 0.3 expected; P(≥ 4) < 0.0003).
     let before = format!("{start:.0}..{mid:.0}");

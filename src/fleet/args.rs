@@ -114,4 +114,42 @@ pub struct JudgeArgs {
     /// With --switchback: seed of the order within pairs
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Exit non-zero only for these overall verdicts (worse, flagged, inconclusive; a comma
+    /// list), with their own codes, and 0 for the rest — an analysis step that should fail only
+    /// on a worse canary: --fail-on worse. Without it every verdict but BETTER and EQUIVALENT
+    /// exits non-zero
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "VERDICTS")]
+    pub fail_on: Vec<FailOn>,
+    /// Print the answer as one line of JSON (the overall verdict, the exit code, each metric's
+    /// verdict and interval), for a pipeline's log or an analysis step
+    #[arg(long, conflicts_with = "json")]
+    pub line: bool,
+    /// Write this judgement as an Argo Rollouts analysis step to FILE (an AnalysisTemplate whose
+    /// Job runs it in --image with --line, judging the --last window before each run) and exit
+    #[arg(long, value_name = "FILE", requires = "last", conflicts_with_all = ["from", "to", "follow", "switchback", "before"])]
+    pub analysis_template: Option<PathBuf>,
+    /// With --analysis-template: the container image holding hugelab (deploy/container)
+    #[arg(long, value_name = "IMAGE", default_value = concat!("REGISTRY/hugelab:", env!("CARGO_PKG_VERSION")))]
+    pub image: String,
+}
+
+/// An overall verdict `--fail-on` can make exit non-zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailOn {
+    Worse,
+    Flagged,
+    Inconclusive,
+}
+
+impl FailOn {
+    /// Whether `o` is this verdict.
+    pub fn is(self, o: crate::model::judge::Overall) -> bool {
+        use crate::model::judge::Overall;
+        matches!(
+            (self, o),
+            (FailOn::Worse, Overall::Worse)
+                | (FailOn::Flagged, Overall::Flagged)
+                | (FailOn::Inconclusive, Overall::Inconclusive)
+        )
+    }
 }

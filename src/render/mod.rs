@@ -1,6 +1,7 @@
 //! Render (the last stage): terminal tables and JSON from the records the other stages return.
 
 pub mod advice;
+pub mod analysis_step;
 pub mod bench;
 pub mod brief;
 pub mod cgroups;
