@@ -319,13 +319,14 @@ fn one_owner_whatever_the_journal_path_or_namespace() {
     wait_until_owner(owner.child());
     let pid = owner.child().id();
     let dir = tempfile::tempdir().unwrap();
-    // Another journal path; --drop-caches (a whole-machine action); and a second hugelab in a
-    // new mount, IPC or PID namespace: each is refused, naming the owner (from a PID namespace
-    // of its own the owner is not in /proc/locks: the lock itself says a writer holds it).
+    // Another journal path, and a second hugelab in a new mount, IPC or PID namespace: each is
+    // refused, naming the owner (from a PID namespace of its own the owner is not in
+    // /proc/locks: the lock itself says a writer holds it).
     let journal = dir.path().join("elsewhere/journal.json");
     let mut other = pool_run("0.1", &["--blocks", "2", "-q"]);
     other.env("HUGELAB_JOURNAL", &journal);
-    let drop_caches = plain_run("0.1", &["--blocks", "2", "-q", "--drop-caches"]);
+    // --drop-caches acts on the whole machine: it waits for the owner (said), then runs.
+    let drop_caches = Running::spawn(plain_run("0.1", &["--blocks", "2", "-q", "--drop-caches"]));
     let bin = assert_cmd::cargo::cargo_bin("hugelab");
     let pool_args = [
         "run",
@@ -351,7 +352,6 @@ fn one_owner_whatever_the_journal_path_or_namespace() {
     };
     let cases = [
         ("HUGELAB_JOURNAL elsewhere", other, true),
-        ("--drop-caches", drop_caches, true),
         ("a mount namespace", in_ns(&["--mount"]), true),
         ("an IPC namespace", in_ns(&["--ipc"]), true),
         (
@@ -376,6 +376,14 @@ fn one_owner_whatever_the_journal_path_or_namespace() {
     assert!(!journal.exists(), "the refused wrote no journal");
     let out = owner.output();
     assert!(out.status.success(), "{}", text(&out));
+    let out = drop_caches.output();
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains(&format!("waiting for pid {pid}: `"))
+            && said.contains("act on the whole machine, so they wait for its owner"),
+        "{said}"
+    );
     assert_defaults(&before);
 }
 

@@ -11,12 +11,64 @@
 //! whether it reads or writes), not from a file the holder writes, so two journal paths never
 //! hide one owner from the other.
 
-use super::owner::{Contended, Holder};
 use crate::error::ControlError;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+
+/// The process that holds the settings lock, as its lock file names it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Holder {
+    pub pid: u32,
+    /// Its command line, arguments joined by spaces.
+    pub command: String,
+}
+
+impl std::fmt::Display for Holder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.pid {
+            // Not visible from this PID namespace: what is known of it is all there is.
+            0 => f.write_str(&self.command),
+            pid => write!(f, "pid {pid}: `{}`", self.command),
+        }
+    }
+}
+
+/// What to do when another process holds the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Contended {
+    /// Refuse at once with [`ControlError::Busy`].
+    Refuse,
+    /// Block until the holder has restored its settings and exited or released it.
+    Wait,
+}
+
+/// The refusal naming `holder`, who holds `path`.
+pub fn busy(holder: Option<&Holder>, path: PathBuf) -> ControlError {
+    ControlError::Busy {
+        // Never `kill 0` (this process's group) for a holder whose pid is not visible.
+        pid: holder.map(|h| h.pid).filter(|p| *p != 0),
+        holder: holder.map_or_else(|| "pid unknown".into(), |h| h.to_string()),
+        path,
+    }
+}
+
+/// `Ok(false)` when the lock is held elsewhere (only with `LOCK_NB`).
+pub fn try_lock(file: &File, operation: libc::c_int) -> std::io::Result<bool> {
+    loop {
+        // SAFETY: flock on a valid open file descriptor that `file` keeps open.
+        if unsafe { libc::flock(file.as_raw_fd(), operation) } == 0 {
+            return Ok(true);
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EWOULDBLOCK) => return Ok(false),
+            Some(libc::EINTR) => continue,
+            _ => return Err(e),
+        }
+    }
+}
 
 /// The file whose lock every hugelab on the kernel shares.
 pub const LOCK_FILE: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
@@ -86,7 +138,7 @@ impl MachineLock {
             path: path.to_path_buf(),
             message: format!("cannot lock: {e}"),
         };
-        if !super::owner::try_lock(&file, op | libc::LOCK_NB).map_err(err)? {
+        if !try_lock(&file, op | libc::LOCK_NB).map_err(err)? {
             let mut others = holders(path);
             // `/proc/locks` lists only holders in this PID namespace: whether a writer holds
             // it is asked of the lock itself (a shared lock is refused only by a writer).
@@ -94,9 +146,9 @@ impl MachineLock {
                 others.insert(0, unseen(Mode::Write));
             }
             if contended(&others) == Contended::Refuse {
-                return Err(busy(&others, path.to_path_buf()));
+                return Err(refusal(&others, path.to_path_buf()));
             }
-            super::owner::try_lock(&file, op).map_err(err)?;
+            try_lock(&file, op).map_err(err)?;
         }
         if mode == Mode::Read {
             READING.fetch_add(1, SeqCst);
@@ -118,9 +170,8 @@ impl Drop for MachineLock {
 /// Whether a process holds the lock on `path` exclusive now (a shared lock taken on a file of
 /// our own is refused only by a writer; it is let go at once).
 fn writer_holds(path: &Path) -> bool {
-    File::open(path).is_ok_and(|f| {
-        super::owner::try_lock(&f, libc::LOCK_SH | libc::LOCK_NB).is_ok_and(|got| !got)
-    })
+    File::open(path)
+        .is_ok_and(|f| try_lock(&f, libc::LOCK_SH | libc::LOCK_NB).is_ok_and(|got| !got))
 }
 
 /// A holder `/proc/locks` does not show this process.
@@ -138,12 +189,12 @@ fn unseen(mode: Mode) -> Sharer {
 pub const UNSEEN: &str = "a hugelab in a PID namespace this one cannot see";
 
 /// The refusal naming the first writer among `others` (or the first of them).
-fn busy(others: &[Sharer], path: PathBuf) -> ControlError {
+fn refusal(others: &[Sharer], path: PathBuf) -> ControlError {
     let first = others
         .iter()
         .find(|s| s.mode == Mode::Write)
         .or(others.first());
-    super::owner::busy(first.map(|s| &s.holder), path)
+    busy(first.map(|s| &s.holder), path)
 }
 
 /// Every other process that holds the lock on `path` now, writers first.

@@ -5,39 +5,13 @@
 //! next owner's lock. The lock file names its holder (pid, start time, command line) for the
 //! refusal a second process prints.
 
+use super::machine::{Contended, Holder, MachineLock, busy, try_lock};
 use crate::error::ControlError;
 use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// The process that holds the settings lock, as its lock file names it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Holder {
-    pub pid: u32,
-    /// Its command line, arguments joined by spaces.
-    pub command: String,
-}
-
-impl std::fmt::Display for Holder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.pid {
-            // Not visible from this PID namespace: what is known of it is all there is.
-            0 => f.write_str(&self.command),
-            pid => write!(f, "pid {pid}: `{}`", self.command),
-        }
-    }
-}
-
-/// What to do when another process holds the lock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Contended {
-    /// Refuse at once with [`ControlError::Busy`].
-    Refuse,
-    /// Block until the holder has restored its settings and exited or released it.
-    Wait,
-}
 
 /// The held lock. Shared (`Arc`) by every guard one process makes in turn, so that the
 /// process stays the owner between them; released when the last handle drops.
@@ -46,7 +20,7 @@ pub struct Owner {
     file: File,
     journal_path: PathBuf,
     /// The kernel-wide lock every hugelab shares, held exclusive (the live machine's owner).
-    _machine: Option<super::machine::MachineLock>,
+    _machine: Option<MachineLock>,
 }
 
 /// `DIR/journal.json` → `DIR/journal.lock`.
@@ -71,7 +45,7 @@ impl Owner {
         journal_path: &Path,
         contended: Contended,
         waiting: &mut dyn FnMut(Option<&Holder>),
-        machine: Option<super::machine::MachineLock>,
+        machine: Option<MachineLock>,
     ) -> Result<Arc<Owner>, ControlError> {
         let path = lock_path(journal_path);
         let err = |message: String| ControlError::Journal {
@@ -138,32 +112,6 @@ impl Drop for Owner {
         let _ = self.file.set_len(0);
         // SAFETY: unlocking our own open file descriptor (closing it would too).
         unsafe { libc::flock(self.file.as_raw_fd(), libc::LOCK_UN) };
-    }
-}
-
-/// The refusal naming `holder`, who holds `path`.
-pub fn busy(holder: Option<&Holder>, path: PathBuf) -> ControlError {
-    ControlError::Busy {
-        // Never `kill 0` (this process's group) for a holder whose pid is not visible.
-        pid: holder.map(|h| h.pid).filter(|p| *p != 0),
-        holder: holder.map_or_else(|| "pid unknown".into(), |h| h.to_string()),
-        path,
-    }
-}
-
-/// `Ok(false)` when the lock is held elsewhere (only with `LOCK_NB`).
-pub(super) fn try_lock(file: &File, operation: libc::c_int) -> std::io::Result<bool> {
-    loop {
-        // SAFETY: flock on a valid open file descriptor that `file` keeps open.
-        if unsafe { libc::flock(file.as_raw_fd(), operation) } == 0 {
-            return Ok(true);
-        }
-        let e = std::io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EWOULDBLOCK) => return Ok(false),
-            Some(libc::EINTR) => continue,
-            _ => return Err(e),
-        }
     }
 }
 

@@ -91,3 +91,40 @@ pub fn pooled(cs: &[Components]) -> Option<Components> {
 pub(super) fn between_sq(c: &Components, replicas: f64) -> f64 {
     c.between_sd.powi(2) + replicas * c.shared_sd.unwrap_or(0.0).powi(2)
 }
+
+/// Per arm, the SD of its own instance effect (log scale): the variance of its lifetime means
+/// minus what it shares with the other arms (their mean pairwise covariance: the machine's
+/// drift) and minus its burst noise averaged over a lifetime's blocks. `means[a][l]` is arm
+/// `a`'s mean log value in lifetime `l`; `within[a]` the SD of arm `a`'s blocks inside a
+/// lifetime (after the block's common part is removed) and `per_lifetime` the blocks a
+/// lifetime holds on average. None for an arm with fewer than three lifetimes.
+pub fn instance_sds(means: &[Vec<f64>], within: &[f64], per_lifetime: f64) -> Vec<Option<f64>> {
+    let l = means.iter().map(Vec::len).min().unwrap_or(0);
+    let cov = |a: &[f64], b: &[f64]| {
+        let (ma, mb) = (
+            a[..l].iter().sum::<f64>() / l as f64,
+            b[..l].iter().sum::<f64>() / l as f64,
+        );
+        a[..l]
+            .iter()
+            .zip(&b[..l])
+            .map(|(x, y)| (x - ma) * (y - mb))
+            .sum::<f64>()
+            / (l as f64 - 1.0)
+    };
+    (0..means.len())
+        .map(|a| {
+            if l < 3 || means.len() < 2 {
+                return None;
+            }
+            let var = cov(&means[a], &means[a]);
+            let others: Vec<f64> = (0..means.len())
+                .filter(|b| *b != a)
+                .map(|b| cov(&means[a], &means[b]))
+                .collect();
+            let shared = others.iter().sum::<f64>() / others.len() as f64;
+            let noise = within.get(a).map_or(0.0, |w| w * w / per_lifetime.max(1.0));
+            Some((var - shared - noise).max(0.0).sqrt())
+        })
+        .collect()
+}

@@ -151,10 +151,11 @@ pub type Held = (
 pub fn plan_owned(a: &RunArgs) -> anyhow::Result<(Plan, Held)> {
     let first = plan(a)?;
     let held = if changes_settings(&first) {
-        (
-            Some(crate::control::own_settings(a.settings.wait_for_settings)?),
-            None,
-        )
+        let owner = crate::control::own_settings(a.settings.wait_for_settings)?;
+        (Some(owner), None)
+    } else if first.trial.drop_caches || first.trial.compact {
+        // Acting on the whole machine without changing a setting: its owner, after waiting.
+        (Some(crate::control::own_for_actions()?), None)
     } else {
         (None, crate::control::read_settings()?)
     };
@@ -162,13 +163,10 @@ pub fn plan_owned(a: &RunArgs) -> anyhow::Result<(Plan, Held)> {
 }
 
 /// Whether running `plan` changes the machine's state: an arm's or the warm design's
-/// system-wide knobs, a condition (it fragments, fills or compacts the machine's memory), or
-/// `--drop-caches` / `--compact`.
+/// system-wide knobs, or a condition (it fragments, fills or compacts the machine's memory).
 pub fn changes_settings(plan: &Plan) -> bool {
     plan.arms.iter().any(|x| !x.system.is_empty())
         || !plan.conditions.is_empty()
-        || plan.trial.drop_caches
-        || plan.trial.compact
         || plan
             .server
             .as_ref()
