@@ -22,7 +22,7 @@ fn a_max_time_too_short_for_an_interval_is_said_after_the_first_block() {
     );
     assert_eq!(out.status.code(), Some(2), "{said}");
     assert!(
-        said.contains("stopped after the first block: it took")
+        said.contains("stopped after the first block: --max-time 20 s cannot give an interval: the first block took")
             && said.contains("an interval at 99.00% needs 8 blocks")
             && said.contains("give --max-time"),
         "{said}"
@@ -43,7 +43,7 @@ fn a_max_time_too_short_for_an_interval_is_said_after_the_first_block() {
     );
     let reason = v["record"]["facts"]["stop_reason"].as_str().unwrap();
     assert!(
-        reason.starts_with("stopped after the first block"),
+        reason.starts_with("--max-time 20 s cannot give an interval"),
         "{reason}"
     );
 }

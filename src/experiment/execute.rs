@@ -379,7 +379,8 @@ impl Course<'_> {
                 && let Some((at, max)) = deadline
                 && let Some(why) = stopping::no_interval(plan, secs, at, started.elapsed(), max)
             {
-                ctx.progress.note(&why);
+                ctx.progress
+                    .note(&format!("stopped after the first block: {why}"));
                 self.x.refused = true;
                 self.x.stop_reason = why;
                 return Ok(false);

@@ -118,9 +118,9 @@ pub(super) fn no_interval(
     }
     let need_s = need as f64 * first_s;
     Some(format!(
-        "stopped after the first block: it took {}, so --max-time {} holds at most about {most} blocks, and an interval at {:.2}% needs {}{need} blocks, about {} at that pace; give --max-time {}m or more, or make a block shorter (a load of a fixed count, such as redis-benchmark -n or pgbench -t, keeps its count: give a smaller one, or bound the load by time with {{burst}})",
-        fmt_elapsed(first_s),
+        "--max-time {} cannot give an interval: the first block took {}, so it holds at most about {most} blocks, and an interval at {:.2}% needs {}{need} blocks, about {} at that pace; give --max-time {}m or more, or make a block shorter (a load of a fixed count, such as redis-benchmark -n or pgbench -t, keeps its count: give a smaller one, or bound the load by time with {{burst}})",
         fmt_elapsed(max.as_secs_f64()),
+        fmt_elapsed(first_s),
         level * 100.0,
         match warm {
             Some(_) => format!("{units} server lifetimes of {per_unit} blocks, "),
