@@ -137,8 +137,9 @@ fn bench_tlb_finds_a_reach_stores_it_and_a_hot_set_is_held_against_it() {
                 .unwrap()["vs_baseline"]
                 .clone()
         };
+        // Only the order is claimed: on a shared VM huge pages can be faster below the knee
+        // too (faults, the host's own paging), by an amount no one host fixes.
         let (b, a) = (cell(below), cell(above));
-        assert!(b["hi"].as_f64().unwrap() >= 0.95, "below the knee: {b}");
         let (pa, pb) = (a["point"].as_f64().unwrap(), b["point"].as_f64().unwrap());
         assert!(
             pa < 0.97 && pa < pb - 0.03,
