@@ -1,5 +1,6 @@
-//! Live bench runs: every backing verified on this kernel, the TLB effect's direction at 1 GiB,
-//! Ctrl-C restores pools and knobs, and the non-root path skips what needs root with reasons.
+//! Live bench runs: every backing verified on this kernel, a 1 GiB chase on the pages the kernel
+//! counts, Ctrl-C restores pools and knobs, and the non-root path skips what needs root with
+//! reasons.
 
 mod common;
 
@@ -134,33 +135,100 @@ fn every_backing_is_verified() {
     );
 }
 
+/// Pages of the 2 MiB pool in use now, by the kernel's own count.
+fn pool_2m_in_use() -> u64 {
+    let m = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let field = |name: &str| -> u64 {
+        m.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{name} in /proc/meminfo"))
+    };
+    field("HugePages_Total:") - field("HugePages_Free:")
+}
+
+/// The 1 GiB chase runs on the pages the kernel accounts to it: what the bench stores as the
+/// hugetlb region's backing is the pool's pages in use sampled while its rounds ran, and the
+/// pool it set up is gone afterwards. (Whether huge pages make the chase faster depends on the
+/// host, its TLB and how the hypervisor backs the guest: `tests/tlb.rs` holds chase against the
+/// reach this host's own timing shows, never one host's ratio.)
 #[cfg_attr(
     unprivileged,
     ignore = "needs root: changes kernel settings or switches user"
 )]
 #[test]
-fn huge_pages_shorten_the_chase_at_1g() {
+fn the_1g_chase_runs_on_the_pages_the_kernel_counts() {
     require_root!();
     let _lock = common::knob_lock();
-    let v = bench_json(&[
-        "chase",
-        "--sizes",
-        "1G",
-        "--backings",
-        "4k,hugetlb-2m",
-        "--rounds",
-        "11",
-    ]);
+    let before = state();
+    assert_eq!(pool_2m_in_use(), 0, "no other user of the 2M pool");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("hugelab"))
+        .args([
+            "bench",
+            "chase",
+            "--sizes",
+            "1G",
+            "--backings",
+            "4k,hugetlb-2m",
+        ])
+        .args(["--rounds", "11", "--json", "-q", "--no-save"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The kernel's count, sampled through the run (the region stays mapped from its set-up
+    // to the last round); its peak is what the bench held.
+    let mut peak = 0;
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let out = std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            let out = child.wait_with_output().unwrap();
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+            out
+        });
+        while !done.load(std::sync::atomic::Ordering::SeqCst) {
+            peak = peak.max(pool_2m_in_use());
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        waiter.join().unwrap()
+    });
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(state(), before, "pools and knobs restored");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let region = |b: &str| {
+        v["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["backing"] == b)
+            .unwrap_or_else(|| panic!("{b}: {v}"))["region"]
+            .clone()
+    };
+    let (huge, small) = (region("hugetlb-2m"), region("4k"));
+    let gib = 1u64 << 30;
+    assert_eq!(huge["hugetlb_bytes"], gib, "{huge}");
+    assert_eq!(huge["kernel_page_size"], 2u64 << 20, "{huge}");
+    assert_eq!(
+        peak * (2 << 20),
+        gib,
+        "the kernel's pool pages in use, at their peak"
+    );
+    assert_eq!(small["hugetlb_bytes"], 0, "{small}");
+    assert_eq!(small["anon_huge_bytes"], 0, "{small}");
+    // Both cells are measured over every round, paired with the baseline.
     let cell = v["cells"]
         .as_array()
         .unwrap()
         .iter()
         .find(|c| c["backing"] == "hugetlb-2m")
         .unwrap();
-    let ratio = cell["vs_baseline"]["point"].as_f64().unwrap();
+    assert_eq!(cell["summary"]["n"], 11, "{cell}");
+    let r = &cell["vs_baseline"];
+    let (lo, pt, hi) = (r["lo"].as_f64(), r["point"].as_f64(), r["hi"].as_f64());
     assert!(
-        ratio < 1.0,
-        "hugetlb-2m chase / 4k chase = {ratio}: expected fewer page walks to make it faster"
+        matches!((lo, pt, hi), (Some(l), Some(p), Some(h)) if l <= p && p <= h),
+        "{r}"
     );
 }
 
