@@ -63,7 +63,11 @@ pub fn read_settings() -> Result<Option<MachineLock>, ControlError> {
         .flatten()
         .is_some_and(|j| !j.owner_alive())
     {
-        drop(own_settings(true)?);
+        // Restoring the dead owner's journal is a write: it waits for any live writer.
+        drop(own(
+            true,
+            ": a dead hugelab's changes are restored first, so this run measures the machine's own settings",
+        )?);
     }
     lock_machine(Mode::Read, true, "")
 }

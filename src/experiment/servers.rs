@@ -276,9 +276,7 @@ impl Warm {
             blocks_total: plan.blocks * plan.conditions.len().max(1),
             // The forecast is of the interval printed: with several contrasts the widest is
             // the first Holm step's, at 1 − α/m.
-            z: crate::analyze::lifetimes::z_for(
-                1.0 - (1.0 - plan.confidence) / plan.arms.len().saturating_sub(1).max(1) as f64,
-            ),
+            z: crate::analyze::lifetimes::z_for(plan.first_step_level()),
             target: plan.target_halfwidth.unwrap_or(plan.effect),
             lifetime_max: w.lifetime_max,
             restart_s: 0.0,

@@ -98,8 +98,7 @@ pub fn too_few_blocks(plan: &Plan) -> Option<String> {
     if !matches!(plan.design, crate::analyze::verdict::Design::Fixed) {
         return None;
     }
-    let m = plan.arms.len().saturating_sub(1).max(1);
-    let level = 1.0 - (1.0 - plan.confidence) / m as f64;
+    let (m, level) = (plan.contrasts(), plan.first_step_level());
     let need = crate::stats::min_pairs_for_interval(level);
     (plan.blocks < need).then(|| {
         format!(

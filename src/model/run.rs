@@ -238,6 +238,17 @@ impl Plan {
             .unwrap_or(1)
             .max(1)
     }
+
+    /// The contrasts the verdicts are a Holm family of: each arm against the baseline.
+    pub fn contrasts(&self) -> usize {
+        self.arms.len().saturating_sub(1).max(1)
+    }
+
+    /// The level of the first (strictest) Holm step, 1 − α/m: the widest interval the answer
+    /// prints, which forecasts and the fewest blocks for an interval are of.
+    pub fn first_step_level(&self) -> f64 {
+        1.0 - (1.0 - self.confidence) / self.contrasts() as f64
+    }
 }
 
 #[derive(Debug, Clone, serde::Serialize)]

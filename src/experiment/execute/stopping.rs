@@ -105,8 +105,7 @@ pub(super) fn no_interval(
     if !matches!(plan.design, Design::Fixed) || first_s <= 0.0 {
         return None;
     }
-    let m = plan.arms.len().saturating_sub(1).max(1);
-    let level = 1.0 - (1.0 - plan.confidence) / m as f64;
+    let level = plan.first_step_level();
     let units = crate::stats::min_pairs_for_interval(level);
     let warm = plan.server.as_ref().and_then(|s| s.warm.as_ref());
     let per_unit = warm.map_or(1, |w| w.lifetime_blocks.unwrap_or(2).max(1));
