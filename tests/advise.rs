@@ -46,7 +46,7 @@ fn stored(
             &command,
             Some("6.18"),
             "running",
-            &plan,
+            &serde_json::from_value(plan.clone()).unwrap(),
             &rows,
         )
         .unwrap();

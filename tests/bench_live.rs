@@ -367,7 +367,7 @@ fn without_root_what_needs_root_is_skipped_with_reasons() {
 }
 
 #[test]
-fn bench_is_saved_and_can_be_reanalysed() {
+fn bench_is_saved_as_printed_and_can_be_reanalysed() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");
     let out = Command::cargo_bin("hugelab")
@@ -387,17 +387,41 @@ fn bench_is_saved_and_can_be_reanalysed() {
         .arg(&db)
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&out.stdout).contains("saved as run 1"));
-    let out = Command::cargo_bin("hugelab")
-        .unwrap()
-        .args(["results", "--db"])
-        .arg(&db)
-        .args(["show", "1", "--json"])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let printed = String::from_utf8(out.stdout).unwrap();
+    assert!(printed.contains("saved as run 1"), "{printed}");
+    let show = |extra: &[&str]| {
+        let out = Command::cargo_bin("hugelab")
+            .unwrap()
+            .args(["results", "--db"])
+            .arg(&db)
+            .args(["show", "1"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // What it printed is what it kept: the whole bench, at its own 99.9%, after the run's line.
+    let shown = show(&[]);
+    let (head, rest) = shown.split_once('\n').unwrap();
+    assert!(head.starts_with("run 1 ("), "{shown}");
+    assert_eq!(rest, printed);
+    let v: serde_json::Value = serde_json::from_str(&show(&["--json"])).unwrap();
+    assert_eq!(v["bench"]["schema"], "hugelab.bench/1");
+    assert_eq!(v["bench"]["plan"]["confidence"], 0.999);
+    assert_eq!(v["bench"]["cells"][1]["vs_baseline"]["confidence"], 0.999);
+    // Another decision re-analyses its rounds, and says so.
+    let v: serde_json::Value =
+        serde_json::from_str(&show(&["--confidence", "0.95", "--json"])).unwrap();
     assert_eq!(v["report"]["metrics"][0]["metric"]["name"], "touch@4M");
     assert_eq!(v["report"]["metrics"][0]["complete_blocks"], 3);
+    assert!(
+        v["decided"]["reanalysed"]
+            .as_str()
+            .is_some_and(|r| r.contains("re-analysed at 95%") && r.contains("99.9%")),
+        "{}",
+        v["decided"]
+    );
 }
 
 #[test]

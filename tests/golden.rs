@@ -32,7 +32,7 @@ fn fixture(db: &Path) {
                 &["prog".into(), "--x".into()],
                 Some("6.18"),
                 "running",
-                &plan,
+                &serde_json::from_value(plan.clone()).unwrap(),
                 &arms,
             )
             .unwrap();
@@ -210,7 +210,7 @@ fn bench_renders_exactly_as_before() {
     }
     let cells = analyse(&obs, Backing::Base, 0.999);
     let r = BenchResult {
-        schema: "hugelab.bench/1",
+        schema: "hugelab.bench/1".into(),
         plan: Plan {
             workloads: vec![],
             sizes: vec![64 << 10, 1 << 30],

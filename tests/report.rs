@@ -49,7 +49,7 @@ fn stored_run_on(db: &Path, machine: f64) -> i64 {
             &["prog".into()],
             Some("6.18"),
             "running",
-            &plan,
+            &serde_json::from_value(plan.clone()).unwrap(),
             &arms,
         )
         .unwrap();
@@ -204,7 +204,14 @@ fn a_thousand_trial_report_stays_under_a_megabyte() {
         .collect();
     let plan = serde_json::json!({"baseline": 0});
     let id = s
-        .create_run(None, &["prog".into()], None, "running", &plan, &arms)
+        .create_run(
+            None,
+            &["prog".into()],
+            None,
+            "running",
+            &serde_json::from_value(plan.clone()).unwrap(),
+            &arms,
+        )
         .unwrap();
     for seq in 0..1000i64 {
         s.add_trial(
@@ -256,7 +263,7 @@ fn bench_report_has_lines_per_backing_over_sizes() {
             &["hugelab".into(), "bench".into()],
             None,
             "running",
-            &plan,
+            &serde_json::from_value(plan.clone()).unwrap(),
             &arms,
         )
         .unwrap();
@@ -448,7 +455,7 @@ fn a_cost_is_drawn_in_its_own_unit_and_words() {
             &["prog".into()],
             Some("6.18"),
             "running",
-            &plan,
+            &serde_json::from_value(plan.clone()).unwrap(),
             &arms,
         )
         .unwrap();

@@ -95,9 +95,11 @@ fn export_import_compare_roundtrip() {
     want.sort_by_key(|k| (k.0, k.1));
     assert_eq!(want, again.iter().map(key).collect::<Vec<_>>());
     assert_ne!(
-        meta.plan["paired"], false,
+        meta.plan.design(),
+        hugelab::model::verdict::Design::Unpaired,
         "a hugelab export keeps its pairing"
     );
+    assert!(meta.plan.run().is_some(), "and its whole plan");
     // Garbage is refused with the offending index, and nothing is stored.
     for (times, want) in [
         ("[0.1,-0.5,0.1]", "results[0].times[1] = -0.5"),
@@ -279,7 +281,7 @@ fn every_record_and_stored_run_names_the_version_that_wrote_it() {
     let show = common::hugelab_stdout(["results", "show", "1", "--db", &db_s]);
     assert!(!show.contains("written by"), "{show}");
     // ...and says when another version wrote the run.
-    let mut other = meta.plan.clone();
+    let mut other = serde_json::to_value(&meta.plan).unwrap();
     other["hugelab_version"] = "0.0.9 (commit 0123456789ab)".into();
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.execute(

@@ -77,7 +77,7 @@ fn store_in(dir: &Path, a: &RunArgs) -> (Store, i64) {
             &a.command,
             None,
             "running",
-            &serde_json::json!({}),
+            &serde_json::from_value(serde_json::json!({})).unwrap(),
             &[],
         )
         .unwrap();
@@ -696,7 +696,7 @@ fn warm_services_run_for_a_time_not_ten_blocks() {
 /// included), so nothing a reader needs is only in an untyped patch.
 #[test]
 fn a_stored_plan_round_trips_through_json() {
-    use hugelab::model::stored::{RunOwner, StoredPlan};
+    use hugelab::model::stored::{RunOwner, StoredPlan, StoredRunPlan};
     let p = plan(&args(&[
         "--server",
         "sleep 100; echo {port} {dir} {arm}-{replica}",
@@ -729,6 +729,8 @@ fn a_stored_plan_round_trips_through_json() {
         }),
         system: None,
         said: vec!["a note".into()],
+        hugelab_version: Some("9.9.9".into()),
+        imported_from: None,
     };
     let json = serde_json::to_value(&stored).unwrap();
     assert!(json["server"]["warm"].is_object(), "{json}");
@@ -737,4 +739,35 @@ fn a_stored_plan_round_trips_through_json() {
     assert_eq!(back.plan.outputs[0].name, "ops");
     assert!(back.plan.outputs[0].higher);
     assert_eq!(back.said, ["a note"]);
+    // Read as the store reads a plan, it is a run's, whole, with what every reader asks of it.
+    let read: StoredRunPlan = serde_json::from_value(json.clone()).unwrap();
+    let run = read.run().expect("a run's plan reads as one");
+    assert_eq!(run.plan.arms.len(), 2);
+    assert_eq!(read.version(), Some("9.9.9"));
+    assert_eq!(read.decision(), (Some(0.01), Some(0.99)));
+    assert_eq!(read.said(), ["a note"]);
+    assert_eq!(read.owner().map(|o| o.pid), Some(7));
+    assert!(read.server().is_some_and(|s| s.warm.is_some()));
+    assert!(!read.is_bench());
+    assert_eq!(serde_json::to_value(&read).unwrap(), json);
+    // A plan an earlier version stored without a field this one needs is read in part,
+    // leniently: what does read is kept, a part in another shape is absent, not an error.
+    let mut older = json.clone();
+    older.as_object_mut().unwrap().remove("seed");
+    older["conditions"] = "another shape".into();
+    let read: StoredRunPlan = serde_json::from_value(older).unwrap();
+    assert!(read.run().is_none());
+    assert!(read.conditions().is_empty());
+    assert_eq!(read.decision(), (Some(0.01), Some(0.99)));
+    assert_eq!(read.said(), ["a note"]);
+    assert_eq!(read.arms().map(<[_]>::len), Some(2));
+    assert_eq!(read.version(), Some("9.9.9"));
+    // hyperfine's import: unpaired, wall time lower is better.
+    let hf: StoredRunPlan = serde_json::from_value(serde_json::json!({
+        "paired": false, "baseline": 0, "metrics": [{"name": "wall_s", "better": "lower"}]
+    }))
+    .unwrap();
+    assert_eq!(hf.design(), hugelab::model::verdict::Design::Unpaired);
+    assert_eq!(hf.metrics()[0].name, "wall_s");
+    assert_eq!(hf.decision(), (None, None));
 }

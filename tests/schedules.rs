@@ -34,7 +34,7 @@ fn stored_run(
     all.extend(extra);
     let v = common::hugelab_json(fake_run(tag, &all, load));
     let (meta, _, trials) = Store::open(db).unwrap().load(1).unwrap();
-    (v, meta.plan, trials)
+    (v, serde_json::to_value(&meta.plan).unwrap(), trials)
 }
 
 /// Six blocks of 0.3 s loads, no warm-up, with `extra`.
@@ -320,7 +320,8 @@ fn the_sizings_forecasts_are_kept_and_said_beside_the_half_width_reached() {
     // Loads of 0.10–0.18 s (by the shell's pid): a spread to forecast from.
     let out = common::hugelab_stdout(fake_run("329", &extra, "sleep 0.1$(($$ % 9))"));
     let (meta, _, _) = Store::open(&db).unwrap().load(1).unwrap();
-    let f = &meta.plan["server"]["warm"]["forecast"];
+    let plan = serde_json::to_value(&meta.plan).unwrap();
+    let f = &plan["server"]["warm"]["forecast"];
     let (pilot, last) = (&f["pilot"], &f["last"]);
     // The pilot: three lifetimes of two blocks, 3 degrees of freedom, so a range around it.
     assert_eq!(

@@ -1434,8 +1434,8 @@ fn ctrl_c_stops_every_warm_server_and_restores_settings() {
                 std::thread::sleep(std::time::Duration::from_millis(100));
                 let store = hugelab::store::Store::open(&db).ok()?;
                 let (run, _, _) = store.load(1).ok()?;
-                let slots = run.plan["server"]["slots"].as_array()?.clone();
-                let ports: Vec<String> = slots.iter().map(|s| s["port"].to_string()).collect();
+                let slots = run.plan.server()?.slots.clone();
+                let ports: Vec<String> = slots.iter().map(|s| s.port.to_string()).collect();
                 ports
                     .iter()
                     .all(|p| !redis_running(p).is_empty())

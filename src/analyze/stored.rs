@@ -5,7 +5,6 @@ use crate::analyze::experiment;
 use crate::model::analysis::MetricDef;
 use crate::model::analysis::TrialData;
 use crate::model::verdict::Better;
-use crate::model::verdict::Design;
 use crate::store::{ArmRow, RunMeta, TrialRow};
 
 /// `defs` with the metrics the trials found in their results (`evidence.load_metrics`: JMH's
@@ -32,11 +31,9 @@ pub fn with_discovered(mut defs: Vec<MetricDef>, trials: &[TrialRow]) -> Vec<Met
     defs
 }
 
-fn metric_defs(meta: &serde_json::Value, trials: &[TrialRow]) -> Vec<MetricDef> {
-    if let Ok(m) = serde_json::from_value::<Vec<MetricDef>>(meta["metrics"].clone())
-        && !m.is_empty()
-    {
-        return with_discovered(m, trials);
+fn metric_defs(stored: &[MetricDef], trials: &[TrialRow]) -> Vec<MetricDef> {
+    if !stored.is_empty() {
+        return with_discovered(stored.to_vec(), trials);
     }
     let mut names: Vec<String> = trials
         .iter()
@@ -67,11 +64,10 @@ pub fn reanalyse(
     confidence: f64,
 ) -> experiment::ExperimentAnalysis {
     let names: Vec<String> = arms.iter().map(|a| a.name.clone()).collect();
-    let baseline =
-        (meta.plan["baseline"].as_u64().unwrap_or(0) as usize).min(names.len().saturating_sub(1));
-    let conditions: Vec<crate::backing::condition::Condition> =
-        serde_json::from_value(meta.plan["conditions"].clone()).unwrap_or_default();
-    let described: Vec<(String, String)> = conditions
+    let baseline = meta.plan.baseline().min(names.len().saturating_sub(1));
+    let described: Vec<(String, String)> = meta
+        .plan
+        .conditions()
         .iter()
         .map(|c| (c.name(), c.describe()))
         .collect();
@@ -79,21 +75,12 @@ pub fn reanalyse(
         &names,
         baseline,
         &data(trials),
-        &metric_defs(&meta.plan, trials),
+        &metric_defs(meta.plan.metrics(), trials),
         effect,
         confidence,
-        &stored_design(&meta.plan),
+        &meta.plan.design(),
         &described,
     )
-}
-
-/// The design a stored run was collected with: imported runs are unpaired; runs stored before
-/// designs were recorded are fixed paired blocks.
-pub fn stored_design(plan: &serde_json::Value) -> Design {
-    if plan["paired"] == false {
-        return Design::Unpaired;
-    }
-    serde_json::from_value(plan["design"].clone()).unwrap_or_default()
 }
 
 /// `run --trace` stored each trial's latency histograms: per stall kind, each arm's stall time

@@ -25,7 +25,7 @@ use crate::units::Bytes;
 use anyhow::Context;
 use std::time::Instant;
 
-pub const SCHEMA: &str = "hugelab.bench/1";
+pub use crate::model::bench::SCHEMA;
 
 /// Plan, measure and analyse a bench; the caller renders. Saved round by round unless
 /// `--no-save`; every setting changed is restored before this returns.
@@ -68,8 +68,6 @@ pub fn conduct(a: &BenchArgs) -> anyhow::Result<BenchResult> {
     if let Some(e) = save_error {
         notes.push(format!("saving stopped: {e}"));
     }
-    // The cells (and the TLB's reach) are known before the run is closed, so the stored run
-    // carries what `bench tlb` found.
     let analysed = result.as_ref().ok().map(|m| {
         let cells = analyse(&m.observations, Backing::Base, plan.confidence);
         let tlb = (plan.workloads == [crate::workload::Workload::Tlb]).then(|| {
@@ -83,19 +81,6 @@ pub fn conduct(a: &BenchArgs) -> anyhow::Result<BenchResult> {
         });
         (cells, tlb)
     });
-    if let Some(s) = saver.take() {
-        let summary = analysed
-            .as_ref()
-            .and_then(|(_, t)| t.as_ref())
-            .map(|t| serde_json::json!({ "tlb": t }));
-        match s.finish(
-            if result.is_ok() { "complete" } else { "failed" },
-            summary.as_ref(),
-        ) {
-            Ok(n) => notes.push(n),
-            Err(e) => notes.push(format!("not saved to the results database: {e:#}")),
-        }
-    }
     for r in sys.restore() {
         if !r.ok() {
             notes.push(format!("restore: {}", r.describe()));
@@ -105,7 +90,16 @@ pub fn conduct(a: &BenchArgs) -> anyhow::Result<BenchResult> {
         observations,
         evidence,
         notes: run_notes,
-    } = result?;
+    } = match result {
+        Ok(m) => m,
+        Err(e) => {
+            if let Some(s) = saver.take() {
+                // What it stored round by round stays; the run is closed as failed.
+                let _ = s.finish("failed", None);
+            }
+            return Err(e);
+        }
+    };
     notes.extend(run_notes);
     let (mut cells, tlb) = analysed.unwrap_or_default();
     let rank = |b: &Backing| {
@@ -115,8 +109,20 @@ pub fn conduct(a: &BenchArgs) -> anyhow::Result<BenchResult> {
             .unwrap_or(usize::MAX)
     };
     cells.sort_by_key(|c| (c.metric, c.size, rank(&c.backing)));
-    let res = BenchResult {
-        schema: SCHEMA,
+    // Other benches say why in terms of the reach `bench tlb` measured here before.
+    let measured_tlb = match tlb {
+        Some(_) => None,
+        None => crate::store::Store::open_existing(
+            &a.store
+                .db
+                .clone()
+                .unwrap_or_else(crate::store::default_path),
+        )
+        .ok()
+        .and_then(|s| s.measured_tlb()),
+    };
+    let mut res = BenchResult {
+        schema: SCHEMA.into(),
         kernel: st.kernel.clone(),
         cpu: st.cpu.model_name.clone(),
         plan,
@@ -127,9 +133,18 @@ pub fn conduct(a: &BenchArgs) -> anyhow::Result<BenchResult> {
         settings_changed: std::mem::take(&mut sys.changed),
         notes,
         elapsed_s: started.elapsed().as_secs_f64(),
-        measured_tlb: None,
+        measured_tlb,
         tlb,
     };
+    // The whole result, as it is printed, is what the run keeps (`results show` prints it).
+    if let Some(s) = saver.take() {
+        res.notes.push(s.saved_as());
+        if let Err(e) = s.finish("complete", Some(&res)) {
+            res.notes.pop();
+            res.notes
+                .push(format!("not saved to the results database: {e:#}"));
+        }
+    }
     Ok(res)
 }
 

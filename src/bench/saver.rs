@@ -1,8 +1,9 @@
 //! A bench saved in the results database as it runs.
 
-use super::{CellEvidence, Plan};
+use super::{BenchResult, CellEvidence, Plan};
 use crate::analyze::bench::Observation;
 use crate::backing::Backing;
+use crate::model::stored::{StoredBenchPlan, StoredRunPlan};
 use crate::probe::status::Status;
 use crate::units::Bytes;
 
@@ -54,8 +55,12 @@ impl StoredBench {
                 spec: format!("bench backing {b}"),
             })
             .collect();
-        let stored =
-            serde_json::json!({"bench": plan, "baseline": 0, "metrics": metrics, "system": system});
+        let stored = StoredRunPlan::Bench(Box::new(StoredBenchPlan {
+            bench: plan.clone(),
+            metrics,
+            system: system.cloned(),
+            hugelab_version: None,
+        }));
         // What was run, in the words of the command line (`results list` names it).
         let mut command = vec!["hugelab".to_string(), "bench".to_string()];
         if plan.workloads == [crate::workload::Workload::Tlb] {
@@ -112,18 +117,18 @@ impl StoredBench {
         Ok(())
     }
 
-    /// Close the run with its status and, for `bench tlb`, what it found (`summary`).
-    pub fn finish(
-        mut self,
-        status: &str,
-        summary: Option<&serde_json::Value>,
-    ) -> anyhow::Result<String> {
-        self.store.finish_run(self.id, status, summary)?;
-        Ok(format!(
+    /// The note that says where the run is kept.
+    pub fn saved_as(&self) -> String {
+        format!(
             "saved as run {} in {} (`hugelab results show {}`)",
             self.id,
             self.path.display(),
             self.id
-        ))
+        )
+    }
+
+    /// Close the run with its status and its whole result (None for a failed run).
+    pub fn finish(mut self, status: &str, result: Option<&BenchResult>) -> anyhow::Result<()> {
+        self.store.finish_run(self.id, status, result)
     }
 }

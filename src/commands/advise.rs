@@ -69,19 +69,22 @@ fn evidence_of(
     d: &Redecide,
 ) -> anyhow::Result<Option<(RunEvidence, Option<String>)>> {
     let (meta, arm_rows, trials) = store.load(id)?;
-    if meta.status == "imported" || meta.plan.get("bench").is_some() || arm_rows.len() < 2 {
+    if meta.status == "imported" || meta.plan.is_bench() || arm_rows.len() < 2 {
         return Ok(None);
     }
     let (record, decided) = crate::stored_runs::recall(store, &meta, &arm_rows, &trials, d)?;
     let report = record.report;
-    let arms: Vec<Arm> = serde_json::from_value(meta.plan["arms"].clone()).unwrap_or_else(|_| {
-        arm_rows
-            .iter()
-            .filter_map(|a| parse_arm(&format!("{}={}", a.name, a.spec)).ok())
-            .collect()
-    });
+    let arms: Vec<Arm> = meta.plan.arms().map_or_else(
+        || {
+            arm_rows
+                .iter()
+                .filter_map(|a| parse_arm(&format!("{}={}", a.name, a.spec)).ok())
+                .collect()
+        },
+        <[Arm]>::to_vec,
+    );
     let names: Vec<String> = arm_rows.iter().map(|a| a.name.clone()).collect();
-    let baseline = meta.plan["baseline"].as_u64().unwrap_or(0) as usize;
+    let baseline = meta.plan.baseline();
     Ok(Some((
         RunEvidence {
             run_id: id,
@@ -89,7 +92,7 @@ fn evidence_of(
             command: meta.command.clone(),
             arms,
             baseline,
-            preset: meta.plan["server"]["preset"].as_str().map(String::from),
+            preset: meta.plan.preset().map(String::from),
             stalls: crate::analyze::stored::stall_contrasts(
                 &trials,
                 &names,

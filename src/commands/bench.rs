@@ -6,10 +6,7 @@ use super::print_json;
 use crate::bench::BenchArgs;
 
 pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
-    let mut res = crate::bench::conduct(&a)?;
-    if res.tlb.is_none() {
-        res.measured_tlb = crate::stored_runs::measured_tlb(&a.store.db);
-    }
+    let res = crate::bench::conduct(&a)?;
     if a.out.json {
         print_json(&res)?;
     } else {

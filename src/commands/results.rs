@@ -2,6 +2,7 @@
 //! hyperfine can read, CSV of every trial, Markdown).
 
 use super::print_json;
+use crate::model::bench::BenchResult;
 use crate::options::{ExportFormat, Json, Redecide};
 use crate::stored_runs::open;
 use clap::{Args, Subcommand};
@@ -87,6 +88,10 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
         ResultsAction::Show { run, decision, out } => {
             let (mut meta, arms, trials) = store.load(run)?;
             meta.status = crate::stored_runs::status_now(&meta);
+            if let Some(bench) = stored_bench(&store, &meta, &decision)? {
+                show_bench(&meta, &bench, out.json)?;
+                return Ok(0);
+            }
             let (record, decided) =
                 crate::stored_runs::recall(&store, &meta, &arms, &trials, &decision)?;
             if out.json {
@@ -98,16 +103,7 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
                     "record": record,
                 }))?;
             } else {
-                println!(
-                    "run {} ({}, {}): {}",
-                    meta.id,
-                    meta.created,
-                    meta.status,
-                    meta.command.join(" ")
-                );
-                if let Some(note) = meta.other_version() {
-                    println!("note: {note}");
-                }
+                print_heading(&meta);
                 let said = crate::stored_runs::said(&meta, &arms, &trials, &record);
                 print!(
                     "{}",
@@ -142,4 +138,48 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// A bench's whole result as it printed it, unless another decision is asked for (then its
+/// rounds are re-analysed as any run's, and say so). None for a run, an import, or a bench an
+/// earlier version stored without its result.
+fn stored_bench(
+    store: &crate::store::Store,
+    meta: &crate::store::RunMeta,
+    asked: &Redecide,
+) -> anyhow::Result<Option<BenchResult>> {
+    if !meta.plan.is_bench() || asked.effect.is_some() || asked.confidence.is_some() {
+        return Ok(None);
+    }
+    Ok(store
+        .summary::<BenchResult>(meta.id)?
+        .filter(|b| b.schema == crate::model::bench::SCHEMA))
+}
+
+fn show_bench(meta: &crate::store::RunMeta, bench: &BenchResult, json: bool) -> anyhow::Result<()> {
+    if json {
+        return print_json(&serde_json::json!({
+            "schema": "hugelab.results-show/2",
+            "run": meta,
+            "bench": bench,
+        }));
+    }
+    print_heading(meta);
+    print!("{}", crate::render::bench::render(bench));
+    Ok(())
+}
+
+/// `results show`'s first line: the run, when, how it ended and what it ran; and the version
+/// that wrote it where another did.
+fn print_heading(meta: &crate::store::RunMeta) {
+    println!(
+        "run {} ({}, {}): {}",
+        meta.id,
+        meta.created,
+        meta.status,
+        meta.command.join(" ")
+    );
+    if let Some(note) = meta.other_version() {
+        println!("note: {note}");
+    }
 }

@@ -57,14 +57,6 @@ pub fn process_alive(pid: u32, start: Option<u64>) -> bool {
     }
 }
 
-/// Whether a process recorded as `{"pid": N, "start": T}` (a stored run's `owner`) is gone;
-/// a record without a pid (an older run, an import) is not judged gone.
-pub fn recorded_owner_gone(owner: &serde_json::Value) -> bool {
-    owner["pid"]
-        .as_u64()
-        .is_some_and(|pid| !process_alive(pid as u32, owner["start"].as_u64()))
-}
-
 impl Journal {
     pub fn for_this_process() -> Journal {
         let pid = std::process::id();

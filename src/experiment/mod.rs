@@ -24,7 +24,7 @@ use crate::analyze::experiment::{self, TrialData};
 use crate::analyze::stored::trial_data;
 use crate::control::{self, Guard};
 use crate::model::run::{Plan, RunResult};
-use crate::model::stored::{RunOwner, StoredPlan};
+use crate::model::stored::{RunOwner, StoredPlan, StoredRunPlan};
 use crate::probe::Root;
 use crate::render::progress::{Observer, Progress};
 use crate::store::{ArmRow, Store};
@@ -60,7 +60,7 @@ pub fn conduct(plan: Plan, req: &Request) -> anyhow::Result<Conducted> {
         None => Store::in_memory()?,
     };
     // Earlier runs killed outright (their process gone) are marked so, not left `running`.
-    store.mark_interrupted(control::journal::recorded_owner_gone)?;
+    store.mark_interrupted(|o| !control::journal::process_alive(o.pid, o.start))?;
     let (run_id, mut stored) = open_run(&mut store, &plan, req)?;
     control::defer_first_signal(
         "stopping after the trial in flight (it is kept); settings are then restored and the completed blocks analysed; a second Ctrl-C kills that trial",
@@ -126,7 +126,7 @@ pub fn conduct(plan: Plan, req: &Request) -> anyhow::Result<Conducted> {
     // the way), with what the run printed, for `results show`.
     stored.plan = res.plan.clone();
     stored.said.clone_from(&res.notes);
-    store.set_plan(run_id, &stored)?;
+    store.set_plan(run_id, &StoredRunPlan::Run(Box::new(stored)))?;
     // The whole record the answer is printed from, stored once and read back as it was.
     store.finish_run(
         run_id,
@@ -191,13 +191,15 @@ fn open_run(store: &mut Store, plan: &Plan, req: &Request) -> anyhow::Result<(i6
         }),
         system: crate::probe::status::probe(&Root::system()).ok(),
         said: Vec::new(),
+        hugelab_version: None,
+        imported_from: None,
     };
     let id = store.create_run(
         req.label,
         req.command,
         kernel.as_deref(),
         "running",
-        &stored,
+        &StoredRunPlan::Run(Box::new(stored.clone())),
         &arm_rows,
     )?;
     Ok((id, stored))

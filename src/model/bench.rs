@@ -10,7 +10,7 @@ use crate::workload::Workload;
 use std::collections::BTreeMap;
 
 /// A validated bench plan.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Plan {
     pub workloads: Vec<Workload>,
     pub sizes: Vec<u64>,
@@ -23,7 +23,7 @@ pub struct Plan {
 }
 
 /// Evidence for one backing at one size (and workload family).
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct CellEvidence {
     pub workload: Workload,
     pub size: u64,
@@ -36,7 +36,7 @@ pub struct CellEvidence {
     pub per_op: BTreeMap<PerfEvent, f64>,
 }
 
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Skipped {
     pub backing: Backing,
     pub size: Option<u64>,
@@ -45,9 +45,14 @@ pub struct Skipped {
     pub below_page: bool,
 }
 
-#[derive(Debug, Clone, serde::Serialize)]
+/// The schema of a bench's result, as printed by `--json` and stored with the run.
+pub const SCHEMA: &str = "hugelab.bench/1";
+
+/// A bench's whole result: what it prints, and what its stored run keeps and `results show`
+/// prints again.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct BenchResult {
-    pub schema: &'static str,
+    pub schema: String,
     pub plan: Plan,
     pub kernel: Option<String>,
     pub cpu: Option<String>,

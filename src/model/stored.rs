@@ -1,6 +1,6 @@
 //! A stored run as the results database lists it (`store` reads and writes it).
 
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct RunMeta {
     pub id: i64,
     pub created: String,
@@ -10,8 +10,20 @@ pub struct RunMeta {
     pub kernel: Option<String>,
     /// `running`, `complete`, `interrupted`, `failed`, `imported`.
     pub status: String,
-    /// Plan and options as JSON.
-    pub plan: serde_json::Value,
+    /// The plan as the command that ran it stored it, typed.
+    pub plan: StoredRunPlan,
+}
+
+/// A stored run's plan, typed by the command that wrote it. It is stored as the inner plan's
+/// JSON (the database's shape is unchanged) and read back as the first shape that fits: a
+/// `run`'s whole plan, a bench's, or — for an import or a plan an earlier version stored in
+/// another shape — the parts every reader uses, each read leniently.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+pub enum StoredRunPlan {
+    Run(Box<StoredPlan>),
+    Bench(Box<StoredBenchPlan>),
+    Partial(Box<PlanHead>),
 }
 
 /// A `run`'s plan as stored: the plan as it ran (what the engine decided on the way included:
@@ -22,6 +34,12 @@ pub struct RunMeta {
 pub struct StoredPlan {
     #[serde(flatten)]
     pub plan: crate::model::run::Plan,
+    /// The hugelab that wrote it (set by the store; None before versions were recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hugelab_version: Option<String>,
+    /// The file an imported run came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported_from: Option<String>,
     /// The process that ran it: a run killed outright is told from one still running by this.
     pub owner: Option<RunOwner>,
     /// `hugelab status` as the run started (None where it could not be read, or an earlier
@@ -35,6 +53,133 @@ pub struct StoredPlan {
     /// What the run printed before its answer (the plan's notes and those made on the way).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub said: Vec<String>,
+}
+
+/// A `bench`'s plan as stored: its own plan, the metrics its cells are compared on (each
+/// backing against the first), and the machine's state as it started.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct StoredBenchPlan {
+    pub bench: crate::model::bench::Plan,
+    pub metrics: Vec<crate::model::analysis::MetricDef>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
+    pub system: Option<crate::probe::status::Status>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hugelab_version: Option<String>,
+}
+
+/// What every reader of a stored plan uses, from a plan that is neither a whole `run`'s nor a
+/// bench's as this version writes them: an import (hyperfine's: unpaired, `wall_s` lower is
+/// better) or an earlier version's shape. A part that does not read is absent.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct PlanHead {
+    #[serde(default)]
+    pub baseline: usize,
+    /// False for an unpaired import.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired: Option<bool>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
+    pub design: Option<crate::model::verdict::Design>,
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "lenient_vec"
+    )]
+    pub metrics: Vec<crate::model::analysis::MetricDef>,
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "lenient_vec"
+    )]
+    pub conditions: Vec<crate::backing::condition::Condition>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
+    pub effect: Option<f64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
+    pub confidence: Option<f64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
+    pub arms: Option<Vec<crate::backing::arm::Arm>>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
+    pub server: Option<ServerHead>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
+    pub owner: Option<RunOwner>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
+    pub system: Option<crate::probe::status::Status>,
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "lenient_vec"
+    )]
+    pub said: Vec<String>,
+    /// A bench stored in an earlier shape.
+    #[serde(
+        default,
+        skip_serializing_if = "std::ops::Not::not",
+        deserialize_with = "present"
+    )]
+    pub bench: bool,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
+    pub hugelab_version: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
+    pub imported_from: Option<String>,
+}
+
+/// A server's plan in a stored plan of another shape: whole where it reads, else the parts the
+/// readers name (its preset, its replicas).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+pub enum ServerHead {
+    Whole(Box<crate::model::run::ServerPlan>),
+    Part {
+        #[serde(default, deserialize_with = "lenient")]
+        preset: Option<String>,
+        #[serde(default, deserialize_with = "lenient")]
+        warm: Option<WarmHead>,
+    },
+}
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct WarmHead {
+    #[serde(default, deserialize_with = "lenient")]
+    pub replicas: Option<usize>,
 }
 
 /// A process, by its pid and start time (clock ticks after boot; None where unreadable).
@@ -54,17 +199,24 @@ where
     Ok(serde_json::from_value(v).ok())
 }
 
-impl RunMeta {
-    /// The plan of a `run` as stored, typed; None for a bench, an import, or a run whose plan
-    /// this version cannot read (its fields are then read one by one where needed).
-    pub fn run_plan(&self) -> Option<StoredPlan> {
-        serde_json::from_value(self.plan.clone()).ok()
-    }
+/// A part that is there, whatever its shape.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    <serde::de::IgnoredAny as serde::Deserialize>::deserialize(d).map(|_| true)
+}
 
-    /// The hugelab that stored the run (`plan.hugelab_version`; runs stored before versions
-    /// were recorded have none).
+/// A list another version stored in another shape reads as empty.
+fn lenient_vec<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    Ok(lenient(d)?.unwrap_or_default())
+}
+
+impl RunMeta {
+    /// The hugelab that stored the run (runs stored before versions were recorded have none).
     pub fn written_by(&self) -> Option<&str> {
-        self.plan["hugelab_version"].as_str()
+        self.plan.version()
     }
 
     /// Said when the run was written by another hugelab than this one.
@@ -80,5 +232,181 @@ impl RunMeta {
                 crate::VERSION
             )),
         }
+    }
+}
+
+impl StoredRunPlan {
+    /// A plan as this hugelab stores it: its version written in, unless it names one (an
+    /// import keeps the version it came from).
+    pub fn versioned(mut self) -> StoredRunPlan {
+        let v = match &mut self {
+            StoredRunPlan::Run(p) => &mut p.hugelab_version,
+            StoredRunPlan::Bench(p) => &mut p.hugelab_version,
+            StoredRunPlan::Partial(p) => &mut p.hugelab_version,
+        };
+        v.get_or_insert_with(|| crate::VERSION.to_string());
+        self
+    }
+
+    pub fn version(&self) -> Option<&str> {
+        match self {
+            StoredRunPlan::Run(p) => p.hugelab_version.as_deref(),
+            StoredRunPlan::Bench(p) => p.hugelab_version.as_deref(),
+            StoredRunPlan::Partial(p) => p.hugelab_version.as_deref(),
+        }
+    }
+
+    /// The `run`'s whole plan; None for a bench, a hyperfine import, or an earlier shape.
+    pub fn run(&self) -> Option<&StoredPlan> {
+        match self {
+            StoredRunPlan::Run(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    pub fn is_bench(&self) -> bool {
+        match self {
+            StoredRunPlan::Bench(_) => true,
+            StoredRunPlan::Partial(p) => p.bench,
+            StoredRunPlan::Run(_) => false,
+        }
+    }
+
+    /// The arm the others are compared with (a bench's first backing).
+    pub fn baseline(&self) -> usize {
+        match self {
+            StoredRunPlan::Run(p) => p.plan.baseline,
+            StoredRunPlan::Bench(_) => 0,
+            StoredRunPlan::Partial(p) => p.baseline,
+        }
+    }
+
+    pub fn metrics(&self) -> &[crate::model::analysis::MetricDef] {
+        match self {
+            StoredRunPlan::Run(p) => &p.plan.metrics,
+            StoredRunPlan::Bench(p) => &p.metrics,
+            StoredRunPlan::Partial(p) => &p.metrics,
+        }
+    }
+
+    pub fn conditions(&self) -> &[crate::backing::condition::Condition] {
+        match self {
+            StoredRunPlan::Run(p) => &p.plan.conditions,
+            StoredRunPlan::Bench(_) => &[],
+            StoredRunPlan::Partial(p) => &p.conditions,
+        }
+    }
+
+    /// How the trials were collected: an unpaired import says so; a plan that stored no
+    /// design (a bench, an earlier version) was fixed paired blocks.
+    pub fn design(&self) -> crate::model::verdict::Design {
+        use crate::model::verdict::Design;
+        match self {
+            StoredRunPlan::Run(p) => p.plan.design.clone(),
+            StoredRunPlan::Bench(_) => Design::default(),
+            StoredRunPlan::Partial(p) if p.paired == Some(false) => Design::Unpaired,
+            StoredRunPlan::Partial(p) => p.design.clone().unwrap_or_default(),
+        }
+    }
+
+    /// The run's own decision: its effect and confidence, where it stored them (a bench
+    /// decides at its confidence, with no effect).
+    pub fn decision(&self) -> (Option<f64>, Option<f64>) {
+        match self {
+            StoredRunPlan::Run(p) => (Some(p.plan.effect), Some(p.plan.confidence)),
+            StoredRunPlan::Bench(p) => (None, Some(p.bench.confidence)),
+            StoredRunPlan::Partial(p) => (p.effect, p.confidence),
+        }
+    }
+
+    /// The arms as planned, where the plan kept them.
+    pub fn arms(&self) -> Option<&[crate::backing::arm::Arm]> {
+        match self {
+            StoredRunPlan::Run(p) => Some(&p.plan.arms),
+            StoredRunPlan::Bench(_) => None,
+            StoredRunPlan::Partial(p) => p.arms.as_deref(),
+        }
+    }
+
+    /// The server's plan, where it was stored whole in a shape this version reads.
+    pub fn server(&self) -> Option<&crate::model::run::ServerPlan> {
+        match self {
+            StoredRunPlan::Run(p) => p.plan.server.as_ref(),
+            StoredRunPlan::Partial(p) => match p.server.as_ref()? {
+                ServerHead::Whole(s) => Some(s),
+                ServerHead::Part { .. } => None,
+            },
+            StoredRunPlan::Bench(_) => None,
+        }
+    }
+
+    /// Whether the run measured a server (its plan's server, whole or in part).
+    pub fn served(&self) -> bool {
+        match self {
+            StoredRunPlan::Partial(p) => p.server.is_some(),
+            _ => self.server().is_some(),
+        }
+    }
+
+    /// The server's preset (`--preset postgres`), where one was used.
+    pub fn preset(&self) -> Option<&str> {
+        match self {
+            StoredRunPlan::Partial(p) => match p.server.as_ref()? {
+                ServerHead::Part { preset, .. } => preset.as_deref(),
+                ServerHead::Whole(s) => s.preset.as_deref(),
+            },
+            _ => self.server()?.preset.as_deref(),
+        }
+    }
+
+    /// Servers per arm at once (1 where the plan did not say).
+    pub fn replicas(&self) -> usize {
+        let part = match self {
+            StoredRunPlan::Partial(p) => match p.server.as_ref() {
+                Some(ServerHead::Part { warm, .. }) => warm.as_ref().and_then(|w| w.replicas),
+                _ => None,
+            },
+            _ => None,
+        };
+        part.or_else(|| self.server()?.warm.as_ref()?.replicas)
+            .unwrap_or(1)
+    }
+
+    /// Who ran it: a `running` run whose owner is gone was killed outright.
+    pub fn owner(&self) -> Option<RunOwner> {
+        match self {
+            StoredRunPlan::Run(p) => p.owner,
+            StoredRunPlan::Bench(_) => None,
+            StoredRunPlan::Partial(p) => p.owner,
+        }
+    }
+
+    /// `hugelab status` as the run started, where it was stored in a shape this version reads.
+    pub fn system(&self) -> Option<&crate::probe::status::Status> {
+        match self {
+            StoredRunPlan::Run(p) => p.system.as_ref(),
+            StoredRunPlan::Bench(p) => p.system.as_ref(),
+            StoredRunPlan::Partial(p) => p.system.as_ref(),
+        }
+    }
+
+    /// What the run printed before its answer.
+    pub fn said(&self) -> &[String] {
+        match self {
+            StoredRunPlan::Run(p) => &p.said,
+            StoredRunPlan::Bench(_) => &[],
+            StoredRunPlan::Partial(p) => &p.said,
+        }
+    }
+
+    /// An import names the file it came from.
+    pub fn imported_from(mut self, file: &std::path::Path) -> StoredRunPlan {
+        let from = Some(file.display().to_string());
+        match &mut self {
+            StoredRunPlan::Run(p) => p.imported_from = from,
+            StoredRunPlan::Partial(p) => p.imported_from = from,
+            StoredRunPlan::Bench(_) => {}
+        }
+        self
     }
 }

@@ -4,6 +4,8 @@
 //! is stored, and a bad one is named by its path in the file.
 
 use super::{ArmRow, Evidence, TrialRow};
+use crate::model::analysis::MetricDef;
+use crate::model::stored::{PlanHead, StoredRunPlan};
 use crate::workload::child::TrialOutcome;
 use std::collections::BTreeMap;
 
@@ -13,11 +15,11 @@ use std::collections::BTreeMap;
 pub struct ImportError(pub String);
 
 /// What an import stores: its arms, its trials (in the order they ran, numbered) and its plan.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Import {
     pub arms: Vec<ArmRow>,
     pub trials: Vec<TrialRow>,
-    pub plan: serde_json::Value,
+    pub plan: StoredRunPlan,
 }
 
 /// A value read from an imported file: finite, not negative, and (for times) above zero.
@@ -149,16 +151,27 @@ pub fn read(v: &serde_json::Value, file: &std::path::Path) -> Result<Import, Imp
     for (n, t) in trials.iter_mut().enumerate() {
         t.seq = n as i64;
     }
-    let mut plan = if hugelab {
-        v["hugelab"]["run"]["plan"].clone()
-    } else {
-        serde_json::json!({"paired": false, "baseline": 0, "metrics": [{"name": "wall_s", "better": "lower"}]})
-    };
-    if !plan.is_object() {
-        plan = serde_json::json!({});
+    Ok(Import {
+        arms,
+        trials,
+        plan: plan_of(v, hugelab).imported_from(file),
+    })
+}
+
+/// hyperfine's runs are unpaired, of wall time; a hugelab export keeps the plan it ran.
+fn plan_of(v: &serde_json::Value, hugelab: bool) -> StoredRunPlan {
+    if hugelab {
+        return serde_json::from_value(v["hugelab"]["run"]["plan"].clone())
+            .unwrap_or_else(|_| StoredRunPlan::Partial(Box::default()));
     }
-    plan["imported_from"] = file.display().to_string().into();
-    Ok(Import { arms, trials, plan })
+    StoredRunPlan::Partial(Box::new(PlanHead {
+        paired: Some(false),
+        metrics: vec![MetricDef::contrasted(
+            "wall_s",
+            crate::model::verdict::Better::Lower,
+        )],
+        ..PlanHead::default()
+    }))
 }
 
 #[cfg(test)]

@@ -6,6 +6,8 @@ pub mod import;
 
 pub use crate::model::evidence::Evidence;
 pub use crate::model::stored::RunMeta;
+use crate::model::stored::RunOwner;
+use crate::model::stored::StoredRunPlan;
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 
@@ -169,10 +171,10 @@ impl Store {
         command: &[String],
         kernel: Option<&str>,
         status: &str,
-        plan: &impl serde::Serialize,
+        plan: &StoredRunPlan,
         arms: &[ArmRow],
     ) -> anyhow::Result<i64> {
-        let plan = versioned(plan)?;
+        let plan = plan.clone().versioned();
         let tx = self.conn.transaction()?;
         let id = insert_run(&tx, label, command, kernel, status, &plan, arms)?;
         tx.commit()?;
@@ -193,11 +195,11 @@ impl Store {
         &mut self,
         label: Option<&str>,
         command: &[String],
-        plan: &impl serde::Serialize,
+        plan: &StoredRunPlan,
         arms: &[ArmRow],
         trials: &[TrialRow],
     ) -> anyhow::Result<i64> {
-        let plan = versioned(plan)?;
+        let plan = plan.clone().versioned();
         let tx = self.conn.transaction()?;
         let id = insert_run(&tx, label, command, None, "imported", &plan, arms)?;
         for t in trials {
@@ -209,11 +211,11 @@ impl Store {
 
     /// Store a run's plan whole again: as it ran, once the run has ended (the engine settles
     /// some of it on the way).
-    pub fn set_plan(&mut self, run: i64, plan: &impl serde::Serialize) -> anyhow::Result<()> {
-        let plan = versioned(plan)?;
+    pub fn set_plan(&mut self, run: i64, plan: &StoredRunPlan) -> anyhow::Result<()> {
+        let plan = serde_json::to_string(&plan.clone().versioned())?;
         self.conn.execute(
             "UPDATE runs SET plan = ?1 WHERE id = ?2",
-            params![plan.to_string(), run],
+            params![plan, run],
         )?;
         Ok(())
     }
@@ -252,7 +254,7 @@ impl Store {
     /// finished its row. Returns their ids.
     pub fn mark_interrupted(
         &mut self,
-        gone: impl Fn(&serde_json::Value) -> bool,
+        gone: impl Fn(&RunOwner) -> bool,
     ) -> anyhow::Result<Vec<i64>> {
         // Only the running rows' owners are read: a plan holds the machine's whole status.
         let running: Vec<(i64, Option<String>)> = self
@@ -264,7 +266,7 @@ impl Store {
             .into_iter()
             .filter(|(_, owner)| {
                 let owner = owner.as_deref().and_then(|o| serde_json::from_str(o).ok());
-                gone(&owner.unwrap_or(serde_json::Value::Null))
+                owner.as_ref().is_some_and(&gone)
             })
             .map(|(id, _)| id)
             .collect();
@@ -279,10 +281,10 @@ impl Store {
 
     /// The latest run on this host whose summary holds `key` (a `bench tlb`'s `tlb`): its id,
     /// when it was created, and the value under the key.
-    pub fn latest_summary(
+    pub fn latest_summary<T: serde::de::DeserializeOwned>(
         &self,
         key: &str,
-    ) -> anyhow::Result<Option<(i64, String, serde_json::Value)>> {
+    ) -> anyhow::Result<Option<(i64, String, T)>> {
         let host = crate::probe::cpu::hostname(&crate::probe::Root::system()).unwrap_or_default();
         let row: Option<(i64, String, String)> = self
             .conn
@@ -297,6 +299,16 @@ impl Store {
                 serde_json::from_str(&v).ok().map(|v| (id, created, v))
             }),
         )
+    }
+
+    /// The TLB reach `bench tlb` last measured on this host: which run, when, and what it found.
+    pub fn measured_tlb(&self) -> Option<crate::model::tlb::Measured> {
+        let (run, created, reach) = self.latest_summary("tlb").ok()??;
+        Some(crate::model::tlb::Measured {
+            run,
+            created,
+            reach,
+        })
     }
 
     pub fn runs(&self) -> anyhow::Result<Vec<(RunMeta, i64)>> {
@@ -314,7 +326,7 @@ impl Store {
                     kernel: r.get(5)?,
                     status: r.get(6)?,
                     plan: serde_json::from_str(&r.get::<_, String>(7)?)
-                        .unwrap_or(serde_json::Value::Null),
+                        .unwrap_or_else(|_| StoredRunPlan::Partial(Box::default())),
                 },
                 r.get(8)?,
             ))
@@ -378,29 +390,19 @@ impl Store {
 }
 
 /// A run's row and its arms, inside the caller's transaction.
-/// A plan as stored: the version that wrote the run travels with it (no schema change); an
-/// imported plan keeps the version it names.
-fn versioned(plan: &impl serde::Serialize) -> anyhow::Result<serde_json::Value> {
-    let mut plan = serde_json::to_value(plan)?;
-    if let Some(o) = plan.as_object_mut() {
-        o.entry("hugelab_version").or_insert(crate::VERSION.into());
-    }
-    Ok(plan)
-}
-
 fn insert_run(
     tx: &rusqlite::Transaction,
     label: Option<&str>,
     command: &[String],
     kernel: Option<&str>,
     status: &str,
-    plan: &serde_json::Value,
+    plan: &StoredRunPlan,
     arms: &[ArmRow],
 ) -> anyhow::Result<i64> {
     let host = crate::probe::cpu::hostname(&crate::probe::Root::system()).unwrap_or_default();
     tx.execute(
         "INSERT INTO runs (created, label, command, host, kernel, status, plan) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        params![now_utc(), label, serde_json::to_string(command)?, host, kernel, status, plan.to_string()],
+        params![now_utc(), label, serde_json::to_string(command)?, host, kernel, status, serde_json::to_string(plan)?],
     )?;
     let id = tx.last_insert_rowid();
     for a in arms {
@@ -485,7 +487,7 @@ mod tests {
                 &["true".into()],
                 None,
                 "running",
-                &serde_json::json!({"blocks": 2}),
+                &StoredRunPlan::Partial(Box::default()),
                 &arms,
             )
             .unwrap();
@@ -505,6 +507,7 @@ mod tests {
         s.finish_run::<()>(id, "complete", None).unwrap();
         let (m, a, tr) = s.load(id).unwrap();
         assert_eq!((m.status.as_str(), a.len(), tr.len()), ("complete", 2, 1));
+        assert_eq!(m.written_by(), Some(crate::VERSION));
         assert_eq!(tr[0], t);
         assert!(s.load(99).unwrap_err().to_string().contains("no run 99"));
         assert!(now_utc().len() == 20 && now_utc().starts_with("20"));

@@ -22,8 +22,9 @@ use std::path::PathBuf;
 
 /// A stored run's status as it is now: `running` whose process is gone reads `interrupted`.
 pub fn status_now(meta: &crate::store::RunMeta) -> String {
-    if meta.status == "running" && crate::control::journal::recorded_owner_gone(&meta.plan["owner"])
-    {
+    let gone =
+        |o: crate::model::stored::RunOwner| !crate::control::journal::process_alive(o.pid, o.start);
+    if meta.status == "running" && meta.plan.owner().is_some_and(gone) {
         "interrupted".into()
     } else {
         meta.status.clone()
@@ -47,8 +48,8 @@ pub fn recall(
     let (mut record, mut how) = match stored {
         Some(r) => (r, None),
         None => {
-            let effect = meta.plan["effect"].as_f64().unwrap_or(0.01);
-            let confidence = meta.plan["confidence"].as_f64().unwrap_or(0.99);
+            let (effect, confidence) = meta.plan.decision();
+            let (effect, confidence) = (effect.unwrap_or(0.01), confidence.unwrap_or(0.99));
             let (report, how) = match store.summary::<ExperimentAnalysis>(meta.id)? {
                 Some(a) => (
                     a,
@@ -71,16 +72,14 @@ pub fn recall(
                 schema: RECORD_SCHEMA.into(),
                 run_id: meta.id,
                 stored: true,
-                service: meta.plan["server"].is_object(),
-                replicas: meta.plan["server"]["warm"]["replicas"]
-                    .as_u64()
-                    .unwrap_or(1) as usize,
+                service: meta.plan.served(),
+                replicas: meta.plan.replicas(),
                 report,
                 facts,
                 pools: Vec::new(),
                 advice: None,
                 servers: Vec::new(),
-                notes: serde_json::from_value(meta.plan["said"].clone()).unwrap_or_default(),
+                notes: meta.plan.said().to_vec(),
                 trace_stalls: Vec::new(),
             };
             (record, Some(how))
@@ -119,13 +118,7 @@ pub fn open(db: &Option<PathBuf>) -> anyhow::Result<Store> {
 /// The TLB reach `bench tlb` last measured on this host, from the results database; `None`
 /// when nothing was measured (or there is no database).
 pub fn measured_tlb(db: &Option<PathBuf>) -> Option<crate::analyze::tlb::Measured> {
-    let store = open(db).ok()?;
-    let (run, created, v) = store.latest_summary("tlb").ok()??;
-    Some(crate::analyze::tlb::Measured {
-        run,
-        created,
-        reach: serde_json::from_value(v).ok()?,
-    })
+    open(db).ok()?.measured_tlb()
 }
 
 /// Arm name → successful values of `metric`, from a run id or an exported file.
@@ -250,8 +243,7 @@ pub fn said(
     record: &RunRecord,
 ) -> crate::model::report::Said {
     let report = &record.report;
-    let server: Option<crate::model::run::ServerPlan> =
-        serde_json::from_value(meta.plan["server"].clone()).ok();
+    let server = meta.plan.server().cloned();
     let names: Vec<String> = arms.iter().map(|a| a.name.clone()).collect();
     let servers = match (&server, report.primary()) {
         // What the run printed, as it kept it.

@@ -22,7 +22,7 @@ pub fn view(
 ) -> anyhow::Result<RunView> {
     let kind = if meta.status == "imported" {
         RunKind::Imported
-    } else if meta.plan.get("bench").is_some() {
+    } else if meta.plan.is_bench() {
         RunKind::Bench
     } else {
         RunKind::Run
@@ -33,12 +33,20 @@ pub fn view(
     } else {
         (None, None)
     };
+    // A bench or an import is analysed at its own decision where it stored one.
+    let (effect, own) = meta.plan.decision();
     let confidence = decided
         .as_ref()
-        .map_or(over.confidence.unwrap_or(0.99), |d| d.confidence);
+        .map_or(over.confidence.or(own).unwrap_or(0.99), |d| d.confidence);
     let report = match &record {
         Some(r) => r.report.clone(),
-        None => reanalyse(&meta, arms, trials, over.effect.unwrap_or(0.01), confidence),
+        None => reanalyse(
+            &meta,
+            arms,
+            trials,
+            over.effect.or(effect).unwrap_or(0.01),
+            confidence,
+        ),
     };
     let arm_names: Vec<String> = arms.iter().map(|a| a.name.clone()).collect();
     let index = |idx: i64| arms.iter().position(|a| a.idx == idx);
@@ -84,7 +92,7 @@ pub fn view(
         },
     };
     Ok(RunView {
-        system: meta.plan.get("system").cloned(),
+        system: meta.plan.system().cloned(),
         meta,
         kind,
         arms: arm_names,

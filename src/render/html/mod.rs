@@ -7,7 +7,7 @@
 mod charts;
 
 use super::Grid;
-use super::markdown::{heading, run_grids, system};
+use super::markdown::{heading, run_grids};
 use crate::model::report::{CompareResult, RunKind, RunView};
 pub use charts::{ForestRow, forest_rows};
 use charts::{
@@ -203,9 +203,6 @@ fn run_section(v: &RunView) -> String {
     }
     for g in run_grids(v) {
         o += &table(&g);
-    }
-    if v.system.is_some() && system(v).is_none() {
-        o += "<p class=\"meta\">The stored system snapshot is from another hugelab version and is not shown.</p>\n";
     }
     o
 }
