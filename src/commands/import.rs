@@ -26,10 +26,8 @@ pub struct ImportArgs {
 pub fn run(a: ImportArgs) -> anyhow::Result<i32> {
     let text = std::fs::read_to_string(&a.file)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", a.file.display()))?;
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| UsageError(format!("{} is not JSON: {e}", a.file.display())))?;
-    let Import { arms, trials, plan } = crate::store::import::read(&v, &a.file)
-        .map_err(|e| UsageError(format!("{}: {}", a.file.display(), e.0)))?;
+    let Import { arms, trials, plan } =
+        crate::store::import::read(&text, &a.file).map_err(|e| UsageError(e.0))?;
     let command: Vec<String> = arms.iter().map(|a| a.spec.clone()).collect();
     let mut store = Store::open(
         &a.store

@@ -42,21 +42,26 @@ fn checked(v: &serde_json::Value, what: &str, time: bool) -> Result<f64, ImportE
     Ok(x)
 }
 
-/// The arms, trials and plan of an import, all checked before anything is stored. A hugelab
-/// export keeps its trials as they were: every metric, the block pairing, failures and flags.
-/// hyperfine JSON gives one arm per `results[]` entry and one unpaired trial per `times` item.
-pub fn read(v: &serde_json::Value, file: &std::path::Path) -> Result<Import, ImportError> {
+/// The arms, trials and plan of an import from the file's text, all checked before anything is
+/// stored. A hugelab export keeps its trials as they were: every metric, the block pairing,
+/// failures and flags. hyperfine JSON gives one arm per `results[]` entry and one unpaired
+/// trial per `times` item.
+pub fn read(text: &str, file: &std::path::Path) -> Result<Import, ImportError> {
+    let named = |why: String| ImportError(format!("{}: {why}", file.display()));
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| named(format!("not JSON: {e}")))?;
+    read_value(&v, file).map_err(|e| named(e.0))
+}
+
+fn read_value(v: &serde_json::Value, file: &std::path::Path) -> Result<Import, ImportError> {
     let results = v["results"].as_array().ok_or_else(|| {
-        ImportError(format!(
-            "{}: no `results` array (expected hyperfine --export-json output or a hugelab export)",
-            file.display()
-        ))
+        ImportError(
+            "no `results` array (expected hyperfine --export-json output or a hugelab export)"
+                .into(),
+        )
     })?;
     if results.is_empty() {
-        return Err(ImportError(format!(
-            "{}: `results` is empty",
-            file.display()
-        )));
+        return Err(ImportError("`results` is empty".into()));
     }
     let hugelab = v["hugelab"]["schema"] == "hugelab.export/1"
         && results.iter().all(|r| r["hugelab"]["trials"].is_array());
@@ -194,7 +199,7 @@ mod tests {
             )
         ) {
             let v = serde_json::json!({"results": [{"command": "x", "times": times}]});
-            match read(&v, std::path::Path::new("f.json")) {
+            match read_value(&v, std::path::Path::new("f.json")) {
                 Ok(Import { trials, .. }) => {
                     prop_assert_eq!(trials.len(), times.len());
                     for t in &trials {
@@ -217,7 +222,7 @@ mod tests {
             {"command": "a", "times": [0.1, 0.2]},
             {"command": "b", "times": []},
         ]});
-        let e = read(&v, f).unwrap_err();
+        let e = read_value(&v, f).unwrap_err();
         assert!(e.0.contains("results[1].times is empty"), "{}", e.0);
         let v = serde_json::json!({"results": [
             {"command": "a", "times": [0.1]},
@@ -225,7 +230,7 @@ mod tests {
             {"command": "a", "times": [0.3]},
             {"times": [0.4]},
         ]});
-        let names: Vec<String> = read(&v, f)
+        let names: Vec<String> = read(&v.to_string(), f)
             .unwrap()
             .arms
             .into_iter()
