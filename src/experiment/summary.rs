@@ -185,6 +185,9 @@ pub fn pool_uses(plan: &Plan, trials: &[TrialRow]) -> Vec<crate::model::run::Poo
                 .filter(|t| t.evidence.server.as_ref().is_none_or(|s| s.pid.is_some()))
                 .map(|t| t.evidence.hugetlb_bytes() as f64 / size as f64)
                 .collect();
+            let share_of_mem_total = obtained
+                .zip(mem_total.filter(|t| *t > 0))
+                .map(|(n, t)| (n * size) as f64 / t as f64);
             out.push(crate::model::run::PoolUse {
                 arm: arm.name.clone(),
                 page_size: size,
@@ -192,6 +195,7 @@ pub fn pool_uses(plan: &Plan, trials: &[TrialRow]) -> Vec<crate::model::run::Poo
                 obtained,
                 in_use: (!used.is_empty()).then(|| used.iter().sum::<f64>() / used.len() as f64),
                 mem_total,
+                share_of_mem_total,
             });
         }
     }

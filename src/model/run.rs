@@ -295,6 +295,9 @@ pub struct PoolUse {
     pub obtained: Option<u64>,
     pub in_use: Option<f64>,
     pub mem_total: Option<u64>,
+    /// What the pages obtained took of MemTotal, a fraction (None where either is unknown).
+    #[serde(default)]
+    pub share_of_mem_total: Option<f64>,
 }
 
 /// Per arm, what its servers did across the trials (from each trial's `server` evidence).

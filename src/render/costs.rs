@@ -133,9 +133,8 @@ pub fn pool_lines(pools: &[crate::model::run::PoolUse]) -> Vec<String> {
                 Some(n) => {
                     let bytes = n * p.page_size;
                     let share = p
-                        .mem_total
-                        .filter(|t| *t > 0)
-                        .map(|t| format!(", {:.1}% of MemTotal", bytes as f64 * 100.0 / t as f64))
+                        .share_of_mem_total
+                        .map(|s| format!(", {:.1}% of MemTotal", s * 100.0))
                         .unwrap_or_default();
                     format!("obtained {n} ({}{share})", Bytes(bytes))
                 }
@@ -181,6 +180,7 @@ mod tests {
             obtained: Some(4000),
             in_use: Some(180.4),
             mem_total: Some(24 << 30),
+            share_of_mem_total: Some((4000u64 * (2 << 20)) as f64 / (24u64 << 30) as f64),
         };
         assert_eq!(
             pool_lines(&[p]),
