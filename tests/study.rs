@@ -1,6 +1,7 @@
-//! The docs' study tables that say they are regenerated: `scripts/study/rows.sh` prints them
-//! from the stored runs in `docs/study/`, and every row it prints is in the docs as it is, so a
-//! figure there is the record's, read back by this version.
+//! The docs' study tables that say they are regenerated: `scripts/study/rows.sh` (services) and
+//! `scripts/study/chase.sh rows` (the TLB model against `bench chase`) print them from the
+//! stored runs in `docs/study/`, and every row they print is in the docs as it is, so a figure
+//! there is the record's, read back by this version.
 
 use std::path::Path;
 
@@ -15,7 +16,7 @@ fn every_study_row_is_printed_from_its_stored_runs() {
     let mut stored: Vec<_> = std::fs::read_dir(root.join("docs/study"))
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".db.xz"))
+        .filter(|p| p.to_string_lossy().ends_with(".db.xz") && !is_chase(p))
         .collect();
     stored.sort();
     assert!(!stored.is_empty(), "no stored runs in docs/study");
@@ -40,6 +41,53 @@ fn every_study_row_is_printed_from_its_stored_runs() {
             assert!(
                 docs.contains(row),
                 "{}: this row is not in docs/services-study.md as printed:\n{row}",
+                db.display()
+            );
+        }
+    }
+}
+
+fn is_chase(p: &Path) -> bool {
+    p.file_name()
+        .is_some_and(|n| n.to_string_lossy().contains("-chase"))
+}
+
+#[test]
+#[cfg_attr(
+    missing_jq,
+    ignore = "needs jq and xz (apt-get install jq xz-utils; .ci/run does)"
+)]
+fn the_chase_table_is_printed_from_its_stored_benches() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let docs = std::fs::read_to_string(root.join("docs/measurements.md")).unwrap();
+    let stored: Vec<_> = std::fs::read_dir(root.join("docs/study"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| is_chase(p))
+        .collect();
+    assert!(!stored.is_empty(), "no stored chase benches in docs/study");
+    for db in stored {
+        let out = std::process::Command::new("bash")
+            .arg(root.join("scripts/study/chase.sh"))
+            .arg("rows")
+            .arg(&db)
+            .env("HUGELAB", env!("CARGO_BIN_EXE_hugelab"))
+            .current_dir(root)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            db.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The heading names the machine and the reach; eleven sizes follow.
+        assert_eq!(text.lines().count(), 13, "{text}");
+        for row in text.lines() {
+            assert!(
+                docs.contains(row),
+                "{}: this row is not in docs/measurements.md as printed:\n{row}",
                 db.display()
             );
         }
