@@ -3,6 +3,9 @@
 //! stored runs in `docs/study/`, and every row they print is in the docs as it is, so a figure
 //! there is the record's, read back by this version.
 
+#[macro_use]
+mod common;
+
 use std::path::Path;
 
 #[test]
@@ -92,4 +95,42 @@ fn the_chase_table_is_printed_from_its_stored_benches() {
             );
         }
     }
+}
+
+/// `scripts/study/aa.sh` makes the A/A rows again: a short A/A on a small cluster, its row
+/// printed from the stored run in the columns of docs/services-study.md's table.
+#[test]
+#[cfg_attr(
+    any(unprivileged, missing_postgres, missing_jq),
+    ignore = "needs root, PostgreSQL and jq (.ci/run installs them)"
+)]
+fn the_aa_script_measures_and_prints_its_rows() {
+    require_root!();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new("bash")
+        .arg(root.join("scripts/study/aa.sh"))
+        .arg(dir.path().join("aa.db"))
+        .arg("30s")
+        .env("SCALE", "1")
+        .env("HUGELAB", env!("CARGO_BIN_EXE_hugelab"))
+        .current_dir(root)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let docs = std::fs::read_to_string(root.join("docs/services-study.md")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(docs.contains(lines[0]), "the table's heading: {}", lines[0]);
+    assert_eq!(lines.len(), 3, "one A/A, one contrast: {text}");
+    let row = lines[2];
+    assert_eq!(row.matches('|').count(), 12, "{row}");
+    assert!(
+        row.contains(" | b vs a tps ") && row.contains(" CPUs, "),
+        "{row}"
+    );
 }

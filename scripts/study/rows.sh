@@ -27,8 +27,10 @@ for id in "${ids[@]}"; do
     | "| \($run.created[:10]) | \($run.plan.system.cpu.logical_cpus) CPUs, \($run.plan.system.cpu.model_name) | \($id) | "
       + (if ($rec.replicas // 1) > 1 then "\($w.schedule // "warm"), \($rec.replicas) replicas" else ($w.schedule // "cold") end)
       + " | \($rec.facts.blocks) | \($m.lifetimes) \(if ($rec.replicas // 1) > 1 then "restarts" else "lifetimes" end) | \($rec.facts.elapsed_s | round) s"
-      + " | \($arm) vs \($rec.report.baseline) \($m.metric.name) \($c.percent.point | signed)% [\($c.percent.lo | signed), \($c.percent.hi | signed)] @\($c.percent.confidence * 10000 | round / 100)% \($c.verdict)"
-      + " | ±\($c.half_width_percent | num)%"
+      + " | \($arm) vs \($rec.report.baseline) \($m.metric.name) \($c.percent.point | signed)%"
+      + (if $c.percent.lo == null then " (no interval)" else " [\($c.percent.lo | signed), \($c.percent.hi | signed)] @\($c.percent.confidence * 10000 | round / 100)%" end)
+      + " \($c.verdict)"
+      + " | \(if $c.half_width_percent == null then "—" else "±\($c.half_width_percent | num)%" end)"
       + " | \(if $f.pilot then "±\($f.pilot.half_width | pct)%" + (if $f.pilot.range then " (\($f.pilot.range[0] | pct)–\($f.pilot.range[1] | pct)%)" else "" end) else "—" end)"
       + " | \(if $f.last then "±\($f.last.half_width | pct)%" else "—" end) |"'
 done
