@@ -365,7 +365,7 @@ fn a_service_answer_words_a_verdict_as_a_command_answer_does() {
         trace_stalls: Vec::new(),
     };
     let flat = |l: Vec<String>| l.join(" ").split_whitespace().collect::<Vec<_>>().join(" ");
-    let brief = flat(hugelab::render::brief::lines(&record));
+    let brief = flat(hugelab::render::service_answer::lines(&record));
     let command = flat(answer(&r));
     let phrase = "[-0.58, -0.38] @99.07% FASTER, not clearing δ = 1% (the interval reaches -0.38%)";
     assert!(brief.contains(phrase), "{brief}");

@@ -34,11 +34,11 @@ pub mod coverage;
 pub mod diagnostics;
 pub mod experiment;
 pub mod findings;
+pub mod flagged;
 pub mod hot;
 pub mod inspect;
 pub mod judge;
 pub mod lifetimes;
-pub mod matters;
 pub mod sequential;
 pub mod server;
 #[cfg(any(test, feature = "simulation"))]

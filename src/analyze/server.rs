@@ -3,7 +3,7 @@
 //! announce that they fell back to 4 KiB pages or turned THP off for themselves. System-wide
 //! counters are never used here: other processes move them.
 
-use super::matters::{self, Judgment};
+use super::flagged::{self, Judgment};
 use crate::backing::arm::Expect;
 use crate::collect::server::GroupMemory;
 pub use crate::model::run::ServerSummary;
@@ -88,7 +88,7 @@ pub fn said<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option<(&'static Si
     })
 }
 
-/// Whether the server's memory is on the pages the arm expected (`analyze::matters`, the rule
+/// Whether the server's memory is on the pages the arm expected (`analyze::flagged`, the rule
 /// every arm is judged by), with the server's own fallback message when it printed one.
 pub fn judge(
     expect: Expect,
@@ -96,7 +96,7 @@ pub fn judge(
     words: Option<&(&'static Signature, String)>,
 ) -> Option<Judgment> {
     let words = words.map(|(sig, line)| format!("{} said: {line:?} ({})", sig.server, sig.meaning));
-    matters::judge(expect, mem, words.as_deref())
+    flagged::judge(expect, mem, words.as_deref())
 }
 
 /// Whether a server's own THP policy held, from its memory read after the load (the kernel's
@@ -407,7 +407,7 @@ mod tests {
 
     #[test]
     fn servers_are_judged_by_the_one_rule_and_quoted() {
-        use crate::analyze::matters::State;
+        use crate::analyze::flagged::State;
         // Hugetlb asked, segment on 4 KiB, PostgreSQL's DEBUG1 line in the log.
         let words = said([CAPTURED[0].0]);
         let j = judge(

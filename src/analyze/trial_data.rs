@@ -1,7 +1,7 @@
 //! A stored trial as the analysis reads it (`TrialData`, from its evidence), and whether a
 //! command's arm got the pages it asked for (`judge_trial`).
 
-use super::matters;
+use super::flagged;
 use crate::backing::arm::Expect;
 use crate::collect::sampler::MemorySamples;
 pub use crate::model::analysis::{TrialCondition, TrialData, TrialEvent};
@@ -55,7 +55,7 @@ pub fn trial_data(
         hot: evidence.server.as_ref().and_then(|s| s.hot_bytes),
         entries: backing.filter(|j| j.page_size > 0).map(Judgment::entries),
         partial: backing
-            .filter(|j| j.state == matters::State::Partial)
+            .filter(|j| j.state == flagged::State::Partial)
             .map(|j| j.why.clone()),
         counters: evidence
             .gathered
@@ -124,7 +124,7 @@ fn trial_condition(evidence: &Evidence) -> Option<TrialCondition> {
 }
 
 /// Whether a command's arm got the pages it asked for, from the walk of its process group at the
-/// largest resident memory (`analyze::matters`), with the program's own words about its pages
+/// largest resident memory (`analyze::flagged`), with the program's own words about its pages
 /// (warnings first: the JVM's "UseLargePages disabled", "Failed to reserve … memory").
 /// A peak the walks missed (a short burst seen only by status reads) is judged from the group's
 /// share at it. `None`: nothing to judge (4 KiB-indifferent arm, not sampled, too small).
@@ -135,7 +135,7 @@ pub fn judge_trial(
     stderr: &str,
 ) -> Option<Judgment> {
     let expect = expect?;
-    if memory.walks == 0 || memory.peak_rss < matters::MIN_RESIDENT {
+    if memory.walks == 0 || memory.peak_rss < flagged::MIN_RESIDENT {
         return None;
     }
     let lines: Vec<&str> = stderr
@@ -163,8 +163,8 @@ pub fn judge_trial(
             Some(w) => (&w.memory, Some(w.at_s)),
             None => (memory.at_peak.as_ref()?, None),
         };
-        let mut j = matters::judge(expect, view, said.as_deref())?;
-        if let Some(t) = at.filter(|_| j.state != matters::State::Got) {
+        let mut j = flagged::judge(expect, view, said.as_deref())?;
+        if let Some(t) = at.filter(|_| j.state != flagged::State::Got) {
             j.why = format!("at a walk {t:.1} s in: {}", j.why);
         }
         return Some(j);
@@ -172,18 +172,18 @@ pub fn judge_trial(
     let view = memory.at_peak.as_ref()?;
     let walked = view.rss + view.hugetlb_total();
     if (walked as f64) >= 0.95 * memory.peak_rss as f64 {
-        return matters::judge(expect, view, said.as_deref());
+        return flagged::judge(expect, view, said.as_deref());
     }
     if !matches!(expect, Expect::Hugetlb(_)) {
         // Status reads cannot see THP: judged at the largest walk only when that walk saw most
         // of the peak; a short peak that fell between walks is not judged at all.
         return ((walked as f64) >= 0.5 * memory.peak_rss as f64)
-            .then(|| matters::judge(expect, view, said.as_deref()))
+            .then(|| flagged::judge(expect, view, said.as_deref()))
             .flatten();
     }
     // A hugetlb arm whose peak the walks missed: the hugetlb share status reads saw there.
     let share = memory.coverage_at_peak.unwrap_or(0.0);
-    let state = matters::classify(share);
+    let state = flagged::classify(share);
     Some(Judgment {
         state,
         share,

@@ -6,7 +6,7 @@
 //! * the page-table walk of each member's `/proc/PID/smaps` (which takes the child's mmap lock
 //!   and costs more the more 4 KiB pages it maps, so it disturbs a 4K arm more than a huge-page
 //!   arm; the same walk as `smaps_rollup`, per region, so that the walk at the peak says which
-//!   process and region holds what: `analyze::matters` judges the arm from it) only
+//!   process and region holds what: `analyze::flagged` judges the arm from it) only
 //!   at `4·every`, `8·every`, `16·every`, … — a geometric back-off of `backoff_walks` steps
 //!   (80 ms … 41 s by default), then once per that last offset (every 41 s), so that its share of
 //!   a trial's time shrinks as the trial grows and a trial of minutes (a VM booting and touching

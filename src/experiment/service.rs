@@ -4,7 +4,7 @@
 //! next burst (warm design), and judged against what the arm expects. A server that does not
 //! start, is not ready, dies during the load or crashes fails its trial with its last log lines.
 
-use crate::analyze::matters::{Judgment, State};
+use crate::analyze::flagged::{Judgment, State};
 use crate::analyze::server::{judge, said};
 use crate::backing::arm::Arm;
 use crate::collect::server::{GroupMemory, LoadView, read, tree_cpu_ns};
@@ -47,7 +47,7 @@ pub struct Served {
     pub cpu_ns: u64,
     pub failure: Option<String>,
     pub flag: Option<String>,
-    /// Whether the memory that matters got the pages asked for (`analyze::matters`).
+    /// Whether the memory that matters got the pages asked for (`analyze::flagged`).
     pub backing: Option<Box<Judgment>>,
     pub evidence: Box<ServerEvidence>,
 }

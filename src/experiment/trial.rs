@@ -8,7 +8,7 @@ mod slot;
 use super::service;
 use super::watch;
 use crate::analyze::experiment;
-use crate::analyze::matters::State;
+use crate::analyze::flagged::State;
 use crate::backing::arm::Arm;
 use crate::backing::qemu;
 use crate::collect::event::{DuringEvent, EventView};

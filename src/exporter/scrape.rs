@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 struct Watch {
     comm: String,
     /// The totals of the last smaps walk, the share of the memory that matters on huge pages
-    /// (`analyze::matters`, `None` when too small to judge), and when it was read.
+    /// (`analyze::flagged`, `None` when too small to judge), and when it was read.
     rollup: Option<(Rollup, Option<f64>, Instant)>,
     /// Scrapes to skip before the next smaps_rollup read (its last read cost more than the budget).
     skip: u64,
@@ -187,7 +187,7 @@ impl Exporter {
                     pss: 0,
                 };
                 let share =
-                    crate::analyze::matters::judge(crate::backing::arm::Expect::Huge, &mem, None)
+                    crate::analyze::flagged::judge(crate::backing::arm::Expect::Huge, &mem, None)
                         .map(|j| j.share);
                 w.rollup = Some((r, share, Instant::now()));
             } else if !crate::probe::process::Proc::system(pid).exists() {

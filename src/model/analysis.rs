@@ -347,7 +347,7 @@ pub struct TrialData {
     /// The replica of its arm the trial ran in (warm design with replicas).
     #[serde(default)]
     pub replica: Option<usize>,
-    /// The trial's backing judgment (`analyze::matters`): the share of the memory that matters
+    /// The trial's backing judgment (`analyze::flagged`): the share of the memory that matters
     /// on the pages asked for, and why when it was PARTIAL.
     #[serde(default)]
     pub share: Option<f64>,

@@ -15,7 +15,7 @@ pub struct WatchedProcess {
     pub huge: BTreeMap<String, u64>,
     /// Huge bytes over resident bytes (PMD-mapped and hugetlb; mTHP is in `folios`).
     pub coverage: Option<f64>,
-    /// Share of the memory that matters (its largest regions, `analyze::matters`) on huge
+    /// Share of the memory that matters (its largest regions, `analyze::flagged`) on huge
     /// pages; `None` when those regions hold under 8 MiB.
     pub matters: Option<f64>,
     /// Age of the smaps_rollup numbers: a process whose page-table walk costs more than the

@@ -3,7 +3,6 @@
 pub mod advice;
 pub mod analysis_step;
 pub mod bench;
-pub mod brief;
 pub mod cgroups;
 pub mod compare;
 pub mod conditions;
@@ -17,6 +16,7 @@ pub mod markdown;
 pub mod progress;
 pub mod prometheus;
 pub mod run;
+pub mod service_answer;
 pub mod status;
 pub mod summary;
 pub mod thp_activity;

@@ -233,7 +233,7 @@ fn measured_why(evidence: &[crate::model::analysis::ArmEvidence]) -> Option<Stri
 /// answer lines, the run line and the pools it set.
 pub fn answer_lines(record: &RunRecord) -> Vec<String> {
     if record.service {
-        return super::brief::lines(record);
+        return super::service_answer::lines(record);
     }
     summary::answer(&record.report)
         .into_iter()
@@ -326,7 +326,7 @@ pub fn render(r: &RunResult, verbose: bool) -> String {
     // A service's answer is read by the person who runs the service: the brief answer, the
     // rest behind --verbose and `results show`.
     if !verbose && record.service {
-        for l in super::brief::lines(&record) {
+        for l in super::service_answer::lines(&record) {
             let _ = writeln!(o, "{l}");
         }
         return o;

@@ -8,9 +8,9 @@ use crate::collect::prometheus::Series;
 pub use crate::model::judge::{Evidence, HugeOn, KernelRow, WindowCoverage};
 
 /// Coverage at or above this means a group's services were on huge pages: `run`'s FLAGGED
-/// threshold (`analyze::matters`), applied to the exporter's per-process coverage series (the
+/// threshold (`analyze::flagged`), applied to the exporter's per-process coverage series (the
 /// exporter reads smaps_rollup totals, not regions: the memory that matters is not judged here).
-pub const HUGE_COVERAGE: f64 = crate::analyze::matters::FELL_BACK_BELOW;
+pub const HUGE_COVERAGE: f64 = crate::analyze::flagged::FELL_BACK_BELOW;
 
 /// The backing evidence from each group's coverage series over the window, and FLAGGED when
 /// the group meant to be on huge pages was not, or the other was as much as it.

@@ -70,7 +70,7 @@ pub(super) fn server_lines(servers: &[ServerSummary]) -> Vec<String> {
     }
     // The kernel's machine-wide accounting at the same moments, once: every arm's server runs
     // at once under the warm design, so it is the sum of theirs (and anything else's).
-    let kernel = crate::render::brief::kernel_counts(servers);
+    let kernel = crate::render::service_answer::kernel_counts(servers);
     if !kernel.is_empty() {
         out.push(format!(
             "kernel, machine-wide, read with the servers (medians): {}",

@@ -1,5 +1,5 @@
-//! Whether the memory that matters is on the pages an arm asked for: one rule for a command's
-//! process group, a server's tree and a watched process.
+//! The FLAGGED rule: whether the memory that matters is on the pages an arm asked for — one rule
+//! for a command's process group, a server's tree and a watched process.
 //!
 //! *The memory that matters* is the largest regions of the processes (shared segments, hugetlb
 //! mappings, heaps and anonymous regions of at least 1 MiB resident, each counted once), taken
