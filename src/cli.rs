@@ -30,6 +30,9 @@ pub enum Command {
     /// plan or an artefact (sysctl.d, tmpfiles.d, systemd, kernel command line, tuned,
     /// service config); --check verifies a machine against it
     Advise(crate::commands::advise::AdviseArgs),
+    /// Put an advice's settings on this machine and hold them until stopped (SIGTERM restores
+    /// them): the applier of a canary node's DaemonSet (advise --format daemonset)
+    Apply(crate::commands::apply::ApplyArgs),
     /// A huge-page change on live hosts, judged from Prometheus: canary against baseline per
     /// metric with intervals, whether the canary really had huge pages, one verdict
     Judge(Box<crate::fleet::JudgeArgs>),

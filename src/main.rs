@@ -39,6 +39,7 @@ fn main() {
         Command::Compare(a) => commands::compare::run(a),
         Command::Report(a) => commands::report::run(a),
         Command::Advise(a) => commands::advise::run(a),
+        Command::Apply(a) => commands::apply::run(a),
         Command::Judge(a) => commands::judge::run(*a),
         Command::Inspect(a) => commands::inspect::run(a),
         Command::Top(a) => commands::top::run(a),

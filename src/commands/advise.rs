@@ -37,6 +37,12 @@ pub struct AdviseArgs {
     /// same as --format json
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
+    /// --format daemonset: the label of the canary nodes the settings go on
+    #[arg(long, value_name = "KEY=VALUE", default_value = "hugelab.io/canary=true", value_parser = parse_label)]
+    pub node_label: (String, String),
+    /// --format daemonset: the hugelab image the applier runs (deploy/container/Dockerfile)
+    #[arg(long, value_name = "IMAGE", default_value = "REGISTRY/hugelab:0.1.0")]
+    pub image: String,
     /// Write the artefact to this file instead of stdout
     #[arg(long, short, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -228,7 +234,10 @@ pub fn run(a: AdviseArgs) -> anyhow::Result<i32> {
         ));
     }
     let format = if a.json { Format::Json } else { a.format };
-    let text = crate::render::advice::render(&adv, format);
+    let text = match format {
+        Format::Daemonset => crate::render::advice::daemonset(&adv, &a.node_label, &a.image),
+        f => crate::render::advice::render(&adv, f),
+    };
     match &a.out {
         Some(p) => {
             std::fs::write(p, &text)
@@ -250,6 +259,7 @@ fn format_name(f: Format) -> &'static str {
         Format::Cmdline => "the kernel command line",
         Format::Tuned => "a tuned profile",
         Format::Service => "the service's configuration lines",
+        Format::Daemonset => "a Kubernetes ConfigMap and DaemonSet",
     }
 }
 
@@ -311,6 +321,26 @@ fn check(file: &std::path::Path) -> anyhow::Result<i32> {
         );
         Ok(EXIT_DIFFERS)
     }
+}
+
+/// `--node-label KEY=VALUE`: a Kubernetes label selector of one key and value.
+fn parse_label(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once('=')
+        .filter(|(k, _)| !k.is_empty())
+        .ok_or_else(|| {
+            format!("{s:?} is not KEY=VALUE; give a node label such as hugelab.io/canary=true")
+        })?;
+    let ok = |w: &str| {
+        w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+    };
+    if !ok(k) || !ok(v) || k.len() > 253 || v.len() > 63 {
+        return Err(format!(
+            "{s:?}: a label's key and value are letters, digits, '-', '_', '.' (and '/' in the key's prefix), the value at most 63 characters"
+        ));
+    }
+    Ok((k.to_string(), v.to_string()))
 }
 
 #[cfg(test)]

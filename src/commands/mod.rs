@@ -3,6 +3,7 @@
 //! the record it gets, and maps the outcome to an exit code. No command imports another.
 
 pub mod advise;
+pub mod apply;
 pub mod bench;
 pub mod collapse;
 pub mod compare;

@@ -29,6 +29,9 @@ pub enum Format {
     /// The service's own configuration lines (postgresql.conf, redis.conf, JVM options, libvirt
     /// XML, pod spec)
     Service,
+    /// A Kubernetes ConfigMap and DaemonSet that hold the settings on the nodes with
+    /// --node-label through `hugelab apply`, restored when it is removed
+    Daemonset,
 }
 
 /// The header of a configuration file: what it is, on what evidence, how to verify it.
@@ -81,7 +84,103 @@ pub fn render(a: &Advice, f: Format) -> String {
         Format::Cmdline => cmdline(a),
         Format::Tuned => tuned(a),
         Format::Service => service(a),
+        Format::Daemonset => daemonset(
+            a,
+            &("hugelab.io/canary".into(), "true".into()),
+            "REGISTRY/hugelab:0.1.0",
+        ),
     }
+}
+
+/// The settings on a canary node pool of plain Kubernetes: a ConfigMap holding the advice
+/// record and a DaemonSet, on the nodes with `label`, whose container runs `hugelab apply` on it
+/// — privileged (it writes the node's /sys), its journal on the node (`/run/hugelab`), so a
+/// pod killed outright is restored by the next one. Deleting the DaemonSet (or the label from a
+/// node) stops the pod, and SIGTERM restores every value.
+pub fn daemonset(a: &Advice, label: &(String, String), image: &str) -> String {
+    let mut o = comments(a, "#");
+    let (k, v) = label;
+    let _ = writeln!(
+        o,
+        "# On the nodes labelled {k}={v} (kubectl label node NODE {k}={v}); elsewhere nothing\n\
+         # changes. Removing the DaemonSet or the label restores each node's own values.\n\
+         # It needs: privileged (writes /sys/kernel/mm), the node's /run/hugelab for its journal."
+    );
+    for s in &a.settings {
+        let _ = writeln!(o, "#   {} = {}", s.knob, s.value);
+    }
+    if a.settings.is_empty() {
+        let _ = writeln!(o, "#   (no setting: the advice changes nothing)");
+    }
+    if !a.service.is_empty() {
+        let _ = writeln!(
+            o,
+            "# Not set by this DaemonSet: the service's own lines (`advise --format service`)."
+        );
+    }
+    let record = render(a, Format::Json);
+    let _ = writeln!(
+        o,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hugelab-apply\n  namespace: kube-system\n  labels:\n    app.kubernetes.io/name: hugelab-apply\ndata:\n  advice.json: |"
+    );
+    for l in record.lines() {
+        let _ = writeln!(o, "    {l}");
+    }
+    let _ = write!(
+        o,
+        "---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: hugelab-apply
+  namespace: kube-system
+  labels:
+    app.kubernetes.io/name: hugelab-apply
+spec:
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: hugelab-apply
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: hugelab-apply
+    spec:
+      nodeSelector:
+        {k}: \"{v}\"
+      priorityClassName: system-node-critical
+      terminationGracePeriodSeconds: 30
+      tolerations:
+        - operator: Exists
+      containers:
+        - name: apply
+          image: {image}
+          args:
+            - apply
+            - /etc/hugelab/advice.json
+            - --wait-for-settings
+          securityContext:
+            privileged: true
+          resources:
+            requests:
+              cpu: 1m
+              memory: 8Mi
+          volumeMounts:
+            - name: advice
+              mountPath: /etc/hugelab
+              readOnly: true
+            - name: journal
+              mountPath: /run/hugelab
+      volumes:
+        - name: advice
+          configMap:
+            name: hugelab-apply
+        - name: journal
+          hostPath:
+            path: /run/hugelab
+            type: DirectoryOrCreate
+"
+    );
+    o
 }
 
 fn plan(a: &Advice) -> String {

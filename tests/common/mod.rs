@@ -1,6 +1,7 @@
 //! Shared helpers for integration tests.
 #![allow(dead_code)]
 
+pub mod advised;
 pub mod chromium;
 pub mod http;
 pub mod openmetrics;
