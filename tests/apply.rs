@@ -89,22 +89,7 @@ fn the_daemonset_passes_the_schema_check_and_runs_hugelab_apply_on_the_advice() 
         .map(|l| format!("{}\n", &l[4..]))
         .collect();
     assert_eq!(record, advise(&db, &["--format", "json"]));
-    let path = dir.path().join("ds.yaml");
-    std::fs::write(&path, &text).unwrap();
-    common::succeed(
-        Command::new("kubernetes-validate")
-            .arg("--strict")
-            .arg(&path),
-    );
-    // The check can fail: a misspelt field is refused.
-    let bad = dir.path().join("bad.yaml");
-    std::fs::write(&bad, text.replace("nodeSelector:", "nodeSelecter:")).unwrap();
-    let out = Command::new("kubernetes-validate")
-        .arg("--strict")
-        .arg(&bad)
-        .output()
-        .unwrap();
-    assert!(!out.status.success(), "a misspelt nodeSelector passed");
+    common::kubernetes_validates(&text, "nodeSelector:", "nodeSelecter:");
     // A label that is not KEY=VALUE is bad input, named.
     let err = common::hugelab_stderr(
         [

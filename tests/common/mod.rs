@@ -11,6 +11,7 @@ pub mod printed;
 use hugelab::control::{self, Knob, Settings, SysfsSettings};
 use hugelab::error::ControlError;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 pub fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -341,4 +342,35 @@ impl Drop for PrometheusServer {
         self.child.kill().ok();
         self.child.wait().ok();
     }
+}
+
+/// `kubernetes-validate --strict` accepts the Kubernetes objects in `text`, and refuses them
+/// with `field` misspelt as `misspelt`: the check can fail.
+pub fn kubernetes_validates(text: &str, field: &str, misspelt: &str) {
+    assert!(
+        Command::new("kubernetes-validate")
+            .arg("--help")
+            .output()
+            .is_ok(),
+        "no kubernetes-validate (pip install kubernetes-validate; .ci/run does)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (good, bad) = (dir.path().join("good.yaml"), dir.path().join("bad.yaml"));
+    std::fs::write(&good, text).unwrap();
+    succeed(
+        Command::new("kubernetes-validate")
+            .arg("--strict")
+            .arg(&good),
+    );
+    assert!(text.contains(field), "{field} is not in the objects");
+    std::fs::write(&bad, text.replace(field, misspelt)).unwrap();
+    let out = Command::new("kubernetes-validate")
+        .arg("--strict")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "a misspelt {field} passed the schema check"
+    );
 }
