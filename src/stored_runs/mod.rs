@@ -57,11 +57,18 @@ pub fn recall(
                 ),
                 None => (
                     reanalyse(meta, arms, trials, effect, confidence),
-                    format!(
-                        "this run stored no analysis (an earlier version's, or one that stopped): re-analysed at its own decision, {}, δ = {}%",
-                        fmt_level(confidence),
-                        effect * 100.0
-                    ),
+                    if meta.plan.is_bench() {
+                        format!(
+                            "a bench stored by an earlier version keeps its rounds, not what it printed: re-analysed at its own {}",
+                            fmt_level(confidence)
+                        )
+                    } else {
+                        format!(
+                            "this run stored no analysis (an earlier version's, or one that stopped): re-analysed at its own decision, {}, δ = {}%",
+                            fmt_level(confidence),
+                            effect * 100.0
+                        )
+                    },
                 ),
             };
             let facts = RunFacts {
