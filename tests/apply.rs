@@ -65,20 +65,8 @@ fn the_daemonset_passes_the_schema_check_and_runs_hugelab_apply_on_the_advice() 
     assert!(text.contains("image: example.org/hugelab:0.1.0"), "{text}");
     assert!(text.contains("#   thp.enabled = always"), "{text}");
     // The container's arguments are a hugelab command line.
-    let args: Vec<String> = text
-        .split("args:\n")
-        .nth(1)
-        .unwrap()
-        .lines()
-        .take_while(|l| l.trim_start().starts_with("- "))
-        .map(|l| l.trim().trim_start_matches("- ").to_string())
-        .collect();
+    let args = common::container_args(&text);
     assert_eq!(args[..2], ["apply", "/etc/hugelab/advice.json"], "{args:?}");
-    use clap::Parser;
-    let parsed = hugelab::cli::Cli::try_parse_from(
-        std::iter::once("hugelab".to_string()).chain(args.clone()),
-    );
-    assert!(parsed.is_ok(), "{args:?}: {:?}", parsed.err());
     // The ConfigMap holds the advice record `apply` reads: the same as --format json.
     let record: String = text
         .split("advice.json: |\n")

@@ -24,20 +24,7 @@ fn every_study_row_is_printed_from_its_stored_runs() {
     stored.sort();
     assert!(!stored.is_empty(), "no stored runs in docs/study");
     for db in stored {
-        let out = std::process::Command::new("bash")
-            .arg(root.join("scripts/study/rows.sh"))
-            .arg(&db)
-            .env("HUGELAB", env!("CARGO_BIN_EXE_hugelab"))
-            .current_dir(root)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{}: {}",
-            db.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let text = script(root, "rows.sh", &[db.as_os_str()], &[]);
         let rows: Vec<&str> = text.lines().skip(2).collect();
         assert!(!rows.is_empty(), "{}: no rows", db.display());
         for row in rows {
@@ -48,6 +35,25 @@ fn every_study_row_is_printed_from_its_stored_runs() {
             );
         }
     }
+}
+
+/// A study script's output, run with this build's hugelab; its failure fails the test.
+fn script(root: &Path, name: &str, args: &[&std::ffi::OsStr], env: &[(&str, &str)]) -> String {
+    let out = std::process::Command::new("bash")
+        .arg(root.join("scripts/study").join(name))
+        .args(args)
+        .envs(env.iter().copied())
+        .env("HUGELAB", env!("CARGO_BIN_EXE_hugelab"))
+        .current_dir(root)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{name} {args:?}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
 }
 
 fn is_chase(p: &Path) -> bool {
@@ -70,21 +76,7 @@ fn the_chase_table_is_printed_from_its_stored_benches() {
         .collect();
     assert!(!stored.is_empty(), "no stored chase benches in docs/study");
     for db in stored {
-        let out = std::process::Command::new("bash")
-            .arg(root.join("scripts/study/chase.sh"))
-            .arg("rows")
-            .arg(&db)
-            .env("HUGELAB", env!("CARGO_BIN_EXE_hugelab"))
-            .current_dir(root)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{}: {}",
-            db.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let text = script(root, "chase.sh", &["rows".as_ref(), db.as_os_str()], &[]);
         // The heading names the machine and the reach; eleven sizes follow.
         assert_eq!(text.lines().count(), 13, "{text}");
         for row in text.lines() {
@@ -108,20 +100,12 @@ fn the_aa_script_measures_and_prints_its_rows() {
     require_root!();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new("bash")
-        .arg(root.join("scripts/study/aa.sh"))
-        .arg(dir.path().join("aa.db"))
-        .arg("30s")
-        .env("SCALE", "1")
-        .env("HUGELAB", env!("CARGO_BIN_EXE_hugelab"))
-        .current_dir(root)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
+    let db = dir.path().join("aa.db");
+    let text = script(
+        root,
+        "aa.sh",
+        &[db.as_os_str(), "30s".as_ref()],
+        &[("SCALE", "1")],
     );
     let docs = std::fs::read_to_string(root.join("docs/services-study.md")).unwrap();
     let lines: Vec<&str> = text.lines().collect();

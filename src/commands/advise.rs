@@ -38,10 +38,10 @@ pub struct AdviseArgs {
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
     /// --format daemonset: the label of the canary nodes the settings go on
-    #[arg(long, value_name = "KEY=VALUE", default_value = "hugelab.io/canary=true", value_parser = parse_label)]
+    #[arg(long, value_name = "KEY=VALUE", default_value = crate::render::advice::CANARY_LABEL, value_parser = parse_label)]
     pub node_label: (String, String),
     /// --format daemonset: the hugelab image the applier runs (deploy/container/Dockerfile)
-    #[arg(long, value_name = "IMAGE", default_value = "REGISTRY/hugelab:0.1.0")]
+    #[arg(long, value_name = "IMAGE", default_value = crate::render::advice::IMAGE)]
     pub image: String,
     /// Write the artefact to this file instead of stdout
     #[arg(long, short, value_name = "FILE")]

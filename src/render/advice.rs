@@ -9,6 +9,10 @@ use crate::model::advice::Setting;
 use crate::units::Bytes;
 use std::fmt::Write;
 
+/// `--format daemonset`'s defaults: the canary nodes' label and the image the applier runs.
+pub const CANARY_LABEL: &str = "hugelab.io/canary=true";
+pub const IMAGE: &str = "REGISTRY/hugelab:0.1.0";
+
 /// The artefact to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -84,11 +88,10 @@ pub fn render(a: &Advice, f: Format) -> String {
         Format::Cmdline => cmdline(a),
         Format::Tuned => tuned(a),
         Format::Service => service(a),
-        Format::Daemonset => daemonset(
-            a,
-            &("hugelab.io/canary".into(), "true".into()),
-            "REGISTRY/hugelab:0.1.0",
-        ),
+        Format::Daemonset => {
+            let (k, v) = CANARY_LABEL.split_once('=').unwrap_or_default();
+            daemonset(a, &(k.into(), v.into()), IMAGE)
+        }
     }
 }
 

@@ -374,3 +374,27 @@ pub fn kubernetes_validates(text: &str, field: &str, misspelt: &str) {
         "a misspelt {field} passed the schema check"
     );
 }
+
+/// The first container's `args:` in a Kubernetes manifest, checked to be a command line
+/// hugelab's own parser accepts.
+pub fn container_args(manifest: &str) -> Vec<String> {
+    let args: Vec<String> = manifest
+        .split("args:\n")
+        .nth(1)
+        .expect("no args: in the manifest")
+        .lines()
+        .take_while(|l| l.trim_start().starts_with("- "))
+        .map(|l| {
+            l.trim()
+                .trim_start_matches("- ")
+                .trim_matches('"')
+                .to_string()
+        })
+        .collect();
+    use clap::Parser;
+    let parsed = hugelab::cli::Cli::try_parse_from(
+        std::iter::once("hugelab".to_string()).chain(args.clone()),
+    );
+    assert!(parsed.is_ok(), "{args:?}: {:?}", parsed.err());
+    args
+}
