@@ -3,13 +3,16 @@
 //! an advice file.
 
 use super::UsageError;
+use crate::analyze::advice::node_pool;
 use crate::analyze::advice::{self, Advice, RunEvidence, Target};
 use crate::backing::arm::{Arm, parse_arm};
 use crate::control::{Knob, Settings, SysfsSettings};
+use crate::model::node_pool::Platform;
 use crate::options::{Database, Redecide};
 use crate::probe::Root;
 use crate::render::advice::Format;
 use crate::store::Store;
+use crate::units::Bytes;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -37,10 +40,22 @@ pub struct AdviseArgs {
     /// same as --format json
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
-    /// --format daemonset: the label of the canary nodes the settings go on
+    /// The canary node pool of a rollout engine instead of --format: the advice in that
+    /// engine's node configuration, with what it cannot set and the nearest lever
+    #[arg(long, value_enum, conflicts_with_all = ["format", "json", "check"])]
+    pub platform: Option<Platform>,
+    /// --platform: the canary node pool's name (GKE, AKS node pool; OpenShift
+    /// MachineConfigPool)
+    #[arg(long, default_value = node_pool::POOL)]
+    pub pool: String,
+    /// --platform: the memory of one node of the canary pool, to check the pools against
+    /// (default: this machine's MemTotal)
+    #[arg(long, value_name = "SIZE")]
+    pub node_memory: Option<Bytes>,
+    /// --format daemonset, --platform: the label of the canary nodes the settings go on
     #[arg(long, value_name = "KEY=VALUE", default_value = crate::render::advice::CANARY_LABEL, value_parser = parse_label)]
     pub node_label: (String, String),
-    /// --format daemonset: the hugelab image the applier runs (deploy/container/Dockerfile)
+    /// --format daemonset, --platform daemonset: the hugelab image the applier runs (deploy/container/Dockerfile)
     #[arg(long, value_name = "IMAGE", default_value = crate::render::advice::IMAGE)]
     pub image: String,
     /// Write the artefact to this file instead of stdout
@@ -233,18 +248,77 @@ pub fn run(a: AdviseArgs) -> anyhow::Result<i32> {
             pooled as f64 * 100.0 / total as f64
         ));
     }
+    if let Some(platform) = a.platform {
+        return on_platform(&a, &adv, platform);
+    }
     let format = if a.json { Format::Json } else { a.format };
     let text = match format {
         Format::Daemonset => crate::render::advice::daemonset(&adv, &a.node_label, &a.image),
         f => crate::render::advice::render(&adv, f),
     };
+    write_out(&a, &text, format_name(format))?;
+    Ok(0)
+}
+
+/// The artefact on stdout, or in --out with a line saying so.
+fn write_out(a: &AdviseArgs, text: &str, what: &str) -> anyhow::Result<()> {
     match &a.out {
         Some(p) => {
-            std::fs::write(p, &text)
+            std::fs::write(p, text)
                 .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
-            println!("{} written to {}", format_name(format), p.display());
+            println!("{what} written to {}", p.display());
         }
         None => print!("{text}"),
+    }
+    Ok(())
+}
+
+/// `--platform`: the advice on the engine's canary node pool. The plan (what it sets, what it
+/// cannot and the lever for that) goes beside the artefact: on stdout after the line naming the
+/// file, or on stderr when the artefact itself is on stdout.
+fn on_platform(a: &AdviseArgs, adv: &Advice, platform: Platform) -> anyhow::Result<i32> {
+    if platform == Platform::Daemonset {
+        let text = crate::render::advice::daemonset(adv, &a.node_label, &a.image);
+        write_out(a, &text, format_name(Format::Daemonset))?;
+        return Ok(0);
+    }
+    let (memory, from) = match a.node_memory {
+        Some(b) => (b.0, "--node-memory".to_string()),
+        None => {
+            let total = crate::probe::meminfo::read(&Root::system())
+                .ok()
+                .flatten()
+                .and_then(|m| m.mem_total)
+                .ok_or_else(|| {
+                    UsageError(
+                        "this machine's MemTotal cannot be read: give --node-memory SIZE (one node of the canary pool, e.g. 64G)".into(),
+                    )
+                })?;
+            (
+                total,
+                "this machine's MemTotal; give --node-memory for the pool's machine type"
+                    .to_string(),
+            )
+        }
+    };
+    let np = node_pool::place(adv, platform, &a.pool, &a.node_label, memory, &from)
+        .map_err(UsageError)?;
+    let text = crate::render::node_pool::render(adv, &np);
+    let mut plan = crate::render::node_pool::plan(adv, &np);
+    if platform == Platform::Aks {
+        plan.push(crate::render::node_pool::aks_how(&np));
+    }
+    let what = format!(
+        "the {} node pool configuration",
+        crate::render::node_pool::engine(platform)
+    );
+    write_out(a, &text, &what)?;
+    for l in plan {
+        if a.out.is_some() {
+            println!("{l}");
+        } else {
+            eprintln!("{l}");
+        }
     }
     Ok(0)
 }

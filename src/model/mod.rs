@@ -10,6 +10,7 @@ pub mod evidence;
 pub mod exporter;
 pub mod inspect;
 pub mod judge;
+pub mod node_pool;
 pub mod record;
 pub mod report;
 pub mod run;

@@ -39,7 +39,7 @@ pub enum Format {
 }
 
 /// The header of a configuration file: what it is, on what evidence, how to verify it.
-fn comments(a: &Advice, prefix: &str) -> String {
+pub(super) fn comments(a: &Advice, prefix: &str) -> String {
     let mut o = format!(
         "{prefix} hugelab advise --for {}: {}\n",
         target_name(a),
@@ -51,7 +51,7 @@ fn comments(a: &Advice, prefix: &str) -> String {
     o
 }
 
-fn target_name(a: &Advice) -> String {
+pub(super) fn target_name(a: &Advice) -> String {
     format!("{:?}", a.target).to_lowercase()
 }
 
@@ -357,14 +357,24 @@ fn tuned(a: &Advice) -> String {
         "[main]\nsummary=Huge page settings advised by hugelab ({})",
         target_name(a)
     );
-    let thp = a.settings.iter().find(|s| s.knob == Knob::ThpEnabled);
-    if let Some(t) = thp {
+    let settings: Vec<&Setting> = a.settings.iter().collect();
+    o.push_str(&tuned_plugins(&settings, false));
+    o
+}
+
+/// A tuned profile's plugin sections for `settings`: the THP mode in `[vm]`, sysctls in
+/// `[sysctl]`, every other knob in `[sysfs]` (tuned's sysfs plugin writes any sysfs file); with
+/// `pools_at_boot`, the hugetlb pools on the kernel command line (`[bootloader]`) instead.
+pub(super) fn tuned_plugins(settings: &[&Setting], pools_at_boot: bool) -> String {
+    let mut o = String::new();
+    let at_boot = |s: &Setting| pools_at_boot && matches!(s.knob, Knob::HugetlbPages { .. });
+    if let Some(t) = settings.iter().find(|s| s.knob == Knob::ThpEnabled) {
         let _ = writeln!(o, "\n[vm]\ntransparent_hugepages={}", t.value);
     }
-    let sysctls: Vec<(&str, &Setting)> = a
-        .settings
+    let sysctls: Vec<(&str, &Setting)> = settings
         .iter()
-        .filter_map(|s| Some((s.knob.sysctl()?, s)))
+        .filter(|s| !at_boot(s))
+        .filter_map(|s| Some((s.knob.sysctl()?, *s)))
         .collect();
     if !sysctls.is_empty() {
         let _ = writeln!(o, "\n[sysctl]");
@@ -372,17 +382,24 @@ fn tuned(a: &Advice) -> String {
             let _ = writeln!(o, "{name}={}", s.value);
         }
     }
-    let rest: Vec<&Setting> = a
-        .settings
+    let rest: Vec<&Setting> = settings
         .iter()
-        .filter(|s| s.knob != Knob::ThpEnabled && s.knob.sysctl().is_none())
+        .copied()
+        .filter(|s| s.knob != Knob::ThpEnabled && s.knob.sysctl().is_none() && !at_boot(s))
         .collect();
     if !rest.is_empty() {
-        // tuned's sysfs plugin writes any sysfs file.
         let _ = writeln!(o, "\n[sysfs]");
         for s in rest {
             let _ = writeln!(o, "{}={}", s.knob.path(), s.value);
         }
+    }
+    let boot: Vec<String> = settings
+        .iter()
+        .filter(|s| at_boot(s))
+        .filter_map(|s| cmdline_word(s))
+        .collect();
+    if !boot.is_empty() {
+        let _ = writeln!(o, "\n[bootloader]\ncmdline_hugelab={}", boot.join(" "));
     }
     o
 }

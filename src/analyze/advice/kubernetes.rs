@@ -39,9 +39,9 @@ pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>) -> Advice {
         });
     }
     if a.service.is_empty() {
-        a.notes.push("the arm measured better uses THP, which Kubernetes cannot set per pod: set it on the node (the settings above; a DaemonSet or the node's boot configuration)".into());
+        a.notes.push("the arm measured better uses THP, which Kubernetes cannot set per pod: set it on the node (the settings above): `--platform gke|aks|bottlerocket|openshift|daemonset` writes them for a canary node pool".into());
     } else {
-        a.notes.push("the node's pool must be allocated before the kubelet starts (kernel command line or a unit ordered before kubelet.service) so the node advertises it".into());
+        a.notes.push("the node's pool must be allocated before the kubelet starts (kernel command line or a unit ordered before kubelet.service) so the node advertises it; `--platform gke|bottlerocket|openshift` reserves it at boot on a canary node pool".into());
     }
     a
 }
