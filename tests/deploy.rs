@@ -264,3 +264,87 @@ fn the_analysis_template_runs_the_judgement_as_a_job_that_passes_the_schema_chec
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The fields of a Flagger Canary's `analysis.webhooks` entry and the webhook types, as Flagger
+/// documents them (docs.flagger.app, "Webhooks"; fluxcd/flagger's CanaryWebhook type).
+const FLAGGER_WEBHOOK_FIELDS: &str = "name type url muteAlert timeout retries metadata";
+const FLAGGER_WEBHOOK_TYPES: &str = "confirm-rollout pre-rollout rollout confirm-traffic-increase confirm-promotion post-rollout rollback event";
+
+#[test]
+#[cfg_attr(
+    missing_kubernetes_validate,
+    ignore = "needs kubernetes-validate (pip install kubernetes-validate)"
+)]
+fn the_flagger_step_serves_the_judgement_as_a_webhook_that_passes_the_schema_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("flagger.yaml");
+    common::succeed(
+        Command::new(env!("CARGO_BIN_EXE_hugelab"))
+            .args([
+                "judge",
+                "--prometheus",
+                "http://prometheus.monitoring:9090",
+                "--canary",
+                "node_pool=\"huge-canary\"",
+                "--baseline",
+                "node_pool=\"default\"",
+                "--last",
+                "30m",
+                "--metric",
+                "p99=avg by (instance) (http_p99_seconds{$sel}),lower,critical",
+                "--flagger",
+            ])
+            .arg(&path),
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    common::kubernetes_validates(&text, "readinessProbe:", "readinesProbe:");
+    // The container serves this judgement: a `hugelab judge` command line with --webhook on the
+    // port the Service targets, failing only on WORSE or FLAGGED.
+    let args = common::container_args(&text);
+    let joined = args.join(" ");
+    assert!(
+        args[0] == "judge"
+            && joined.contains("--webhook 0.0.0.0:8080")
+            && joined.contains("--fail-on worse,flagged")
+            && joined.contains("--last 30m")
+            && !joined.contains("--flagger")
+            && !joined.contains("--line"),
+        "{joined}"
+    );
+    assert!(text.contains("containerPort: 8080") && text.contains("port: 8080"));
+    // The Canary's webhook entry in the comment: Flagger's fields, a type it runs, and the
+    // Service's address.
+    let entry: String = text
+        .lines()
+        .skip_while(|l| !l.starts_with("#   analysis:"))
+        .take_while(|l| l.starts_with("#   "))
+        .map(|l| format!("{}\n", &l[4..]))
+        .collect();
+    let script = format!(
+        "import sys, yaml\n\
+         hooks = yaml.safe_load(sys.stdin.read())['analysis']['webhooks']\n\
+         for h in hooks:\n\
+         \x20   assert set(h) <= set('{FLAGGER_WEBHOOK_FIELDS}'.split()), h\n\
+         \x20   assert h['type'] in '{FLAGGER_WEBHOOK_TYPES}'.split(), h\n\
+         \x20   print(h['url'])\n"
+    );
+    let mut py = Command::new("python3")
+        .arg("-c")
+        .arg(&script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    py.stdin
+        .take()
+        .unwrap()
+        .write_all(entry.as_bytes())
+        .unwrap();
+    let out = py.wait_with_output().unwrap();
+    assert!(out.status.success(), "{entry}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "http://hugelab-judge.NAMESPACE:8080/"
+    );
+}

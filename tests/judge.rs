@@ -846,3 +846,108 @@ fn switchback_alternates_thp_on_this_host_restores_it_and_judges_the_pairs() {
     assert_eq!(r["overall"], "BETTER", "{out}");
     assert_eq!(code, 0, "{err}");
 }
+
+/// A `hugelab judge --webhook 127.0.0.1:0` child and the address it said it serves.
+struct Webhook {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Webhook {
+    fn start(args: &[String]) -> Webhook {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_hugelab"))
+            .args(args)
+            .args(["--webhook", "127.0.0.1:0"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut first = String::new();
+        err.read_line(&mut first).unwrap();
+        let url = first
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no address in {first:?}"))
+            .to_string();
+        // The log lines the webhook writes per request: drained so it never blocks on them.
+        std::thread::spawn(move || for _ in err.lines() {});
+        Webhook { child, url }
+    }
+
+    /// POST a Flagger-shaped payload: the status code and the body.
+    fn post(&self) -> (u16, String) {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let mut r = agent
+            .post(&self.url)
+            .send(r#"{"name":"podinfo","namespace":"test","phase":"Progressing"}"#)
+            .unwrap();
+        let code = r.status().as_u16();
+        (code, r.body_mut().read_to_string().unwrap())
+    }
+
+    /// SIGTERM, and the exit status.
+    fn stop(mut self) -> std::process::ExitStatus {
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        self.child.wait().unwrap()
+    }
+}
+
+#[test]
+#[cfg_attr(missing_prometheus, ignore = "needs prometheus and promtool")]
+fn the_webhook_fails_a_worse_canary_with_412_and_passes_what_fail_on_does_not_name() {
+    assert!(
+        common::has_prometheus(),
+        "needs prometheus and promtool (apt-get install prometheus; .ci/run does)"
+    );
+    let (_dir, server, _, _) = serve(openmetrics);
+    let prom = server.url();
+    let args = |fail_on: &str| -> Vec<String> {
+        [
+            "judge",
+            "--prometheus",
+            &prom,
+            "--canary",
+            "instance=~\"db-1.*\"",
+            "--baseline",
+            "instance=~\"db-0.*\"",
+            "--last",
+            "12h",
+            "--metric",
+            P99,
+            "--effect",
+            "0.02",
+            "--fail-on",
+            fail_on,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    // The same judgement as a command and as a webhook: the +5% p99 canary is WORSE.
+    let (code, line, err) = run(&[args("worse"), vec!["--line".into()]].concat());
+    assert_eq!(code, 3, "{line}\n{err}");
+    let hook = Webhook::start(&args("worse"));
+    let health = ureq::get(format!("{}healthz", hook.url)).call().unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    let (status, body) = hook.post();
+    assert_eq!(status, 412, "{body}");
+    let l: serde_json::Value = serde_json::from_str(body.trim()).unwrap();
+    assert_eq!(
+        (&l["overall"], &l["exit"]),
+        (&"WORSE".into(), &3.into()),
+        "{l}"
+    );
+    // Each POST judges again: the same answer a second time.
+    assert_eq!(hook.post().0, 412);
+    assert!(hook.stop().success(), "SIGTERM ends the webhook cleanly");
+    // A step that fails only on FLAGGED passes this canary: 200, the line still says WORSE.
+    let hook = Webhook::start(&args("flagged"));
+    let (status, body) = hook.post();
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"overall\":\"WORSE\""), "{body}");
+    assert!(hook.stop().success());
+}

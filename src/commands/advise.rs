@@ -248,10 +248,14 @@ pub fn run(a: AdviseArgs) -> anyhow::Result<i32> {
             pooled as f64 * 100.0 / total as f64
         ));
     }
-    if let Some(platform) = a.platform {
+    if let Some(platform) = a.platform.filter(|p| *p != Platform::Daemonset) {
         return on_platform(&a, &adv, platform);
     }
-    let format = if a.json { Format::Json } else { a.format };
+    let format = match (a.json, a.platform) {
+        (true, _) => Format::Json,
+        (_, Some(Platform::Daemonset)) => Format::Daemonset,
+        _ => a.format,
+    };
     let text = match format {
         Format::Daemonset => crate::render::advice::daemonset(&adv, &a.node_label, &a.image),
         f => crate::render::advice::render(&adv, f),
@@ -277,47 +281,28 @@ fn write_out(a: &AdviseArgs, text: &str, what: &str) -> anyhow::Result<()> {
 /// cannot and the lever for that) goes beside the artefact: on stdout after the line naming the
 /// file, or on stderr when the artefact itself is on stdout.
 fn on_platform(a: &AdviseArgs, adv: &Advice, platform: Platform) -> anyhow::Result<i32> {
-    if platform == Platform::Daemonset {
-        let text = crate::render::advice::daemonset(adv, &a.node_label, &a.image);
-        write_out(a, &text, format_name(Format::Daemonset))?;
-        return Ok(0);
-    }
     let (memory, from) = match a.node_memory {
-        Some(b) => (b.0, "--node-memory".to_string()),
-        None => {
-            let total = crate::probe::meminfo::read(&Root::system())
+        Some(b) => (Some(b.0), "--node-memory"),
+        None => (
+            crate::probe::meminfo::read(&Root::system())
                 .ok()
                 .flatten()
-                .and_then(|m| m.mem_total)
-                .ok_or_else(|| {
-                    UsageError(
-                        "this machine's MemTotal cannot be read: give --node-memory SIZE (one node of the canary pool, e.g. 64G)".into(),
-                    )
-                })?;
-            (
-                total,
-                "this machine's MemTotal; give --node-memory for the pool's machine type"
-                    .to_string(),
-            )
-        }
+                .and_then(|m| m.mem_total),
+            "this machine's MemTotal; give --node-memory for the pool's machine type",
+        ),
     };
-    let np = node_pool::place(adv, platform, &a.pool, &a.node_label, memory, &from)
+    let memory = memory.ok_or_else(|| {
+        UsageError("this machine's MemTotal cannot be read: give --node-memory SIZE (one node of the canary pool, e.g. 64G)".into())
+    })?;
+    let np = node_pool::place(adv, platform, &a.pool, &a.node_label, memory, from)
         .map_err(UsageError)?;
+    let engine = crate::render::node_pool::engine(platform);
     let text = crate::render::node_pool::render(adv, &np);
-    let mut plan = crate::render::node_pool::plan(adv, &np);
-    if platform == Platform::Aks {
-        plan.push(crate::render::node_pool::aks_how(&np));
-    }
-    let what = format!(
-        "the {} node pool configuration",
-        crate::render::node_pool::engine(platform)
-    );
-    write_out(a, &text, &what)?;
-    for l in plan {
-        if a.out.is_some() {
-            println!("{l}");
-        } else {
-            eprintln!("{l}");
+    write_out(a, &text, &format!("the {engine} node pool configuration"))?;
+    for l in crate::render::node_pool::plan(adv, &np) {
+        match a.out {
+            Some(_) => println!("{l}"),
+            None => eprintln!("{l}"),
         }
     }
     Ok(0)

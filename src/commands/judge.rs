@@ -2,26 +2,37 @@
 //! on this one. Parse (clap, into the engine's [`JudgeArgs`]), run the fleet engine
 //! (`crate::fleet`), render, exit code by the overall verdict.
 
-use crate::fleet::{self, JudgeArgs, exit_code};
+use crate::fleet::{self, JudgeArgs};
 use crate::model::judge::JudgeResult;
 
 pub fn run(a: JudgeArgs) -> anyhow::Result<i32> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
     if let Some(path) = &a.analysis_template {
-        let args: Vec<String> = std::env::args().skip(1).collect();
         let text =
             crate::render::analysis_step::analysis_template(&analysis_args(&args, &a), &a.image);
-        std::fs::write(path, text).map_err(|e| {
-            super::UsageError(format!(
-                "--analysis-template {}: {e}; give a path you can write",
-                path.display()
-            ))
-        })?;
+        write(path, "--analysis-template", &text)?;
         println!(
             "wrote {}: an Argo Rollouts AnalysisTemplate (argoproj.io/v1alpha1) whose Job runs this judgement in {}",
             path.display(),
             a.image
         );
         return Ok(0);
+    }
+    if let Some(path) = &a.flagger {
+        let mut judge = analysis_args(&args, &a);
+        judge.pop(); // --line: the webhook answers with the line whatever it is given
+        judge.extend(["--webhook".into(), format!("0.0.0.0:{WEBHOOK_PORT}")]);
+        let text = crate::render::analysis_step::flagger(&judge, &a.image, WEBHOOK_PORT);
+        write(path, "--flagger", &text)?;
+        println!(
+            "wrote {}: a Deployment and Service serving this judgement as a webhook from {}, and the Flagger Canary's webhook entry that calls it",
+            path.display(),
+            a.image
+        );
+        return Ok(0);
+    }
+    if let Some(addr) = a.webhook {
+        return fleet::webhook::serve(&a, addr);
     }
     let r = if a.switchback {
         fleet::switchback::run(&a)?
@@ -33,13 +44,22 @@ pub fn run(a: JudgeArgs) -> anyhow::Result<i32> {
             fleet::look(&a, &p, p.to, 1)?
         }
     };
-    // --fail-on: only the verdicts named fail; the rest pass.
-    let code = match a.fail_on.is_empty() || a.fail_on.iter().any(|f| f.is(r.overall)) {
-        true => exit_code(r.overall),
-        false => 0,
-    };
+    let code = fleet::policy(&a, &r);
     print(&a, &r, code)?;
     Ok(code)
+}
+
+/// The port the Flagger webhook's container listens on.
+const WEBHOOK_PORT: u16 = 8080;
+
+fn write(path: &std::path::Path, flag: &str, text: &str) -> anyhow::Result<()> {
+    std::fs::write(path, text).map_err(|e| {
+        super::UsageError(format!(
+            "{flag} {}: {e}; give a path you can write",
+            path.display()
+        ))
+        .into()
+    })
 }
 
 /// The judgement's own command line for an analysis step: this one's arguments without what
@@ -50,11 +70,18 @@ fn analysis_args(args: &[String], a: &JudgeArgs) -> Vec<String> {
     let mut it = args.iter();
     while let Some(w) = it.next() {
         match w.as_str() {
-            "--analysis-template" | "--image" => {
+            "--analysis-template" | "--image" | "--flagger" | "--webhook" => {
                 it.next();
             }
             "--json" | "--line" => {}
-            w if w.starts_with("--analysis-template=") || w.starts_with("--image=") => {}
+            w if [
+                "--analysis-template=",
+                "--image=",
+                "--flagger=",
+                "--webhook=",
+            ]
+            .iter()
+            .any(|f| w.starts_with(f)) => {}
             _ => out.push(w.clone()),
         }
     }

@@ -128,7 +128,18 @@ pub struct JudgeArgs {
     /// Job runs it in --image with --line, judging the --last window before each run) and exit
     #[arg(long, value_name = "FILE", requires = "last", conflicts_with_all = ["from", "to", "follow", "switchback", "before"])]
     pub analysis_template: Option<PathBuf>,
-    /// With --analysis-template: the container image holding hugelab (deploy/container)
+    /// Serve this judgement as a webhook on ADDR (e.g. 0.0.0.0:8080) until stopped: each POST
+    /// judges the --last window ending then and answers 200 when it passes --fail-on, 412 when
+    /// it fails (500 when Prometheus cannot answer), the one-line answer as the body — a
+    /// Flagger canary's rollout webhook, or any gate that calls a URL. GET /healthz answers 200
+    #[arg(long, value_name = "ADDR", requires = "last", conflicts_with_all = ["from", "to", "follow", "switchback", "before", "analysis_template"])]
+    pub webhook: Option<std::net::SocketAddr>,
+    /// Write this judgement as a Flagger analysis step to FILE (a Deployment and Service running
+    /// it with --webhook in --image, and the Canary's webhook entry that calls it) and exit
+    #[arg(long, value_name = "FILE", requires = "last", conflicts_with_all = ["from", "to", "follow", "switchback", "before", "analysis_template", "webhook"])]
+    pub flagger: Option<PathBuf>,
+    /// With --analysis-template or --flagger: the container image holding hugelab
+    /// (deploy/container)
     #[arg(long, value_name = "IMAGE", default_value = concat!("REGISTRY/hugelab:", env!("CARGO_PKG_VERSION")))]
     pub image: String,
 }

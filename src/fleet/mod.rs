@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 mod args;
 mod spec;
 pub mod switchback;
+pub mod webhook;
 
 pub use args::JudgeArgs;
 pub use spec::{MetricSpec, parse_metric, parse_span, parse_time};
@@ -409,5 +410,13 @@ pub fn follow(a: &JudgeArgs, p: &Plan, say: &mut dyn FnMut(&str)) -> anyhow::Res
             "stopped before the first interval after the burn-in ended ({}); nothing judged",
             fmt_utc(p.window.start + p.window.interval, true)
         )),
+    }
+}
+
+/// The exit code `--fail-on` gives: only the verdicts named fail; the rest pass.
+pub fn policy(a: &JudgeArgs, r: &JudgeResult) -> i32 {
+    match a.fail_on.is_empty() || a.fail_on.iter().any(|f| f.is(r.overall)) {
+        true => exit_code(r.overall),
+        false => 0,
     }
 }

@@ -80,3 +80,75 @@ spec:
         quoted(image)
     )
 }
+
+/// A Flagger analysis step: a Deployment and Service serving the judgement `args` (a `judge`
+/// command line with `--webhook 0.0.0.0:PORT`) from `image`, and, in the comment, the Canary's
+/// `analysis.webhooks` entry that calls it. Flagger counts a non-2xx answer as a failed check.
+pub fn flagger(args: &[String], image: &str, port: u16) -> String {
+    let quoted = |s: &str| serde_json::to_string(s).expect("a string serialises");
+    let mut a = String::new();
+    for w in args {
+        a.push_str(&format!("            - {}\n", quoted(w)));
+    }
+    format!(
+        "# hugelab judge as a Flagger analysis step: this Deployment serves the judgement as a
+# webhook (hugelab judge --webhook); each POST judges the --last window ending then and answers
+# 200 when it passes --fail-on, 412 when it fails, 500 when Prometheus cannot answer, with the
+# one-line JSON answer as the body. Flagger counts any answer but 2xx as a failed check; after
+# the Canary's analysis.threshold failed checks it rolls the canary back. In the Canary:
+#
+#   analysis:
+#     webhooks:
+#       - name: hugelab-judge
+#         type: rollout
+#         url: http://hugelab-judge.NAMESPACE:{port}/
+#         timeout: 60s
+#
+# (type rollout runs it at every analysis interval; confirm-promotion only before promoting).
+# Give the canary the --last window before the first check (analysis.interval × the checks
+# before it). Written by `hugelab judge ... --flagger FILE`.
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: hugelab-judge
+  labels:
+    app.kubernetes.io/name: hugelab-judge
+spec:
+  replicas: 1
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: hugelab-judge
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: hugelab-judge
+    spec:
+      containers:
+        - name: judge
+          image: {}
+          args:
+{a}          ports:
+            - name: http
+              containerPort: {port}
+          readinessProbe:
+            httpGet:
+              path: /healthz
+              port: http
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: hugelab-judge
+  labels:
+    app.kubernetes.io/name: hugelab-judge
+spec:
+  selector:
+    app.kubernetes.io/name: hugelab-judge
+  ports:
+    - name: http
+      port: {port}
+      targetPort: http
+",
+        quoted(image)
+    )
+}

@@ -59,6 +59,12 @@ pub fn plan(a: &Advice, np: &NodePool) -> Vec<String> {
             super::advice::target_name(a)
         ));
     }
+    if np.platform == Platform::Aks {
+        o.push(format!(
+            "  apply: az aks nodepool add --resource-group GROUP --cluster-name CLUSTER --name {} --labels {k}={v} --linux-os-config FILE",
+            np.pool
+        ));
+    }
     if np.pooled > 0 {
         let share = np.pooled as f64 * 100.0 / np.node_memory as f64;
         o.push(format!(
@@ -170,15 +176,6 @@ fn aks(np: &NodePool) -> String {
         }
     }
     serde_json::to_string_pretty(&m).unwrap_or_default() + "\n"
-}
-
-/// How to apply the AKS file (printed beside it).
-pub fn aks_how(np: &NodePool) -> String {
-    let (k, v) = &np.label;
-    format!(
-        "apply: az aks nodepool add --resource-group GROUP --cluster-name CLUSTER --name {} --labels {k}={v} --linux-os-config FILE",
-        np.pool
-    )
 }
 
 fn bottlerocket(a: &Advice, np: &NodePool) -> String {
