@@ -163,6 +163,21 @@ fn kubernetes_daemonset_passes_the_schema_check_and_runs_hugelab_s_own_arguments
 /// JobSpec, checked by the Kubernetes schema below.
 const ANALYSIS_METRIC_FIELDS: &str = "name count interval initialDelay failureLimit inconclusiveLimit consecutiveErrorLimit successCondition failureCondition provider";
 
+/// The judgement docs/fleet.md writes as an analysis step (Argo Rollouts and Flagger).
+const FLEET_STEP: [&str; 11] = [
+    "judge",
+    "--prometheus",
+    "http://prometheus.monitoring:9090",
+    "--canary",
+    "node_pool=\"huge-canary\"",
+    "--baseline",
+    "node_pool=\"default\"",
+    "--last",
+    "30m",
+    "--metric",
+    "p99=avg by (instance) (http_p99_seconds{$sel}),lower,critical",
+];
+
 #[test]
 #[cfg_attr(
     missing_kubernetes_validate,
@@ -172,20 +187,8 @@ fn the_analysis_template_runs_the_judgement_as_a_job_that_passes_the_schema_chec
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("analysis.yaml");
     let out = Command::new(env!("CARGO_BIN_EXE_hugelab"))
-        .args([
-            "judge",
-            "--prometheus",
-            "http://prometheus.monitoring:9090",
-            "--canary",
-            "node_pool=\"huge-canary\"",
-            "--baseline",
-            "node_pool=\"default\"",
-            "--last",
-            "30m",
-            "--metric",
-            "p99=avg by (instance) (http_p99_seconds{$sel}),lower,critical",
-            "--analysis-template",
-        ])
+        .args(FLEET_STEP)
+        .arg("--analysis-template")
         .arg(&path)
         .output()
         .unwrap();
@@ -280,20 +283,8 @@ fn the_flagger_step_serves_the_judgement_as_a_webhook_that_passes_the_schema_che
     let path = dir.path().join("flagger.yaml");
     common::succeed(
         Command::new(env!("CARGO_BIN_EXE_hugelab"))
-            .args([
-                "judge",
-                "--prometheus",
-                "http://prometheus.monitoring:9090",
-                "--canary",
-                "node_pool=\"huge-canary\"",
-                "--baseline",
-                "node_pool=\"default\"",
-                "--last",
-                "30m",
-                "--metric",
-                "p99=avg by (instance) (http_p99_seconds{$sel}),lower,critical",
-                "--flagger",
-            ])
+            .args(FLEET_STEP)
+            .arg("--flagger")
             .arg(&path),
     );
     let text = std::fs::read_to_string(&path).unwrap();
