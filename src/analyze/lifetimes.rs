@@ -16,9 +16,11 @@
 pub use crate::model::analysis::Components;
 
 mod components;
+mod rule;
 mod shape;
 use components::between_sq;
 pub use components::{components, instance_sds, pooled};
+pub use rule::Rule;
 pub use shape::{RANK_RATIO_MIN, Spread, rank_ratio, scaled, spread};
 
 /// One measured value placed in its block and lifetime. With replicas, `lifetime` is the
@@ -86,20 +88,21 @@ pub fn size(
     remaining: Option<(f64, usize)>,
     z: f64,
 ) -> Sizing {
-    size_replicated(c, restart_s, block_s, remaining, z, 1)
+    size_replicated(c, restart_s, block_s, remaining, Rule::Fixed { z }, 1)
 }
 
 /// [`size`] for a run of `replicas` servers per arm at once: every restart starts `replicas`
 /// lifetimes and every block holds `replicas` paired bursts. The unit is the restart (its
 /// replicas share what it did to the machine): its variance is (T²₂ + n·S² + T²₁/r)/n with S
 /// the shared effect, so the optimum r is Kalibera–Jones's with T²₂ + n·S² for T²₂, and
-/// `remaining`'s done and [`MIN_LIFETIMES`] count restarts.
+/// `remaining`'s done and [`MIN_LIFETIMES`] count restarts. The predicted half-width is
+/// `rule`'s: the interval the answer prints.
 pub fn size_replicated(
     c: &Components,
     restart_s: f64,
     block_s: f64,
     remaining: Option<(f64, usize)>,
-    z: f64,
+    rule: Rule,
     replicas: usize,
 ) -> Sizing {
     let r = replicas.max(1) as f64;
@@ -136,9 +139,7 @@ pub fn size_replicated(
     Sizing {
         blocks: k as usize,
         bound,
-        predicted: lifetimes
-            .filter(|l| *l >= 2.0)
-            .map(|l| z * ((b2_sized + w2 / k) / (r * l)).sqrt()),
+        predicted: lifetimes.and_then(|l| rule.half_width(((b2_sized + w2 / k) / r).sqrt(), l)),
         lifetimes,
     }
 }
@@ -187,23 +188,24 @@ pub fn spread_range(c: &Components, k: usize, level: f64) -> Option<((f64, f64),
 /// `h` (a fraction: 0.01 for ±1%) at `k` blocks per lifetime: L = z²(T²₂ + T²₁/k)/h²
 /// lifetimes of `restart_s + k·block_s` each.
 pub fn time_for(c: &Components, k: usize, restart_s: f64, block_s: f64, z: f64, h: f64) -> f64 {
-    time_replicated(c, k, (restart_s, block_s), z, h, 1)
+    time_replicated(c, k, (restart_s, block_s), Rule::Fixed { z }, h, 1)
 }
 
-/// [`time_for`] with `replicas` lifetimes running at once.
+/// [`time_for`] with `replicas` lifetimes running at once (a restart the unit), for `rule`'s
+/// interval.
 pub fn time_replicated(
     c: &Components,
     k: usize,
     (restart_s, block_s): (f64, f64),
-    z: f64,
+    rule: Rule,
     h: f64,
     replicas: usize,
 ) -> f64 {
     let k = k.max(1) as f64;
-    let h = h.ln_1p();
-    let between = between_sq(c, replicas.max(1) as f64);
-    let lifetimes = z * z * (between + c.within_sd.powi(2) / k) / (h * h);
-    lifetimes.max(2.0) / replicas.max(1) as f64 * (restart_s + k * block_s)
+    let r = replicas.max(1) as f64;
+    let between = between_sq(c, r);
+    let sd = ((between + c.within_sd.powi(2) / k) / r).sqrt();
+    rule.units_for(sd, h.ln_1p()) * (restart_s + k * block_s)
 }
 
 /// Per arm, the SD of its instance effect on `metric` (log scale) over the lifetimes of
@@ -412,7 +414,7 @@ mod tests {
         assert_eq!(lifetime_means(&x), vec![2.0, 7.0, 12.0]);
         // The sizing counts the shared part once per restart: T²₂ + n·S² = 1 + 2·24 = 49,
         // so r = ⌈√((c_r/c_b)·T²₁/49)⌉ with c_r/c_b = 49·8/2 = 196: √(196·2/49) = √8 → 3.
-        let s = size_replicated(&c, 196.0, 1.0, None, 2.576, 2);
+        let s = size_replicated(&c, 196.0, 1.0, None, Rule::Fixed { z: 2.576 }, 2);
         assert_eq!(s.blocks, 3);
     }
 

@@ -377,7 +377,16 @@ impl Course<'_> {
                 && b == 0
                 && !plan.calibrate
                 && let Some((at, max)) = deadline
-                && let Some(why) = stopping::no_interval(plan, secs, at, started.elapsed(), max)
+                && let Some(why) = stopping::no_interval(
+                    plan,
+                    (
+                        secs,
+                        self.servers.as_ref().map_or((0.0, 0.0), |s| s.restart_s()),
+                    ),
+                    at,
+                    started.elapsed(),
+                    max,
+                )
             {
                 ctx.progress
                     .note(&format!("stopped after the first block: {why}"));

@@ -120,6 +120,11 @@ pub(super) trait ServerSchedule {
     fn forecasts(&self) -> crate::model::run::Forecasts {
         Default::default()
     }
+    /// Seconds the last start of every arm's server (stop, start, warm) took, and the one-off
+    /// measurements (burst, room, replicas) the first lifetime took besides (warm design).
+    fn restart_s(&self) -> (f64, f64) {
+        (0.0, 0.0)
+    }
 }
 
 /// The restart design: a fresh server per trial.
@@ -220,17 +225,19 @@ pub(super) struct Warm {
     last: Option<String>,
     forecast: Option<String>,
     forecasts: crate::model::run::Forecasts,
-    /// The sizing's inputs: the run's start and `--max-time`, the interval's z.
+    /// The sizing's inputs: the run's start and `--max-time`, the interval the answer prints.
     started: Instant,
     max_time: Option<Duration>,
     /// Blocks the plan holds in all (every condition's).
     blocks_total: usize,
-    z: f64,
+    rule: crate::analyze::lifetimes::Rule,
     /// The half-width the run is after (`--target-halfwidth`, else δ), a fraction.
     target: f64,
     lifetime_max: Duration,
     /// What starting every server (stop, start, warm) cost last time, and a block's mean time.
     restart_s: f64,
+    /// The first lifetime's one-off measurements (the calibrating burst, the room, replicas).
+    setup_s: f64,
     block_s: Vec<f64>,
     bursts: bool,
     burst: Option<u64>,
@@ -275,11 +282,13 @@ impl Warm {
             max_time: plan.max_time,
             blocks_total: plan.blocks * plan.conditions.len().max(1),
             // The forecast is of the interval printed: with several contrasts the widest is
-            // the first Holm step's, at 1 − α/m.
-            z: crate::analyze::lifetimes::z_for(plan.first_step_level()),
+            // the first Holm step's, at 1 − α/m; a confidence sequence under --sequential and
+            // --target-halfwidth.
+            rule: crate::analyze::lifetimes::Rule::of(&plan.design, plan.first_step_level()),
             target: plan.target_halfwidth.unwrap_or(plan.effect),
             lifetime_max: w.lifetime_max,
             restart_s: 0.0,
+            setup_s: 0.0,
             block_s: Vec::new(),
             bursts: w.bursts,
             burst: w.burst.map(|b| b.as_secs().max(1)),
@@ -388,12 +397,14 @@ impl ServerSchedule for Warm {
         self.start_all()?;
         self.restart_s = t.elapsed().as_secs_f64();
         if self.lifetimes == 0 {
+            let t = Instant::now();
             let alone = match self.bursts && self.burst.is_none() {
                 true => self.calibrate_burst(),
                 false => None,
             };
             let room = self.check_headroom(alone);
             self.start_replicas(room)?;
+            self.setup_s = t.elapsed().as_secs_f64();
         }
         for r in self.running.iter_mut().flatten() {
             r.mark();
@@ -492,6 +503,10 @@ impl ServerSchedule for Warm {
 
     fn forecasts(&self) -> crate::model::run::Forecasts {
         self.forecasts
+    }
+
+    fn restart_s(&self) -> (f64, f64) {
+        (self.restart_s, self.setup_s)
     }
 }
 

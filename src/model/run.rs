@@ -220,6 +220,10 @@ pub struct Forecast {
     /// far (from 10 lifetimes), by which the normal model's half-width was multiplied.
     #[serde(default)]
     pub rank_ratio: Option<f64>,
+    /// Of a confidence sequence's half-width (`--sequential`, `--target-halfwidth`), as the
+    /// answer prints it; else of the fixed design's interval.
+    #[serde(default)]
+    pub sequence: bool,
 }
 
 impl Plan {

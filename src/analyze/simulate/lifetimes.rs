@@ -11,8 +11,10 @@ use super::noise::Rng;
 use super::{Row, se};
 use crate::analyze::experiment::{TrialData, log_ratios};
 use crate::analyze::lifetimes::{
-    Components, FEW_DF, Placed, scaled, size, size_replicated, spread, spread_range, z_for,
+    Components, FEW_DF, Placed, Rule, scaled, size, size_replicated, spread, spread_range, z_for,
 };
+use crate::analyze::verdict::design::paired_interval;
+use crate::model::verdict::Design;
 use crate::stats::hodges_lehmann;
 
 /// The known process of the sizing rows: SD of the ratio between bursts and between
@@ -79,12 +81,12 @@ const HEAVY: Process = Process {
 /// first sizing past half the budget and at the last.
 fn sized_run(
     effect: f64,
-    conf: f64,
+    (conf, design): (f64, &Design),
     oracle: Option<usize>,
     pr: Process,
     rng: &mut Rng,
 ) -> (Vec<TrialData>, Predicted) {
-    let z = z_for(conf);
+    let rule = Rule::of(design, conf);
     let n = pr.replicas.max(1);
     let (mut out, mut placed) = (Vec::new(), Vec::new());
     let (mut elapsed, mut round, mut per) = (0.0, 0, oracle.unwrap_or(2));
@@ -94,10 +96,12 @@ fn sized_run(
             && oracle.is_none()
             && let Some(sp) = spread(std::slice::from_ref(&placed), conf)
         {
-            // As `run` does: the normal model scaled to the signed-rank interval.
-            let c = scaled(&sp.components, sp.rank_ratio.unwrap_or(1.0));
+            // As `run` does: the normal model scaled to the signed-rank interval (a confidence
+            // sequence is over the lifetime means themselves).
+            let ratio = sp.rank_ratio.filter(|_| !rule.is_sequence());
+            let c = scaled(&sp.components, ratio.unwrap_or(1.0));
             let left = Some((BUDGET_S - elapsed, l));
-            let s = size_replicated(&c, RESTART_S, BLOCK_S, left, z, n);
+            let s = size_replicated(&c, RESTART_S, BLOCK_S, left, rule, n);
             per = s.blocks;
             if said.first.is_none()
                 && let Some(p) = s.predicted
@@ -177,13 +181,20 @@ fn replicate_sized(
     reps: usize,
     seed: u64,
 ) -> (f64, f64, [f64; 4]) {
-    replicate_analysed(effect, conf, oracle, pr, (reps, seed), |_| {})
+    replicate_analysed(
+        effect,
+        (conf, &Design::Fixed),
+        oracle,
+        pr,
+        (reps, seed),
+        |_| {},
+    )
 }
 
 /// [`replicate_sized`] with every run's trials passed through `analysed_as` first.
 fn replicate_analysed(
     effect: f64,
-    conf: f64,
+    (conf, design): (f64, &Design),
     oracle: Option<usize>,
     pr: Process,
     (reps, seed): (usize, u64),
@@ -194,10 +205,11 @@ fn replicate_analysed(
     let mut ratios = [Vec::new(), Vec::new(), Vec::new()];
     let (mut ranged, mut held) = (0usize, 0usize);
     for _ in 0..reps {
-        let (mut t, said) = sized_run(effect, conf, oracle, pr, &mut rng);
+        let (mut t, said) = sized_run(effect, (conf, design), oracle, pr, &mut rng);
         analysed_as(&mut t);
         let d = log_ratios(&t, 1, 0, "tps");
-        let Some((Some(lo), Some(hi))) = hodges_lehmann(&d, conf).map(|e| (e.lo, e.hi)) else {
+        let Some((Some(lo), Some(hi))) = paired_interval(&d, conf, design).map(|e| (e.lo, e.hi))
+        else {
             continue;
         };
         excl += usize::from(lo > 0.0 || hi < 0.0);
@@ -237,7 +249,18 @@ fn replicate_analysed(
 /// what a normal spread allows (the precision line says so); on heavy tails it holds less
 /// often, and that row shows it.
 fn prediction_rows(label: &str, pr: Process, reps: usize, conf: f64, seed: u64) -> Vec<Row> {
-    let (_, _, [pilot, half, end, held]) = replicate_sized(0.0, conf, None, pr, reps, seed);
+    prediction_rows_of(label, pr, (reps, seed), (conf, &Design::Fixed))
+}
+
+/// [`prediction_rows`] for the interval `design` prints.
+fn prediction_rows_of(
+    label: &str,
+    pr: Process,
+    (reps, seed): (usize, u64),
+    (conf, design): (f64, &Design),
+) -> Vec<Row> {
+    let (_, _, [pilot, half, end, held]) =
+        replicate_analysed(0.0, (conf, design), None, pr, (reps, seed), |_| {});
     let mut rows: Vec<Row> = [
         ("after the pilot", pilot),
         ("at half-way", half),
@@ -320,6 +343,19 @@ fn sizing_rows(reps: usize, conf: f64) -> Vec<Row> {
         conf,
         81,
     ));
+    // Under --sequential and --target-halfwidth the answer prints a confidence sequence over
+    // the lifetime means, wider than the fixed interval: the forecast is of it.
+    rows.extend(prediction_rows_of(
+        "burst SD 6%, instance SD 1.5%, a confidence sequence as --sequential prints",
+        KNOWN,
+        (reps, 85),
+        (
+            conf,
+            &Design::Sequential {
+                n_opt: crate::analyze::verdict::SEQUENTIAL_N_OPT,
+            },
+        ),
+    ));
     rows.extend(replica_rows(reps, conf));
     rows
 }
@@ -380,9 +416,10 @@ fn replica_rows(reps: usize, conf: f64) -> Vec<Row> {
         pass: aa <= limit,
     });
     rows.extend(prediction_rows(&label, shared, reps, conf, 83));
-    let (apart, _, _) = replicate_analysed(0.0, conf, None, shared, (reps, 84), |t| {
-        t.iter_mut().for_each(|x| x.replica = None)
-    });
+    let (apart, _, _) =
+        replicate_analysed(0.0, (conf, &Design::Fixed), None, shared, (reps, 84), |t| {
+            t.iter_mut().for_each(|x| x.replica = None)
+        });
     let alpha = 1.0 - conf;
     rows.push(Row {
         study: format!(

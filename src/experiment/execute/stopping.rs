@@ -92,12 +92,15 @@ impl Took {
 
 /// After the first block of a fixed design bounded by `--max-time` (`max`, this phase's share
 /// ending at `at`, `elapsed` now): the refusal, in words, when the time left cannot hold the
-/// blocks the first Holm step's signed-rank interval needs even if every further block took
-/// two thirds of the first's `first_s` (its servers' start and warm-up are in it). None when it
-/// can, or when the plan's own block count is too few anyway (said before the run).
+/// blocks the first Holm step's signed-rank interval needs. The first block took `first_s`,
+/// `restart_s` of it starting and warming every server and `setup_s` the one-off measurements
+/// (warm design, measured): a later block costs the rest, and every later lifetime a restart
+/// again; without servers a later block is taken at two thirds of the first (which paid for
+/// cold caches). None when it can, or when
+/// the plan's own block count is too few anyway (said before the run).
 pub(super) fn no_interval(
     plan: &Plan,
-    first_s: f64,
+    (first_s, (restart_s, setup_s)): (f64, (f64, f64)),
     at: Duration,
     elapsed: Duration,
     max: Duration,
@@ -110,16 +113,23 @@ pub(super) fn no_interval(
     let warm = plan.server.as_ref().and_then(|s| s.warm.as_ref());
     let per_unit = warm.map_or(1, |w| w.lifetime_blocks.unwrap_or(2).max(1));
     let need = units * per_unit;
-    let left = at.saturating_sub(elapsed).as_secs_f64();
-    let most = 1 + (left / (first_s * 2.0 / 3.0)).floor() as usize;
-    if most >= need || need > plan.blocks {
+    if need > plan.blocks {
         return None;
     }
-    let need_s = need as f64 * first_s;
+    let restart_s = if warm.is_some() { restart_s } else { 0.0 };
+    let left = at.saturating_sub(elapsed).as_secs_f64();
+    let (most, need_s) = fits((units, per_unit), (first_s, restart_s, setup_s), left)?;
     Some(format!(
-        "--max-time {} cannot give an interval: the first block took {}, so it holds at most about {most} blocks, and an interval at {:.2}% needs {}{need} blocks, about {} at that pace; give --max-time {}m or more, or make a block shorter (a load of a fixed count, such as redis-benchmark -n or pgbench -t, keeps its count: give a smaller one, or bound the load by time with {{burst}})",
+        "--max-time {} cannot give an interval: the first block took {}{}, so it holds at most about {most} blocks, and an interval at {:.2}% needs {}{need} blocks, about {} at that pace; give --max-time {}m or more, or make a block shorter (a load of a fixed count, such as redis-benchmark -n or pgbench -t, keeps its count: give a smaller one, or bound the load by time with {{burst}})",
         fmt_elapsed(max.as_secs_f64()),
         fmt_elapsed(first_s),
+        match restart_s > 0.0 && restart_s + setup_s < first_s {
+            true => format!(
+                " ({} of it starting and warming the servers, again every lifetime)",
+                fmt_elapsed(restart_s)
+            ),
+            false => String::new(),
+        },
         level * 100.0,
         match warm {
             Some(_) => format!("{units} server lifetimes of {per_unit} blocks, "),
@@ -127,6 +137,31 @@ pub(super) fn no_interval(
         },
         fmt_elapsed(need_s),
         (need_s * 1.1 / 60.0).ceil() as u64,
+    ))
+}
+
+/// Whether `units` lifetimes of `per_unit` blocks fit the `left` seconds after a first block
+/// of `first_s` (with a restart of `restart_s` and one-off measurements of `setup_s` in it):
+/// None when they do, else the blocks that fit in all and the seconds the interval needs.
+fn fits(
+    (units, per_unit): (usize, usize),
+    (first_s, restart_s, setup_s): (f64, f64, f64),
+    left: f64,
+) -> Option<(usize, f64)> {
+    let (block_s, restart_s) = if restart_s > 0.0 && restart_s + setup_s < first_s {
+        (first_s - restart_s - setup_s, restart_s)
+    } else {
+        (first_s * 2.0 / 3.0, 0.0)
+    };
+    // A lifetime of `per_unit` blocks and its restart; the first block (with its restart) done.
+    let lifetime_s = restart_s + per_unit as f64 * block_s;
+    let need_s = units as f64 * lifetime_s;
+    if left >= need_s - first_s {
+        return None;
+    }
+    Some((
+        1 + (left / (lifetime_s / per_unit as f64)).floor() as usize,
+        need_s,
     ))
 }
 
@@ -145,5 +180,24 @@ mod tests {
         assert_eq!(t.past(s(6), s(10)), None, "6 + 3 ≤ 10");
         let why = t.past(s(8), s(10)).unwrap();
         assert!(why.contains("would have ended past it"), "{why}");
+    }
+
+    #[test]
+    fn the_time_an_interval_needs_counts_every_lifetime_s_restart() {
+        // 8 lifetimes of 2 blocks; the first block 10 s, of which 4 s the servers' start and
+        // 1 s measuring the machine: a block 5 s, a lifetime 4 + 2·5 = 14 s, 112 s in all.
+        let (most, need) = fits((8, 2), (10.0, 4.0, 1.0), 60.0).unwrap();
+        assert_eq!(need, 112.0);
+        assert_eq!(most, 1 + (60.0f64 / 7.0).floor() as usize);
+        // 102 s left after the first block hold it; 101 s do not.
+        assert_eq!(fits((8, 2), (10.0, 4.0, 1.0), 102.0), None);
+        assert!(fits((8, 2), (10.0, 4.0, 1.0), 101.0).is_some());
+        // Without a measured restart, later blocks at two thirds of the first: 8 × 6.67 s.
+        let (_, need) = fits((8, 1), (10.0, 0.0, 0.0), 10.0).unwrap();
+        assert!((need - 53.33).abs() < 0.01, "{need}");
+        // Counting the restarts refuses what two thirds of the first block alone would allow:
+        // 16 blocks × 6.67 s = 107 s fit 110 s, but 8 restarts of 4 s more do not.
+        assert_eq!(fits((8, 2), (10.0, 0.0, 0.0), 110.0), None);
+        assert!(fits((8, 2), (10.0, 4.0, 0.0), 110.0).is_some());
     }
 }

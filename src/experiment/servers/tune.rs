@@ -150,7 +150,9 @@ impl Warm {
             return;
         };
         // The model's half-width is the normal interval's; the answer's is the signed-rank one,
-        // narrower where a few lifetimes lie far off: the forecast is of the answer's.
+        // narrower where a few lifetimes lie far off: the forecast is of the answer's. A
+        // confidence sequence is over the lifetime means themselves: no signed-rank ratio.
+        let rank_ratio = rank_ratio.filter(|_| !self.rule.is_sequence());
         let scaled = crate::analyze::lifetimes::scaled(&c, rank_ratio.unwrap_or(1.0));
         // What is left of the run: its blocks (with the restarts the fewest lifetimes need)
         // or of --max-time, whichever ends first.
@@ -168,18 +170,18 @@ impl Warm {
             self.restart_s,
             b,
             remaining,
-            self.z,
+            self.rule,
             self.replicas,
         );
         let need = crate::analyze::lifetimes::time_replicated(
             &scaled,
             s.blocks,
             (self.restart_s, b),
-            self.z,
+            self.rule,
             self.target,
             self.replicas,
         );
-        let forecast = forecast_of(&s, &c, rank_ratio);
+        let forecast = forecast_of(&s, &c, rank_ratio, self.rule.is_sequence());
         let note = sizing_note(&s, &c, forecast, (self.restart_s, b), (self.target, need));
         if let Some(f) = forecast {
             self.forecasts.pilot.get_or_insert(f);
@@ -217,6 +219,7 @@ fn forecast_of(
     s: &Sizing,
     c: &Components,
     rank_ratio: Option<f64>,
+    sequence: bool,
 ) -> Option<crate::model::run::Forecast> {
     use crate::analyze::lifetimes::{FEW_DF, spread_range};
     let h = s.predicted?;
@@ -231,6 +234,7 @@ fn forecast_of(
             .map(|((lo, hi), _)| ((h * lo).exp_m1(), (h * hi).exp_m1())),
         df: range.map_or(0, |(_, df)| df.round() as usize),
         rank_ratio,
+        sequence,
     })
 }
 
@@ -274,6 +278,8 @@ fn sizing_note(
                     "lifetimes"
                 },
                 match f.rank_ratio {
+                    _ if f.sequence =>
+                        "the confidence sequence the answer prints, over lifetime means".into(),
                     Some(r) => format!(
                         "normal approximation × {r:.2}: the signed-rank interval over the {} {} means so far against the normal one",
                         c.lifetimes / c.replicas.max(1),

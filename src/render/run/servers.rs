@@ -164,7 +164,11 @@ fn precision_line(report: &ExperimentAnalysis, sp: &ServerPlan) -> Option<String
                 f.df
             )) + &f.rank_ratio.map_or(String::new(), |r| format!(
                 "; × {r:.2} for the signed-rank interval"
-            ))
+            )) + if f.sequence {
+                "; of the confidence sequence, as printed"
+            } else {
+                ""
+            }
         )
     };
     let forecasts: Vec<String> = match (f.pilot, f.half, f.last) {
