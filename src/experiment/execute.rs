@@ -341,6 +341,30 @@ impl Course<'_> {
             (!open_ended).then_some(total),
         );
         let mut took = stopping::Took::default();
+        // Before the first block, where the servers' set-up ran the load alone: whether the
+        // time holds an interval at that pace.
+        if phase == 0
+            && !plan.calibrate
+            && let Some((at, max)) = deadline
+            && let Some((solo_s, arms)) = self.servers.as_ref().and_then(|s| s.solo())
+            && let Some(why) = stopping::no_interval(
+                plan,
+                stopping::Pace::Solo {
+                    solo_s,
+                    arms,
+                    restart_s: self.servers.as_ref().map_or(0.0, |s| s.restart_s()),
+                },
+                at,
+                started.elapsed(),
+                max,
+            )
+        {
+            ctx.progress
+                .note(&format!("stopped before the first block: {why}"));
+            self.x.refused = true;
+            self.x.stop_reason = why;
+            return Ok(false);
+        }
         for b in 0..plan.blocks {
             // A block that cannot end before the deadline is not started.
             if let Some((at, max)) = deadline
@@ -379,10 +403,10 @@ impl Course<'_> {
                 && let Some((at, max)) = deadline
                 && let Some(why) = stopping::no_interval(
                     plan,
-                    (
-                        secs,
-                        self.servers.as_ref().map_or((0.0, 0.0), |s| s.restart_s()),
-                    ),
+                    stopping::Pace::First {
+                        block_s: secs,
+                        restart_s: self.servers.as_ref().map_or(0.0, |s| s.restart_s()),
+                    },
                     at,
                     started.elapsed(),
                     max,

@@ -120,10 +120,15 @@ pub(super) trait ServerSchedule {
     fn forecasts(&self) -> crate::model::run::Forecasts {
         Default::default()
     }
-    /// Seconds the last start of every arm's server (stop, start, warm) took, and the one-off
-    /// measurements (burst, room, replicas) the first lifetime took besides (warm design).
-    fn restart_s(&self) -> (f64, f64) {
-        (0.0, 0.0)
+    /// Seconds the last start of every arm's server (stop, start, warm) took (warm design).
+    fn restart_s(&self) -> f64 {
+        0.0
+    }
+    /// Before the first block (warm design): one arm's load alone against its server, in
+    /// seconds, as measured while the servers were set up, and the bursts a block runs one
+    /// after another (every arm's when alternating, 1 under duet). None where not measured.
+    fn solo(&self) -> Option<(f64, usize)> {
+        None
     }
 }
 
@@ -236,8 +241,8 @@ pub(super) struct Warm {
     lifetime_max: Duration,
     /// What starting every server (stop, start, warm) cost last time, and a block's mean time.
     restart_s: f64,
-    /// The first lifetime's one-off measurements (the calibrating burst, the room, replicas).
-    setup_s: f64,
+    /// One arm's load alone against its server (seconds), where measured at the first lifetime.
+    solo_s: Option<f64>,
     block_s: Vec<f64>,
     bursts: bool,
     burst: Option<u64>,
@@ -288,7 +293,7 @@ impl Warm {
             target: plan.target_halfwidth.unwrap_or(plan.effect),
             lifetime_max: w.lifetime_max,
             restart_s: 0.0,
-            setup_s: 0.0,
+            solo_s: None,
             block_s: Vec::new(),
             bursts: w.bursts,
             burst: w.burst.map(|b| b.as_secs().max(1)),
@@ -397,14 +402,12 @@ impl ServerSchedule for Warm {
         self.start_all()?;
         self.restart_s = t.elapsed().as_secs_f64();
         if self.lifetimes == 0 {
-            let t = Instant::now();
             let alone = match self.bursts && self.burst.is_none() {
                 true => self.calibrate_burst(),
                 false => None,
             };
             let room = self.check_headroom(alone);
             self.start_replicas(room)?;
-            self.setup_s = t.elapsed().as_secs_f64();
         }
         for r in self.running.iter_mut().flatten() {
             r.mark();
@@ -505,8 +508,13 @@ impl ServerSchedule for Warm {
         self.forecasts
     }
 
-    fn restart_s(&self) -> (f64, f64) {
-        (self.restart_s, self.setup_s)
+    fn restart_s(&self) -> f64 {
+        self.restart_s
+    }
+
+    fn solo(&self) -> Option<(f64, usize)> {
+        let arms = if self.duet { 1 } else { self.arms };
+        self.solo_s.map(|s| (s, arms))
     }
 }
 

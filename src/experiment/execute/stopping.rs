@@ -90,22 +90,36 @@ impl Took {
     }
 }
 
-/// After the first block of a fixed design bounded by `--max-time` (`max`, this phase's share
-/// ending at `at`, `elapsed` now): the refusal, in words, when the time left cannot hold the
-/// blocks the first Holm step's signed-rank interval needs. The first block took `first_s`,
-/// `restart_s` of it starting and warming every server and `setup_s` the one-off measurements
-/// (warm design, measured): a later block costs the rest, and every later lifetime a restart
-/// again; without servers a later block is taken at two thirds of the first (which paid for
-/// cold caches). None when it can, or when
-/// the plan's own block count is too few anyway (said before the run).
+/// What a block of the run costs, as known so far: the first block measured, or, before it,
+/// estimated from the load run alone while the servers were set up (warm design); and the
+/// seconds a restart of every server takes (warm design, measured; 0 without servers).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Pace {
+    /// The first block took this long.
+    First { block_s: f64, restart_s: f64 },
+    /// Before any block: one arm's load alone took `solo_s`, and a block runs `arms` of them
+    /// one after another (1 under duet).
+    Solo {
+        solo_s: f64,
+        arms: usize,
+        restart_s: f64,
+    },
+}
+
+/// For a fixed design bounded by `--max-time` (`max`, this phase's share ending at `at`,
+/// `elapsed` now), at `pace`: the refusal, in words, when the time left cannot hold the blocks
+/// the first Holm step's signed-rank interval needs, every later lifetime paying a restart of
+/// every server again. Without servers a later block is taken at two thirds of the first (which
+/// paid for cold caches). None when it can, or when the plan's own block count is too few
+/// anyway (said before the run).
 pub(super) fn no_interval(
     plan: &Plan,
-    (first_s, (restart_s, setup_s)): (f64, (f64, f64)),
+    pace: Pace,
     at: Duration,
     elapsed: Duration,
     max: Duration,
 ) -> Option<String> {
-    if !matches!(plan.design, Design::Fixed) || first_s <= 0.0 {
+    if !matches!(plan.design, Design::Fixed) {
         return None;
     }
     let level = plan.first_step_level();
@@ -113,19 +127,43 @@ pub(super) fn no_interval(
     let warm = plan.server.as_ref().and_then(|s| s.warm.as_ref());
     let per_unit = warm.map_or(1, |w| w.lifetime_blocks.unwrap_or(2).max(1));
     let need = units * per_unit;
-    if need > plan.blocks {
+    let (block_s, restart_s, done, said) = match pace {
+        Pace::First { block_s, restart_s } => (
+            if warm.is_some() {
+                block_s
+            } else {
+                block_s * 2.0 / 3.0
+            },
+            if warm.is_some() { restart_s } else { 0.0 },
+            1,
+            format!("the first block took {}", fmt_elapsed(block_s)),
+        ),
+        Pace::Solo {
+            solo_s,
+            arms,
+            restart_s,
+        } => (
+            solo_s * arms as f64,
+            restart_s,
+            0,
+            format!(
+                "one arm's load alone took {}, so a block of {arms} one after another about {}",
+                fmt_elapsed(solo_s),
+                fmt_elapsed(solo_s * arms as f64)
+            ),
+        ),
+    };
+    if need > plan.blocks || block_s <= 0.0 {
         return None;
     }
-    let restart_s = if warm.is_some() { restart_s } else { 0.0 };
     let left = at.saturating_sub(elapsed).as_secs_f64();
-    let (most, need_s) = fits((units, per_unit), (first_s, restart_s, setup_s), left)?;
+    let (most, need_s) = fits((units, per_unit), (block_s, restart_s), left, done)?;
     Some(format!(
-        "--max-time {} cannot give an interval: the first block took {}{}, so it holds at most about {most} blocks, and an interval at {:.2}% needs {}{need} blocks, about {} at that pace; give --max-time {}m or more, or make a block shorter (a load of a fixed count, such as redis-benchmark -n or pgbench -t, keeps its count: give a smaller one, or bound the load by time with {{burst}})",
+        "--max-time {} cannot give an interval: {said}{}: it holds at most about {most} blocks, and an interval at {:.2}% needs {}{need} blocks, about {} at that pace; give --max-time {}m or more, or make a block shorter (a load of a fixed count, such as redis-benchmark -n or pgbench -t, keeps its count: give a smaller one, or bound the load by time with {{burst}})",
         fmt_elapsed(max.as_secs_f64()),
-        fmt_elapsed(first_s),
-        match restart_s > 0.0 && restart_s + setup_s < first_s {
+        match restart_s > 0.0 {
             true => format!(
-                " ({} of it starting and warming the servers, again every lifetime)",
+                ", and starting and warming every server {} (again every lifetime)",
                 fmt_elapsed(restart_s)
             ),
             false => String::new(),
@@ -140,27 +178,23 @@ pub(super) fn no_interval(
     ))
 }
 
-/// Whether `units` lifetimes of `per_unit` blocks fit the `left` seconds after a first block
-/// of `first_s` (with a restart of `restart_s` and one-off measurements of `setup_s` in it):
-/// None when they do, else the blocks that fit in all and the seconds the interval needs.
+/// Whether `units` lifetimes of `per_unit` blocks of `block_s`, each lifetime after a restart
+/// of `restart_s`, fit the `left` seconds, with the first lifetime's restart and `done` blocks
+/// behind: None when they do, else the blocks that fit in all and the seconds the interval
+/// needs from the run's first block.
 fn fits(
     (units, per_unit): (usize, usize),
-    (first_s, restart_s, setup_s): (f64, f64, f64),
+    (block_s, restart_s): (f64, f64),
     left: f64,
+    done: usize,
 ) -> Option<(usize, f64)> {
-    let (block_s, restart_s) = if restart_s > 0.0 && restart_s + setup_s < first_s {
-        (first_s - restart_s - setup_s, restart_s)
-    } else {
-        (first_s * 2.0 / 3.0, 0.0)
-    };
-    // A lifetime of `per_unit` blocks and its restart; the first block (with its restart) done.
     let lifetime_s = restart_s + per_unit as f64 * block_s;
-    let need_s = units as f64 * lifetime_s;
-    if left >= need_s - first_s {
+    let need_s = units as f64 * lifetime_s - restart_s;
+    if left >= need_s - done as f64 * block_s {
         return None;
     }
     Some((
-        1 + (left / (lifetime_s / per_unit as f64)).floor() as usize,
+        done + (left / (lifetime_s / per_unit as f64)).floor() as usize,
         need_s,
     ))
 }
@@ -184,20 +218,18 @@ mod tests {
 
     #[test]
     fn the_time_an_interval_needs_counts_every_lifetime_s_restart() {
-        // 8 lifetimes of 2 blocks; the first block 10 s, of which 4 s the servers' start and
-        // 1 s measuring the machine: a block 5 s, a lifetime 4 + 2·5 = 14 s, 112 s in all.
-        let (most, need) = fits((8, 2), (10.0, 4.0, 1.0), 60.0).unwrap();
-        assert_eq!(need, 112.0);
+        // 8 lifetimes of 2 blocks of 5 s, each after a 4 s restart (the first one's behind):
+        // 8·14 − 4 = 108 s from the first block on; after it, 103 s more.
+        let (most, need) = fits((8, 2), (5.0, 4.0), 60.0, 1).unwrap();
+        assert_eq!(need, 108.0);
         assert_eq!(most, 1 + (60.0f64 / 7.0).floor() as usize);
-        // 102 s left after the first block hold it; 101 s do not.
-        assert_eq!(fits((8, 2), (10.0, 4.0, 1.0), 102.0), None);
-        assert!(fits((8, 2), (10.0, 4.0, 1.0), 101.0).is_some());
-        // Without a measured restart, later blocks at two thirds of the first: 8 × 6.67 s.
-        let (_, need) = fits((8, 1), (10.0, 0.0, 0.0), 10.0).unwrap();
-        assert!((need - 53.33).abs() < 0.01, "{need}");
-        // Counting the restarts refuses what two thirds of the first block alone would allow:
-        // 16 blocks × 6.67 s = 107 s fit 110 s, but 8 restarts of 4 s more do not.
-        assert_eq!(fits((8, 2), (10.0, 0.0, 0.0), 110.0), None);
-        assert!(fits((8, 2), (10.0, 4.0, 0.0), 110.0).is_some());
+        assert_eq!(fits((8, 2), (5.0, 4.0), 103.0, 1), None);
+        assert!(fits((8, 2), (5.0, 4.0), 102.0, 1).is_some());
+        // Before the first block, all of it.
+        assert_eq!(fits((8, 2), (5.0, 4.0), 108.0, 0), None);
+        assert!(fits((8, 2), (5.0, 4.0), 107.0, 0).is_some());
+        // The restarts count: 16 blocks of 5 s fit 85 s without them, not with them.
+        assert_eq!(fits((8, 2), (5.0, 0.0), 85.0, 0), None);
+        assert!(fits((8, 2), (5.0, 4.0), 85.0, 0).is_some());
     }
 }

@@ -72,6 +72,8 @@ impl Warm {
             1
         };
         self.set_burst(secs);
+        // A burst of `secs` and the load's fixed cost: one arm's burst alone.
+        self.solo_s = ok.then_some(secs as f64 + fixed);
         self.pending.push(if ok {
             format!(
                 "burst {secs} s: the load's fixed cost (start, connections) was {:.0} ms beyond a 1 s burst, {:.1}% of {secs} s (--burst to choose)",
@@ -99,7 +101,8 @@ impl Warm {
             return alone;
         }
         let alone = alone.or_else(|| {
-            let (ok, _, demand) = self.run_alone(0.0);
+            let (ok, wall, demand) = self.run_alone(0.0);
+            self.solo_s = self.solo_s.or(ok.then_some(wall));
             demand.filter(|_| ok)
         });
         if kept {
