@@ -104,7 +104,7 @@ fn the_aa_script_measures_and_prints_its_rows() {
     let text = script(
         root,
         "aa.sh",
-        &[db.as_os_str(), "1m".as_ref()],
+        &[db.as_os_str(), "90s".as_ref()],
         &[("SCALE", "1")],
     );
     let docs = std::fs::read_to_string(root.join("docs/services-study.md")).unwrap();

@@ -35,8 +35,12 @@ pub fn plan(a: &Advice, np: &NodePool) -> Vec<String> {
     for s in &np.set {
         o.push(format!("  sets {} = {}", s.knob, s.value));
     }
-    if np.set.is_empty() {
-        o.push("  sets nothing (no advised setting is one this engine carries)".into());
+    match (np.set.is_empty(), np.unset.is_empty()) {
+        (true, true) => o.push("  sets nothing: the advice changes no setting".into()),
+        (true, false) => {
+            o.push("  sets nothing (no advised setting is one this engine carries)".into())
+        }
+        _ => {}
     }
     for u in &np.unset {
         o.push(format!(
