@@ -88,7 +88,14 @@ pub fn size(
     remaining: Option<(f64, usize)>,
     z: f64,
 ) -> Sizing {
-    size_replicated(c, restart_s, block_s, remaining, Rule::Fixed { z }, 1)
+    size_replicated(
+        c,
+        restart_s,
+        block_s,
+        (remaining, None),
+        Rule::Fixed { z },
+        1,
+    )
 }
 
 /// [`size`] for a run of `replicas` servers per arm at once: every restart starts `replicas`
@@ -96,12 +103,13 @@ pub fn size(
 /// replicas share what it did to the machine): its variance is (T²₂ + n·S² + T²₁/r)/n with S
 /// the shared effect, so the optimum r is Kalibera–Jones's with T²₂ + n·S² for T²₂, and
 /// `remaining`'s done and [`MIN_LIFETIMES`] count restarts. The predicted half-width is
-/// `rule`'s: the interval the answer prints.
+/// `rule`'s: the interval the answer prints; with `stop_at` (`--target-halfwidth`, log scale)
+/// the run ends where that interval first reaches it, if before its time is spent.
 pub fn size_replicated(
     c: &Components,
     restart_s: f64,
     block_s: f64,
-    remaining: Option<(f64, usize)>,
+    (remaining, stop_at): (Option<(f64, usize)>, Option<f64>),
     rule: Rule,
     replicas: usize,
 ) -> Sizing {
@@ -135,11 +143,14 @@ pub fn size_replicated(
     if k < 2.0 {
         (k, bound) = (2.0, Some("at least 2"));
     }
-    let lifetimes = remaining.map(|(left, done)| done as f64 + left / (restart_s + k * block_s));
+    let sd = ((b2_sized + w2 / k) / r).sqrt();
+    let lifetimes = remaining
+        .map(|(left, done)| done as f64 + left / (restart_s + k * block_s))
+        .map(|l| stop_at.map_or(l, |h| l.min(rule.units_for(sd, h))));
     Sizing {
         blocks: k as usize,
         bound,
-        predicted: lifetimes.and_then(|l| rule.half_width(((b2_sized + w2 / k) / r).sqrt(), l)),
+        predicted: lifetimes.and_then(|l| rule.half_width(sd, l)),
         lifetimes,
     }
 }
@@ -414,7 +425,7 @@ mod tests {
         assert_eq!(lifetime_means(&x), vec![2.0, 7.0, 12.0]);
         // The sizing counts the shared part once per restart: T²₂ + n·S² = 1 + 2·24 = 49,
         // so r = ⌈√((c_r/c_b)·T²₁/49)⌉ with c_r/c_b = 49·8/2 = 196: √(196·2/49) = √8 → 3.
-        let s = size_replicated(&c, 196.0, 1.0, None, Rule::Fixed { z: 2.576 }, 2);
+        let s = size_replicated(&c, 196.0, 1.0, (None, None), Rule::Fixed { z: 2.576 }, 2);
         assert_eq!(s.blocks, 3);
     }
 

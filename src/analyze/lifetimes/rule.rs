@@ -114,4 +114,33 @@ mod tests {
         }
         assert!(seq.units_for(0.05, 0.02) > fixed.units_for(0.05, 0.02));
     }
+
+    #[test]
+    fn with_a_target_the_forecast_is_where_the_run_stops_if_before_its_time_ends() {
+        use crate::analyze::lifetimes::{Components, size_replicated};
+        let c = Components {
+            lifetimes: 3,
+            blocks: 6,
+            within_sd: 0.05,
+            between_sd: 0.01,
+            replicas: 1,
+            shared_sd: None,
+        };
+        let seq = Rule::of(&Design::Sequential { n_opt: 30.0 }, 0.99);
+        let left = Some((600.0, 3));
+        let open = size_replicated(&c, 1.0, 2.0, (left, None), seq, 1);
+        // ±5% is reached long before 600 s: the run stops there, and its half-width then is
+        // what the answer prints — within the target, wider than the open-ended forecast.
+        let h = 0.05f64.ln_1p();
+        let stops = size_replicated(&c, 1.0, 2.0, (left, Some(h)), seq, 1);
+        assert!(
+            stops.lifetimes.unwrap() < open.lifetimes.unwrap(),
+            "{stops:?} {open:?}"
+        );
+        let p = stops.predicted.unwrap();
+        assert!(p <= h && p > open.predicted.unwrap(), "{p} vs {open:?}");
+        // A target the time cannot reach leaves the forecast at the time's end.
+        let far = size_replicated(&c, 1.0, 2.0, (left, Some(0.001)), seq, 1);
+        assert_eq!(far.lifetimes, open.lifetimes);
+    }
 }

@@ -101,7 +101,7 @@ fn sized_run(
             let ratio = sp.rank_ratio.filter(|_| !rule.is_sequence());
             let c = scaled(&sp.components, ratio.unwrap_or(1.0));
             let left = Some((BUDGET_S - elapsed, l));
-            let s = size_replicated(&c, RESTART_S, BLOCK_S, left, rule, n);
+            let s = size_replicated(&c, RESTART_S, BLOCK_S, (left, None), rule, n);
             per = s.blocks;
             if said.first.is_none()
                 && let Some(p) = s.predicted

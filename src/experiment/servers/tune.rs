@@ -168,11 +168,13 @@ impl Warm {
             .max_time
             .map(|m| m.saturating_sub(self.started.elapsed()).as_secs_f64());
         let remaining = Some((by_time.map_or(by_blocks, |t| t.min(by_blocks)), units));
+        // With --target-halfwidth the run ends where its interval first reaches the target.
+        let stop_at = self.plan.target_halfwidth.map(f64::ln_1p);
         let s = crate::analyze::lifetimes::size_replicated(
             &scaled,
             self.restart_s,
             b,
-            remaining,
+            (remaining, stop_at),
             self.rule,
             self.replicas,
         );
