@@ -25,6 +25,8 @@ fn tool(name: &str) -> bool {
 /// say the same thing in each tool's syntax.
 #[test]
 fn faster_arm_becomes_settings_with_their_evidence() {
+    // The plan says each setting's value now: no other test changes one meanwhile.
+    let _lock = common::knob_lock();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("a.db");
     let id = stored(
