@@ -227,14 +227,7 @@ pub fn run(a: AdviseArgs) -> anyhow::Result<i32> {
     advice::fill_now(&mut adv.settings, |k| live.read(k).ok());
     advice::note_memory_thp(&mut adv, crate::probe::program::systemd_version());
     // What the advised pools take from everything else on this machine.
-    let pooled: u64 = adv
-        .settings
-        .iter()
-        .filter_map(|s| match s.knob {
-            Knob::HugetlbPages { size, .. } => Some(size * s.value.parse::<u64>().unwrap_or(0)),
-            _ => None,
-        })
-        .sum();
+    let pooled = advice::pool_bytes(&adv.settings);
     if let Some(total) = crate::probe::meminfo::read(&Root::system())
         .ok()
         .flatten()

@@ -320,6 +320,39 @@ impl Course<'_> {
         stop
     }
 
+    /// Whether a run bounded by `--max-time` (`deadline`: this phase's end and the whole limit)
+    /// stops here because, at `pace`, its time cannot hold an interval; said and recorded as a
+    /// refusal when it does.
+    fn refused(
+        &mut self,
+        pace: stopping::Pace,
+        deadline: Option<(std::time::Duration, std::time::Duration)>,
+        started: Instant,
+        ctx: &mut Effects,
+    ) -> bool {
+        let Some((at, max)) = deadline else {
+            return false;
+        };
+        if self.plan.calibrate {
+            return false;
+        }
+        let restart_s = self.servers.as_ref().map_or(0.0, |s| s.restart_s());
+        let Some(why) =
+            stopping::no_interval(self.plan, (pace, restart_s), at, started.elapsed(), max)
+        else {
+            return false;
+        };
+        let when = match pace {
+            stopping::Pace::Solo { .. } => "before",
+            stopping::Pace::First { .. } => "after",
+        };
+        ctx.progress
+            .note(&format!("stopped {when} the first block: {why}"));
+        self.x.refused = true;
+        self.x.stop_reason = why;
+        true
+    }
+
     /// The blocks of one phase (blocks numbered on from the previous phases'). False when the
     /// run stops before its plan is done.
     fn phase(
@@ -344,25 +377,14 @@ impl Course<'_> {
         // Before the first block, where the servers' set-up ran the load alone: whether the
         // time holds an interval at that pace.
         if phase == 0
-            && !plan.calibrate
-            && let Some((at, max)) = deadline
             && let Some((solo_s, arms)) = self.servers.as_ref().and_then(|s| s.solo())
-            && let Some(why) = stopping::no_interval(
-                plan,
-                stopping::Pace::Solo {
-                    solo_s,
-                    arms,
-                    restart_s: self.servers.as_ref().map_or(0.0, |s| s.restart_s()),
-                },
-                at,
-                started.elapsed(),
-                max,
+            && self.refused(
+                stopping::Pace::Solo { solo_s, arms },
+                deadline,
+                started,
+                ctx,
             )
         {
-            ctx.progress
-                .note(&format!("stopped before the first block: {why}"));
-            self.x.refused = true;
-            self.x.stop_reason = why;
             return Ok(false);
         }
         for b in 0..plan.blocks {
@@ -399,23 +421,13 @@ impl Course<'_> {
             // After the first block: whether the time left holds an interval at all.
             if phase == 0
                 && b == 0
-                && !plan.calibrate
-                && let Some((at, max)) = deadline
-                && let Some(why) = stopping::no_interval(
-                    plan,
-                    stopping::Pace::First {
-                        block_s: secs,
-                        restart_s: self.servers.as_ref().map_or(0.0, |s| s.restart_s()),
-                    },
-                    at,
-                    started.elapsed(),
-                    max,
+                && self.refused(
+                    stopping::Pace::First { block_s: secs },
+                    deadline,
+                    started,
+                    ctx,
                 )
             {
-                ctx.progress
-                    .note(&format!("stopped after the first block: {why}"));
-                self.x.refused = true;
-                self.x.stop_reason = why;
                 return Ok(false);
             }
             if matches!(end, BlockEnd::Done)

@@ -187,7 +187,7 @@ fn bottlerocket(a: &Advice, np: &NodePool) -> String {
     let mut o = header(
         a,
         np,
-        "# Bottlerocket settings (TOML user data), as documented for Bottlerocket 1.65 and later.\n\
+        "# Bottlerocket settings (TOML user data), as documented for Bottlerocket 1.65 and 1.66.\n\
          # On EKS with Karpenter: the canary EC2NodeClass's spec.userData (its NodePool's\n\
          # template.metadata.labels carries the label too); with eksctl: the node group's\n\
          # bottlerocket.settings. The pools are reserved at boot: a change takes a new node.\n",

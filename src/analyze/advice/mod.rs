@@ -249,6 +249,17 @@ pub fn fill_now(settings: &mut [Setting], read: impl Fn(&Knob) -> Option<String>
     }
 }
 
+/// The memory the hugetlb pools among `settings` reserve, in bytes.
+pub fn pool_bytes<'a>(settings: impl IntoIterator<Item = &'a Setting>) -> u64 {
+    settings
+        .into_iter()
+        .filter_map(|s| match s.knob {
+            Knob::HugetlbPages { size, .. } => Some(size * s.value.parse::<u64>().unwrap_or(0)),
+            _ => None,
+        })
+        .sum()
+}
+
 /// The system settings an arm makes, as advice (its pools, THP and mTHP modes).
 pub fn arm_settings(arm: &Arm, why: &str) -> Vec<Setting> {
     arm.system

@@ -106,13 +106,7 @@ pub fn place(
             }),
         }
     }
-    let pooled: u64 = set
-        .iter()
-        .filter_map(|s| match s.knob {
-            Knob::HugetlbPages { size, .. } => Some(size * s.value.parse::<u64>().unwrap_or(0)),
-            _ => None,
-        })
-        .sum();
+    let pooled = super::pool_bytes(&set);
     let pool_limit = (platform == Platform::Gke).then_some(GKE_POOL_SHARE);
     if let Some(limit) = pool_limit
         && pooled as f64 > limit * node_memory as f64

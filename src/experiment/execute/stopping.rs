@@ -96,25 +96,21 @@ impl Took {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum Pace {
     /// The first block took this long.
-    First { block_s: f64, restart_s: f64 },
+    First { block_s: f64 },
     /// Before any block: one arm's load alone took `solo_s`, and a block runs `arms` of them
     /// one after another (1 under duet).
-    Solo {
-        solo_s: f64,
-        arms: usize,
-        restart_s: f64,
-    },
+    Solo { solo_s: f64, arms: usize },
 }
 
 /// For a fixed design bounded by `--max-time` (`max`, this phase's share ending at `at`,
-/// `elapsed` now), at `pace`: the refusal, in words, when the time left cannot hold the blocks
+/// `elapsed` now), at `pace` with every server's restart taking `restart_s`: the refusal, in words, when the time left cannot hold the blocks
 /// the first Holm step's signed-rank interval needs, every later lifetime paying a restart of
 /// every server again. Without servers a later block is taken at two thirds of the first (which
 /// paid for cold caches). None when it can, or when the plan's own block count is too few
 /// anyway (said before the run).
 pub(super) fn no_interval(
     plan: &Plan,
-    pace: Pace,
+    (pace, restart_s): (Pace, f64),
     at: Duration,
     elapsed: Duration,
     max: Duration,
@@ -128,7 +124,7 @@ pub(super) fn no_interval(
     let per_unit = warm.map_or(1, |w| w.lifetime_blocks.unwrap_or(2).max(1));
     let need = units * per_unit;
     let (block_s, restart_s, done, said) = match pace {
-        Pace::First { block_s, restart_s } => (
+        Pace::First { block_s } => (
             if warm.is_some() {
                 block_s
             } else {
@@ -138,11 +134,7 @@ pub(super) fn no_interval(
             1,
             format!("the first block took {}", fmt_elapsed(block_s)),
         ),
-        Pace::Solo {
-            solo_s,
-            arms,
-            restart_s,
-        } => (
+        Pace::Solo { solo_s, arms } => (
             solo_s * arms as f64,
             restart_s,
             0,
