@@ -349,7 +349,7 @@ fn the_sizings_forecasts_are_kept_and_said_beside_the_half_width_reached() {
     assert!(
         line.contains(&format!("±{:.1}% after the pilot", h * 100.0))
             && line.contains(&format!(
-                "±{:.1}–{:.1}% as 3 degrees of freedom allow a normal spread, 90%",
+                "±{:.1}–{:.1}% as {df} degrees of freedom allow a normal spread, 90%",
                 lo * 100.0,
                 hi * 100.0
             )),

@@ -16,6 +16,7 @@
 pub use crate::model::analysis::Components;
 
 mod components;
+pub mod design;
 mod rule;
 mod shape;
 use components::between_sq;

@@ -10,7 +10,7 @@ mod duet;
 mod progress;
 mod stopping;
 
-use crate::analyze::experiment::{self, TrialData};
+use crate::analyze::experiment::TrialData;
 use crate::analyze::stored::trial_data;
 use crate::analyze::verdict::Design;
 use crate::backing::condition::{Condition, Held, Prepared};
@@ -43,6 +43,8 @@ pub struct Executed {
     pub replicas: usize,
     /// Warm design: the half-widths its lifetime sizing forecast.
     pub forecasts: crate::model::run::Forecasts,
+    /// Warm design: how the burst length was chosen.
+    pub burst_choice: Option<crate::model::run::BurstChoice>,
     /// Warm-up trials that failed (a non-zero exit, a signal, `--timeout`): not measured, but
     /// counted in the answer.
     pub warmup_failed: usize,
@@ -160,6 +162,7 @@ pub fn execute(plan: &Plan, ctx: &mut Effects) -> anyhow::Result<Executed> {
         c.x.schedule_change = s.schedule_change().map(String::from);
         c.x.replicas = s.replicas();
         c.x.forecasts = s.forecasts();
+        c.x.burst_choice = s.burst_choice();
     }
     drop(c.servers); // every server stopped, every arm's directory removed
     drop(c.guard); // restores every system setting the arms and conditions changed
@@ -221,7 +224,7 @@ impl Course<'_> {
         let Some(s) = self.servers.as_mut() else {
             return true;
         };
-        match s.before_block(0, &|| None, ctx.progress) {
+        match s.before_block(0, &|_| None, ctx.progress) {
             Ok(l) => {
                 self.lifetime = l;
                 true
@@ -318,39 +321,6 @@ impl Course<'_> {
             self.x.stop_reason = what;
         }
         stop
-    }
-
-    /// Whether a run bounded by `--max-time` (`deadline`: this phase's end and the whole limit)
-    /// stops here because, at `pace`, its time cannot hold an interval; said and recorded as a
-    /// refusal when it does.
-    fn refused(
-        &mut self,
-        pace: stopping::Pace,
-        deadline: Option<(std::time::Duration, std::time::Duration)>,
-        started: Instant,
-        ctx: &mut Effects,
-    ) -> bool {
-        let Some((at, max)) = deadline else {
-            return false;
-        };
-        if self.plan.calibrate {
-            return false;
-        }
-        let restart_s = self.servers.as_ref().map_or(0.0, |s| s.restart_s());
-        let Some(why) =
-            stopping::no_interval(self.plan, (pace, restart_s), at, started.elapsed(), max)
-        else {
-            return false;
-        };
-        let when = match pace {
-            stopping::Pace::Solo { .. } => "before",
-            stopping::Pace::First { .. } => "after",
-        };
-        ctx.progress
-            .note(&format!("stopped {when} the first block: {why}"));
-        self.x.refused = true;
-        self.x.stop_reason = why;
-        true
     }
 
     /// The blocks of one phase (blocks numbered on from the previous phases'). False when the
@@ -558,7 +528,11 @@ impl Course<'_> {
         }
         let (plan, trials) = (self.plan, &self.x.trials);
         let s = self.servers.as_mut().expect("checked");
-        match s.before_block(block, &|| spread(plan, trials), ctx.progress) {
+        match s.before_block(
+            block,
+            &|burst| stopping::spread(plan, trials, burst),
+            ctx.progress,
+        ) {
             Ok(l) => self.lifetime = l,
             Err((arm, served)) => {
                 let mut t = super::trial::server_failed(arm, block as i64, served);
@@ -585,18 +559,6 @@ impl Course<'_> {
         }
         Ok(None)
     }
-}
-
-/// The primary contrasts' spread over the lifetimes so far: their variance components pooled,
-/// and how their signed-rank interval compares with the normal one.
-fn spread(plan: &Plan, trials: &[TrialRow]) -> Option<crate::analyze::lifetimes::Spread> {
-    let data = measured(plan, trials);
-    let primary = &plan.primary().name;
-    let placed: Vec<_> = (0..plan.arms.len())
-        .filter(|a| *a != plan.baseline)
-        .map(|a| experiment::placed_log_ratios(&data, a, plan.baseline, primary))
-        .collect();
-    crate::analyze::lifetimes::spread(&placed, plan.confidence)
 }
 
 /// The order of trials: each block is every arm once, shuffled with the seed.

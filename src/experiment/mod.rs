@@ -254,6 +254,7 @@ fn analyse(
     {
         w.replicas = Some(x.replicas);
         w.forecast = x.forecasts;
+        w.burst_choice = x.burst_choice.clone();
     }
     let data: Vec<TrialData> = x.trials.iter().map(trial_data).collect();
     let described: Vec<(String, String)> = x

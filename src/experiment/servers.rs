@@ -79,11 +79,12 @@ pub(super) struct Seat {
 pub(super) trait ServerSchedule {
     /// Before block `block`: (warm) restart every server when its lifetime is over, sizing
     /// the next lifetimes from `spread` (the run's variance components, computed only at a
-    /// lifetime boundary); the lifetime the block runs in (None: restart design).
+    /// lifetime boundary; over the blocks of one burst length, where given); the lifetime the
+    /// block runs in (None: restart design).
     fn before_block(
         &mut self,
         block: usize,
-        spread: &dyn Fn() -> Option<Spread>,
+        spread: &dyn Fn(Option<u64>) -> Option<Spread>,
         progress: &mut dyn Observer,
     ) -> Result<Option<usize>, (usize, Served)>;
     /// The server for a trial at `seat` (started now under the restart design); its pid.
@@ -119,6 +120,10 @@ pub(super) trait ServerSchedule {
     /// The forecasts made, for the run's record (warm design, sized lifetimes).
     fn forecasts(&self) -> crate::model::run::Forecasts {
         Default::default()
+    }
+    /// How the burst length was chosen (warm design with a `{burst}` it chose).
+    fn burst_choice(&self) -> Option<crate::model::run::BurstChoice> {
+        None
     }
     /// Seconds the last start of every arm's server (stop, start, warm) took (warm design).
     fn restart_s(&self) -> f64 {
@@ -156,7 +161,7 @@ impl ServerSchedule for PerTrial {
     fn before_block(
         &mut self,
         _: usize,
-        _: &dyn Fn() -> Option<Spread>,
+        _: &dyn Fn(Option<u64>) -> Option<Spread>,
         _: &mut dyn Observer,
     ) -> Result<Option<usize>, (usize, Served)> {
         Ok(None)
@@ -244,8 +249,14 @@ pub(super) struct Warm {
     /// One arm's load alone against its server (seconds), where measured at the first lifetime.
     solo_s: Option<f64>,
     block_s: Vec<f64>,
+    /// Each block's burst length (0 without a `{burst}`), beside its time.
+    block_len: Vec<u64>,
     bursts: bool,
     burst: Option<u64>,
+    /// The pilot's two burst lengths while it runs them (the first from the fixed cost).
+    lengths: Option<[u64; 2]>,
+    /// How the burst was chosen, for the run's record.
+    burst_choice: Option<crate::model::run::BurstChoice>,
     rng: rand::rngs::SmallRng,
     pending: Vec<String>,
     _dirs: Vec<ArmDirs>,
@@ -295,8 +306,11 @@ impl Warm {
             restart_s: 0.0,
             solo_s: None,
             block_s: Vec::new(),
+            block_len: Vec::new(),
             bursts: w.bursts,
             burst: w.burst.map(|b| b.as_secs().max(1)),
+            lengths: None,
+            burst_choice: None,
             rng: rand::rngs::SmallRng::seed_from_u64(plan.seed ^ 0x5eed_11fe),
             pending: Vec::new(),
             _dirs: dirs.into_iter().collect(),
@@ -381,17 +395,21 @@ impl ServerSchedule for Warm {
     fn before_block(
         &mut self,
         _: usize,
-        spread: &dyn Fn() -> Option<Spread>,
+        spread: &dyn Fn(Option<u64>) -> Option<Spread>,
         progress: &mut dyn Observer,
     ) -> Result<Option<usize>, (usize, Served)> {
         let up = self.running.iter().all(Option::is_some);
-        let due = self.blocks_in >= self.per_lifetime.unwrap_or(2)
+        let pilot = if self.lengths.is_some() { 4 } else { 2 };
+        let due = self.blocks_in >= self.per_lifetime.unwrap_or(pilot)
             || self.since.elapsed() >= self.lifetime_max;
         if up && !due {
+            self.pilot_length();
             return Ok(Some(self.lifetimes - 1));
         }
         if self.lifetimes >= PILOT_LIFETIMES {
-            self.size_lifetimes(spread());
+            self.choose_burst(spread);
+            // Once the pilot ran two lengths, the sizing reads the blocks of the one chosen.
+            self.size_lifetimes(spread(self.burst.filter(|_| self.two_lengths())));
         }
         progress.message(&format!(
             "lifetime {}: starting and warming every arm's server",
@@ -408,12 +426,14 @@ impl ServerSchedule for Warm {
             };
             let room = self.check_headroom(alone);
             self.start_replicas(room)?;
+            self.plan_lengths();
         }
         for r in self.running.iter_mut().flatten() {
             r.mark();
         }
         self.lifetimes += 1;
         self.blocks_in = 0;
+        self.pilot_length();
         self.since = Instant::now();
         Ok(Some(self.lifetimes - 1))
     }
@@ -471,6 +491,7 @@ impl ServerSchedule for Warm {
     fn after_block(&mut self, secs: f64) {
         self.blocks_in += 1;
         self.block_s.push(secs);
+        self.block_len.push(self.burst.unwrap_or(0));
     }
 
     fn shutdown(&mut self) {
@@ -510,6 +531,10 @@ impl ServerSchedule for Warm {
 
     fn restart_s(&self) -> f64 {
         self.restart_s
+    }
+
+    fn burst_choice(&self) -> Option<crate::model::run::BurstChoice> {
+        self.burst_choice.clone()
     }
 
     fn solo(&self) -> Option<(f64, usize)> {

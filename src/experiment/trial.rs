@@ -505,8 +505,9 @@ pub(super) fn end(
     evidence.load_metrics = (!discovered.is_empty()).then_some(discovered);
     let lifetime = servers.as_ref().and_then(|s| s.lifetime);
     let server_failure = server_evidence(&mut evidence, served, &o, lifetime);
-    if let Some(s) = servers.as_ref().filter(|s| s.schedule.replicas() > 1) {
-        evidence.replica = Some(s.replica);
+    if let Some(s) = servers.as_ref() {
+        evidence.replica = (s.schedule.replicas() > 1).then_some(s.replica);
+        evidence.burst_s = s.schedule.arm(s.seat(arm_idx)).burst();
     }
     if let Some((w, pid)) = job.watched.get(&arm_idx).map(|(w, p)| (w.as_str(), *p)) {
         let (seen, flag) = watch_arm(job, arm_idx, w, pid);

@@ -68,6 +68,10 @@ pub struct Evidence {
     pub trace: Option<TraceWindow>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace_lost: Option<u64>,
+    /// The burst length the load ran for, seconds (warm design with a `{burst}` in the load):
+    /// the pilot measures two.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst_s: Option<u64>,
     /// Every arm's burst of this block ran at once (the machine-wide counters are theirs
     /// together).
     #[serde(skip_serializing_if = "std::ops::Not::not")]

@@ -179,10 +179,59 @@ pub struct WarmPlan {
     pub bursts: bool,
     /// Settings for the whole run, and the arms whose server gets THP off in place of `never`.
     pub side_by_side: crate::backing::side_by_side::SideBySide,
+    /// How the burst length was chosen (filled in after the run; none with `--burst` or
+    /// without a `{burst}` in the load).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst_choice: Option<BurstChoice>,
     /// What the lifetime sizing forecast for the primary contrast's half-width at the run's
     /// end (filled in after the run; none with `--lifetime-blocks`).
     #[serde(default, skip_serializing_if = "Forecasts::is_empty")]
     pub forecast: Forecasts,
+}
+
+/// The burst length a warm run chose: from the load's fixed cost alone, or from the noise the
+/// pilot measured at two lengths.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct BurstChoice {
+    /// The burst the run used after its pilot, seconds.
+    pub secs: u64,
+    /// The load's fixed cost (client start, connections) beyond a 1 s burst, seconds.
+    pub fixed_s: f64,
+    /// The shortest burst whose fixed cost is under 5% of it: the pilot's first length.
+    pub by_fixed_cost: u64,
+    /// The pilot at two lengths, where it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pilot: Option<LengthPilot>,
+    /// Why the pilot ran at one length only, where it did not run at two.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_length: Option<String>,
+}
+
+/// What the pilot measured at two burst lengths and what the design model made of it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LengthPilot {
+    /// Per length: seconds, the SD of the ratio between bursts of a lifetime (log scale), a
+    /// block's mean time (seconds), and the blocks measured at it.
+    pub lengths: Vec<MeasuredLength>,
+    /// The burst noise split as var(L) = floor² + averaging²·(1 s / L): what a longer burst
+    /// does not average away and what it does (log scale, at 1 s).
+    pub floor_sd: f64,
+    pub averaging_sd: f64,
+    /// The SD between lifetimes beyond their bursts, both lengths' pooled (log scale).
+    pub between_sd: f64,
+    /// The half-width forecast at the run's end with the burst chosen and with the first
+    /// length (fractions), each with its lifetime's blocks.
+    pub chosen: (f64, usize),
+    pub first: (f64, usize),
+}
+
+/// One burst length as the pilot measured it.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct MeasuredLength {
+    pub secs: u64,
+    pub within_sd: f64,
+    pub block_s: f64,
+    pub blocks: usize,
 }
 
 /// The half-width the lifetime sizing forecast at the run's end, after the pilot and at the

@@ -4,13 +4,14 @@
 //! need, rather than spending the time on a run that ends INCONCLUSIVE for want of blocks (a
 //! load of a fixed count keeps its count, so its block lasts as long as the count takes).
 
+use super::{Effects, measured};
 use crate::analyze::experiment;
 use crate::analyze::sequential::ConfidenceSequence;
 use crate::analyze::verdict::{self, Design, Verdict};
 use crate::model::run::Plan;
 use crate::store::TrialRow;
 use crate::units::fmt_elapsed;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Why the run may stop at this look, on the trials the answer will use: every contrast of
 /// the primary metric settled by the plan's design, or, with `--target-halfwidth`, every
@@ -189,6 +190,65 @@ fn fits(
         done + (left / (lifetime_s / per_unit as f64)).floor() as usize,
         need_s,
     ))
+}
+
+impl super::Course<'_> {
+    /// Whether a run bounded by `--max-time` (`deadline`: this phase's end and the whole limit)
+    /// stops here because, at `pace`, its time cannot hold an interval; said and recorded as a
+    /// refusal when it does.
+    pub(super) fn refused(
+        &mut self,
+        pace: Pace,
+        deadline: Option<(std::time::Duration, std::time::Duration)>,
+        started: Instant,
+        ctx: &mut Effects,
+    ) -> bool {
+        let Some((at, max)) = deadline else {
+            return false;
+        };
+        if self.plan.calibrate {
+            return false;
+        }
+        let restart_s = self.servers.as_ref().map_or(0.0, |s| s.restart_s());
+        let Some(why) = no_interval(self.plan, (pace, restart_s), at, started.elapsed(), max)
+        else {
+            return false;
+        };
+        let when = match pace {
+            Pace::Solo { .. } => "before",
+            Pace::First { .. } => "after",
+        };
+        ctx.progress
+            .note(&format!("stopped {when} the first block: {why}"));
+        self.x.refused = true;
+        self.x.stop_reason = why;
+        true
+    }
+}
+
+/// The primary contrasts' spread over the lifetimes so far (over the blocks whose bursts ran
+/// `burst` seconds, where given): their variance components pooled, and how their signed-rank
+/// interval compares with the normal one.
+pub(super) fn spread(
+    plan: &Plan,
+    trials: &[TrialRow],
+    burst: Option<u64>,
+) -> Option<crate::analyze::lifetimes::Spread> {
+    let mut data = measured(plan, trials);
+    if let Some(secs) = burst {
+        let other: std::collections::BTreeSet<i64> = trials
+            .iter()
+            .filter(|t| t.evidence.burst_s != Some(secs))
+            .map(|t| t.block)
+            .collect();
+        data.retain(|t| !other.contains(&(t.block as i64)));
+    }
+    let primary = &plan.primary().name;
+    let placed: Vec<_> = (0..plan.arms.len())
+        .filter(|a| *a != plan.baseline)
+        .map(|a| experiment::placed_log_ratios(&data, a, plan.baseline, primary))
+        .collect();
+    crate::analyze::lifetimes::spread(&placed, plan.confidence)
 }
 
 #[cfg(test)]

@@ -123,6 +123,7 @@ fn warm_form(
                 .map(|b| std::time::Duration::from_secs(b.as_secs_f64().ceil().max(1.0) as u64)),
             bursts,
             side_by_side: sbs,
+            burst_choice: None,
             forecast: Default::default(),
         },
         per_arm,

@@ -2,7 +2,10 @@
 //! cost), duet or alternating (one arm's CPU use alone against the machine), and the blocks per
 //! lifetime (the run's own variance components, Kalibera–Jones).
 
-use super::{Components, FIXED_SHARE, Instant, Sizing, Spread, Warm};
+use super::{Components, FIXED_SHARE, Instant, PILOT_LIFETIMES, Sizing, Spread, Warm};
+use crate::analyze::lifetimes::design::{self, AtLength, Budget};
+use crate::model::run::{BurstChoice, LengthPilot, MeasuredLength};
+use crate::units::fmt_elapsed;
 
 /// The CPUs a solo burst kept busy: its own (load and server) and everything else's meanwhile.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -74,6 +77,13 @@ impl Warm {
         self.set_burst(secs);
         // A burst of `secs` and the load's fixed cost: one arm's burst alone.
         self.solo_s = ok.then_some(secs as f64 + fixed);
+        self.burst_choice = ok.then_some(BurstChoice {
+            secs,
+            fixed_s: fixed,
+            by_fixed_cost: secs,
+            pilot: None,
+            one_length: None,
+        });
         self.pending.push(if ok {
             format!(
                 "burst {secs} s: the load's fixed cost (start, connections) was {:.0} ms beyond a 1 s burst, {:.1}% of {secs} s (--burst to choose)",
@@ -132,6 +142,158 @@ impl Warm {
         alone
     }
 
+    /// After the first lifetime's set-up (burst, schedule, replicas known): whether the pilot
+    /// runs its bursts at two lengths, so that the noise chooses the burst. It does where the
+    /// burst was calibrated, the lifetimes are sized (no `--lifetime-blocks`) and `--max-time`
+    /// bounds the run with room for it: the second length (3× the first, or a third of it
+    /// past 3 s) costs at most a tenth of the time. Said either way.
+    pub(super) fn plan_lengths(&mut self) {
+        let Some(choice) = self.burst_choice.as_mut() else {
+            return;
+        };
+        let first = choice.secs;
+        let second = if first <= 3 {
+            first * 3
+        } else {
+            first.div_ceil(3)
+        };
+        let one_after_another = if self.duet { 1 } else { self.arms };
+        let extra = (PILOT_LIFETIMES * 2 * one_after_another) as f64
+            * (second as f64 - first as f64).max(0.0);
+        let why = match self.max_time {
+            _ if self.given => Some("--lifetime-blocks given".to_string()),
+            None => Some("no --max-time: a run bounded by its blocks keeps the burst".into()),
+            Some(m) if extra > m.as_secs_f64() / 10.0 => Some(format!(
+                "a second length ({second} s) would take about {} more of --max-time {}, over a tenth of it",
+                fmt_elapsed(extra),
+                fmt_elapsed(m.as_secs_f64())
+            )),
+            Some(_) => None,
+        };
+        match why {
+            Some(why) => choice.one_length = Some(why),
+            None => {
+                self.lengths = Some([first, second]);
+                self.pending.push(format!(
+                    "the pilot's {PILOT_LIFETIMES} lifetimes run bursts of {first} s and {second} s ({first}, {second}, {second}, {first} s in each): the noise at both lengths chooses the burst for the rest of the run"
+                ));
+            }
+        }
+    }
+
+    /// During the pilot at two lengths: the burst for the lifetime's next block.
+    pub(super) fn pilot_length(&mut self) {
+        if let Some([a, b]) = self.lengths {
+            let l = [a, b, b, a][self.blocks_in.min(3)];
+            if self.burst != Some(l) {
+                self.set_burst(l);
+            }
+        }
+    }
+
+    /// Whether the pilot ran two burst lengths (its blocks are then told apart by length).
+    pub(super) fn two_lengths(&self) -> bool {
+        self.burst_choice
+            .as_ref()
+            .is_some_and(|c| c.pilot.is_some())
+    }
+
+    /// A block's mean time, over the blocks at the burst in use once the pilot ran two.
+    fn block_cost(&self, secs: Option<u64>) -> (f64, usize) {
+        let at: Vec<f64> = self
+            .block_s
+            .iter()
+            .zip(&self.block_len)
+            .filter(|(_, l)| secs.is_none_or(|s| **l == s))
+            .map(|(t, _)| *t)
+            .collect();
+        (at.iter().sum::<f64>() / at.len().max(1) as f64, at.len())
+    }
+
+    /// What is left of the run: its blocks (with the restarts the fewest lifetimes need) and
+    /// `--max-time`, whichever ends first, and the restarts done (the unit is the restart:
+    /// every replica's lifetime that began with it).
+    fn budget(&self) -> Budget {
+        let done = self.lifetimes;
+        Budget {
+            time_s: self
+                .max_time
+                .map(|m| m.saturating_sub(self.started.elapsed()).as_secs_f64()),
+            blocks: self.blocks_total.saturating_sub(self.block_s.len()) as f64,
+            restarts_needed: (crate::analyze::lifetimes::MIN_LIFETIMES - done as f64).max(1.0),
+            done,
+        }
+    }
+
+    /// At the pilot's end, where it ran two lengths: the burst for the rest of the run, from
+    /// the spread at each and a block's cost at each (`analyze::lifetimes::design`). Said with
+    /// its reason and kept in the run's record.
+    pub(super) fn choose_burst(&mut self, spread: &dyn Fn(Option<u64>) -> Option<Spread>) {
+        let Some([a, b]) = self.lengths.take() else {
+            return;
+        };
+        let at = |secs: u64| {
+            let sp = spread(Some(secs))?;
+            let (block_s, _) = self.block_cost(Some(secs));
+            Some(AtLength {
+                secs,
+                components: sp.components,
+                block_s,
+            })
+        };
+        let stop_at = self.plan.target_halfwidth.map(f64::ln_1p);
+        let chosen = at(a).zip(at(b)).and_then(|(first, other)| {
+            let c = design::choose(
+                &first,
+                &other,
+                self.restart_s,
+                (self.budget(), stop_at),
+                self.rule,
+                self.replicas,
+            )?;
+            Some((first, other, c))
+        });
+        let Some((first, other, c)) = chosen else {
+            self.set_burst(a);
+            if let Some(ch) = self.burst_choice.as_mut() {
+                ch.one_length = Some(
+                    "the pilot's two lengths gave no spread to compare (too few blocks kept)"
+                        .into(),
+                );
+            }
+            self.pending.push(format!(
+                "burst {a} s kept: the pilot's bursts at {a} s and {b} s gave no spread to compare"
+            ));
+            return;
+        };
+        self.set_burst(c.secs);
+        let measured = |m: &AtLength| MeasuredLength {
+            secs: m.secs,
+            within_sd: m.components.within_sd,
+            block_s: m.block_s,
+            blocks: self.block_cost(Some(m.secs)).1,
+        };
+        let pilot = LengthPilot {
+            lengths: vec![measured(&first), measured(&other)],
+            floor_sd: c.noise.floor_sd,
+            averaging_sd: c.noise.averaging_sd,
+            between_sd: c.between_sd,
+            chosen: (
+                c.sizing.predicted.unwrap_or(f64::NAN).exp_m1(),
+                c.sizing.blocks,
+            ),
+            first: (
+                c.first.predicted.unwrap_or(f64::NAN).exp_m1(),
+                c.first.blocks,
+            ),
+        };
+        self.pending.push(burst_note(&c, &pilot, a));
+        if let Some(ch) = self.burst_choice.as_mut() {
+            ch.secs = c.secs;
+            ch.pilot = Some(pilot);
+        }
+    }
+
     /// Whether half the run has passed: of `--max-time` when given, else of its blocks.
     fn past_half_way(&self) -> bool {
         match self.max_time {
@@ -144,7 +306,7 @@ impl Warm {
     /// `analyze::lifetimes::size`), re-estimated at every lifetime boundary after the pilot;
     /// said when the number changes, with the half-width it predicts at the run's end.
     pub(super) fn size_lifetimes(&mut self, spread: Option<Spread>) {
-        let b = self.block_s.iter().sum::<f64>() / self.block_s.len().max(1) as f64;
+        let (b, _) = self.block_cost(self.burst.filter(|_| self.two_lengths()));
         let Some(Spread {
             components: c,
             rank_ratio,
@@ -157,17 +319,7 @@ impl Warm {
         // confidence sequence is over the lifetime means themselves: no signed-rank ratio.
         let rank_ratio = rank_ratio.filter(|_| !self.rule.is_sequence());
         let scaled = crate::analyze::lifetimes::scaled(&c, rank_ratio.unwrap_or(1.0));
-        // What is left of the run: its blocks (with the restarts the fewest lifetimes need)
-        // or of --max-time, whichever ends first.
-        // The unit is the restart (every replica's lifetime that began with it).
-        let units = self.lifetimes;
-        let need = (crate::analyze::lifetimes::MIN_LIFETIMES - units as f64).max(1.0);
-        let blocks_left = self.blocks_total.saturating_sub(self.block_s.len()) as f64;
-        let by_blocks = blocks_left * b + need * self.restart_s;
-        let by_time = self
-            .max_time
-            .map(|m| m.saturating_sub(self.started.elapsed()).as_secs_f64());
-        let remaining = Some((by_time.map_or(by_blocks, |t| t.min(by_blocks)), units));
+        let remaining = Some(self.budget().at(b, self.restart_s));
         // With --target-halfwidth the run ends where its interval first reaches the target.
         let stop_at = self.plan.target_halfwidth.map(f64::ln_1p);
         let s = crate::analyze::lifetimes::size_replicated(
@@ -301,5 +453,37 @@ fn sizing_note(
         },
         crate::render::words::two_significant(pct(target)).trim_start_matches('+'),
         crate::units::fmt_elapsed(need_s)
+    )
+}
+
+/// The burst chosen at the pilot's end, in words: the spreads measured, the split, the
+/// forecasts at the length chosen and at the first.
+fn burst_note(c: &design::Choice, p: &LengthPilot, first: u64) -> String {
+    let pct = |x: f64| x * 100.0;
+    let [m0, m1] = [p.lengths[0], p.lengths[1]];
+    format!(
+        "burst {} s{}: the pilot's SD of the ratio between bursts was {:.1}% at {} s and {:.1}% at {} s (a block {:.1} s and {:.1} s), so {:.1}% of it does not average within a burst and {:.1}% at 1 s does; forecast at the run's end ±{:.1}% with {} s bursts in lifetimes of {} blocks, against ±{:.1}% with {first} s (the fixed cost's){} (--burst to choose)",
+        c.secs,
+        if c.secs == first { " kept" } else { " chosen" },
+        pct(m0.within_sd),
+        m0.secs,
+        pct(m1.within_sd),
+        m1.secs,
+        m0.block_s,
+        m1.block_s,
+        pct(p.floor_sd),
+        pct(p.averaging_sd),
+        pct(p.chosen.0),
+        c.secs,
+        p.chosen.1,
+        pct(p.first.0),
+        if c.secs == first {
+            format!(
+                ": no length forecast {:.0}% narrower",
+                (1.0 - design::GAIN) * 100.0
+            )
+        } else {
+            String::new()
+        }
     )
 }

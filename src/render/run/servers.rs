@@ -315,8 +315,9 @@ fn warm_line(report: &ExperimentAnalysis, sp: &ServerPlan) -> String {
         (None, 1) => "lifetime is".to_string(),
         (None, _) => "lifetimes are".to_string(),
     };
+    let lengths = sp.warm.as_ref().map(lengths_clause).unwrap_or_default();
     format!(
-        "design: warm — every arm's server up at once{}, {schedule}; {lifetimes} {units} the units of the intervals ({}){}",
+        "design: warm — every arm's server up at once{}, {schedule}{lengths}; {lifetimes} {units} the units of the intervals ({}){}",
         replicas.map_or(String::new(), |n| format!(
             " in {n} replicas (each its own servers and lifetimes, restarted together)"
         )),
@@ -327,4 +328,50 @@ fn warm_line(report: &ExperimentAnalysis, sp: &ServerPlan) -> String {
             format!("; SD of the ratio: {}", comps.join("; "))
         }
     )
+}
+
+/// The burst length and the lifetime length that ran, and why: given, from the load's fixed
+/// cost, or from the noise the pilot measured at two lengths; the blocks per lifetime given
+/// or sized (the last sizing's).
+fn lengths_clause(w: &crate::model::run::WarmPlan) -> String {
+    let pct = |x: f64| x * 100.0;
+    let burst = match (&w.burst, &w.burst_choice) {
+        (Some(b), _) => format!("; bursts of {} s (--burst)", b.as_secs()),
+        (None, Some(c)) => match &c.pilot {
+            Some(p) => format!(
+                "; bursts of {} s ({} from the noise the pilot measured at {} s and {} s: {:.1}% of the spread between bursts does not average within a burst, {:.1}% at 1 s does; forecast ±{:.1}% against ±{:.1}% at {} s)",
+                c.secs,
+                if c.secs == c.by_fixed_cost {
+                    "kept"
+                } else {
+                    "chosen"
+                },
+                p.lengths[0].secs,
+                p.lengths[1].secs,
+                pct(p.floor_sd),
+                pct(p.averaging_sd),
+                pct(p.chosen.0),
+                pct(p.first.0),
+                c.by_fixed_cost
+            ),
+            None => format!(
+                "; bursts of {} s (the shortest whose fixed cost, {:.0} ms, is under 5% of it{})",
+                c.secs,
+                c.fixed_s * 1e3,
+                c.one_length
+                    .as_ref()
+                    .map_or(String::new(), |why| format!("; one length: {why}"))
+            ),
+        },
+        (None, None) => String::new(),
+    };
+    let lifetimes = match (w.lifetime_blocks, w.forecast.last) {
+        (Some(n), _) => format!(", lifetimes of {n} blocks (--lifetime-blocks)"),
+        (None, Some(f)) => format!(
+            ", lifetimes of {} blocks (sized from the run's spread, Kalibera–Jones)",
+            f.per_lifetime
+        ),
+        (None, None) => String::new(),
+    };
+    format!("{burst}{lifetimes}")
 }
