@@ -518,3 +518,99 @@ fn an_event_that_never_ran_or_always_failed_is_counted_and_fails_the_run() {
         "{kept}"
     );
 }
+
+/// With room for a longer burst (`--max-time` long enough for 30 lifetimes at it), the pilot's
+/// three lifetimes run bursts of the fixed cost's length and of 3× it (1, 3, 3, 1 s), every
+/// trial stores its length, and the run goes on at the length the noise chose, with the
+/// choice in its record and its design line; without that room the run keeps one length and
+/// says why.
+#[test]
+fn the_pilot_measures_two_burst_lengths_where_a_longer_burst_could_be_chosen() {
+    let dir = tempfile::tempdir().unwrap();
+    // A rate whose noise a longer burst averages (8%/√burst), after a burst of sleep.
+    let load = r#"sleep {burst}; awk -v s=$(date +%N) -v b={burst} 'BEGIN{srand(s); u=rand(); v=rand(); z=sqrt(-2*log(u+1e-12))*cos(6.283185*v); printf "tps=%f\n", 1000*exp(0.08*z/sqrt(b))}'"#;
+    let extra = [
+        "--warmup",
+        "0",
+        "--replicas",
+        "1",
+        "--metric",
+        "tps=tps=([0-9.]+),higher",
+    ];
+    let long: Vec<&str> = extra.iter().copied().chain(["--max-time", "10m"]).collect();
+    let db = dir.path().join("two.db");
+    let (v, plan, trials) = stored_run("331", "13", &long, load, &db);
+    assert_eq!(v["blocks_done"], 13, "{}", v["stop_reason"]);
+    let choice = &plan["server"]["warm"]["burst_choice"];
+    let lengths = &choice["pilot"]["lengths"];
+    assert_eq!(
+        (&lengths[0]["secs"], &lengths[1]["secs"]),
+        (&1.into(), &3.into()),
+        "{choice}"
+    );
+    assert_eq!(
+        (&lengths[0]["blocks"], &lengths[1]["blocks"]),
+        (&6.into(), &6.into()),
+        "{choice}"
+    );
+    // Per pilot lifetime, in block order: 1, 3, 3, 1 s; after it, the length chosen.
+    let mut by: std::collections::BTreeMap<(usize, i64), u64> = Default::default();
+    for t in trials.iter().filter(|t| t.block >= 0) {
+        let l = t.evidence.lifetime.unwrap();
+        by.insert((l, t.block), t.evidence.burst_s.unwrap());
+    }
+    for l in 0..3 {
+        let run: Vec<u64> = by
+            .iter()
+            .filter(|((lt, _), _)| *lt == l)
+            .map(|(_, s)| *s)
+            .collect();
+        assert_eq!(run, [1, 3, 3, 1], "lifetime {l}: {by:?}");
+    }
+    let chosen = choice["secs"].as_u64().unwrap();
+    let after: Vec<u64> = by
+        .iter()
+        .filter(|((l, _), _)| *l >= 3)
+        .map(|(_, s)| *s)
+        .collect();
+    assert!(
+        !after.is_empty() && after.iter().all(|s| *s == chosen),
+        "{chosen}: {by:?}"
+    );
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains("the pilot's 3 lifetimes run bursts of 1 s and 3 s"),
+        "{notes}"
+    );
+    let shown = words(&common::hugelab_stdout([
+        "results",
+        "show",
+        "--db",
+        &db.display().to_string(),
+        "1",
+    ]));
+    assert!(
+        shown.contains(&format!("bursts of {chosen} s ("))
+            && shown.contains("from the noise the pilot measured at 1 s and 3 s"),
+        "{shown}"
+    );
+    // 20 seconds cannot hold 30 lifetimes at 3 s bursts: one length, and why.
+    let short: Vec<&str> = extra.iter().copied().chain(["--max-time", "20s"]).collect();
+    let (_, plan, trials) = stored_run("332", "2", &short, load, &dir.path().join("one.db"));
+    let choice = &plan["server"]["warm"]["burst_choice"];
+    assert!(choice["pilot"].is_null(), "{choice}");
+    assert!(
+        choice["one_length"]
+            .as_str()
+            .is_some_and(|w| w.contains("fewer than the 30 lifetimes")),
+        "{choice}"
+    );
+    assert!(
+        trials.iter().all(|t| t.evidence.burst_s == Some(1)),
+        "{:?}",
+        trials
+            .iter()
+            .map(|t| t.evidence.burst_s)
+            .collect::<Vec<_>>()
+    );
+}

@@ -26,6 +26,7 @@ for id in "${ids[@]}"; do
     | $m.contrasts[] as [$arm, $c]
     | "| \($run.created[:10]) | \($run.plan.system.cpu.logical_cpus) CPUs, \($run.plan.system.cpu.model_name) | \($id) | "
       + (if ($rec.replicas // 1) > 1 then "\($w.schedule // "warm"), \($rec.replicas) replicas" else ($w.schedule // "cold") end)
+      + (if $w.burst_choice then ", \($w.burst_choice.secs) s bursts" + (if $w.burst_choice.pilot then " (from \($w.burst_choice.pilot.lengths | map("\(.secs) s") | join(" and ")))" else "" end) else "" end)
       + " | \($rec.facts.blocks) | \($m.lifetimes) \(if ($rec.replicas // 1) > 1 then "restarts" else "lifetimes" end) | \($rec.facts.elapsed_s | round) s"
       + " | \($arm) vs \($rec.report.baseline) \($m.metric.name) \($c.percent.point | signed)%"
       + (if $c.percent.lo == null then " (no interval)" else " [\($c.percent.lo | signed), \($c.percent.hi | signed)] @\($c.percent.confidence * 10000 | round / 100)%" end)

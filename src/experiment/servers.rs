@@ -407,9 +407,11 @@ impl ServerSchedule for Warm {
             return Ok(Some(self.lifetimes - 1));
         }
         if self.lifetimes >= PILOT_LIFETIMES {
-            self.choose_burst(spread);
             // Once the pilot ran two lengths, the sizing reads the blocks of the one chosen.
-            self.size_lifetimes(spread(self.burst.filter(|_| self.two_lengths())));
+            let chosen = self.choose_burst(spread);
+            self.size_lifetimes(
+                chosen.or_else(|| spread(self.burst.filter(|_| self.two_lengths()))),
+            );
         }
         progress.message(&format!(
             "lifetime {}: starting and warming every arm's server",

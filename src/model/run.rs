@@ -219,10 +219,13 @@ pub struct LengthPilot {
     pub averaging_sd: f64,
     /// The SD between lifetimes beyond their bursts, both lengths' pooled (log scale).
     pub between_sd: f64,
-    /// The half-width forecast at the run's end with the burst chosen and with the first
-    /// length (fractions), each with its lifetime's blocks.
+    /// The half-width forecast at the run's end with the burst chosen (a fraction) and its
+    /// lifetime's blocks; the same for the length it was weighed against (the first when
+    /// another was chosen, else the best other), with that length.
     pub chosen: (f64, usize),
-    pub first: (f64, usize),
+    pub against: (u64, f64, usize),
+    /// A block's cost at the length chosen, on the line through the two measured (seconds).
+    pub block_s: f64,
 }
 
 /// One burst length as the pilot measured it.

@@ -8,7 +8,7 @@
 //! that the burst and the blocks per lifetime are chosen together for the narrowest interval
 //! the time left holds.
 
-use super::{Components, Rule, Sizing, size_replicated, time_replicated};
+use super::{Components, MIN_LIFETIMES, Rule, Sizing, size_replicated, time_replicated};
 
 /// The longest burst chosen, seconds.
 pub const LONGEST: u64 = 10;
@@ -16,6 +16,39 @@ pub const LONGEST: u64 = 10;
 /// The first length (from the load's fixed cost) is left only for a forecast this much
 /// narrower (or a time this much shorter): the pilot's spreads come from few blocks.
 pub const GAIN: f64 = 0.95;
+
+/// The pilot's second length beside the `first` (the fixed cost's): 3× it, or a third of it
+/// past 3 s.
+pub fn second_length(first: u64) -> u64 {
+    if first <= 3 {
+        first * 3
+    } else {
+        first.div_ceil(3)
+    }
+}
+
+/// Why a run of `time_s` does not measure a second length, if it does not: where even a
+/// lifetime of two blocks at the longer of the two lengths (`lifetime_s`) leaves fewer than
+/// [`MIN_LIFETIMES`] in the run, no longer burst can be chosen (the lifetimes are the units),
+/// and the pilot's second length would only cost time; likewise where the second length's
+/// blocks (`extra_s` beyond the first's) take over a tenth of the time.
+pub fn one_length(time_s: f64, lifetime_s: f64, extra_s: f64) -> Option<String> {
+    use crate::units::fmt_elapsed;
+    if time_s < MIN_LIFETIMES * lifetime_s {
+        return Some(format!(
+            "a lifetime of two blocks at the longer length takes about {}, so --max-time {} holds fewer than the {MIN_LIFETIMES:.0} lifetimes a run plans for: no longer burst could be chosen",
+            fmt_elapsed(lifetime_s),
+            fmt_elapsed(time_s)
+        ));
+    }
+    (extra_s > time_s / 10.0).then(|| {
+        format!(
+            "the second length's bursts would take about {} more of --max-time {}, over a tenth of it",
+            fmt_elapsed(extra_s),
+            fmt_elapsed(time_s)
+        )
+    })
+}
 
 /// The spread of the ratio between bursts as a function of the burst length L (seconds):
 /// var(L) = floor² + averaging²/L (log scale; `averaging` is its part at 1 s).
@@ -93,8 +126,9 @@ impl Budget {
 pub struct Choice {
     pub secs: u64,
     pub sizing: Sizing,
-    /// The sizing at the first length (what the run would have done without the choice).
-    pub first: Sizing,
+    /// The length it was weighed against and the sizing there: the first length when another
+    /// was chosen, else the best other length.
+    pub against: (u64, Sizing),
     pub noise: BurstNoise,
     /// The spread between lifetimes beyond their bursts, both lengths pooled (log scale).
     pub between_sd: f64,
@@ -107,8 +141,9 @@ pub struct Choice {
 /// The burst length and blocks per lifetime that give the narrowest interval at the run's end
 /// within `budget` (with `stop_at`, the shortest time to that half-width), from the pilot at
 /// `first` (the fixed cost's length) and `other`. Every whole length from 1 s to [`LONGEST`]
-/// is sized as the run sizes lifetimes, its blocks at its own cost; the first length is kept
-/// unless another is narrower by [`GAIN`].
+/// is sized as the run sizes lifetimes, its blocks at its own cost, among those that leave the
+/// run as many lifetimes as the sizing plans for; the first length is kept unless another is
+/// narrower by [`GAIN`]. None where no other length leaves that many.
 pub fn choose(
     first: &AtLength,
     other: &AtLength,
@@ -157,16 +192,30 @@ pub fn choose(
         (secs, s, c, b, cost)
     };
     let kept = at(first.secs);
+    // The interval's units are lifetimes: a length that leaves fewer than the sizing's fewest
+    // (or than the first length's, where even it cannot hold them) is not weighed — the
+    // normal model's half-width ignores how wide a signed-rank interval over few units is.
+    let fewest = kept
+        .1
+        .lifetimes
+        .map_or(MIN_LIFETIMES, |l| l.min(MIN_LIFETIMES));
+    let by_cost = |x: &(u64, Sizing, Components, f64, Option<f64>),
+                   y: &(u64, Sizing, Components, f64, Option<f64>)| {
+        x.4.unwrap_or(f64::MAX).total_cmp(&y.4.unwrap_or(f64::MAX))
+    };
     let best = (1..=LONGEST)
+        .filter(|l| *l != first.secs)
         .map(at)
         .filter(|x| x.4.is_some_and(f64::is_finite))
-        .min_by(|x, y| x.4.unwrap_or(f64::MAX).total_cmp(&y.4.unwrap_or(f64::MAX)))?;
+        .filter(|x| x.1.lifetimes.is_some_and(|l| l >= fewest - 0.5))
+        .min_by(by_cost)?;
     let better = matches!((best.4, kept.4), (Some(b), Some(k)) if b < GAIN * k);
-    let (secs, sizing, components, block_s, _) = if better { best } else { kept };
+    let (chosen, other) = if better { (best, kept) } else { (kept, best) };
+    let (secs, sizing, components, block_s, _) = chosen;
     Some(Choice {
         secs,
         sizing,
-        first: kept.1,
+        against: (other.0, other.1),
         noise,
         between_sd,
         components,
@@ -253,12 +302,13 @@ mod tests {
         let rule = Rule::Fixed { z: 2.576 };
         let c = choose(&a, &b, 2.0, (budget(1800.0), None), rule, 1).unwrap();
         assert!(c.secs > 1, "{c:?}");
-        assert!(c.sizing.predicted.unwrap() < GAIN * c.first.predicted.unwrap());
+        assert_eq!(c.against.0, 1);
+        assert!(c.sizing.predicted.unwrap() < GAIN * c.against.1.predicted.unwrap());
         // Noise that no length averages: the shortest, here the first.
         let (a, b) = (at(1, 0.08, 0.005, 5.0), at(3, 0.08, 0.005, 9.0));
         let c = choose(&a, &b, 2.0, (budget(1800.0), None), rule, 1).unwrap();
         assert_eq!(c.secs, 1);
-        assert_eq!(c.sizing, c.first);
+        assert!(c.against.0 > 1 && c.against.1.predicted > c.sizing.predicted);
     }
 
     #[test]

@@ -11,8 +11,10 @@
 //! * `production` — rows that simulate what `run` itself does;
 //! * `fleet` — autocorrelated fleets for `judge`, and its rows;
 //! * `lifetimes` — warm services: blocks nested in server lifetimes with an instance effect;
+//! * `bursts` — the burst length chosen from the noise, on hosts simulated in time;
 //! * `tail` — the p95 contrast's block bootstrap: coverage and A/A false verdicts.
 
+mod bursts;
 mod designs;
 mod fleet;
 mod lifetimes;
@@ -20,6 +22,7 @@ mod noise;
 mod production;
 mod tail;
 
+pub use bursts::{Burst, Host, best_fixed, burst_rows, replicate as replicate_host};
 pub use designs::{
     FixedOutcome, SequentialOutcome, coverage, cs_false_positives, fixed_power, fixed_three_arms,
     planner_power, run_sequential, sequential_three_arms,
@@ -51,6 +54,8 @@ pub fn study(reps: usize) -> Vec<Row> {
     rows.extend(production_rows(reps));
     rows.extend(judge_rows(reps));
     rows.extend(lifetime_rows(reps));
+    // Hosts simulated in time, 30 minutes a run: a tenth of the replications.
+    rows.extend(burst_rows((reps / 10).max(100)));
     rows.extend(tail_rows(reps));
     rows
 }

@@ -5,7 +5,6 @@
 use super::{Components, FIXED_SHARE, Instant, PILOT_LIFETIMES, Sizing, Spread, Warm};
 use crate::analyze::lifetimes::design::{self, AtLength, Budget};
 use crate::model::run::{BurstChoice, LengthPilot, MeasuredLength};
-use crate::units::fmt_elapsed;
 
 /// The CPUs a solo burst kept busy: its own (load and server) and everything else's meanwhile.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -145,33 +144,35 @@ impl Warm {
     /// After the first lifetime's set-up (burst, schedule, replicas known): whether the pilot
     /// runs its bursts at two lengths, so that the noise chooses the burst. It does where the
     /// burst was calibrated, the lifetimes are sized (no `--lifetime-blocks`) and `--max-time`
-    /// bounds the run with room for it: the second length (3× the first, or a third of it
-    /// past 3 s) costs at most a tenth of the time. Said either way.
+    /// leaves room for a longer burst (`design::one_length`). Said either way.
     pub(super) fn plan_lengths(&mut self) {
         let Some(choice) = self.burst_choice.as_mut() else {
             return;
         };
         let first = choice.secs;
-        let second = if first <= 3 {
-            first * 3
-        } else {
-            first.div_ceil(3)
-        };
-        let one_after_another = if self.duet { 1 } else { self.arms };
-        let extra = (PILOT_LIFETIMES * 2 * one_after_another) as f64
+        let second = design::second_length(first);
+        let one_after_another = if self.duet { 1 } else { self.arms } as f64;
+        let longer = first.max(second) as f64 + choice.fixed_s;
+        let lifetime_s = self.restart_s + 2.0 * one_after_another * longer;
+        let extra = PILOT_LIFETIMES as f64
+            * 2.0
+            * one_after_another
             * (second as f64 - first as f64).max(0.0);
         let why = match self.max_time {
             _ if self.given => Some("--lifetime-blocks given".to_string()),
             None => Some("no --max-time: a run bounded by its blocks keeps the burst".into()),
-            Some(m) if extra > m.as_secs_f64() / 10.0 => Some(format!(
-                "a second length ({second} s) would take about {} more of --max-time {}, over a tenth of it",
-                fmt_elapsed(extra),
-                fmt_elapsed(m.as_secs_f64())
-            )),
-            Some(_) => None,
+            Some(m) => design::one_length(m.as_secs_f64(), lifetime_s, extra),
         };
         match why {
-            Some(why) => choice.one_length = Some(why),
+            Some(why) => {
+                // Said where --max-time might have let the noise choose; recorded always.
+                if self.max_time.is_some() && !self.given {
+                    self.pending.push(format!(
+                        "burst {first} s for the whole run, one length: {why}"
+                    ));
+                }
+                choice.one_length = Some(why);
+            }
             None => {
                 self.lengths = Some([first, second]);
                 self.pending.push(format!(
@@ -207,7 +208,14 @@ impl Warm {
             .filter(|(_, l)| secs.is_none_or(|s| **l == s))
             .map(|(t, _)| *t)
             .collect();
-        (at.iter().sum::<f64>() / at.len().max(1) as f64, at.len())
+        match (
+            at.len(),
+            self.burst_choice.as_ref().and_then(|c| c.pilot.as_ref()),
+        ) {
+            // A length chosen but not yet run: its cost on the line the choice drew.
+            (0, Some(p)) => (p.block_s, 0),
+            (n, _) => (at.iter().sum::<f64>() / n.max(1) as f64, n),
+        }
     }
 
     /// What is left of the run: its blocks (with the restarts the fewest lifetimes need) and
@@ -227,11 +235,13 @@ impl Warm {
 
     /// At the pilot's end, where it ran two lengths: the burst for the rest of the run, from
     /// the spread at each and a block's cost at each (`analyze::lifetimes::design`). Said with
-    /// its reason and kept in the run's record.
-    pub(super) fn choose_burst(&mut self, spread: &dyn Fn(Option<u64>) -> Option<Spread>) {
-        let Some([a, b]) = self.lengths.take() else {
-            return;
-        };
+    /// its reason and kept in the run's record. Returns the spread the choice sized with (at
+    /// its length), which the first sizing then uses, so that the two say one forecast.
+    pub(super) fn choose_burst(
+        &mut self,
+        spread: &dyn Fn(Option<u64>) -> Option<Spread>,
+    ) -> Option<Spread> {
+        let [a, b] = self.lengths.take()?;
         let at = |secs: u64| {
             let sp = spread(Some(secs))?;
             let (block_s, _) = self.block_cost(Some(secs));
@@ -264,7 +274,7 @@ impl Warm {
             self.pending.push(format!(
                 "burst {a} s kept: the pilot's bursts at {a} s and {b} s gave no spread to compare"
             ));
-            return;
+            return None;
         };
         self.set_burst(c.secs);
         let measured = |m: &AtLength| MeasuredLength {
@@ -282,16 +292,22 @@ impl Warm {
                 c.sizing.predicted.unwrap_or(f64::NAN).exp_m1(),
                 c.sizing.blocks,
             ),
-            first: (
-                c.first.predicted.unwrap_or(f64::NAN).exp_m1(),
-                c.first.blocks,
+            against: (
+                c.against.0,
+                c.against.1.predicted.unwrap_or(f64::NAN).exp_m1(),
+                c.against.1.blocks,
             ),
+            block_s: c.block_s,
         };
         self.pending.push(burst_note(&c, &pilot, a));
         if let Some(ch) = self.burst_choice.as_mut() {
             ch.secs = c.secs;
             ch.pilot = Some(pilot);
         }
+        Some(Spread {
+            components: c.components,
+            rank_ratio: None,
+        })
     }
 
     /// Whether half the run has passed: of `--max-time` when given, else of its blocks.
@@ -457,14 +473,15 @@ fn sizing_note(
 }
 
 /// The burst chosen at the pilot's end, in words: the spreads measured, the split, the
-/// forecasts at the length chosen and at the first.
+/// forecasts at the length chosen and at the one it was weighed against.
 fn burst_note(c: &design::Choice, p: &LengthPilot, first: u64) -> String {
     let pct = |x: f64| x * 100.0;
     let [m0, m1] = [p.lengths[0], p.lengths[1]];
+    let (other, h, k) = p.against;
     format!(
-        "burst {} s{}: the pilot's SD of the ratio between bursts was {:.1}% at {} s and {:.1}% at {} s (a block {:.1} s and {:.1} s), so {:.1}% of it does not average within a burst and {:.1}% at 1 s does; forecast at the run's end ±{:.1}% with {} s bursts in lifetimes of {} blocks, against ±{:.1}% with {first} s (the fixed cost's){} (--burst to choose)",
+        "burst {} s {}: the pilot's SD of the ratio between bursts was {:.1}% at {} s and {:.1}% at {} s (a block {:.1} s and {:.1} s), so {:.1}% of it does not average within a burst and {:.1}% at 1 s does; forecast at the run's end ±{:.1}% with {} s bursts in lifetimes of {} blocks, against ±{:.1}% with {other} s in lifetimes of {k}{} (--burst to choose)",
         c.secs,
-        if c.secs == first { " kept" } else { " chosen" },
+        if c.secs == first { "kept" } else { "chosen" },
         pct(m0.within_sd),
         m0.secs,
         pct(m1.within_sd),
@@ -476,14 +493,14 @@ fn burst_note(c: &design::Choice, p: &LengthPilot, first: u64) -> String {
         pct(p.chosen.0),
         c.secs,
         p.chosen.1,
-        pct(p.first.0),
+        pct(h),
         if c.secs == first {
             format!(
-                ": no length forecast {:.0}% narrower",
+                ", the best other length: none forecast {:.0}% narrower",
                 (1.0 - design::GAIN) * 100.0
             )
         } else {
-            String::new()
+            " (the fixed cost's length)".to_string()
         }
     )
 }

@@ -339,7 +339,7 @@ fn lengths_clause(w: &crate::model::run::WarmPlan) -> String {
         (Some(b), _) => format!("; bursts of {} s (--burst)", b.as_secs()),
         (None, Some(c)) => match &c.pilot {
             Some(p) => format!(
-                "; bursts of {} s ({} from the noise the pilot measured at {} s and {} s: {:.1}% of the spread between bursts does not average within a burst, {:.1}% at 1 s does; forecast ±{:.1}% against ±{:.1}% at {} s)",
+                "; bursts of {} s ({} from the noise the pilot measured at {} s and {} s: {:.1}% of the spread between bursts does not average within a burst, {:.1}% at 1 s does; forecast ±{:.1}% against ±{:.1}% with {} s)",
                 c.secs,
                 if c.secs == c.by_fixed_cost {
                     "kept"
@@ -351,8 +351,8 @@ fn lengths_clause(w: &crate::model::run::WarmPlan) -> String {
                 pct(p.floor_sd),
                 pct(p.averaging_sd),
                 pct(p.chosen.0),
-                pct(p.first.0),
-                c.by_fixed_cost
+                pct(p.against.1),
+                p.against.0
             ),
             None => format!(
                 "; bursts of {} s (the shortest whose fixed cost, {:.0} ms, is under 5% of it{})",
