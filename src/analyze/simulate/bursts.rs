@@ -228,7 +228,7 @@ pub const SLOW: Host = Host {
 };
 
 /// As the Intel development VM's PostgreSQL A/A of 2026-11-28 measured it: SD of the ratio
-/// between bursts 6.2% at 1 s and 4.2% at 3 s (here 6.2% and 3.9%), 3.3% between lifetimes, a
+/// between bursts 6.2% at 1 s and 4.2% at 3 s (this process: 6.1% and 3.9%), 3.3% between lifetimes, a
 /// block of two 1 s bursts 2.2 s, a restart of both servers well under a second.
 pub const INTEL: Host = Host {
     white: 0.042,
