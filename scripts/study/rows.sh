@@ -13,8 +13,8 @@ hl=${HUGELAB:-target/release/hugelab}
 [ -x "$hl" ] || { echo "no hugelab at $hl: cargo build --release, or set HUGELAB" >&2; exit 2; }
 ids=("$@")
 [ ${#ids[@]} -gt 0 ] || mapfile -t ids < <("$hl" results list --db "$db" --json | jq -r '.[].run.id')
-echo "| date | machine | run | design | blocks | units | time | contrast (99% unless said) | half-width | forecast after the pilot | at the last sizing |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| date | machine | run | design | blocks | units | time | contrast (99% unless said) | half-width | forecast after the pilot | at half-way (its resampled 90% range) | at the last sizing |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for id in "${ids[@]}"; do
   "$hl" results show "$id" --db "$db" --json | jq -r --arg id "$id" '
     def num: if fabs >= 1 then . * 10 | round / 10 else . * 100 | round / 100 end;
@@ -33,5 +33,6 @@ for id in "${ids[@]}"; do
       + " \($c.verdict)"
       + " | \(if $c.half_width_percent == null then "—" else "±\($c.half_width_percent | num)%" end)"
       + " | \(if $f.pilot then "±\($f.pilot.half_width | pct)%" + (if $f.pilot.range then " (\($f.pilot.range[0] | pct)–\($f.pilot.range[1] | pct)%)" else "" end) else "—" end)"
+      + " | \(if $f.half then "±\($f.half.half_width | pct)%" + (if $f.half.resampled then " (\($f.half.resampled[0] | pct)–\($f.half.resampled[1] | pct)%)" else "" end) else "—" end)"
       + " | \(if $f.last then "±\($f.last.half_width | pct)%" else "—" end) |"'
 done

@@ -22,7 +22,7 @@ mod shape;
 use components::between_sq;
 pub use components::{components, instance_sds, pooled};
 pub use rule::Rule;
-pub use shape::{RANK_RATIO_MIN, Spread, rank_ratio, scaled, spread};
+pub use shape::{RANK_RATIO_MIN, RESAMPLES, Spread, rank_ratio, resampled_range, scaled, spread};
 
 /// One measured value placed in its block and lifetime. With replicas, `lifetime` is the
 /// restart (every replica's lifetime that began with it) and `replica` which of them.

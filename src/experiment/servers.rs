@@ -31,9 +31,7 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use std::time::{Duration, Instant};
 
-/// Lifetimes of 2 blocks run before the run's own spread sizes them (the pilot): the
-/// between-lifetime variance needs several lifetimes to be estimated at all.
-const PILOT_LIFETIMES: usize = 3;
+use crate::analyze::lifetimes::design::PILOT_LIFETIMES;
 
 /// The largest share of a burst its fixed cost (client start, connections) may take.
 const FIXED_SHARE: f64 = 0.05;

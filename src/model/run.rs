@@ -255,6 +255,9 @@ impl Forecasts {
     }
 }
 
+/// The rests of a run a half-way forecast's range draws.
+pub const RESAMPLES: usize = 400;
+
 /// One forecast: made from `lifetimes` lifetimes of `blocks` blocks in all, for lifetimes of
 /// `per_lifetime` blocks from then on.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -276,6 +279,11 @@ pub struct Forecast {
     /// answer prints it; else of the fixed design's interval.
     #[serde(default)]
     pub sequence: bool,
+    /// At half-way: the half-widths the answer may reach at the run's end if the lifetimes
+    /// still to come are like the first half's (those kept, the rest drawn from them; the
+    /// central 90% of [`RESAMPLES`] draws), fractions.
+    #[serde(default)]
+    pub resampled: Option<(f64, f64)>,
 }
 
 impl Plan {

@@ -27,27 +27,45 @@ pub fn second_length(first: u64) -> u64 {
     }
 }
 
-/// Why a run of `time_s` does not measure a second length, if it does not: where even a
-/// lifetime of two blocks at the longer of the two lengths (`lifetime_s`) leaves fewer than
-/// [`MIN_LIFETIMES`] in the run, no longer burst can be chosen (the lifetimes are the units),
-/// and the pilot's second length would only cost time; likewise where the second length's
-/// blocks (`extra_s` beyond the first's) take over a tenth of the time.
-pub fn one_length(time_s: f64, lifetime_s: f64, extra_s: f64) -> Option<String> {
+/// Lifetimes of 2 blocks run before the run's own spread sizes them (the pilot): the
+/// between-lifetime variance needs several lifetimes to be estimated at all.
+pub const PILOT_LIFETIMES: usize = 3;
+
+/// A pilot's burst lengths: where a run of `time_s` has room for a second length beside
+/// `first` (the fixed cost's), that length ([`second_length`]); else why not. A block is
+/// `one_after_another` bursts in a row (the arms alternating; 1 in a duet), each paying
+/// `fixed_s` beyond its length, and a lifetime starts with a restart of `restart_s`. Where
+/// even a lifetime of two blocks at the longer length leaves fewer than [`MIN_LIFETIMES`] in
+/// the run, no longer burst can be chosen (the lifetimes are the units) and a second length
+/// would only cost time; likewise where the second length's blocks in the pilot's
+/// [`PILOT_LIFETIMES`] lifetimes take over a tenth of the time.
+pub fn pilot_room(
+    first: u64,
+    (fixed_s, restart_s): (f64, f64),
+    one_after_another: f64,
+    time_s: f64,
+) -> Result<u64, String> {
     use crate::units::fmt_elapsed;
+    let second = second_length(first);
+    let longer = first.max(second) as f64 + fixed_s;
+    let lifetime_s = restart_s + 2.0 * one_after_another * longer;
+    let extra_s =
+        PILOT_LIFETIMES as f64 * 2.0 * one_after_another * (second as f64 - first as f64).max(0.0);
     if time_s < MIN_LIFETIMES * lifetime_s {
-        return Some(format!(
+        return Err(format!(
             "a lifetime of two blocks at the longer length takes about {}, so --max-time {} holds fewer than the {MIN_LIFETIMES:.0} lifetimes a run plans for: no longer burst could be chosen",
             fmt_elapsed(lifetime_s),
             fmt_elapsed(time_s)
         ));
     }
-    (extra_s > time_s / 10.0).then(|| {
-        format!(
+    if extra_s > time_s / 10.0 {
+        return Err(format!(
             "the second length's bursts would take about {} more of --max-time {}, over a tenth of it",
             fmt_elapsed(extra_s),
             fmt_elapsed(time_s)
-        )
-    })
+        ));
+    }
+    Ok(second)
 }
 
 /// The spread of the ratio between bursts as a function of the burst length L (seconds):

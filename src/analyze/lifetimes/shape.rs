@@ -6,11 +6,13 @@
 use super::{Components, Placed, components, lifetime_means, pooled};
 
 /// What the lifetime sizing reads of the run so far: the primary contrasts' variance
-/// components and, from [`RANK_RATIO_MIN`] lifetimes on, their [`rank_ratio`] (None before).
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// components and, from [`RANK_RATIO_MIN`] lifetimes on, their [`rank_ratio`] (None before),
+/// and each contrast's lifetime means so far, from which [`resampled_range`] draws the rest.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Spread {
     pub components: Components,
     pub rank_ratio: Option<f64>,
+    pub means: Vec<Vec<f64>>,
 }
 
 /// The fewest lifetimes whose means [`rank_ratio`] compares.
@@ -51,14 +53,65 @@ pub fn scaled(c: &Components, by: f64) -> Components {
 /// their lifetimes): their components pooled and their rank ratios averaged.
 pub fn spread(placed: &[Vec<Placed>], confidence: f64) -> Option<Spread> {
     let cs: Vec<Components> = placed.iter().filter_map(|p| components(p)).collect();
-    let ratios: Vec<f64> = placed
+    let means: Vec<Vec<f64>> = placed.iter().map(|p| lifetime_means(p)).collect();
+    let ratios: Vec<f64> = means
         .iter()
-        .filter_map(|p| rank_ratio(&lifetime_means(p), confidence))
+        .filter_map(|m| rank_ratio(m, confidence))
         .collect();
     Some(Spread {
         components: pooled(&cs)?,
         rank_ratio: (!ratios.is_empty()).then(|| ratios.iter().sum::<f64>() / ratios.len() as f64),
+        means,
     })
+}
+
+/// Rests [`resampled_range`] draws (the run's record says this many).
+pub use crate::model::run::RESAMPLES;
+
+/// The half-widths (log scale) the answer may reach once the run holds `units` lifetime means
+/// per contrast, if the lifetimes still to come are like those so far: each contrast's means
+/// (`means`) kept, the rest drawn with replacement from a resample of them (a two-stage
+/// bootstrap: the spread the first half shows is an estimate too), the interval `design` prints at
+/// `confidence` (the analysis's own: signed ranks, or the confidence sequence) over all of
+/// them, the contrasts' half-widths averaged as the forecast pools them; the central `level`
+/// of [`RESAMPLES`] such rests, from a fixed seed. The run's end shares the lifetimes so far,
+/// so only the rest is uncertain, and drawing it from the measured means keeps their far
+/// lifetimes at their measured rate, where a chi-square range assumes a normal spread. None
+/// below [`RANK_RATIO_MIN`] means in a contrast, or without an interval.
+pub fn resampled_range(
+    means: &[Vec<f64>],
+    units: usize,
+    (confidence, design): (f64, &crate::model::verdict::Design),
+    level: f64,
+) -> Option<(f64, f64)> {
+    use crate::analyze::verdict::design::paired_interval;
+    if means.is_empty() || means.iter().any(|m| m.len() < RANK_RATIO_MIN) {
+        return None;
+    }
+    let mut rng = crate::rng::XorShift::new(0x5eed_a4ea ^ units as u64);
+    let mut widths = Vec::with_capacity(RESAMPLES);
+    let (mut all, mut like) = (Vec::new(), Vec::new());
+    for _ in 0..RESAMPLES {
+        let mut sum = 0.0;
+        for m in means {
+            // The lifetimes to come are drawn from a resample of those so far, not from them
+            // as they are: what the first half says of the spread is itself uncertain.
+            like.clear();
+            like.extend((0..m.len()).map(|_| m[rng.below(m.len())]));
+            all.clear();
+            all.extend_from_slice(m);
+            all.extend((m.len()..units).map(|_| like[rng.below(like.len())]));
+            let e = paired_interval(&all, confidence, design)?;
+            sum += (e.hi? - e.lo?) / 2.0;
+        }
+        widths.push(sum / means.len() as f64);
+    }
+    widths.sort_by(f64::total_cmp);
+    let tail = (1.0 - level) / 2.0;
+    Some((
+        crate::stats::quantile_sorted(&widths, tail),
+        crate::stats::quantile_sorted(&widths, 1.0 - tail),
+    ))
 }
 
 #[cfg(test)]
@@ -91,6 +144,55 @@ mod tests {
         };
         let k = scaled(&c, 0.5);
         assert_eq!((k.within_sd, k.between_sd, k.blocks), (0.025, 0.005, 40));
+    }
+
+    #[test]
+    fn the_half_way_range_keeps_the_lifetimes_so_far_and_draws_the_rest_from_them() {
+        use crate::model::verdict::Design;
+        use statrs::distribution::{ContinuousCDF, Normal};
+        let fixed = (0.99, &Design::Fixed);
+        // Thirty lifetime means at the normal's quantiles, SD 2%, in a shuffled order.
+        let q = Normal::standard();
+        let normal: Vec<f64> = (0..30)
+            .map(|i| 0.02 * q.inverse_cdf(((i * 7 % 30) as f64 + 0.5) / 30.0))
+            .collect();
+        assert_eq!(
+            resampled_range(&[normal[..9].to_vec()], 18, fixed, 0.9),
+            None
+        );
+        // At the end already: nothing left to draw, the range is the interval now.
+        let e = crate::stats::hodges_lehmann(&normal, 0.99).unwrap();
+        let now = (e.hi.unwrap() - e.lo.unwrap()) / 2.0;
+        let (lo, hi) = resampled_range(std::slice::from_ref(&normal), 30, fixed, 0.9).unwrap();
+        assert!(
+            (lo - now).abs() < 1e-12 && (hi - now).abs() < 1e-12,
+            "{lo} {hi} {now}"
+        );
+        // Twice the lifetimes: about 1/√2 of today's width, within a range either side.
+        let (lo, hi) = resampled_range(std::slice::from_ref(&normal), 60, fixed, 0.9).unwrap();
+        let expect = now / 2f64.sqrt();
+        assert!(
+            lo < expect && expect < hi && hi / lo < 1.8,
+            "{lo} {expect} {hi}"
+        );
+        // Three far lifetimes of thirty: the rest may hold more of them or fewer, so the
+        // range is wider (relative to its middle) than the normal means'.
+        let mut far = normal.clone();
+        far[3..6].copy_from_slice(&[0.15, -0.12, 0.18]);
+        let (flo, fhi) = resampled_range(&[far], 60, fixed, 0.9).unwrap();
+        assert!(fhi / flo > hi / lo, "{flo}–{fhi} against {lo}–{hi}");
+        // A confidence sequence's range is of its own, wider interval.
+        let seq = Design::Sequential { n_opt: 30.0 };
+        let (slo, _) =
+            resampled_range(std::slice::from_ref(&normal), 60, (0.99, &seq), 0.9).unwrap();
+        assert!(slo > hi, "{slo} against the fixed design's {hi}");
+        // Two contrasts: their half-widths averaged.
+        let wide: Vec<f64> = normal.iter().map(|x| 2.0 * x).collect();
+        let (two_lo, two_hi) = resampled_range(&[normal.clone(), wide], 30, fixed, 0.9).unwrap();
+        assert!(
+            (two_lo - 1.5 * now).abs() < 1e-9 && two_lo == two_hi,
+            "{two_lo}"
+        );
     }
 
     #[test]

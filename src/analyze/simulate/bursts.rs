@@ -11,7 +11,7 @@
 use super::noise::Rng;
 use super::{Row, se};
 use crate::analyze::experiment::{TrialData, log_ratios};
-use crate::analyze::lifetimes::design::{AtLength, Budget, choose, one_length};
+use crate::analyze::lifetimes::design::{AtLength, Budget, PILOT_LIFETIMES, choose, pilot_room};
 use crate::analyze::lifetimes::{MIN_LIFETIMES, Placed, Rule, size_replicated, spread, z_for};
 use crate::analyze::verdict::design::paired_interval;
 use crate::model::verdict::Design;
@@ -70,10 +70,13 @@ pub enum Burst {
 
 /// One simulated run of `budget_s` with `burst`: its trials and the burst it ended with.
 fn run(h: &Host, burst: Burst, budget_s: f64, rng: &mut Rng) -> (Vec<TrialData>, u64) {
-    // As `run` decides it: a second length only where a longer burst could be chosen.
-    let lifetime_s = h.restart_s + 2.0 * 2.0 * (3.0 + h.start_s);
-    let two_lengths =
-        burst == Burst::Chosen && one_length(budget_s, lifetime_s, 3.0 * 2.0 * 2.0 * 2.0).is_none();
+    // As `run` decides it: a second length only where a longer burst could be chosen (two
+    // arms alternating, from a first length of 1 s).
+    let second = match burst {
+        Burst::Chosen => pilot_room(1, (h.start_s, h.restart_s), 2.0, budget_s).ok(),
+        Burst::Fixed(_) => None,
+    };
+    let two_lengths = second.is_some();
     let fixed = match burst {
         Burst::Fixed(l) => l.max(1),
         Burst::Chosen => 1,
@@ -86,10 +89,9 @@ fn run(h: &Host, burst: Burst, budget_s: f64, rng: &mut Rng) -> (Vec<TrialData>,
     };
     let (mut out, mut placed) = (Vec::new(), Vec::new());
     let mut blocks: Vec<(u64, f64)> = Vec::new();
-    let lengths = if two_lengths {
-        [1, 3, 3, 1]
-    } else {
-        [fixed; 4]
+    let lengths = match second {
+        Some(s) => [1, s, s, 1],
+        None => [fixed; 4],
     };
     let (mut burst, mut per, mut block) = (fixed, if two_lengths { 4 } else { 2 }, 0usize);
     let cost = |blocks: &[(u64, f64)], l: u64| {
@@ -106,11 +108,11 @@ fn run(h: &Host, burst: Burst, budget_s: f64, rng: &mut Rng) -> (Vec<TrialData>,
             restarts_needed: (MIN_LIFETIMES - l as f64).max(1.0),
             done: l,
         };
-        if l == 3
-            && two_lengths
+        if l == PILOT_LIFETIMES
+            && let Some(second) = second
             && let (Some(a), Some(b)) = (
                 spread(&[at_length(&placed, 1)], conf),
-                spread(&[at_length(&placed, 3)], conf),
+                spread(&[at_length(&placed, second)], conf),
             )
         {
             let at = |secs, components| AtLength {
@@ -118,12 +120,12 @@ fn run(h: &Host, burst: Burst, budget_s: f64, rng: &mut Rng) -> (Vec<TrialData>,
                 components,
                 block_s: cost(&blocks, secs),
             };
-            let (a, b) = (at(1, a.components), at(3, b.components));
+            let (a, b) = (at(1, a.components), at(second, b.components));
             if let Some(c) = choose(&a, &b, h.restart_s, (budget, None), rule, 1) {
                 burst = c.secs;
                 per = c.sizing.blocks;
             }
-        } else if l >= 3
+        } else if l >= PILOT_LIFETIMES
             && let Some(sp) = spread(&[at_length(&placed, burst)], conf)
         {
             let b = cost(&blocks, burst);
@@ -134,7 +136,11 @@ fn run(h: &Host, burst: Burst, budget_s: f64, rng: &mut Rng) -> (Vec<TrialData>,
         clock.pass(h.restart_s, h, false, rng);
         let inst = h.between * rng.gauss();
         for k in 0..per {
-            let len = if l < 3 { lengths[k.min(3)] } else { burst };
+            let len = if l < PILOT_LIFETIMES {
+                lengths[k.min(3)]
+            } else {
+                burst
+            };
             let started = clock.t;
             if started + 2.0 * (len as f64 + h.start_s) > budget_s {
                 return (out, burst);

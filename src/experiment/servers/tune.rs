@@ -150,21 +150,19 @@ impl Warm {
             return;
         };
         let first = choice.secs;
-        let second = design::second_length(first);
         let one_after_another = if self.duet { 1 } else { self.arms } as f64;
-        let longer = first.max(second) as f64 + choice.fixed_s;
-        let lifetime_s = self.restart_s + 2.0 * one_after_another * longer;
-        let extra = PILOT_LIFETIMES as f64
-            * 2.0
-            * one_after_another
-            * (second as f64 - first as f64).max(0.0);
-        let why = match self.max_time {
-            _ if self.given => Some("--lifetime-blocks given".to_string()),
-            None => Some("no --max-time: a run bounded by its blocks keeps the burst".into()),
-            Some(m) => design::one_length(m.as_secs_f64(), lifetime_s, extra),
+        let room = match self.max_time {
+            _ if self.given => Err("--lifetime-blocks given".to_string()),
+            None => Err("no --max-time: a run bounded by its blocks keeps the burst".into()),
+            Some(m) => design::pilot_room(
+                first,
+                (choice.fixed_s, self.restart_s),
+                one_after_another,
+                m.as_secs_f64(),
+            ),
         };
-        match why {
-            Some(why) => {
+        match room {
+            Err(why) => {
                 // Said where --max-time might have let the noise choose; recorded always.
                 if self.max_time.is_some() && !self.given {
                     self.pending.push(format!(
@@ -173,7 +171,7 @@ impl Warm {
                 }
                 choice.one_length = Some(why);
             }
-            None => {
+            Ok(second) => {
                 self.lengths = Some([first, second]);
                 self.pending.push(format!(
                     "the pilot's {PILOT_LIFETIMES} lifetimes run bursts of {first} s and {second} s ({first}, {second}, {second}, {first} s in each): the noise at both lengths chooses the burst for the rest of the run"
@@ -307,6 +305,7 @@ impl Warm {
         Some(Spread {
             components: c.components,
             rank_ratio: None,
+            means: Vec::new(),
         })
     }
 
@@ -326,6 +325,7 @@ impl Warm {
         let Some(Spread {
             components: c,
             rank_ratio,
+            means,
         }) = spread.filter(|_| !self.given && b > 0.0)
         else {
             return;
@@ -356,10 +356,21 @@ impl Warm {
         );
         let forecast = forecast_of(&s, &c, rank_ratio, self.rule.is_sequence());
         let note = sizing_note(&s, &c, forecast, (self.restart_s, b), (self.target, need));
-        if let Some(f) = forecast {
+        if let Some(mut f) = forecast {
             self.forecasts.pilot.get_or_insert(f);
-            if self.past_half_way() {
-                self.forecasts.half.get_or_insert(f);
+            if self.past_half_way() && self.forecasts.half.is_none() {
+                // The out-of-sample check's forecast, with the range the first half's own
+                // lifetimes allow the end (resampled: their far ones at their measured rate).
+                f.resampled = s.lifetimes.and_then(|l| {
+                    crate::analyze::lifetimes::resampled_range(
+                        &means,
+                        l.round() as usize,
+                        (self.plan.first_step_level(), &self.plan.design),
+                        0.90,
+                    )
+                    .map(|(lo, hi)| (lo.exp_m1(), hi.exp_m1()))
+                });
+                self.forecasts.half = Some(f);
             }
             self.forecasts.last = Some(f);
         }
@@ -408,6 +419,7 @@ fn forecast_of(
         df: range.map_or(0, |(_, df)| df.round() as usize),
         rank_ratio,
         sequence,
+        resampled: None,
     })
 }
 

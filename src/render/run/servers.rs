@@ -147,40 +147,24 @@ pub(super) fn render_servers(r: &RunResult) -> String {
 /// each arm's contrast reached, so that every run checks its own forecast (a PostgreSQL A/A on
 /// the development VM): `precision (tps): reached b ±1.0%; forecast ±5.4% after the pilot (3
 /// lifetimes, 6 blocks; ±3.3–16.4% as 3 degrees of freedom allow a normal spread, 90%), ±1.0%
-/// at the last sizing (66 lifetimes, 132 blocks; × 0.67 for the signed-rank interval)`.
+/// at the last sizing (66 lifetimes, 132 blocks; × 0.67 for the signed-rank interval)`. The
+/// half-way forecast (the out-of-sample one) carries the range its lifetimes resampled allow.
 fn precision_line(report: &ExperimentAnalysis, sp: &ServerPlan) -> Option<String> {
     let f = sp.warm.as_ref()?.forecast;
     let m = report.primary()?;
-    let said = |what: &str, f: crate::model::run::Forecast| {
-        format!(
-            "±{:.1}% {what} ({} lifetimes, {} blocks{})",
-            f.half_width * 100.0,
-            f.lifetimes,
-            f.blocks,
-            f.range.map_or(String::new(), |(lo, hi)| format!(
-                "; ±{:.1}–{:.1}% as {} degrees of freedom allow a normal spread, 90%",
-                lo * 100.0,
-                hi * 100.0,
-                f.df
-            )) + &f.rank_ratio.map_or(String::new(), |r| format!(
-                "; × {r:.2} for the signed-rank interval"
-            )) + if f.sequence {
-                "; of the confidence sequence, as printed"
-            } else {
-                ""
-            }
-        )
-    };
     let forecasts: Vec<String> = match (f.pilot, f.half, f.last) {
-        (Some(p), _, Some(l)) if p == l => vec![said("after the pilot, the only sizing", p)],
+        (Some(p), _, Some(l)) if p == l => {
+            vec![forecast_said("after the pilot, the only sizing", p)]
+        }
         (p, h, l) => [
-            p.map(|p| said("after the pilot", p)),
-            h.filter(|h| Some(*h) != p && Some(*h) != l)
-                .map(|h| said("at half-way (out of sample: from the first half alone)", h)),
+            p.map(|p| forecast_said("after the pilot", p)),
+            h.filter(|h| Some(*h) != p && Some(*h) != l).map(|h| {
+                forecast_said("at half-way (out of sample: from the first half alone)", h)
+            }),
             h.filter(|h| Some(*h) == l && Some(*h) != p)
-                .map(|h| said("at half-way, also the last sizing", h)),
+                .map(|h| forecast_said("at half-way, also the last sizing", h)),
             l.filter(|l| Some(*l) != h)
-                .map(|l| said("at the last sizing", l)),
+                .map(|l| forecast_said("at the last sizing", l)),
         ]
         .into_iter()
         .flatten()
@@ -203,6 +187,34 @@ fn precision_line(report: &ExperimentAnalysis, sp: &ServerPlan) -> Option<String
         },
         forecasts.join(", ")
     ))
+}
+
+/// One forecast of the precision line: its half-width, when it was made, what it rests on and
+/// the ranges it carries.
+fn forecast_said(what: &str, f: crate::model::run::Forecast) -> String {
+    format!(
+        "±{:.1}% {what} ({} lifetimes, {} blocks{})",
+        f.half_width * 100.0,
+        f.lifetimes,
+        f.blocks,
+        f.range.map_or(String::new(), |(lo, hi)| format!(
+            "; ±{:.1}–{:.1}% as {} degrees of freedom allow a normal spread, 90%",
+            lo * 100.0,
+            hi * 100.0,
+            f.df
+        )) + &f.resampled.map_or(String::new(), |(lo, hi)| format!(
+            "; ±{:.1}–{:.1}% if the lifetimes to come are like these (90%: {} rests resampled from them)",
+            lo * 100.0,
+            hi * 100.0,
+            crate::model::run::RESAMPLES
+        )) + &f.rank_ratio.map_or(String::new(), |r| format!(
+            "; × {r:.2} for the signed-rank interval"
+        )) + if f.sequence {
+            "; of the confidence sequence, as printed"
+        } else {
+            ""
+        }
+    )
 }
 
 /// The lifetimes' warm-up as detected: what was not measured and why, or that none was found.
@@ -374,4 +386,43 @@ fn lengths_clause(w: &crate::model::run::WarmPlan) -> String {
         (None, None) => String::new(),
     };
     format!("{burst}{lifetimes}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::run::Forecast;
+
+    #[test]
+    fn a_forecast_says_each_range_it_carries_and_what_it_is_of() {
+        let f = Forecast {
+            lifetimes: 31,
+            blocks: 64,
+            per_lifetime: 2,
+            half_width: 0.0123,
+            range: None,
+            df: 48,
+            rank_ratio: Some(0.86),
+            sequence: false,
+            resampled: Some((0.0109, 0.0161)),
+        };
+        assert_eq!(
+            forecast_said("at half-way", f),
+            "±1.2% at half-way (31 lifetimes, 64 blocks; ±1.1–1.6% if the lifetimes to come are like these (90%: 400 rests resampled from them); × 0.86 for the signed-rank interval)"
+        );
+        let pilot = Forecast {
+            lifetimes: 3,
+            blocks: 6,
+            range: Some((0.02, 0.091)),
+            df: 3,
+            rank_ratio: None,
+            sequence: true,
+            resampled: None,
+            ..f
+        };
+        assert_eq!(
+            forecast_said("after the pilot", pilot),
+            "±1.2% after the pilot (3 lifetimes, 6 blocks; ±2.0–9.1% as 3 degrees of freedom allow a normal spread, 90%; of the confidence sequence, as printed)"
+        );
+    }
 }
