@@ -112,7 +112,7 @@ fn the_aa_script_measures_and_prints_its_rows() {
     assert!(docs.contains(lines[0]), "the table's heading: {}", lines[0]);
     assert_eq!(lines.len(), 3, "one A/A, one contrast: {text}");
     let row = lines[2];
-    assert_eq!(row.matches('|').count(), 12, "{row}");
+    assert_eq!(row.matches('|').count(), 13, "{row}");
     assert!(
         row.contains(" | b vs a tps ") && row.contains(" CPUs, "),
         "{row}"
