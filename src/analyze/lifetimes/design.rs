@@ -37,32 +37,23 @@ pub const PILOT_LIFETIMES: usize = 3;
 /// `fixed_s` beyond its length, and a lifetime starts with a restart of `restart_s`. Where
 /// even a lifetime of two blocks at the longer length leaves fewer than [`MIN_LIFETIMES`] in
 /// the run, no longer burst can be chosen (the lifetimes are the units) and a second length
-/// would only cost time; likewise where the second length's blocks in the pilot's
-/// [`PILOT_LIFETIMES`] lifetimes take over a tenth of the time.
+/// would only cost time. Where it leaves room, the second length's extra seconds are under a
+/// tenth of the run: the pilot's [`PILOT_LIFETIMES`] lifetimes hold a tenth as many bursts as
+/// 30 lifetimes at the longer length, and each adds less than a burst at it.
 pub fn pilot_room(
     first: u64,
     (fixed_s, restart_s): (f64, f64),
     one_after_another: f64,
     time_s: f64,
 ) -> Result<u64, String> {
-    use crate::units::fmt_elapsed;
     let second = second_length(first);
     let longer = first.max(second) as f64 + fixed_s;
     let lifetime_s = restart_s + 2.0 * one_after_another * longer;
-    let extra_s =
-        PILOT_LIFETIMES as f64 * 2.0 * one_after_another * (second as f64 - first as f64).max(0.0);
     if time_s < MIN_LIFETIMES * lifetime_s {
         return Err(format!(
             "a lifetime of two blocks at the longer length takes about {}, so --max-time {} holds fewer than the {MIN_LIFETIMES:.0} lifetimes a run plans for: no longer burst could be chosen",
-            fmt_elapsed(lifetime_s),
-            fmt_elapsed(time_s)
-        ));
-    }
-    if extra_s > time_s / 10.0 {
-        return Err(format!(
-            "the second length's bursts would take about {} more of --max-time {}, over a tenth of it",
-            fmt_elapsed(extra_s),
-            fmt_elapsed(time_s)
+            crate::units::fmt_elapsed(lifetime_s),
+            crate::units::fmt_elapsed(time_s)
         ));
     }
     Ok(second)
@@ -244,6 +235,24 @@ pub fn choose(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_second_length_is_measured_only_where_thirty_lifetimes_at_it_fit() {
+        // Two arms alternating, 1 s bursts with 0.1 s to start, 0.2 s to restart: a lifetime
+        // of two blocks at 3 s takes 0.2 + 2·2·3.1 = 12.6 s, 30 of them 378 s.
+        let room = |time_s| pilot_room(1, (0.1, 0.2), 2.0, time_s);
+        assert_eq!(room(1800.0), Ok(3));
+        assert_eq!(room(378.5), Ok(3));
+        let why = room(300.0).unwrap_err();
+        assert!(
+            why.contains("takes about 13 s") && why.contains("fewer than the 30 lifetimes"),
+            "{why}"
+        );
+        // A duet's block is one burst long: half the time per lifetime.
+        assert_eq!(pilot_room(1, (0.1, 0.2), 1.0, 300.0), Ok(3));
+        // Past 3 s the second length is a third of the first.
+        assert_eq!(pilot_room(6, (0.1, 0.2), 2.0, 3600.0), Ok(2));
+    }
 
     fn at(secs: u64, within: f64, between: f64, block_s: f64) -> AtLength {
         AtLength {
