@@ -3,6 +3,7 @@
 //! uses. A utility: the engine's run options (`experiment::plan::RunArgs`) flatten them too.
 
 use crate::error::UsageError;
+use crate::stats::level::{DEFAULT_CONFIDENCE, DEFAULT_EFFECT};
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
@@ -11,11 +12,11 @@ use std::path::PathBuf;
 pub struct Decision {
     /// Smallest effect that matters, as a fraction (0.01 = 1%): EQUIVALENT means the interval
     /// lies within ±δ; FASTER/SLOWER by less than δ are marked so
-    #[arg(long, default_value_t = 0.01, allow_negative_numbers = true, value_parser = parse_effect)]
+    #[arg(long, default_value_t = DEFAULT_EFFECT, allow_negative_numbers = true, value_parser = parse_effect)]
     pub effect: f64,
     /// Confidence level of the intervals and verdicts (0.99 = 99%; family-wise across the
     /// contrasts where the output says Holm or Bonferroni)
-    #[arg(long, default_value_t = 0.99, allow_negative_numbers = true, value_parser = parse_confidence)]
+    #[arg(long, default_value_t = DEFAULT_CONFIDENCE, allow_negative_numbers = true, value_parser = parse_confidence)]
     pub confidence: f64,
 }
 

@@ -363,6 +363,11 @@ fn a_service_answer_words_a_verdict_as_a_command_answer_does() {
         servers: Vec::new(),
         notes: Vec::new(),
         trace_stalls: Vec::new(),
+        decision: None,
+        noise: Vec::new(),
+        calibration: None,
+        tlb: None,
+        vm_advice: None,
     };
     let flat = |l: Vec<String>| l.join(" ").split_whitespace().collect::<Vec<_>>().join(" ");
     let brief = flat(hugelab::render::service_answer::lines(&record));

@@ -139,18 +139,24 @@ fn stored_results_render_exactly_as_before() {
             );
         }
     }
-    // These runs are stored as an earlier version stored them (trials, no record): read at
-    // their own decision, and said so before the answer.
+    // These runs are stored as an earlier version stored them (trials, no record, no decision):
+    // analysed from their trials at the defaults, and said so before the answer.
     assert!(
         show.lines()
             .nth(1)
             .unwrap()
-            .starts_with("note: this run stored no analysis"),
+            .starts_with("note: no record of its answer was stored"),
         "{show}"
     );
     assert!(
+        show.contains("note: analysed at the defaults, 99%, δ = 1%"),
+        "{show}"
+    );
+    // The answer right after the notes.
+    assert!(
         show.lines()
-            .nth(3)
+            .skip(1)
+            .find(|l| !l.starts_with("note: ") && !l.starts_with("  "))
             .unwrap()
             .starts_with("thp vs 4k   wall_s  "),
         "{show}"

@@ -106,8 +106,9 @@ fn run_charts_plot_the_stored_values_and_tables_match_the_terminal() {
         assert_eq!(p.flagged, t.flagged.is_some());
     }
     // The forest plot draws the stored contrast, unchanged.
-    let rows = hugelab::render::html::forest_rows(&v, 0);
-    let c = v.report.metrics[0].contrasts[0].1.as_ref().unwrap();
+    let report = v.report().unwrap();
+    let rows = hugelab::render::html::forest_rows(report, 0);
+    let c = report.metrics[0].contrasts[0].1.as_ref().unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(
         (rows[0].point, rows[0].lo, rows[0].hi),
@@ -121,7 +122,7 @@ fn run_charts_plot_the_stored_values_and_tables_match_the_terminal() {
     // HTML and Markdown carry exactly the terminal's cells.
     let html = hugelab::render::html::runs(std::slice::from_ref(&v));
     let md = hugelab::render::markdown::runs(std::slice::from_ref(&v));
-    for g in hugelab::render::run::report_grids(&v.report) {
+    for g in hugelab::render::run::report_grids(report) {
         for row in &g.rows {
             for cell in row {
                 assert!(
@@ -134,11 +135,11 @@ fn run_charts_plot_the_stored_values_and_tables_match_the_terminal() {
                 );
             }
         }
-        assert!(hugelab::render::run::render_report(&v.report).contains(&g.rows[0][0]));
+        assert!(hugelab::render::run::render_report(report).contains(&g.rows[0][0]));
     }
     // The answer first, the same lines as the terminal's `results show`.
     let record = v.record.as_ref().unwrap();
-    let first = hugelab::render::run::render_stored(record, None, &v.said);
+    let first = hugelab::render::run::render_stored(record, &[], &v.said);
     let answer = first.lines().next().unwrap();
     assert!(
         answer.starts_with("thp vs 4k") && answer.contains("FASTER"),
@@ -158,7 +159,7 @@ fn run_charts_plot_the_stored_values_and_tables_match_the_terminal() {
         !forests.is_empty() && forests.iter().all(|&f| f < trials),
         "{html}"
     );
-    let primary = &v.report.metrics[0].metric.name;
+    let primary = &report.metrics[0].metric.name;
     assert!(
         html[forests[0].saturating_sub(200)..forests[0]].contains(primary.as_str()),
         "the first contrast chart is the primary metric's"
@@ -234,87 +235,136 @@ fn a_thousand_trial_report_stays_under_a_megabyte() {
     assert!(n < 1 << 20, "{n} bytes");
 }
 
+/// A stored bench: 4k and thp over three sizes, eight rounds, the largest THP region half huge.
+fn stored_bench(db: &Path) -> i64 {
+    use hugelab::backing::Backing;
+    use hugelab::metric::Metric;
+    use hugelab::model::bench::{BenchResult, CellEvidence, Coverage, Observation, Plan};
+    use hugelab::workload::Workload;
+    let sizes = [64u64 << 10, 16 << 20, 1 << 30];
+    let backings = [Backing::Base, Backing::Thp];
+    let plan = Plan {
+        workloads: vec![Workload::Touch],
+        sizes: sizes.to_vec(),
+        backings: backings.to_vec(),
+        rounds: 8,
+        threads: 1,
+        confidence: 0.999,
+        seed: 7,
+        iteration_ns: 20_000_000,
+    };
+    let mut obs = Vec::new();
+    for round in 0..8 {
+        for (zi, &size) in sizes.iter().enumerate() {
+            for (a, &backing) in backings.iter().enumerate() {
+                let jitter = 0.01 * ((round * 7 + a * 3 + zi) % 5) as f64;
+                let value = (zi as f64 + 1.0) * if a == 1 { 0.5 } else { 1.0 } + jitter;
+                obs.push(Observation {
+                    metric: Metric::TouchNs,
+                    size,
+                    backing,
+                    round,
+                    value,
+                });
+            }
+        }
+    }
+    let evidence: Vec<CellEvidence> = sizes
+        .iter()
+        .map(|&size| {
+            let half = size == 1 << 30;
+            CellEvidence {
+                workload: Workload::Touch,
+                size,
+                backing: Backing::Thp,
+                coverage: Coverage {
+                    fraction: Some(if half { 0.5 } else { 1.0 }),
+                    source: "smaps".into(),
+                    degraded: half,
+                    note: None,
+                },
+                region: Default::default(),
+                kernel_counters: Default::default(),
+                per_op: Default::default(),
+            }
+        })
+        .collect();
+    let (cells, tlb) = hugelab::analyze::bench::decide(&obs, &plan, None, 0.999);
+    let mut saver = hugelab::bench::StoredBench::start(&plan, None, None, Some(db)).unwrap();
+    saver.add(&obs, &evidence).unwrap();
+    let r = BenchResult {
+        schema: hugelab::model::bench::SCHEMA.into(),
+        plan,
+        kernel: None,
+        cpu: None,
+        observations: obs,
+        cells,
+        evidence,
+        skipped: vec![],
+        settings_changed: vec![],
+        notes: vec![],
+        elapsed_s: 3.0,
+        tlb,
+        measured_tlb: None,
+    };
+    saver.finish("complete", Some(&r)).unwrap();
+    1
+}
+
+/// A stored bench's report draws the bench's own cells: its scores and ratios, its headline,
+/// its coverage marks — never a re-analysis of its rounds as a run's.
 #[test]
 fn bench_report_has_lines_per_backing_over_sizes() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");
-    let mut s = Store::open(&db).unwrap();
-    let arms = vec![
-        ArmRow {
-            idx: 0,
-            name: "4k".into(),
-            spec: "bench backing 4k".into(),
-        },
-        ArmRow {
-            idx: 1,
-            name: "thp".into(),
-            spec: "bench backing thp".into(),
-        },
-    ];
-    let sizes = ["64 KiB", "16 MiB", "1 GiB"];
-    let metrics: Vec<_> = sizes
-        .iter()
-        .map(|z| serde_json::json!({"name": format!("touch_ns/op@{z}"), "better": "lower"}))
-        .collect();
-    let plan = serde_json::json!({"bench": {}, "baseline": 0, "metrics": metrics});
-    let id = s
-        .create_run(
-            Some("bench"),
-            &["hugelab".into(), "bench".into()],
-            None,
-            "running",
-            &serde_json::from_value(plan.clone()).unwrap(),
-            &arms,
-        )
-        .unwrap();
-    let mut seq = 0;
-    for round in 0..8i64 {
-        for (zi, z) in sizes.iter().enumerate() {
-            for a in 0..2i64 {
-                let v = (zi as f64 + 1.0) * if a == 1 { 0.5 } else { 1.0 } + round as f64 * 0.01;
-                s.add_trial(id, &TrialRow {
-                    block: round, arm_idx: a, seq, ok: true, flagged: None,
-                    metrics: [(format!("touch_ns/op@{z}"), v)].into(),
-                    evidence: serde_json::json!({"memory": {"coverage_at_peak": if a == 1 && zi == 2 { 0.5 } else if a == 1 { 1.0 } else { 0.0 }}}).into(),
-                }).unwrap();
-                seq += 1;
-            }
-        }
-    }
+    let id = stored_bench(&db);
+    let s = Store::open(&db).unwrap();
     let (meta, arms, trials) = s.load(id).unwrap();
-    let over = hugelab::options::Redecide {
-        effect: None,
-        confidence: Some(0.95),
-    };
-    let v = view(&s, meta, &arms, &trials, &over).unwrap();
+    let v = view(&s, meta, &arms, &trials, &Default::default()).unwrap();
+    let bench = v.bench.clone().expect("the bench's whole result");
     assert_eq!(v.curves.len(), 1);
     let c = &v.curves[0];
-    assert_eq!(c.metric, "touch_ns/op");
+    assert_eq!((c.metric.as_str(), c.unit.as_str()), ("touch", "ns/op"));
     let thp = c.lines.iter().find(|l| l.backing == "thp").unwrap();
     assert_eq!(
         thp.points.iter().map(|p| p.size).collect::<Vec<_>>(),
         vec![64 << 10, 16 << 20, 1 << 30]
     );
-    // The plotted median is the median of the stored rounds.
-    assert!(
-        (thp.points[1].median - (1.0 + 0.035)).abs() < 1e-9,
-        "{:?}",
-        thp.points[1]
-    );
-    assert!(thp.points[0].vs_baseline.unwrap().point < -40.0);
+    // The plotted score and ratio are the bench's cells, unchanged.
+    let cell = bench
+        .cells
+        .iter()
+        .find(|c| c.size == 16 << 20 && c.backing.to_string() == "thp")
+        .unwrap();
+    let p = &thp.points[1];
+    assert_eq!(p.score, cell.score);
+    assert_eq!(p.hi, cell.error.map(|e| cell.score + e));
+    let ratio = cell.vs_baseline.unwrap();
+    assert!((p.vs_baseline.unwrap().point - (ratio.point - 1.0) * 100.0).abs() < 1e-9);
     assert!(thp.points[2].degraded && !thp.points[1].degraded);
     let out = dir.path().join("b.html");
     report_to(&db, id, &out);
     let html = std::fs::read_to_string(&out).unwrap();
     assert_eq!(html.matches("<svg").count(), 2, "score and ratio vs size");
-    assert!(html.contains("touch_ns/op by region size"));
-    // Coverage per cell, the degraded one marked; the same cells in Markdown.
+    assert!(html.contains("touch (ns/op) by region size"));
+    // The headline and the same cells as the terminal's, in HTML and Markdown.
     let md = hugelab::render::markdown::runs(std::slice::from_ref(&v));
-    assert!(
-        md.contains("· 50% huge *") && md.contains("· 100% huge |"),
-        "{md}"
-    );
-    assert!(html.contains("· 50% huge *"));
+    for line in hugelab::render::bench::answer_lines(&bench) {
+        assert!(md.contains(&line), "{line}\n{md}");
+        assert!(html.contains(&hugelab::render::html::esc(&line)), "{line}");
+    }
+    for g in hugelab::render::bench::grids(&bench) {
+        for row in &g.rows {
+            for cell in row {
+                assert!(md.contains(&format!("| {cell} |")), "{cell}\n{md}");
+                assert!(
+                    html.contains(&format!("<td>{}</td>", hugelab::render::html::esc(cell))),
+                    "{cell}"
+                );
+            }
+        }
+    }
+    assert!(md.contains("50.0% DEGRADED"), "{md}");
 }
 
 #[test]
@@ -493,13 +543,13 @@ fn a_cost_is_drawn_in_its_own_unit_and_words() {
     let store = Store::open(&db).unwrap();
     let (meta, arm_rows, trials) = store.load(id).unwrap();
     let v = view(&store, meta, &arm_rows, &trials, &Default::default()).unwrap();
-    let mi = v
-        .report
+    let report = v.report().unwrap();
+    let mi = report
         .metrics
         .iter()
         .position(|m| m.metric.name == "peak_mem_bytes")
         .expect("the memory contrast");
-    let rows = hugelab::render::html::forest_rows(&v, mi);
+    let rows = hugelab::render::html::forest_rows(report, mi);
     assert_eq!(rows[0].verdict, "MORE", "{rows:?}");
     let html = hugelab::render::html::runs(std::slice::from_ref(&v));
     assert!(html.contains("peak memory vs baseline, % (right: MORE, left: LESS)"));

@@ -54,6 +54,45 @@ pub fn analyse(obs: &[Observation], baseline: Backing, confidence: f64) -> Vec<C
         .collect()
 }
 
+/// A bench decided at `confidence` — the one analysis a bench prints and a stored bench is read
+/// again at: its cells (in the plan's order of metric, size and backing) and, for `bench tlb`,
+/// the reach (`tlb`: the bench is `bench tlb`), against the CPUID `geometry` and whether a
+/// hypervisor walks too.
+pub fn decide(
+    obs: &[Observation],
+    plan: &crate::model::bench::Plan,
+    tlb: Option<(crate::probe::tlb::TlbGeometry, bool)>,
+    confidence: f64,
+) -> (Vec<CellStats>, Option<crate::model::tlb::TlbReach>) {
+    let mut cells = analyse(obs, Backing::Base, confidence);
+    let tlb = tlb.map(|(geometry, hypervisor)| {
+        crate::analyze::tlb::reach(obs, &cells, geometry, hypervisor, confidence)
+    });
+    let rank = |b: &Backing| {
+        plan.backings
+            .iter()
+            .position(|x| x == b)
+            .unwrap_or(usize::MAX)
+    };
+    cells.sort_by_key(|c| (c.metric, c.size, rank(&c.backing)));
+    (cells, tlb)
+}
+
+/// A stored bench read at another level: its rounds decided again at `confidence` (the cells,
+/// the reach), everything it measured and said kept as it ran.
+pub fn redecide(
+    b: &crate::model::bench::BenchResult,
+    confidence: f64,
+) -> crate::model::bench::BenchResult {
+    let tlb = b.tlb.as_ref().map(|t| (t.geometry.clone(), t.hypervisor));
+    let (cells, tlb) = decide(&b.observations, &b.plan, tlb, confidence);
+    let mut out = b.clone();
+    out.plan.confidence = confidence;
+    out.cells = cells;
+    out.tlb = tlb;
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@ use statrs::distribution::{ContinuousCDF, Normal};
 /// Detectable effect (percent) after `n` blocks at noise `sd`, two-sided `confidence`, 80% power.
 pub fn detectable_percent(sd: f64, n: usize, confidence: f64) -> f64 {
     let nd = Normal::standard();
-    let z = nd.inverse_cdf(0.5 + confidence / 2.0) + nd.inverse_cdf(0.8);
+    let z = nd.inverse_cdf(crate::stats::Level(confidence).upper()) + nd.inverse_cdf(0.8);
     let log = z * sd / (n as f64 * 3.0 / std::f64::consts::PI).sqrt();
     (log.exp() - 1.0) * 100.0
 }
@@ -61,6 +61,8 @@ pub fn calibrate(d: &[f64], seconds_per_block: f64, effect: f64, confidence: f64
         blocks_for_effect: need,
         minutes_for_effect: need as f64 / per_min,
         aa_verdict: aa.first().cloned().flatten().map(|c| c.verdict),
+        confidence,
+        effect,
     }
 }
 

@@ -63,7 +63,7 @@ fn interactions(
     } else {
         raw.clone()
     };
-    let levels = holm_levels(&raw, 1.0 - confidence, |i, level| {
+    let levels = holm_levels(&raw, confidence, |i, level| {
         mann_whitney_shift(&pairs[i].1, &pairs[i].2, level)
             .is_some_and(|s| s.estimate.excludes(0.0))
     });

@@ -333,11 +333,18 @@ fn arm_evidence(arm: &str, ts: Vec<&TrialData>) -> ArmEvidence {
             e.1 += 1;
         }
     }
+    let mean_counters: BTreeMap<String, f64> = sums
+        .into_iter()
+        .map(|(k, (s, n))| (k, s / n as f64))
+        .collect();
+    let walk_share = mean_counters
+        .get("dtlb_walk_cycles")
+        .zip(mean_counters.get("cycles"))
+        .filter(|(_, c)| **c > 0.0)
+        .map(|(w, c)| w / c);
     ArmEvidence {
-        mean_counters: sums
-            .into_iter()
-            .map(|(k, (s, n))| (k, s / n as f64))
-            .collect(),
+        mean_counters,
+        walk_share,
         arm: arm.to_string(),
         trials: ts.len(),
         failed: ts.iter().filter(|t| !t.ok).count(),

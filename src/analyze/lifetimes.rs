@@ -71,7 +71,7 @@ pub const MIN_LIFETIMES: f64 = 30.0;
 /// The two-sided normal quantile for `confidence` (2.576 at 99%).
 pub fn z_for(confidence: f64) -> f64 {
     use statrs::distribution::{ContinuousCDF, Normal};
-    Normal::standard().inverse_cdf(0.5 + confidence / 2.0)
+    Normal::standard().inverse_cdf(crate::stats::Level(confidence).upper())
 }
 
 /// Kalibera and Jones ("Rigorous benchmarking in reasonable time", ISMM 2013, §4): with the
@@ -186,11 +186,11 @@ pub fn spread_range(c: &Components, k: usize, level: f64) -> Option<((f64, f64),
     };
     let df = (b2 + w2k).powi(2) / (between_term + w2k.powi(2) / df_w);
     let chi = ChiSquared::new(df).ok()?;
-    let tail = (1.0 - level) / 2.0;
+    let level = crate::stats::Level(level);
     Some((
         (
-            (df / chi.inverse_cdf(1.0 - tail)).sqrt(),
-            (df / chi.inverse_cdf(tail)).sqrt(),
+            (df / chi.inverse_cdf(level.upper())).sqrt(),
+            (df / chi.inverse_cdf(level.tail())).sqrt(),
         ),
         df,
     ))

@@ -14,7 +14,7 @@
 //!   from `bench tlb`'s spans;
 //! * [`coverage`], [`findings`], [`inspect`] — huge coverage, the FLAGGED evidence, and a
 //!   process's report from its snapshot (why a mapping is not huge, TLB reach);
-//! * [`matters`] — whether the memory that matters is on the pages an arm asked for (FLAGGED,
+//! * [`flagged`] — whether the memory that matters is on the pages an arm asked for (FLAGGED,
 //!   PARTIAL), one rule for commands, servers and watched processes;
 //! * [`server`] — a service's fallback signatures and per-arm summary;
 //! * [`trace`] — tracepoint pairing, histograms, the vmstat check, stall contrasts;

@@ -174,7 +174,7 @@ impl GroupSequential {
         let Some(k) = self.look_blocks.iter().position(|&b| b == n) else {
             return if n >= self.max_blocks {
                 Decision::Complete {
-                    confidence: 1.0 - self.alpha,
+                    confidence: crate::stats::Level::of_alpha(self.alpha).get(),
                 }
             } else {
                 Decision::Continue

@@ -46,7 +46,7 @@ pub fn stall_counts(
         .collect();
     let others: Vec<usize> = (0..arms.len()).filter(|a| *a != baseline).collect();
     let m = (kinds.len() * others.len()).max(1);
-    let level = 1.0 - (1.0 - confidence) / m as f64;
+    let level = crate::stats::Level(confidence).split(m).get();
     let mut out = Vec::new();
     for (kind, counter) in kinds {
         for &arm in &others {

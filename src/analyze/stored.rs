@@ -4,6 +4,7 @@
 use crate::analyze::experiment;
 use crate::model::analysis::MetricDef;
 use crate::model::analysis::TrialData;
+use crate::model::stored::StoredRunPlan;
 use crate::model::verdict::Better;
 use crate::store::{ArmRow, RunMeta, TrialRow};
 
@@ -63,10 +64,68 @@ pub fn reanalyse(
     effect: f64,
     confidence: f64,
 ) -> experiment::ExperimentAnalysis {
+    analyse_plan(&meta.plan, arms, trials, effect, confidence)
+}
+
+/// The record of an import that kept none (hyperfine's file; a hugelab export from before
+/// exports carried the record): its trials analysed at the decision its plan kept, else at the
+/// defaults — and the record says which.
+pub fn imported_record(
+    plan: &StoredRunPlan,
+    arms: &[ArmRow],
+    trials: &[TrialRow],
+) -> crate::model::record::RunRecord {
+    use crate::model::decision::{Decision, Kept, Kind};
+    let (effect, confidence) = plan.decision();
+    let kind = match confidence {
+        Some(_) => Kind::Run,
+        None => Kind::Import,
+    };
+    let decision = Decision::resolve(kind, Kept { effect, confidence }, plan.design(), None, None);
+    let report = analyse_plan(
+        plan,
+        arms,
+        trials,
+        decision.effect_or_default(),
+        decision.confidence,
+    );
     let names: Vec<String> = arms.iter().map(|a| a.name.clone()).collect();
-    let baseline = meta.plan.baseline().min(names.len().saturating_sub(1));
-    let described: Vec<(String, String)> = meta
-        .plan
+    crate::model::record::RunRecord {
+        schema: crate::model::record::RECORD_SCHEMA.into(),
+        run_id: 0,
+        stored: true,
+        service: plan.served(),
+        replicas: plan.replicas(),
+        facts: crate::model::record::RunFacts {
+            blocks: report.primary().map_or(0, |m| m.complete_blocks),
+            ..Default::default()
+        },
+        trace_stalls: stall_contrasts(trials, &names, plan.baseline(), decision.confidence),
+        decision: Some(decision),
+        report,
+        pools: Vec::new(),
+        advice: None,
+        servers: Vec::new(),
+        notes: plan.said().to_vec(),
+        noise: Vec::new(),
+        calibration: None,
+        tlb: None,
+        vm_advice: None,
+    }
+}
+
+/// Analyse stored trials under the plan they were stored with.
+fn analyse_plan(
+    plan: &StoredRunPlan,
+    arms: &[ArmRow],
+    trials: &[TrialRow],
+    effect: f64,
+    confidence: f64,
+) -> experiment::ExperimentAnalysis {
+    let meta_plan = plan;
+    let names: Vec<String> = arms.iter().map(|a| a.name.clone()).collect();
+    let baseline = meta_plan.baseline().min(names.len().saturating_sub(1));
+    let described: Vec<(String, String)> = meta_plan
         .conditions()
         .iter()
         .map(|c| (c.name(), c.describe()))
@@ -75,10 +134,10 @@ pub fn reanalyse(
         &names,
         baseline,
         &data(trials),
-        &metric_defs(meta.plan.metrics(), trials),
+        &metric_defs(meta_plan.metrics(), trials),
         effect,
         confidence,
-        &meta.plan.design(),
+        &meta_plan.design(),
         &described,
     )
 }

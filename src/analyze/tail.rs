@@ -30,7 +30,7 @@ pub fn tail_contrasts(
     confidence: f64,
 ) -> Vec<TailContrast> {
     let others: Vec<usize> = (0..arms.len()).filter(|a| *a != baseline).collect();
-    let level = 1.0 - (1.0 - confidence) / others.len().max(1) as f64;
+    let level = crate::stats::Level(confidence).split(others.len()).get();
     let value = |a: usize, b: usize| {
         trials
             .iter()
@@ -105,12 +105,15 @@ pub fn interval(pairs: &[(f64, f64)], ratio: f64, level: f64) -> Estimate {
         })
         .collect();
     logs.sort_by(f64::total_cmp);
-    let tail = (1.0 - level) / 2.0;
+    let tail = crate::stats::Level(level).tail();
     let pct = |x: f64| (x.exp() - 1.0) * 100.0;
     Estimate {
         point: (ratio - 1.0) * 100.0,
         lo: Some(pct(quantile_sorted(&logs, tail))),
-        hi: Some(pct(quantile_sorted(&logs, 1.0 - tail))),
+        hi: Some(pct(quantile_sorted(
+            &logs,
+            crate::stats::Level(level).upper(),
+        ))),
         confidence: level,
     }
 }

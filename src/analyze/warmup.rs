@@ -49,7 +49,9 @@ fn series(
 /// lifetimes or no position could be tested.
 pub fn detect(trials: &[TrialData], arms: usize, metric: &str, confidence: f64) -> Option<Warmup> {
     let by = series(trials, arms, metric);
-    let level = 1.0 - (1.0 - confidence) / (arms * POSITIONS) as f64;
+    let level = crate::stats::Level(confidence)
+        .split(arms * POSITIONS)
+        .get();
     let mut shifts = Vec::new();
     let mut bursts = None;
     for k in 0..POSITIONS {

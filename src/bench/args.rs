@@ -28,7 +28,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = crate::options::parse_count)]
     pub threads: usize,
     /// Confidence level of intervals
-    #[arg(long, default_value_t = 0.999, allow_negative_numbers = true, value_parser = crate::options::parse_confidence)]
+    #[arg(long, default_value_t = crate::model::decision::BENCH_CONFIDENCE, allow_negative_numbers = true, value_parser = crate::options::parse_confidence)]
     pub confidence: f64,
     #[command(flatten)]
     pub order: crate::options::Seed,

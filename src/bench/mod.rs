@@ -15,8 +15,7 @@ pub use plan::plan;
 pub use saver::StoredBench;
 pub use settings::BenchSettings;
 
-use crate::analyze::bench::{Observation, analyse};
-use crate::backing::Backing;
+use crate::analyze::bench::Observation;
 pub use crate::model::bench::{BenchResult, CellEvidence, Plan, Skipped};
 use crate::probe::Root;
 use crate::probe::status;
@@ -69,17 +68,9 @@ pub fn conduct(a: &BenchArgs) -> anyhow::Result<BenchResult> {
         notes.push(format!("saving stopped: {e}"));
     }
     let analysed = result.as_ref().ok().map(|m| {
-        let cells = analyse(&m.observations, Backing::Base, plan.confidence);
-        let tlb = (plan.workloads == [crate::workload::Workload::Tlb]).then(|| {
-            crate::analyze::tlb::reach(
-                &m.observations,
-                &cells,
-                crate::probe::tlb::read(),
-                st.cpu.hypervisor,
-                plan.confidence,
-            )
-        });
-        (cells, tlb)
+        let tlb = (plan.workloads == [crate::workload::Workload::Tlb])
+            .then(|| (crate::probe::tlb::read(), st.cpu.hypervisor));
+        crate::analyze::bench::decide(&m.observations, &plan, tlb, plan.confidence)
     });
     for r in sys.restore() {
         if !r.ok() {
@@ -101,14 +92,7 @@ pub fn conduct(a: &BenchArgs) -> anyhow::Result<BenchResult> {
         }
     };
     notes.extend(run_notes);
-    let (mut cells, tlb) = analysed.unwrap_or_default();
-    let rank = |b: &Backing| {
-        plan.backings
-            .iter()
-            .position(|x| x == b)
-            .unwrap_or(usize::MAX)
-    };
-    cells.sort_by_key(|c| (c.metric, c.size, rank(&c.backing)));
+    let (cells, tlb) = analysed.unwrap_or_default();
     // Other benches say why in terms of the reach `bench tlb` measured here before.
     let measured_tlb = match tlb {
         Some(_) => None,

@@ -5,7 +5,6 @@ use crate::analyze::bench::Observation;
 use crate::backing::Backing;
 use crate::model::stored::{StoredBenchPlan, StoredRunPlan};
 use crate::probe::status::Status;
-use crate::units::Bytes;
 
 /// A bench stored as a run while it runs: the run row at the start, each round's observations as
 /// the round ends, so an interrupted bench keeps what it measured. Arms are the backings, one
@@ -17,10 +16,6 @@ pub struct StoredBench {
     id: i64,
     backings: Vec<Backing>,
     seq: i64,
-}
-
-fn metric_name(m: crate::workload::Metric, size: u64) -> String {
-    format!("{}@{}", m.label().replace(' ', "_"), Bytes(size))
 }
 
 impl StoredBench {
@@ -41,7 +36,10 @@ impl StoredBench {
             for &m in w.metrics() {
                 for &size in &plan.sizes {
                     let better = Better::of(m.higher_is_better());
-                    metrics.push(MetricDef::contrasted(metric_name(m, size), better));
+                    metrics.push(MetricDef::contrasted(
+                        crate::model::bench::cell_metric(m, size),
+                        better,
+                    ));
                 }
             }
         }
@@ -108,7 +106,7 @@ impl StoredBench {
                     seq: self.seq,
                     ok: true,
                     flagged: None,
-                    metrics: [(metric_name(o.metric, o.size), o.value)].into(),
+                    metrics: [(crate::model::bench::cell_metric(o.metric, o.size), o.value)].into(),
                     evidence: ev,
                 },
             )?;

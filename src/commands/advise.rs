@@ -93,8 +93,12 @@ fn evidence_of(
     if meta.status == "imported" || meta.plan.is_bench() || arm_rows.len() < 2 {
         return Ok(None);
     }
-    let (record, decided) = crate::stored_runs::recall(store, &meta, &arm_rows, &trials, d)?;
-    let report = record.report;
+    let recalled = crate::stored_runs::recall(store, &meta, &arm_rows, &trials, d)?;
+    let note = recalled.notes().first().cloned();
+    let crate::stored_runs::Answer::Run(record) = recalled.answer else {
+        return Ok(None);
+    };
+    let record = *record;
     let arms: Vec<Arm> = meta.plan.arms().map_or_else(
         || {
             arm_rows
@@ -104,7 +108,6 @@ fn evidence_of(
         },
         <[Arm]>::to_vec,
     );
-    let names: Vec<String> = arm_rows.iter().map(|a| a.name.clone()).collect();
     let baseline = meta.plan.baseline();
     Ok(Some((
         RunEvidence {
@@ -114,15 +117,10 @@ fn evidence_of(
             arms,
             baseline,
             preset: meta.plan.preset().map(String::from),
-            stalls: crate::analyze::stored::stall_contrasts(
-                &trials,
-                &names,
-                baseline,
-                decided.confidence,
-            ),
-            report,
+            stalls: record.trace_stalls,
+            report: record.report,
         },
-        decided.reanalysed,
+        note,
     )))
 }
 

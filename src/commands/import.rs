@@ -26,20 +26,34 @@ pub struct ImportArgs {
 pub fn run(a: ImportArgs) -> anyhow::Result<i32> {
     let text = std::fs::read_to_string(&a.file)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", a.file.display()))?;
-    let Import { arms, trials, plan } =
+    let mut imp: Import =
         crate::store::import::read(&text, &a.file).map_err(|e| UsageError(e.0))?;
-    let command: Vec<String> = arms.iter().map(|a| a.spec.clone()).collect();
+    // A file that kept no answer of its own (hyperfine's) is analysed once, here, at the decision
+    // its plan kept or at the defaults, and stored so; every view then reads that record.
+    if imp.record.is_none() && imp.bench.is_none() {
+        imp.record = Some(crate::analyze::stored::imported_record(
+            &imp.plan,
+            &imp.arms,
+            &imp.trials,
+        ));
+    }
+    let command: Vec<String> = imp
+        .source
+        .command
+        .clone()
+        .unwrap_or_else(|| imp.arms.iter().map(|a| a.spec.clone()).collect());
+    let label = a.label.as_deref().or(imp.source.label.as_deref());
     let mut store = Store::open(
         &a.store
             .db
             .clone()
             .unwrap_or_else(crate::store::default_path),
     )?;
-    let id = store.import_run(a.label.as_deref(), &command, &plan, &arms, &trials)?;
+    let id = store.import_run(label, &command, &imp)?;
     println!(
         "imported {} arms, {} trials from {} as run {id}",
-        arms.len(),
-        trials.len(),
+        imp.arms.len(),
+        imp.trials.len(),
         a.file.display()
     );
     Ok(0)

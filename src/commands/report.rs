@@ -43,8 +43,12 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
             &ab[1],
             &a.metric.metric,
             a.metric.higher,
-            a.decision.effect.unwrap_or(0.01),
-            a.decision.confidence.unwrap_or(0.99),
+            a.decision
+                .effect
+                .unwrap_or(crate::model::decision::DEFAULT_EFFECT),
+            a.decision
+                .confidence
+                .unwrap_or(crate::model::decision::DEFAULT_CONFIDENCE),
             &a.store.db,
         )?;
         if md {

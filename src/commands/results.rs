@@ -2,11 +2,14 @@
 //! hyperfine can read, CSV of every trial, Markdown).
 
 use super::print_json;
-use crate::model::bench::BenchResult;
 use crate::options::{ExportFormat, Json, Redecide};
+use crate::stored_runs::Answer;
 use crate::stored_runs::open;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
+
+/// The schema of `results show --json`.
+pub const SHOW_SCHEMA: &str = "hugelab.results-show/3";
 
 #[derive(Debug, Args)]
 pub struct ResultsArgs {
@@ -88,46 +91,43 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
         ResultsAction::Show { run, decision, out } => {
             let (mut meta, arms, trials) = store.load(run)?;
             meta.status = crate::stored_runs::status_now(&meta);
-            if let Some(bench) = stored_bench(&store, &meta, &decision)? {
-                show_bench(&meta, &bench, out.json)?;
-                return Ok(0);
-            }
-            let (record, decided) =
-                crate::stored_runs::recall(&store, &meta, &arms, &trials, &decision)?;
+            let recalled = crate::stored_runs::recall(&store, &meta, &arms, &trials, &decision)?;
             if out.json {
                 print_json(&serde_json::json!({
-                    "schema": "hugelab.results-show/2",
+                    "schema": SHOW_SCHEMA,
                     "run": meta,
-                    "decided": decided,
-                    "report": record.report,
-                    "record": record,
+                    "decided": recalled.decision,
+                    "rebuilt": recalled.rebuilt,
+                    "report": recalled.record().map(|r| &r.report),
+                    "record": recalled.record(),
+                    "bench": recalled.bench(),
                 }))?;
             } else {
                 print_heading(&meta);
-                let said = crate::stored_runs::said(&meta, &arms, &trials, &record);
-                print!(
-                    "{}",
-                    crate::render::run::render_stored(
-                        &record,
-                        decided.reanalysed.as_deref(),
-                        &said
-                    )
-                );
+                let notes = recalled.notes();
+                let text = match &recalled.answer {
+                    Answer::Run(record) => {
+                        let said = crate::stored_runs::said(&meta, &arms, &trials, record);
+                        crate::render::run::render_stored(record, &notes, &said)
+                    }
+                    Answer::Bench(b) => crate::render::bench::render_stored(b, &notes),
+                };
+                print!("{text}");
             }
         }
         ResultsAction::Export { run, format, out } => {
             let (meta, arms, trials) = store.load(run)?;
+            let own = Redecide::default();
             let text = match format {
-                ExportFormat::Json => serde_json::to_string_pretty(&crate::model::Versioned::of(
-                    &crate::stored_runs::export::export(&meta, &arms, &trials),
-                ))?,
+                ExportFormat::Json => {
+                    let kept = crate::stored_runs::recall(&store, &meta, &arms, &trials, &own)?;
+                    serde_json::to_string_pretty(&crate::model::Versioned::of(
+                        &crate::stored_runs::export::export(&meta, &arms, &trials, &kept),
+                    ))?
+                }
                 ExportFormat::Csv => crate::render::csv::trials(run, &arms, &trials),
                 ExportFormat::Md => crate::render::markdown::runs(&[crate::stored_runs::view(
-                    &store,
-                    meta,
-                    &arms,
-                    &trials,
-                    &Redecide::default(),
+                    &store, meta, &arms, &trials, &own,
                 )?]),
             };
             match out {
@@ -138,35 +138,6 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
         }
     }
     Ok(0)
-}
-
-/// A bench's whole result as it printed it, unless another decision is asked for (then its
-/// rounds are re-analysed as any run's, and say so). None for a run, an import, or a bench an
-/// earlier version stored without its result.
-fn stored_bench(
-    store: &crate::store::Store,
-    meta: &crate::store::RunMeta,
-    asked: &Redecide,
-) -> anyhow::Result<Option<BenchResult>> {
-    if !meta.plan.is_bench() || asked.effect.is_some() || asked.confidence.is_some() {
-        return Ok(None);
-    }
-    Ok(store
-        .summary::<BenchResult>(meta.id)?
-        .filter(|b| b.schema == crate::model::bench::SCHEMA))
-}
-
-fn show_bench(meta: &crate::store::RunMeta, bench: &BenchResult, json: bool) -> anyhow::Result<()> {
-    if json {
-        return print_json(&serde_json::json!({
-            "schema": "hugelab.results-show/2",
-            "run": meta,
-            "bench": bench,
-        }));
-    }
-    print_heading(meta);
-    print!("{}", crate::render::bench::render(bench));
-    Ok(())
 }
 
 /// `results show`'s first line: the run, when, how it ended and what it ran; and the version

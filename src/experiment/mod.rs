@@ -50,6 +50,9 @@ pub struct Request<'a> {
     /// This process's ownership of the settings, taken while planning when the plan changes
     /// them (`plan::plan_owned`); held until the run has restored everything.
     pub owner: Option<std::sync::Arc<control::Owner>>,
+    /// The TLB reach `bench tlb` last measured here, when it has: the answer's "why" is read
+    /// against it and kept in the record.
+    pub reach: Option<crate::model::tlb::Measured>,
 }
 
 /// Run the plan to its end (or Ctrl-C, or a failed trial) and analyse what was stored.
@@ -280,8 +283,59 @@ fn analyse(
         let secs = started.elapsed().as_secs_f64() / x.blocks_done.max(1) as f64;
         crate::analyze::calibrate::calibrate(&d, secs, plan.effect, plan.confidence)
     });
-    let mut stop_reason = x.stop_reason;
-    let complete = summary::complete_blocks(&report.metrics, &primary);
+    let (stop_reason, outcome) = ending(&plan, &x, &report, &primary);
+    notes.extend(x.notes);
+    let mut trace_stalls = Vec::new();
+    if !plan.trace.is_empty() {
+        notes.extend(summary::trace_summary(&plan, &x.trials));
+        trace_stalls = summary::stall_contrasts_of(&plan, &x.trials);
+    }
+    let vm_advice = summary::vm_advice(&plan, req.command, req.shell, &report, x.blocks_done);
+    let servers = summary::servers(&plan, &x.trials, &data);
+    let pools = summary::pool_uses(&plan, &x.trials);
+    let advice = advice_of(&plan, run_id, req, &report, &trace_stalls);
+    let tlb = req
+        .reach
+        .clone()
+        .map(|m| crate::analyze::tlb::why(&report, m));
+    let res = RunResult {
+        schema: SCHEMA,
+        run_id,
+        db: req
+            .db
+            .as_ref()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default(),
+        command: req.command.to_vec(),
+        plan,
+        blocks_done: x.blocks_done,
+        stop_reason,
+        report,
+        noise,
+        calibration,
+        notes,
+        trace_stalls,
+        vm_advice,
+        servers,
+        elapsed_s: started.elapsed().as_secs_f64(),
+        tlb,
+        pools,
+        advice,
+        warmup_failed: x.warmup_failed,
+    };
+    (res, outcome)
+}
+
+/// How the run ended, and why in words: a run with no complete block, or whose `--during`
+/// event never ran for an arm, failed at what it was asked (unless `--keep-going`).
+fn ending(
+    plan: &Plan,
+    x: &Executed,
+    report: &crate::model::analysis::ExperimentAnalysis,
+    primary: &str,
+) -> (String, Outcome) {
+    let mut stop_reason = x.stop_reason.clone();
+    let complete = summary::complete_blocks(&report.metrics, primary);
     // An operator's event that never ran (or always failed) for an arm leaves the event's
     // costs unmeasured: the run failed at what it was asked, unless --keep-going.
     let eventless: Vec<&str> = report
@@ -313,42 +367,7 @@ fn analyse(
     } else {
         Outcome::Complete
     };
-    notes.extend(x.notes);
-    let mut trace_stalls = Vec::new();
-    if !plan.trace.is_empty() {
-        notes.extend(summary::trace_summary(&plan, &x.trials));
-        trace_stalls = summary::stall_contrasts_of(&plan, &x.trials);
-    }
-    let vm_advice = summary::vm_advice(&plan, req.command, req.shell, &report, x.blocks_done);
-    let servers = summary::servers(&plan, &x.trials, &data);
-    let pools = summary::pool_uses(&plan, &x.trials);
-    let advice = advice_of(&plan, run_id, req, &report, &trace_stalls);
-    let res = RunResult {
-        schema: SCHEMA,
-        run_id,
-        db: req
-            .db
-            .as_ref()
-            .map(|d| d.display().to_string())
-            .unwrap_or_default(),
-        command: req.command.to_vec(),
-        plan,
-        blocks_done: x.blocks_done,
-        stop_reason,
-        report,
-        noise,
-        calibration,
-        notes,
-        trace_stalls,
-        vm_advice,
-        servers,
-        elapsed_s: started.elapsed().as_secs_f64(),
-        tlb: None,
-        pools,
-        advice,
-        warmup_failed: x.warmup_failed,
-    };
-    (res, outcome)
+    (stop_reason, outcome)
 }
 
 /// What `advise` says from this run alone (None with one arm: nothing is compared).

@@ -76,6 +76,10 @@ pub struct ArmEvidence {
     pub mean_hot: Option<f64>,
     /// Mean perf counts per trial, over trials where they were counted.
     pub mean_counters: BTreeMap<String, f64>,
+    /// The page walks' share of cycles (`dtlb_walk_cycles` over `cycles`, their means), where
+    /// the PMU counted both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub walk_share: Option<f64>,
     /// Mean per trial of the kernel's huge-page counter deltas (machine-wide), over the trials
     /// that read them; the mean of the mTHP gauges at the trials' peaks.
     #[serde(default)]

@@ -45,6 +45,17 @@ pub struct Skipped {
     pub below_page: bool,
 }
 
+/// How a stored bench names a cell's rounds: `<metric>@<size>` (`chase@128M`,
+/// `pretouch_commit@1G`), one metric per cell so `results`, `compare` and `report` read benches
+/// as runs whose arms are the backings.
+pub fn cell_metric(m: Metric, size: u64) -> String {
+    format!(
+        "{}@{}",
+        m.label().replace(' ', "_"),
+        crate::units::Bytes(size)
+    )
+}
+
 /// The schema of a bench's result, as printed by `--json` and stored with the run.
 pub const SCHEMA: &str = "hugelab.bench/1";
 

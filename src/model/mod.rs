@@ -6,6 +6,7 @@ pub mod analysis;
 pub mod bench;
 pub mod cgroup;
 pub mod costs;
+pub mod decision;
 pub mod evidence;
 pub mod exporter;
 pub mod inspect;

@@ -38,7 +38,12 @@ pub struct RunRecord {
     pub service: bool,
     /// Servers of an arm that ran at once (1 without replicas).
     pub replicas: usize,
-    /// The analysis at the run's own decision (its effect and confidence), every condition.
+    /// The decision the analysis is at, and whose it is: the run's own (its command line), or
+    /// the defaults an import of another tool's file was analysed at (None: a record stored
+    /// before records said so, at its own decision).
+    #[serde(default)]
+    pub decision: Option<crate::model::decision::Decision>,
+    /// The analysis at the record's decision (its effect and confidence), every condition.
     pub report: ExperimentAnalysis,
     pub facts: RunFacts,
     /// Per arm that set a hugetlb pool: asked, obtained, used.
@@ -56,6 +61,18 @@ pub struct RunRecord {
     /// With `--trace`: each arm's stall time per trial against the baseline's.
     #[serde(default)]
     pub trace_stalls: Vec<crate::model::trace::StallContrast>,
+    /// Per arm: how much of the primary metric's spread the machine's noise explains.
+    #[serde(default)]
+    pub noise: Vec<crate::model::analysis::NoiseAttribution>,
+    /// `--calibrate`: the machine's noise floor for this command, and the A/A verdict.
+    #[serde(default)]
+    pub calibration: Option<crate::model::run::Calibration>,
+    /// The "why" against the TLB reach measured here, with the reach it was read against.
+    #[serde(default)]
+    pub tlb: Option<crate::model::tlb::RunWhy>,
+    /// `qemu.backing` arms: the host configuration for the backing measured best.
+    #[serde(default)]
+    pub vm_advice: Option<crate::model::vm::VmAdvice>,
 }
 
 impl RunRecord {
@@ -67,6 +84,11 @@ impl RunRecord {
             stored: !run.db.is_empty(),
             service: run.plan.server.is_some(),
             replicas: run.plan.replicas(),
+            decision: Some(crate::model::decision::Decision::own(
+                run.plan.effect,
+                run.plan.confidence,
+                run.plan.design.clone(),
+            )),
             report: run.report.clone(),
             facts: RunFacts {
                 blocks: run.blocks_done * run.plan.replicas(),
@@ -80,16 +102,10 @@ impl RunRecord {
             servers: run.servers.clone(),
             notes: run.notes.clone(),
             trace_stalls: run.trace_stalls.clone(),
+            noise: run.noise.clone(),
+            calibration: run.calibration.clone(),
+            tlb: run.tlb.clone(),
+            vm_advice: run.vm_advice.clone(),
         }
     }
-}
-
-/// The decision a stored run was analysed at, and, when a reader asked for another, what it
-/// was re-analysed at.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Decided {
-    pub effect: f64,
-    pub confidence: f64,
-    /// How the record read back came to be: `None` when it is the run's own, as stored.
-    pub reanalysed: Option<String>,
 }

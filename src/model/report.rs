@@ -21,18 +21,22 @@ pub enum RunKind {
     Imported,
 }
 
-/// One stored run, analysed, with the values behind every chart.
+/// One stored result with the values behind every chart: a run's (or an import's) record, or a
+/// bench's whole result, at the decision it is read at.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct RunView {
     pub meta: RunMeta,
     pub kind: RunKind,
     pub arms: Vec<String>,
-    /// The analysis: a run's own as it stored it (or re-analysed where the report asked for
-    /// another decision, as `decided` says); a bench's or an imported run's, computed.
-    pub report: ExperimentAnalysis,
-    /// A run's record, its answer as printed (`None`: a bench or an imported run).
+    /// The decision it is read at: its own, the defaults (an import), or another the report
+    /// asked for (a re-analysis, said before the answer).
+    pub decided: crate::model::decision::Decision,
+    /// How it was read, said before the answer: rebuilt from its rows, re-analysed.
+    pub read_as: Vec<String>,
+    /// A run's or an import's record, its answer as printed (`None`: a bench).
     pub record: Option<crate::model::record::RunRecord>,
-    pub decided: Option<crate::model::record::Decided>,
+    /// A bench's whole result as it printed it (`None`: a run or an import).
+    pub bench: Option<crate::model::bench::BenchResult>,
     /// Per metric, every measured trial in run order (distributions, progression).
     pub series: Vec<Series>,
     /// For a bench: per workload metric, one line per backing over the region sizes.
@@ -43,6 +47,13 @@ pub struct RunView {
     pub stalls: Vec<StallHistogram>,
     /// What the run said beside its tables: the design, its servers, its notes.
     pub said: Said,
+}
+
+impl RunView {
+    /// A run's analysis, as its record holds it (`None` for a bench).
+    pub fn report(&self) -> Option<&ExperimentAnalysis> {
+        self.record.as_ref().map(|r| &r.report)
+    }
 }
 
 /// What a stored run said beside its tables: its service's design as it ran (the stored plan,
@@ -98,8 +109,9 @@ pub struct Point {
 /// A bench workload metric over region sizes.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct BenchCurve {
-    /// e.g. "ns/op" of the touch workload, as stored (`touch_ns/op`).
+    /// The workload's metric (`touch`, `pretouch commit`) and its unit (`ns/op`).
     pub metric: String,
+    pub unit: String,
     pub better: Better,
     /// The backing the ratios are taken against (the run's baseline, normally 4k).
     pub baseline: String,
@@ -115,14 +127,18 @@ pub struct BenchLine {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct BenchPoint {
     pub size: u64,
+    /// Rounds measured.
     pub n: usize,
-    pub median: f64,
-    /// Distribution-free interval of the median at the report's level.
+    /// The cell's score as the bench printed it: the mean of its rounds, with its Student-t
+    /// interval at the bench's level.
+    pub score: f64,
     pub lo: Option<f64>,
     pub hi: Option<f64>,
-    /// This backing vs the baseline at this size, percent (the paired contrast).
+    /// This backing vs the baseline at this size, percent: the bench's paired ratio
+    /// (Hodges–Lehmann over the rounds) with its signed-rank interval at the bench's level.
     pub vs_baseline: Option<Estimate>,
-    pub verdict: Option<Verdict>,
+    /// Whether that interval resolves a direction (the bench's `better`/`worse`/`~`).
+    pub direction: Option<crate::model::bench::Direction>,
     /// Huge coverage of the region (mean over the cell's rounds).
     pub coverage: Option<f64>,
     /// A huge backing whose region was not fully huge.

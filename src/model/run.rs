@@ -311,7 +311,9 @@ impl Plan {
     /// The level of the first (strictest) Holm step, 1 − α/m: the widest interval the answer
     /// prints, which forecasts and the fewest blocks for an interval are of.
     pub fn first_step_level(&self) -> f64 {
-        1.0 - (1.0 - self.confidence) / self.contrasts() as f64
+        crate::stats::Level(self.confidence)
+            .split(self.contrasts())
+            .get()
     }
 }
 
@@ -337,8 +339,8 @@ pub struct RunResult {
     /// With `--server`: per arm, what its servers did (ready and stop times, memory, words).
     pub servers: Vec<crate::model::run::ServerSummary>,
     pub elapsed_s: f64,
-    /// The TLB reach `bench tlb` measured on this host, when it has: the answer's "why".
-    pub tlb: Option<crate::model::tlb::Measured>,
+    /// Against the TLB reach `bench tlb` measured on this host, when it has: the answer's "why".
+    pub tlb: Option<crate::model::tlb::RunWhy>,
     /// Per arm that sets a hugetlb pool: what it asked, got and used.
     pub pools: Vec<PoolUse>,
     /// What `advise` would say from this run alone (for its preset's service, or the
@@ -439,4 +441,9 @@ pub struct Calibration {
     pub minutes_for_effect: f64,
     /// The A/A verdict itself (it should never be FASTER or SLOWER).
     pub aa_verdict: Option<Verdict>,
+    /// The decision the floor is of: its two-sided level and δ.
+    #[serde(default)]
+    pub confidence: f64,
+    #[serde(default)]
+    pub effect: f64,
 }

@@ -264,6 +264,14 @@ impl StoredRunPlan {
         }
     }
 
+    /// A bench's plan, where it was stored whole.
+    pub fn bench(&self) -> Option<&StoredBenchPlan> {
+        match self {
+            StoredRunPlan::Bench(p) => Some(p),
+            _ => None,
+        }
+    }
+
     pub fn is_bench(&self) -> bool {
         match self {
             StoredRunPlan::Bench(_) => true,

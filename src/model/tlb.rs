@@ -106,6 +106,27 @@ pub struct Measured {
     pub reach: TlbReach,
 }
 
+/// A run's "why" against the TLB reach `bench tlb` measured here: what the model was given, kept
+/// with the run so that every view says what the run said (built by `analyze::tlb::why`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RunWhy {
+    /// The reach the run was read against (the latest `bench tlb` when the run ended).
+    pub measured: Measured,
+    /// Per arm: the TLB entries its memory needs on the pages it was on.
+    pub entries: Vec<(String, u64)>,
+    /// `run --hot`: the entries are of the memory each load referenced (up to `hot_bytes`);
+    /// else of all the memory that matters.
+    pub hot: bool,
+    pub hot_bytes: u64,
+    /// The largest memory that matters of any arm, bytes.
+    pub matters_bytes: u64,
+    /// The primary metric, where none of its contrasts resolved a direction (the model then
+    /// explains nothing and says what it predicts).
+    pub unresolved: Option<String>,
+    /// A sweep's rows (JMH's `@size` rows), whose sizes are read against the reach.
+    pub rows: Vec<String>,
+}
+
 /// The declared reach beside the measured one.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Agreement {

@@ -52,17 +52,9 @@ pub struct Contrast {
     pub warnings: Vec<String>,
 }
 
-/// A confidence level as people write it: 99%, 99.5%, 99.67%.
+/// A confidence level as people write it: 99%, 99.5%, 99.67% (`Level::words`, the one way).
 pub fn fmt_level(c: f64) -> String {
-    let p = c * 100.0;
-    let s = if (p - p.round()).abs() < 1e-9 {
-        format!("{p:.0}")
-    } else if (p * 10.0 - (p * 10.0).round()).abs() < 1e-9 {
-        format!("{p:.1}")
-    } else {
-        format!("{p:.2}")
-    };
-    format!("{s}%")
+    crate::stats::Level(c).words()
 }
 
 /// The fewest units (blocks, or lifetimes) a BCa bootstrap interval of the mean ratio is

@@ -1,6 +1,6 @@
 //! `hugelab bench` for people: the JVM article's table, plus coverage, ratios and evidence.
 
-use super::table;
+use super::Grid;
 use crate::backing::Backing;
 use crate::model::bench::Direction;
 use crate::model::bench::direction;
@@ -157,19 +157,26 @@ pub fn headline(r: &BenchResult) -> Vec<String> {
     out
 }
 
-pub fn render(r: &BenchResult) -> String {
+/// A bench's answer, as every view prints it first: for `bench tlb` the reach and the miss cost;
+/// for the others the headline at the largest size and why.
+pub fn answer_lines(r: &BenchResult) -> Vec<String> {
     if let Some(t) = &r.tlb {
-        let mut o = super::tlb::text(t, r.plan.confidence);
-        footer(r, &mut o);
-        return o;
+        return super::tlb::answer_lines(t, r.plan.confidence);
     }
-    let mut o: String = headline(r).into_iter().map(|l| l + "\n").collect();
+    let mut out = headline(r);
     for l in why(r) {
-        for w in super::summary::wrap_hanging(&l, 2) {
-            let _ = writeln!(o, "{w}");
-        }
+        out.extend(super::summary::wrap_hanging(&l, 2));
     }
-    let level = format!("{}%", r.plan.confidence * 100.0);
+    out
+}
+
+/// A bench's tables, the same cells in every view: per workload metric one row per size and
+/// backing (score ± error, coverage, the ratio to the baseline with its interval, per-op
+/// counts); for `bench tlb` the spans.
+pub fn grids(r: &BenchResult) -> Vec<Grid> {
+    if let Some(t) = &r.tlb {
+        return super::tlb::span_grid(t).into_iter().collect();
+    }
     let tlb = r
         .evidence
         .iter()
@@ -180,85 +187,127 @@ pub fn render(r: &BenchResult) -> String {
             metrics.push(c.metric);
         }
     }
-    for m in metrics {
-        let mut header = vec![
-            "size",
-            "backing",
-            "score ± error",
-            "coverage",
-            "vs baseline",
-            "faults/op",
+    metrics
+        .into_iter()
+        .map(|m| metric_grid(r, m, tlb))
+        .collect()
+}
+
+/// One workload metric's table.
+fn metric_grid(r: &BenchResult, m: Metric, tlb: bool) -> Grid {
+    let mut header = vec![
+        "size",
+        "backing",
+        "score ± error",
+        "coverage",
+        "vs baseline",
+        "faults/op",
+    ];
+    if tlb {
+        header.push("dTLB misses/op");
+    }
+    let better = if m.higher_is_better() {
+        "higher is better"
+    } else {
+        "lower is better"
+    };
+    let mut g = Grid::new(format!("{} ({}, {better})", m.label(), m.unit()), &header);
+    for c in r.cells.iter().filter(|c| c.metric == m) {
+        let ev = evidence(r, c.metric, c.size, c.backing);
+        let cov = match ev.map(|e| &e.coverage) {
+            None => "-".to_string(),
+            Some(cv) => match cv.fraction {
+                Some(f) if cv.degraded => format!("{:.1}% DEGRADED", f * 100.0),
+                Some(f) => format!("{:.1}%", f * 100.0),
+                None => "unverified".into(),
+            },
+        };
+        let vs = match &c.vs_baseline {
+            None => String::new(),
+            Some(e) => {
+                let mark = match direction(c.metric, e) {
+                    Direction::Better => " better",
+                    Direction::Worse => " worse",
+                    Direction::Unresolved => " ~",
+                };
+                match (e.lo, e.hi) {
+                    (Some(lo), Some(hi)) => {
+                        format!("{}× [{}, {}]{mark}", sig3(e.point), sig3(lo), sig3(hi))
+                    }
+                    _ => format!("{}× (too few rounds)", sig3(e.point)),
+                }
+            }
+        };
+        let per_op = |e: PerfEvent| {
+            ev.and_then(|x| x.per_op.get(&e))
+                .map_or("-".to_string(), |v| sig3(*v))
+        };
+        let mut row = vec![
+            Bytes(c.size).to_string(),
+            c.backing.to_string(),
+            score_words(c),
+            cov,
+            vs,
+            per_op(PerfEvent::PageFaults),
         ];
         if tlb {
-            header.push("dTLB misses/op");
+            row.push(per_op(PerfEvent::DtlbLoadMisses));
         }
-        let mut t = table(&header);
-        for c in r.cells.iter().filter(|c| c.metric == m) {
-            let ev = evidence(r, c.metric, c.size, c.backing);
-            let cov = match ev.map(|e| &e.coverage) {
-                None => "-".to_string(),
-                Some(cv) => match cv.fraction {
-                    Some(f) if cv.degraded => format!("{:.1}% DEGRADED", f * 100.0),
-                    Some(f) => format!("{:.1}%", f * 100.0),
-                    None => "unverified".into(),
-                },
-            };
-            let vs = match &c.vs_baseline {
-                None => String::new(),
-                Some(e) => {
-                    let mark = match direction(c.metric, e) {
-                        Direction::Better => " better",
-                        Direction::Worse => " worse",
-                        Direction::Unresolved => " ~",
-                    };
-                    match (e.lo, e.hi) {
-                        (Some(lo), Some(hi)) => {
-                            format!("{}× [{}, {}]{mark}", sig3(e.point), sig3(lo), sig3(hi))
-                        }
-                        _ => format!("{}× (too few rounds)", sig3(e.point)),
-                    }
-                }
-            };
-            let per_op = |e: PerfEvent| {
-                ev.and_then(|x| x.per_op.get(&e))
-                    .map_or("-".to_string(), |v| sig3(*v))
-            };
-            let mut row = vec![
-                Bytes(c.size).to_string(),
-                c.backing.to_string(),
-                score_words(c),
-                cov,
-                vs,
-                per_op(PerfEvent::PageFaults),
-            ];
-            if tlb {
-                row.push(per_op(PerfEvent::DtlbLoadMisses));
-            }
-            t.add_row(row);
-        }
-        let better = if m.higher_is_better() {
-            "higher is better"
-        } else {
-            "lower is better"
-        };
+        g.rows.push(row);
+    }
+    g
+}
+
+/// What a bench says after its tables: how to read them, what was not measured as asked, the
+/// settings it changed and restored, its notes, the seed and the time.
+pub fn closing_lines(r: &BenchResult) -> Vec<String> {
+    let mut o = String::new();
+    if r.tlb.as_ref().is_some_and(|t| t.headline().is_some()) {
         let _ = writeln!(
             o,
-            "\n{} ({}, {better})\n{}",
-            m.label(),
-            m.unit(),
-            super::fit(&mut t)
+            "× = huge / 4 KiB time per access, paired by round; * that span alone past the 5% rule"
         );
-    }
-    let _ = writeln!(
-        o,
-        "{}",
-        super::summary::wrap_hanging(&format!("score ± error: mean of {} rounds with its {level} Student-t interval. coverage: share of the region verified on the \
+    } else if r.tlb.is_none() {
+        let level = crate::model::verdict::fmt_level(r.plan.confidence);
+        let _ = writeln!(
+            o,
+            "{}",
+            super::summary::wrap_hanging(&format!("score ± error: mean of {} rounds with its {level} Student-t interval. coverage: share of the region verified on the \
 backing's page size (smaps, or folio sizes from pagemap). vs baseline: ratio to the baseline backing paired by round \
 (Hodges–Lehmann, {level} signed-rank interval); `better`/`worse` when the interval excludes 1, `~` when it does not.",
-        r.plan.rounds), 0).join("\n")
-    );
-    not_measured_lines(r, &mut o);
+            r.plan.rounds), 0).join("\n")
+        );
+        not_measured_lines(r, &mut o);
+    }
     footer(r, &mut o);
+    o.lines().map(str::to_string).collect()
+}
+
+/// A stored bench (`results show`): the notes on how it was read (rebuilt, or at another level
+/// than its own), then everything it printed.
+pub fn render_stored(r: &BenchResult, read_as: &[String]) -> String {
+    let mut o = String::new();
+    for n in read_as {
+        for l in super::summary::wrap_hanging(&format!("note: {n}"), 2) {
+            let _ = writeln!(o, "{l}");
+        }
+    }
+    o + &render(r)
+}
+
+/// `bench` on a terminal: the answer, every table, then the closing lines.
+pub fn render(r: &BenchResult) -> String {
+    let mut o: String = answer_lines(r).into_iter().map(|l| l + "\n").collect();
+    for g in grids(r) {
+        // The TLB's spans follow its answer directly; each workload's table stands apart.
+        if r.tlb.is_none() {
+            o.push('\n');
+        }
+        o.push_str(&g.terminal());
+    }
+    for l in closing_lines(r) {
+        let _ = writeln!(o, "{l}");
+    }
     o
 }
 

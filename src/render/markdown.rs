@@ -3,7 +3,6 @@
 
 use super::Grid;
 use crate::model::report::{CompareResult, RunKind, RunView};
-use crate::units::Bytes;
 
 /// A cell safe inside a pipe table.
 fn cell(s: &str) -> String {
@@ -70,72 +69,17 @@ pub fn heading(v: &RunView) -> String {
     )
 }
 
-/// Per bench workload metric: one row per size, one column per backing (median and, for the
-/// others, the change vs the baseline backing).
-pub fn bench_grids(v: &RunView) -> Vec<Grid> {
-    v.curves
-        .iter()
-        .map(|c| {
-            let mut header = vec!["size".to_string()];
-            header.extend(c.lines.iter().map(|l| l.backing.clone()));
-            let mut sizes: Vec<u64> = c
-                .lines
-                .iter()
-                .flat_map(|l| l.points.iter().map(|p| p.size))
-                .collect();
-            sizes.sort_unstable();
-            sizes.dedup();
-            let mut g = Grid {
-                title: format!(
-                    "{} by region size (median; vs {}: Hodges–Lehmann change with its interval; huge coverage of the region; * below 99%)",
-                    c.metric, c.baseline
-                ),
-                header,
-                rows: Vec::new(),
-                notes: Vec::new(),
-            };
-            let baseline = c.baseline.as_str();
-            for s in sizes {
-                let mut row = vec![Bytes(s).to_string()];
-                for l in &c.lines {
-                    row.push(match l.points.iter().find(|p| p.size == s) {
-                        None => "-".into(),
-                        Some(p) => {
-                            let vs = p.vs_baseline.map_or(String::new(), |e| match (e.lo, e.hi) {
-                                (Some(lo), Some(hi)) => {
-                                    format!(" ({:+.1}% [{lo:+.1}, {hi:+.1}])", e.point)
-                                }
-                                _ => format!(" ({:+.1}%)", e.point),
-                            });
-                            // Huge backings show the coverage they really got.
-                            let cov = match p.coverage {
-                                Some(c) if l.backing != baseline => {
-                                    format!(" · {:.0}% huge", c * 100.0)
-                                }
-                                _ => String::new(),
-                            };
-                            format!(
-                                "{:.4}{vs}{cov}{}",
-                                p.median,
-                                if p.degraded { " *" } else { "" }
-                            )
-                        }
-                    });
-                }
-                g.rows.push(row);
-            }
-            g
-        })
-        .collect()
-}
-
-/// Every table of one run's report, in order.
+/// Every table of one stored result, in order: a bench's own tables; a run's tables as
+/// `results show` prints them; the machine's huge-page state when it started.
 pub fn run_grids(v: &RunView) -> Vec<Grid> {
-    let mut grids = Vec::new();
-    if v.kind == RunKind::Bench {
-        grids.extend(bench_grids(v));
-    }
-    grids.extend(super::run::report_grids(&v.report));
+    let mut grids = match (&v.bench, &v.record) {
+        (Some(b), _) => super::bench::grids(b),
+        (None, Some(r)) => {
+            let p = super::run::parts(r, &v.said, &[], super::run::Print::Stored);
+            p.grids.into_iter().chain(p.calibration).collect()
+        }
+        (None, None) => Vec::new(),
+    };
     if let Some(s) = system(v) {
         grids.push(super::status::snapshot_grid(&s));
     }
@@ -147,47 +91,46 @@ pub fn system(v: &RunView) -> Option<crate::probe::status::Status> {
     v.system.clone()
 }
 
-/// The answer lines of a stored run as it printed them (after a note when it was re-analysed),
-/// as the terminal's `results show` prints them first.
+/// The answer lines of a stored result as it printed them (after the notes on how it was read:
+/// rebuilt, or at another decision than its own), as `results show` prints them first.
 pub fn answer_lines(v: &RunView) -> Vec<String> {
-    let reanalysed = v
-        .decided
-        .as_ref()
-        .and_then(|d| d.reanalysed.as_ref())
-        .map(|n| format!("note: {n}"));
-    let answer = match &v.record {
-        Some(r) => super::run::answer_lines(r),
-        // An imported run: its analysis alone.
-        None => {
-            let facts = super::summary::RunFacts {
-                blocks: v.report.primary().map_or(0, |m| m.complete_blocks),
-                ..Default::default()
-            };
-            super::summary::answer(&v.report)
-                .into_iter()
-                .chain(super::summary::run_line(&v.report, &facts))
-                .collect()
-        }
+    let read_as = v.read_as.iter().map(|n| format!("note: {n}"));
+    let answer = match (&v.bench, &v.record) {
+        (Some(b), _) => super::bench::answer_lines(b),
+        (None, Some(r)) => super::run::parts(r, &v.said, &[], super::run::Print::Stored).answer,
+        (None, None) => Vec::new(),
     };
-    reanalysed.into_iter().chain(answer).collect()
+    read_as.chain(answer).collect()
 }
 
-/// What the run said beside its answer: its design, servers and notes (after the charts in a
-/// report).
+/// What a stored result said beside its answer and tables: a run's design, servers, why, notes,
+/// stall contrasts and VM advice; a bench's legend, what it did not measure, its settings and
+/// notes (after the charts in a report).
 pub fn detail_lines(v: &RunView) -> Vec<String> {
-    super::run::stored_details(&v.report, &v.said)
+    match (&v.bench, &v.record) {
+        (Some(b), _) => super::bench::closing_lines(b),
+        (None, Some(r)) => {
+            let p = super::run::parts(r, &v.said, &[], super::run::Print::Stored);
+            p.why
+                .iter()
+                .chain(&p.after)
+                .flat_map(|l| super::summary::wrap_hanging(l, 2))
+                .chain(p.servers)
+                .chain(p.vm)
+                .collect()
+        }
+        (None, None) => Vec::new(),
+    }
 }
 
 pub fn runs(views: &[RunView]) -> String {
     let mut o = String::new();
     for v in views {
         o += &format!("## {}\n\n", cell(&heading(v)));
-        if v.kind != RunKind::Bench {
-            o += &format!("```\n{}\n```\n\n", answer_lines(v).join("\n"));
-            let details = detail_lines(v);
-            if !details.is_empty() {
-                o += &format!("```\n{}\n```\n\n", details.join("\n"));
-            }
+        o += &format!("```\n{}\n```\n\n", answer_lines(v).join("\n"));
+        let details = detail_lines(v);
+        if !details.is_empty() {
+            o += &format!("```\n{}\n```\n\n", details.join("\n"));
         }
         for g in run_grids(v) {
             o += &grid(&g, "###");

@@ -1,8 +1,8 @@
 //! `hugelab run` for people: per arm summaries, contrasts with verdicts, evidence, warnings.
 
+use super::Grid;
 use super::summary;
 use super::summary::thousands;
-use super::{Grid, table};
 use crate::model::analysis::ExperimentAnalysis;
 use crate::model::analysis::MetricAnalysis;
 use crate::model::record::RunRecord;
@@ -17,8 +17,8 @@ use std::fmt::Write;
 
 mod machine;
 mod servers;
-use machine::{render_calibration, render_noise};
-use servers::{render_servers, service_lines};
+use machine::{calibration_grid, noise_grid};
+use servers::render_servers;
 
 /// The tables of an analysed experiment: one per metric (summaries, contrasts, verdicts) and
 /// the backing evidence per arm.
@@ -210,14 +210,9 @@ fn measured_why(evidence: &[crate::model::analysis::ArmEvidence]) -> Option<Stri
         .iter()
         .filter_map(|e| {
             let m = e.mean_counters.get("dtlb_load_misses")?;
-            let walk = e
-                .mean_counters
-                .get("dtlb_walk_cycles")
-                .zip(e.mean_counters.get("cycles"))
-                .filter(|(_, c)| **c > 0.0)
-                .map_or(String::new(), |(w, c)| {
-                    format!(", page walks {:.1}% of cycles", w / c * 100.0)
-                });
+            let walk = e.walk_share.map_or(String::new(), |w| {
+                format!(", page walks {:.1}% of cycles", w * 100.0)
+            });
             Some(format!("{} {}{walk}", e.arm, thousands(*m as usize)))
         })
         .collect();
@@ -246,42 +241,144 @@ pub fn answer_lines(record: &RunRecord) -> Vec<String> {
         .collect()
 }
 
-/// A stored run (`results show`): how it was decided when a reader asked for another
-/// decision, the answer lines as the run printed them, the service's design, the notes the
-/// run printed, then every table.
+/// How much of a run's record is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Print {
+    /// `run`'s default: the answer, what needs reading, and where the rest is.
+    Brief,
+    /// `run --verbose`: every table too.
+    Verbose,
+    /// `results show`: every table and line the run printed, read back from its record.
+    Stored,
+}
+
+/// A run's record in the parts every view draws: the answer lines first, the lines that say how
+/// the run went and why, the tables, the lines after them.
+#[derive(Debug, Clone, Default)]
+pub struct Parts {
+    /// How the record was read (when rebuilt or re-analysed), as notes.
+    pub read_as: Vec<String>,
+    /// The answer lines.
+    pub answer: Vec<String>,
+    /// The service's design and servers, the measured and the modelled why.
+    pub why: Vec<String>,
+    /// Every table: each metric's, the backing evidence, the machine's noise (none in the
+    /// brief answer).
+    pub grids: Vec<Grid>,
+    /// Each server's lifecycle and memory (not in the brief answer).
+    pub servers: Vec<String>,
+    /// The brief answer's warnings, counted by kind; the notes the run printed; `--trace`'s
+    /// stall contrasts.
+    pub after: Vec<String>,
+    /// `--calibrate`'s noise floor: the answer to it, so in the brief answer too.
+    pub calibration: Option<Grid>,
+    /// The VM host advice.
+    pub vm: Vec<String>,
+}
+
+/// A run's answer from its record — the one author of what `run` prints as it ends (brief or
+/// verbose), of what `results show` prints again (every table), and of what the report and the
+/// Markdown export draw.
+pub fn parts(
+    record: &RunRecord,
+    said: &crate::model::report::Said,
+    read_as: &[String],
+    how: Print,
+) -> Parts {
+    let mut p = Parts {
+        read_as: read_as.iter().map(|n| format!("note: {n}")).collect(),
+        ..Parts::default()
+    };
+    // A service's answer is read by the person who runs the service: the brief answer, the
+    // rest behind --verbose and `results show`.
+    if how == Print::Brief && record.service {
+        p.answer.extend(super::service_answer::lines(record));
+        return p;
+    }
+    p.answer.extend(answer_lines(record));
+    p.why = design_and_servers(&record.report, said);
+    // Where a PMU counted them, the measured TLB misses come before any model.
+    p.why.extend(measured_why(&record.report.evidence));
+    if let Some(w) = &record.tlb {
+        p.why.extend(tlb_lines(w));
+    }
+    if how == Print::Brief {
+        p.after.extend(grouped_warnings(&record.report));
+    } else {
+        p.grids = report_grids(&record.report);
+        p.grids.extend(noise_grid(&record.noise));
+        if !record.servers.is_empty() {
+            p.servers = render_servers(&record.servers)
+                .lines()
+                .map(str::to_string)
+                .collect();
+        }
+    }
+    p.after
+        .extend(said.notes.iter().map(|n| format!("note: {n}")));
+    p.after.extend(record.trace_stalls.iter().map(stall_line));
+    p.calibration = record.calibration.as_ref().map(calibration_grid);
+    if let Some(v) = &record.vm_advice {
+        p.vm = vm_lines(record, v, how != Print::Brief);
+    }
+    p
+}
+
+/// [`parts`] as the terminal shows them.
+pub fn record_text(
+    record: &RunRecord,
+    said: &crate::model::report::Said,
+    read_as: &[String],
+    how: Print,
+) -> String {
+    let p = parts(record, said, read_as, how);
+    let wrapped = |lines: &[String]| -> String {
+        lines
+            .iter()
+            .flat_map(|l| summary::wrap_hanging(l, 2))
+            .map(|l| l + "\n")
+            .collect()
+    };
+    let mut o = wrapped(&p.read_as);
+    o.extend(p.answer.iter().map(|l| format!("{l}\n")));
+    o += &wrapped(&p.why);
+    if how != Print::Brief {
+        o.push('\n');
+        o.extend(p.grids.iter().map(Grid::terminal));
+        o.extend(p.servers.iter().map(|l| format!("{l}\n")));
+    }
+    o += &wrapped(&p.after);
+    o.extend(p.calibration.iter().map(Grid::terminal));
+    o.extend(p.vm.iter().map(|l| format!("{l}\n")));
+    o
+}
+
+/// A stored run (`results show`): [`record_text`] with every table, after the notes on how it
+/// was read (`read_as`: rebuilt, or at another decision than its own).
 pub fn render_stored(
     record: &RunRecord,
-    reanalysed: Option<&str>,
+    read_as: &[String],
     said: &crate::model::report::Said,
 ) -> String {
-    let mut o: String = reanalysed
-        .map(|n| format!("note: {n}"))
-        .into_iter()
-        .flat_map(|l| summary::wrap_hanging(&l, 2))
-        .chain(answer_lines(record))
-        .map(|l| l + "\n")
-        .collect();
-    o.extend(
-        stored_details(&record.report, said)
-            .into_iter()
-            .map(|l| l + "\n"),
-    );
-    o.push('\n');
-    o + &render_report(&record.report)
+    record_text(record, said, read_as, Print::Stored)
+}
+
+/// The service's design and each arm's server, as the run said them.
+fn design_and_servers(r: &ExperimentAnalysis, said: &crate::model::report::Said) -> Vec<String> {
+    let mut out = said
+        .server
+        .as_ref()
+        .map_or(Vec::new(), |sp| servers::design_lines(sp, r, &said.arms));
+    out.extend(servers::server_lines(&said.servers));
+    out
 }
 
 /// What a stored run said beside its tables, wrapped: its service's design (and the forecast
 /// beside the precision reached), each arm's server, and the notes the run printed.
 pub fn stored_details(r: &ExperimentAnalysis, said: &crate::model::report::Said) -> Vec<String> {
-    let design = said
-        .server
-        .as_ref()
-        .map_or(Vec::new(), |sp| servers::design_lines(sp, r, &said.arms));
     let notes = said.notes.iter().map(|n| format!("note: {n}"));
-    let servers = servers::server_lines(&said.servers);
-    design
+    design_and_servers(r, said)
         .into_iter()
-        .chain(servers)
         .chain(notes)
         .flat_map(|l| summary::wrap_hanging(&l, 2))
         .collect()
@@ -319,146 +416,59 @@ pub fn render_vm_advice(v: &VmAdvice) -> String {
 
 /// What `run` prints: the answer lines and the run line first; then, by default, only what
 /// needs reading (notes, stall contrasts, calibration, VM advice), or with `verbose` every
-/// table `results show` has.
+/// table `results show` has — all from the record the run stored.
 pub fn render(r: &RunResult, verbose: bool) -> String {
     let record = RunRecord::of(r);
-    let mut o = String::new();
-    // A service's answer is read by the person who runs the service: the brief answer, the
-    // rest behind --verbose and `results show`.
-    if !verbose && record.service {
-        for l in super::service_answer::lines(&record) {
-            let _ = writeln!(o, "{l}");
-        }
-        return o;
-    }
-    for l in answer_lines(&record) {
-        let _ = writeln!(o, "{l}");
-    }
-    for l in service_lines(r) {
-        o.extend(summary::wrap_hanging(&l, 2).into_iter().map(|l| l + "\n"));
-    }
-    // Where a PMU counted them, the measured TLB misses come before any model.
-    if let Some(l) = measured_why(&r.report.evidence) {
-        o.extend(summary::wrap_hanging(&l, 2).into_iter().map(|l| l + "\n"));
-    }
-    if let Some(m) = &r.tlb {
-        for l in tlb_lines(r, m) {
-            o.extend(summary::wrap_hanging(&l, 2).into_iter().map(|l| l + "\n"));
-        }
-    }
-    if verbose {
-        o.push('\n');
-        o.push_str(&render_report(&r.report));
-        o.push_str(&render_noise(r));
-        if !r.servers.is_empty() {
-            o.push_str(&render_servers(r));
-        }
-    } else if let Some(w) = grouped_warnings(&r.report) {
-        o.extend(summary::wrap_hanging(&w, 2).into_iter().map(|l| l + "\n"));
-    }
-    for n in &r.notes {
-        o.extend(
-            summary::wrap_hanging(&format!("note: {n}"), 2)
-                .into_iter()
-                .map(|l| l + "\n"),
-        );
-    }
-    for line in r.trace_stalls.iter().map(stall_line) {
-        o.extend(
-            summary::wrap_hanging(&line, 2)
-                .into_iter()
-                .map(|l| l + "\n"),
-        );
-    }
-    if let Some(c) = &r.calibration {
-        o.push_str(&render_calibration(c, r));
-    }
-    if let Some(v) = &r.vm_advice {
-        vm_lines(r, v, verbose, &mut o);
-    }
-    let stored = match (r.db.is_empty(), verbose) {
-        (true, true) => "not stored (--no-save)".to_string(),
-        (true, false) => "not stored (--no-save) · every table: run --verbose".to_string(),
-        (false, true) => format!("stored as run {} in {}", r.run_id, r.db),
-        (false, false) => format!(
-            "stored as run {} · every table: hugelab results show {}",
-            r.run_id, r.run_id
-        ),
+    let said = crate::model::report::Said {
+        server: r.plan.server.clone(),
+        arms: r.plan.arms.iter().map(|a| a.name.clone()).collect(),
+        notes: record.notes.clone(),
+        servers: record.servers.clone(),
     };
-    let _ = writeln!(o, "{stored}");
+    let how = if verbose {
+        Print::Verbose
+    } else {
+        Print::Brief
+    };
+    let mut o = record_text(&record, &said, &[], how);
+    // A service's brief answer says where the rest is itself.
+    if verbose || !record.service {
+        let stored = match (r.db.is_empty(), verbose) {
+            (true, true) => "not stored (--no-save)".to_string(),
+            (true, false) => "not stored (--no-save) · every table: run --verbose".to_string(),
+            (false, true) => format!("stored as run {} in {}", r.run_id, r.db),
+            (false, false) => format!(
+                "stored as run {} · every table: hugelab results show {}",
+                r.run_id, r.run_id
+            ),
+        };
+        let _ = writeln!(o, "{stored}");
+    }
     o
 }
 
 /// With a measured TLB reach: why the arms differ (or not), each arm's entries against the
 /// reach, and for a sweep's rows which sizes fit.
-fn tlb_lines(r: &RunResult, m: &crate::model::tlb::Measured) -> Vec<String> {
-    let size = r
-        .report
-        .evidence
-        .iter()
-        .filter_map(|e| e.mean_matters)
-        .fold(0.0f64, f64::max);
-    // With --hot, the bytes each arm's load touched; else all the memory that matters.
-    let hot = r.report.evidence.iter().any(|e| e.mean_hot.is_some());
-    // Entries per arm: its own memory that matters on its pages (scaled to the hot bytes,
-    // in the same mix of page sizes); an arm whose backing was not judged (4 KiB-indifferent)
-    // and had no huge coverage, one per 4 KiB of its own peak memory.
-    let arms: Vec<(String, u64)> = r
-        .report
-        .evidence
-        .iter()
-        .filter_map(|e| {
-            let own = e.mean_matters.or_else(|| peak_memory(&r.report, &e.arm));
-            let bytes = if hot { e.mean_hot? } else { own? };
-            match (e.mean_entries, e.mean_matters, e.mean_coverage_at_peak) {
-                (Some(n), Some(m), _) if m > 0.0 => {
-                    Some((e.arm.clone(), (n * bytes / m).ceil() as u64))
-                }
-                (None, _, Some(c)) if c < 0.1 && bytes > 0.0 => {
-                    Some((e.arm.clone(), bytes as u64 / 4096))
-                }
-                _ => None,
-            }
-        })
-        .collect();
-    let what = if hot {
-        let most = r
-            .report
-            .evidence
-            .iter()
-            .filter_map(|e| e.mean_hot)
-            .fold(0.0f64, f64::max);
+fn tlb_lines(w: &crate::model::tlb::RunWhy) -> Vec<String> {
+    let what = if w.hot {
         format!(
             "the memory each load touched (--hot: up to {} referenced in a load; the memory that matters is {})",
-            Bytes(most as u64),
-            Bytes(size as u64)
+            Bytes(w.hot_bytes),
+            Bytes(w.matters_bytes)
         )
     } else {
         format!(
             "each arm's memory that matters (up to {} resident — all of it, not only its hot part: --hot measures that for services)",
-            Bytes(size as u64)
+            Bytes(w.matters_bytes)
         )
     };
-    let primary = r.report.primary();
-    let resolved = primary.is_some_and(|p| {
-        p.contrasts.iter().any(|(_, c)| {
-            c.as_ref()
-                .is_some_and(|c| matches!(c.verdict, Verdict::Faster | Verdict::Slower))
-        })
-    });
-    let unresolved = (!resolved).then(|| primary.map_or("", |p| p.metric.name.as_str()));
-    let mut out: Vec<String> = super::tlb::why_line(&what, &arms, m, unresolved)
-        .into_iter()
-        .collect();
+    let mut out: Vec<String> =
+        super::tlb::why_line(&what, &w.entries, &w.measured, w.unresolved.as_deref())
+            .into_iter()
+            .collect();
     // A sweep's rows (JMH): which sizes fit the reach and which do not, row by row.
-    let rows: Vec<&str> = r
-        .report
-        .metrics
-        .iter()
-        .filter(|x| x.metric.row)
-        .map(|x| x.metric.name.as_str())
-        .collect();
-    out.extend(super::tlb::row_why_line(&rows, m));
+    let rows: Vec<&str> = w.rows.iter().map(String::as_str).collect();
+    out.extend(super::tlb::row_why_line(&rows, &w.measured));
     out
 }
 
@@ -478,39 +488,31 @@ fn stall_line(c: &crate::model::trace::StallContrast) -> String {
     )
 }
 
-/// A VM's host advice: the answer and where its configuration is (printed here when the run
-/// was not stored).
-fn vm_lines(r: &RunResult, v: &VmAdvice, verbose: bool, o: &mut String) {
+/// A VM's host advice: the answer and where its configuration is (in full when the run was not
+/// stored, and with every table).
+fn vm_lines(r: &RunRecord, v: &VmAdvice, full: bool) -> Vec<String> {
     // The full host configuration (libvirt XML, QEMU options, pool, boot command line) is
     // `advise`'s; here the answer and where to get it.
-    let line = match (&v.advice, r.db.is_empty()) {
-        (Some(a), false) => format!(
+    let line = match (&v.advice, r.stored) {
+        (Some(a), true) => Some(format!(
             "VM host advice: back guest RAM of {} with {} ({}); the configuration: hugelab advise --for qemu {}",
             Bytes(a.size),
             a.backing.name(),
             v.because,
             r.run_id
-        ),
+        )),
         // Not stored: `advise` cannot read it later, so the configuration is printed here.
-        (Some(_), true) => String::new(),
-        (None, _) => format!("VM host advice: none — {}", v.because),
+        (Some(_), false) => None,
+        (None, _) => Some(format!("VM host advice: none — {}", v.because)),
     };
-    o.extend(
-        summary::wrap_hanging(&line, 2)
-            .into_iter()
-            .map(|l| l + "\n"),
-    );
-    if (verbose || r.db.is_empty()) && v.advice.is_some() {
-        o.push_str(&render_vm_advice(v));
+    let mut out: Vec<String> = line
+        .iter()
+        .flat_map(|l| summary::wrap_hanging(l, 2))
+        .collect();
+    if (full || !r.stored) && v.advice.is_some() {
+        out.extend(render_vm_advice(v).lines().map(str::to_string));
     }
-}
-
-/// An arm's median peak memory (the cost metric), where the run recorded it.
-fn peak_memory(r: &ExperimentAnalysis, arm: &str) -> Option<f64> {
-    let m = r.metrics.iter().find(|m| {
-        m.metric.cost && crate::units::Unit::of_metric(&m.metric.name) == crate::units::Unit::Bytes
-    })?;
-    crate::model::costs::arm_median(m, arm)
+    out
 }
 
 /// The per-arm warnings of the distribution checks (drift, correlation, bimodality) and of

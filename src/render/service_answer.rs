@@ -258,13 +258,8 @@ fn run_line(r: &RunRecord) -> Vec<String> {
         1 => "1 note, ".into(),
         n => format!("{n} notes, "),
     };
-    // Why the run ended, unless it ended as planned (its blocks, or --max-time).
-    let stopped = r
-        .facts
-        .stop_reason
-        .as_deref()
-        .filter(|w| !w.ends_with("blocks done") && !w.starts_with("--max-time") && !w.is_empty())
-        .map_or(String::new(), |w| format!(" (stopped: {w})"));
+    // Why the run ended, unless it ended as planned (its blocks, or its time up).
+    let stopped = super::summary::stopped_clause(r.facts.stop_reason.as_deref(), true);
     wrap_hanging(
         &format!(
             "{} block{}{}{}{stopped} · {failed} failed · {}, δ = {}% · the design, {notes}every table: {details}",

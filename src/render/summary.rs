@@ -192,6 +192,21 @@ fn cost_lines(r: &ExperimentAnalysis, what: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Why a run stopped, as its run line says it — the one author for command and service runs:
+/// nothing where it ran as planned (all its blocks; in a service's brief answer, its time up
+/// as well), else ` (stopped: …)` with the reason, a refusal's included.
+pub fn stopped_clause(reason: Option<&str>, time_up_as_planned: bool) -> String {
+    let Some(why) = reason.filter(|w| !w.is_empty() && !w.ends_with("blocks done")) else {
+        return String::new();
+    };
+    let time_up = (why.starts_with("--max-time ") || why.starts_with("--calibrate "))
+        && why.contains(" s reached after ");
+    if time_up && time_up_as_planned {
+        return String::new();
+    }
+    format!(" (stopped: {why})")
+}
+
 /// One line on the run: blocks, time, why it stopped, failures, flags, coverage per arm,
 /// heavy steal, and the level the verdicts were computed at.
 pub fn run_line(r: &ExperimentAnalysis, f: &RunFacts) -> Vec<String> {
@@ -206,13 +221,7 @@ pub fn run_line(r: &ExperimentAnalysis, f: &RunFacts) -> Vec<String> {
     if let Some(s) = f.elapsed_s {
         head += &format!(" in {}", fmt_elapsed(s));
     }
-    if let Some(why) = f
-        .stop_reason
-        .as_ref()
-        .filter(|w| !w.ends_with("blocks done"))
-    {
-        head += &format!(" (stopped: {why})");
-    }
+    head += &stopped_clause(f.stop_reason.as_deref(), false);
     parts.push(head);
     let failed: usize = r.evidence.iter().map(|e| e.failed).sum();
     let flagged: usize = r.evidence.iter().map(|e| e.flagged).sum();

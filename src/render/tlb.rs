@@ -7,7 +7,6 @@ use crate::model::tlb::Sweep;
 use crate::model::tlb::TlbReach;
 use crate::probe::tlb::{TlbKind, TlbLevel};
 use crate::units::Bytes;
-use std::fmt::Write;
 
 fn ns(e: &Estimate) -> String {
     match (e.lo, e.hi) {
@@ -259,30 +258,36 @@ fn to_settle(l: &crate::model::tlb::Located) -> String {
     })
 }
 
-pub fn text(t: &TlbReach, confidence: f64) -> String {
-    let mut o = String::new();
+/// `bench tlb`'s answer: the reach and the miss cost first, CPUID's geometry beside them.
+pub fn answer_lines(t: &TlbReach, confidence: f64) -> Vec<String> {
     let Some(s) = t.headline() else {
-        let _ = writeln!(
-            o,
-            "TLB: no huge backing was measured beside 4 KiB pages, so no reach can be read (give -b 4k,thp)"
-        );
-        return o;
+        return vec![
+            "TLB: no huge backing was measured beside 4 KiB pages, so no reach can be read (give -b 4k,thp)".into(),
+        ];
     };
-    let _ = writeln!(
-        o,
+    let mut o = vec![format!(
         "TLB, from timing: one line of every 4 KiB page in random order, 4k against {}:",
         s.backing
-    );
+    )];
     for line in reach_lines(t, s, confidence) {
-        for l in wrap_hanging(&format!("  {line}"), 4) {
-            let _ = writeln!(o, "{l}");
-        }
+        o.extend(wrap_hanging(&format!("  {line}"), 4));
     }
+    o
+}
+
+/// The spans: 4 KiB time per access, each huge backing's ratio (* past the 5% rule), and what
+/// 4 KiB pages cost beyond the headline backing.
+pub fn span_grid(t: &TlbReach) -> Option<super::Grid> {
+    let s = t.headline()?;
     let mut header = vec!["span".to_string(), "pages".into(), "4k ns".into()];
     header.extend(t.sweeps.iter().map(|s| format!("{} ×", s.backing)));
     header.push(format!("{} extra ns", s.backing));
-    let refs: Vec<&str> = header.iter().map(String::as_str).collect();
-    let mut table = super::table(&refs);
+    let mut g = super::Grid {
+        title: String::new(),
+        header,
+        rows: Vec::new(),
+        notes: Vec::new(),
+    };
     for p in &s.points {
         let mut row = vec![
             span(p.pages),
@@ -304,14 +309,9 @@ pub fn text(t: &TlbReach, confidence: f64) -> String {
             );
         }
         row.push(format!("{:+.1}", p.extra_ns.point));
-        table.add_row(row);
+        g.rows.push(row);
     }
-    let _ = writeln!(o, "{}", super::fit(&mut table));
-    let _ = writeln!(
-        o,
-        "× = huge / 4 KiB time per access, paired by round; * that span alone past the 5% rule"
-    );
-    o
+    Some(g)
 }
 
 /// One line for `status` and the answers that cite it: "TLB (bench tlb, run 12, 2026-11-25):

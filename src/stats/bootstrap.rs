@@ -35,7 +35,7 @@ pub fn bootstrap_bca_mean(
         let z = std_normal.inverse_cdf(alpha);
         std_normal.cdf(z0 + (z0 + z) / (1.0 - a * (z0 + z)))
     };
-    let tail = (1.0 - confidence) / 2.0;
+    let tail = crate::stats::Level(confidence).tail();
     Some(Estimate {
         point: theta,
         lo: Some(quantile_sorted(&boot, adj(tail))),

@@ -71,7 +71,7 @@ pub fn mann_whitney_shift(x: &[f64], y: &[f64], confidence: f64) -> Option<Shift
         0.5 * (diff_order_stat(&xs, &ys, mn / 2) + diff_order_stat(&xs, &ys, mn / 2 + 1))
     };
     let sd = (m * n * (m + n + 1.0) / 12.0).sqrt();
-    let z = Normal::standard().inverse_cdf(0.5 + confidence / 2.0);
+    let z = Normal::standard().inverse_cdf(crate::stats::Level(confidence).upper());
     let k = ((m * n / 2.0 - z * sd - 0.5).floor().max(0.0) as u64) + 1;
     let (lo, hi) = if k <= mn / 2 {
         (

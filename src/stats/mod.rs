@@ -15,11 +15,13 @@
 //! Invariants: inputs are finite (NaN is rejected), and functions state their minimum n.
 
 pub mod bootstrap;
+pub mod level;
 pub mod mann_whitney;
 pub mod signed_rank;
 pub mod welch;
 
 pub use bootstrap::bootstrap_bca_mean;
+pub use level::Level;
 pub use mann_whitney::{Shift, mann_whitney_shift};
 pub use signed_rank::{
     hodges_lehmann, min_pairs_for_interval, signed_rank_critical, signed_rank_p, signed_rank_z,
@@ -121,7 +123,7 @@ pub fn t_half_width(sd: f64, n: usize, confidence: f64) -> Option<f64> {
         return None;
     }
     let t = StudentsT::new(0.0, 1.0, (n - 1) as f64).ok()?;
-    Some(t.inverse_cdf(0.5 + confidence / 2.0) * sd / (n as f64).sqrt())
+    Some(t.inverse_cdf(Level(confidence).upper()) * sd / (n as f64).sqrt())
 }
 
 /// Distribution-free interval for the q-quantile from order statistics: ranks (1-based) l and u
@@ -134,7 +136,7 @@ pub fn quantile_interval(sorted: &[f64], q: f64, confidence: f64) -> Option<(f64
         return None;
     }
     let b = Binomial::new(q.clamp(0.0, 1.0), n as u64).ok()?;
-    let tail = (1.0 - confidence) / 2.0;
+    let tail = Level(confidence).tail();
     // l: largest rank with P(B ≤ l − 1) ≤ tail; u: smallest rank with P(B ≥ u) ≤ tail.
     let mut l = 0usize;
     while l < n && b.cdf(l as u64) <= tail {

@@ -73,26 +73,35 @@ fn signed_rank_cdf_exact(n: usize) -> Vec<f64> {
 /// The largest k such that P(W+ ≤ k − 1) ≤ α/2, and the achieved two-sided confidence.
 /// k = 0 means no interval at this confidence is possible with n pairs.
 pub fn signed_rank_critical(n: usize, confidence: f64) -> (u64, f64) {
-    let alpha = 1.0 - confidence;
+    let level = crate::stats::Level(confidence);
     if n == 0 {
         return (0, 0.0);
     }
     if n <= 60 {
         let cdf = signed_rank_cdf_exact(n);
         let mut k = 0usize;
-        while k < cdf.len() && cdf[k] <= alpha / 2.0 {
+        while k < cdf.len() && cdf[k] <= level.tail() {
             k += 1;
         }
-        let achieved = if k == 0 { 0.0 } else { 1.0 - 2.0 * cdf[k - 1] };
+        let achieved = if k == 0 {
+            0.0
+        } else {
+            level_of_tails(cdf[k - 1])
+        };
         (k as u64, achieved)
     } else {
         let nf = n as f64;
         let mean = nf * (nf + 1.0) / 4.0;
         let sd = (nf * (nf + 1.0) * (2.0 * nf + 1.0) / 24.0).sqrt();
-        let z = Normal::standard().inverse_cdf(1.0 - alpha / 2.0);
+        let z = Normal::standard().inverse_cdf(level.upper());
         let k = (mean - z * sd - 0.5).floor().max(0.0) as u64 + 1;
         (k, confidence)
     }
+}
+
+/// The two-sided level whose tails each hold `tail`.
+fn level_of_tails(tail: f64) -> f64 {
+    crate::stats::Level::of_alpha(2.0 * tail).get()
 }
 
 /// The fewest pairs for which a signed-rank interval at `confidence` exists at all (with fewer,

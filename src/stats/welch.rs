@@ -35,7 +35,7 @@ impl Welch {
     /// The two-sided interval at `confidence`.
     pub fn interval(&self, confidence: f64) -> Estimate {
         let t = StudentsT::new(0.0, 1.0, self.df)
-            .map(|t| t.inverse_cdf(0.5 + confidence / 2.0))
+            .map(|t| t.inverse_cdf(crate::stats::Level(confidence).upper()))
             .unwrap_or(f64::INFINITY);
         Estimate {
             point: self.difference,

@@ -1,7 +1,8 @@
-//! An import read and checked: hyperfine's `--export-json` output (one unpaired trial per
-//! `times` item, one arm per `results[]` entry) or a hugelab export (`results export`: every
-//! metric, the block pairing, failures and flags kept). Every value is checked before anything
-//! is stored, and a bad one is named by its path in the file.
+//! An import read and checked — the one reader of the files `import`, `compare` and `report
+//! --compare` take: hyperfine's `--export-json` output (one unpaired trial per `times` item, one
+//! arm per `results[]` entry) or a hugelab export (`results export`: every metric, the block
+//! pairing, failures and flags kept, with the run's record, its host and its time). Every value
+//! is checked before anything is stored, and a bad one is named by its path in the file.
 
 use super::{ArmRow, Evidence, TrialRow};
 use crate::model::analysis::MetricDef;
@@ -14,12 +15,31 @@ use std::collections::BTreeMap;
 #[error("{0}")]
 pub struct ImportError(pub String);
 
-/// What an import stores: its arms, its trials (in the order they ran, numbered) and its plan.
+/// What an import stores: its arms, its trials (in the order they ran, numbered), its plan, where
+/// and when it ran (as far as the file says), and — from a hugelab export — the answer its run
+/// kept.
 #[derive(Debug, Clone)]
 pub struct Import {
     pub arms: Vec<ArmRow>,
     pub trials: Vec<TrialRow>,
     pub plan: StoredRunPlan,
+    pub source: Source,
+    /// A hugelab export's record of its run (read back whole).
+    pub record: Option<crate::model::record::RunRecord>,
+    /// A hugelab export of a bench: its whole result.
+    pub bench: Option<crate::model::bench::BenchResult>,
+}
+
+/// Where and when the imported results were measured, as the file says (hyperfine's says
+/// neither).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Source {
+    pub created: Option<String>,
+    pub host: Option<String>,
+    pub kernel: Option<String>,
+    /// The command as its run stored it.
+    pub command: Option<Vec<String>>,
+    pub label: Option<String>,
 }
 
 /// A value read from an imported file: finite, not negative, and (for times) above zero.
@@ -156,11 +176,40 @@ fn read_value(v: &serde_json::Value, file: &std::path::Path) -> Result<Import, I
     for (n, t) in trials.iter_mut().enumerate() {
         t.seq = n as i64;
     }
-    Ok(Import {
+    let mut imp = Import {
         arms,
         trials,
         plan: plan_of(v, hugelab).imported_from(file),
-    })
+        source: Source::default(),
+        record: None,
+        bench: None,
+    };
+    if hugelab {
+        kept_of(v, &mut imp);
+    }
+    Ok(imp)
+}
+
+/// What a hugelab export kept beside its trials: where, when and what ran, and its answer (a
+/// run's record or a bench's result) — each only in a shape this version reads.
+fn kept_of(v: &serde_json::Value, imp: &mut Import) {
+    let run = &v["hugelab"]["run"];
+    let text = |k: &str| run[k].as_str().map(String::from);
+    imp.source = Source {
+        created: text("created"),
+        host: text("host"),
+        kernel: text("kernel"),
+        command: serde_json::from_value(run["command"].clone()).ok(),
+        label: text("label"),
+    };
+    imp.record = serde_json::from_value(v["hugelab"]["record"].clone())
+        .ok()
+        .filter(|r: &crate::model::record::RunRecord| {
+            r.schema == crate::model::record::RECORD_SCHEMA
+        });
+    imp.bench = serde_json::from_value(v["hugelab"]["bench"].clone())
+        .ok()
+        .filter(|b: &crate::model::bench::BenchResult| b.schema == crate::model::bench::SCHEMA);
 }
 
 /// hyperfine's runs are unpaired, of wall time; a hugelab export keeps the plan it ran.

@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 pub const SCHEMA_VERSION: i64 = 1;
 
 /// `$XDG_DATA_HOME/hugelab/results.db`, default `~/.local/share/hugelab/results.db`.
+/// The host of an imported run whose file names none (hyperfine's).
+pub const UNKNOWN_HOST: &str = "unknown host (not in the imported file)";
+
 pub fn default_path() -> PathBuf {
     let base = std::env::var_os("XDG_DATA_HOME")
         .map(PathBuf::from)
@@ -176,7 +179,16 @@ impl Store {
     ) -> anyhow::Result<i64> {
         let plan = plan.clone().versioned();
         let tx = self.conn.transaction()?;
-        let id = insert_run(&tx, label, command, kernel, status, &plan, arms)?;
+        let id = insert_run(
+            &tx,
+            label,
+            command,
+            kernel,
+            status,
+            &plan,
+            arms,
+            &Default::default(),
+        )?;
         tx.commit()?;
         Ok(id)
     }
@@ -189,22 +201,43 @@ impl Store {
         Ok(())
     }
 
-    /// A whole run at once (an import): its row, arms and trials in one transaction, so a
-    /// failure stores nothing.
+    /// A whole run at once (an import): its row (where and when it ran, as its file says),
+    /// arms, trials and the answer it kept (a run's record, renumbered as this database's run,
+    /// or a bench's result) in one transaction, so a failure stores nothing.
     pub fn import_run(
         &mut self,
         label: Option<&str>,
         command: &[String],
-        plan: &StoredRunPlan,
-        arms: &[ArmRow],
-        trials: &[TrialRow],
+        imp: &import::Import,
     ) -> anyhow::Result<i64> {
-        let plan = plan.clone().versioned();
+        let plan = imp.plan.clone().versioned();
         let tx = self.conn.transaction()?;
-        let id = insert_run(&tx, label, command, None, "imported", &plan, arms)?;
-        for t in trials {
+        let id = insert_run(
+            &tx,
+            label,
+            command,
+            imp.source.kernel.as_deref(),
+            "imported",
+            &plan,
+            &imp.arms,
+            &imp.source,
+        )?;
+        for t in &imp.trials {
             insert_trial(&tx, id, t)?;
         }
+        let summary = match (&imp.record, &imp.bench) {
+            (Some(r), _) => {
+                let mut r = r.clone();
+                r.run_id = id;
+                Some(serde_json::to_string(&r)?)
+            }
+            (None, Some(b)) => Some(serde_json::to_string(b)?),
+            (None, None) => None,
+        };
+        tx.execute(
+            "UPDATE runs SET summary = ?1 WHERE id = ?2",
+            params![summary, id],
+        )?;
         tx.commit()?;
         Ok(id)
     }
@@ -279,18 +312,19 @@ impl Store {
         Ok(stale)
     }
 
-    /// The latest run on this host whose summary holds `key` (a `bench tlb`'s `tlb`): its id,
-    /// when it was created, and the value under the key.
+    /// The latest run on this host whose summary is of `schema` and holds `key` (a `bench
+    /// tlb`'s `tlb`): its id, when it was created, and the value under the key.
     pub fn latest_summary<T: serde::de::DeserializeOwned>(
         &self,
+        schema: &str,
         key: &str,
     ) -> anyhow::Result<Option<(i64, String, T)>> {
         let host = crate::probe::cpu::hostname(&crate::probe::Root::system()).unwrap_or_default();
         let row: Option<(i64, String, String)> = self
             .conn
             .query_row(
-                "SELECT id, created, json_extract(summary, ?2) FROM runs WHERE host = ?1 AND summary IS NOT NULL AND json_extract(summary, ?2) IS NOT NULL ORDER BY id DESC LIMIT 1",
-                params![host, format!("$.{key}")],
+                "SELECT id, created, json_extract(summary, ?2) FROM runs WHERE host = ?1 AND summary IS NOT NULL AND json_extract(summary, '$.schema') = ?3 AND json_extract(summary, ?2) IS NOT NULL ORDER BY id DESC LIMIT 1",
+                params![host, format!("$.{key}"), schema],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
             .optional()?;
@@ -303,7 +337,9 @@ impl Store {
 
     /// The TLB reach `bench tlb` last measured on this host: which run, when, and what it found.
     pub fn measured_tlb(&self) -> Option<crate::model::tlb::Measured> {
-        let (run, created, reach) = self.latest_summary("tlb").ok()??;
+        let (run, created, reach) = self
+            .latest_summary(crate::model::bench::SCHEMA, "tlb")
+            .ok()??;
         Some(crate::model::tlb::Measured {
             run,
             created,
@@ -390,6 +426,9 @@ impl Store {
 }
 
 /// A run's row and its arms, inside the caller's transaction.
+/// A run's row. `at` names where and when it ran where that is not here and now (an import's
+/// file): a file that says neither is stored with an unknown host and the time it was imported.
+#[allow(clippy::too_many_arguments)]
 fn insert_run(
     tx: &rusqlite::Transaction,
     label: Option<&str>,
@@ -398,11 +437,17 @@ fn insert_run(
     status: &str,
     plan: &StoredRunPlan,
     arms: &[ArmRow],
+    at: &import::Source,
 ) -> anyhow::Result<i64> {
-    let host = crate::probe::cpu::hostname(&crate::probe::Root::system()).unwrap_or_default();
+    let host = match (status, &at.host) {
+        (_, Some(h)) => h.clone(),
+        ("imported", None) => UNKNOWN_HOST.to_string(),
+        _ => crate::probe::cpu::hostname(&crate::probe::Root::system()).unwrap_or_default(),
+    };
+    let created = at.created.clone().unwrap_or_else(now_utc);
     tx.execute(
         "INSERT INTO runs (created, label, command, host, kernel, status, plan) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        params![now_utc(), label, serde_json::to_string(command)?, host, kernel, status, serde_json::to_string(plan)?],
+        params![created, label, serde_json::to_string(command)?, host, kernel, status, serde_json::to_string(plan)?],
     )?;
     let id = tx.last_insert_rowid();
     for a in arms {

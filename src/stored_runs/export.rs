@@ -1,7 +1,8 @@
 //! `results export --format json`: a superset of hyperfine's `--export-json` — per arm its
 //! `command`, `mean`, `stddev`, `median`, `user`, `system`, `min`, `max` (seconds), `times` and
 //! `exit_codes`, as hyperfine writes them, plus hugelab's arm, spec and every trial with its
-//! metrics and evidence; `hugelab import` reads it back whole. Schema `hugelab.export/1`.
+//! metrics and evidence, and the run's row and its answer as stored (a run's record, a bench's
+//! result); `hugelab import` reads it back whole. Schema `hugelab.export/1`.
 
 use crate::stats::summarize;
 use crate::store::{ArmRow, RunMeta, TrialRow};
@@ -20,6 +21,12 @@ pub struct Export<'a> {
 pub struct ExportRun<'a> {
     pub schema: &'static str,
     pub run: &'a RunMeta,
+    /// A run's record as stored (its answer, time, stop reason, advice), read back whole.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record: Option<&'a crate::model::record::RunRecord>,
+    /// A bench's whole result.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bench: Option<&'a crate::model::bench::BenchResult>,
 }
 
 /// One arm, as hyperfine writes one command, with hugelab's trials under `hugelab`.
@@ -59,8 +66,14 @@ pub struct TrialExport<'a> {
     pub evidence: &'a crate::store::Evidence,
 }
 
-/// The export of a stored run's measured trials (warm-ups left out).
-pub fn export<'a>(meta: &'a RunMeta, arms: &'a [ArmRow], trials: &'a [TrialRow]) -> Export<'a> {
+/// The export of a stored run's measured trials (warm-ups left out) and its answer as stored
+/// (`kept`: read at its own decision).
+pub fn export<'a>(
+    meta: &'a RunMeta,
+    arms: &'a [ArmRow],
+    trials: &'a [TrialRow],
+    kept: &'a super::Recalled,
+) -> Export<'a> {
     let results = arms
         .iter()
         .map(|a| {
@@ -113,6 +126,8 @@ pub fn export<'a>(meta: &'a RunMeta, arms: &'a [ArmRow], trials: &'a [TrialRow])
         hugelab: ExportRun {
             schema: SCHEMA,
             run: meta,
+            record: kept.record(),
+            bench: kept.bench(),
         },
     }
 }

@@ -4,17 +4,17 @@
 //! (`compare`, `report --compare`), and a stored run with what its charts need (`view.rs`).
 
 pub mod export;
+mod recall;
+mod rounds;
 mod view;
 
+pub use recall::{Answer, Recalled, recall};
 pub use view::view;
 
-use crate::analyze::stored::reanalyse;
 use crate::analyze::verdict::{Better, decide, to_percent};
 use crate::error::UsageError;
-use crate::model::analysis::ExperimentAnalysis;
-use crate::model::record::{Decided, RunRecord};
+use crate::model::record::RunRecord;
 use crate::model::report::{CompareResult, CompareRow};
-use crate::model::verdict::fmt_level;
 use crate::stats::{mann_whitney_shift, summarize};
 use crate::store::Store;
 use std::collections::BTreeMap;
@@ -31,92 +31,6 @@ pub fn status_now(meta: &crate::store::RunMeta) -> String {
     }
 }
 
-/// A stored run's record as the run printed it, or re-analysed where `over` asks for another
-/// decision (and then it says so). A run an earlier version stored (its analysis alone, or
-/// none) is read at its own decision, and says how it was read.
-pub fn recall(
-    store: &Store,
-    meta: &crate::store::RunMeta,
-    arms: &[crate::store::ArmRow],
-    trials: &[crate::store::TrialRow],
-    over: &crate::options::Redecide,
-) -> anyhow::Result<(RunRecord, Decided)> {
-    use crate::model::record::{RECORD_SCHEMA, RunFacts};
-    let stored = store
-        .summary::<RunRecord>(meta.id)?
-        .filter(|r| r.schema == RECORD_SCHEMA);
-    let (mut record, mut how) = match stored {
-        Some(r) => (r, None),
-        None => {
-            let (effect, confidence) = meta.plan.decision();
-            let (effect, confidence) = (effect.unwrap_or(0.01), confidence.unwrap_or(0.99));
-            let (report, how) = match store.summary::<ExperimentAnalysis>(meta.id)? {
-                Some(a) => (
-                    a,
-                    "stored by an earlier version with its analysis alone: its time, stop reason, pools and advice were not kept".to_string(),
-                ),
-                None => (
-                    reanalyse(meta, arms, trials, effect, confidence),
-                    if meta.plan.is_bench() {
-                        format!(
-                            "a bench stored by an earlier version keeps its rounds, not what it printed: re-analysed at its own {}",
-                            fmt_level(confidence)
-                        )
-                    } else {
-                        format!(
-                            "this run stored no analysis (an earlier version's, or one that stopped): re-analysed at its own decision, {}, δ = {}%",
-                            fmt_level(confidence),
-                            effect * 100.0
-                        )
-                    },
-                ),
-            };
-            let facts = RunFacts {
-                blocks: report.primary().map_or(0, |m| m.complete_blocks),
-                ..RunFacts::default()
-            };
-            let record = RunRecord {
-                schema: RECORD_SCHEMA.into(),
-                run_id: meta.id,
-                stored: true,
-                service: meta.plan.served(),
-                replicas: meta.plan.replicas(),
-                report,
-                facts,
-                pools: Vec::new(),
-                advice: None,
-                servers: Vec::new(),
-                notes: meta.plan.said().to_vec(),
-                trace_stalls: Vec::new(),
-            };
-            (record, Some(how))
-        }
-    };
-    let (effect, confidence) = (record.report.effect, record.report.confidence);
-    let want = (
-        over.effect.unwrap_or(effect),
-        over.confidence.unwrap_or(confidence),
-    );
-    if (want.0 - effect).abs() > 1e-12 || (want.1 - confidence).abs() > 1e-12 {
-        record.report = reanalyse(meta, arms, trials, want.0, want.1);
-        how = Some(format!(
-            "re-analysed at {}, δ = {}% (the run decided at {}, δ = {}%)",
-            fmt_level(want.1),
-            want.0 * 100.0,
-            fmt_level(confidence),
-            effect * 100.0
-        ));
-    }
-    Ok((
-        record,
-        Decided {
-            effect: want.0,
-            confidence: want.1,
-            reanalysed: how,
-        },
-    ))
-}
-
 /// The results database for reading: it must exist (a read-only command creates nothing).
 pub fn open(db: &Option<PathBuf>) -> anyhow::Result<Store> {
     Store::open_existing(&db.clone().unwrap_or_else(crate::store::default_path))
@@ -128,56 +42,39 @@ pub fn measured_tlb(db: &Option<PathBuf>) -> Option<crate::analyze::tlb::Measure
     open(db).ok()?.measured_tlb()
 }
 
-/// Arm name → successful values of `metric`, from a run id or an exported file.
+/// Arm name → successful values of `metric`, from a run id or a file (read by the one reader
+/// of the files `import` takes, so a file compares as its import would).
 fn values_of(
     src: &str,
     metric: &str,
     db: &Option<PathBuf>,
 ) -> anyhow::Result<(String, BTreeMap<String, Vec<f64>>)> {
-    let mut out: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    if let Ok(id) = src.parse::<i64>() {
-        let (meta, arms, trials) = open(db)?.load(id)?;
-        for t in trials.iter().filter(|t| t.ok && t.block >= 0) {
-            if let (Some(a), Some(v)) = (
-                arms.iter().find(|a| a.idx == t.arm_idx),
-                t.metrics.get(metric),
-            ) {
-                out.entry(a.name.clone()).or_default().push(*v);
-            }
+    let (label, arms, trials) = match src.parse::<i64>() {
+        Ok(id) => {
+            let (meta, arms, trials) = open(db)?.load(id)?;
+            (format!("run {} ({})", meta.id, meta.host), arms, trials)
         }
-        return Ok((format!("run {} ({})", meta.id, meta.host), out));
+        Err(_) => {
+            let text = std::fs::read_to_string(src).map_err(|e| {
+                UsageError(format!(
+                    "{src:?} is neither a run id nor a readable file: {e}"
+                ))
+            })?;
+            let imp = crate::store::import::read(&text, std::path::Path::new(src))
+                .map_err(|e| UsageError(e.0))?;
+            (src.to_string(), imp.arms, imp.trials)
+        }
+    };
+    let mut out: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for t in trials.iter().filter(|t| t.ok && t.block >= 0) {
+        if let (Some(a), Some(v)) = (
+            arms.iter().find(|a| a.idx == t.arm_idx),
+            t.metrics.get(metric),
+        ) {
+            out.entry(a.name.clone()).or_default().push(*v);
+        }
     }
-    let text = std::fs::read_to_string(src).map_err(|e| {
-        UsageError(format!(
-            "{src:?} is neither a run id nor a readable file: {e}"
-        ))
-    })?;
-    let v: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| UsageError(format!("{src}: not JSON: {e}")))?;
-    for (i, r) in v["results"].as_array().into_iter().flatten().enumerate() {
-        let name = r["hugelab"]["arm"]
-            .as_str()
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("cmd{}", i + 1));
-        let vals: Vec<f64> = if metric == "wall_s" {
-            r["times"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|t| t.as_f64())
-                .collect()
-        } else {
-            r["hugelab"]["trials"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|t| t["ok"] == true)
-                .filter_map(|t| t["metrics"][metric].as_f64())
-                .collect()
-        };
-        out.insert(name, vals);
-    }
-    Ok((src.to_string(), out))
+    Ok((label, out))
 }
 
 /// The arms two runs share, compared unpaired on `metric` (B vs A).

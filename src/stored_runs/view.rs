@@ -1,18 +1,15 @@
-//! A stored run read back with what its charts need: its analysis, every trial value in run
-//! order, the stall histograms and, for a bench, the per-size lines.
+//! A stored result read back with what its charts need: its record (or a bench's whole result)
+//! at the decision it is read at, every trial value in run order, the stall histograms and, for
+//! a bench, the per-size lines drawn from the bench's own cells.
 
-use crate::analyze::stored::reanalyse;
-use crate::backing::Backing;
+use crate::model::bench::{BenchResult, direction};
 use crate::model::report::{
     ArmStalls, BenchCurve, BenchLine, BenchPoint, Point, RunKind, RunView, Series, StallHistogram,
 };
-use crate::stats::{quantile_interval, sorted};
 use crate::store::{ArmRow, RunMeta, TrialRow};
-use crate::units::Bytes;
 use std::collections::BTreeMap;
 
-/// A stored run with what its charts need: the analysis at `confidence`/`effect`, every trial
-/// value in run order and, for a bench, the per-size lines.
+/// A stored result with what its charts need, read as [`super::recall`] reads it.
 pub fn view(
     store: &crate::store::Store,
     meta: RunMeta,
@@ -27,62 +24,45 @@ pub fn view(
     } else {
         RunKind::Run
     };
-    let (record, decided) = if kind == RunKind::Run {
-        let (r, d) = super::recall(store, &meta, arms, trials, over)?;
-        (Some(r), Some(d))
-    } else {
-        (None, None)
-    };
-    // A bench or an import is analysed at its own decision where it stored one.
-    let (effect, own) = meta.plan.decision();
-    let confidence = decided
-        .as_ref()
-        .map_or(over.confidence.or(own).unwrap_or(0.99), |d| d.confidence);
-    let report = match &record {
-        Some(r) => r.report.clone(),
-        None => reanalyse(
-            &meta,
-            arms,
-            trials,
-            over.effect.or(effect).unwrap_or(0.01),
-            confidence,
-        ),
-    };
+    let recalled = super::recall(store, &meta, arms, trials, over)?;
+    let read_as = recalled.notes();
     let arm_names: Vec<String> = arms.iter().map(|a| a.name.clone()).collect();
     let index = |idx: i64| arms.iter().position(|a| a.idx == idx);
-    let series = report
-        .metrics
-        .iter()
-        .map(|m| Series {
-            metric: m.metric.name.clone(),
-            better: m.metric.better,
-            medians: arm_names
-                .iter()
-                .map(|a| {
-                    let arm = m.arms.iter().find(|x| &x.arm == a)?;
-                    arm.summary.as_ref().map(|s| s.median)
-                })
-                .collect(),
-            points: trials
-                .iter()
-                .filter(|t| t.ok && t.block >= 0)
-                .filter_map(|t| {
-                    Some(Point {
-                        arm: index(t.arm_idx)?,
-                        block: t.block,
-                        seq: t.seq,
-                        value: *t.metrics.get(&m.metric.name)?,
-                        flagged: t.flagged.is_some(),
-                    })
-                })
-                .collect(),
-        })
-        .collect();
-    let curves = if kind == RunKind::Bench {
-        bench_curves(&report, &arm_names, trials, arms, confidence)
-    } else {
-        Vec::new()
+    let (record, bench) = match recalled.answer {
+        super::Answer::Run(r) => (Some(*r), None),
+        super::Answer::Bench(b) => (None, Some(*b)),
     };
+    let series = record.as_ref().map_or(Vec::new(), |r| {
+        r.report
+            .metrics
+            .iter()
+            .map(|m| Series {
+                metric: m.metric.name.clone(),
+                better: m.metric.better,
+                medians: arm_names
+                    .iter()
+                    .map(|a| {
+                        let arm = m.arms.iter().find(|x| &x.arm == a)?;
+                        arm.summary.as_ref().map(|s| s.median)
+                    })
+                    .collect(),
+                points: trials
+                    .iter()
+                    .filter(|t| t.ok && t.block >= 0)
+                    .filter_map(|t| {
+                        Some(Point {
+                            arm: index(t.arm_idx)?,
+                            block: t.block,
+                            seq: t.seq,
+                            value: *t.metrics.get(&m.metric.name)?,
+                            flagged: t.flagged.is_some(),
+                        })
+                    })
+                    .collect(),
+            })
+            .collect()
+    });
+    let curves = bench.as_ref().map_or(Vec::new(), bench_curves);
     let stalls = stall_histograms(&arm_names, &index, trials);
     let said = match &record {
         Some(r) => super::said(&meta, arms, trials, r),
@@ -96,9 +76,10 @@ pub fn view(
         meta,
         kind,
         arms: arm_names,
-        report,
+        decided: recalled.decision,
+        read_as,
         record,
-        decided,
+        bench,
         series,
         curves,
         stalls,
@@ -150,89 +131,67 @@ fn stall_histograms(
         .collect()
 }
 
-/// A bench stores metric `<workload metric>@<size>` per backing: regroup into one line per
-/// backing over the sizes, per workload metric.
-fn bench_curves(
-    report: &crate::analyze::experiment::ExperimentAnalysis,
-    arm_names: &[String],
-    trials: &[TrialRow],
-    arms: &[ArmRow],
-    confidence: f64,
-) -> Vec<BenchCurve> {
+/// Per workload metric one line per backing over the sizes, drawn from the bench's own cells:
+/// the score and its interval, the paired ratio to the baseline and its direction, the coverage
+/// its region was verified at.
+fn bench_curves(b: &BenchResult) -> Vec<BenchCurve> {
+    let baseline = b
+        .cells
+        .iter()
+        .find(|c| c.vs_baseline.is_none())
+        .map_or_else(|| "4k".to_string(), |c| c.backing.to_string());
     let mut curves: Vec<BenchCurve> = Vec::new();
-    for m in &report.metrics {
-        let Some((family, size)) = m.metric.name.rsplit_once('@') else {
-            continue;
-        };
-        let Ok(size) = size.parse::<Bytes>() else {
-            continue;
-        };
-        let c = match curves.iter().position(|c| c.metric == family) {
-            Some(i) => &mut curves[i],
+    for c in &b.cells {
+        let at = match curves.iter().position(|x| x.metric == c.metric.label()) {
+            Some(i) => i,
             None => {
                 curves.push(BenchCurve {
-                    metric: family.to_string(),
-                    better: m.metric.better,
-                    baseline: report.baseline.clone(),
-                    lines: arm_names
-                        .iter()
-                        .map(|a| BenchLine {
-                            backing: a.clone(),
-                            points: Vec::new(),
-                        })
-                        .collect(),
+                    metric: c.metric.label().to_string(),
+                    unit: c.metric.unit().to_string(),
+                    better: crate::model::verdict::Better::of(c.metric.higher_is_better()),
+                    baseline: baseline.clone(),
+                    lines: Vec::new(),
                 });
-                curves.last_mut().expect("just pushed")
+                curves.len() - 1
             }
         };
-        for (ai, line) in c.lines.iter_mut().enumerate() {
-            let cell: Vec<&TrialRow> = trials
-                .iter()
-                .filter(|t| t.ok && t.block >= 0 && t.metrics.contains_key(&m.metric.name))
-                .filter(|t| arms.get(ai).is_some_and(|a| a.idx == t.arm_idx))
-                .collect();
-            if cell.is_empty() {
-                continue;
+        let curve = &mut curves[at];
+        let backing = c.backing.to_string();
+        let line = match curve.lines.iter().position(|l| l.backing == backing) {
+            Some(i) => &mut curve.lines[i],
+            None => {
+                curve.lines.push(BenchLine {
+                    backing,
+                    points: Vec::new(),
+                });
+                curve.lines.last_mut().expect("just pushed")
             }
-            let s = sorted(
-                &cell
-                    .iter()
-                    .map(|t| t.metrics[&m.metric.name])
-                    .collect::<Vec<_>>(),
-            );
-            let ci = quantile_interval(&s, 0.5, confidence);
-            let covs: Vec<f64> = cell
-                .iter()
-                .filter_map(|t| t.evidence.gathered.memory.coverage_at_peak)
-                .collect();
-            let coverage = (!covs.is_empty()).then(|| covs.iter().sum::<f64>() / covs.len() as f64);
-            let contrast = m
-                .contrasts
-                .iter()
-                .find(|(n, _)| *n == line.backing)
-                .and_then(|(_, c)| c.as_ref());
-            let huge = line
-                .backing
-                .parse::<Backing>()
-                .is_ok_and(|b| b != Backing::Base);
-            line.points.push(BenchPoint {
-                size: size.0,
-                n: s.len(),
-                median: crate::stats::quantile_sorted(&s, 0.5),
-                lo: ci.map(|c| c.0),
-                hi: ci.map(|c| c.1),
-                vs_baseline: contrast.map(|c| c.percent),
-                verdict: contrast.map(|c| c.verdict),
-                coverage,
-                degraded: huge && coverage.is_some_and(|c| c < 0.99),
-            });
-        }
+        };
+        let coverage = b
+            .evidence
+            .iter()
+            .find(|e| {
+                e.size == c.size
+                    && e.backing == c.backing
+                    && e.workload.metrics().contains(&c.metric)
+            })
+            .map(|e| &e.coverage);
+        line.points.push(BenchPoint {
+            size: c.size,
+            n: c.summary.n,
+            score: c.score,
+            lo: c.error.map(|e| c.score - e),
+            hi: c.error.map(|e| c.score + e),
+            vs_baseline: c.vs_baseline.map(|e| e.map(|r| (r - 1.0) * 100.0)),
+            direction: c.vs_baseline.map(|e| direction(c.metric, &e)),
+            coverage: coverage.and_then(|v| v.fraction),
+            degraded: coverage.is_some_and(|v| v.degraded),
+        });
     }
     for c in &mut curves {
         for l in &mut c.lines {
             l.points.sort_by_key(|p| p.size);
         }
-        c.lines.retain(|l| !l.points.is_empty());
     }
     curves
 }

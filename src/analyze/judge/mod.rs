@@ -253,7 +253,6 @@ pub fn judge(prepared: Vec<Prepared>, s: &Settings) -> Vec<MetricJudgement> {
         .filter(|i| !prepared[*i].blocks.is_empty() && compositions[*i].basis != Basis::TooFewHosts)
         .collect();
     let m = judged.len().max(1);
-    let alpha = 1.0 - s.confidence;
     let interval = |i: usize, level: f64| {
         prepared[i]
             .units()
@@ -264,8 +263,10 @@ pub fn judge(prepared: Vec<Prepared>, s: &Settings) -> Vec<MetricJudgement> {
         .map(|i| prepared[*i].units().p_value(compositions[*i].basis))
         .collect();
     let levels: Vec<f64> = match s.design {
-        Design::Sequential { .. } => vec![1.0 - alpha / m as f64; judged.len()],
-        _ => verdict::holm_levels(&raw, alpha, |j, level| {
+        Design::Sequential { .. } => {
+            vec![crate::stats::Level(s.confidence).split(m).get(); judged.len()]
+        }
+        _ => verdict::holm_levels(&raw, s.confidence, |j, level| {
             interval(judged[j], level).is_some_and(|e| e.excludes(0.0))
         }),
     };

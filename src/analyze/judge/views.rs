@@ -111,7 +111,7 @@ impl Units<'_> {
         let (na, nb) = (self.after.len() as f64, before.len() as f64);
         match design {
             Design::Sequential { .. } => {
-                let half = 1.0 - (1.0 - level) / 2.0;
+                let half = stats::Level(level).split(2).get();
                 let a = paired_interval(self.after, half, design)?;
                 let b = widen(stats::hodges_lehmann(before, half)?, self.widened_before);
                 Some(Estimate {

@@ -20,7 +20,7 @@ impl Rule {
     pub fn of(design: &Design, level: f64) -> Rule {
         match design {
             Design::Sequential { n_opt } => Rule::Sequence {
-                alpha: 1.0 - level,
+                alpha: crate::stats::Level(level).alpha(),
                 n_opt: *n_opt,
             },
             _ => Rule::Fixed {

@@ -107,10 +107,10 @@ pub fn resampled_range(
         widths.push(sum / means.len() as f64);
     }
     widths.sort_by(f64::total_cmp);
-    let tail = (1.0 - level) / 2.0;
+    let level = crate::stats::Level(level);
     Some((
-        crate::stats::quantile_sorted(&widths, tail),
-        crate::stats::quantile_sorted(&widths, 1.0 - tail),
+        crate::stats::quantile_sorted(&widths, level.tail()),
+        crate::stats::quantile_sorted(&widths, level.upper()),
     ))
 }
 

@@ -12,7 +12,7 @@ use crate::stats::{hodges_lehmann, signed_rank_p};
 /// levels and intervals of both contrasts, exactly as `verdict::contrasts` computes them.
 fn holm_intervals(d: &[Vec<f64>; 2], confidence: f64) -> Vec<(f64, Option<(f64, f64)>)> {
     let p: Vec<f64> = d.iter().map(|x| signed_rank_p(x)).collect();
-    let levels = holm_levels(&p, 1.0 - confidence, |i, level| {
+    let levels = holm_levels(&p, confidence, |i, level| {
         paired_interval(&d[i], level, &Design::Fixed).is_some_and(|e| e.excludes(0.0))
     });
     d.iter()
@@ -66,7 +66,7 @@ pub fn fixed_three_arms(
             let hit = *lo <= truth[a] && truth[a] <= *hi;
             hits += hit as usize;
             all &= hit;
-            miss_allowed += 1.0 - level;
+            miss_allowed += crate::stats::Level(*level).alpha();
             level_sum += level;
             n += 1;
         }
@@ -104,7 +104,7 @@ pub fn sequential_three_arms(
     let design = Design::Sequential {
         n_opt: SEQUENTIAL_N_OPT,
     };
-    let level = 1.0 - (1.0 - confidence) / 2.0;
+    let level = crate::stats::Level(confidence).split(2).get();
     let mut rng = Rng::new(seed);
     let (mut fwe, mut hits, mut blocks) = (0usize, 0usize, 0usize);
     for _ in 0..reps {

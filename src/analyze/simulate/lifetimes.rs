@@ -329,7 +329,8 @@ fn sizing_rows(reps: usize, conf: f64) -> Vec<Row> {
     let best = size(&known, RESTART_S, BLOCK_S, Some((BUDGET_S, 0)), z_for(conf));
     let (aa, width, _) = replicate_sized(0.0, conf, None, KNOWN, reps, 74);
     let (_, known_width, _) = replicate_sized(0.0, conf, Some(best.blocks), KNOWN, reps, 75);
-    let limit = (1.0 - conf) + 2.0 * se(1.0 - conf, reps);
+    let limit =
+        crate::stats::Level(conf).alpha() + 2.0 * se(crate::stats::Level(conf).alpha(), reps);
     let mut rows = vec![
         Row {
             study: format!(
@@ -400,7 +401,8 @@ fn replica_rows(reps: usize, conf: f64) -> Vec<Row> {
     let (aa, three_w, _) = replicate_sized(0.0, conf, None, three, reps, 79);
     let ratio = three_w / one_w;
     let expect = 1.0 / 3f64.sqrt();
-    let limit = (1.0 - conf) + 2.0 * se(1.0 - conf, reps);
+    let limit =
+        crate::stats::Level(conf).alpha() + 2.0 * se(crate::stats::Level(conf).alpha(), reps);
     let mut rows = vec![
         Row {
             study: format!(
@@ -446,7 +448,7 @@ fn replica_rows(reps: usize, conf: f64) -> Vec<Row> {
         replicate_analysed(0.0, (conf, &Design::Fixed), None, shared, (reps, 84), |t| {
             t.iter_mut().for_each(|x| x.replica = None)
         });
-    let alpha = 1.0 - conf;
+    let alpha = crate::stats::Level(conf).alpha();
     rows.push(Row {
         study: format!(
             "warm services in {label}, A/A analysed with every replica's lifetime a unit of its own, 99%: false verdicts (why the restart is the unit)"
@@ -518,7 +520,7 @@ fn replicate(effect: f64, conf: f64, nested: bool, reps: usize, seed: u64) -> (f
 pub fn lifetime_rows(reps: usize) -> Vec<Row> {
     let mut rows = Vec::new();
     let conf = 0.99;
-    let alpha = 1.0 - conf;
+    let alpha = crate::stats::Level(conf).alpha();
     let (aa, _) = replicate(0.0, conf, true, reps, 71);
     let limit = alpha + 2.0 * se(alpha, reps);
     rows.push(Row {

@@ -167,7 +167,7 @@ fn published_rows(reps: usize) -> Vec<Row> {
     let mut rows = Vec::new();
     let (cv, rho, effect, conf, power) = (0.1f64, 0.9f64, 0.011f64, 0.9999f64, 0.8f64);
     let sd_d = (2.0 * (1.0 - rho)).sqrt() * cv;
-    let design = GroupSequential::plan(5, sd_d, effect, 1.0 - conf, power);
+    let design = GroupSequential::plan(5, sd_d, effect, crate::stats::Level(conf).alpha(), power);
     let s = Scenario {
         effect: -(1.0 + effect).ln(),
         sd_block: (rho).sqrt() * cv,

@@ -26,7 +26,7 @@ pub fn production_rows(reps: usize) -> Vec<Row> {
             drift_per_block: 0.005,
         };
         let fwe = fixed_three_arms(aaa, 10, conf, reps, 21).wrong_directions;
-        let alpha = 1.0 - conf;
+        let alpha = crate::stats::Level(conf).alpha();
         let limit = alpha + 2.0 * se(alpha, reps);
         rows.push(Row {
             study: format!(

@@ -78,7 +78,8 @@ pub fn tail_rows(reps: usize) -> Vec<Row> {
     }
     let conf = 0.99;
     let (_, aa) = replicate(40, 1.0, conf, reps, 95);
-    let limit = (1.0 - conf) + 2.0 * se(1.0 - conf, reps);
+    let limit =
+        crate::stats::Level(conf).alpha() + 2.0 * se(crate::stats::Level(conf).alpha(), reps);
     rows.push(Row {
         study: "tail: A/A, 40 blocks, 99% block bootstrap: false verdicts".into(),
         measured: aa,

@@ -71,7 +71,7 @@ pub fn locate(
     }
     let n = spans.len();
     let counts = knee_counts(spans, seed);
-    let tail = ((1.0 - confidence) / 2.0 * RESAMPLES as f64).floor() as usize;
+    let tail = (crate::stats::Level(confidence).tail() * RESAMPLES as f64).floor() as usize;
     // The first slot, from either end, past which more than the tail's share of knees lie.
     let first_past = |order: Vec<usize>| {
         let mut seen = 0;

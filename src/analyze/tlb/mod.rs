@@ -10,10 +10,13 @@
 //! access whose translation hits.
 
 mod locate;
+mod why;
 
-use super::bench::{CellStats, Observation};
+pub use why::why;
+
 use crate::backing::Backing;
 use crate::metric::Metric;
+use crate::model::bench::{CellStats, Observation};
 pub use crate::model::tlb::{
     Agreement, FASTER_BY, Measured, MeasuredLevel, Point, Sweep, TlbReach,
 };

@@ -13,7 +13,10 @@ pub const SEQUENTIAL_N_OPT: f64 = 30.0;
 pub fn paired_interval(x: &[f64], level: f64, design: &Design) -> Option<Estimate> {
     match design {
         Design::Sequential { n_opt } => {
-            let mut cs = crate::analyze::sequential::ConfidenceSequence::new(1.0 - level, *n_opt);
+            let mut cs = crate::analyze::sequential::ConfidenceSequence::new(
+                crate::stats::Level(level).alpha(),
+                *n_opt,
+            );
             for v in x {
                 cs.push(*v);
             }

@@ -20,7 +20,7 @@ pub use planning::{
 };
 
 pub use crate::model::verdict::{BOOTSTRAP_MIN_N, Better, Contrast, Verdict, fmt_level};
-use crate::stats::{Estimate, bootstrap_bca_mean, mann_whitney_shift, signed_rank_p};
+use crate::stats::{Estimate, Level, bootstrap_bca_mean, mann_whitney_shift, signed_rank_p};
 
 pub fn to_percent(e: Estimate) -> Estimate {
     e.map(|x| (x.exp() - 1.0) * 100.0)
@@ -60,22 +60,24 @@ pub fn holm(p: &[f64]) -> Vec<f64> {
 }
 
 /// Holm's step-down procedure (Holm 1979) carried out on intervals: contrasts in order of
-/// their raw p-values; the j-th (from 0) gets its interval at 1 − α/(m − j); while intervals
-/// exclude 0 a direction is declared and the next contrast is tested; at the first interval
-/// that does not, that contrast and every later one keep that step's level and no direction.
-/// Returns the level each contrast's interval was computed at — the level it really has.
+/// their raw p-values; the j-th (from 0) gets its interval at 1 − α/(m − j) (`Level::holm_steps`
+/// of the family-wise `confidence`); while intervals exclude 0 a direction is declared and the
+/// next contrast is tested; at the first interval that does not, that contrast and every later
+/// one keep that step's level and no direction. Returns the level each contrast's interval was
+/// computed at — the level it really has.
 pub fn holm_levels(
     p: &[f64],
-    alpha: f64,
+    confidence: f64,
     mut excludes_zero: impl FnMut(usize, f64) -> bool,
 ) -> Vec<f64> {
     let m = p.len();
     let mut order: Vec<usize> = (0..m).collect();
     order.sort_by(|a, b| p[*a].total_cmp(&p[*b]));
-    let mut levels = vec![1.0 - alpha; m];
+    let steps = Level(confidence).holm_steps(m);
+    let mut levels = vec![confidence; m];
     let mut stopped: Option<f64> = None;
     for (j, &i) in order.iter().enumerate() {
-        let level = stopped.unwrap_or(1.0 - alpha / (m - j) as f64);
+        let level = stopped.unwrap_or(steps[j].get());
         levels[i] = level;
         if stopped.is_none() && !excludes_zero(i, level) {
             stopped = Some(level);
@@ -118,17 +120,17 @@ fn contrasts_with(
     bootstrap: bool,
 ) -> Vec<Option<Contrast>> {
     let m = d.len().max(1);
-    let alpha = 1.0 - confidence;
+    let split = Level(confidence).split(m);
     let raw: Vec<f64> = d.iter().map(|x| signed_rank_p(x)).collect();
     let adjusted = if m > 1 { holm(&raw) } else { raw.clone() };
     let levels: Vec<f64> = match design {
-        Design::Fixed | Design::Unpaired => holm_levels(&raw, alpha, |i, level| {
+        Design::Fixed | Design::Unpaired => holm_levels(&raw, confidence, |i, level| {
             paired_interval(&d[i], level, design).is_some_and(|e| e.excludes(0.0))
         }),
-        Design::Sequential { .. } => vec![1.0 - alpha / m as f64; d.len()],
+        Design::Sequential { .. } => vec![split.get(); d.len()],
         Design::GroupSequential { looks, max_blocks } => d
             .iter()
-            .map(|x| group_sequential_level(*looks, *max_blocks, alpha / m as f64, x.len()))
+            .map(|x| group_sequential_level(*looks, *max_blocks, split.alpha(), x.len()))
             .collect(),
     };
     let method = match design {
@@ -180,14 +182,13 @@ pub fn unpaired_contrasts(
     confidence: f64,
     better: Better,
 ) -> Vec<Option<Contrast>> {
-    let alpha = 1.0 - confidence;
     let m = arms.len().max(1);
     let raw: Vec<f64> = arms
         .iter()
         .map(|x| mann_whitney_shift(x, baseline, 0.5).map_or(1.0, |s| s.p_value))
         .collect();
     let adjusted = if m > 1 { holm(&raw) } else { raw.clone() };
-    let levels = holm_levels(&raw, alpha, |i, level| {
+    let levels = holm_levels(&raw, confidence, |i, level| {
         mann_whitney_shift(&arms[i], baseline, level).is_some_and(|s| s.estimate.excludes(0.0))
     });
     arms.iter()
@@ -334,7 +335,7 @@ mod tests {
         // α/3 = 0.0167 (reject), step 2 p = 0.012 at α/2 = 0.025 (reject), step 3 p = 0.03 at
         // α = 0.05 (reject). Bonferroni (all at 0.0167) would reject only the first.
         let p = [0.004, 0.03, 0.012];
-        let l = holm_levels(&p, 0.05, |i, level| p[i] < 1.0 - level);
+        let l = holm_levels(&p, 0.95, |i, level| Level(level).rejects(p[i]));
         let want = [1.0 - 0.05 / 3.0, 0.95, 0.975];
         for (a, b) in l.iter().zip(want) {
             assert!((a - b).abs() < 1e-12, "{l:?}");
@@ -343,9 +344,9 @@ mod tests {
         // interval stays at the first step's level, 98.33%.
         let p = [0.02, 0.04, 0.03];
         let mut tested = Vec::new();
-        let l = holm_levels(&p, 0.05, |i, level| {
+        let l = holm_levels(&p, 0.95, |i, level| {
             tested.push(i);
-            p[i] < 1.0 - level
+            Level(level).rejects(p[i])
         });
         assert_eq!(
             tested,

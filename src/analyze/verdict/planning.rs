@@ -2,6 +2,7 @@
 //! given power, the runs an unpaired design would need for the same question, and the SD to
 //! plan with from a short pilot.
 
+use crate::stats::Level;
 use statrs::distribution::{ContinuousCDF, Normal};
 
 /// Blocks a paired design needs so that, with probability `power`, the interval at `level`
@@ -10,7 +11,7 @@ use statrs::distribution::{ContinuousCDF, Normal};
 /// divided by the signed-rank test's efficiency 3/π.
 pub fn blocks_to_resolve(sd_log_ratio: f64, effect: f64, level: f64, power: f64) -> usize {
     let n = Normal::standard();
-    let z = n.inverse_cdf(0.5 + level / 2.0) + n.inverse_cdf(0.5 + power / 2.0);
+    let z = n.inverse_cdf(Level(level).upper()) + n.inverse_cdf(0.5 + power / 2.0);
     let band = (1.0 + effect).ln();
     ((z * sd_log_ratio / band).powi(2) / (3.0 / std::f64::consts::PI))
         .ceil()
@@ -21,11 +22,11 @@ pub fn blocks_to_resolve(sd_log_ratio: f64, effect: f64, level: f64, power: f64)
 /// ln(1+δ) · z_{1−α/2} / (z_{1−α/2} + z_{1−(1−power)/2}) (the fixed design's radius at its n).
 pub fn cs_blocks_to_resolve(sd: f64, effect: f64, level: f64, power: f64, n_opt: f64) -> usize {
     let nd = Normal::standard();
-    let za = nd.inverse_cdf(0.5 + level / 2.0);
+    let za = nd.inverse_cdf(Level(level).upper());
     let target = (1.0 + effect).ln() * za / (za + nd.inverse_cdf(0.5 + power / 2.0));
     let mut n = 2usize;
     while n < 10_000_000
-        && crate::analyze::sequential::cs_radius(n, sd, 1.0 - level, n_opt) > target
+        && crate::analyze::sequential::cs_radius(n, sd, Level(level).alpha(), n_opt) > target
     {
         n = (n as f64 * 1.1).ceil() as usize;
     }
@@ -48,7 +49,7 @@ pub fn planning_sd(x: &[f64]) -> f64 {
 /// verdict uses it.
 pub fn blocks_needed(sd_log_ratio: f64, effect: f64, confidence: f64, power: f64) -> usize {
     let n = Normal::standard();
-    let z = n.inverse_cdf(1.0 - (1.0 - confidence) / 2.0) + n.inverse_cdf(power);
+    let z = n.inverse_cdf(Level(confidence).upper()) + n.inverse_cdf(power);
     let delta = (1.0 + effect).ln();
     ((z * sd_log_ratio / delta).powi(2) / (3.0 / std::f64::consts::PI))
         .ceil()
@@ -59,7 +60,7 @@ pub fn blocks_needed(sd_log_ratio: f64, effect: f64, confidence: f64, power: f64
 /// 2 · 2 (z σ / δ)² with σ the per-run SD of log values.
 pub fn unpaired_runs_needed(sd_log: f64, effect: f64, confidence: f64, power: f64) -> usize {
     let n = Normal::standard();
-    let z = n.inverse_cdf(1.0 - (1.0 - confidence) / 2.0) + n.inverse_cdf(power);
+    let z = n.inverse_cdf(Level(confidence).upper()) + n.inverse_cdf(power);
     let delta = (1.0 + effect).ln();
     (2.0 * 2.0 * (z * sd_log / delta).powi(2)).ceil() as usize
 }

@@ -36,10 +36,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         db: db.clone(),
         quiet: a.progress.quiet,
         owner,
+        reach: crate::stored_runs::measured_tlb(&a.store.db),
     };
     let done = crate::experiment::conduct(plan, &req)?;
-    let mut res = done.result;
-    res.tlb = crate::stored_runs::measured_tlb(&a.store.db);
+    let res = done.result;
     if a.out.json {
         print_json(&res)?;
     } else {

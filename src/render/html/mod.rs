@@ -8,7 +8,7 @@ mod charts;
 
 use super::Grid;
 use super::markdown::{heading, run_grids};
-use crate::model::report::{CompareResult, RunKind, RunView};
+use crate::model::report::{CompareResult, RunView};
 pub use charts::{ForestRow, forest_rows};
 use charts::{
     bench_chart, coverage_bars, figure, forest, progression, readable, stall_chart, strip,
@@ -81,118 +81,25 @@ pub fn table(g: &Grid) -> String {
     o
 }
 
-/// Draw one chart into an SVG string.
+/// The answer a stored result printed first, as `results show` prints it.
 fn answer(v: &RunView) -> String {
-    if v.kind == RunKind::Bench {
-        return String::new();
-    }
     format!(
         "<pre class=\"answer\">{}</pre>\n",
         esc(&super::markdown::answer_lines(v).join("\n"))
     )
 }
 
-/// One chart per traced stall kind: events per trial in each power-of-two latency bucket, one
-/// line per arm.
-/// The body of one run's section.
+/// The body of one stored result's section: its heading, its answer, its charts, the lines it
+/// said beside its tables, then every table.
 fn run_section(v: &RunView) -> String {
     let mut o = format!("<h2>{}</h2>\n", esc(&heading(v)));
     o += &answer(v);
-    let level = crate::model::verdict::fmt_level(v.report.confidence);
+    let level = crate::model::verdict::fmt_level(v.decided.confidence);
     for c in &v.curves {
         o += &bench_chart(c, &level);
     }
-    if v.kind != RunKind::Bench {
-        // The answer drawn: the primary metric's contrasts, then its costs'; then every
-        // trial, primary metric first and the context metrics (recorded, not compared) last.
-        let primary =
-            crate::model::analysis::primary_index(v.report.metrics.iter().map(|m| &m.metric));
-        let rank = |mi: usize| {
-            let m = &v.report.metrics[mi].metric;
-            (mi != primary, m.context, !m.cost, mi)
-        };
-        let mut order: Vec<usize> = (0..v.report.metrics.len()).collect();
-        order.sort_by_key(|&mi| rank(mi));
-        for &mi in &order {
-            let m = &v.report.metrics[mi];
-            let rows = forest_rows(v, mi);
-            if rows.is_empty() {
-                continue;
-            }
-            let axis = if m.metric.cost {
-                format!(
-                    "{} vs baseline, % (right: MORE, left: LESS)",
-                    crate::model::costs::label(&m.metric.name)
-                )
-            } else {
-                format!(
-                    "{} vs baseline, % (interval at the level shown)",
-                    m.metric.name
-                )
-            };
-            o += &forest(
-                &rows,
-                v.report.effect * 100.0,
-                &axis,
-                &format!(
-                    "{}: each arm's change vs {} (point: Hodges–Lehmann estimate; bar: its interval at the level printed beside it; green band: ±δ = ±{}%); {} complete blocks.",
-                    m.metric.name,
-                    v.report.baseline,
-                    v.report.effect * 100.0,
-                    m.complete_blocks
-                ),
-            );
-        }
-        order.sort_by_key(|&mi| {
-            let m = &v.report.metrics[mi].metric;
-            (mi != primary, m.context, mi)
-        });
-        for &mi in &order {
-            let m = &v.report.metrics[mi];
-            // A metric no trial measured (a peak the sampler missed) has nothing to draw.
-            if let Some(s) = v
-                .series
-                .iter()
-                .find(|s| s.metric == m.metric.name && !s.points.is_empty())
-            {
-                let (s, u) = readable(s);
-                let (s, u) = (&s, u.as_str());
-                o += &figure(
-                    strip(s, &v.arms, u),
-                    &format!(
-                        "{}: every successful trial per arm ({u}; n = {} in all; black bar: median; red crosses: flagged trials). Outliers are kept and visible.",
-                        s.metric,
-                        s.points.len()
-                    ),
-                );
-                o += &figure(
-                    progression(s, &v.arms, u),
-                    &format!(
-                        "{} by position in the run (n = {}): the arms are interleaved in randomized blocks, so drift or a burst of host noise shows up in every arm at once.",
-                        s.metric,
-                        s.points.len()
-                    ),
-                );
-            }
-        }
-        for h in &v.stalls {
-            o += &stall_chart(h);
-        }
-        if let Some(svg) = coverage_bars(v) {
-            let n: Vec<String> = v
-                .report
-                .evidence
-                .iter()
-                .map(|e| format!("{} {}", e.arm, e.trials))
-                .collect();
-            o += &figure(
-                svg,
-                &format!(
-                    "Backing evidence: huge coverage of the child's memory at its peak resident size, per arm, % (mean over the sampled trials; trials: {}).",
-                    n.join(", ")
-                ),
-            );
-        }
+    if let Some(report) = v.report() {
+        o += &run_charts(v, report);
     }
     let details = super::markdown::detail_lines(v);
     if !details.is_empty() {
@@ -203,6 +110,100 @@ fn run_section(v: &RunView) -> String {
     }
     for g in run_grids(v) {
         o += &table(&g);
+    }
+    o
+}
+
+/// A run's charts: the primary metric's contrasts, then its costs'; then every trial, primary
+/// metric first and the context metrics (recorded, not compared) last; the stall histograms and
+/// the backing evidence.
+fn run_charts(v: &RunView, report: &crate::model::analysis::ExperimentAnalysis) -> String {
+    let mut o = String::new();
+    let primary = crate::model::analysis::primary_index(report.metrics.iter().map(|m| &m.metric));
+    let rank = |mi: usize| {
+        let m = &report.metrics[mi].metric;
+        (mi != primary, m.context, !m.cost, mi)
+    };
+    let mut order: Vec<usize> = (0..report.metrics.len()).collect();
+    order.sort_by_key(|&mi| rank(mi));
+    for &mi in &order {
+        let m = &report.metrics[mi];
+        let rows = forest_rows(report, mi);
+        if rows.is_empty() {
+            continue;
+        }
+        let axis = if m.metric.cost {
+            format!(
+                "{} vs baseline, % (right: MORE, left: LESS)",
+                crate::model::costs::label(&m.metric.name)
+            )
+        } else {
+            format!(
+                "{} vs baseline, % (interval at the level shown)",
+                m.metric.name
+            )
+        };
+        o += &forest(
+            &rows,
+            report.effect * 100.0,
+            &axis,
+            &format!(
+                "{}: each arm's change vs {} (point: Hodges–Lehmann estimate; bar: its interval at the level printed beside it; green band: ±δ = ±{}%); {} complete blocks.",
+                m.metric.name,
+                report.baseline,
+                report.effect * 100.0,
+                m.complete_blocks
+            ),
+        );
+    }
+    order.sort_by_key(|&mi| {
+        let m = &report.metrics[mi].metric;
+        (mi != primary, m.context, mi)
+    });
+    for &mi in &order {
+        let m = &report.metrics[mi];
+        // A metric no trial measured (a peak the sampler missed) has nothing to draw.
+        if let Some(s) = v
+            .series
+            .iter()
+            .find(|s| s.metric == m.metric.name && !s.points.is_empty())
+        {
+            let (s, u) = readable(s);
+            let (s, u) = (&s, u.as_str());
+            o += &figure(
+                strip(s, &v.arms, u),
+                &format!(
+                    "{}: every successful trial per arm ({u}; n = {} in all; black bar: median; red crosses: flagged trials). Outliers are kept and visible.",
+                    s.metric,
+                    s.points.len()
+                ),
+            );
+            o += &figure(
+                progression(s, &v.arms, u),
+                &format!(
+                    "{} by position in the run (n = {}): the arms are interleaved in randomized blocks, so drift or a burst of host noise shows up in every arm at once.",
+                    s.metric,
+                    s.points.len()
+                ),
+            );
+        }
+    }
+    for h in &v.stalls {
+        o += &stall_chart(h);
+    }
+    if let Some(svg) = coverage_bars(report) {
+        let n: Vec<String> = report
+            .evidence
+            .iter()
+            .map(|e| format!("{} {}", e.arm, e.trials))
+            .collect();
+        o += &figure(
+            svg,
+            &format!(
+                "Backing evidence: huge coverage of the child's memory at its peak resident size, per arm, % (mean over the sampled trials; trials: {}).",
+                n.join(", ")
+            ),
+        );
     }
     o
 }

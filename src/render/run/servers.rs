@@ -2,21 +2,8 @@
 //! arm where its server's huge pages were, beside the kernel's own accounting.
 
 use crate::model::analysis::ExperimentAnalysis;
-use crate::model::run::{RunResult, ServerPlan, ServerSummary};
+use crate::model::run::{ServerPlan, ServerSummary};
 use std::fmt::Write;
-
-/// `--server`, after the answer: how the service was measured (the design and why, lifetimes,
-/// the instance spread) and per arm where its server's huge pages were, beside the kernel's
-/// own accounting read at the same moments.
-pub(super) fn service_lines(r: &RunResult) -> Vec<String> {
-    let Some(sp) = &r.plan.server else {
-        return Vec::new();
-    };
-    let names: Vec<String> = r.plan.arms.iter().map(|a| a.name.clone()).collect();
-    let mut out = design_lines(sp, &r.report, &names);
-    out.extend(server_lines(&r.servers));
-    out
-}
 
 /// Per arm where its server's huge pages were (and what carried them), its instance spread and
 /// first-burst effect, then the kernel's machine-wide accounting read at the same moments.
@@ -103,13 +90,13 @@ pub(super) fn design_lines(
 }
 
 /// `--server`: per arm, the server's lifecycle next to its load, and its memory after the load.
-pub(super) fn render_servers(r: &RunResult) -> String {
+pub(super) fn render_servers(servers: &[ServerSummary]) -> String {
     let mut o = String::from(
         "server per trial (medians; ready: spawn → ready, stop: SIGTERM → exit; memory of its process tree after the load):\n",
     );
-    let w = r.servers.iter().map(|s| s.arm.len()).max().unwrap_or(0);
+    let w = servers.iter().map(|s| s.arm.len()).max().unwrap_or(0);
     let secs = |v: Option<f64>| v.map_or("-".to_string(), |s| format!("{s:.2} s"));
-    for s in &r.servers {
+    for s in servers {
         let mut line = format!(
             "  {:w$}  ready {} · load {} · stop {} · server CPU {}/trial · {} resident, {} huge",
             s.arm,

@@ -15,14 +15,17 @@ fn measured_tlb_misses_come_first_and_only_where_counted() {
     // No PMU (this VM): nothing measured is claimed.
     assert_eq!(measured_why(&[arm("4k", &[("page_faults", 10.0)])]), None);
     let l = measured_why(&[
-        arm(
-            "4k",
-            &[
-                ("dtlb_load_misses", 1_234_567.0),
-                ("dtlb_walk_cycles", 150.0),
-                ("cycles", 1000.0),
-            ],
-        ),
+        ArmEvidence {
+            walk_share: Some(0.15),
+            ..arm(
+                "4k",
+                &[
+                    ("dtlb_load_misses", 1_234_567.0),
+                    ("dtlb_walk_cycles", 150.0),
+                    ("cycles", 1000.0),
+                ],
+            )
+        },
         arm("thp", &[("dtlb_load_misses", 20_000.0)]),
     ])
     .unwrap();

@@ -1,5 +1,5 @@
 //! A bench curve: score against region size (log axis with ticks at the measured sizes), one
-//! line per backing with the median's interval as whiskers.
+//! line per backing with the score's interval as whiskers.
 
 use super::{DrawResult, figure, span, svg};
 use crate::model::report::BenchCurve;
@@ -76,7 +76,7 @@ fn legend<'a, 'b: 'a>(ch: &mut SizeAxes<'a, 'b>, at: SeriesLabelPosition) -> Dra
     Ok(())
 }
 
-/// Score vs region size (log axis), one line per backing, with the median's interval.
+/// Score vs region size (log axis), one line per backing, with the score's interval.
 pub fn bench_chart(c: &BenchCurve, level: &str) -> String {
     // Ticks at the measured sizes, labelled as sizes (not at powers of ten).
     let mut ticks: Vec<f64> = c
@@ -92,16 +92,16 @@ pub fn bench_chart(c: &BenchCurve, level: &str) -> String {
     let (lo, hi) = span(
         c.lines
             .iter()
-            .flat_map(|l| l.points.iter().flat_map(|p| [Some(p.median), p.lo, p.hi]))
+            .flat_map(|l| l.points.iter().flat_map(|p| [Some(p.score), p.lo, p.hi]))
             .flatten(),
     );
     let score = svg(900, 360, |root| {
-        let mut ch = size_chart(root, &ticks, lo..hi, &axis_name(&c.metric))?;
+        let mut ch = size_chart(root, &ticks, lo..hi, &format!("{}, {}", c.metric, c.unit))?;
         for (i, l) in c.lines.iter().enumerate() {
             let pts: Vec<Whisker> = l
                 .points
                 .iter()
-                .map(|p| (p.size as f64, p.median, p.lo, p.hi))
+                .map(|p| (p.size as f64, p.score, p.lo, p.hi))
                 .collect();
             whiskered_line(&mut ch, &l.backing, colour(i), &pts)?;
             // Huge backings whose region was not fully huge: a red ring.
@@ -109,7 +109,7 @@ pub fn bench_chart(c: &BenchCurve, level: &str) -> String {
                 l.points
                     .iter()
                     .filter(|p| p.degraded)
-                    .map(|p| Circle::new((p.size as f64, p.median), 5, RED.stroke_width(2))),
+                    .map(|p| Circle::new((p.size as f64, p.score), 5, RED.stroke_width(2))),
             )?;
         }
         legend(&mut ch, SeriesLabelPosition::UpperLeft)
@@ -160,22 +160,14 @@ pub fn bench_chart(c: &BenchCurve, level: &str) -> String {
     figure(
         score,
         &format!(
-            "{} by region size, one line per backing ({better}): median of up to {n} rounds per point, whiskers the distribution-free {level} interval of the median; red rings mark huge backings whose region was not fully huge.",
-            c.metric
+            "{} ({}) by region size, one line per backing ({better}): the bench's score, the mean of up to {n} rounds per point, whiskers its {level} Student-t interval; red rings mark huge backings whose region was not fully huge.",
+            c.metric, c.unit
         ),
     ) + &figure(
         ratio,
         &format!(
-            "Change vs {} by region size, % ({better} for the metric): Hodges–Lehmann estimate of the paired per-round ratio, whiskers its {level} interval (Holm-adjusted level per contrast as in the tables).",
+            "Change vs {} by region size, % ({better} for the metric): the bench's Hodges–Lehmann estimate of the paired per-round ratio, whiskers its {level} signed-rank interval (each cell read on its own, as in the tables).",
             c.baseline
         ),
     )
-}
-
-/// A bench metric as an axis says it: `touch_ns/op` → `touch, ns/op`.
-fn axis_name(metric: &str) -> String {
-    match metric.split_once('_') {
-        Some((what, unit)) => format!("{what}, {unit}"),
-        None => metric.to_string(),
-    }
 }

@@ -1,13 +1,12 @@
 //! Huge coverage at peak per arm, 0–100 %.
 
 use super::{rows_chart, svg};
-use crate::model::report::RunView;
+use crate::model::analysis::ExperimentAnalysis;
 use crate::render::html::colour;
 use plotters::prelude::*;
 /// Huge coverage at peak per arm, 0–100 %.
-pub fn coverage_bars(v: &RunView) -> Option<String> {
-    let rows: Vec<(String, f64)> = v
-        .report
+pub fn coverage_bars(report: &ExperimentAnalysis) -> Option<String> {
+    let rows: Vec<(String, f64)> = report
         .evidence
         .iter()
         .filter_map(|e| Some((e.arm.clone(), e.mean_coverage_at_peak? * 100.0)))

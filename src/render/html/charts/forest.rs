@@ -1,7 +1,7 @@
 //! Forest plot: each arm's interval against the baseline, percent, with the ±δ band.
 
 use super::{figure, rows_chart, span, svg};
-use crate::model::report::RunView;
+use crate::model::analysis::ExperimentAnalysis;
 use crate::render::html::colour;
 use plotters::prelude::*;
 /// What a forest plot draws for one arm: its interval vs the baseline, percent.
@@ -17,8 +17,8 @@ pub struct ForestRow {
 
 /// The forest plot's rows for one metric of a run (the stored contrasts, unchanged); a cost's
 /// verdicts in a cost's words (MORE, LESS, SAME), never a speed's.
-pub fn forest_rows(v: &RunView, metric: usize) -> Vec<ForestRow> {
-    let m = &v.report.metrics[metric];
+pub fn forest_rows(report: &ExperimentAnalysis, metric: usize) -> Vec<ForestRow> {
+    let m = &report.metrics[metric];
     let cost = m.metric.cost;
     m.contrasts
         .iter()
