@@ -50,13 +50,13 @@ fn printed_numbers_are_found_in_a_record_in_their_own_units() {
     assert_eq!(
         units,
         [
-            (146.0, "s"),
             (3.1, "%"),
             (0.3, ""),
             (5.7, ""),
             (1.5, "GiB"),
             (13.0, "×"),
             (97.0, "%"),
+            (146.0, "s"),
             (2.1, "×")
         ]
     );
@@ -176,17 +176,15 @@ fn a_postgres_answer_fits_twelve_lines_and_prints_only_what_the_record_holds() {
         figures[1].0.contains("each arm's change") && figures[1].1 <= 900.0,
         "the primary metric's cost next: {figures:?}"
     );
-    // Every number printed — percentages, ×, sizes, times, counts — is in the stored record,
-    // rounded as printed.
+    // Every number printed — percentages, ×, sizes, times, counts — is a field of the stored
+    // record its line reads, rounded as printed, and a planted change of one is caught.
     let shown: serde_json::Value = serde_json::from_str(&common::hugelab_stdout([
         "results", "show", "1", "--json", "--db", &db,
     ]))
     .unwrap();
-    let missing = common::printed::not_stored(&out, &shown);
-    assert!(
-        missing.is_empty(),
-        "printed, not stored: {missing:?}\n{out}"
-    );
+    common::printed::holds(&shown, &out, &|d| {
+        common::printed::run_text(d, hugelab::render::run::Print::Brief)
+    });
     // Every signed percentage printed is a contrast's estimate in the stored record, to the
     // decimals printed.
     let record: serde_json::Value = serde_json::from_str(&common::hugelab_stdout([

@@ -238,6 +238,7 @@ fn bench_renders_exactly_as_before() {
         elapsed_s: 12.0,
         tlb: None,
         measured_tlb: None,
+        why: None,
     };
     let text = hugelab::render::bench::render(&r);
     for l in text.lines() {

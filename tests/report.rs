@@ -306,6 +306,7 @@ fn stored_bench(db: &Path) -> i64 {
         elapsed_s: 3.0,
         tlb,
         measured_tlb: None,
+        why: None,
     };
     saver.finish("complete", Some(&r)).unwrap();
     1

@@ -302,4 +302,22 @@ fn why_lines_cite_the_reach(db: &str, run: i64) {
         flat(&text).contains("each arm's memory that matters (up to "),
         "{text}"
     );
+    // The run keeps the why it printed, with the reach it was read against: `results show`
+    // prints the same lines, also after a later `bench tlb` would have changed the reach.
+    let id = text
+        .lines()
+        .find_map(|l| l.strip_prefix("stored as run "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    let show = common::hugelab_stdout(["results", "--db", db, "show", &id]);
+    let why: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.contains("TLB reach bench tlb measured here"))
+        .take_while(|l| l.starts_with("  ") || l.contains("TLB reach bench tlb measured here"))
+        .collect();
+    assert!(!why.is_empty(), "{text}");
+    for l in why {
+        assert!(show.contains(l), "results show lacks {l:?}:\n{show}");
+    }
 }

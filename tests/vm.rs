@@ -304,6 +304,21 @@ fn run_times_paused_qemu_per_backing_with_evidence_from_qemu() {
             .starts_with("no backing was measurably better than the baseline 4k"),
         "{advice}"
     );
+    // The run's record keeps the VM host advice: `results show` says it as the run did.
+    let show = common::hugelab_stdout([
+        "results",
+        "--db",
+        db.to_str().unwrap(),
+        "show",
+        &v["run_id"].to_string(),
+    ]);
+    let flat = show.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains(
+            "VM host advice: none — no backing was measurably better than the baseline 4k"
+        ),
+        "{show}"
+    );
 
     // A 2 MiB pool the arm keeps empty: QEMU fails, the run fails (exit 4) and says why.
     let out = common::hugelab_exits(

@@ -103,6 +103,33 @@ pub fn diagnose(values: &[f64], coverage: Option<(f64, f64)>) -> Diagnostics {
     }
 }
 
+/// The warnings of the distribution checks (drift, correlation, bimodality) and of the
+/// contrasts, counted by kind, in the order the brief answer names them.
+pub fn warning_kinds(metrics: &[crate::model::analysis::MetricAnalysis]) -> Vec<(String, usize)> {
+    let mut kinds: std::collections::BTreeMap<&str, usize> = Default::default();
+    let mut count = |w: &str| {
+        let kind = if w.contains("drift") {
+            "values drift over the run"
+        } else if w.contains("correlated") {
+            "consecutive blocks correlated"
+        } else if w.contains("bimodal") {
+            "bimodal values"
+        } else {
+            "about the intervals"
+        };
+        *kinds.entry(kind).or_default() += 1;
+    };
+    for m in metrics {
+        for a in &m.arms {
+            a.diagnostics.warnings.iter().for_each(|w| count(w));
+        }
+        for c in m.contrasts.iter().filter_map(|(_, c)| c.as_ref()) {
+            c.warnings.iter().for_each(|w| count(w));
+        }
+    }
+    kinds.into_iter().map(|(k, n)| (k.to_string(), n)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -274,18 +274,26 @@ pub fn analyse(
     let evidence = (0..arms.len())
         .map(|a| arm_evidence(&arms[a], trials.iter().filter(|t| t.arm == a).collect()))
         .collect();
-    ExperimentAnalysis {
+    let mut report = ExperimentAnalysis {
         baseline: arms[baseline].clone(),
         effect,
         confidence,
         design: design.clone(),
+        warning_kinds: super::diagnostics::warning_kinds(&metric_reports),
         metrics: metric_reports,
         evidence,
         conditions: Vec::new(),
         warmup: None,
         stalls: super::stalls::stall_counts(arms, baseline, trials, confidence),
         tails: tails(arms, baseline, trials, metrics, confidence, design),
-    }
+        unchanged_costs: Vec::new(),
+    };
+    report.unchanged_costs = arms
+        .iter()
+        .map(|a| (a.clone(), crate::model::costs::unchanged(&report, a)))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    report
 }
 
 /// The tail of the trial times as a contrast, where wall time is a contrasted metric of a

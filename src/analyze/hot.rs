@@ -68,6 +68,7 @@ pub fn hot_set(pid: u32, name: &str, window_s: f64, maps: &[Mapping]) -> HotSet 
         e.now += thp_hot.div_ceil(M2) + (m.hot - thp_hot).div_ceil(K4);
     }
     HotSet {
+        need: None,
         pid,
         name: name.to_string(),
         window_s,

@@ -105,6 +105,7 @@ pub fn conduct(a: &BenchArgs) -> anyhow::Result<BenchResult> {
         .ok()
         .and_then(|s| s.measured_tlb()),
     };
+    let why = bench_why(&plan, &cells, measured_tlb.as_ref());
     let mut res = BenchResult {
         schema: SCHEMA.into(),
         kernel: st.kernel.clone(),
@@ -119,6 +120,7 @@ pub fn conduct(a: &BenchArgs) -> anyhow::Result<BenchResult> {
         elapsed_s: started.elapsed().as_secs_f64(),
         measured_tlb,
         tlb,
+        why,
     };
     // The whole result, as it is printed, is what the run keeps (`results show` prints it).
     if let Some(s) = saver.take() {
@@ -130,6 +132,33 @@ pub fn conduct(a: &BenchArgs) -> anyhow::Result<BenchResult> {
         }
     }
     Ok(res)
+}
+
+/// Against the reach `bench tlb` measured here: the TLB entries the largest region of the first
+/// random-access workload needs on each backing's pages (every page of it touched).
+fn bench_why(
+    plan: &Plan,
+    cells: &[crate::model::bench::CellStats],
+    measured: Option<&crate::model::tlb::Measured>,
+) -> Option<crate::model::bench::BenchWhy> {
+    let size = cells.iter().map(|c| c.size).max()?;
+    let workload = [
+        crate::workload::Workload::Touch,
+        crate::workload::Workload::Chase,
+    ]
+    .into_iter()
+    .find(|w| plan.workloads.contains(w))?;
+    let named: Vec<(String, u64)> = plan
+        .backings
+        .iter()
+        .map(|b| (b.to_string(), size.div_ceil(b.page_size().max(4096))))
+        .collect();
+    let needs = crate::analyze::tlb::needs(&named, measured?);
+    (!needs.is_empty()).then_some(crate::model::bench::BenchWhy {
+        workload,
+        size,
+        needs,
+    })
 }
 
 /// The progress bar's phase: one step per measured round of each size.

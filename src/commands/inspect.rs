@@ -91,8 +91,15 @@ pub fn run(a: InspectArgs) -> anyhow::Result<i32> {
                     Err(e) => errors.push(e),
                 }
             }
+            let measured = crate::stored_runs::measured_tlb(&a.store.db);
+            if let Some(m) = &measured {
+                for s in &mut sets {
+                    let named = [(s.pid.to_string(), s.entries.at_4k)];
+                    s.need = crate::analyze::tlb::needs(&named, m).pop();
+                }
+            }
             let context = crate::model::inspect::HotContext {
-                measured: crate::stored_runs::measured_tlb(&a.store.db),
+                measured,
                 db: a
                     .store
                     .db

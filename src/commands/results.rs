@@ -93,6 +93,9 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
             meta.status = crate::stored_runs::status_now(&meta);
             let recalled = crate::stored_runs::recall(&store, &meta, &arms, &trials, &decision)?;
             if out.json {
+                let said = recalled
+                    .record()
+                    .map(|r| crate::stored_runs::said(&meta, &arms, &trials, r));
                 print_json(&serde_json::json!({
                     "schema": SHOW_SCHEMA,
                     "run": meta,
@@ -100,6 +103,7 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
                     "rebuilt": recalled.rebuilt,
                     "report": recalled.record().map(|r| &r.report),
                     "record": recalled.record(),
+                    "said": said,
                     "bench": recalled.bench(),
                 }))?;
             } else {

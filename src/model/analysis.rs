@@ -136,6 +136,14 @@ pub struct ExperimentAnalysis {
     /// (`analyze::tail`), where wall time is a contrasted metric.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tails: Vec<TailContrast>,
+    /// The warnings of the distribution checks and the contrasts, counted by kind (`drift`,
+    /// `correlated`, `bimodal`, the intervals'): what the brief answer says in one line.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warning_kinds: Vec<(String, usize)>,
+    /// Per arm: its costs (and stall counts) whose interval resolved no change, which the brief
+    /// answer counts instead of naming (`model::costs::unchanged`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unchanged_costs: Vec<(String, usize)>,
 }
 
 /// A high quantile of one metric's trials, an arm against the baseline from the same blocks.

@@ -79,6 +79,18 @@ pub struct BenchResult {
     pub tlb: Option<crate::model::tlb::TlbReach>,
     /// Other benches: the reach `bench tlb` measured here before, for the answer's "why".
     pub measured_tlb: Option<crate::model::tlb::Measured>,
+    /// Against that reach: the entries the largest random-access region needs on each
+    /// backing's pages (a model; `None` before benches kept it, or without a reach).
+    #[serde(default)]
+    pub why: Option<BenchWhy>,
+}
+
+/// The model's "why" of a bench: the workload and size it is of, and each backing's need.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct BenchWhy {
+    pub workload: Workload,
+    pub size: u64,
+    pub needs: Vec<crate::model::tlb::Need>,
 }
 
 /// One measured value: round `round` of `metric` at `size` on `backing`.

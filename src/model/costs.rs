@@ -103,6 +103,27 @@ pub fn of_arm<'a>(r: &'a ExperimentAnalysis, arm: &str) -> Vec<Cost<'a>> {
         .collect()
 }
 
+/// Whether the brief answer names a cost: memory always (the first thing a huge page may
+/// cost), every other cost where its interval resolved a change.
+pub fn named(c: &Cost) -> bool {
+    let name = &c.metric.metric.name;
+    name == PEAK_MEM
+        || name == SERVER_MEM
+        || matches!(c.contrast.verdict, Verdict::Slower | Verdict::Faster)
+}
+
+/// An arm's costs and stall counts whose interval resolved no change: the brief answer counts
+/// them instead of naming each.
+pub fn unchanged(r: &ExperimentAnalysis, arm: &str) -> usize {
+    let costs = of_arm(r, arm).iter().filter(|c| !named(c)).count();
+    let stalls = r
+        .stalls
+        .iter()
+        .filter(|s| s.arm == arm && !matches!(s.verdict, Verdict::Slower | Verdict::Faster))
+        .count();
+    costs + stalls
+}
+
 /// The median of `metric` for an arm, from its summary.
 pub fn arm_median(m: &MetricAnalysis, arm: &str) -> Option<f64> {
     m.arms

@@ -130,6 +130,9 @@ pub struct HotSet {
     pub entries: Entries,
     /// Mappings with hot bytes (or hugetlb), hottest first.
     pub mappings: Vec<HotMapping>,
+    /// Its 4 KiB entries against the reach `bench tlb` measured here, where one was.
+    #[serde(default)]
+    pub need: Option<crate::model::tlb::Need>,
 }
 
 /// The circumstances the reasons depend on: the system's THP settings and the process's status.

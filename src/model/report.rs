@@ -59,7 +59,7 @@ impl RunView {
 /// What a stored run said beside its tables: its service's design as it ran (the stored plan,
 /// amended after the run), its servers' evidence (from its trials) and the notes the run
 /// printed, in order.
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Said {
     pub server: Option<crate::model::run::ServerPlan>,
     pub arms: Vec<String>,

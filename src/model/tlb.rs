@@ -24,6 +24,10 @@ pub struct Point {
     /// What 4 KiB pages cost per access beyond the huge backing, ns (from the ratio's interval
     /// at the huge backing's mean).
     pub extra_ns: Estimate,
+    /// That cost as a share of an access whose translation hits (the huge backing's time);
+    /// `None` in benches stored before it was kept.
+    #[serde(default)]
+    pub extra_share: Option<f64>,
 }
 
 /// One huge backing against 4 KiB pages across the spans.
@@ -112,8 +116,8 @@ pub struct Measured {
 pub struct RunWhy {
     /// The reach the run was read against (the latest `bench tlb` when the run ended).
     pub measured: Measured,
-    /// Per arm: the TLB entries its memory needs on the pages it was on.
-    pub entries: Vec<(String, u64)>,
+    /// Per arm: the TLB entries its memory needs on the pages it was on, against the reach.
+    pub needs: Vec<Need>,
     /// `run --hot`: the entries are of the memory each load referenced (up to `hot_bytes`);
     /// else of all the memory that matters.
     pub hot: bool,
@@ -123,8 +127,24 @@ pub struct RunWhy {
     /// The primary metric, where none of its contrasts resolved a direction (the model then
     /// explains nothing and says what it predicts).
     pub unresolved: Option<String>,
-    /// A sweep's rows (JMH's `@size` rows), whose sizes are read against the reach.
-    pub rows: Vec<String>,
+    /// A sweep's rows whose `size=N` is read as the bytes they touch, against the reach.
+    pub rows: Vec<Need>,
+}
+
+/// Memory's TLB entries on the pages it was on, against the measured 4 KiB reach (a model,
+/// built by `analyze::tlb::needs`): how many times the reach they are, and where they fall among
+/// the levels the timing resolved.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Need {
+    /// The arm, the backing, or the row (`size=1000000`).
+    pub name: String,
+    pub entries: u64,
+    /// The entries over the reach's upper and lower end: both below 1, within it; the first
+    /// below 1, at its edge.
+    pub times: (f64, f64),
+    /// Where the timing resolved two levels or more: the levels the entries are past (0:
+    /// within the first) and the level they fall within (`None`: past the last one measured).
+    pub level: Option<(usize, Option<u8>)>,
 }
 
 /// The declared reach beside the measured one.

@@ -392,19 +392,13 @@ fn why(r: &BenchResult) -> Vec<String> {
             misses.join(" · ")
         ));
     }
-    if let Some(m) = &r.measured_tlb {
-        let arms: Vec<(String, u64)> = r
-            .plan
-            .backings
-            .iter()
-            .map(|b| (b.to_string(), size.div_ceil(b.page_size().max(4096))))
-            .collect();
+    if let (Some(m), Some(y)) = (&r.measured_tlb, &r.why) {
         let what = format!(
             "{}'s {} region (every page of it touched)",
-            w.name(),
-            Bytes(size)
+            y.workload.name(),
+            Bytes(y.size)
         );
-        out.extend(super::tlb::why_line(&what, &arms, m, None));
+        out.extend(super::tlb::why_line(&what, &y.needs, m, None));
     }
     out
 }

@@ -179,6 +179,8 @@ mod tests {
                 warmup: None,
                 stalls: Vec::new(),
                 tails: Vec::new(),
+                warning_kinds: Vec::new(),
+                unchanged_costs: Vec::new(),
             },
             interaction: Vec::new(),
             at_start: None,

@@ -96,6 +96,8 @@ mod tests {
             warmup: None,
             stalls: Vec::new(),
             tails: Vec::new(),
+            warning_kinds: Vec::new(),
+            unchanged_costs: Vec::new(),
         };
         let l = lines(&r).join("\n");
         assert_eq!(

@@ -463,12 +463,11 @@ fn tlb_lines(w: &crate::model::tlb::RunWhy) -> Vec<String> {
         )
     };
     let mut out: Vec<String> =
-        super::tlb::why_line(&what, &w.entries, &w.measured, w.unresolved.as_deref())
+        super::tlb::why_line(&what, &w.needs, &w.measured, w.unresolved.as_deref())
             .into_iter()
             .collect();
     // A sweep's rows (JMH): which sizes fit the reach and which do not, row by row.
-    let rows: Vec<&str> = w.rows.iter().map(String::as_str).collect();
-    out.extend(super::tlb::row_why_line(&rows, &w.measured));
+    out.extend(super::tlb::row_why_line(&w.rows, &w.measured));
     out
 }
 
@@ -515,36 +514,17 @@ fn vm_lines(r: &RunRecord, v: &VmAdvice, full: bool) -> Vec<String> {
     out
 }
 
-/// The per-arm warnings of the distribution checks (drift, correlation, bimodality) and of
-/// the contrasts, counted by kind in one line; `--verbose` prints each.
+/// The warnings of the distribution checks (drift, correlation, bimodality) and of the
+/// contrasts, as the analysis counted them by kind, in one line; `--verbose` prints each.
 fn grouped_warnings(r: &ExperimentAnalysis) -> Option<String> {
-    let mut kinds: std::collections::BTreeMap<&str, usize> = Default::default();
-    let mut count = |w: &str| {
-        let kind = if w.contains("drift") {
-            "values drift over the run"
-        } else if w.contains("correlated") {
-            "consecutive blocks correlated"
-        } else if w.contains("bimodal") {
-            "bimodal values"
-        } else {
-            "about the intervals"
-        };
-        *kinds.entry(kind).or_default() += 1;
-    };
-    for m in &r.metrics {
-        for a in &m.arms {
-            a.diagnostics.warnings.iter().for_each(|w| count(w));
-        }
-        for (_, c) in &m.contrasts {
-            if let Some(c) = c {
-                c.warnings.iter().for_each(|w| count(w));
-            }
-        }
-    }
-    if kinds.is_empty() {
+    if r.warning_kinds.is_empty() {
         return None;
     }
-    let said: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} ({n})")).collect();
+    let said: Vec<String> = r
+        .warning_kinds
+        .iter()
+        .map(|(k, n)| format!("{k} ({n})"))
+        .collect();
     Some(format!(
         "warnings: {} — each with --verbose",
         said.join(", ")

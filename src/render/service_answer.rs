@@ -68,39 +68,28 @@ fn verdict_words(r: &ExperimentAnalysis, c: &Contrast) -> String {
 /// resolved a change, each by its estimate (the rest counted), and the load's tail.
 fn cost_words(r: &ExperimentAnalysis, arm: &str) -> Vec<String> {
     let mut changed = Vec::new();
-    let mut unchanged = 0usize;
-    for c in costs::of_arm(r, arm) {
-        let name = &c.metric.metric.name;
-        // Memory is always named: the first thing a huge page may cost.
-        let memory = name == costs::PEAK_MEM || name == costs::SERVER_MEM;
-        match c.contrast.verdict {
-            Verdict::Slower | Verdict::Faster => {}
-            _ if !memory => {
-                unchanged += 1;
-                continue;
-            }
-            _ => {}
-        }
+    for c in costs::of_arm(r, arm).iter().filter(|c| costs::named(c)) {
         changed.push(format!(
             "{} {} {}",
-            costs::short_label(name),
+            costs::short_label(&c.metric.metric.name),
             point(c.contrast),
             costs::verdict_word(c.contrast.verdict)
         ));
     }
     for st in r.stalls.iter().filter(|s| s.arm == arm) {
-        match st.verdict {
-            Verdict::Slower | Verdict::Faster => changed.push(format!(
+        if matches!(st.verdict, Verdict::Slower | Verdict::Faster) {
+            changed.push(format!(
                 "{} {:+.1}/trial {}",
                 st.kind,
                 st.difference.point,
                 costs::verdict_word(st.verdict)
-            )),
-            _ => unchanged += 1,
+            ));
         }
     }
-    if unchanged > 0 {
-        changed.push(format!("{unchanged} not shown to change"));
+    // The rest, as the analysis counted them.
+    match r.unchanged_costs.iter().find(|(a, _)| a == arm) {
+        Some((_, n)) if *n > 0 => changed.push(format!("{n} not shown to change")),
+        _ => {}
     }
     let mut out = Vec::new();
     if !changed.is_empty() {

@@ -211,6 +211,8 @@ mod tests {
             warmup: None,
             stalls: Vec::new(),
             tails: Vec::new(),
+            warning_kinds: Vec::new(),
+            unchanged_costs: Vec::new(),
         };
         assert!(!lines(&r(&e)).join(" ").contains("duet"));
         e.kernel_shared = 4;

@@ -205,9 +205,11 @@ fn reach_lines(t: &TlbReach, s: &Sweep, confidence: f64) -> Vec<String> {
     }
     let (first, last) = s.past();
     if let Some(f) = first {
-        let share = f.extra_ns.point / f.huge_ns * 100.0;
+        let share = f
+            .extra_share
+            .map_or(String::new(), |s| format!("+{:.0}% ", s * 100.0));
         let mut l = format!(
-            "a miss: {} per access at {} pages (+{share:.0}% on an access whose translation hits, {:.1} ns)",
+            "a miss: {} per access at {} pages ({share}on an access whose translation hits, {:.1} ns)",
             ns(&f.extra_ns),
             thousands(f.pages as usize),
             f.huge_ns
@@ -379,12 +381,9 @@ fn range((lo, hi): (u64, u64)) -> String {
     }
 }
 
-/// How many times `need` entries is `lo`–`hi` entries, in words.
-pub fn times(need: u64, lo: u64, hi: u64) -> String {
-    let (a, b) = (
-        need as f64 / hi.max(1) as f64,
-        need as f64 / lo.max(1) as f64,
-    );
+/// How many times the reach a need is, in words.
+pub fn times(n: &crate::model::tlb::Need) -> String {
+    let (a, b) = n.times;
     if b < 1.0 {
         "within it".into()
     } else if a < 1.0 {
@@ -397,23 +396,21 @@ pub fn times(need: u64, lo: u64, hi: u64) -> String {
 /// A sweep's rows (JMH: `Class.method size=N …`): per row whose `size` parameter is a number,
 /// the 4 KiB TLB entries that many bytes need against the measured reach — a model that takes
 /// `size` as the bytes the row touches, and says so.
-pub fn row_why_line(rows: &[&str], m: &crate::model::tlb::Measured) -> Option<String> {
+pub fn row_why_line(
+    rows: &[crate::model::tlb::Need],
+    m: &crate::model::tlb::Measured,
+) -> Option<String> {
     let (lo, hi) = m.reach.entries_4k()?;
     let parts: Vec<String> = rows
         .iter()
-        .filter_map(|name| {
-            let size: u64 = name
-                .split_whitespace()
-                .find_map(|w| w.strip_prefix("size="))?
-                .parse()
-                .ok()?;
-            let n = size.div_ceil(4096);
-            Some(format!(
-                "size={size}: {} entries ({}{})",
-                thousands(n as usize),
-                times(n, lo, hi),
-                level_of(m, n)
-            ))
+        .map(|n| {
+            format!(
+                "{}: {} entries ({}{})",
+                n.name,
+                thousands(n.entries as usize),
+                times(n),
+                level_of(n)
+            )
         })
         .collect();
     (!parts.is_empty()).then(|| {
@@ -433,43 +430,40 @@ fn reach_sureness(m: &crate::model::tlb::Measured) -> String {
     m.reach.headline().map_or(String::new(), sureness)
 }
 
-/// Where `n` 4 KiB entries fall among the levels the timing resolved, when it resolved more
-/// than one: `; past level 1, within level 2` — the level whose misses the memory pays.
-fn level_of(m: &crate::model::tlb::Measured, n: u64) -> String {
-    let Some(s) = m.reach.headline().filter(|s| s.levels.len() >= 2) else {
-        return String::new();
-    };
-    match s.levels.iter().rposition(|l| n > l.entries.0) {
-        None => "; within level 1".into(),
-        Some(i) => match s.levels.get(i + 1) {
-            Some(next) => format!("; past level {}, within level {}", i + 1, next.level),
-            None => format!("; past level {}, the last one measured", i + 1),
-        },
+/// Where a need falls among the levels the timing resolved, when it resolved more than one:
+/// `; past level 1, within level 2` — the level whose misses the memory pays.
+fn level_of(n: &crate::model::tlb::Need) -> String {
+    match n.level {
+        None => String::new(),
+        Some((0, _)) => "; within level 1".into(),
+        Some((past, Some(within))) => format!("; past level {past}, within level {within}"),
+        Some((past, None)) => format!("; past level {past}, the last one measured"),
     }
 }
 
 /// "why (a model: …)": TLB entries the memory needs on each arm's pages, against the 4 KiB
-/// reach `bench tlb` measured. `arms`: (name, entries needed on the pages it was on).
+/// reach `bench tlb` measured (`needs`, as `analyze::tlb::needs` placed them).
 pub fn why_line(
     what: &str,
-    arms: &[(String, u64)],
+    needs: &[crate::model::tlb::Need],
     m: &crate::model::tlb::Measured,
     unresolved: Option<&str>,
 ) -> Option<String> {
     let (lo, hi) = m.reach.entries_4k()?;
-    if arms.is_empty() {
+    if needs.is_empty() {
         return None;
     }
-    let parts: Vec<String> = arms
+    let parts: Vec<String> = needs
         .iter()
         .enumerate()
-        .map(|(i, (name, n))| {
+        .map(|(i, n)| {
             format!(
-                "{}{} on {name}'s pages ({}{})",
-                thousands(*n as usize),
+                "{}{} on {}'s pages ({}{})",
+                thousands(n.entries as usize),
                 if i == 0 { " TLB entries" } else { "" },
-                times(*n, lo, hi),
-                level_of(m, *n)
+                n.name,
+                times(n),
+                level_of(n)
             )
         })
         .collect();

@@ -76,5 +76,6 @@ pub fn rebuild(
         elapsed_s: 0.0,
         tlb,
         measured_tlb: None,
+        why: None,
     })
 }

@@ -78,6 +78,8 @@ pub fn run(id: i64, arms: &[&str], contrasts: &[(f64, f64, f64, Verdict, usize)]
         warmup: None,
         stalls: Vec::new(),
         tails: Vec::new(),
+        warning_kinds: Vec::new(),
+        unchanged_costs: Vec::new(),
     };
     RunEvidence {
         run_id: id,

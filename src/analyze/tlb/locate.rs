@@ -168,6 +168,7 @@ mod tests {
                 huge_ns: ratio,
                 ratio: e,
                 extra_ns: e,
+                extra_share: None,
             },
         )
     }

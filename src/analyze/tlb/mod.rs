@@ -12,7 +12,7 @@
 mod locate;
 mod why;
 
-pub use why::why;
+pub use why::{needs, why};
 
 use crate::backing::Backing;
 use crate::metric::Metric;
@@ -129,6 +129,7 @@ pub fn reach(
                         pages: c.size / 4096,
                         base_ns: base.score,
                         huge_ns: c.score,
+                        extra_share: (c.score > 0.0).then(|| extra(ratio.point) / c.score),
                         extra_ns: Estimate {
                             point: extra(ratio.point),
                             lo: ratio.hi.map(extra),
@@ -227,6 +228,7 @@ mod tests {
             pages: span_k / 4,
             base_ns,
             huge_ns: huge,
+            extra_share: Some(extra(r.point) / huge),
             extra_ns: Estimate {
                 point: extra(r.point),
                 lo: r.hi.map(extra),

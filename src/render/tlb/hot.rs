@@ -58,17 +58,18 @@ pub fn hot_text(sets: &[HotSet], ctx: &crate::model::inspect::HotContext) -> Str
         let share = h.hot as f64 * 100.0 / h.resident.max(1) as f64;
         let e = &h.entries;
         let mut lines = hot_head(h, share);
-        match reach.and_then(|m| m.reach.entries_4k().map(|k| (m, k))) {
-            Some((m, (lo, hi))) => {
+        let placed = reach.zip(h.need.as_ref());
+        match placed.and_then(|(m, n)| m.reach.entries_4k().map(|k| (m, n, k))) {
+            Some((m, need, (lo, hi))) => {
                 let mut l = format!(
                     "against the reach bench tlb measured here (run {}): {} entries at 4 KiB is {} ({}–{} entries{}{})",
                     m.run,
                     thousands(e.at_4k as usize),
-                    times(e.at_4k, lo, hi),
+                    times(need),
                     thousands(lo as usize),
                     thousands(hi as usize),
                     reach_sureness(m),
-                    level_of(m, e.at_4k)
+                    level_of(need)
                 );
                 if e.at_4k > hi {
                     l += ": most accesses that leave the data caches also walk the page tables";

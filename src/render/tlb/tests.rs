@@ -51,7 +51,14 @@ fn every_level_the_timing_resolved_is_said_with_its_entries_and_miss_cost() {
 }
 
 #[test]
-fn a_sweeps_rows_say_which_sizes_fit_the_measured_reach() {
+fn a_need_is_worded_with_its_times_and_level() {
+    use crate::model::tlb::Need;
+    let need = |name: &str, entries, times, level| Need {
+        name: name.into(),
+        entries,
+        times,
+        level,
+    };
     let m = crate::model::tlb::Measured {
         run: 7,
         created: String::new(),
@@ -59,7 +66,7 @@ fn a_sweeps_rows_say_which_sizes_fit_the_measured_reach() {
             sweeps: vec![Sweep {
                 backing: crate::backing::Backing::Thp,
                 points: Vec::new(),
-                knee: Some((2048, 3072)),
+                knee: Some((96, 128)),
                 located: None,
                 levels: Vec::new(),
             }],
@@ -70,28 +77,12 @@ fn a_sweeps_rows_say_which_sizes_fit_the_measured_reach() {
         },
     };
     let rows = [
-        "ByteArrayTouch.touch size=1000",
-        "ByteArrayTouch.touch size=10000000",
-        "ByteArrayTouch.touch size=100000000",
-        "Other.run",
+        need("size=1000", 1, (0.008, 0.01), Some((0, Some(1)))),
+        need("size=10000000", 2442, (19.08, 25.44), Some((2, None))),
+        need("size=1000000", 245, (0.99, 2.5), Some((1, Some(2)))),
     ];
     let l = row_why_line(&rows, &m).unwrap();
-    assert!(l.contains("run 7, 2,048–3,072 entries"), "{l}");
-    assert!(l.contains("size=1000: 1 entries (within it)"), "{l}");
-    assert!(
-        l.contains("size=10000000: 2,442 entries (at its edge)"),
-        "{l}"
-    );
-    assert!(
-        l.contains("size=100000000: 24,415 entries (7.9–11.9× the reach)"),
-        "{l}"
-    );
-    assert!(row_why_line(&["Other.run"], &m).is_none());
-    // With two levels resolved, each row says which level's misses it pays.
-    let mut m = m;
-    m.reach.sweeps[0].knee = Some((96, 128));
-    m.reach.sweeps[0].levels = vec![level(1, (96, 128)), level(2, (1536, 2048))];
-    let l = row_why_line(&rows, &m).unwrap();
+    assert!(l.contains("run 7, 96–128 entries"), "{l}");
     assert!(
         l.contains("size=1000: 1 entries (within it; within level 1)"),
         "{l}"
@@ -100,15 +91,19 @@ fn a_sweeps_rows_say_which_sizes_fit_the_measured_reach() {
         l.contains("size=10000000: 2,442 entries (19.1–25.4× the reach; past level 2, the last one measured)"),
         "{l}"
     );
-    let mid = row_why_line(&["A.b size=1000000 avgt"], &m).unwrap();
-    assert!(mid.contains("past level 1, within level 2"), "{mid}");
-    // An arm-level why line (run, bench) says it per arm too.
-    let arms = [("4k".to_string(), 500), ("thp".to_string(), 1)];
+    assert!(
+        l.contains("size=1000000: 245 entries (at its edge; past level 1, within level 2)"),
+        "{l}"
+    );
+    assert!(row_why_line(&[], &m).is_none());
+    let arms = [
+        need("4k", 500, (3.9, 5.2), None),
+        need("thp", 1, (0.008, 0.01), None),
+    ];
     let l = why_line("the 2.0M touched", &arms, &m, None).unwrap();
     assert!(
-        l.contains(
-            "500 TLB entries on 4k's pages (3.9–5.2× the reach; past level 1, within level 2)"
-        ) && l.contains("1 on thp's pages (within it; within level 1)"),
+        l.contains("500 TLB entries on 4k's pages (3.9–5.2× the reach)")
+            && l.contains("1 on thp's pages (within it)"),
         "{l}"
     );
 }
@@ -121,6 +116,7 @@ fn a_span_below_the_miss_is_said_to_fit_only_when_its_interval_says_so() {
         pages,
         base_ns: 2.0,
         huge_ns: 1.5,
+        extra_share: None,
         ratio: Estimate {
             point: (lo + hi) / 2.0,
             lo: Some(lo),
@@ -196,6 +192,7 @@ fn hot_memory_on_thp_is_an_upper_bound_and_said_to_be() {
             on_thp,
             hugetlb_page: None,
         }],
+        need: None,
     };
     let ctx = HotContext {
         measured: None,
@@ -243,6 +240,12 @@ fn hot_memory_on_thp_is_an_upper_bound_and_said_to_be() {
     };
     let mut small = set(0);
     small.entries.at_4k = 1000;
+    small.need = Some(crate::model::tlb::Need {
+        name: "42".into(),
+        entries: 1000,
+        times: (7.8, 10.4),
+        level: Some((1, Some(2))),
+    });
     let t = hot_text(&[small], &ctx)
         .split_whitespace()
         .collect::<Vec<_>>()
