@@ -288,12 +288,16 @@ pub fn analyse(
         tails: tails(arms, baseline, trials, metrics, confidence, design),
         unchanged_costs: Vec::new(),
     };
-    report.unchanged_costs = arms
-        .iter()
-        .map(|a| (a.clone(), crate::model::costs::unchanged(&report, a)))
-        .filter(|(_, n)| *n > 0)
-        .collect();
+    report.unchanged_costs = unchanged_costs(&report, arms);
     report
+}
+
+/// Per arm, the costs whose interval resolved no change (the brief answer counts them).
+fn unchanged_costs(report: &ExperimentAnalysis, arms: &[String]) -> Vec<(String, usize)> {
+    arms.iter()
+        .map(|a| (a.clone(), crate::model::costs::unchanged(report, a)))
+        .filter(|(_, n)| *n > 0)
+        .collect()
 }
 
 /// The tail of the trial times as a contrast, where wall time is a contrasted metric of a

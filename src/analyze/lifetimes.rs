@@ -19,6 +19,7 @@ mod components;
 pub mod design;
 mod rule;
 mod shape;
+pub mod tuning;
 use components::between_sq;
 pub use components::{components, instance_sds, pooled};
 pub use rule::Rule;

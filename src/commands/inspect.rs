@@ -77,41 +77,7 @@ pub fn run(a: InspectArgs) -> anyhow::Result<i32> {
     }
     // The hot window first: the reports below then see the memory as it is after it.
     let (hot, tlb) = match a.hot {
-        Some(window) => {
-            let mut sets = Vec::new();
-            let mut errors = Vec::new();
-            for w in crate::collect::hot::hot_window(&pids, window) {
-                match w.mappings {
-                    Ok(maps) => sets.push(crate::analyze::hot::hot_set(
-                        w.pid,
-                        &w.name,
-                        window.as_secs_f64(),
-                        &maps,
-                    )),
-                    Err(e) => errors.push(e),
-                }
-            }
-            let measured = crate::stored_runs::measured_tlb(&a.store.db);
-            if let Some(m) = &measured {
-                for s in &mut sets {
-                    let named = [(s.pid.to_string(), s.entries.at_4k)];
-                    s.need = crate::analyze::tlb::needs(&named, m).pop();
-                }
-            }
-            let context = crate::model::inspect::HotContext {
-                measured,
-                db: a
-                    .store
-                    .db
-                    .clone()
-                    .unwrap_or_else(crate::store::default_path)
-                    .display()
-                    .to_string(),
-                geometry: crate::probe::tlb::read(),
-                errors,
-            };
-            (sets, Some(context))
-        }
+        Some(window) => hot_sets(&a, &pids, window),
         None => (Vec::new(), None),
     };
     let thp = crate::probe::thp::read(&Root::system()).context("reading THP settings")?;
@@ -208,4 +174,49 @@ fn cgroup_instances(paths: &[String]) -> anyhow::Result<Vec<CgroupInstance>> {
         });
     }
     Ok(out)
+}
+
+/// `--hot`: each process's hot memory over the window, placed against the reach `bench tlb`
+/// measured here, and the context the text needs.
+fn hot_sets(
+    a: &InspectArgs,
+    pids: &[u32],
+    window: Duration,
+) -> (
+    Vec<crate::model::inspect::HotSet>,
+    Option<crate::model::inspect::HotContext>,
+) {
+    let mut sets = Vec::new();
+    let mut errors = Vec::new();
+    for w in crate::collect::hot::hot_window(pids, window) {
+        match w.mappings {
+            Ok(maps) => sets.push(crate::analyze::hot::hot_set(
+                w.pid,
+                &w.name,
+                window.as_secs_f64(),
+                &maps,
+            )),
+            Err(e) => errors.push(e),
+        }
+    }
+    let measured = crate::stored_runs::measured_tlb(&a.store.db);
+    if let Some(m) = &measured {
+        for s in &mut sets {
+            let named = [(s.pid.to_string(), s.entries.at_4k)];
+            s.need = crate::analyze::tlb::needs(&named, m).pop();
+        }
+    }
+    let context = crate::model::inspect::HotContext {
+        measured,
+        db: a
+            .store
+            .db
+            .clone()
+            .unwrap_or_else(crate::store::default_path)
+            .display()
+            .to_string(),
+        geometry: crate::probe::tlb::read(),
+        errors,
+    };
+    (sets, Some(context))
 }

@@ -13,6 +13,7 @@
 //! [`ServerSchedule`].
 
 use super::service::{self, Running, Served};
+use crate::analyze::lifetimes::tuning::Tuning;
 use crate::analyze::lifetimes::{Components, Sizing, Spread};
 
 mod arms;
@@ -219,9 +220,10 @@ pub(super) struct Warm {
     lifetimes: usize,
     blocks_in: usize,
     since: Instant,
-    /// Blocks per lifetime: given, or sized after the pilot (None: 2 until then).
-    per_lifetime: Option<usize>,
-    given: bool,
+    /// What the run decides from its own measurements (the pilot's lengths, the burst, the
+    /// blocks per lifetime, the forecasts): `analyze::lifetimes::tuning`, which the simulation
+    /// study drives too.
+    tuning: Tuning,
     /// Every arm's burst at once (duet), whether `--schedule` asked for it, and why the run
     /// alternates instead when it found the machine too small.
     duet: bool,
@@ -232,29 +234,19 @@ pub(super) struct Warm {
     range: (usize, usize),
     last: Option<String>,
     forecast: Option<String>,
-    forecasts: crate::model::run::Forecasts,
-    /// The sizing's inputs: the run's start and `--max-time`, the interval the answer prints.
+    /// The sizing's inputs: the run's start and `--max-time`.
     started: Instant,
     max_time: Option<Duration>,
     /// Blocks the plan holds in all (every condition's).
     blocks_total: usize,
-    rule: crate::analyze::lifetimes::Rule,
     /// The half-width the run is after (`--target-halfwidth`, else δ), a fraction.
     target: f64,
     lifetime_max: Duration,
-    /// What starting every server (stop, start, warm) cost last time, and a block's mean time.
-    restart_s: f64,
     /// One arm's load alone against its server (seconds), where measured at the first lifetime.
     solo_s: Option<f64>,
-    block_s: Vec<f64>,
-    /// Each block's burst length (0 without a `{burst}`), beside its time.
-    block_len: Vec<u64>,
     bursts: bool,
+    /// The burst the servers' loads are filled with (the tuning's, once applied).
     burst: Option<u64>,
-    /// The pilot's two burst lengths while it runs them (the first from the fixed cost).
-    lengths: Option<[u64; 2]>,
-    /// How the burst was chosen, for the run's record.
-    burst_choice: Option<crate::model::run::BurstChoice>,
     rng: rand::rngs::SmallRng,
     pending: Vec<String>,
     _dirs: Vec<ArmDirs>,
@@ -282,8 +274,20 @@ impl Warm {
             lifetimes: 0,
             blocks_in: 0,
             since: Instant::now(),
-            per_lifetime: w.lifetime_blocks,
-            given: w.lifetime_blocks.is_some(),
+            tuning: {
+                // The forecast is of the interval printed: with several contrasts the widest
+                // is the first Holm step's, at 1 − α/m; a confidence sequence under
+                // --sequential and --target-halfwidth.
+                let rule =
+                    crate::analyze::lifetimes::Rule::of(&plan.design, plan.first_step_level());
+                let mut c = Tuning::new(
+                    rule,
+                    (plan.first_step_level(), plan.design.clone()),
+                    w.lifetime_blocks,
+                );
+                c.stop_at = plan.target_halfwidth.map(f64::ln_1p);
+                c
+            },
             duet: w.schedule == crate::model::run::BurstSchedule::Duet,
             schedule_asked: w.schedule_asked,
             schedule_change: None,
@@ -291,24 +295,14 @@ impl Warm {
             range: (usize::MAX, 0),
             last: None,
             forecast: None,
-            forecasts: Default::default(),
             started: Instant::now(),
             max_time: plan.max_time,
             blocks_total: plan.blocks * plan.conditions.len().max(1),
-            // The forecast is of the interval printed: with several contrasts the widest is
-            // the first Holm step's, at 1 − α/m; a confidence sequence under --sequential and
-            // --target-halfwidth.
-            rule: crate::analyze::lifetimes::Rule::of(&plan.design, plan.first_step_level()),
             target: plan.target_halfwidth.unwrap_or(plan.effect),
             lifetime_max: w.lifetime_max,
-            restart_s: 0.0,
             solo_s: None,
-            block_s: Vec::new(),
-            block_len: Vec::new(),
             bursts: w.bursts,
             burst: w.burst.map(|b| b.as_secs().max(1)),
-            lengths: None,
-            burst_choice: None,
             rng: rand::rngs::SmallRng::seed_from_u64(plan.seed ^ 0x5eed_11fe),
             pending: Vec::new(),
             _dirs: dirs.into_iter().collect(),
@@ -321,6 +315,7 @@ impl Warm {
 
     fn set_burst(&mut self, secs: u64) {
         self.burst = Some(secs);
+        self.tuning.burst = Some(secs);
         for s in &mut self.servers {
             s.slot.burst = Some(secs);
             s.fill_all(&self.template_load);
@@ -397,19 +392,17 @@ impl ServerSchedule for Warm {
         progress: &mut dyn Observer,
     ) -> Result<Option<usize>, (usize, Served)> {
         let up = self.running.iter().all(Option::is_some);
-        let pilot = if self.lengths.is_some() { 4 } else { 2 };
-        let due = self.blocks_in >= self.per_lifetime.unwrap_or(pilot)
+        let due = self.blocks_in >= self.tuning.lifetime_blocks()
             || self.since.elapsed() >= self.lifetime_max;
         if up && !due {
             self.pilot_length();
             return Ok(Some(self.lifetimes - 1));
         }
-        if self.lifetimes >= PILOT_LIFETIMES {
+        if crate::analyze::lifetimes::tuning::past_pilot(self.lifetimes) {
             // Once the pilot ran two lengths, the sizing reads the blocks of the one chosen.
             let chosen = self.choose_burst(spread);
-            self.size_lifetimes(
-                chosen.or_else(|| spread(self.burst.filter(|_| self.two_lengths()))),
-            );
+            let sp = self.tuning.sizing_spread(chosen.as_ref(), spread);
+            self.size_lifetimes(sp);
         }
         progress.message(&format!(
             "lifetime {}: starting and warming every arm's server",
@@ -418,7 +411,7 @@ impl ServerSchedule for Warm {
         let t = Instant::now();
         self.stop_all();
         self.start_all()?;
-        self.restart_s = t.elapsed().as_secs_f64();
+        self.tuning.restart_s = t.elapsed().as_secs_f64();
         if self.lifetimes == 0 {
             let alone = match self.bursts && self.burst.is_none() {
                 true => self.calibrate_burst(),
@@ -490,8 +483,7 @@ impl ServerSchedule for Warm {
 
     fn after_block(&mut self, secs: f64) {
         self.blocks_in += 1;
-        self.block_s.push(secs);
-        self.block_len.push(self.burst.unwrap_or(0));
+        self.tuning.block(secs, self.burst.unwrap_or(0));
     }
 
     fn shutdown(&mut self) {
@@ -526,15 +518,15 @@ impl ServerSchedule for Warm {
     }
 
     fn forecasts(&self) -> crate::model::run::Forecasts {
-        self.forecasts
+        self.tuning.forecasts
     }
 
     fn restart_s(&self) -> f64 {
-        self.restart_s
+        self.tuning.restart_s
     }
 
     fn burst_choice(&self) -> Option<crate::model::run::BurstChoice> {
-        self.burst_choice.clone()
+        self.tuning.choice.clone()
     }
 
     fn solo(&self) -> Option<(f64, usize)> {

@@ -11,9 +11,10 @@
 use super::noise::Rng;
 use super::{Row, se};
 use crate::analyze::experiment::{TrialData, log_ratios};
-use crate::analyze::lifetimes::design::{AtLength, Budget, PILOT_LIFETIMES, choose, pilot_room};
-use crate::analyze::lifetimes::{MIN_LIFETIMES, Placed, Rule, size_replicated, spread, z_for};
+use crate::analyze::lifetimes::tuning::{Tuning, past_pilot};
+use crate::analyze::lifetimes::{Placed, Rule, spread, z_for};
 use crate::analyze::verdict::design::paired_interval;
+use crate::model::run::BurstChoice;
 use crate::model::verdict::Design;
 
 /// The time step of the simulated host, seconds.
@@ -68,82 +69,59 @@ pub enum Burst {
     Fixed(u64),
 }
 
-/// One simulated run of `budget_s` with `burst`: its trials and the burst it ended with.
+/// One simulated run of `budget_s` with `burst`: its trials and the burst it ended with. The
+/// pilot's lengths, the burst choice and the sizing are the production tuning's
+/// (`analyze::lifetimes::tuning`), fed the simulated blocks as `run` feeds it its own.
 fn run(h: &Host, burst: Burst, budget_s: f64, rng: &mut Rng) -> (Vec<TrialData>, u64) {
-    // As `run` decides it: a second length only where a longer burst could be chosen (two
-    // arms alternating, from a first length of 1 s).
-    let second = match burst {
-        Burst::Chosen => pilot_room(1, (h.start_s, h.restart_s), 2.0, budget_s).ok(),
-        Burst::Fixed(_) => None,
-    };
-    let two_lengths = second.is_some();
     let fixed = match burst {
         Burst::Fixed(l) => l.max(1),
         Burst::Chosen => 1,
     };
     let conf = 0.99;
-    let rule = Rule::Fixed { z: z_for(conf) };
+    let mut tuning = Tuning::new(Rule::Fixed { z: z_for(conf) }, (conf, Design::Fixed), None);
+    tuning.restart_s = h.restart_s;
+    tuning.range_at_half = false;
+    tuning.burst = Some(fixed);
+    tuning.choice = Some(BurstChoice {
+        secs: fixed,
+        fixed_s: h.start_s,
+        by_fixed_cost: fixed,
+        pilot: None,
+        one_length: None,
+    });
+    // As `run` decides it: a second length only where a longer one could be chosen (two arms
+    // alternating, from the fixed cost's length).
+    if burst == Burst::Chosen {
+        let _ = tuning.plan_lengths((fixed, h.start_s), 2.0, Some(budget_s));
+    }
     let mut clock = Clock {
         t: 0.0,
         slow: h.slow * rng.gauss(),
     };
-    let (mut out, mut placed) = (Vec::new(), Vec::new());
-    let mut blocks: Vec<(u64, f64)> = Vec::new();
-    let lengths = match second {
-        Some(s) => [1, s, s, 1],
-        None => [fixed; 4],
-    };
-    let (mut burst, mut per, mut block) = (fixed, if two_lengths { 4 } else { 2 }, 0usize);
-    let cost = |blocks: &[(u64, f64)], l: u64| {
-        let at: Vec<f64> = blocks.iter().filter(|b| b.0 == l).map(|b| b.1).collect();
-        at.iter().sum::<f64>() / at.len().max(1) as f64
-    };
-    let at_length = |placed: &[(u64, Placed)], l: u64| -> Vec<Placed> {
-        placed.iter().filter(|p| p.0 == l).map(|p| p.1).collect()
-    };
+    let (mut out, mut placed) = (Vec::new(), Vec::<(u64, Placed)>::new());
+    let mut block = 0usize;
     for l in 0.. {
-        let budget = Budget {
-            time_s: Some(budget_s - clock.t),
-            blocks: f64::INFINITY,
-            restarts_needed: (MIN_LIFETIMES - l as f64).max(1.0),
-            done: l,
-        };
-        if l == PILOT_LIFETIMES
-            && let Some(second) = second
-            && let (Some(a), Some(b)) = (
-                spread(&[at_length(&placed, 1)], conf),
-                spread(&[at_length(&placed, second)], conf),
-            )
-        {
-            let at = |secs, components| AtLength {
-                secs,
-                components,
-                block_s: cost(&blocks, secs),
+        if past_pilot(l) {
+            let budget = tuning.budget(Some(budget_s - clock.t), f64::INFINITY, l);
+            let spread_at = |len: Option<u64>| {
+                let at: Vec<Placed> = placed
+                    .iter()
+                    .filter(|p| len.is_none_or(|s| p.0 == s))
+                    .map(|p| p.1)
+                    .collect();
+                spread(&[at], conf)
             };
-            let (a, b) = (at(1, a.components), at(second, b.components));
-            if let Some(c) = choose(&a, &b, h.restart_s, (budget, None), rule, 1) {
-                burst = c.secs;
-                per = c.sizing.blocks;
-            }
-        } else if l >= PILOT_LIFETIMES
-            && let Some(sp) = spread(&[at_length(&placed, burst)], conf)
-        {
-            let b = cost(&blocks, burst);
-            let remaining = Some(budget.at(b, h.restart_s));
-            per =
-                size_replicated(&sp.components, h.restart_s, b, (remaining, None), rule, 1).blocks;
+            let chosen = tuning.choose_burst(&spread_at, budget);
+            let sp = tuning.sizing_spread(chosen.as_ref(), &spread_at);
+            tuning.size(sp, budget, false, 0.01);
         }
         clock.pass(h.restart_s, h, false, rng);
         let inst = h.between * rng.gauss();
-        for k in 0..per {
-            let len = if l < PILOT_LIFETIMES {
-                lengths[k.min(3)]
-            } else {
-                burst
-            };
+        for k in 0..tuning.lifetime_blocks() {
+            let len = tuning.pilot_length(k).or(tuning.burst).unwrap_or(fixed);
             let started = clock.t;
             if started + 2.0 * (len as f64 + h.start_s) > budget_s {
-                return (out, burst);
+                return (out, tuning.burst.unwrap_or(fixed));
             }
             // The block's two bursts in random order, each after its start cost.
             let first = usize::from(rng.uniform() < 0.5);
@@ -172,11 +150,11 @@ fn run(h: &Host, burst: Burst, budget_s: f64, rng: &mut Rng) -> (Vec<TrialData>,
                     value: v[1] - v[0],
                 },
             ));
-            blocks.push((len, clock.t - started));
+            tuning.block(clock.t - started, len);
             block += 1;
         }
     }
-    (out, burst)
+    (out, tuning.burst.unwrap_or(fixed))
 }
 
 /// Over `reps` runs of `h` in `budget_s`: the median half-width (log), the share of A/A
@@ -306,14 +284,25 @@ pub fn burst_rows(reps: usize) -> Vec<Row> {
             pass: aa <= limit,
         });
     }
-    // A 5-minute run on the Intel VM's measured noise: the design `run` uses (which there
-    // keeps 1 s without a second length) against the best fixed length, each sized alike.
+    // A 5-minute run on the Intel VM's measured noise: the pilot has no room for a second
+    // length there (`design::pilot_room` refuses it, as the row checks), so the tuning keeps
+    // the fixed cost's 1 s; that choice against the best fixed length, each sized alike.
+    assert!(
+        crate::analyze::lifetimes::design::pilot_room(
+            1,
+            (INTEL.start_s, INTEL.restart_s),
+            2.0,
+            300.0
+        )
+        .is_err(),
+        "a 5-minute Intel run has no room for a second length"
+    );
     let (best, best_w) = best_fixed(&INTEL, 300.0, (reps, 110));
     let (w, _, _) = replicate(&INTEL, Burst::Chosen, 300.0, (reps, 121));
     let ratio = w / best_w;
     rows.push(Row {
         study: format!(
-            "burst chosen from the noise (as the Intel development VM; 5 minutes): median half-width over the best fixed length's ({best} s, ±{:.2}%)",
+            "one burst length kept where --max-time has no room for a second (as the Intel development VM; 5 minutes): median half-width over the best fixed length's ({best} s, ±{:.2}%)",
             best_w.exp_m1() * 100.0
         ),
         measured: ratio,

@@ -10,10 +10,8 @@
 use super::noise::Rng;
 use super::{Row, se};
 use crate::analyze::experiment::{TrialData, log_ratios};
-use crate::analyze::lifetimes::{
-    Components, FEW_DF, Placed, Rule, resampled_range, scaled, size, size_replicated, spread,
-    spread_range, z_for,
-};
+use crate::analyze::lifetimes::tuning::{Tuning, past_pilot};
+use crate::analyze::lifetimes::{Components, Placed, Rule, size, spread, z_for};
 use crate::analyze::verdict::design::paired_interval;
 use crate::model::verdict::Design;
 use crate::stats::hodges_lehmann;
@@ -88,49 +86,30 @@ fn sized_run(
     pr: Process,
     rng: &mut Rng,
 ) -> (Vec<TrialData>, Predicted) {
-    let rule = Rule::of(design, conf);
     let n = pr.replicas.max(1);
+    // The production tuning, driven by simulated blocks: the sizing, the forecasts and the
+    // half-way range are the code `run` runs (a two-arm run's first Holm step is its level).
+    let mut tuning = Tuning::new(Rule::of(design, conf), (conf, design.clone()), oracle);
+    tuning.replicas = n;
+    tuning.restart_s = RESTART_S;
+    tuning.range_at_half = resample;
     let (mut out, mut placed) = (Vec::new(), Vec::new());
-    let (mut elapsed, mut round, mut per) = (0.0, 0, oracle.unwrap_or(2));
-    let mut said = Predicted::default();
+    let (mut elapsed, mut round) = (0.0, 0);
     for l in 0.. {
-        if l >= 3
-            && oracle.is_none()
-            && let Some(sp) = spread(std::slice::from_ref(&placed), conf)
-        {
-            // As `run` does: the normal model scaled to the signed-rank interval (a confidence
-            // sequence is over the lifetime means themselves).
-            let ratio = sp.rank_ratio.filter(|_| !rule.is_sequence());
-            let c = scaled(&sp.components, ratio.unwrap_or(1.0));
-            let left = Some((BUDGET_S - elapsed, l));
-            let s = size_replicated(&c, RESTART_S, BLOCK_S, (left, None), rule, n);
-            per = s.blocks;
-            if said.first.is_none()
-                && let Some(p) = s.predicted
-            {
-                said.first = Some(p);
-                // As the forecast's record does: the range only from few degrees of freedom.
-                said.range = spread_range(&sp.components, s.blocks, 0.90)
-                    .filter(|(_, df)| *df < FEW_DF as f64)
-                    .map(|((lo, hi), _)| (p * lo, p * hi));
-            }
-            if elapsed * 2.0 >= BUDGET_S && said.half.is_none() {
-                said.half = s.predicted;
-                // As the half-way forecast's record does: the range the first half's own
-                // lifetimes allow the end.
-                said.resampled = s.lifetimes.filter(|_| resample).and_then(|l| {
-                    resampled_range(&sp.means, l.round() as usize, (conf, design), 0.90)
-                });
-            }
-            said.last = s.predicted.or(said.last);
+        if past_pilot(l) {
+            let budget = tuning.budget(Some(BUDGET_S - elapsed), f64::INFINITY, l);
+            let sp = spread(std::slice::from_ref(&placed), conf);
+            let sp = tuning.sizing_spread(None, &|_| sp.clone());
+            tuning.size(sp, budget, elapsed * 2.0 >= BUDGET_S, 0.01);
         }
+        let per = tuning.lifetime_blocks();
         elapsed += RESTART_S;
         let shared = pr.shared * rng.gauss();
         let inst: Vec<f64> = (0..n).map(|_| shared + pr.between * rng.gauss()).collect();
         let mut e: Vec<f64> = (0..n).map(|_| pr.within * rng.gauss()).collect();
         for _ in 0..per {
             if elapsed >= BUDGET_S {
-                return (out, said);
+                return (out, predicted(&tuning.forecasts));
             }
             for r in 0..n {
                 let (block, lifetime) = (round * n + r, l * n + r);
@@ -160,11 +139,24 @@ fn sized_run(
                     value: ratio,
                 });
             }
+            tuning.block(BLOCK_S, 0);
             elapsed += BLOCK_S;
             round += 1;
         }
     }
-    (out, said)
+    (out, predicted(&tuning.forecasts))
+}
+
+/// The forecasts a tuning kept, on the log scale the rows compare half-widths on.
+fn predicted(f: &crate::model::run::Forecasts) -> Predicted {
+    let log = |(lo, hi): (f64, f64)| (f64::ln_1p(lo), f64::ln_1p(hi));
+    Predicted {
+        first: f.pilot.map(|p| p.half_width.ln_1p()),
+        range: f.pilot.and_then(|p| p.range).map(log),
+        half: f.half.map(|p| p.half_width.ln_1p()),
+        resampled: f.half.and_then(|p| p.resampled).map(log),
+        last: f.last.map(|p| p.half_width.ln_1p()),
+    }
 }
 
 /// What a sized run predicted: after the pilot (with its 90% range, where the pilot's degrees
@@ -546,4 +538,31 @@ pub fn lifetime_rows(reps: usize) -> Vec<Row> {
         pass: naive >= 3.0 * alpha,
     });
     rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sizing rows run the production tuning: a sizing planted in its place (every
+    /// lifetime one block, whatever the spread) moves what they measure.
+    #[test]
+    fn a_planted_sizing_moves_the_sizing_rows() {
+        use crate::analyze::lifetimes::tuning::PLANTED;
+        let measure = || replicate_sized(0.0, 0.99, None, KNOWN, 40, 74).1;
+        let production = measure();
+        PLANTED.with(|p| {
+            p.set(Some(|s| crate::analyze::lifetimes::Sizing {
+                blocks: 1,
+                ..*s
+            }))
+        });
+        let planted = measure();
+        PLANTED.with(|p| p.set(None));
+        assert_eq!(measure(), production, "the same seeds give the same rows");
+        assert!(
+            (planted - production).abs() > 1e-6,
+            "the rows did not move: {production} vs {planted}"
+        );
+    }
 }

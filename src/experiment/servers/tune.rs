@@ -3,8 +3,9 @@
 //! lifetime (the run's own variance components, Kalibera–Jones).
 
 use super::{Components, FIXED_SHARE, Instant, PILOT_LIFETIMES, Sizing, Spread, Warm};
-use crate::analyze::lifetimes::design::{self, AtLength, Budget};
-use crate::model::run::{BurstChoice, LengthPilot, MeasuredLength};
+use crate::analyze::lifetimes::design::{self, Budget};
+use crate::analyze::lifetimes::tuning::{Chosen, Sized};
+use crate::model::run::{BurstChoice, LengthPilot};
 
 /// The CPUs a solo burst kept busy: its own (load and server) and everything else's meanwhile.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -76,7 +77,7 @@ impl Warm {
         self.set_burst(secs);
         // A burst of `secs` and the load's fixed cost: one arm's burst alone.
         self.solo_s = ok.then_some(secs as f64 + fixed);
-        self.burst_choice = ok.then_some(BurstChoice {
+        self.tuning.choice = ok.then_some(BurstChoice {
             secs,
             fixed_s: fixed,
             by_fixed_cost: secs,
@@ -142,37 +143,32 @@ impl Warm {
     }
 
     /// After the first lifetime's set-up (burst, schedule, replicas known): whether the pilot
-    /// runs its bursts at two lengths, so that the noise chooses the burst. It does where the
-    /// burst was calibrated, the lifetimes are sized (no `--lifetime-blocks`) and `--max-time`
-    /// leaves room for a longer burst (`design::one_length`). Said either way.
+    /// runs its bursts at two lengths, so that the noise chooses the burst
+    /// (`Tuning::plan_lengths`). Said either way.
     pub(super) fn plan_lengths(&mut self) {
-        let Some(choice) = self.burst_choice.as_mut() else {
+        let Some(choice) = self.tuning.choice.clone() else {
             return;
         };
         let first = choice.secs;
         let one_after_another = if self.duet { 1 } else { self.arms } as f64;
-        let room = match self.max_time {
-            _ if self.given => Err("--lifetime-blocks given".to_string()),
-            None => Err("no --max-time: a run bounded by its blocks keeps the burst".into()),
-            Some(m) => design::pilot_room(
-                first,
-                (choice.fixed_s, self.restart_s),
-                one_after_another,
-                m.as_secs_f64(),
-            ),
-        };
-        match room {
+        self.tuning.replicas = self.replicas;
+        let time_s = self.max_time.map(|m| m.as_secs_f64());
+        match self
+            .tuning
+            .plan_lengths((first, choice.fixed_s), one_after_another, time_s)
+        {
             Err(why) => {
                 // Said where --max-time might have let the noise choose; recorded always.
-                if self.max_time.is_some() && !self.given {
+                if self.max_time.is_some() && !self.tuning.given {
                     self.pending.push(format!(
                         "burst {first} s for the whole run, one length: {why}"
                     ));
                 }
-                choice.one_length = Some(why);
+                if let Some(c) = self.tuning.choice.as_mut() {
+                    c.one_length = Some(why);
+                }
             }
             Ok(second) => {
-                self.lengths = Some([first, second]);
                 self.pending.push(format!(
                     "the pilot's {PILOT_LIFETIMES} lifetimes run bursts of {first} s and {second} s ({first}, {second}, {second}, {first} s in each): the noise at both lengths chooses the burst for the rest of the run"
                 ));
@@ -182,37 +178,10 @@ impl Warm {
 
     /// During the pilot at two lengths: the burst for the lifetime's next block.
     pub(super) fn pilot_length(&mut self) {
-        if let Some([a, b]) = self.lengths {
-            let l = [a, b, b, a][self.blocks_in.min(3)];
-            if self.burst != Some(l) {
-                self.set_burst(l);
-            }
-        }
-    }
-
-    /// Whether the pilot ran two burst lengths (its blocks are then told apart by length).
-    pub(super) fn two_lengths(&self) -> bool {
-        self.burst_choice
-            .as_ref()
-            .is_some_and(|c| c.pilot.is_some())
-    }
-
-    /// A block's mean time, over the blocks at the burst in use once the pilot ran two.
-    fn block_cost(&self, secs: Option<u64>) -> (f64, usize) {
-        let at: Vec<f64> = self
-            .block_s
-            .iter()
-            .zip(&self.block_len)
-            .filter(|(_, l)| secs.is_none_or(|s| **l == s))
-            .map(|(t, _)| *t)
-            .collect();
-        match (
-            at.len(),
-            self.burst_choice.as_ref().and_then(|c| c.pilot.as_ref()),
-        ) {
-            // A length chosen but not yet run: its cost on the line the choice drew.
-            (0, Some(p)) => (p.block_s, 0),
-            (n, _) => (at.iter().sum::<f64>() / n.max(1) as f64, n),
+        if let Some(l) = self.tuning.pilot_length(self.blocks_in)
+            && self.burst != Some(l)
+        {
+            self.set_burst(l);
         }
     }
 
@@ -220,160 +189,74 @@ impl Warm {
     /// `--max-time`, whichever ends first, and the restarts done (the unit is the restart:
     /// every replica's lifetime that began with it).
     fn budget(&self) -> Budget {
-        let done = self.lifetimes;
-        Budget {
-            time_s: self
-                .max_time
+        self.tuning.budget(
+            self.max_time
                 .map(|m| m.saturating_sub(self.started.elapsed()).as_secs_f64()),
-            blocks: self.blocks_total.saturating_sub(self.block_s.len()) as f64,
-            restarts_needed: (crate::analyze::lifetimes::MIN_LIFETIMES - done as f64).max(1.0),
-            done,
-        }
+            self.blocks_total.saturating_sub(self.tuning.block_s.len()) as f64,
+            self.lifetimes,
+        )
     }
 
-    /// At the pilot's end, where it ran two lengths: the burst for the rest of the run, from
-    /// the spread at each and a block's cost at each (`analyze::lifetimes::design`). Said with
-    /// its reason and kept in the run's record. Returns the spread the choice sized with (at
-    /// its length), which the first sizing then uses, so that the two say one forecast.
+    /// At the pilot's end, where it ran two lengths: the burst for the rest of the run
+    /// (`Tuning::choose_burst`), said with its reason and kept in the run's record.
     pub(super) fn choose_burst(
         &mut self,
         spread: &dyn Fn(Option<u64>) -> Option<Spread>,
-    ) -> Option<Spread> {
-        let [a, b] = self.lengths.take()?;
-        let at = |secs: u64| {
-            let sp = spread(Some(secs))?;
-            let (block_s, _) = self.block_cost(Some(secs));
-            Some(AtLength {
-                secs,
-                components: sp.components,
-                block_s,
-            })
-        };
-        let stop_at = self.plan.target_halfwidth.map(f64::ln_1p);
-        let chosen = at(a).zip(at(b)).and_then(|(first, other)| {
-            let c = design::choose(
-                &first,
-                &other,
-                self.restart_s,
-                (self.budget(), stop_at),
-                self.rule,
-                self.replicas,
-            )?;
-            Some((first, other, c))
-        });
-        let Some((first, other, c)) = chosen else {
-            self.set_burst(a);
-            if let Some(ch) = self.burst_choice.as_mut() {
-                ch.one_length = Some(
-                    "the pilot's two lengths gave no spread to compare (too few blocks kept)"
-                        .into(),
-                );
+    ) -> Option<Chosen> {
+        let first = self.tuning.lengths?[0];
+        self.tuning.replicas = self.replicas;
+        let budget = self.budget();
+        let chosen = self.tuning.choose_burst(spread, budget)?;
+        match &chosen {
+            Chosen::Kept([a, b]) => {
+                self.pending.push(format!(
+                    "burst {a} s kept: the pilot's bursts at {a} s and {b} s gave no spread to compare"
+                ));
+                self.set_burst(*a);
             }
-            self.pending.push(format!(
-                "burst {a} s kept: the pilot's bursts at {a} s and {b} s gave no spread to compare"
-            ));
-            return None;
-        };
-        self.set_burst(c.secs);
-        let measured = |m: &AtLength| MeasuredLength {
-            secs: m.secs,
-            within_sd: m.components.within_sd,
-            block_s: m.block_s,
-            blocks: self.block_cost(Some(m.secs)).1,
-        };
-        let pilot = LengthPilot {
-            lengths: vec![measured(&first), measured(&other)],
-            floor_sd: c.noise.floor_sd,
-            averaging_sd: c.noise.averaging_sd,
-            between_sd: c.between_sd,
-            chosen: (
-                c.sizing.predicted.unwrap_or(f64::NAN).exp_m1(),
-                c.sizing.blocks,
-            ),
-            against: (
-                c.against.0,
-                c.against.1.predicted.unwrap_or(f64::NAN).exp_m1(),
-                c.against.1.blocks,
-            ),
-            block_s: c.block_s,
-        };
-        self.pending.push(burst_note(&c, &pilot, a));
-        if let Some(ch) = self.burst_choice.as_mut() {
-            ch.secs = c.secs;
-            ch.pilot = Some(pilot);
+            Chosen::Length { choice, pilot, .. } => {
+                self.pending.push(burst_note(choice, pilot, first));
+                self.set_burst(choice.secs);
+            }
         }
-        Some(Spread {
-            components: c.components,
-            rank_ratio: None,
-            means: Vec::new(),
-        })
+        Some(chosen)
     }
 
     /// Whether half the run has passed: of `--max-time` when given, else of its blocks.
     fn past_half_way(&self) -> bool {
         match self.max_time {
             Some(m) => self.started.elapsed() * 2 >= m,
-            None => self.block_s.len() * 2 >= self.blocks_total,
+            None => self.tuning.block_s.len() * 2 >= self.blocks_total,
         }
     }
 
-    /// Blocks per lifetime from the run's own spread so far (Kalibera–Jones, in
-    /// `analyze::lifetimes::size`), re-estimated at every lifetime boundary after the pilot;
+    /// Blocks per lifetime from the run's own spread so far (`Tuning::size`: Kalibera–Jones,
+    /// in `analyze::lifetimes::size`), re-estimated at every lifetime boundary after the pilot;
     /// said when the number changes, with the half-width it predicts at the run's end.
     pub(super) fn size_lifetimes(&mut self, spread: Option<Spread>) {
-        let (b, _) = self.block_cost(self.burst.filter(|_| self.two_lengths()));
-        let Some(Spread {
+        self.tuning.replicas = self.replicas;
+        let (budget, half) = (self.budget(), self.past_half_way());
+        let was = self.tuning.per_lifetime;
+        let Some(Sized {
+            sizing: s,
             components: c,
-            rank_ratio,
-            means,
-        }) = spread.filter(|_| !self.given && b > 0.0)
+            forecast,
+            need_s: need,
+        }) = self.tuning.size(spread, budget, half, self.target)
         else {
             return;
         };
-        // The model's half-width is the normal interval's; the answer's is the signed-rank one,
-        // narrower where a few lifetimes lie far off: the forecast is of the answer's. A
-        // confidence sequence is over the lifetime means themselves: no signed-rank ratio.
-        let rank_ratio = rank_ratio.filter(|_| !self.rule.is_sequence());
-        let scaled = crate::analyze::lifetimes::scaled(&c, rank_ratio.unwrap_or(1.0));
-        let remaining = Some(self.budget().at(b, self.restart_s));
-        // With --target-halfwidth the run ends where its interval first reaches the target.
-        let stop_at = self.plan.target_halfwidth.map(f64::ln_1p);
-        let s = crate::analyze::lifetimes::size_replicated(
-            &scaled,
-            self.restart_s,
-            b,
-            (remaining, stop_at),
-            self.rule,
-            self.replicas,
+        let b = self
+            .tuning
+            .block_cost(self.burst.filter(|_| self.tuning.two_lengths()))
+            .0;
+        let note = sizing_note(
+            &s,
+            &c,
+            forecast,
+            (self.tuning.restart_s, b),
+            (self.target, need),
         );
-        let need = crate::analyze::lifetimes::time_replicated(
-            &scaled,
-            s.blocks,
-            (self.restart_s, b),
-            self.rule,
-            self.target,
-            self.replicas,
-        );
-        let forecast = forecast_of(&s, &c, rank_ratio, self.rule.is_sequence());
-        let note = sizing_note(&s, &c, forecast, (self.restart_s, b), (self.target, need));
-        if let Some(mut f) = forecast {
-            self.forecasts.pilot.get_or_insert(f);
-            if self.past_half_way() && self.forecasts.half.is_none() {
-                // The out-of-sample check's forecast, with the range the first half's own
-                // lifetimes allow the end (resampled: their far ones at their measured rate).
-                f.resampled = s.lifetimes.and_then(|l| {
-                    crate::analyze::lifetimes::resampled_range(
-                        &means,
-                        l.round() as usize,
-                        (self.plan.first_step_level(), &self.plan.design),
-                        0.90,
-                    )
-                    .map(|(lo, hi)| (lo.exp_m1(), hi.exp_m1()))
-                });
-                self.forecasts.half = Some(f);
-            }
-            self.forecasts.last = Some(f);
-        }
         self.forecast = s.predicted.map(|h| {
             format!(
                 "forecast ±{:.1}% at the end (±{} needs about {})",
@@ -383,7 +266,7 @@ impl Warm {
             )
         });
         // The first sizing is said at once; later ones as one line at the end of the run.
-        match self.per_lifetime {
+        match was {
             None => self.pending.push(note),
             Some(k) => {
                 self.resized += usize::from(k != s.blocks);
@@ -391,36 +274,7 @@ impl Warm {
                 self.last = Some(note);
             }
         }
-        self.per_lifetime = Some(s.blocks);
     }
-}
-
-/// The sizing's forecast for the run's record: the half-width at the end and, from fewer than
-/// [`FEW_DF`] degrees of freedom, the range the spread allows (90%), as fractions.
-///
-/// [`FEW_DF`]: crate::analyze::lifetimes::FEW_DF
-fn forecast_of(
-    s: &Sizing,
-    c: &Components,
-    rank_ratio: Option<f64>,
-    sequence: bool,
-) -> Option<crate::model::run::Forecast> {
-    use crate::analyze::lifetimes::{FEW_DF, spread_range};
-    let h = s.predicted?;
-    let range = spread_range(c, s.blocks, 0.90);
-    Some(crate::model::run::Forecast {
-        lifetimes: c.lifetimes,
-        blocks: c.blocks,
-        per_lifetime: s.blocks,
-        half_width: h.exp_m1(),
-        range: range
-            .filter(|(_, df)| *df < FEW_DF as f64)
-            .map(|((lo, hi), _)| ((h * lo).exp_m1(), (h * hi).exp_m1())),
-        df: range.map_or(0, |(_, df)| df.round() as usize),
-        rank_ratio,
-        sequence,
-        resampled: None,
-    })
 }
 
 /// Lifetimes sized, in words: the choice, its inputs, what it predicts.
