@@ -1,10 +1,16 @@
 #!/bin/sh
 # Build the Debian package (target/debian/hugelab_*.deb) with cargo-deb: the release binary,
-# then the man pages and shell completions it generates, then the package.
+# then the man pages and shell completions it generates, then the package. With
+# HUGELAB_DEB_PREBUILT=1 it packages the release binary already in target/release (CI: the one
+# its test build made, so that the package check does not build the crate a second time).
 set -eu
 cd "$(dirname "$0")/.."
 command -v cargo-deb >/dev/null || cargo install cargo-deb --locked
-cargo build --release
+if [ "${HUGELAB_DEB_PREBUILT:-}" = 1 ]; then
+  test -x target/release/hugelab || { echo "HUGELAB_DEB_PREBUILT=1: no target/release/hugelab; build it first" >&2; exit 1; }
+else
+  cargo build --release
+fi
 rm -rf target/assets && mkdir -p target/assets/man target/assets/completions
 target/release/hugelab man --out target/assets/man >/dev/null
 gzip -9n target/assets/man/*.1

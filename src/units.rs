@@ -276,6 +276,25 @@ pub fn fmt_elapsed(secs: f64) -> String {
     }
 }
 
+/// A length of time that is an estimate, as roughly as it is known: `about 40 s`, `about 12 min`,
+/// `about 9.9 h`, `about 3 days`.
+pub fn fmt_about(secs: f64) -> String {
+    if !secs.is_finite() || secs < 0.0 {
+        return "-".into();
+    }
+    let (v, unit) = if secs < 90.0 {
+        (secs, "s")
+    } else if secs < 90.0 * 60.0 {
+        (secs / 60.0, "min")
+    } else if secs < 48.0 * 3600.0 {
+        (secs / 3600.0, "h")
+    } else {
+        (secs / 86_400.0, "days")
+    };
+    let d = if v < 10.0 && unit != "s" { 1 } else { 0 };
+    format!("about {v:.d$} {unit}")
+}
+
 /// A length of time as it is given on the command line: `30s`, `10m`, `1h30m`.
 pub fn fmt_span(secs: f64) -> String {
     let s = secs.round().max(0.0) as u64;
@@ -325,10 +344,59 @@ pub fn percent_decimals(half_width: f64) -> usize {
     }
 }
 
+/// An interval's end, signed, with `decimals` decimals, or with as many more as it needs not to
+/// read zero: `-0.04`, never `-0`, since an end that reads zero says the interval
+/// touches no change when it does not. An end that is exactly zero reads `0`, unsigned.
+pub fn fmt_bound(x: f64, decimals: usize) -> String {
+    if x == 0.0 {
+        return format!("{:.decimals$}", 0.0);
+    }
+    let mut d = decimals;
+    while d < 12 && (x * 10f64.powi(d as i32)).round() == 0.0 {
+        d += 1;
+    }
+    format!("{x:+.d$}")
+}
+
+/// `[-28, -0.4]`: an interval's two ends by [`fmt_bound`].
+pub fn fmt_interval(lo: f64, hi: f64, decimals: usize) -> String {
+    format!("[{}, {}]", fmt_bound(lo, decimals), fmt_bound(hi, decimals))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// No end near zero reads `-0` or `+0`: it keeps its sign and one digit that is not zero.
+    #[test]
+    fn an_end_near_zero_never_reads_zero() {
+        for (x, d, text) in [
+            (-0.4, 0, "-0.4"),
+            (-0.04, 0, "-0.04"),
+            (0.004, 1, "+0.004"),
+            (-0.0004, 0, "-0.0004"),
+            (-0.00001, 0, "-0.00001"),
+            (-27.6, 0, "-28"),
+            (0.0, 1, "0.0"),
+            (1.25, 2, "+1.25"),
+        ] {
+            assert_eq!(fmt_bound(x, d), text, "{x} at {d} decimals");
+        }
+        assert_eq!(fmt_interval(-27.6, -0.04, 0), "[-28, -0.04]");
+    }
+
+    proptest! {
+        /// Any end that is not zero prints its own sign and a non-zero digit.
+        #[test]
+        fn a_printed_end_keeps_its_sign(x in -50.0f64..50.0, d in 0usize..3) {
+            let t = fmt_bound(x, d);
+            let back: f64 = t.parse().unwrap();
+            if x.abs() >= 1e-9 {
+                prop_assert!(back != 0.0 && back.signum() == x.signum(), "{x} printed {t}");
+            }
+        }
+    }
 
     #[test]
     fn parses_suffixes() {
@@ -416,6 +484,19 @@ mod tests {
         assert_eq!(fmt_percent(-8.87, 2.0), "-8.9%");
         assert_eq!(fmt_percent(26.7, 20.0), "+27%");
         assert_eq!(fmt_percent(-0.412, 0.3), "-0.41%");
+    }
+
+    #[test]
+    fn an_estimated_time_reads_as_roughly_as_it_is_known() {
+        for (secs, text) in [
+            (40.0, "about 40 s"),
+            (12.0 * 60.0, "about 12 min"),
+            (9.9 * 3600.0, "about 9.9 h"),
+            (30.0 * 3600.0, "about 30 h"),
+            (3.2 * 86_400.0, "about 3.2 days"),
+        ] {
+            assert_eq!(fmt_about(secs), text);
+        }
     }
 
     #[test]

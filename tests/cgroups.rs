@@ -362,7 +362,10 @@ fn every_view_equals_the_kernels_accounting() {
             std::env::var_os("CI").is_none(),
             "no prometheus under CI (.ci/run installs it)"
         );
-        eprintln!("prometheus is not installed: the scrape by a real Prometheus was not checked");
+        common::skipped_core(
+            "cgroups: the scrape by a real Prometheus",
+            "prometheus is not installed",
+        );
         return;
     }
     let ex = serve(&["--cgroup-depth", "2", "--cgroups", "100000"]);

@@ -164,9 +164,9 @@ fn hugetlb_and_mthp_are_seen() {
         );
         assert_eq!(m["tlb"]["all_4k"].as_u64().unwrap(), 262_144);
     } else {
-        eprintln!(
-            "skipped the 1 GiB part: no 1 GiB page could be had ({})",
-            applied.actual
+        common::skipped_core(
+            "inspect: a 1 GiB hugetlb mapping's translations",
+            &format!("no 1 GiB page could be had ({})", applied.actual),
         );
     }
     drop(g);

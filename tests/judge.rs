@@ -875,15 +875,22 @@ impl Webhook {
         Webhook { child, url }
     }
 
-    /// POST a Flagger-shaped payload: the status code and the body.
+    /// POST a Flagger-shaped payload for the canary `test/podinfo`: the status code and the body.
     fn post(&self) -> (u16, String) {
+        self.post_for("podinfo")
+    }
+
+    /// POST a Flagger-shaped payload for the canary `test/NAME`.
+    fn post_for(&self, name: &str) -> (u16, String) {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .build()
             .into();
         let mut r = agent
             .post(&self.url)
-            .send(r#"{"name":"podinfo","namespace":"test","phase":"Progressing"}"#)
+            .send(format!(
+                r#"{{"name":"{name}","namespace":"test","phase":"Progressing","checksum":"6d6b7c"}}"#
+            ))
             .unwrap();
         let code = r.status().as_u16();
         (code, r.body_mut().read_to_string().unwrap())
@@ -941,8 +948,21 @@ fn the_webhook_fails_a_worse_canary_with_412_and_passes_what_fail_on_does_not_na
         (&"WORSE".into(), &3.into()),
         "{l}"
     );
-    // Each POST judges again: the same answer a second time.
-    assert_eq!(hook.post().0, 412);
+    // Flagger asks again and again: one canary's looks share the window its first began and
+    // are judged by the confidence sequence, valid at every look; another canary's are its own.
+    assert_eq!(l["design"]["kind"], "sequential", "{l}");
+    assert_eq!(l["look"], 1, "{l}");
+    let (status, again) = hook.post();
+    let again: serde_json::Value = serde_json::from_str(again.trim()).unwrap();
+    assert_eq!(status, 412, "{again}");
+    assert_eq!(again["look"], 2, "{again}");
+    assert_eq!(
+        again["from"], l["from"],
+        "the window keeps its beginning: {again}"
+    );
+    let (_, other) = hook.post_for("other");
+    let other: serde_json::Value = serde_json::from_str(other.trim()).unwrap();
+    assert_eq!(other["look"], 1, "{other}");
     assert!(hook.stop().success(), "SIGTERM ends the webhook cleanly");
     // A step that fails only on FLAGGED passes this canary: 200, the line still says WORSE.
     let hook = Webhook::start(&args("flagged"));

@@ -90,9 +90,11 @@ fn bench_tlb_finds_a_reach_stores_it_and_a_hot_set_is_held_against_it() {
         }
         assert!(levels.iter().all(|l| l["miss_ns"]["point"].is_number()));
     } else {
-        eprintln!(
-            "this host shows no knee it can place within 64K–256M at 15 rounds ({}): the checks that need one are skipped",
-            located
+        common::skipped_core(
+            "tlb: the knee, its levels and the why lines",
+            &format!(
+                "this host shows no knee it can place within 64K–256M at 15 rounds ({located})"
+            ),
         );
     }
     assert!(!t["geometry"]["source"].as_str().unwrap().is_empty());
@@ -146,8 +148,9 @@ fn bench_tlb_finds_a_reach_stores_it_and_a_hot_set_is_held_against_it() {
             "past the knee: {a}, below it: {b}"
         );
     } else {
-        eprintln!(
-            "no span past the reach with confidence on this host: bench chase is not held against it"
+        common::skipped_core(
+            "tlb: bench chase held against the reach",
+            "no span past the reach with confidence on this host",
         );
     }
     // Once a reach is stored, bench and run say why in its terms, labelled as a model.

@@ -218,12 +218,12 @@ fn an_export_imported_reads_back_as_the_run_printed_it() {
     assert_eq!(b["run"]["status"], "imported");
 }
 
-/// A service run refused because `--max-time` cannot give an interval says why in its brief
+/// A service run refused because `--max-time` is too short for an interval, by estimate says why in its brief
 /// answer, as a command run's run line does, and again in `results show`.
 #[test]
 fn a_refusal_says_why_in_the_answer_and_in_results_show() {
     use hugelab::model::record::{RECORD_SCHEMA, RunFacts, RunRecord};
-    let why = "--max-time 20 s cannot give an interval: a block took 9.1 s";
+    let why = "--max-time 20 s is too short for an interval, by estimate: a block took 9.1 s";
     let dir = tempfile::tempdir().unwrap();
     let ran = dir.path().join("ran.db");
     common::run_json(

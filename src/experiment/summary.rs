@@ -102,10 +102,10 @@ pub fn too_few_blocks(plan: &Plan) -> Option<String> {
     let need = crate::stats::min_pairs_for_interval(level);
     (plan.blocks < need).then(|| {
         format!(
-            "the {} blocks planned are too few for a signed-rank interval at {:.2}% (the first Holm step of {m} contrasts at {:.0}%): every verdict will be INCONCLUSIVE; give --blocks {need} or more, or --sequential",
+            "the {} blocks planned are too few for a signed-rank interval at {} (the first Holm step of {m} contrasts at {}): every verdict will be INCONCLUSIVE; give --blocks {need} or more, or --sequential",
             plan.blocks,
-            level * 100.0,
-            plan.confidence * 100.0
+            crate::model::verdict::fmt_level(level),
+            crate::model::verdict::fmt_level(plan.confidence)
         )
     })
 }

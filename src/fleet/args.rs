@@ -129,7 +129,8 @@ pub struct JudgeArgs {
     #[arg(long, value_name = "FILE", requires = "last", conflicts_with_all = ["from", "to", "follow", "switchback", "before"])]
     pub analysis_template: Option<PathBuf>,
     /// Serve this judgement as a webhook on ADDR (e.g. 0.0.0.0:8080) until stopped: each POST
-    /// judges the --last window ending then and answers 200 when it passes --fail-on, 412 when
+    /// judges its canary (the payload's namespace/name) from its first look's --last window to
+    /// now by a confidence sequence, valid at every look, and answers 200 when it passes --fail-on, 412 when
     /// it fails (500 when Prometheus cannot answer), the one-line answer as the body — a
     /// Flagger canary's rollout webhook, or any gate that calls a URL. GET /healthz answers 200
     #[arg(long, value_name = "ADDR", requires = "last", conflicts_with_all = ["from", "to", "follow", "switchback", "before", "analysis_template"])]

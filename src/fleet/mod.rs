@@ -137,6 +137,21 @@ pub fn plan(a: &JudgeArgs, now: f64) -> Result<Plan, UsageError> {
     })
 }
 
+impl Plan {
+    /// Where the judged window begins (before the burn-in).
+    pub fn from(&self) -> f64 {
+        self.from
+    }
+
+    /// The same plan with its window begun at `from` (a canary's first look), so that each
+    /// look judges a window that only grows.
+    pub fn begun_at(mut self, from: f64, burn_in_s: f64) -> Plan {
+        self.from = from;
+        self.window.start = from + burn_in_s;
+        self
+    }
+}
+
 /// What every judgement needs: metrics with distinct names and an http(s) address.
 fn check_common(a: &JudgeArgs) -> Result<(), UsageError> {
     if a.metrics.is_empty() {
@@ -321,12 +336,27 @@ fn record(
     }
 }
 
-/// One look: fetch every query up to `end` and judge.
+/// One look: fetch every query up to `end` and judge, by a confidence sequence under
+/// `--follow` (see [`look_as`]).
 pub fn look(a: &JudgeArgs, p: &Plan, end: f64, look: usize) -> anyhow::Result<JudgeResult> {
+    look_as(a, p, end, look, a.follow)
+}
+
+/// One look; `sequential` where the same canary is looked at again and again over a window
+/// that only grows from one start (`--follow`, the webhook's looks at one canary): a confidence
+/// sequence, valid at every look however many there are, where the fixed design's level holds
+/// for one look only.
+pub fn look_as(
+    a: &JudgeArgs,
+    p: &Plan,
+    end: f64,
+    look: usize,
+    sequential: bool,
+) -> anyhow::Result<JudgeResult> {
     let started = Instant::now();
     let mut prom = Prometheus::new(&a.prometheus, p.token.clone(), a.timeout);
     let window = Window { end, ..p.window };
-    let design = if a.follow {
+    let design = if sequential {
         Design::Sequential {
             n_opt: SEQUENTIAL_N_OPT,
         }

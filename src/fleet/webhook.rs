@@ -1,9 +1,13 @@
 //! `judge --webhook`: the judgement served over HTTP for a rollout engine's gate (a Flagger
-//! canary's rollout webhook): each POST judges the `--last` window ending then.
+//! canary's rollout webhook). The engine asks again and again while one canary is analysed, so
+//! each canary's looks share one window that grows from its first look's `--last`, judged by a
+//! confidence sequence: a look at any time, however many, holds at the level, where a fixed test
+//! at every look would roll back a good change more often the longer the canary runs.
 
 use super::JudgeArgs;
+use std::collections::HashMap;
 
-/// `--webhook`: answer each POST with a judgement of the `--last` window ending then, until
+/// `--webhook`: answer each POST with a judgement of its canary's window up to then, until
 /// Ctrl-C or SIGTERM.
 pub fn serve(a: &JudgeArgs, addr: std::net::SocketAddr) -> anyhow::Result<i32> {
     let server = tiny_http::Server::http(addr).map_err(|e| {
@@ -13,13 +17,14 @@ pub fn serve(a: &JudgeArgs, addr: std::net::SocketAddr) -> anyhow::Result<i32> {
     })?;
     let addr = server.server_addr().to_ip().unwrap_or(addr);
     crate::eprintln_safe!(
-        "hugelab judge: webhook on http://{addr}/ (POST judges the last {} s; GET /healthz; Ctrl-C stops)",
+        "hugelab judge: webhook on http://{addr}/ (POST judges its canary from its first look's last {} s on, by a confidence sequence valid at every look; GET /healthz; Ctrl-C stops)",
         a.last.map_or(0, |d| d.as_secs())
     );
     crate::control::defer_first_signal("stopping the webhook");
+    let mut canaries = Canaries::default();
     while !crate::control::stop_requested() {
         match server.recv_timeout(std::time::Duration::from_millis(250)) {
-            Ok(Some(req)) => answer(a, req),
+            Ok(Some(req)) => answer(a, req, &mut canaries),
             Ok(None) => {}
             Err(e) => crate::eprintln_safe!("hugelab judge: webhook: {e}"),
         }
@@ -27,34 +32,86 @@ pub fn serve(a: &JudgeArgs, addr: std::net::SocketAddr) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// Each canary's looks so far, by its key (the payload's namespace, name and checksum): where
+/// its window begins, how many looks it has had, and when the last was.
+#[derive(Debug, Default)]
+pub struct Canaries(HashMap<String, Looks>);
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Looks {
+    pub from: f64,
+    pub looks: usize,
+    pub last: f64,
+}
+
+impl Canaries {
+    /// The canary `key`'s next look at `now`, whose `--last` window would begin at `from`:
+    /// its first look begins the window; a later one keeps that beginning. A canary not asked
+    /// about for longer than `forget_s` (the `--last` window) begins again: the engine has
+    /// started a new analysis of it.
+    pub fn look(&mut self, key: &str, now: f64, from: f64, forget_s: f64) -> Looks {
+        let l = self
+            .0
+            .entry(key.to_string())
+            .and_modify(|l| {
+                if now - l.last > forget_s {
+                    *l = Looks {
+                        from,
+                        looks: 0,
+                        last: now,
+                    };
+                }
+            })
+            .or_insert(Looks {
+                from,
+                looks: 0,
+                last: now,
+            });
+        l.looks += 1;
+        l.last = now;
+        *l
+    }
+}
+
+/// The canary a Flagger payload names (`namespace/name`, with the revision's checksum where
+/// it has one), and how the log line says it; one canary, `""`, for a POST without a payload.
+fn canary_of(body: &str) -> (String, String) {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(body) else {
+        return (String::new(), String::new());
+    };
+    let (Some(ns), Some(name)) = (v["namespace"].as_str(), v["name"].as_str()) else {
+        return (String::new(), String::new());
+    };
+    let checksum = v["checksum"].as_str().unwrap_or("");
+    (
+        format!("{ns}/{name}@{checksum}"),
+        format!(" for {ns}/{name} ({})", v["phase"].as_str().unwrap_or("-")),
+    )
+}
+
 /// One webhook request: POST judges (200 passes, 412 fails, 500 no answer), GET /healthz.
-fn answer(a: &JudgeArgs, mut req: tiny_http::Request) {
+fn answer(a: &JudgeArgs, mut req: tiny_http::Request, canaries: &mut Canaries) {
     use tiny_http::{Method, Response};
     let reply = match (req.method(), req.url()) {
         (Method::Get, "/healthz") => Response::from_string("ok\n"),
         (Method::Post, _) => {
-            // Flagger's payload names the canary and the phase: said in the log line.
             let mut body = String::new();
             let _ = std::io::Read::read_to_string(req.as_reader(), &mut body);
-            let who = serde_json::from_str::<serde_json::Value>(&body)
-                .ok()
-                .and_then(|v| {
-                    Some(format!(
-                        " for {}/{} ({})",
-                        v["namespace"].as_str()?,
-                        v["name"].as_str()?,
-                        v["phase"].as_str().unwrap_or("-")
-                    ))
-                })
-                .unwrap_or_default();
-            let judged = super::plan(a, super::now())
+            let (key, who) = canary_of(&body);
+            let now = super::now();
+            let forget_s = a.last.map_or(0.0, |d| d.as_secs_f64());
+            let judged = super::plan(a, now)
                 .map_err(anyhow::Error::from)
-                .and_then(|p| super::look(a, &p, p.to, 1));
+                .and_then(|p| {
+                    let l = canaries.look(&key, now, p.from(), forget_s);
+                    let p = p.begun_at(l.from, a.burn_in.as_secs_f64());
+                    super::look_as(a, &p, p.to, l.looks, true)
+                });
             match judged {
                 Ok(r) => {
                     let code = super::policy(a, &r);
                     let line = crate::render::analysis_step::line(&r, code);
-                    crate::eprintln_safe!("judged{who}: {line}");
+                    crate::eprintln_safe!("judged{who}, look {}: {line}", r.look);
                     Response::from_string(line + "\n").with_status_code(if code == 0 {
                         200
                     } else {
@@ -71,5 +128,35 @@ fn answer(a: &JudgeArgs, mut req: tiny_http::Request) {
     };
     if let Err(e) = req.respond(reply) {
         crate::eprintln_safe!("hugelab judge: webhook: answering: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One canary's looks keep its first window's beginning and count up; another canary, or
+    /// the same one after a silence longer than the window, begins its own.
+    #[test]
+    fn a_canarys_looks_share_one_growing_window() {
+        let mut c = Canaries::default();
+        let first = c.look("ns/app@1", 1000.0, 400.0, 600.0);
+        assert_eq!((first.from, first.looks), (400.0, 1));
+        let second = c.look("ns/app@1", 1060.0, 460.0, 600.0);
+        assert_eq!((second.from, second.looks), (400.0, 2));
+        let other = c.look("ns/app@2", 1070.0, 470.0, 600.0);
+        assert_eq!((other.from, other.looks), (470.0, 1));
+        let again = c.look("ns/app@1", 1060.0 + 601.0, 1061.0, 600.0);
+        assert_eq!((again.from, again.looks), (1061.0, 1));
+    }
+
+    #[test]
+    fn a_flagger_payload_names_its_canary_and_revision() {
+        let (key, who) = canary_of(
+            r#"{"name":"podinfo","namespace":"test","phase":"Progressing","checksum":"6d6b7c"}"#,
+        );
+        assert_eq!(key, "test/podinfo@6d6b7c");
+        assert_eq!(who, " for test/podinfo (Progressing)");
+        assert_eq!(canary_of("").0, "");
     }
 }

@@ -180,7 +180,7 @@ impl EvidenceLine {
     /// `run 3: always vs never, tps +7.5% [+3.1, +12.0] FASTER, 98% on huge pages`.
     pub fn describe(&self) -> String {
         let interval = match (self.percent.lo, self.percent.hi) {
-            (Some(lo), Some(hi)) => format!(" [{lo:+.1}, {hi:+.1}]"),
+            (Some(lo), Some(hi)) => format!(" {}", crate::units::fmt_interval(lo, hi, 1)),
             _ => String::new(),
         };
         let coverage = self.coverage.map_or(String::new(), |c| {
@@ -224,7 +224,7 @@ impl EvidenceLine {
             return self.describe();
         }
         let interval = match (self.percent.lo, self.percent.hi) {
-            (Some(lo), Some(hi)) => format!(" [{lo:+.1}, {hi:+.1}]"),
+            (Some(lo), Some(hi)) => format!(" {}", crate::units::fmt_interval(lo, hi, 1)),
             _ => String::new(),
         };
         format!(

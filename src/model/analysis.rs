@@ -444,6 +444,18 @@ impl EventTally {
 }
 
 impl ExperimentAnalysis {
+    /// Every unsettled contrast's [`Contrast::more_s`] at the pace of a run that took
+    /// `elapsed_s`: its more blocks at the time each of its units took.
+    pub fn at_pace(&mut self, elapsed_s: f64) {
+        let contrasts = self.metrics.iter_mut().flat_map(|m| m.contrasts.iter_mut());
+        for c in contrasts.filter_map(|(_, c)| c.as_mut()) {
+            c.more_s = c
+                .more_blocks
+                .filter(|_| c.blocks > 0 && elapsed_s > 0.0)
+                .map(|more| more as f64 * elapsed_s / c.blocks as f64);
+        }
+    }
+
     /// The primary metric's report (see [`primary_index`]).
     pub fn primary(&self) -> Option<&MetricAnalysis> {
         self.metrics

@@ -147,7 +147,7 @@ pub const SHOWN_COUNTERS: [(&str, &str); 4] = [
 pub fn stall_difference(s: &crate::model::analysis::StallCount) -> String {
     let d = &s.difference;
     let interval = match (d.lo, d.hi) {
-        (Some(lo), Some(hi)) => format!(" [{lo:+.1}, {hi:+.1}]"),
+        (Some(lo), Some(hi)) => format!(" {}", crate::units::fmt_interval(lo, hi, 1)),
         _ => String::new(),
     };
     format!("{:+.1} per trial{interval}", d.point)

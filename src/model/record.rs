@@ -89,7 +89,11 @@ impl RunRecord {
                 run.plan.confidence,
                 run.plan.design.clone(),
             )),
-            report: run.report.clone(),
+            report: {
+                let mut r = run.report.clone();
+                r.at_pace(run.elapsed_s);
+                r
+            },
             facts: RunFacts {
                 blocks: run.blocks_done * run.plan.replicas(),
                 elapsed_s: Some(run.elapsed_s),

@@ -42,6 +42,10 @@ pub struct Contrast {
     /// For INCONCLUSIVE: how many more blocks would resolve δ with 80% probability
     /// ([`blocks_to_resolve`] at the SD seen so far).
     pub more_blocks: Option<usize>,
+    /// For INCONCLUSIVE: about how long [`Contrast::more_blocks`] would take at the run's own
+    /// pace (its elapsed time over this contrast's units); `None` where the pace is not known.
+    #[serde(default)]
+    pub more_s: Option<f64>,
     /// The confidence level this contrast's interval really has (after Holm's step or the
     /// Bonferroni split, and the sequential boundary).
     #[serde(default)]

@@ -31,6 +31,8 @@ pub fn line(r: &JudgeResult, exit: i32) -> String {
         "baseline": r.baseline,
         "from": r.judged_from,
         "to": r.to,
+        "design": r.design,
+        "look": r.look,
         "metrics": metrics,
     })
     .to_string()
@@ -92,7 +94,9 @@ pub fn flagger(args: &[String], image: &str, port: u16) -> String {
     }
     format!(
         "# hugelab judge as a Flagger analysis step: this Deployment serves the judgement as a
-# webhook (hugelab judge --webhook); each POST judges the --last window ending then and answers
+# webhook (hugelab judge --webhook); each POST judges its canary from its first look's --last
+# window to now, by a confidence sequence valid at every look (one canary's looks are kept
+# together by the payload's namespace, name and checksum), and answers
 # 200 when it passes --fail-on, 412 when it fails, 500 when Prometheus cannot answer, with the
 # one-line JSON answer as the body. Flagger counts any answer but 2xx as a failed check; after
 # the Canary's analysis.threshold failed checks it rolls the canary back. In the Canary:

@@ -42,13 +42,20 @@ pub fn sig3(v: f64) -> String {
     }
 }
 
-/// A ratio to the baseline as people say it: `-23%`, `+8%`, or `4.6× faster` once it is
-/// beyond a factor of two; `~` when its interval contains 1 (not resolved at the bench level).
+/// A ratio to the baseline as people say it: `-23% (faster)`, `+8% (slower)`, or `4.6× faster`
+/// once it is beyond a factor of two; where its interval contains 1 (not resolved at the bench
+/// level) the estimate and `(not resolved)`, never a direction it did not show.
 pub fn ratio_words(metric: Metric, e: &Estimate) -> String {
     let r = e.point;
-    let better = direction(metric, e);
+    if direction(metric, e) == Direction::Unresolved {
+        return if r >= 2.0 || r <= 0.5 {
+            format!("×{} (not resolved)", sig3(r))
+        } else {
+            format!("{:+.0}% (not resolved)", (r - 1.0) * 100.0)
+        };
+    }
     let faster_if_up = metric.higher_is_better();
-    let words = if r >= 2.0 || r <= 0.5 {
+    if r >= 2.0 || r <= 0.5 {
         let (factor, up) = if r >= 1.0 {
             (r, true)
         } else {
@@ -70,10 +77,6 @@ pub fn ratio_words(metric: Metric, e: &Estimate) -> String {
             "slower"
         };
         format!("{:+.0}% ({word})", (r - 1.0) * 100.0)
-    };
-    match better {
-        Direction::Unresolved => format!("{words} ~"),
-        _ => words,
     }
 }
 
@@ -115,9 +118,9 @@ pub fn headline(r: &BenchResult) -> Vec<String> {
         }
     }
     let mut out = vec![format!(
-        "at {} (the largest size), vs {baseline}; ~ = not resolved at {}%:",
+        "at {} (the largest size), vs {baseline}, each change resolved at {} or said not to be:",
         Bytes(size),
-        r.plan.confidence * 100.0
+        crate::model::verdict::fmt_level(r.plan.confidence)
     )];
     let w = backings
         .iter()
@@ -439,7 +442,11 @@ mod tests {
         );
         assert_eq!(
             ratio_words(Metric::CommitGbs, &est(0.77, 0.5, 1.1)),
-            "-23% (slower) ~"
+            "-23% (not resolved)"
+        );
+        assert_eq!(
+            ratio_words(Metric::TouchNs, &est(0.4, 0.1, 1.2)),
+            "×0.400 (not resolved)"
         );
         assert_eq!(
             ratio_words(Metric::CommitGbs, &est(4.0, 3.5, 4.5)),

@@ -4,17 +4,17 @@
 use super::Grid;
 use crate::model::report::CompareResult;
 use crate::model::stats::Estimate;
-use crate::units::Unit;
+use crate::units::{Unit, fmt_interval};
 
 /// `compare A B`: per shared arm, both medians and B vs A with its unpaired interval.
 pub fn compare_grid(c: &CompareResult) -> Grid {
     let mut g = Grid::new(
         format!(
-            "A = {}\nB = {}\nmetric {} (unpaired: Hodges–Lehmann shift of log values, Mann–Whitney {}% interval; δ = {}%)",
+            "A = {}\nB = {}\nmetric {} (unpaired: Hodges–Lehmann shift of log values, Mann–Whitney {} interval; δ = {}%)",
             c.a,
             c.b,
             c.metric,
-            c.confidence * 100.0,
+            crate::model::verdict::fmt_level(c.confidence),
             c.effect * 100.0
         ),
         &[
@@ -36,7 +36,7 @@ pub fn compare_grid(c: &CompareResult) -> Grid {
                     lo: Some(lo),
                     hi: Some(hi),
                     ..
-                }) => format!("{point:+.2}% [{lo:+.2}, {hi:+.2}]"),
+                }) => format!("{point:+.2}% {}", fmt_interval(lo, hi, 2)),
                 Some(e) => format!("{:+.2}%", e.point),
                 None => "-".into(),
             },

@@ -19,11 +19,29 @@ pub fn line(r: &ExperimentAnalysis, arm: &str) -> Option<String> {
         .map(|c| cost_words(r, arm, c))
         .collect();
     if parts.is_empty() {
-        return None;
+        return uncompared(r, arm);
     }
     parts.extend(stall_words(r, arm));
     parts.extend(tail_words(r, arm));
     Some(format!("costs: {}", parts.join(" · ")))
+}
+
+/// Where the arm has costs and none could be compared (a command too short for its CPU time or
+/// its peak memory to read above zero in enough blocks), the line says so, with each cost's
+/// blocks that had a value in both arms, rather than leaving the costs out unsaid.
+fn uncompared(r: &ExperimentAnalysis, arm: &str) -> Option<String> {
+    let missing: Vec<String> = r
+        .metrics
+        .iter()
+        .filter(|m| m.metric.cost && m.contrasts.iter().any(|(a, c)| a == arm && c.is_none()))
+        .map(|m| format!("{} in {}", costs::label(&m.metric.name), m.complete_blocks))
+        .collect();
+    (!missing.is_empty()).then(|| {
+        format!(
+            "costs: none compared: too few blocks with a value in both arms ({})",
+            missing.join(", ")
+        )
+    })
 }
 
 /// The direct stalls the arm changed: `direct compaction stalls +5.0 per trial [+4.0, +6.0]

@@ -107,16 +107,18 @@ pub fn metric_grid(r: &ExperimentAnalysis, m: &MetricAnalysis) -> Grid {
                     "blocks"
                 };
                 g.notes.push(format!(
-                    "  {arm}: the interval's half-width is ±{mde:.2}%; about {more} more {unit} would resolve δ = {}% with 80% probability (at the spread seen so far)",
-                    r.effect * 100.0
+                    "  {arm}: the interval's half-width is ±{mde:.2}%; about {more} more {unit} would resolve δ = {}% with 80% probability (at the spread seen so far{})",
+                    r.effect * 100.0,
+                    crate::render::words::at_pace(c)
                 ));
             }
             if let Some(b) = &c.mean_ratio_percent
                 && let (Some(lo), Some(hi)) = (b.lo, b.hi)
             {
                 g.notes.push(format!(
-                    "  {arm}: mean ratio {:+.2}% [{lo:+.2}, {hi:+.2}] ({} BCa bootstrap)",
+                    "  {arm}: mean ratio {:+.2}% {} ({} BCa bootstrap)",
                     b.point,
+                    crate::units::fmt_interval(lo, hi, 2),
                     fmt_level(c.level)
                 ));
             } else if c.percent.lo.is_some() && c.blocks < crate::model::verdict::BOOTSTRAP_MIN_N {
@@ -476,7 +478,8 @@ fn stall_line(c: &crate::model::trace::StallContrast) -> String {
     let e = &c.difference_ms;
     let interval = match (e.lo, e.hi) {
         (Some(lo), Some(hi)) => format!(
-            " [{lo:+.1}, {hi:+.1}] ({} signed-rank interval, not adjusted across contrasts)",
+            " {} ({} signed-rank interval, not adjusted across contrasts)",
+            crate::units::fmt_interval(lo, hi, 1),
             fmt_level(e.confidence)
         ),
         _ => " (too few blocks for an interval)".into(),

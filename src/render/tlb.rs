@@ -6,11 +6,11 @@ use crate::model::stats::Estimate;
 use crate::model::tlb::Sweep;
 use crate::model::tlb::TlbReach;
 use crate::probe::tlb::{TlbKind, TlbLevel};
-use crate::units::Bytes;
+use crate::units::{Bytes, fmt_interval};
 
 fn ns(e: &Estimate) -> String {
     match (e.lo, e.hi) {
-        (Some(lo), Some(hi)) => format!("{:+.1} ns [{:+.1}, {:+.1}]", e.point, lo, hi),
+        (Some(lo), Some(hi)) => format!("{:+.1} ns {}", e.point, fmt_interval(lo, hi, 1)),
         _ => format!("{:+.1} ns", e.point),
     }
 }

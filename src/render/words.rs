@@ -7,7 +7,7 @@ use crate::model::verdict::Contrast;
 use crate::model::verdict::Design;
 use crate::model::verdict::Verdict;
 use crate::model::verdict::fmt_level;
-use crate::units::{fmt_percent, percent_decimals};
+use crate::units::{fmt_bound, fmt_percent, percent_decimals};
 
 /// Lines are wrapped to this many columns (the default output fits a 100-column terminal).
 pub const WIDTH: usize = 100;
@@ -43,7 +43,8 @@ pub fn verdict_phrase(r: &ExperimentAnalysis, c: &Contrast, primary: bool) -> St
                     let near = if c.percent.point < 0.0 { hi } else { lo };
                     let d = percent_decimals((hi - lo) / 2.0);
                     format!(
-                        "{word}, not clearing δ = {effect}% (the interval reaches {near:+.d$}%)"
+                        "{word}, not clearing δ = {effect}% (the interval reaches {}%)",
+                        fmt_bound(near, d)
                     )
                 }
                 (false, _, _) => format!("{word}, not clearing δ = {effect}%"),
@@ -63,14 +64,23 @@ pub fn verdict_phrase(r: &ExperimentAnalysis, c: &Contrast, primary: bool) -> St
             };
             match (c.min_detectable_percent, c.more_blocks) {
                 (Some(mde), Some(more)) if primary => format!(
-                    "INCONCLUSIVE (±{mde:.1}%; δ = {effect}% needs ~{} more {unit})",
-                    thousands(more)
+                    "INCONCLUSIVE (±{mde:.1}%; δ = {effect}% needs ~{} more {unit}{})",
+                    thousands(more),
+                    at_pace(c)
                 ),
                 (Some(mde), None) if primary => format!("INCONCLUSIVE (±{mde:.1}%)"),
                 _ => "INCONCLUSIVE".to_string(),
             }
         }
     }
+}
+
+/// `, about 9.9 h at this run's pace`: how long a contrast's more blocks would take, where the
+/// record knows (`Contrast::more_s`).
+pub fn at_pace(c: &Contrast) -> String {
+    c.more_s.map_or(String::new(), |s| {
+        format!(", {} at this run's pace", crate::units::fmt_about(s))
+    })
 }
 
 /// `-8.9% [-12.8, -8.8]`: decimals from the interval's half-width; without an interval the
@@ -85,7 +95,7 @@ pub fn percent_interval(e: &Estimate) -> String {
                 if x >= HUGE_PERCENT {
                     format!(">+{HUGE_PERCENT:.0}")
                 } else {
-                    format!("{x:+.d$}")
+                    fmt_bound(x, d)
                 }
             };
             format!("{:+.d$}% [{}, {}]", e.point, bound(lo), bound(hi))
@@ -116,14 +126,20 @@ pub fn level_mark(r: &ExperimentAnalysis, c: &Contrast) -> String {
     level_mark_at(r.confidence, c)
 }
 
-/// [`level_mark`] against a family level `confidence`.
-pub fn level_mark_at(confidence: f64, c: &Contrast) -> String {
+/// The level a contrast's interval is printed at, in the text and the charts alike: the
+/// coverage its interval really has where it has one, else the level its step was tested at.
+pub fn contrast_level(c: &Contrast) -> f64 {
     let p = &c.percent;
-    let level = if p.lo.is_some() && p.confidence > 0.0 {
+    if p.lo.is_some() && p.confidence > 0.0 {
         p.confidence
     } else {
         c.level
-    };
+    }
+}
+
+/// [`level_mark`] against a family level `confidence`.
+pub fn level_mark_at(confidence: f64, c: &Contrast) -> String {
+    let level = contrast_level(c);
     if level > 0.0 && (level - confidence).abs() > 1e-9 {
         format!(" @{}", fmt_level(level))
     } else {
@@ -239,5 +255,29 @@ mod tests {
             percent_interval(&e(-43.0, -100.0, 1.25e77)),
             "-43% [-100, >+10000]"
         );
+    }
+
+    /// Planted intervals whose end nearest zero would round to it at the half-width's decimals:
+    /// no end reads `-0` or `+0`, and the interval keeps the side of zero it is on.
+    #[test]
+    fn no_printed_end_reads_zero() {
+        let e = |point, lo, hi| Estimate {
+            point,
+            lo: Some(lo),
+            hi: Some(hi),
+            confidence: 0.9902,
+        };
+        let zero = regex::Regex::new(r"[-+]0(\.0*)?[],%)]").unwrap();
+        for (point, lo, hi, text) in [
+            (-15.0, -28.0, -0.3, "-15% [-28, -0.3]"),
+            (-15.0, -28.0, -0.04, "-15% [-28, -0.04]"),
+            (12.0, 0.2, 25.0, "+12% [+0.2, +25]"),
+            (4.1, 0.003, 8.2, "+4.1% [+0.003, +8.2]"),
+            (-2.0, -3.9, -0.0004, "-2.0% [-3.9, -0.0004]"),
+        ] {
+            let printed = percent_interval(&e(point, lo, hi));
+            assert_eq!(printed, text);
+            assert!(!zero.is_match(&printed), "{printed}");
+        }
     }
 }

@@ -20,7 +20,7 @@ pub struct Printed {
 pub fn numbers(text: &str) -> Vec<Printed> {
     let span = Regex::new(r"\b(?:(\d+)h)?(\d+)m(\d+)s\b").unwrap();
     let re = Regex::new(
-        r"(^|[^\w.\-])([+\-−]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?((?:\s?|\n\s*)(?:%|×|GiB|MiB|KiB|kB|MB|GB|ms|µs|us|ns|s|B|M|G|K)\b|%|×)?",
+        r"(^|[^\w.\-])([+\-−]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?((?:\s?|\n\s*)(?:%|×|GiB|MiB|KiB|kB|MB|GB|ms|µs|us|ns|s|min|h|days|B|M|G|K)\b|%|×)?",
     )
     .unwrap();
     let mut out = Vec::new();
@@ -114,6 +114,10 @@ fn as_printed(n: f64, unit: &str) -> Vec<f64> {
         "ms" => vec![n * 1e3, n, n / 1e6],
         "µs" | "us" => vec![n * 1e6, n * 1e3, n, n / 1e3],
         "ns" => vec![n * 1e9, n],
+        // An estimated time (`about 9.9 h`), stored in seconds.
+        "min" => vec![n / 60.0],
+        "h" => vec![n / 3600.0],
+        "days" => vec![n / 86_400.0],
         _ => vec![n],
     }
 }

@@ -81,7 +81,7 @@ fn line(
         .map(|s| {
             let e = &s.difference_ms;
             let interval = match (e.lo, e.hi) {
-                (Some(lo), Some(hi)) => format!(" [{lo:+.1}, {hi:+.1}]"),
+                (Some(lo), Some(hi)) => format!(" {}", crate::units::fmt_interval(lo, hi, 1)),
                 _ => String::new(),
             };
             format!(

@@ -121,7 +121,9 @@ fn tails(runs: &[RunEvidence], arm: &str) -> Vec<String> {
                 Some(c) => {
                     let e = &c.percent;
                     let interval = match (e.lo, e.hi) {
-                        (Some(lo), Some(hi)) => format!(" [{lo:+.1}, {hi:+.1}]"),
+                        (Some(lo), Some(hi)) => {
+                            format!(" {}", crate::units::fmt_interval(lo, hi, 1))
+                        }
                         _ => " (no interval: too few blocks)".into(),
                     };
                     let verdict = match c.verdict {

@@ -24,6 +24,7 @@ pub fn run(id: i64, arms: &[&str], contrasts: &[(f64, f64, f64, Verdict, usize)]
         min_detectable_percent: Some((hi - lo) / 2.0),
         half_width_percent: Some((hi - lo) / 2.0),
         more_blocks: Some(100),
+        more_s: None,
         level: 0.99,
         method: "test".into(),
         warnings: vec![],

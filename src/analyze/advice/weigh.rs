@@ -65,11 +65,10 @@ pub fn costs(
         let share = base_ms.filter(|b| *b > 0.0).map(|b| d.point / b * 100.0);
         out.push(CostNote {
             what: format!(
-                "{} stalls {:+.1} ms per trial [{:+.1}, {:+.1}] ({:.1} vs {:.1} ms){}",
+                "{} stalls {:+.1} ms per trial {} ({:.1} vs {:.1} ms){}",
                 s.kind,
                 d.point,
-                d.lo.unwrap_or(f64::NAN),
-                d.hi.unwrap_or(f64::NAN),
+                crate::units::fmt_interval(d.lo.unwrap_or(f64::NAN), d.hi.unwrap_or(f64::NAN), 1),
                 s.arm_mean_ms,
                 s.baseline_mean_ms,
                 share.map_or(String::new(), |p| format!(", {p:.1}% of a trial"))
@@ -145,7 +144,11 @@ fn tail(r: &ExperimentAnalysis, arm: &str, gain: f64) -> Option<Vec<CostNote>> {
 fn percent(e: &crate::stats::Estimate) -> String {
     let d = if e.point.abs() >= 100.0 { 0 } else { 1 };
     match (e.lo, e.hi) {
-        (Some(lo), Some(hi)) => format!("{:+.d$}% [{lo:+.d$}, {hi:+.d$}]", e.point),
+        (Some(lo), Some(hi)) => format!(
+            "{:+.d$}% {}",
+            e.point,
+            crate::units::fmt_interval(lo, hi, d)
+        ),
         _ => format!("{:+.d$}%", e.point),
     }
 }

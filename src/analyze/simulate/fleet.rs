@@ -51,7 +51,120 @@ pub fn judge_rows(reps: usize) -> Vec<Row> {
         pass: naive >= 0.1,
     });
     rows.extend(before_rows(n, se));
+    rows.extend(look_rows(n));
     rows
+}
+
+/// Rows for a canary judged at every look, as `judge --webhook` is asked by Flagger (and
+/// `--follow` looks): 20 looks ten minutes apart, the first over the canary's first hour. Judged
+/// by the confidence sequence over a window that grows from the first look, an A/A canary is
+/// rolled back (WORSE at some look) no more often than 1 − confidence, and a canary truly 5%
+/// worse is caught within its looks — more often than by the fixed test over a sliding hour,
+/// which never sees more than an hour of the canary.
+fn look_rows(n: usize) -> Vec<Row> {
+    let fleet = |effect: f64| Fleet {
+        hosts: 3,
+        step: 30.0,
+        hours: 4.25,
+        phi: 0.6,
+        sigma: 0.1,
+        effect,
+        ..Fleet::default()
+    };
+    let what = "3 vs 3 hosts, φ=0.6/step, 20 looks 10 min apart from the first hour's, 99%";
+    let limit = 0.01 + 2.0 * se(0.01, n);
+    let mut rows = Vec::new();
+    let aa = judge_looks(fleet(0.0), 0.99, n, 51, Looks::Growing);
+    rows.push(Row {
+        study: format!(
+            "judge at every look (the webhook's confidence sequence), A/A, {what}: false rollbacks over a canary's life"
+        ),
+        measured: aa.rolled_back,
+        target: format!("≤ {limit:.4}"),
+        pass: aa.rolled_back <= limit,
+    });
+    let m = (n / 2).max(100);
+    let worse = judge_looks(fleet(0.05), 0.99, m, 52, Looks::Growing);
+    let sliding = judge_looks(fleet(0.05), 0.99, m, 52, Looks::Sliding);
+    rows.push(Row {
+        study: format!(
+            "the same, the canary 5% worse: caught within 20 looks (mean look {:.1}; the fixed test over a sliding hour {:.3})",
+            worse.mean_look, sliding.rolled_back
+        ),
+        measured: worse.rolled_back,
+        target: "≥ 0.7500, above the sliding hour's".into(),
+        pass: worse.rolled_back >= 0.75 && worse.rolled_back > sliding.rolled_back,
+    });
+    rows
+}
+
+/// How a canary's looks choose their window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Looks {
+    /// From the first look's beginning to each look, by the confidence sequence (the webhook).
+    Growing,
+    /// The last hour at each look, by the fixed design (a fixed test repeated).
+    Sliding,
+}
+
+/// What looking at a canary again and again concluded over `reps` canaries.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Looked {
+    /// The share rolled back: WORSE at some look.
+    pub rolled_back: f64,
+    /// The mean look at which those were.
+    pub mean_look: f64,
+}
+
+/// `reps` canaries judged at 20 looks ten minutes apart after a first hour, as `looks` says,
+/// with `judge`'s own code (the metric lower-better: a rise is WORSE).
+pub fn judge_looks(f: Fleet, confidence: f64, reps: usize, seed: u64, looks: Looks) -> Looked {
+    use crate::analyze::judge::{Groups, Settings, Window, judge, prepare};
+    use crate::analyze::verdict::{Better, Verdict};
+    let (interval, first, gap) = (600.0, 3600.0, 600.0);
+    let settings = Settings {
+        effect: 0.01,
+        confidence,
+        design: match looks {
+            Looks::Growing => Design::Sequential {
+                n_opt: crate::analyze::verdict::SEQUENTIAL_N_OPT,
+            },
+            Looks::Sliding => Design::Fixed,
+        },
+        groups: Groups::Hosts,
+    };
+    let mut rng = Rng::new(seed);
+    let (mut rolled, mut at) = (0usize, 0usize);
+    for _ in 0..reps {
+        let (c, b) = f.series(&mut rng);
+        for k in 0..20 {
+            let end = first + k as f64 * gap;
+            let start = match looks {
+                Looks::Growing => 0.0,
+                Looks::Sliding => end - first,
+            };
+            let w = Window {
+                start,
+                end,
+                interval,
+            };
+            let p = prepare("m", Better::Lower, false, (&c, &b), &w, None);
+            let j = judge(vec![p], &settings).remove(0);
+            if j.contrast.is_some_and(|ct| ct.verdict == Verdict::Slower) {
+                rolled += 1;
+                at += k + 1;
+                break;
+            }
+        }
+    }
+    Looked {
+        rolled_back: rolled as f64 / reps as f64,
+        mean_look: if rolled > 0 {
+            at as f64 / rolled as f64
+        } else {
+            0.0
+        },
+    }
 }
 
 /// Rows for `judge --before`, on fleets like real ones: 6 vs 6 hosts, 8 h judged after an 8 h

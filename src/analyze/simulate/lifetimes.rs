@@ -323,7 +323,7 @@ fn sizing_rows(reps: usize, conf: f64) -> Vec<Row> {
     let (_, known_width, _) = replicate_sized(0.0, conf, Some(best.blocks), KNOWN, reps, 75);
     let limit =
         crate::stats::Level(conf).alpha() + 2.0 * se(crate::stats::Level(conf).alpha(), reps);
-    let mut rows = vec![
+    vec![
         Row {
             study: format!(
                 "warm services sized from the run (pilot, then Kalibera–Jones; burst SD 6%, instance SD 1.5%, 300 s): median half-width against the known optimum's ({} blocks per lifetime, {:.2}%)",
@@ -340,43 +340,47 @@ fn sizing_rows(reps: usize, conf: f64) -> Vec<Row> {
             target: format!("≤ {limit:.4}"),
             pass: aa <= limit,
         },
-    ];
-    rows.extend(prediction_rows(
-        "burst SD 6%, instance SD 1.5%",
-        KNOWN,
-        reps,
-        conf,
-        76,
-    ));
-    rows.extend(prediction_rows(
-        "burst SD 9.6% with lag-1 autocorrelation 0.3, no instance spread",
-        ROOMY,
-        reps,
-        conf,
-        77,
-    ));
-    rows.extend(prediction_rows(
-        "heavy tails: burst SD 2.5%, one in twelve 15% further off",
-        HEAVY,
-        reps,
-        conf,
-        81,
-    ));
-    // Under --sequential and --target-halfwidth the answer prints a confidence sequence over
-    // the lifetime means, wider than the fixed interval: the forecast is of it.
-    rows.extend(prediction_rows_of(
-        "burst SD 6%, instance SD 1.5%, a confidence sequence as --sequential prints",
-        KNOWN,
-        (reps, 85),
-        (
-            conf,
-            &Design::Sequential {
-                n_opt: crate::analyze::verdict::SEQUENTIAL_N_OPT,
-            },
-        ),
-    ));
-    rows.extend(replica_rows(reps, conf));
-    rows
+    ]
+}
+
+/// The forecast rows of the sizing, one process each (see [`prediction_rows`]).
+fn forecast_rows(reps: usize, conf: f64) -> [Box<dyn Fn() -> Vec<Row> + Sync>; 4] {
+    [
+        Box::new(move || prediction_rows("burst SD 6%, instance SD 1.5%", KNOWN, reps, conf, 76)),
+        Box::new(move || {
+            prediction_rows(
+                "burst SD 9.6% with lag-1 autocorrelation 0.3, no instance spread",
+                ROOMY,
+                reps,
+                conf,
+                77,
+            )
+        }),
+        Box::new(move || {
+            prediction_rows(
+                "heavy tails: burst SD 2.5%, one in twelve 15% further off",
+                HEAVY,
+                reps,
+                conf,
+                81,
+            )
+        }),
+        // Under --sequential and --target-halfwidth the answer prints a confidence sequence
+        // over the lifetime means, wider than the fixed interval: the forecast is of it.
+        Box::new(move || {
+            prediction_rows_of(
+                "burst SD 6%, instance SD 1.5%, a confidence sequence as --sequential prints",
+                KNOWN,
+                (reps, 85),
+                (
+                    conf,
+                    &Design::Sequential {
+                        n_opt: crate::analyze::verdict::SEQUENTIAL_N_OPT,
+                    },
+                ),
+            )
+        }),
+    ]
 }
 
 /// Replicas: on the 16-CPU A/A's process, three server pairs at once against one over the
@@ -509,9 +513,29 @@ fn replicate(effect: f64, conf: f64, nested: bool, reps: usize, seed: u64) -> (f
     (excl as f64 / reps as f64, cover as f64 / reps as f64)
 }
 
+/// The warm services' rows, in the table's order; their parts are seeded apart and
+/// independent, so each runs on a thread of its own (this group is the study's longest).
 pub fn lifetime_rows(reps: usize) -> Vec<Row> {
-    let mut rows = Vec::new();
     let conf = 0.99;
+    let mut parts: Vec<Box<dyn Fn() -> Vec<Row> + Sync>> = vec![
+        Box::new(move || unit_rows(reps, conf)),
+        Box::new(move || sizing_rows(reps, conf)),
+    ];
+    parts.extend(forecast_rows(reps, conf));
+    parts.push(Box::new(move || replica_rows(reps, conf)));
+    parts.push(Box::new(move || naive_rows(reps, conf)));
+    std::thread::scope(|sc| {
+        let threads: Vec<_> = parts.iter().map(|p| sc.spawn(move || p())).collect();
+        threads
+            .into_iter()
+            .flat_map(|t| t.join().expect("a simulation thread does not panic"))
+            .collect()
+    })
+}
+
+/// A/A false verdicts and coverage of the lifetime analysis at a fixed design.
+fn unit_rows(reps: usize, conf: f64) -> Vec<Row> {
+    let mut rows = Vec::new();
     let alpha = crate::stats::Level(conf).alpha();
     let (aa, _) = replicate(0.0, conf, true, reps, 71);
     let limit = alpha + 2.0 * se(alpha, reps);
@@ -529,7 +553,13 @@ pub fn lifetime_rows(reps: usize) -> Vec<Row> {
         target: format!("≥ {target:.4}"),
         pass: cov >= target,
     });
-    rows.extend(sizing_rows(reps, conf));
+    rows
+}
+
+/// The same A/A analysed per burst, lifetimes ignored: why lifetimes are the unit.
+fn naive_rows(reps: usize, conf: f64) -> Vec<Row> {
+    let alpha = crate::stats::Level(conf).alpha();
+    let mut rows = Vec::new();
     let (naive, _) = replicate(0.0, conf, false, reps, 73);
     rows.push(Row {
         study: "warm services, A/A analysed per burst (lifetimes ignored), 99%: false verdicts (why lifetimes are the unit)".into(),

@@ -27,7 +27,7 @@ pub use designs::{
     FixedOutcome, SequentialOutcome, coverage, cs_false_positives, fixed_power, fixed_three_arms,
     planner_power, run_sequential, sequential_three_arms,
 };
-pub use fleet::{Fleet, Judging, judge_fleets, judge_rows};
+pub use fleet::{Fleet, Judging, Looked, Looks, judge_fleets, judge_looks, judge_rows};
 pub use lifetimes::lifetime_rows;
 pub use noise::{Noise, Rng, Scenario, ThreeArms};
 pub use production::production_rows;

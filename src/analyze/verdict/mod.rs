@@ -256,8 +256,11 @@ pub fn contrast_from(
         && ((lo > 0.0) != (blo > 0.0) || (hi < 0.0) != (bhi < 0.0))
     {
         warnings.push(format!(
-            "the median-based estimate ({:+.2}% [{:+.2}, {:+.2}]) and the mean ratio ({:+.2}% [{:+.2}, {:+.2}]) disagree: the distribution is skewed or has outliers; trust the median-based verdict, and look at the histogram",
-            pct.point, lo, hi, b.point, blo, bhi
+            "the median-based estimate ({:+.2}% {}) and the mean ratio ({:+.2}% {}) disagree: the distribution is skewed or has outliers; trust the median-based verdict, and look at the histogram",
+            pct.point,
+            crate::units::fmt_interval(lo, hi, 2),
+            b.point,
+            crate::units::fmt_interval(blo, bhi, 2)
         ));
     }
     let (mde, more_blocks) = match (verdict, half) {
@@ -283,6 +286,7 @@ pub fn contrast_from(
         min_detectable_percent: mde,
         half_width_percent: half.map(|h| h.exp_m1() * 100.0),
         more_blocks,
+        more_s: None,
         level,
         method: method.into(),
         warnings,

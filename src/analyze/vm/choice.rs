@@ -40,8 +40,12 @@ pub fn advise(
         report.baseline,
         primary.metric.name,
         c.percent.point,
-        c.percent.lo.map_or("-".into(), |v| format!("{v:+.1}")),
-        c.percent.hi.map_or("-".into(), |v| format!("{v:+.1}")),
+        c.percent
+            .lo
+            .map_or("-".into(), |v| crate::units::fmt_bound(v, 1)),
+        c.percent
+            .hi
+            .map_or("-".into(), |v| crate::units::fmt_bound(v, 1)),
         c.blocks
     );
     let i = names.iter().position(|n| *n == arm)?;

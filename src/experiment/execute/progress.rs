@@ -19,7 +19,11 @@ pub(super) fn estimate_line(names: &[String], plan: &Plan, trials: &[TrialRow]) 
         if let Some(e) = crate::stats::hodges_lehmann(&d, plan.confidence) {
             let p = crate::analyze::verdict::to_percent(e);
             parts.push(match (p.lo, p.hi) {
-                (Some(lo), Some(hi)) => format!("{n} {:+.1}% [{lo:+.1}, {hi:+.1}]", p.point),
+                (Some(lo), Some(hi)) => format!(
+                    "{n} {:+.1}% {}",
+                    p.point,
+                    crate::units::fmt_interval(lo, hi, 1)
+                ),
                 _ => format!("{n} {:+.1}%", p.point),
             });
         }

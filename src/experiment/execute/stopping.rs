@@ -124,7 +124,8 @@ pub(super) fn no_interval(
     let warm = plan.server.as_ref().and_then(|s| s.warm.as_ref());
     let per_unit = warm.map_or(1, |w| w.lifetime_blocks.unwrap_or(2).max(1));
     let need = units * per_unit;
-    let (block_s, restart_s, done, said) = match pace {
+    // What the estimate rests on, said with it: one block's time, and how later ones are taken.
+    let (block_s, restart_s, done, said, basis) = match pace {
         Pace::First { block_s } => (
             if warm.is_some() {
                 block_s
@@ -134,6 +135,11 @@ pub(super) fn no_interval(
             if warm.is_some() { restart_s } else { 0.0 },
             1,
             format!("the first block took {}", fmt_elapsed(block_s)),
+            if warm.is_some() {
+                "taking every later block at the first's time"
+            } else {
+                "taking later blocks at two thirds of the first (which paid for cold caches)"
+            },
         ),
         Pace::Solo { solo_s, arms } => (
             solo_s * arms as f64,
@@ -144,6 +150,7 @@ pub(super) fn no_interval(
                 fmt_elapsed(solo_s),
                 fmt_elapsed(solo_s * arms as f64)
             ),
+            "taking every block at that",
         ),
     };
     if need > plan.blocks || block_s <= 0.0 {
@@ -152,7 +159,7 @@ pub(super) fn no_interval(
     let left = at.saturating_sub(elapsed).as_secs_f64();
     let (most, need_s) = fits((units, per_unit), (block_s, restart_s), left, done)?;
     Some(format!(
-        "--max-time {} cannot give an interval: {said}{}: it holds at most about {most} blocks, and an interval at {:.2}% needs {}{need} blocks, about {} at that pace; give --max-time {}m or more, or make a block shorter (a load of a fixed count, such as redis-benchmark -n or pgbench -t, keeps its count: give a smaller one, or bound the load by time with {{burst}})",
+        "--max-time {} is too short for an interval, by estimate: {said}{}; {basis}, it holds at most about {most} blocks, and an interval at {} needs {}{need} blocks, about {} at that pace; give --max-time {}m or more, or make a block shorter (a load of a fixed count, such as redis-benchmark -n or pgbench -t, keeps its count: give a smaller one, or bound the load by time with {{burst}})",
         fmt_elapsed(max.as_secs_f64()),
         match restart_s > 0.0 {
             true => format!(
@@ -161,7 +168,7 @@ pub(super) fn no_interval(
             ),
             false => String::new(),
         },
-        level * 100.0,
+        crate::model::verdict::fmt_level(level),
         match warm {
             Some(_) => format!("{units} server lifetimes of {per_unit} blocks, "),
             None => String::new(),

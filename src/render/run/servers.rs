@@ -45,7 +45,8 @@ pub(super) fn server_lines(servers: &[ServerSummary]) -> Vec<String> {
         }
         if let Some((p, Some(lo), Some(hi))) = s.first_burst {
             line.push_str(&format!(
-                "; first burst of a lifetime vs the rest {p:+.1}% [{lo:+.1}, {hi:+.1}]"
+                "; first burst of a lifetime vs the rest {p:+.1}% {}",
+                crate::units::fmt_interval(lo, hi, 1)
             ));
         }
         match &s.policy {
@@ -207,8 +208,8 @@ fn forecast_said(what: &str, f: crate::model::run::Forecast) -> String {
 /// The lifetimes' warm-up as detected: what was not measured and why, or that none was found.
 fn warmup_line(w: &crate::model::analysis::Warmup, arms: &[String]) -> String {
     let tests = format!(
-        "each at {:.2}%, Bonferroni over {} arms × {} positions",
-        w.confidence * 100.0,
+        "each at {}, Bonferroni over {} arms × {} positions",
+        crate::model::verdict::fmt_level(w.confidence),
         arms.len(),
         crate::model::analysis::POSITIONS
     );
@@ -231,8 +232,14 @@ fn warmup_line(w: &crate::model::analysis::Warmup, arms: &[String]) -> String {
         .flat_map(|(k, per_arm)| {
             per_arm.iter().enumerate().filter_map(move |(a, s)| {
                 let [p, lo, hi] = (*s)?;
-                (lo > 0.0 || hi < 0.0)
-                    .then(|| format!("{} burst {} {p:+.1}% [{lo:+.1}, {hi:+.1}]", arms[a], k + 1))
+                (lo > 0.0 || hi < 0.0).then(|| {
+                    format!(
+                        "{} burst {} {p:+.1}% {}",
+                        arms[a],
+                        k + 1,
+                        crate::units::fmt_interval(lo, hi, 1)
+                    )
+                })
             })
         })
         .collect();

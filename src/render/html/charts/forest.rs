@@ -12,6 +12,7 @@ pub struct ForestRow {
     pub lo: Option<f64>,
     pub hi: Option<f64>,
     pub verdict: String,
+    /// The level the text prints it at (`words::contrast_level`).
     pub level: f64,
 }
 
@@ -34,7 +35,7 @@ pub fn forest_rows(report: &ExperimentAnalysis, metric: usize) -> Vec<ForestRow>
                 } else {
                     crate::render::run::verdict_cell(c)
                 },
-                level: c.level,
+                level: crate::render::words::contrast_level(c),
             })
         })
         .collect()
