@@ -525,7 +525,7 @@ pub fn lifetime_rows(reps: usize) -> Vec<Row> {
     parts.push(Box::new(move || replica_rows(reps, conf)));
     parts.push(Box::new(move || naive_rows(reps, conf)));
     std::thread::scope(|sc| {
-        let threads: Vec<_> = parts.iter().map(|p| sc.spawn(move || p())).collect();
+        let threads: Vec<_> = parts.iter().map(|p| sc.spawn(p)).collect();
         threads
             .into_iter()
             .flat_map(|t| t.join().expect("a simulation thread does not panic"))
