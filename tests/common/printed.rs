@@ -114,10 +114,10 @@ fn as_printed(n: f64, unit: &str) -> Vec<f64> {
         "ms" => vec![n * 1e3, n, n / 1e6],
         "µs" | "us" => vec![n * 1e6, n * 1e3, n, n / 1e3],
         "ns" => vec![n * 1e9, n],
-        // An estimated time (`about 9.9 h`), stored in seconds.
-        "min" => vec![n / 60.0],
-        "h" => vec![n / 3600.0],
-        "days" => vec![n / 86_400.0],
+        // A time in its unit (`about 9.9 h`), stored in seconds or in that unit.
+        "min" => vec![n / 60.0, n],
+        "h" => vec![n / 3600.0, n],
+        "days" => vec![n / 86_400.0, n],
         _ => vec![n],
     }
 }
@@ -273,7 +273,9 @@ fn perturb(d: &mut serde_json::Value, leaf: &Leaf) {
             serde_json::json!(n.as_i64().unwrap_or(0) * 3 + 7)
         }
         (Leaf::Number(_, x), _) if *x == 0.0 => serde_json::json!(1.7),
-        // Enough to move a number printed to its unit (1 min → 3 min).
+        // Enough to move a number printed to its unit (1 min → 3 min); one near zero is
+        // shifted whole, since scaling it (-1.0 → -1.4) can leave it as printed (`-1%`).
+        (Leaf::Number(_, x), _) if x.abs() < 2.0 => serde_json::json!(x + 7.3),
         (Leaf::Number(_, x), _) => serde_json::json!(x * 2.7 + 1.3),
         (Leaf::Text(_, s), _) => serde_json::json!(shifted(s)),
         (Leaf::List(..), serde_json::Value::Array(a)) => {
