@@ -50,23 +50,15 @@ impl Canaries {
     /// about for longer than `forget_s` (the `--last` window) begins again: the engine has
     /// started a new analysis of it.
     pub fn look(&mut self, key: &str, now: f64, from: f64, forget_s: f64) -> Looks {
-        let l = self
-            .0
-            .entry(key.to_string())
-            .and_modify(|l| {
-                if now - l.last > forget_s {
-                    *l = Looks {
-                        from,
-                        looks: 0,
-                        last: now,
-                    };
-                }
-            })
-            .or_insert(Looks {
-                from,
-                looks: 0,
-                last: now,
-            });
+        let fresh = Looks {
+            from,
+            looks: 0,
+            last: now,
+        };
+        let l = self.0.entry(key.to_string()).or_insert(fresh);
+        if now - l.last > forget_s {
+            *l = fresh;
+        }
         l.looks += 1;
         l.last = now;
         *l
