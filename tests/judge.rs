@@ -970,4 +970,46 @@ fn the_webhook_fails_a_worse_canary_with_412_and_passes_what_fail_on_does_not_na
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("\"overall\":\"WORSE\""), "{body}");
     assert!(hook.stop().success());
+    // Prometheus goes away: each --on-outage rule answers as docs/fleet.md says.
+    let rule = |on: &str| [args("worse"), vec!["--on-outage".into(), on.into()]].concat();
+    let (hold, pass, fail) = (
+        Webhook::start(&rule("hold")),
+        Webhook::start(&rule("pass")),
+        Webhook::start(&args("worse")),
+    );
+    assert_eq!(hold.post().0, 412, "judged while Prometheus answers");
+    drop(server);
+    let not_judged = |(status, body): (u16, String)| {
+        let v: serde_json::Value = serde_json::from_str(body.trim()).unwrap();
+        assert_eq!(
+            (&v["judged"], &v["status"]),
+            (&false.into(), &status.into()),
+            "{v}"
+        );
+        (status, v)
+    };
+    let (status, held) = not_judged(hold.post());
+    assert_eq!(status, 412, "hold repeats the canary's last answer: {held}");
+    assert_eq!(
+        (&held["held"]["overall"], &held["held"]["look"]),
+        (&"WORSE".into(), &1.into())
+    );
+    assert_eq!(
+        not_judged(hold.post_for("other")).0,
+        500,
+        "nothing judged to hold"
+    );
+    assert_eq!(not_judged(pass.post()).0, 200);
+    assert_eq!(not_judged(fail.post()).0, 500, "fail is the default");
+    for h in [hold, pass, fail] {
+        assert!(h.stop().success());
+    }
+    // The rule is a webhook's: a one-shot judgement (an Argo Rollouts Job) is refused it.
+    let (code, _, err) = run(&[
+        args("worse"),
+        vec!["--line".into(), "--on-outage".into(), "pass".into()],
+    ]
+    .concat());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--webhook"), "{err}");
 }

@@ -131,14 +131,21 @@ pub struct JudgeArgs {
     /// Serve this judgement as a webhook on ADDR (e.g. 0.0.0.0:8080) until stopped: each POST
     /// judges its canary (the payload's namespace/name) from its first look's --last window to
     /// now by a confidence sequence, valid at every look, and answers 200 when it passes --fail-on, 412 when
-    /// it fails (500 when Prometheus cannot answer), the one-line answer as the body — a
+    /// it fails (a look Prometheus cannot answer: --on-outage), the one-line answer as the body — a
     /// Flagger canary's rollout webhook, or any gate that calls a URL. GET /healthz answers 200
-    #[arg(long, value_name = "ADDR", requires = "last", conflicts_with_all = ["from", "to", "follow", "switchback", "before", "analysis_template"])]
+    #[arg(long, value_name = "ADDR", group = "served", requires = "last", conflicts_with_all = ["from", "to", "follow", "switchback", "before", "analysis_template"])]
     pub webhook: Option<std::net::SocketAddr>,
     /// Write this judgement as a Flagger analysis step to FILE (a Deployment and Service running
     /// it with --webhook in --image, and the Canary's webhook entry that calls it) and exit
-    #[arg(long, value_name = "FILE", requires = "last", conflicts_with_all = ["from", "to", "follow", "switchback", "before", "analysis_template", "webhook"])]
+    #[arg(long, value_name = "FILE", group = "served", requires = "last", conflicts_with_all = ["from", "to", "follow", "switchback", "before", "analysis_template", "webhook"])]
     pub flagger: Option<PathBuf>,
+    /// With --webhook or --flagger: what a look answers when it cannot be judged (Prometheus
+    /// unreachable or refusing a query). fail (the default): 500, which Flagger counts toward
+    /// the Canary's analysis.threshold, so a long outage rolls back. pass: 200, the canary
+    /// advances on no evidence. hold: what this canary's last judged look answered (500 if it
+    /// had none), so an outage neither earns a failure nor a pass the canary had not earned
+    #[arg(long, value_enum, value_name = "ANSWER", requires = "served")]
+    pub on_outage: Option<OnOutage>,
     /// With --analysis-template or --flagger: the container image holding hugelab
     /// (deploy/container)
     #[arg(long, value_name = "IMAGE", default_value = concat!("REGISTRY/hugelab:", env!("CARGO_PKG_VERSION")))]
@@ -164,4 +171,13 @@ impl FailOn {
                 | (FailOn::Inconclusive, Overall::Inconclusive)
         )
     }
+}
+
+/// What the webhook answers for a look it cannot judge (`--on-outage`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnOutage {
+    Fail,
+    Pass,
+    Hold,
 }

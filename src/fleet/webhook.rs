@@ -2,9 +2,12 @@
 //! canary's rollout webhook). The engine asks again and again while one canary is analysed, so
 //! each canary's looks share one window that grows from its first look's `--last`, judged by a
 //! confidence sequence: a look at any time, however many, holds at the level, where a fixed test
-//! at every look would roll back a good change more often the longer the canary runs.
+//! at every look would roll back a good change more often the longer the canary runs. A look
+//! that cannot be judged (Prometheus down) answers as `--on-outage` says.
 
 use super::JudgeArgs;
+use super::OnOutage;
+use crate::model::judge::Overall;
 use std::collections::HashMap;
 
 /// `--webhook`: answer each POST with a judgement of its canary's window up to then, until
@@ -17,8 +20,9 @@ pub fn serve(a: &JudgeArgs, addr: std::net::SocketAddr) -> anyhow::Result<i32> {
     })?;
     let addr = server.server_addr().to_ip().unwrap_or(addr);
     crate::eprintln_safe!(
-        "hugelab judge: webhook on http://{addr}/ (POST judges its canary from its first look's last {} s on, by a confidence sequence valid at every look; GET /healthz; Ctrl-C stops)",
-        a.last.map_or(0, |d| d.as_secs())
+        "hugelab judge: webhook on http://{addr}/ (POST judges its canary from its first look's last {} s on, by a confidence sequence valid at every look; a look Prometheus cannot answer: {}; GET /healthz; Ctrl-C stops)",
+        a.last.map_or(0, |d| d.as_secs()),
+        outage_rule(a.on_outage.unwrap_or(OnOutage::Fail))
     );
     crate::control::defer_first_signal("stopping the webhook");
     let mut canaries = Canaries::default();
@@ -42,6 +46,16 @@ pub struct Looks {
     pub from: f64,
     pub looks: usize,
     pub last: f64,
+    /// The canary's last judged look and what it answered: what `--on-outage hold` repeats.
+    pub judged: Option<Judged>,
+}
+
+/// A judged look's answer: its number, the overall verdict and the HTTP status it gave.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Judged {
+    pub look: usize,
+    pub overall: Overall,
+    pub status: u16,
 }
 
 impl Canaries {
@@ -54,6 +68,7 @@ impl Canaries {
             from,
             looks: 0,
             last: now,
+            judged: None,
         };
         let l = self.0.entry(key.to_string()).or_insert(fresh);
         if now - l.last > forget_s {
@@ -63,6 +78,47 @@ impl Canaries {
         l.last = now;
         *l
     }
+
+    /// The canary `key`'s look was judged and answered `j`.
+    pub fn judged(&mut self, key: &str, j: Judged) {
+        if let Some(l) = self.0.get_mut(key) {
+            l.judged = Some(j);
+        }
+    }
+}
+
+/// How the startup line says `--on-outage`'s rule.
+fn outage_rule(on: OnOutage) -> &'static str {
+    match on {
+        OnOutage::Fail => "500, a failed check (--on-outage fail)",
+        OnOutage::Pass => "200, a pass on no evidence (--on-outage pass)",
+        OnOutage::Hold => "what its last judged look answered (--on-outage hold)",
+    }
+}
+
+/// The answer to a look that could not be judged (`why`), by `--on-outage`: its status and
+/// its body, one line of JSON that says it was not judged, the rule, and what was held.
+pub fn outage(on: OnOutage, held: Option<Judged>, why: &str) -> (u16, String) {
+    let status = match (on, held) {
+        (OnOutage::Pass, _) => 200,
+        (OnOutage::Hold, Some(j)) => j.status,
+        (OnOutage::Fail, _) | (OnOutage::Hold, None) => 500,
+    };
+    let held = match (on, held) {
+        (OnOutage::Hold, Some(j)) => {
+            serde_json::json!({ "look": j.look, "overall": j.overall, "status": j.status })
+        }
+        _ => serde_json::Value::Null,
+    };
+    let line = serde_json::json!({
+        "schema": "hugelab.judge-outage/1",
+        "judged": false,
+        "why": why,
+        "on_outage": on,
+        "held": held,
+        "status": status,
+    });
+    (status, line.to_string())
 }
 
 /// The canary a Flagger payload names (`namespace/name`, with the revision's checksum where
@@ -81,7 +137,8 @@ fn canary_of(body: &str) -> (String, String) {
     )
 }
 
-/// One webhook request: POST judges (200 passes, 412 fails, 500 no answer), GET /healthz.
+/// One webhook request: POST judges (200 passes, 412 fails; a look not judged answers as
+/// `--on-outage` says), GET /healthz.
 fn answer(a: &JudgeArgs, mut req: tiny_http::Request, canaries: &mut Canaries) {
     use tiny_http::{Method, Response};
     let reply = match (req.method(), req.url()) {
@@ -92,27 +149,36 @@ fn answer(a: &JudgeArgs, mut req: tiny_http::Request, canaries: &mut Canaries) {
             let (key, who) = canary_of(&body);
             let now = super::now();
             let forget_s = a.last.map_or(0.0, |d| d.as_secs_f64());
+            let mut held = None;
             let judged = super::plan(a, now)
                 .map_err(anyhow::Error::from)
                 .and_then(|p| {
                     let l = canaries.look(&key, now, p.from(), forget_s);
+                    held = l.judged;
                     let p = p.begun_at(l.from, a.burn_in.as_secs_f64());
                     super::look_as(a, &p, p.to, l.looks, true)
                 });
             match judged {
                 Ok(r) => {
                     let code = super::policy(a, &r);
+                    let status = if code == 0 { 200 } else { 412 };
+                    canaries.judged(
+                        &key,
+                        Judged {
+                            look: r.look,
+                            overall: r.overall,
+                            status,
+                        },
+                    );
                     let line = crate::render::analysis_step::line(&r, code);
                     crate::eprintln_safe!("judged{who}, look {}: {line}", r.look);
-                    Response::from_string(line + "\n").with_status_code(if code == 0 {
-                        200
-                    } else {
-                        412
-                    })
+                    Response::from_string(line + "\n").with_status_code(status)
                 }
                 Err(e) => {
-                    crate::eprintln_safe!("judged{who}: no answer: {e:#}");
-                    Response::from_string(format!("{e:#}\n")).with_status_code(500)
+                    let on = a.on_outage.unwrap_or(OnOutage::Fail);
+                    let (status, line) = outage(on, held, &format!("{e:#}"));
+                    crate::eprintln_safe!("not judged{who}: {e:#}; answered {status} ({line})");
+                    Response::from_string(line + "\n").with_status_code(status)
                 }
             }
         }
@@ -140,6 +206,40 @@ mod tests {
         assert_eq!((other.from, other.looks), (470.0, 1));
         let again = c.look("ns/app@1", 1060.0 + 601.0, 1061.0, 600.0);
         assert_eq!((again.from, again.looks), (1061.0, 1));
+    }
+
+    /// Each `--on-outage` answer: fail and a hold with nothing judged yet count as a failed
+    /// check; pass passes; hold repeats the canary's last judged status, and says so.
+    #[test]
+    fn an_outage_answers_by_the_rule_chosen() {
+        let worse = Judged {
+            look: 3,
+            overall: Overall::Worse,
+            status: 412,
+        };
+        let fields = |(status, line): (u16, String)| {
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(v["status"], status, "{line}");
+            assert_eq!(v["judged"], false, "{line}");
+            assert_eq!(v["why"], "Prometheus: connection refused", "{line}");
+            (status, v["on_outage"].clone(), v["held"].clone())
+        };
+        let why = "Prometheus: connection refused";
+        assert_eq!(fields(outage(OnOutage::Fail, Some(worse), why)).0, 500);
+        assert_eq!(fields(outage(OnOutage::Pass, Some(worse), why)).0, 200);
+        let (status, on, held) = fields(outage(OnOutage::Hold, Some(worse), why));
+        assert_eq!((status, on.as_str()), (412, Some("hold")));
+        assert_eq!(
+            (&held["look"], &held["overall"]),
+            (&3.into(), &"WORSE".into())
+        );
+        let (status, _, held) = fields(outage(OnOutage::Hold, None, why));
+        assert_eq!((status, held), (500, serde_json::Value::Null));
+        let mut c = Canaries::default();
+        c.look("ns/app@1", 1000.0, 400.0, 600.0);
+        c.judged("ns/app@1", worse);
+        assert_eq!(c.look("ns/app@1", 1060.0, 460.0, 600.0).judged, Some(worse));
+        assert_eq!(c.look("ns/app@1", 1661.0, 1061.0, 600.0).judged, None);
     }
 
     #[test]

@@ -97,9 +97,11 @@ pub fn flagger(args: &[String], image: &str, port: u16) -> String {
 # webhook (hugelab judge --webhook); each POST judges its canary from its first look's --last
 # window to now, by a confidence sequence valid at every look (one canary's looks are kept
 # together by the payload's namespace, name and checksum), and answers
-# 200 when it passes --fail-on, 412 when it fails, 500 when Prometheus cannot answer, with the
-# one-line JSON answer as the body. Flagger counts any answer but 2xx as a failed check; after
-# the Canary's analysis.threshold failed checks it rolls the canary back. In the Canary:
+# 200 when it passes --fail-on, 412 when it fails, with the one-line JSON answer as the body;
+# a look Prometheus cannot answer gets what --on-outage says (fail, the default: 500; pass:
+# 200; hold: the canary's last judged answer). Flagger counts any answer but 2xx as a failed
+# check; after the Canary's analysis.threshold failed checks it rolls the canary back. In the
+# Canary:
 #
 #   analysis:
 #     webhooks:
