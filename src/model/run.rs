@@ -258,6 +258,10 @@ impl Forecasts {
 /// The rests of a run a half-way forecast's range draws.
 pub const RESAMPLES: usize = 400;
 
+/// The level a forecast's range holds and is printed at: the pilot's chi-square range where a
+/// normal spread is assumed, the half-way range's as the forecast study measured it.
+pub const RANGE_LEVEL: f64 = 0.90;
+
 /// One forecast: made from `lifetimes` lifetimes of `blocks` blocks in all, for lifetimes of
 /// `per_lifetime` blocks from then on.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -268,7 +272,7 @@ pub struct Forecast {
     /// The half-width, a fraction of the baseline (0.012: ±1.2%).
     pub half_width: f64,
     /// Where the spread had fewer than 30 degrees of freedom: the half-widths the true spread
-    /// may give (90%, chi-square), and those degrees of freedom.
+    /// may give ([`RANGE_LEVEL`], chi-square), and those degrees of freedom.
     pub range: Option<(f64, f64)>,
     pub df: usize,
     /// The signed-rank interval's width against the normal one's over the lifetime means so
@@ -280,8 +284,8 @@ pub struct Forecast {
     #[serde(default)]
     pub sequence: bool,
     /// At half-way: the half-widths the answer may reach at the run's end if the lifetimes
-    /// still to come are like the first half's (those kept, the rest drawn from them; the
-    /// central 90% of [`RESAMPLES`] draws), fractions.
+    /// still to come are like the first half's (those kept, the rest drawn from them; of
+    /// [`RESAMPLES`] draws, the central share that holds at [`RANGE_LEVEL`]), fractions.
     #[serde(default)]
     pub resampled: Option<(f64, f64)>,
 }

@@ -120,15 +120,7 @@ fn reach_lines(t: &TlbReach, s: &Sweep, confidence: f64) -> Vec<String> {
     let mut out = Vec::new();
     let largest = s.points.last().map_or(0, |p| p.pages);
     match (s.knee, &s.located) {
-        (Some((0, hi)), _) => out.push(format!(
-            "4 KiB pages already miss at the smallest span, {} pages ({}): the reach is below it{}",
-            thousands(hi as usize),
-            span(hi),
-            s.located.as_ref().map_or(String::new(), |l| format!(
-                " (at {} over the whole sweep)",
-                level(l.confidence)
-            ))
-        )),
+        (Some((0, hi)), located) => out.push(below_smallest(s, hi, located.as_ref())),
         (Some((lo, hi)), located) => {
             out.push(match located {
                 Some(l) if l.resolved => format!(
@@ -151,7 +143,9 @@ fn reach_lines(t: &TlbReach, s: &Sweep, confidence: f64) -> Vec<String> {
                 ),
                 None => knee_words(s, lo, hi),
             });
-            out.extend(measured_levels(s));
+            if located.as_ref().is_none_or(|l| l.resolved) {
+                out.extend(measured_levels(s));
+            }
         }
         (None, Some(l)) if !l.resolved => out.push(format!(
             "reach: not resolved between {} pages ({}) and beyond the largest span, {} pages, at this noise: {:.1}% of {} resamples of the rounds find no knee (at {}){}",
@@ -237,6 +231,32 @@ fn reach_lines(t: &TlbReach, s: &Sweep, confidence: f64) -> Vec<String> {
 
 fn level(confidence: f64) -> String {
     crate::model::verdict::fmt_level(confidence)
+}
+
+/// The reach line of a range whose lower end is below the smallest span: at the smallest span
+/// itself "already miss"; above it "miss from at most"; not resolved, said so, with the rounds.
+fn below_smallest(s: &Sweep, hi: u64, located: Option<&crate::model::tlb::Located>) -> String {
+    let smallest = s.points.first().map_or(hi, |p| p.pages);
+    let at = located.map_or(String::new(), |l| {
+        format!(" (at {} over the whole sweep)", level(l.confidence))
+    });
+    let (n, sp) = (thousands(smallest as usize), span(smallest));
+    match located {
+        Some(l) if !l.resolved => format!(
+            "reach: not resolved below {} pages ({}) at this noise: it may lie below the smallest span, {n} pages ({sp}){at}{}",
+            thousands(hi as usize),
+            span(hi),
+            to_settle(l)
+        ),
+        _ if hi <= smallest => format!(
+            "4 KiB pages already miss at the smallest span, {n} pages ({sp}): the reach is below it{at}"
+        ),
+        _ => format!(
+            "4 KiB pages miss from at most {} pages ({}): the reach is below that, perhaps below the smallest span, {n} pages ({sp}){at}",
+            thousands(hi as usize),
+            span(hi)
+        ),
+    }
 }
 
 /// How sure a stated reach is: " at 99.9%", ", not resolved at this noise", or nothing for a

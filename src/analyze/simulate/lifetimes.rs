@@ -7,6 +7,11 @@
 //! against a known two-level process and a time budget: the interval it reaches against the
 //! one the known optimum would, and its false verdicts.
 
+mod forecast;
+
+pub use forecast::forecast_study;
+use forecast::{forecast_rows, prediction_rows};
+
 use super::noise::Rng;
 use super::{Row, se};
 use crate::analyze::experiment::{TrialData, log_ratios};
@@ -252,61 +257,6 @@ fn replicate_analysed(
     )
 }
 
-/// The half-width reached over the one predicted, after the pilot, at half-way (out of sample:
-/// from the first half's lifetimes alone) and at the end, for `pr`: within 30% either way; and
-/// the pilot's 90% range (Satterthwaite's degrees of freedom over both levels) holding the
-/// half-width reached in at least 80% of the runs — where the noise is normal. The range is
-/// what a normal spread allows (the precision line says so); on heavy tails it holds less
-/// often, and that row shows it.
-fn prediction_rows(label: &str, pr: Process, reps: usize, conf: f64, seed: u64) -> Vec<Row> {
-    prediction_rows_of(label, pr, (reps, seed), (conf, &Design::Fixed))
-}
-
-/// [`prediction_rows`] for the interval `design` prints.
-fn prediction_rows_of(
-    label: &str,
-    pr: Process,
-    (reps, seed): (usize, u64),
-    (conf, design): (f64, &Design),
-) -> Vec<Row> {
-    let (_, _, [pilot, half, end, held, resampled]) =
-        replicate_analysed(0.0, (conf, design), None, pr, (reps, seed), |_| {});
-    let mut rows: Vec<Row> = [
-        ("after the pilot", pilot),
-        ("at half-way", half),
-        ("at the end", end),
-    ]
-    .into_iter()
-    .map(|(when, r)| Row {
-        study: format!(
-            "warm services sized from the run ({label}): median half-width reached over the one predicted {when}"
-        ),
-        measured: r,
-        target: "0.70–1.30".into(),
-        pass: (0.7..=1.3).contains(&r),
-    })
-    .collect();
-    let normal = pr.far.0 == 0.0;
-    rows.push(Row {
-        study: format!(
-            "warm services sized from the run ({label}): the pilot's 90% range (a normal spread's) holds the half-width reached{}",
-            if normal { "" } else { " — below its level on these tails" }
-        ),
-        measured: held,
-        target: if normal { "≥ 0.80" } else { "< 0.90" }.into(),
-        pass: if normal { held >= 0.80 } else { held < 0.90 },
-    });
-    rows.push(Row {
-        study: format!(
-            "warm services sized from the run ({label}): the half-way forecast's 90% range (the first half's lifetimes resampled) holds the half-width reached"
-        ),
-        measured: resampled,
-        target: "≥ 0.80".into(),
-        pass: resampled >= 0.80,
-    });
-    rows
-}
-
 /// The sizing rows: the half-width reached against the known optimum's prediction, and the
 /// A/A false verdicts.
 fn sizing_rows(reps: usize, conf: f64) -> Vec<Row> {
@@ -340,46 +290,6 @@ fn sizing_rows(reps: usize, conf: f64) -> Vec<Row> {
             target: format!("≤ {limit:.4}"),
             pass: aa <= limit,
         },
-    ]
-}
-
-/// The forecast rows of the sizing, one process each (see [`prediction_rows`]).
-fn forecast_rows(reps: usize, conf: f64) -> [Box<dyn Fn() -> Vec<Row> + Sync>; 4] {
-    [
-        Box::new(move || prediction_rows("burst SD 6%, instance SD 1.5%", KNOWN, reps, conf, 76)),
-        Box::new(move || {
-            prediction_rows(
-                "burst SD 9.6% with lag-1 autocorrelation 0.3, no instance spread",
-                ROOMY,
-                reps,
-                conf,
-                77,
-            )
-        }),
-        Box::new(move || {
-            prediction_rows(
-                "heavy tails: burst SD 2.5%, one in twelve 15% further off",
-                HEAVY,
-                reps,
-                conf,
-                81,
-            )
-        }),
-        // Under --sequential and --target-halfwidth the answer prints a confidence sequence
-        // over the lifetime means, wider than the fixed interval: the forecast is of it.
-        Box::new(move || {
-            prediction_rows_of(
-                "burst SD 6%, instance SD 1.5%, a confidence sequence as --sequential prints",
-                KNOWN,
-                (reps, 85),
-                (
-                    conf,
-                    &Design::Sequential {
-                        n_opt: crate::analyze::verdict::SEQUENTIAL_N_OPT,
-                    },
-                ),
-            )
-        }),
     ]
 }
 

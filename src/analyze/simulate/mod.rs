@@ -28,7 +28,7 @@ pub use designs::{
     planner_power, run_sequential, sequential_three_arms,
 };
 pub use fleet::{Fleet, Judging, Looked, Looks, judge_fleets, judge_looks, judge_rows};
-pub use lifetimes::lifetime_rows;
+pub use lifetimes::{forecast_study, lifetime_rows};
 pub use noise::{Noise, Rng, Scenario, ThreeArms};
 pub use production::production_rows;
 pub use tail::tail_rows;

@@ -90,18 +90,23 @@ pub fn locate(
     // on a gradual slope that crossing moves with the level of the whole curve, which shifts
     // from run to run with the host's state (where the resamples of one run cannot see it),
     // while the span that is surely past does not.
+    // Where every resample but the tail's puts the knee past that span, the cut is all that
+    // bounds the range: it is not resolved, since no resample put the knee there.
+    let mut cut_only = false;
     if let Some(s) = surely_past {
+        cut_only = lo > s;
         hi = s;
         lo = lo.min(hi);
     }
     let pages = |i: usize| spans[i].pages;
     let lower = if lo == 0 { 0 } else { pages(lo - 1) };
     let upper = (hi < n).then(|| pages(hi));
-    let resolved = match upper {
-        Some(u) if lo == 0 => hi == 0 || u <= SETTLED_WITHIN * spans[0].pages,
-        Some(u) => u <= SETTLED_WITHIN * lower,
-        None => lo == n,
-    };
+    let resolved = !cut_only
+        && match upper {
+            Some(u) if lo == 0 => hi == 0 || u <= SETTLED_WITHIN * spans[0].pages,
+            Some(u) => u <= SETTLED_WITHIN * lower,
+            None => lo == n,
+        };
     let rounds_to_resolve = if resolved {
         None
     } else {
@@ -228,6 +233,38 @@ mod tests {
         assert!(hi <= 8192 && lo < hi, "{l:?}");
         // Reached from both sides by the resamples: the range spans several steps.
         assert!(lo <= 2048, "{l:?}");
+    }
+
+    /// A span the table shows ≥ 10% faster, before a knee every resample puts further on (a
+    /// lone dip the 5% rule's majority passes over): the range is cut there, and is not
+    /// resolved, since no resample put the knee at the cut.
+    #[test]
+    fn a_range_only_the_cut_bounds_is_not_resolved() {
+        let (s, mut p) = sweep(&[
+            (1024, 1.0, 0.01),
+            (2048, 0.85, 0.01),
+            (3072, 1.0, 0.01),
+            (4096, 1.0, 0.01),
+            (6144, 0.80, 0.01),
+            (8192, 0.78, 0.01),
+        ]);
+        p[1].ratio.hi = Some(0.86);
+        let (knee, l) = locate(&s, &p, 0.999, 11).unwrap();
+        assert_eq!(l.surely_past, Some(2048));
+        assert_eq!(knee, Some((1024, 2048)));
+        assert!(!l.resolved, "{l:?}");
+        // The same spans without the lone dip: the resamples bound the range themselves.
+        let (s, p) = sweep(&[
+            (1024, 1.0, 0.01),
+            (2048, 1.0, 0.01),
+            (3072, 1.0, 0.01),
+            (4096, 1.0, 0.01),
+            (6144, 0.80, 0.01),
+            (8192, 0.78, 0.01),
+        ]);
+        let (knee, l) = locate(&s, &p, 0.999, 11).unwrap();
+        assert_eq!(knee, Some((4096, 6144)));
+        assert!(l.resolved, "{l:?}");
     }
 
     #[test]

@@ -149,8 +149,10 @@ pub fn reach(
             Sweep {
                 backing: b,
                 knee,
+                // Levels and CPUID's agreement are read only from a range the resamples
+                // resolved: an unresolved one says where the reach may be, not where it is.
+                levels: levels(&points, knee.filter(|_| resolved(located.as_ref()))),
                 located,
-                levels: levels(&points, knee),
                 points,
             }
         })
@@ -160,7 +162,9 @@ pub fn reach(
         .or_else(|| pick(&|b| b == Backing::Thp))
         .or_else(|| (!sweeps.is_empty()).then_some(0));
     let agreement = headline.and_then(|i| {
-        let (lo, hi) = sweeps[i].knee?;
+        let (lo, hi) = sweeps[i]
+            .knee
+            .filter(|_| resolved(sweeps[i].located.as_ref()))?;
         let (level, entries) = [2u8, 1]
             .iter()
             .find_map(|l| geometry.data_entries(*l, 4096).map(|e| (*l, e)))?;
@@ -178,6 +182,12 @@ pub fn reach(
         agreement,
         hypervisor,
     }
+}
+
+/// Whether a sweep's range was resolved over the whole sweep (a sweep too small to locate has
+/// only the table's own knee, and that is taken as it is).
+fn resolved(l: Option<&crate::model::tlb::Located>) -> bool {
+    l.is_none_or(|l| l.resolved)
 }
 
 #[cfg(test)]
@@ -212,6 +222,23 @@ mod tests {
             }
         }
         obs
+    }
+
+    /// A sweep too noisy to resolve its range: CPUID's count is not said to agree or
+    /// disagree with it, and no levels are read from it, where the clean sweep has both.
+    #[test]
+    fn an_unresolved_range_gives_no_cpuid_agreement_and_no_levels() {
+        let noisy = observations(3072.0, 0.6);
+        let cells = analyse(&noisy, Backing::Base, 0.999);
+        let r = reach(&noisy, &cells, geometry(3072), true, 0.999);
+        let s = r.headline().unwrap();
+        let l = s.located.as_ref().unwrap();
+        assert!(!l.resolved, "{l:?}");
+        assert_eq!((&r.agreement, s.levels.len()), (&None, 0), "{:?}", s.knee);
+        let clean = observations(3072.0, 0.01);
+        let cells = analyse(&clean, Backing::Base, 0.999);
+        let r = reach(&clean, &cells, geometry(3072), true, 0.999);
+        assert!(r.agreement.is_some() && !r.headline().unwrap().levels.is_empty());
     }
 
     /// A span as `bench tlb` measured it: 4 KiB ns per access and huge / 4 KiB (±3%).

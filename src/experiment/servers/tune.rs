@@ -306,10 +306,11 @@ fn sizing_note(
                 "; predicted half-width at the run's end ±{:.1}%{} over about {l:.0} {} ({})",
                 pct(f.half_width),
                 f.range.map_or(String::new(), |(lo, hi)| format!(
-                    " (±{:.1}–{:.1}% as {} degrees of freedom allow a normal spread, 90%)",
+                    " (±{:.1}–{:.1}% as {} degrees of freedom allow a normal spread, {})",
                     pct(lo),
                     pct(hi),
-                    f.df
+                    f.df,
+                    crate::model::verdict::fmt_level(crate::model::run::RANGE_LEVEL)
                 )),
                 if c.replicas > 1 {
                     "restarts"

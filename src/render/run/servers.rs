@@ -2,7 +2,8 @@
 //! arm where its server's huge pages were, beside the kernel's own accounting.
 
 use crate::model::analysis::ExperimentAnalysis;
-use crate::model::run::{ServerPlan, ServerSummary};
+use crate::model::run::{RANGE_LEVEL, ServerPlan, ServerSummary};
+use crate::model::verdict::fmt_level;
 use std::fmt::Write;
 
 /// Per arm where its server's huge pages were (and what carried them), its instance spread and
@@ -186,14 +187,16 @@ fn forecast_said(what: &str, f: crate::model::run::Forecast) -> String {
         f.lifetimes,
         f.blocks,
         f.range.map_or(String::new(), |(lo, hi)| format!(
-            "; ±{:.1}–{:.1}% as {} degrees of freedom allow a normal spread, 90%",
+            "; ±{:.1}–{:.1}% as {} degrees of freedom allow a normal spread, {}",
             lo * 100.0,
             hi * 100.0,
-            f.df
+            f.df,
+            fmt_level(RANGE_LEVEL)
         )) + &f.resampled.map_or(String::new(), |(lo, hi)| format!(
-            "; ±{:.1}–{:.1}% if the lifetimes to come are like these (90%: {} rests resampled from them)",
+            "; ±{:.1}–{:.1}% if the lifetimes to come are like these ({}: {} rests resampled from them)",
             lo * 100.0,
             hi * 100.0,
+            fmt_level(RANGE_LEVEL),
             crate::model::run::RESAMPLES
         )) + &f.rank_ratio.map_or(String::new(), |r| format!(
             "; × {r:.2} for the signed-rank interval"

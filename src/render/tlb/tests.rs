@@ -255,3 +255,85 @@ fn hot_memory_on_thp_is_an_upper_bound_and_said_to_be() {
         "{t}"
     );
 }
+
+/// A range whose lower end is below the smallest span names the smallest span, not its upper
+/// end; unresolved, it says so; and "levels by timing" and CPUID's agreement are not printed
+/// from an unresolved range.
+#[test]
+fn a_range_below_the_smallest_span_names_it_and_an_unresolved_one_claims_no_levels() {
+    use crate::model::stats::Estimate;
+    use crate::model::tlb::{Located, Point};
+    let point = |pages: u64| Point {
+        pages,
+        base_ns: 2.0,
+        huge_ns: 1.5,
+        extra_share: None,
+        ratio: Estimate {
+            point: 0.75,
+            lo: Some(0.7),
+            hi: Some(0.8),
+            confidence: 0.999,
+        },
+        extra_ns: Estimate {
+            point: 0.5,
+            lo: Some(0.4),
+            hi: Some(0.6),
+            confidence: 0.999,
+        },
+    };
+    let located = |resolved: bool| Located {
+        confidence: 0.999,
+        resamples: 4000,
+        between: (0, Some(2048)),
+        no_knee: 0.0,
+        resolved,
+        surely_past: Some(2048),
+        rounds_to_resolve: (!resolved).then_some(40),
+    };
+    let sweep = |hi: u64, l: Located| Sweep {
+        backing: crate::backing::Backing::Thp,
+        points: vec![point(1024), point(2048), point(4096)],
+        knee: Some((0, hi)),
+        levels: vec![level(1, (0, hi)), level(2, (4096, 8192))],
+        located: Some(l),
+    };
+    let at =
+        |hi, resolved| below_smallest(&sweep(hi, located(resolved)), hi, Some(&located(resolved)));
+    assert_eq!(
+        at(1024, true),
+        "4 KiB pages already miss at the smallest span, 1,024 pages (4M): the reach is below it (at 99.9% over the whole sweep)"
+    );
+    assert_eq!(
+        at(2048, true),
+        "4 KiB pages miss from at most 2,048 pages (8M): the reach is below that, perhaps below the smallest span, 1,024 pages (4M) (at 99.9% over the whole sweep)"
+    );
+    assert!(
+        at(2048, false).starts_with("reach: not resolved below 2,048 pages (8M) at this noise"),
+        "{}",
+        at(2048, false)
+    );
+    let reach = |s: Sweep| TlbReach {
+        sweeps: vec![s],
+        headline: Some(0),
+        geometry: Default::default(),
+        agreement: None,
+        hypervisor: false,
+    };
+    let lines = |s: Sweep| {
+        let t = reach(s);
+        reach_lines(&t, &t.sweeps[0], 0.999).join("\n")
+    };
+    let mut s = sweep(2048, located(true));
+    s.knee = Some((1024, 2048));
+    assert!(
+        lines(s.clone()).contains("levels by timing"),
+        "{}",
+        lines(s)
+    );
+    s.located = Some(located(false));
+    assert!(
+        !lines(s.clone()).contains("levels by timing"),
+        "{}",
+        lines(s)
+    );
+}
