@@ -7,13 +7,7 @@
 fn simulation_study_meets_its_targets() {
     let rows = hugelab::analyze::simulate::study(4000);
     for r in &rows {
-        println!(
-            "{:<78} {:>10.4}  {:<12} {}",
-            r.study,
-            r.measured,
-            r.target,
-            if r.pass { "ok" } else { "MISSED" }
-        );
+        println!("{}", table_line(r));
     }
     let missed: Vec<&str> = rows
         .iter()

@@ -99,17 +99,14 @@ fn outage_rule(on: OnOutage) -> &'static str {
 /// The answer to a look that could not be judged (`why`), by `--on-outage`: its status and
 /// its body, one line of JSON that says it was not judged, the rule, and what was held.
 pub fn outage(on: OnOutage, held: Option<Judged>, why: &str) -> (u16, String) {
+    let held = held.filter(|_| on == OnOutage::Hold);
     let status = match (on, held) {
         (OnOutage::Pass, _) => 200,
-        (OnOutage::Hold, Some(j)) => j.status,
-        (OnOutage::Fail, _) | (OnOutage::Hold, None) => 500,
+        (_, Some(j)) => j.status,
+        _ => 500,
     };
-    let held = match (on, held) {
-        (OnOutage::Hold, Some(j)) => {
-            serde_json::json!({ "look": j.look, "overall": j.overall, "status": j.status })
-        }
-        _ => serde_json::Value::Null,
-    };
+    let held = held
+        .map(|j| serde_json::json!({ "look": j.look, "overall": j.overall, "status": j.status }));
     let line = serde_json::json!({
         "schema": "hugelab.judge-outage/1",
         "judged": false,

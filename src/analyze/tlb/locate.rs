@@ -240,28 +240,25 @@ mod tests {
     /// resolved, since no resample put the knee at the cut.
     #[test]
     fn a_range_only_the_cut_bounds_is_not_resolved() {
-        let (s, mut p) = sweep(&[
-            (1024, 1.0, 0.01),
-            (2048, 0.85, 0.01),
-            (3072, 1.0, 0.01),
-            (4096, 1.0, 0.01),
-            (6144, 0.80, 0.01),
-            (8192, 0.78, 0.01),
-        ]);
+        // Six spans, huge pages pulling ahead from 6,144; `dip` at 2,048.
+        let spans = |dip: f64| {
+            sweep(&[
+                (1024, 1.0, 0.01),
+                (2048, dip, 0.01),
+                (3072, 1.0, 0.01),
+                (4096, 1.0, 0.01),
+                (6144, 0.80, 0.01),
+                (8192, 0.78, 0.01),
+            ])
+        };
+        let (s, mut p) = spans(0.85);
         p[1].ratio.hi = Some(0.86);
         let (knee, l) = locate(&s, &p, 0.999, 11).unwrap();
         assert_eq!(l.surely_past, Some(2048));
         assert_eq!(knee, Some((1024, 2048)));
         assert!(!l.resolved, "{l:?}");
         // The same spans without the lone dip: the resamples bound the range themselves.
-        let (s, p) = sweep(&[
-            (1024, 1.0, 0.01),
-            (2048, 1.0, 0.01),
-            (3072, 1.0, 0.01),
-            (4096, 1.0, 0.01),
-            (6144, 0.80, 0.01),
-            (8192, 0.78, 0.01),
-        ]);
+        let (s, p) = spans(1.0);
         let (knee, l) = locate(&s, &p, 0.999, 11).unwrap();
         assert_eq!(knee, Some((4096, 6144)));
         assert!(l.resolved, "{l:?}");
