@@ -3,9 +3,8 @@
 //! (systemd-analyze, tuned's profile loader, virt-xml-validate); PostgreSQL's own pool size;
 //! and the round trip advise → apply through the guard → `--check` → restore.
 
-mod common;
-
-use common::advised::stored;
+use crate::common;
+use crate::common::advised::stored;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

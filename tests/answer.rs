@@ -3,9 +3,8 @@
 //! answer's lines from analyses `analyze::experiment::analyse` builds — the renderer reads only
 //! the record, so these tests build a real one and read what `render::summary` says of it.
 
-mod common;
-
-use common::postgres::PrivatePg;
+use crate::common;
+use crate::common::postgres::PrivatePg;
 use hugelab::model::analysis::ExperimentAnalysis;
 use hugelab::model::verdict::Design;
 use hugelab::render::summary::{RunFacts, answer, run_line};

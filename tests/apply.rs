@@ -3,10 +3,8 @@
 //! apply` on this machine sets the advised THP mode and pool, `status` shows them, and SIGTERM —
 //! or, after a SIGKILL, `hugelab restore` — puts the machine's own values back.
 
-#[macro_use]
-mod common;
-
-use common::advised::stored;
+use crate::common;
+use crate::common::advised::stored;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};

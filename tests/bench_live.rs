@@ -2,10 +2,9 @@
 //! counts, Ctrl-C restores pools and knobs, and the non-root path skips what needs root with
 //! reasons.
 
-mod common;
-
+use crate::common;
+use crate::common::{read_trim, selected};
 use assert_cmd::Command;
-use common::{read_trim, selected};
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 

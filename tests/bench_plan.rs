@@ -1,7 +1,6 @@
 //! Bench planning against fixture machines: defaults, validation messages, memory limits.
 
-mod common;
-
+use crate::common;
 use clap::Parser;
 use hugelab::backing::Backing;
 use hugelab::bench::{BenchArgs, BenchSettings, plan};

@@ -5,10 +5,8 @@
 //! --cgroup`, the exporter and a real Prometheus scraping it, each beside `memory.stat` and
 //! `hugetlb.2MB.current` (or `.usage_in_bytes`) read right before and after.
 
-#[macro_use]
-mod common;
-
-use common::http::{query, serve};
+use crate::common;
+use crate::common::http::{query, serve};
 use hugelab::probe::Root;
 use hugelab::probe::cgroup::{self, Hierarchies};
 use std::io::BufRead;

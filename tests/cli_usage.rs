@@ -1,8 +1,7 @@
 //! The command line as a user meets it: help on every option, completions for the shells,
 //! the man page, the answer-first output within 100 columns, and README's commands real.
 
-mod common;
-
+use crate::common;
 use assert_cmd::Command;
 use clap::CommandFactory;
 use hugelab::cli::Cli;

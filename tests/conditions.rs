@@ -5,8 +5,7 @@
 //! of another process in the same window: the counter is system-wide), the answer carries
 //! both conditions' contrasts and the interaction, and every setting and all memory come back.
 
-mod common;
-
+use crate::common;
 use hugelab::store::Store;
 
 fn meminfo_kb(key: &str) -> u64 {

@@ -84,6 +84,31 @@ fn every_root_test_is_marked_and_every_marked_test_needs_root() {
     assert!(root_tests >= 20, "only {root_tests} root tests found");
 }
 
+/// The integration tests are one binary (Cargo.toml: `autotests = false`, `tests/main.rs`): a
+/// file in `tests/` that `tests/main.rs` does not declare would never be compiled or run.
+#[test]
+fn every_test_file_is_a_module_of_the_suite() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let main = std::fs::read_to_string(dir.join("main.rs")).unwrap();
+    let declared: Vec<&str> = main
+        .lines()
+        .filter_map(|l| l.strip_prefix("mod ")?.strip_suffix(';'))
+        .collect();
+    let mut missing: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs") && !p.ends_with("main.rs"))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .filter(|stem| !declared.contains(&stem.as_str()))
+        .collect();
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "add `mod NAME;` to tests/main.rs for each: {missing:?}"
+    );
+    assert!(declared.len() >= 30, "{declared:?}");
+}
+
 /// Files are named for a command or concern; a split concern says how with its suffix, and no
 /// file is named by a prefix that says what it needs.
 #[test]

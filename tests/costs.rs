@@ -6,8 +6,7 @@
 //! trial (the kernel's own high-water mark, read by another program), the answer's first lines
 //! carry the memory contrast, and `advise` does not recommend `always` without stating it.
 
-mod common;
-
+use crate::common;
 use hugelab::store::Store;
 
 const SPARSE: &str = "import mmap\n\

@@ -2,8 +2,7 @@
 //! uses), the alert rules and their unit tests under promtool, and the systemd unit under
 //! systemd-analyze. (The dashboard's queries run against a real Prometheus in tests/exporter.rs.)
 
-mod common;
-
+use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

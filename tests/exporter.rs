@@ -2,9 +2,8 @@
 //! and the live kernel), watched processes come and go, HTTP content negotiation and errors,
 //! and a real Prometheus scraping it.
 
-mod common;
-
-use common::http::{api, get, query, serve};
+use crate::common;
+use crate::common::http::{api, get, query, serve};
 
 use clap::Parser;
 use hugelab::exporter::{Exporter, ExporterArgs};

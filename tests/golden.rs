@@ -1,10 +1,9 @@
 //! Golden outputs: the terminal, Markdown and CSV renderings of fixed stored data are
 //! byte-identical to the files in tests/golden/, so a refactor that changes what a user reads
-//! shows up as a diff. `HUGELAB_UPDATE_GOLDEN=1 cargo test --test golden` rewrites them (then
+//! shows up as a diff. `HUGELAB_UPDATE_GOLDEN=1 cargo test --test suite golden::` rewrites them (then
 //! read the diff before committing).
 
-mod common;
-
+use crate::common;
 use hugelab::store::{ArmRow, Store, TrialRow};
 use std::path::Path;
 

@@ -1,9 +1,7 @@
 //! The settings guard: journal before write, restore on drop, panic and signal, allowlist only,
 //! dead-owner recovery, and honest reporting of pool shrinks the kernel cannot honour.
 
-mod common;
-
-use common::{FakeKernel, fake_sysfs};
+use crate::common::{FakeKernel, fake_sysfs};
 use hugelab::control::{self, Guard, Journal, Knob, Recovery, Settings, SysfsSettings};
 use hugelab::error::ControlError;
 use hugelab::probe::Root;

@@ -1,7 +1,6 @@
 //! `inspect`, `collapse` and `top` against helper processes with known memory.
 
-mod common;
-
+use crate::common;
 use assert_cmd::Command;
 use hugelab::control::{Guard, Knob};
 use std::io::{BufRead, BufReader};

@@ -2,10 +2,9 @@
 //! series with known effects are backfilled with `promtool tsdb create-blocks-from openmetrics`,
 //! a private Prometheus serves them on loopback, and the judgement must find what was put in.
 
-mod common;
-
-use common::PrometheusServer;
-use common::openmetrics::{backfill, family, recent_window, relabel};
+use crate::common;
+use crate::common::PrometheusServer;
+use crate::common::openmetrics::{backfill, family, recent_window, relabel};
 use hugelab::analyze::simulate::{Fleet, Rng};
 use hugelab::collect::prometheus::Series;
 

@@ -3,8 +3,7 @@
 //! build.sh, which `.ci/run` runs), and a command whose own memory is on 4 KiB pages while
 //! another process on the machine faults THP.
 
-mod common;
-
+use crate::common;
 use std::path::PathBuf;
 use std::process::Command;
 

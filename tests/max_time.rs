@@ -1,8 +1,7 @@
 //! `--max-time` kept: a run whose time cannot hold the blocks an interval needs stops after its
 //! first block, says why and how long it would need, and exits 2; the trial it ran is kept.
 
-mod common;
-
+use crate::common;
 #[test]
 fn a_max_time_too_short_for_an_interval_is_said_after_the_first_block() {
     let dir = tempfile::tempdir().unwrap();

@@ -4,10 +4,8 @@
 //! pool, and the plan beside it lists what the engine cannot set with the DaemonSet as the
 //! lever for those. GKE's 60% share of a node's memory refuses a pool too large for the node.
 
-#[macro_use]
-mod common;
-
-use common::advised::stored;
+use crate::common;
+use crate::common::advised::stored;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -3,8 +3,7 @@
 //! first write. After each the machine is at its defaults, no journal is left, and the refused
 //! process exited 2 (1 for `restore`) naming the owner. Every test holds the shared knob lock.
 
-mod common;
-
+use crate::common;
 use std::process::{Child, Command, Output, Stdio};
 
 const POOL_2M: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";

@@ -3,10 +3,9 @@
 //! tests/conditions.rs), every number printed is a field of the stored record the line reads,
 //! rounded as printed (`common::printed::unexplained`), and a planted wrong number is caught.
 
-mod common;
-
+use crate::common;
+use crate::common::printed::{holds, run_text};
 use assert_cmd::Command;
-use common::printed::{holds, run_text};
 use std::path::Path;
 
 fn show_json(db: &Path, id: &str) -> serde_json::Value {

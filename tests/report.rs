@@ -1,10 +1,8 @@
 //! `hugelab report`: the charts plot the stored values, the HTML and Markdown carry the
 //! terminal's cells, and a real headless Chromium renders the file.
 
-mod common;
-
+use crate::common::chromium::{chromium, headless};
 use assert_cmd::Command;
-use common::chromium::{chromium, headless};
 use hugelab::store::{ArmRow, Store, TrialRow};
 use hugelab::stored_runs::view;
 use std::path::Path;

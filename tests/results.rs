@@ -1,8 +1,7 @@
 //! Stored runs: `results export` / `import` / `compare` round trips (JSON, CSV, hyperfine
 //! JSON), and read-only commands that create nothing and name the path of every store error.
 
-mod common;
-
+use crate::common;
 use assert_cmd::Command;
 use hugelab::store::Store;
 

@@ -3,8 +3,7 @@
 //! SIGKILL durability with settings restored, failed runs (exit 4), --timeout/--prepare/cache
 //! options, --user, the noise floor of --calibrate, and Ctrl-C or a closed stderr handled.
 
-mod common;
-
+use crate::common;
 use assert_cmd::Command;
 use hugelab::store::Store;
 

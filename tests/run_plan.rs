@@ -3,8 +3,7 @@
 //! interleaving, storing, stopping on failure, Ctrl-C, sequential stopping, system arms switched
 //! through the guard on a fake sysfs.
 
-mod common;
-
+use crate::common;
 use clap::Parser;
 use hugelab::analyze::verdict::{Design, Verdict};
 use hugelab::control::{Guard, SysfsSettings};

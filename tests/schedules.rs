@@ -2,8 +2,7 @@
 //! and alternating (one after another), seen in the stored trials' own start and end
 //! timestamps; a schedule the run cannot honour is a usage error.
 
-mod common;
-
+use crate::common;
 use hugelab::store::{Store, TrialRow};
 
 /// The arguments of a run of two arms' fake servers (a shell that sleeps `tag` seconds, so

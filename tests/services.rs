@@ -5,9 +5,8 @@
 //! pgbench's percentiles equal those computed by hand from its log, and every way a server can
 //! fail fails the run loudly (exit 4) with nothing left running and the settings restored.
 
-mod common;
-
-use common::postgres::{PrivatePg, pg_bin, pg_cluster};
+use crate::common;
+use crate::common::postgres::{PrivatePg, pg_bin, pg_cluster};
 
 use std::path::Path;
 use std::process::Command;
@@ -625,8 +624,9 @@ fn ctrl_c_stops_the_server_and_restores_settings() {
                 .spawn()
                 .unwrap(),
         );
-        // Wait until the trial's server is up, then press Ctrl-C once or twice.
-        let up = (0..100).any(|_| {
+        // Wait until the trial's server is up (after any other test's `hugelab run` holding
+        // the settings, for minutes: the wait's end is a hang), then press Ctrl-C once or twice.
+        let up = (0..6000).any(|_| {
             std::thread::sleep(std::time::Duration::from_millis(100));
             !redis_running(&port).is_empty()
         });
@@ -1429,8 +1429,10 @@ fn ctrl_c_stops_every_warm_server_and_restores_settings() {
                 .spawn()
                 .unwrap(),
         );
-        // The arms' ports, from the plan stored as the run starts; wait for both servers.
-        let ports: Vec<String> = (0..100)
+        // The arms' ports, from the plan stored as the run starts; wait for both servers. The
+        // run first waits for any other `hugelab run` holding the settings (another test's, for
+        // minutes), so the wait is long: its end is a hang, not a slow machine.
+        let ports: Vec<String> = (0..6000)
             .find_map(|_| {
                 std::thread::sleep(std::time::Duration::from_millis(100));
                 let store = hugelab::store::Store::open(&db).ok()?;

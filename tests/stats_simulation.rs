@@ -1,11 +1,25 @@
-//! The statistics engine's simulation study at CI size (deterministic seeds): interval
-//! coverage, A/A false positives under sequential stopping (with and without drift), runs to a
-//! verdict versus the fixed designs, and power lost to outliers. The full table:
-//! `cargo test --release --test stats_simulation -- --nocapture`.
+//! The statistics engine's simulation study (deterministic seeds): interval coverage, A/A false
+//! positives under sequential stopping (with and without drift), runs to a verdict versus the
+//! fixed designs, power lost to outliers, the warm services' sizing and forecast.
+//!
+//! The study's table is stored by `scripts/study/simulation.sh` (this test's rows, 4,000
+//! replications) in docs/study/simulation.txt, and the forecast study's by
+//! `scripts/study/forecast.sh` (1,000 runs a process, too long for CI) in
+//! docs/study/forecast.txt; docs/statistics.md quotes both whole, and the fast tests here fail
+//! on a stored row that missed, a row typed into the docs by hand, or one left out. Each table:
+//! `cargo test --release --test suite stats_simulation:: -- --nocapture` (`--ignored` for the
+//! forecast study at full size).
+
+use hugelab::analyze::simulate::{Row, forecast_study, study};
+
+/// The study's size: what the stored study ran and docs/statistics.md's table claims. Its rows'
+/// targets are two standard errors at this size, so CI runs it whole (a smaller run misses
+/// rows by chance).
+const FULL_REPS: usize = 4000;
 
 #[test]
 fn simulation_study_meets_its_targets() {
-    let rows = hugelab::analyze::simulate::study(4000);
+    let rows = study(FULL_REPS);
     for r in &rows {
         println!("{}", table_line(r));
     }
@@ -15,11 +29,12 @@ fn simulation_study_meets_its_targets() {
         .map(|r| r.study.as_str())
         .collect();
     assert!(missed.is_empty(), "missed: {missed:?}");
-    assert!(rows.len() >= 14);
+    // The stored study has as many rows: a row added to the code is in the docs' table too.
+    assert_eq!(rows.len(), stored_rows("simulation.txt", "").len());
 }
 
 /// One row as the study tables print it: the claim, what was measured, the target, ok/MISSED.
-fn table_line(r: &hugelab::analyze::simulate::Row) -> String {
+fn table_line(r: &Row) -> String {
     format!(
         "{:<78} {:>10.4}  {:<12} {}",
         r.study,
@@ -38,9 +53,29 @@ fn forecast_study_at_full_size() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1000);
-    for r in hugelab::analyze::simulate::forecast_study(runs) {
+    for r in forecast_study(runs) {
         println!("{}", table_line(&r));
     }
+}
+
+/// The stored simulation study: run at 4,000 replications, every row met its target, and
+/// docs/statistics.md's table between its markers is exactly the stored one.
+#[test]
+fn the_stored_simulation_study_holds_every_row_and_the_docs_quote_it_whole() {
+    let stored = stored_rows("simulation.txt", "");
+    assert!(stored.len() >= 30, "{stored:#?}");
+    let header = stored_text("simulation.txt");
+    assert!(
+        header.starts_with(&format!(
+            "# scripts/study/simulation.sh: {FULL_REPS} replications"
+        )),
+        "the stored study ran at the size the docs claim: {}",
+        header.lines().next().unwrap_or("")
+    );
+    for row in &stored {
+        assert!(row.ends_with(" ok"), "a row that missed its target:\n{row}");
+    }
+    quoted_whole("simulation-study", "simulation.txt");
 }
 
 /// The stored forecast study: every process's half-way range held at the printed 90% by the
@@ -48,13 +83,8 @@ fn forecast_study_at_full_size() {
 /// markers is exactly the stored one: a row typed by hand or one left out fails.
 #[test]
 fn the_stored_forecast_study_holds_its_level_and_the_docs_quote_it_whole() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let stored = std::fs::read_to_string(root.join("docs/study/forecast.txt")).unwrap();
-    let rows: Vec<&str> = stored
-        .lines()
-        .filter(|l| l.starts_with("forecast study"))
-        .collect();
-    assert_eq!(rows.len(), 6, "one row per process:\n{stored}");
+    let rows = stored_rows("forecast.txt", "forecast study");
+    assert_eq!(rows.len(), 6, "one row per process:\n{rows:#?}");
     for row in &rows {
         assert!(row.ends_with(" ok"), "a row that missed its level:\n{row}");
         let runs: usize = row
@@ -65,15 +95,65 @@ fn the_stored_forecast_study_holds_its_level_and_the_docs_quote_it_whole() {
             .unwrap_or_else(|| panic!("no run count in {row}"));
         assert!(runs >= 1000, "too few runs to tell 85% from 90%: {row}");
     }
+    quoted_whole("forecast-study", "forecast.txt");
+}
+
+/// A stored study's text, `docs/study/{file}`.
+fn stored_text(file: &str) -> String {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(root.join("docs/study").join(file)).unwrap()
+}
+
+/// A stored study's rows (its lines past the header) that begin with `prefix`.
+fn stored_rows(file: &str, prefix: &str) -> Vec<String> {
+    stored_text(file)
+        .lines()
+        .filter(|l| !l.starts_with('#') && l.starts_with(prefix))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// docs/statistics.md quotes `docs/study/{file}` between its `marker` comments exactly: a row
+/// typed there by hand, or one of the study's left out, fails.
+fn quoted_whole(marker: &str, file: &str) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let docs = std::fs::read_to_string(root.join("docs/statistics.md")).unwrap();
+    if let Err(e) = quote_is_stored(&docs, marker, file, &stored_text(file)) {
+        panic!("docs/statistics.md: {e}");
+    }
+}
+
+/// Whether `docs` quotes `stored` (`docs/study/{file}`) between its `marker` comments, exactly.
+fn quote_is_stored(docs: &str, marker: &str, file: &str, stored: &str) -> Result<(), String> {
     let quoted = docs
-        .split("<!-- forecast-study: docs/study/forecast.txt -->\n")
+        .split(&format!("<!-- {marker}: docs/study/{file} -->\n"))
         .nth(1)
-        .and_then(|s| s.split("<!-- /forecast-study -->").next())
-        .expect("docs/statistics.md quotes the forecast study between its markers");
-    assert_eq!(
-        quoted.trim_matches(['\n', '`']),
-        stored.trim_end(),
-        "docs/statistics.md's forecast table is not docs/study/forecast.txt as stored"
-    );
+        .and_then(|s| s.split(&format!("<!-- /{marker} -->")).next())
+        .ok_or(format!("no docs/study/{file} between {marker} markers"))?;
+    let quoted = quoted.trim_matches(['\n', '`']);
+    if quoted == stored.trim_end() {
+        return Ok(());
+    }
+    let (q, s): (Vec<&str>, Vec<&str>) = (quoted.lines().collect(), stored.lines().collect());
+    let typed: Vec<&&str> = q.iter().filter(|l| !s.contains(l)).collect();
+    let left: Vec<&&str> = s.iter().filter(|l| !q.contains(l)).collect();
+    Err(format!(
+        "the table is not docs/study/{file} as stored: rows not stored {typed:#?}, stored rows left out {left:#?}"
+    ))
+}
+
+/// The quote check fails on a row typed into the docs by hand and on a stored row left out.
+#[test]
+fn a_quoted_table_with_a_row_typed_or_left_out_fails() {
+    let stored = "# header\nrow one 0.95 ok\nrow two 0.01 ok\n";
+    let docs =
+        |table: &str| format!("text\n<!-- m: docs/study/f.txt -->\n```\n{table}```\n<!-- /m -->\n");
+    assert_eq!(quote_is_stored(&docs(stored), "m", "f.txt", stored), Ok(()));
+    let typed = docs("# header\nrow one 0.95 ok\nrow 1.5 0.50 ok\nrow two 0.01 ok\n");
+    let e = quote_is_stored(&typed, "m", "f.txt", stored).unwrap_err();
+    assert!(e.contains("row 1.5 0.50 ok"), "{e}");
+    let left = docs("# header\nrow one 0.95 ok\n");
+    let e = quote_is_stored(&left, "m", "f.txt", stored).unwrap_err();
+    assert!(e.contains("row two 0.01 ok"), "{e}");
+    assert!(quote_is_stored("no markers", "m", "f.txt", stored).is_err());
 }

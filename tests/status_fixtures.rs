@@ -1,7 +1,6 @@
 //! `status` against captured fixture trees: this kernel's layout and an older one.
 
-mod common;
-
+use crate::common;
 use assert_cmd::Command;
 use hugelab::analyze::findings::explain;
 use hugelab::probe::{Root, status};

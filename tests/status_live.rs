@@ -2,10 +2,9 @@
 //! hugeadm; a SIGKILLed settings holder is undone exactly by `hugelab restore`; SIGTERM
 //! restores by itself. Every test holds the shared knob lock and puts settings back.
 
-mod common;
-
+use crate::common;
+use crate::common::{read_trim, selected};
 use assert_cmd::Command;
-use common::{read_trim, selected};
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 

@@ -3,9 +3,6 @@
 //! stored runs in `docs/study/`, and every row they print is in the docs as it is, so a figure
 //! there is the record's, read back by this version.
 
-#[macro_use]
-mod common;
-
 use std::path::Path;
 
 #[test]

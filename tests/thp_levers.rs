@@ -3,8 +3,7 @@
 //! per-size stats in a trial's evidence equal to the sysfs files read around the run, and a
 //! `never` arm whose workload collapses its own memory flagged.
 
-mod common;
-
+use crate::common;
 use hugelab::store::Store;
 use std::time::Duration;
 

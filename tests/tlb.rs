@@ -2,8 +2,7 @@
 //! it, and `status` shows it); `inspect --hot` finds a process's hot memory — a loop over a
 //! known number of pages beside memory it touched once — and holds it against that reach.
 
-mod common;
-
+use crate::common;
 use std::io::BufRead;
 use std::process::{Command, Stdio};
 

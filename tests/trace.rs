@@ -2,8 +2,7 @@
 //! its huge-page allocations are counted exactly; a traced pid that exits ends the trace;
 //! tracefs is left as it was found; bad kinds list the valid ones.
 
-mod common;
-
+use crate::common;
 use std::process::{Command, Stdio};
 
 /// One trace at a time: each may mount and unmount tracefs.

@@ -4,8 +4,7 @@
 //! import says at which decision it was analysed, an export comes back through `import` whole,
 //! and a refusal says why wherever the answer is read.
 
-mod common;
-
+use crate::common;
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 

@@ -4,8 +4,7 @@
 //! is kept empty fails as QEMU fails, with the reason; `watch=` arms read another process.
 //! Needs root (pools, KVM) and QEMU (`qemu-system-x86`, installed by .ci/run).
 
-mod common;
-
+use crate::common;
 use hugelab::backing::qemu::{QemuBacking, QemuConfig, rewrite};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
@@ -513,7 +512,7 @@ fn watch_arms_read_named_qemu_vms_as_in_the_two_vm_recipe() {
 ///
 /// ```sh
 /// examples/vm-guest/build.sh target/guest
-/// HUGELAB_GUEST=target/guest cargo test --release --test vm -- --ignored guest
+/// HUGELAB_GUEST=target/guest cargo test --release --test suite -- --ignored vm::guest
 /// ```
 #[test]
 #[ignore = "needs a guest built by examples/vm-guest/build.sh (HUGELAB_GUEST=DIR), QEMU and ~30 minutes"]

@@ -2,8 +2,7 @@
 //! command's `--help`, `status` and `status --explain` on this machine and on the fixture
 //! kernels, a run's answer and its stored tables, `results list`, `advise`'s plan and `inspect`.
 
-mod common;
-
+use crate::common;
 use std::process::Command;
 
 const WIDTH: usize = 100;

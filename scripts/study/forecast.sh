@@ -10,8 +10,8 @@ runs=${1:-1000}
 out=docs/study/forecast.txt
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
-HUGELAB_FORECAST_RUNS=$runs cargo test --release --test stats_simulation \
-  forecast_study_at_full_size -- --ignored --nocapture --exact > "$tmp"
+HUGELAB_FORECAST_RUNS=$runs cargo test --release --test suite \
+  stats_simulation::forecast_study_at_full_size -- --ignored --nocapture --exact > "$tmp"
 { echo "# scripts/study/forecast.sh $runs: RANGE_LEVEL 90%, one-sided 5% test per row"
   grep '^forecast study' "$tmp"; } > "$out"
 cat "$out"

@@ -31,7 +31,7 @@ pub fn is_root() -> bool {
 macro_rules! require_root {
     () => {
         assert!(
-            common::is_root(),
+            $crate::common::is_root(),
             "needs root, but this test binary was built by root: rebuild it as this user (`cargo test` does)"
         );
     };

@@ -1,8 +1,9 @@
 //! The simulation study behind the statistics engine: coverage of the paired intervals on
 //! skewed, bimodal and outlier-ridden data; the false-positive rate of sequential stopping in
 //! A/A runs, with and without drift; runs to a verdict against the fixed designs; power lost to
-//! outliers. Deterministic (seeded) and pure; `tests/stats_simulation.rs` checks it at a size
-//! that fits CI and prints the table with `-- --nocapture`.
+//! outliers. Deterministic (seeded) and pure; `tests/stats_simulation.rs` runs it, and
+//! `scripts/study/simulation.sh` stores that test's table in `docs/study/simulation.txt`, which
+//! docs/statistics.md quotes whole.
 //!
 //! * this module — the table's rows and the whole study;
 //! * `noise` — the seeded generators: run-level noise models, paired scenarios, three arms;
@@ -45,7 +46,7 @@ pub struct Row {
     pub pass: bool,
 }
 
-/// The whole study at `reps` replications (CI uses a few hundred; the example a few thousand).
+/// The whole study at `reps` replications (4,000 in CI and in the stored study).
 /// Its groups are seeded apart and independent, so each runs on a thread of its own; the rows
 /// come back in the same order.
 pub fn study(reps: usize) -> Vec<Row> {
