@@ -218,7 +218,9 @@ fn live_values_equal_the_kernel_files() {
 
 #[test]
 fn a_watched_process_is_measured_and_its_series_drop_when_it_exits() {
-    // A child holding 64 MiB of THP-backed memory.
+    // A child holding 64 MiB of THP-backed memory: huge pages faulted where a kernel-wide count
+    // in another test would see them, so one at a time with those.
+    let _lock = common::knob_lock();
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("hugelab"))
         .args(["hold-memory", "--backing", "thp", "--size", "64M"])
         .stdout(Stdio::piped())

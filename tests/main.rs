@@ -2,8 +2,9 @@
 //!
 //! One binary is compiled and linked once (the shared helpers in `tests/common/` too), and
 //! libtest runs every file's tests side by side, where 38 binaries ran one after another. Tests
-//! that change a global knob, or read a kernel-wide counter, take `common::knob_lock()`, a file
-//! lock, so they never overlap whichever file they are in. One file's tests:
+//! that change a global knob, read a kernel-wide counter exactly, or fault huge pages such a
+//! count would see take `common::knob_lock()`, a file lock, so they never overlap whichever file
+//! they are in. One file's tests:
 //! `cargo test --release --test suite services::`; one test: its path after `--exact`.
 
 #[macro_use]

@@ -10,6 +10,7 @@
 //! `cargo test --release --test suite stats_simulation:: -- --nocapture` (`--ignored` for the
 //! forecast study at full size).
 
+use crate::common;
 use hugelab::analyze::simulate::{Row, forecast_study, study};
 
 /// The study's size: what the stored study ran and docs/statistics.md's table claims. Its rows'
@@ -118,42 +119,12 @@ fn stored_rows(file: &str, prefix: &str) -> Vec<String> {
 fn quoted_whole(marker: &str, file: &str) {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let docs = std::fs::read_to_string(root.join("docs/statistics.md")).unwrap();
-    if let Err(e) = quote_is_stored(&docs, marker, file, &stored_text(file)) {
+    if let Err(e) = common::quoted_exactly(
+        &docs,
+        marker,
+        &format!("docs/study/{file}"),
+        &stored_text(file),
+    ) {
         panic!("docs/statistics.md: {e}");
     }
-}
-
-/// Whether `docs` quotes `stored` (`docs/study/{file}`) between its `marker` comments, exactly.
-fn quote_is_stored(docs: &str, marker: &str, file: &str, stored: &str) -> Result<(), String> {
-    let quoted = docs
-        .split(&format!("<!-- {marker}: docs/study/{file} -->\n"))
-        .nth(1)
-        .and_then(|s| s.split(&format!("<!-- /{marker} -->")).next())
-        .ok_or(format!("no docs/study/{file} between {marker} markers"))?;
-    let quoted = quoted.trim_matches(['\n', '`']);
-    if quoted == stored.trim_end() {
-        return Ok(());
-    }
-    let (q, s): (Vec<&str>, Vec<&str>) = (quoted.lines().collect(), stored.lines().collect());
-    let typed: Vec<&&str> = q.iter().filter(|l| !s.contains(l)).collect();
-    let left: Vec<&&str> = s.iter().filter(|l| !q.contains(l)).collect();
-    Err(format!(
-        "the table is not docs/study/{file} as stored: rows not stored {typed:#?}, stored rows left out {left:#?}"
-    ))
-}
-
-/// The quote check fails on a row typed into the docs by hand and on a stored row left out.
-#[test]
-fn a_quoted_table_with_a_row_typed_or_left_out_fails() {
-    let stored = "# header\nrow one 0.95 ok\nrow two 0.01 ok\n";
-    let docs =
-        |table: &str| format!("text\n<!-- m: docs/study/f.txt -->\n```\n{table}```\n<!-- /m -->\n");
-    assert_eq!(quote_is_stored(&docs(stored), "m", "f.txt", stored), Ok(()));
-    let typed = docs("# header\nrow one 0.95 ok\nrow 1.5 0.50 ok\nrow two 0.01 ok\n");
-    let e = quote_is_stored(&typed, "m", "f.txt", stored).unwrap_err();
-    assert!(e.contains("row 1.5 0.50 ok"), "{e}");
-    let left = docs("# header\nrow one 0.95 ok\n");
-    let e = quote_is_stored(&left, "m", "f.txt", stored).unwrap_err();
-    assert!(e.contains("row two 0.01 ok"), "{e}");
-    assert!(quote_is_stored("no markers", "m", "f.txt", stored).is_err());
 }

@@ -1,16 +1,21 @@
 //! The docs' study tables that say they are regenerated: `scripts/study/rows.sh` (services) and
 //! `scripts/study/chase.sh rows` (the TLB model against `bench chase`) print them from the
-//! stored runs in `docs/study/`, and every row they print is in the docs as it is, so a figure
-//! there is the record's, read back by this version.
+//! stored runs in `docs/study/`; the services tables are exactly that output (both ways), and
+//! every chase row is in the docs as it is, so a figure there is the record's, read back by
+//! this version.
 
+use crate::common;
 use std::path::Path;
 
+/// Each stored set of runs has its table in docs/services-study.md between `rows.sh` markers
+/// naming it, and that table is exactly what `scripts/study/rows.sh` prints from it: a row typed
+/// there by hand, one left out, or a marker naming no stored runs fails.
 #[test]
 #[cfg_attr(
     missing_jq,
     ignore = "needs jq and xz (apt-get install jq xz-utils; .ci/run does)"
 )]
-fn every_study_row_is_printed_from_its_stored_runs() {
+fn every_study_table_is_printed_from_its_stored_runs() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let docs = std::fs::read_to_string(root.join("docs/services-study.md")).unwrap();
     let mut stored: Vec<_> = std::fs::read_dir(root.join("docs/study"))
@@ -20,18 +25,39 @@ fn every_study_row_is_printed_from_its_stored_runs() {
         .collect();
     stored.sort();
     assert!(!stored.is_empty(), "no stored runs in docs/study");
-    for db in stored {
+    for db in &stored {
         let text = script(root, "rows.sh", &[db.as_os_str()], &[]);
-        let rows: Vec<&str> = text.lines().skip(2).collect();
-        assert!(!rows.is_empty(), "{}: no rows", db.display());
-        for row in rows {
-            assert!(
-                docs.contains(row),
-                "{}: this row is not in docs/services-study.md as printed:\n{row}",
-                db.display()
-            );
+        assert!(text.lines().count() > 2, "{}: no rows", db.display());
+        let source = format!("docs/study/{}", db.file_name().unwrap().to_string_lossy());
+        if let Err(e) = common::quoted_exactly(&docs, "rows.sh", &source, &text) {
+            panic!("docs/services-study.md: {e}");
         }
     }
+    let marked = docs.matches("<!-- rows.sh: ").count();
+    assert_eq!(
+        marked,
+        stored.len(),
+        "a rows.sh marker naming no stored runs"
+    );
+}
+
+/// The table check fails on a row typed into the docs by hand and on a printed row left out.
+#[test]
+fn a_study_table_with_a_row_typed_or_left_out_fails() {
+    let printed = "| run | tps |\n|---|---|\n| 1 | +0.2% |\n| 2 | −0.1% |\n";
+    let docs = |table: &str| {
+        format!("text\n<!-- rows.sh: docs/study/x.db.xz -->\n{table}<!-- /rows.sh -->\n")
+    };
+    let check = |d: &str| common::quoted_exactly(d, "rows.sh", "docs/study/x.db.xz", printed);
+    assert_eq!(check(&docs(printed)), Ok(()));
+    let typed = check(&docs(
+        "| run | tps |\n|---|---|\n| 1 | +0.2% |\n| 0 | −0.21% |\n| 2 | −0.1% |\n",
+    ))
+    .unwrap_err();
+    assert!(typed.contains("| 0 | −0.21% |"), "{typed}");
+    let left = check(&docs("| run | tps |\n|---|---|\n| 1 | +0.2% |\n")).unwrap_err();
+    assert!(left.contains("| 2 | −0.1% |"), "{left}");
+    assert!(check("no markers").is_err());
 }
 
 /// A study script's output, run with this build's hugelab; its failure fails the test.

@@ -46,6 +46,9 @@ fn surely_past(points: &[serde_json::Value]) -> Option<u64> {
 /// host shows no TLB step within the spans, the parts that need one say so and are skipped.
 #[test]
 fn bench_tlb_finds_a_reach_stores_it_and_a_hot_set_is_held_against_it() {
+    // Its THP regions fault huge pages a kernel-wide count in another test would see, and its
+    // timing is the measurement: one at a time with the tests that change or count.
+    let _lock = common::knob_lock();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("results.db");
     let db = db.to_str().unwrap();

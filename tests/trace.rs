@@ -5,9 +5,6 @@
 use crate::common;
 use std::process::{Command, Stdio};
 
-/// One trace at a time: each may mount and unmount tracefs.
-static TRACING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn tracefs_mounted() -> bool {
     std::fs::read_to_string("/proc/mounts")
         .unwrap()
@@ -19,7 +16,9 @@ fn tracefs_mounted() -> bool {
 #[cfg_attr(unprivileged, ignore = "needs root: tracepoints")]
 fn a_commands_thp_faults_are_counted_exactly_and_tracefs_is_left_as_found() {
     require_root!();
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    // One trace at a time, and none beside another test's settings or kernel-wide counts: each
+    // may mount and unmount tracefs, and the kernel's events it counts are the whole machine's.
+    let _one = common::knob_lock();
     let was_mounted = tracefs_mounted();
     let bin = assert_cmd::cargo::cargo_bin("hugelab");
     let v = common::hugelab_json([
@@ -70,7 +69,9 @@ fn a_commands_thp_faults_are_counted_exactly_and_tracefs_is_left_as_found() {
 #[cfg_attr(unprivileged, ignore = "needs root: tracepoints")]
 fn a_traced_pid_that_exits_ends_the_trace_with_what_was_collected() {
     require_root!();
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    // One trace at a time, and none beside another test's settings or kernel-wide counts: each
+    // may mount and unmount tracefs, and the kernel's events it counts are the whole machine's.
+    let _one = common::knob_lock();
     let mut sleeper = Command::new("sleep").arg("1").spawn().unwrap();
     let out = Command::new(assert_cmd::cargo::cargo_bin("hugelab"))
         .args(["trace", "--duration", "10m", "--pid"])
@@ -109,7 +110,9 @@ fn bad_input_names_the_fix() {
 #[cfg_attr(unprivileged, ignore = "needs root: tracepoints")]
 fn a_missing_event_or_bad_filter_is_named_and_the_rest_still_works() {
     require_root!();
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    // One trace at a time, and none beside another test's settings or kernel-wide counts: each
+    // may mount and unmount tracefs, and the kernel's events it counts are the whole machine's.
+    let _one = common::knob_lock();
     use hugelab::collect::tracepoints::{Tracefs, Tracer};
     let tfs = Tracefs::open().unwrap();
     let t = Tracer::open(
@@ -143,7 +146,9 @@ fn a_missing_event_or_bad_filter_is_named_and_the_rest_still_works() {
 #[cfg_attr(unprivileged, ignore = "needs root: tracepoints")]
 fn run_trace_stores_each_trials_events_of_its_own_process_tree() {
     require_root!();
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    // One trace at a time, and none beside another test's settings or kernel-wide counts: each
+    // may mount and unmount tracefs, and the kernel's events it counts are the whole machine's.
+    let _one = common::knob_lock();
     let dir = tempfile::tempdir().unwrap();
     let bin = assert_cmd::cargo::cargo_bin("hugelab");
     let v = common::hugelab_json([
@@ -226,7 +231,9 @@ fn run_trace_stores_each_trials_events_of_its_own_process_tree() {
 )]
 fn traced_counts_equal_the_kernels_own_counters() {
     require_root!();
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    // One trace at a time, and none beside another test's settings or kernel-wide counts: each
+    // may mount and unmount tracefs, and the kernel's events it counts are the whole machine's.
+    let _one = common::knob_lock();
     let bin = assert_cmd::cargo::cargo_bin("hugelab");
     let holder = common::hold_memory(&["--backing", "plain", "--size", "64M", "--seconds", "60"]);
     let trace = Command::new(&bin)

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod advised;
+pub mod chase;
 pub mod chromium;
 pub mod http;
 pub mod openmetrics;
@@ -416,4 +417,30 @@ pub fn container_args(manifest: &str) -> Vec<String> {
     );
     assert!(parsed.is_ok(), "{args:?}: {:?}", parsed.err());
     args
+}
+
+/// Whether `docs` quotes `expected` exactly between `<!-- {marker}: {source} -->` and
+/// `<!-- /{marker} -->` (a fenced block's fences aside): the tables the docs take from a
+/// script's stored output. Names the rows typed there by hand and those left out.
+pub fn quoted_exactly(
+    docs: &str,
+    marker: &str,
+    source: &str,
+    expected: &str,
+) -> Result<(), String> {
+    let quoted = docs
+        .split(&format!("<!-- {marker}: {source} -->\n"))
+        .nth(1)
+        .and_then(|s| s.split(&format!("<!-- /{marker} -->")).next())
+        .ok_or(format!("no table from {source} between {marker} markers"))?
+        .trim_matches(['\n', '`']);
+    if quoted == expected.trim_end() {
+        return Ok(());
+    }
+    let (q, e): (Vec<&str>, Vec<&str>) = (quoted.lines().collect(), expected.lines().collect());
+    let typed: Vec<&&str> = q.iter().filter(|l| !e.contains(l)).collect();
+    let left: Vec<&&str> = e.iter().filter(|l| !q.contains(l)).collect();
+    Err(format!(
+        "the table is not {source}'s as printed: rows not printed {typed:#?}, printed rows left out {left:#?}"
+    ))
 }
