@@ -113,6 +113,16 @@ impl Drop for Applier {
     }
 }
 
+/// The advice record (`--format json`) of [`advised`]'s run, written in `dir`.
+fn advice_file(dir: &Path) -> std::path::PathBuf {
+    let file = dir.join("advice.json");
+    advise(
+        &advised(dir),
+        &["--format", "json", "-o", file.to_str().unwrap()],
+    );
+    file
+}
+
 /// `hugelab apply` started on an advice file, its output read until it holds the settings.
 fn apply(advice: &Path) -> Applier {
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("hugelab"))
@@ -140,9 +150,7 @@ fn apply_holds_the_advice_until_stopped_and_is_restored_after_a_sigkill() {
     require_root!();
     let _lock = common::knob_lock();
     let dir = tempfile::tempdir().unwrap();
-    let db = advised(dir.path());
-    let file = dir.path().join("advice.json");
-    advise(&db, &["--format", "json", "-o", file.to_str().unwrap()]);
+    let file = advice_file(dir.path());
     let before = (common::selected(THP), common::read_trim(POOL));
     // Held: the machine and `status` say so.
     let mut child = apply(&file);
@@ -174,5 +182,113 @@ fn apply_holds_the_advice_until_stopped_and_is_restored_after_a_sigkill() {
     );
     let out = common::hugelab_stdout(["restore"]);
     assert!(out.contains("thp.enabled"), "{out}");
+    assert_eq!((common::selected(THP), common::read_trim(POOL)), before);
+}
+
+/// `hugelab ARGS…` with a guard against a hang (the bug this file's applier tests catch is a
+/// run that waits for an applier which never ends): its exit code, stdout and stderr.
+fn hugelab_guarded(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = assert_cmd::Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(args)
+        .timeout(std::time::Duration::from_secs(300))
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+#[test]
+#[cfg_attr(unprivileged, ignore = "needs root: changes kernel settings")]
+fn with_the_applier_holding_a_run_that_changes_nothing_measures_under_it_and_others_are_refused() {
+    require_root!();
+    let _lock = common::knob_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let file = advice_file(dir.path());
+    let before = (common::selected(THP), common::read_trim(POOL));
+    let mut applier = apply(&file);
+    let pid = applier.0.id();
+    // A run that changes nothing answers at once, under the applied values, and names them.
+    let (code, out, err) = hugelab_guarded(&[
+        "run",
+        "-a",
+        "a=env.X=1",
+        "-a",
+        "b=env.X=2",
+        "--blocks",
+        "2",
+        "--no-save",
+        "--json",
+        "--",
+        "true",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("waiting for"), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let notes = v["notes"].to_string();
+    for said in [
+        format!("measured under the settings pid {pid}: `"),
+        "hugelab apply".into(),
+        "thp.enabled = always (was madvise)".into(),
+        "hugetlb.2M = 8 (was 0)".into(),
+    ] {
+        assert!(notes.contains(&said), "{said} in {notes}");
+    }
+    // One that would change them is refused at once, naming the applier.
+    let (code, _, err) = hugelab_guarded(&[
+        "run",
+        "-a",
+        "a=thp=never",
+        "-a",
+        "b=thp=always",
+        "--blocks",
+        "2",
+        "--no-save",
+        "--",
+        "true",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&format!("pid {pid}: `")) && err.contains("apply"),
+        "{err}"
+    );
+    // Stopped while a run measures under its values, the applier restores them only after
+    // that run ends: each of its trials finds THP still `always`.
+    let check = "sleep 1; grep -q '\\[always\\]' /sys/kernel/mm/transparent_hugepage/enabled";
+    let mut reader = Command::new(assert_cmd::cargo::cargo_bin("hugelab"))
+        .args([
+            "run",
+            "-a",
+            "a=env.X=1",
+            "-a",
+            "b=env.X=2",
+            "--blocks",
+            "3",
+            "--no-save",
+        ])
+        .args(["--shell", "--", check])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = BufReader::new(reader.stderr.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("measured under the settings") {
+        let mut l = String::new();
+        assert!(said.read_line(&mut l).unwrap() > 0, "run ended: {seen}");
+        seen += &l;
+    }
+    // SAFETY: signalling the applier this test started and has not reaped.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let mut applier_err = String::new();
+    std::io::Read::read_to_string(applier.0.stderr.as_mut().unwrap(), &mut applier_err).unwrap();
+    std::io::Read::read_to_string(&mut said, &mut seen).unwrap();
+    let ran = reader.wait().unwrap();
+    assert!(ran.success(), "{seen}");
+    applier.0.wait().unwrap();
+    assert!(
+        applier_err.contains(&format!("waiting for pid {}: `", reader.id())),
+        "{applier_err}"
+    );
     assert_eq!((common::selected(THP), common::read_trim(POOL)), before);
 }

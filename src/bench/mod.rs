@@ -39,7 +39,9 @@ pub fn conduct(a: &BenchArgs) -> anyhow::Result<BenchResult> {
         let o = crate::control::own_settings(a.settings.wait_for_settings)?;
         (Some(o), None)
     } else {
-        (None, crate::control::read_settings()?)
+        let reading = crate::control::read_settings()?;
+        notes.extend(crate::control::applied());
+        (None, reading)
     };
     let st = status::probe(&Root::system()).context("probing the machine")?;
     let mut obs = Progress::stderr("hugelab bench", a.progress.quiet);

@@ -2,7 +2,9 @@
 //! hold them until stopped — the applier a canary node's DaemonSet runs (`advise --format
 //! daemonset`). SIGTERM or Ctrl-C restores every value it changed; after a SIGKILL the journal
 //! it kept is restored by the next hugelab on the machine (`hugelab restore`, or the applier's
-//! own next start), before anything else.
+//! own next start), before anything else. While it holds them, runs that change no setting
+//! measure under them at once (their answer names the applier and the values); a run that
+//! would change them is refused at once, naming it.
 
 use super::UsageError;
 use crate::control::{Guard, default_journal_path};
@@ -28,7 +30,7 @@ pub fn run(a: ApplyArgs) -> anyhow::Result<i32> {
             a.advice.display()
         ))
     })?;
-    let owner = crate::control::own_settings(a.wait_for_settings)?;
+    let owner = crate::control::own_to_apply(a.wait_for_settings)?;
     let mut guard = Guard::system_owned(&owner)?;
     println!(
         "applying {} ({} settings): {}",
@@ -52,8 +54,10 @@ pub fn run(a: ApplyArgs) -> anyhow::Result<i32> {
     if adv.settings.is_empty() {
         println!("  nothing to set: the advice changes no setting");
     }
+    // In place: measurements that change nothing run under them from now on, at once.
+    owner.share_settings()?;
     println!(
-        "holding them until stopped (SIGTERM or Ctrl-C restores every value; after a SIGKILL, `hugelab restore` or the next hugelab does, from {})",
+        "holding them until stopped (SIGTERM or Ctrl-C restores every value; after a SIGKILL, `hugelab restore` or the next hugelab does, from {}); runs that change no setting measure under them meanwhile, and one that would change them is refused",
         default_journal_path().display()
     );
     // The guard's signal handler restores the journal and exits as the signal would have:

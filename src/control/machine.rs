@@ -108,6 +108,8 @@ static READING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize:
 pub struct MachineLock {
     file: File,
     pub mode: Mode,
+    /// The gate passed (a writer) or closed (an applier) before this lock was taken.
+    _gate: Option<Gate>,
 }
 
 impl MachineLock {
@@ -126,35 +128,137 @@ impl MachineLock {
                 message: "this process measures under the settings as they are (it holds the lock to read) and cannot change them: a setting it changes must be planned as one (an arm, a condition)".into(),
             });
         }
-        let file = File::open(path).map_err(|source| ControlError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let op = match mode {
-            Mode::Read => libc::LOCK_SH,
-            Mode::Write => libc::LOCK_EX,
-        };
-        let err = |e: std::io::Error| ControlError::Journal {
-            path: path.to_path_buf(),
-            message: format!("cannot lock: {e}"),
-        };
-        if !try_lock(&file, op | libc::LOCK_NB).map_err(err)? {
-            let mut others = holders(path);
-            // `/proc/locks` lists only holders in this PID namespace: whether a writer holds
-            // it is asked of the lock itself (a shared lock is refused only by a writer).
-            if !others.iter().any(|s| s.mode == Mode::Write) && writer_holds(path) {
-                others.insert(0, unseen(Mode::Write));
-            }
-            if contended(&others) == Contended::Refuse {
-                return Err(refusal(&others, path.to_path_buf()));
-            }
-            try_lock(&file, op).map_err(err)?;
-        }
+        let file = flock_contended(path, mode, contended)?;
         if mode == Mode::Read {
             READING.fetch_add(1, SeqCst);
         }
-        Ok(MachineLock { file, mode })
+        Ok(MachineLock {
+            file,
+            mode,
+            _gate: None,
+        })
     }
+
+    /// Keep `gate` (passed or closed before this lock was taken) as long as this lock.
+    pub fn hold_gate(&mut self, gate: Gate) {
+        self._gate = Some(gate);
+    }
+
+    /// An applier's settings are in place: let measurements that change nothing share them.
+    /// The gate it holds closed keeps every other writer out while the lock turns from
+    /// exclusive to shared (a conversion `flock` does not make atomic), and until the signal
+    /// handler takes it exclusive again ([`exclusive_again`]) to restore them.
+    pub fn share(&self) -> Result<(), ControlError> {
+        if self._gate.as_ref().is_none_or(|g| g.mode != Mode::Write) {
+            return Err(ControlError::Journal {
+                path: PathBuf::from(LOCK_FILE),
+                message: "only an applier that closed the gate shares the settings it holds".into(),
+            });
+        }
+        let err = |e: std::io::Error| ControlError::Journal {
+            path: PathBuf::from(LOCK_FILE),
+            message: format!("cannot share the lock: {e}"),
+        };
+        let again = self.file.try_clone().map_err(err)?;
+        try_lock(&self.file, libc::LOCK_SH).map_err(err)?;
+        *SHARED.lock().unwrap_or_else(|p| p.into_inner()) = Some(again);
+        Ok(())
+    }
+}
+
+/// The lock an applier shares with measurements ([`MachineLock::share`]), for the signal
+/// handler to take exclusive again before it restores.
+static SHARED: std::sync::Mutex<Option<File>> = std::sync::Mutex::new(None);
+
+/// Before an applier restores its settings: the lock it shares taken exclusive again, once the
+/// measurements under them have ended (each is named while it is waited for). Nothing to do
+/// in a process that shares none.
+pub fn exclusive_again(say: &dyn Fn(&str)) {
+    let shared = SHARED.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(file) = shared.as_ref() else { return };
+    if try_lock(file, libc::LOCK_EX | libc::LOCK_NB).is_ok_and(|got| got) {
+        return;
+    }
+    for s in holders(Path::new(LOCK_FILE)) {
+        say(&format!(
+            "hugelab: waiting for {s} to end before restoring the settings"
+        ));
+    }
+    let _ = try_lock(file, libc::LOCK_EX);
+}
+
+/// The gate in front of the machine lock, on a second kernel file ([`GATE_FILE`]): every
+/// process that changes settings passes it (shared) before it takes the machine lock, and an
+/// applier (`hugelab apply`) closes it (exclusive) for its life. With the gate closed no other
+/// writer can reach the machine lock, so the applier can share that lock with measurements
+/// that change nothing: they run under its settings at once, while a run that would change
+/// them meets the closed gate and is refused, naming the applier.
+#[derive(Debug)]
+pub struct Gate {
+    _file: File,
+    /// Read: passed by a writer; Write: closed by an applier.
+    pub mode: Mode,
+}
+
+/// The file whose lock is the gate: the kernel's THP defrag mode file, beside [`LOCK_FILE`].
+pub const GATE_FILE: &str = "/sys/kernel/mm/transparent_hugepage/defrag";
+
+impl Gate {
+    /// Pass the gate on `path` ([`Mode::Read`]) or close it ([`Mode::Write`]); `contended` as
+    /// for [`MachineLock::acquire`].
+    pub fn acquire(
+        path: &Path,
+        mode: Mode,
+        contended: &mut dyn FnMut(&[Sharer]) -> Contended,
+    ) -> Result<Gate, ControlError> {
+        Ok(Gate {
+            _file: flock_contended(path, mode, contended)?,
+            mode,
+        })
+    }
+}
+
+/// The process that keeps the gate on `path` closed (an applier), if one does.
+pub fn gate_closer(path: &Path) -> Option<Holder> {
+    holders(path)
+        .into_iter()
+        .find(|s| s.mode == Mode::Write)
+        .map(|s| s.holder)
+        .or_else(|| writer_holds(path).then(|| unseen(Mode::Write).holder))
+}
+
+/// `path` opened and locked in `mode`; when others hold it in a way that excludes `mode`,
+/// `contended` is told who they are and chooses to refuse (naming them) or wait.
+fn flock_contended(
+    path: &Path,
+    mode: Mode,
+    contended: &mut dyn FnMut(&[Sharer]) -> Contended,
+) -> Result<File, ControlError> {
+    let file = File::open(path).map_err(|source| ControlError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let op = match mode {
+        Mode::Read => libc::LOCK_SH,
+        Mode::Write => libc::LOCK_EX,
+    };
+    let err = |e: std::io::Error| ControlError::Journal {
+        path: path.to_path_buf(),
+        message: format!("cannot lock: {e}"),
+    };
+    if !try_lock(&file, op | libc::LOCK_NB).map_err(err)? {
+        let mut others = holders(path);
+        // `/proc/locks` lists only holders in this PID namespace: whether a writer holds
+        // it is asked of the lock itself (a shared lock is refused only by a writer).
+        if !others.iter().any(|s| s.mode == Mode::Write) && writer_holds(path) {
+            others.insert(0, unseen(Mode::Write));
+        }
+        if contended(&others) == Contended::Refuse {
+            return Err(refusal(&others, path.to_path_buf()));
+        }
+        try_lock(&file, op).map_err(err)?;
+    }
+    Ok(file)
 }
 
 impl Drop for MachineLock {
@@ -284,5 +388,44 @@ mod tests {
         }
         drop((r1, r2));
         refuse(Mode::Write).unwrap();
+    }
+
+    #[test]
+    fn a_closed_gate_keeps_writers_out_and_only_its_closer_shares() {
+        let dir = tempfile::tempdir().unwrap();
+        let (lock, gate) = (dir.path().join("enabled"), dir.path().join("defrag"));
+        for p in [&lock, &gate] {
+            std::fs::write(p, "always [madvise] never\n").unwrap();
+        }
+        let refuse = |path: &Path, mode| Gate::acquire(path, mode, &mut |_| Contended::Refuse);
+        // Writers pass the gate side by side; an applier cannot close it while they are past it.
+        let passed = refuse(&gate, Mode::Read).unwrap();
+        assert!(refuse(&gate, Mode::Read).is_ok());
+        assert!(matches!(
+            refuse(&gate, Mode::Write),
+            Err(ControlError::Busy { .. })
+        ));
+        drop(passed);
+        // Closed, it refuses a writer; a writer's machine lock cannot share.
+        let mut w = MachineLock::acquire(&lock, Mode::Write, &mut |_| Contended::Refuse).unwrap();
+        w.hold_gate(refuse(&gate, Mode::Read).unwrap());
+        assert!(w.share().is_err());
+        drop(w);
+        let closed = refuse(&gate, Mode::Write).unwrap();
+        assert!(matches!(
+            refuse(&gate, Mode::Read),
+            Err(ControlError::Busy { .. })
+        ));
+        let mut applier =
+            MachineLock::acquire(&lock, Mode::Write, &mut |_| Contended::Refuse).unwrap();
+        applier.hold_gate(closed);
+        // (A measurement's lock, taken as a plain shared flock: the process-wide count of
+        // readers is another test's.)
+        assert!(refuse(&lock, Mode::Read).is_err());
+        // Shared: a measurement takes the lock at once.
+        applier.share().unwrap();
+        let r = refuse(&lock, Mode::Read).unwrap();
+        drop((r, applier));
+        SHARED.lock().unwrap().take();
     }
 }

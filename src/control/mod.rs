@@ -18,7 +18,9 @@ pub use journal::{Journal, default_journal_path};
 pub use knob::{KhugepagedKnob, Knob};
 pub use machine::{Contended, Holder, MachineLock, Mode, Sharer};
 pub use owner::Owner;
-pub use ownership::{Recovery, own_for_actions, own_settings, read_settings, recover};
+pub use ownership::{
+    Recovery, applied, own_for_actions, own_settings, own_to_apply, read_settings, recover,
+};
 
 use crate::error::ControlError;
 use crate::probe::Root;
@@ -365,6 +367,8 @@ fn install_signal_handler() {
                     say("hugelab: killed the server and its processes");
                 }
                 signals::remove_dirs();
+                // An applier shares its settings with measurements: they end first.
+                machine::exclusive_again(&say);
                 let active = lock_active();
                 for (root, path) in active.iter() {
                     if let Ok(Some(j)) = Journal::load(path) {

@@ -20,7 +20,7 @@ pub struct Owner {
     file: File,
     journal_path: PathBuf,
     /// The kernel-wide lock every hugelab shares, held exclusive (the live machine's owner).
-    _machine: Option<MachineLock>,
+    machine: Option<MachineLock>,
 }
 
 /// `DIR/journal.json` → `DIR/journal.lock`.
@@ -77,7 +77,7 @@ impl Owner {
         Ok(Arc::new(Owner {
             file,
             journal_path: journal_path.to_path_buf(),
-            _machine: machine,
+            machine,
         }))
     }
 
@@ -98,6 +98,12 @@ impl Owner {
         let (holder, start) = parse_holder(&text)?;
         let running = super::journal::process_start_time(holder.pid)?;
         (start.is_none_or(|s| s == running)).then_some(holder)
+    }
+
+    /// An applier's settings are in place: measurements that change nothing may run under
+    /// them from now on ([`MachineLock::share`]); writers stay kept out by the closed gate.
+    pub fn share_settings(&self) -> Result<(), ControlError> {
+        self.machine.as_ref().map_or(Ok(()), MachineLock::share)
     }
 
     /// The journal this lock guards.

@@ -21,21 +21,78 @@ pub fn own_settings(wait: bool) -> Result<std::sync::Arc<Owner>, ControlError> {
 
 /// Own the machine for actions on the whole of it that change no setting (`--drop-caches`,
 /// `--compact`): as [`own_settings`], but waiting for another owner rather than refused.
+/// An applier holds its settings until stopped, so it is not waited for: refused at once.
 pub fn own_for_actions() -> Result<std::sync::Arc<Owner>, ControlError> {
-    own(
+    let gate = pass_gate(Mode::Read, false)?;
+    own_past(
+        gate,
         true,
         ": dropping caches and compacting memory act on the whole machine, so they wait for its owner",
     )
 }
 
-/// [`own_settings`], saying `why` after a wait for another owner.
+/// [`own_settings`], saying `why` after a wait for another owner. The gate is passed first: an
+/// applier that holds it closed refuses this at once (exit 2), naming it, or, with `wait`,
+/// is waited for (it holds its settings until it is stopped).
 fn own(wait: bool, why: &str) -> Result<std::sync::Arc<Owner>, ControlError> {
+    let gate = pass_gate(Mode::Read, wait)?;
+    own_past(gate, wait, why)
+}
+
+/// Become the owner as an applier (`hugelab apply`): the gate closed for the applier's life
+/// (refused at once while another process has passed it or holds it closed, or waiting for
+/// them with `wait`), then the machine lock exclusive. Once its settings are in place,
+/// [`Owner::share_settings`] lets measurements that change nothing run under them.
+pub fn own_to_apply(wait: bool) -> Result<std::sync::Arc<Owner>, ControlError> {
+    let gate = pass_gate(Mode::Write, wait)?;
+    own_past(gate, wait, " (--wait-for-settings)")
+}
+
+/// The gate in `mode` (None where the kernel has no file for it): a closed gate is an applier's,
+/// refused or waited for as `wait` says, naming it.
+fn pass_gate(mode: Mode, wait: bool) -> Result<Option<machine::Gate>, ControlError> {
+    let path = Path::new(machine::GATE_FILE);
+    if !path.exists() {
+        return Ok(None);
+    }
+    machine::Gate::acquire(path, mode, &mut |others| {
+        if !wait {
+            return Contended::Refuse;
+        }
+        let whom = others
+            .iter()
+            .map(|s| s.holder.to_string())
+            .collect::<Vec<_>>()
+            .join("; ");
+        say(&match mode {
+            Mode::Read => format!(
+                "hugelab: waiting for {whom}, which holds the settings it applied until it is stopped (--wait-for-settings)"
+            ),
+            Mode::Write => format!(
+                "hugelab: waiting for {whom} to finish before applying (--wait-for-settings)"
+            ),
+        });
+        Contended::Wait
+    })
+    .map(Some)
+}
+
+/// [`own`] after the gate: the machine lock exclusive, holding `gate` as long, then the
+/// journal's lock.
+fn own_past(
+    gate: Option<machine::Gate>,
+    wait: bool,
+    why: &str,
+) -> Result<std::sync::Arc<Owner>, ControlError> {
     let contended = if wait {
         Contended::Wait
     } else {
         Contended::Refuse
     };
-    let machine = lock_machine(Mode::Write, wait, why)?;
+    let mut machine = lock_machine(Mode::Write, wait, why)?;
+    if let (Some(m), Some(g)) = (machine.as_mut(), gate) {
+        m.hold_gate(g);
+    }
     let owner = Owner::acquire_with(
         &default_journal_path(),
         contended,
@@ -49,6 +106,36 @@ fn own(wait: bool, why: &str) -> Result<std::sync::Arc<Owner>, ControlError> {
     )?;
     restore_dead(owner.journal_path());
     Ok(owner)
+}
+
+/// The settings an applier (`hugelab apply`) holds on this machine now, for the answer of a
+/// measurement that runs under them: who holds them and each value its journal changed, as
+/// the kernel reads now. None when no applier holds the gate.
+pub fn applied() -> Option<String> {
+    let holder = machine::gate_closer(Path::new(machine::GATE_FILE))?;
+    let settings = SysfsSettings::new(Root::system());
+    let values: Vec<String> = Journal::load(&default_journal_path())
+        .ok()
+        .flatten()
+        .filter(|j| holder.pid == 0 || j.owner_pid == holder.pid)
+        .map(|j| {
+            j.changes
+                .iter()
+                .map(|c| {
+                    use super::Settings;
+                    let now = settings.read(&c.knob).unwrap_or_else(|e| e.to_string());
+                    format!("{} = {now} (was {})", c.knob, c.original)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let what = match values.is_empty() {
+        true => "no setting changed".to_string(),
+        false => values.join(", "),
+    };
+    Some(format!(
+        "measured under the settings {holder} applies and holds (they cannot change while it runs): {what}"
+    ))
 }
 
 /// Hold the live machine's settings as they are for a measurement that changes none: the

@@ -86,6 +86,7 @@ pub fn conduct(plan: Plan, req: &Request) -> anyhow::Result<Conducted> {
         }
     };
     let mut notes = trace.as_ref().map(|t| t.notes.clone()).unwrap_or_default();
+    notes.extend(plan.applied.clone());
     let mut runner = ProcessRunner;
     let stop = control::stop_requested;
     let mut ctx = Effects {
@@ -224,7 +225,7 @@ fn announce(plan: &Plan, too_few: Option<&str>, progress: &mut dyn Observer) {
             sp.ready
         ));
     }
-    for n in &plan.notes {
+    for n in plan.notes.iter().chain(&plan.applied) {
         progress.note(n);
     }
     if let Some(w) = too_few {

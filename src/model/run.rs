@@ -57,6 +57,10 @@ pub struct Plan {
     pub conditions: Vec<crate::backing::condition::Condition>,
     /// `--during`: an operator's event run inside every burst against the arm's server.
     pub during: Option<During>,
+    /// The settings an applier (`hugelab apply`) held while this run measured under them:
+    /// who and which values (the run changed none).
+    #[serde(default)]
+    pub applied: Option<String>,
 }
 
 /// `--during COMMAND --during-at AT`: the event, when in each burst it runs, and (a preset's)

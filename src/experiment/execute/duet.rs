@@ -110,7 +110,10 @@ impl Course<'_> {
     }
 
     /// Once, after the first duet block: the CPUs the arms' bursts used together against the
-    /// machine's. A saturated machine is said, with what it means for the answer.
+    /// machine's. A saturated machine is said, with what it means for the answer: saturated when
+    /// the bursts, the rest of the machine and the hypervisor's steal kept 90% of the CPUs busy,
+    /// or when the kernel's pressure accounting saw runnable tasks waiting for a CPU half the
+    /// block (on a busy host a vCPU's stolen time shows there and not as CPU used).
     fn note_headroom(&mut self, rows: &[TrialRow], ctx: &mut Effects) {
         if self.x.notes.iter().any(|n| n.starts_with("duet:")) {
             return;
@@ -118,18 +121,36 @@ impl Course<'_> {
         let Some(used) = cpus_used(rows) else { return };
         let others = others_used(rows).unwrap_or(0.0);
         let cpus = crate::probe::cpu::allowed_cpus().len().max(1) as f64;
-        let note = if used + others >= 0.9 * cpus {
+        let stolen = per_wall(rows, |n| Some(n.steal_ns)).unwrap_or(0.0);
+        let waiting = per_wall(rows, |n| n.psi_cpu_some_ns);
+        let mut seen = format!(
+            "duet: the arms' bursts used {used:.1} of {cpus:.0} CPUs together while the rest of the machine used {others:.1}"
+        );
+        if stolen >= 0.05 {
+            seen += &format!(" and the hypervisor took {stolen:.1}");
+        }
+        if let Some(w) = waiting {
+            seen += &format!(
+                "; some task waited for a CPU {:.0}% of the time",
+                100.0 * w.min(1.0)
+            );
+        }
+        let note = if saturated(used + others + stolen, cpus, waiting) {
             format!(
-                "duet: the arms' bursts used {used:.1} of {cpus:.0} CPUs together while the rest of the machine used {others:.1}: the machine is saturated, so each arm's throughput is its share of the CPUs, which pulls the arms' throughputs together (a difference shows in the CPU per operation costs more than in throughput); --schedule alternating gives each burst the machine alone"
+                "{seen}: the machine is saturated, so each arm's throughput is its share of the CPUs, which pulls the arms' throughputs together (a difference shows in the CPU per operation costs more than in throughput); --schedule alternating gives each burst the machine alone"
             )
         } else {
-            format!(
-                "duet: the arms' bursts used {used:.1} of {cpus:.0} CPUs together while the rest of the machine used {others:.1}"
-            )
+            seen
         };
         ctx.progress.note(&note);
         self.x.notes.push(note);
     }
+}
+
+/// Whether a duet block saturated the machine: its CPUs 90% busy (stolen time counted), or a
+/// runnable task waiting for a CPU half the block by the kernel's pressure accounting.
+fn saturated(busy: f64, cpus: f64, waiting: Option<f64>) -> bool {
+    busy >= 0.9 * cpus || waiting.is_some_and(|w| w >= 0.5)
 }
 
 /// A trial's own CPU time in a block: its load's and its server's, ns.
@@ -161,16 +182,24 @@ fn cpus_used(rows: &[TrialRow]) -> Option<f64> {
     Some(rows.iter().map(own_cpu_ns).sum::<u64>() as f64 / wall as f64)
 }
 
+/// A noise reading over its trial's wall time, the largest among the block's trials.
+fn per_wall(
+    rows: &[TrialRow],
+    read: impl Fn(&crate::collect::noise::TrialNoise) -> Option<u64>,
+) -> Option<f64> {
+    rows.iter()
+        .filter_map(|t| {
+            let ns = read(&t.evidence.gathered.noise?)?;
+            let wall = Some(t.evidence.outcome.wall_ns).filter(|w| *w > 0)?;
+            Some(ns as f64 / wall as f64)
+        })
+        .reduce(f64::max)
+}
+
 /// The CPUs the rest of the machine kept busy during a block: a trial's `other_cpu_ns` (the
 /// other arms' loads and servers already taken out) over its wall time, the largest of them.
 fn others_used(rows: &[TrialRow]) -> Option<f64> {
-    rows.iter()
-        .filter_map(|t| {
-            let other = t.evidence.gathered.noise?.other_cpu_ns;
-            let wall = Some(t.evidence.outcome.wall_ns).filter(|w| *w > 0)?;
-            Some(other as f64 / wall as f64)
-        })
-        .reduce(f64::max)
+    per_wall(rows, |n| Some(n.other_cpu_ns))
 }
 
 #[cfg(test)]
@@ -214,5 +243,14 @@ mod tests {
         }
         assert!((cpus_used(&rows).unwrap() - 1.6).abs() < 1e-9);
         assert_eq!(cpus_used(&[row(1, 0.0, 0, 0)]), None);
+    }
+
+    #[test]
+    fn a_machine_is_saturated_by_busy_cpus_or_by_tasks_waiting_for_one() {
+        assert!(saturated(1.8, 2.0, None));
+        assert!(!saturated(1.6, 2.0, None));
+        // 1.5 CPUs used on a host that stole the rest: the tasks waited for a CPU.
+        assert!(saturated(1.5, 2.0, Some(0.9)));
+        assert!(!saturated(1.5, 2.0, Some(0.2)));
     }
 }

@@ -159,7 +159,11 @@ pub fn plan_owned(a: &RunArgs) -> anyhow::Result<(Plan, Held)> {
     } else {
         (None, crate::control::read_settings()?)
     };
-    Ok((plan(a)?, held))
+    let mut planned = plan(a)?;
+    if held.0.is_none() {
+        planned.applied = crate::control::applied();
+    }
+    Ok((planned, held))
 }
 
 /// Whether running `plan` changes the machine's state: an arm's or the warm design's
@@ -320,6 +324,7 @@ fn plan_with(a: &RunArgs, privileged: bool, pages: Option<u64>) -> Result<Plan, 
         notes: Vec::new(),
         conditions: parse_conditions(a, privileged)?,
         during: during(a, server.as_ref(), &words_of(&command, a.shell))?,
+        applied: None,
         arms,
         baseline,
         blocks,
