@@ -102,9 +102,9 @@ if hits=$(grep -rnE '(read_to_string|read_dir|File::open|exists)\(.*"/(proc|sys|
   status=1
 fi
 # Only probe/ and collect/ read the system's files, and control/ writes its settings: no other
-# stage opens a /proc, /sys or /etc path (test modules, after #[cfg(test)], may).
+# stage opens a /proc, /sys or /etc path (test modules, `#[cfg(test)]` above `mod …`, may).
 for dir in src/backing src/workload src/analyze src/store src/model src/render src/cli.rs; do
-  if hits=$(find "$dir" -name '*.rs' -exec awk '/^#\[cfg\(test\)\]/ { exit } /(read_to_string|read_dir|File::open|exists)\(.*"\/(proc|sys|etc)\/|format!\("\/(proc|sys|etc)\// { print FILENAME ":" FNR ": " $0 }' {} +); [ -n "$hits" ]; then
+  if hits=$(find "$dir" -name '*.rs' -exec awk 'FNR == 1 { intest = 0 } prev ~ /^#\[cfg\(test\)\]/ && /^mod / { intest = 1 } { prev = $0 } !intest && /(read_to_string|read_dir|File::open|exists)\(.*"\/(proc|sys|etc)\/|format!\("\/(proc|sys|etc)\// { print FILENAME ":" FNR ": " $0 }' {} +); [ -n "$hits" ]; then
     echo "only probe/ and collect/ read system files (read it through probe::Root or probe::process::Proc):"
     echo "$hits"
     status=1

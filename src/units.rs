@@ -128,7 +128,7 @@ pub fn parse_positive_duration(s: &str) -> Result<std::time::Duration, String> {
 }
 
 /// What a metric's numbers measure, from its name: `wall_s` and `*_s` are seconds, `*_ms`
-/// milliseconds, `*_ns` and `*ns/op` nanoseconds, `*_bytes` bytes; anything else (a user's
+/// milliseconds, `*_us` microseconds, `*_ns` and `*ns/op` nanoseconds, `*_bytes` bytes; anything else (a user's
 /// `--metric`, tps, MiB/s) is a plain number.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Unit {
@@ -144,6 +144,8 @@ impl Unit {
             Unit::Time(1.0)
         } else if name.ends_with("_ms") {
             Unit::Time(1e-3)
+        } else if name.ends_with("_us") {
+            Unit::Time(1e-6)
         } else if name.ends_with("_ns") || name.ends_with("ns/op") {
             Unit::Time(1e-9)
         } else if name.ends_with("_bytes") {
@@ -153,12 +155,13 @@ impl Unit {
         }
     }
 
-    /// The unit the stored values are in (`s`, `ms`, `ns`, `bytes`), or `None` for a number
-    /// hugelab does not know the unit of.
+    /// The unit the stored values are in (`s`, `ms`, `µs`, `ns`, `bytes`), or `None` for a
+    /// number hugelab does not know the unit of.
     pub fn symbol(self) -> Option<&'static str> {
         match self {
             Unit::Time(1.0) => Some("s"),
             Unit::Time(1e-3) => Some("ms"),
+            Unit::Time(1e-6) => Some("µs"),
             Unit::Time(_) => Some("ns"),
             Unit::Bytes => Some("bytes"),
             Unit::Plain => None,
@@ -473,6 +476,11 @@ mod tests {
             "471.0 ± 4.6 µs"
         );
         assert_eq!(f.show(f64::NAN), "-");
+        // A metric in microseconds prints in µs, or in ms from a millisecond up.
+        let us = Unit::of_metric("x_us");
+        assert_eq!(us.symbol(), Some("µs"));
+        assert_eq!(us.fmt_for(471.0, 5.0).show(471.0), "471.0 µs");
+        assert_eq!(us.fmt_for(2500.0, 100.0).show(2500.0), "2.50 ms");
     }
 
     #[test]

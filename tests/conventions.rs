@@ -240,10 +240,34 @@ fn sources() -> Vec<(String, String)> {
     out
 }
 
+/// A source file up to its test module (`#[cfg(test)]` on the line above `mod …`): a
+/// `#[cfg(test)]` on anything else (a constant, a function) leaves the rest of the file read.
+fn code_of(src: &str) -> &str {
+    let mut at = 0;
+    let mut lines = src.split_inclusive('\n').peekable();
+    while let Some(l) = lines.next() {
+        if l.trim_end() == "#[cfg(test)]" && lines.peek().is_some_and(|n| n.starts_with("mod ")) {
+            return &src[..at];
+        }
+        at += l.len();
+    }
+    src
+}
+
+#[test]
+fn the_scanners_read_a_file_past_a_cfg_test_item_to_its_test_module() {
+    let src = "const A: u8 = 1;\n#[cfg(test)]\nconst B: u8 = 2;\nfn f() {\n}\n#[cfg(test)]\nmod tests {\n}\n";
+    assert_eq!(
+        code_of(src),
+        "const A: u8 = 1;\n#[cfg(test)]\nconst B: u8 = 2;\nfn f() {\n}\n"
+    );
+    assert_eq!(function_lengths(src), vec![("f".to_string(), 2)]);
+}
+
 /// Functions with a body and their length in lines (signature to closing brace), as rustfmt
 /// lays them out: the closing brace at the indent of `fn`. Test modules are not counted.
 fn function_lengths(src: &str) -> Vec<(String, usize)> {
-    let lines: Vec<&str> = src.lines().take_while(|l| *l != "#[cfg(test)]").collect();
+    let lines: Vec<&str> = code_of(src).lines().collect();
     let mut out = Vec::new();
     for (i, l) in lines.iter().enumerate() {
         let t = l.trim_start();
@@ -353,7 +377,7 @@ fn no_two_modules_import_each_other() {
         if path.ends_with("/tests.rs") {
             continue;
         }
-        let code = src.split("#[cfg(test)]").next().unwrap();
+        let code = code_of(src);
         let me = &modules[i];
         for (at, word) in code
             .match_indices("crate::")

@@ -2,9 +2,7 @@
 //! hold them until stopped — the applier a canary node's DaemonSet runs (`advise --format
 //! daemonset`). SIGTERM or Ctrl-C restores every value it changed; after a SIGKILL the journal
 //! it kept is restored by the next hugelab on the machine (`hugelab restore`, or the applier's
-//! own next start), before anything else. While it holds them, runs that change no setting
-//! measure under them at once (their answer names the applier and the values); a run that
-//! would change them is refused at once, naming it.
+//! own next start), before anything else. Runs that change no setting measure under them.
 
 use super::UsageError;
 use crate::control::{Guard, default_journal_path};
@@ -54,7 +52,6 @@ pub fn run(a: ApplyArgs) -> anyhow::Result<i32> {
     if adv.settings.is_empty() {
         println!("  nothing to set: the advice changes no setting");
     }
-    // In place: measurements that change nothing run under them from now on, at once.
     owner.share_settings()?;
     println!(
         "holding them until stopped (SIGTERM or Ctrl-C restores every value; after a SIGKILL, `hugelab restore` or the next hugelab does, from {}); runs that change no setting measure under them meanwhile, and one that would change them is refused",
