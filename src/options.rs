@@ -192,6 +192,52 @@ pub fn parse_half_width(s: &str) -> Result<f64, String> {
 }
 
 /// `--env NAME=VALUE`: NAME non-empty, without `=`.
+/// `--node-label KEY=VALUE`: a Kubernetes label selector of one key and value.
+pub fn parse_label(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once('=')
+        .filter(|(k, _)| !k.is_empty())
+        .ok_or_else(|| {
+            format!("{s:?} is not KEY=VALUE; give a node label such as hugelab.io/canary=true")
+        })?;
+    let ok = |w: &str| {
+        w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+    };
+    if !ok(k) || !ok(v) || k.len() > 253 || v.len() > 63 {
+        return Err(format!(
+            "{s:?}: a label's key and value are letters, digits, '-', '_', '.' (and '/' in the key's prefix), the value at most 63 characters"
+        ));
+    }
+    Ok((k.to_string(), v.to_string()))
+}
+
+/// `--toleration KEY[=VALUE]:EFFECT`: a pod's toleration of a tainted node pool's taint.
+pub fn parse_toleration(s: &str) -> Result<crate::model::node_pool::Toleration, String> {
+    use crate::model::node_pool::TAINT_EFFECTS;
+    let (taint, effect) = s.rsplit_once(':').ok_or_else(|| {
+        format!("{s:?} is not KEY[=VALUE]:EFFECT; give the pool's taint, e.g. hugelab.io/canary=true:NoSchedule")
+    })?;
+    if !TAINT_EFFECTS.contains(&effect) {
+        return Err(format!(
+            "{s:?}: the effect {effect:?} is not a taint's; give one of {}",
+            TAINT_EFFECTS.join(", ")
+        ));
+    }
+    let (key, value) = match taint.split_once('=') {
+        Some(_) => {
+            let (k, v) = parse_label(taint)?;
+            (k, Some(v))
+        }
+        None => (parse_label(&format!("{taint}=x"))?.0, None),
+    };
+    Ok(crate::model::node_pool::Toleration {
+        key,
+        value,
+        effect: effect.to_string(),
+    })
+}
+
 pub fn parse_env(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),

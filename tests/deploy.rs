@@ -338,3 +338,117 @@ fn the_flagger_step_serves_the_judgement_as_a_webhook_that_passes_the_schema_che
         "http://hugelab-judge.NAMESPACE:8080/"
     );
 }
+
+#[test]
+#[cfg_attr(
+    missing_kubernetes_validate,
+    ignore = "needs kubernetes-validate (pip install kubernetes-validate)"
+)]
+fn each_step_writes_the_rollouts_node_selection_which_patches_a_pod_template_validly() {
+    let dir = tempfile::tempdir().unwrap();
+    for (step, engine) in [
+        ("--analysis-template", "rollout"),
+        ("--flagger", "deployment"),
+    ] {
+        let (file, placed) = (dir.path().join("step.yaml"), dir.path().join("placed.yaml"));
+        common::succeed(
+            Command::new(env!("CARGO_BIN_EXE_hugelab"))
+                .args(FLEET_STEP)
+                .args([step, file.to_str().unwrap(), "--placement"])
+                .arg(&placed)
+                .args(["--node-label", "node_pool=huge-canary"])
+                .args(["--toleration", "dedicated=huge:NoSchedule"])
+                .args(["--toleration", "hugelab.io/canary:NoExecute"]),
+        );
+        // The step's own command line judges; the placement options are not in it.
+        let step_text = std::fs::read_to_string(&file).unwrap();
+        for flag in ["--placement", "--node-label", "--toleration"] {
+            assert!(
+                !step_text.contains(flag),
+                "{flag} in the step:\n{step_text}"
+            );
+        }
+        let text = std::fs::read_to_string(&placed).unwrap();
+        assert!(
+            text.contains(&format!("kubectl patch {engine} NAME")),
+            "{text}"
+        );
+        // Patched into a pod template (the Flagger step's own Deployment, merged as a strategic
+        // merge patch merges maps), the result passes Kubernetes' strict schema: the selector
+        // and the tolerations are fields of a pod spec, typed as it types them.
+        let script = "import sys, yaml\n\
+             def merge(a, b):\n\
+             \x20   for k, v in b.items():\n\
+             \x20       a[k] = merge(a.get(k, {}), v) if isinstance(v, dict) else v\n\
+             \x20   return a\n\
+             d = next(x for x in yaml.safe_load_all(open(sys.argv[1])) if x['kind'] == 'Deployment')\n\
+             p = yaml.safe_load(open(sys.argv[2]))\n\
+             assert p['spec']['template']['spec']['nodeSelector'] == {'node_pool': 'huge-canary'}, p\n\
+             yaml.safe_dump(merge(d, p), open(sys.argv[3], 'w'))\n";
+        let (flagger, merged) = (dir.path().join("f.yaml"), dir.path().join("merged.yaml"));
+        common::succeed(
+            Command::new(env!("CARGO_BIN_EXE_hugelab"))
+                .args(FLEET_STEP)
+                .arg("--flagger")
+                .arg(&flagger),
+        );
+        common::succeed(
+            Command::new("python3")
+                .args(["-c", script])
+                .args([&flagger, &placed, &merged]),
+        );
+        let merged = std::fs::read_to_string(&merged).unwrap();
+        assert!(
+            merged.contains("operator: Equal") && merged.contains("operator: Exists"),
+            "{merged}"
+        );
+        common::kubernetes_validates(&merged, "nodeSelector:", "nodeSelecter:");
+    }
+    // A toleration whose effect is not a taint's is refused, naming the ones there are.
+    let out = Command::new(env!("CARGO_BIN_EXE_hugelab"))
+        .args(FLEET_STEP)
+        .args(["--flagger", "/dev/null", "--toleration", "a=b:Never"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code() == Some(2) && err.contains("NoSchedule, PreferNoSchedule, NoExecute"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_fleet_walk_through_s_hugelab_commands_are_command_lines_hugelab_accepts() {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/fleet.md"),
+    )
+    .unwrap();
+    let walk = doc
+        .split("## One service, end to end")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("docs/fleet.md walks one service end to end");
+    let lines: Vec<String> = walk
+        .replace("\\\n", " ")
+        .lines()
+        .map(|l| l.trim().trim_start_matches("sudo ").to_string())
+        .filter(|l| l.starts_with("hugelab "))
+        .collect();
+    assert!(lines.len() >= 4, "{lines:?}");
+    // Split as the shell splits them (quotes, a trailing comment).
+    let split = common::succeed(
+        Command::new("python3")
+            .args([
+                "-c",
+                "import json, shlex, sys\nprint(json.dumps([shlex.split(l, comments=True) for l in sys.argv[1:]]))",
+            ])
+            .args(&lines),
+    );
+    let commands: Vec<Vec<String>> = serde_json::from_slice(&split.stdout).unwrap();
+    use clap::Parser;
+    for args in commands {
+        let parsed = hugelab::cli::Cli::try_parse_from(&args);
+        assert!(parsed.is_ok(), "{args:?}: {}", parsed.err().unwrap());
+    }
+    assert!(walk.contains("--placement placement.yaml"), "{walk}");
+}

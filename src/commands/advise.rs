@@ -53,7 +53,7 @@ pub struct AdviseArgs {
     #[arg(long, value_name = "SIZE")]
     pub node_memory: Option<Bytes>,
     /// --format daemonset, --platform: the label of the canary nodes the settings go on
-    #[arg(long, value_name = "KEY=VALUE", default_value = crate::render::advice::CANARY_LABEL, value_parser = parse_label)]
+    #[arg(long, value_name = "KEY=VALUE", default_value = crate::render::advice::CANARY_LABEL, value_parser = crate::options::parse_label)]
     pub node_label: (String, String),
     /// --format daemonset, --platform daemonset: the hugelab image the applier runs (deploy/container/Dockerfile)
     #[arg(long, value_name = "IMAGE", default_value = crate::render::advice::IMAGE)]
@@ -371,26 +371,6 @@ fn check(file: &std::path::Path) -> anyhow::Result<i32> {
         );
         Ok(EXIT_DIFFERS)
     }
-}
-
-/// `--node-label KEY=VALUE`: a Kubernetes label selector of one key and value.
-fn parse_label(s: &str) -> Result<(String, String), String> {
-    let (k, v) = s
-        .split_once('=')
-        .filter(|(k, _)| !k.is_empty())
-        .ok_or_else(|| {
-            format!("{s:?} is not KEY=VALUE; give a node label such as hugelab.io/canary=true")
-        })?;
-    let ok = |w: &str| {
-        w.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
-    };
-    if !ok(k) || !ok(v) || k.len() > 253 || v.len() > 63 {
-        return Err(format!(
-            "{s:?}: a label's key and value are letters, digits, '-', '_', '.' (and '/' in the key's prefix), the value at most 63 characters"
-        ));
-    }
-    Ok((k.to_string(), v.to_string()))
 }
 
 #[cfg(test)]

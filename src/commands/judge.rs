@@ -4,22 +4,23 @@
 
 use crate::fleet::{self, JudgeArgs};
 use crate::model::judge::JudgeResult;
+use crate::render::analysis_step::Rollout;
 
 pub fn run(a: JudgeArgs) -> anyhow::Result<i32> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Some(path) = &a.analysis_template {
         let text =
-            crate::render::analysis_step::analysis_template(&analysis_args(&args, &a), &a.image);
+            crate::render::analysis_step::analysis_template(&fleet::step_args(&args, &a), &a.image);
         write(path, "--analysis-template", &text)?;
         println!(
             "wrote {}: an Argo Rollouts AnalysisTemplate (argoproj.io/v1alpha1) whose Job runs this judgement in {}",
             path.display(),
             a.image
         );
-        return Ok(0);
+        return place(&a, Rollout::Argo);
     }
     if let Some(path) = &a.flagger {
-        let mut judge = analysis_args(&args, &a);
+        let mut judge = fleet::step_args(&args, &a);
         judge.pop(); // --line: the webhook answers with the line whatever it is given
         judge.extend(["--webhook".into(), format!("0.0.0.0:{WEBHOOK_PORT}")]);
         let text = crate::render::analysis_step::flagger(&judge, &a.image, WEBHOOK_PORT);
@@ -29,7 +30,7 @@ pub fn run(a: JudgeArgs) -> anyhow::Result<i32> {
             path.display(),
             a.image
         );
-        return Ok(0);
+        return place(&a, Rollout::Flagger);
     }
     if let Some(addr) = a.webhook {
         return fleet::webhook::serve(&a, addr);
@@ -49,6 +50,25 @@ pub fn run(a: JudgeArgs) -> anyhow::Result<i32> {
     Ok(code)
 }
 
+/// The rollout's change beside its analysis step: the placement patch, to --placement or
+/// printed.
+fn place(a: &JudgeArgs, engine: Rollout) -> anyhow::Result<i32> {
+    let text = crate::render::analysis_step::placement(&a.node_label, &a.toleration, engine);
+    match &a.placement {
+        Some(path) => {
+            write(path, "--placement", &text)?;
+            println!(
+                "wrote {}: the pod-template change the rollout makes (its nodes: {}={})",
+                path.display(),
+                a.node_label.0,
+                a.node_label.1
+            );
+        }
+        None => print!("{text}"),
+    }
+    Ok(0)
+}
+
 /// The port the Flagger webhook's container listens on.
 const WEBHOOK_PORT: u16 = 8080;
 
@@ -60,36 +80,6 @@ fn write(path: &std::path::Path, flag: &str, text: &str) -> anyhow::Result<()> {
         ))
         .into()
     })
-}
-
-/// The judgement's own command line for an analysis step: this one's arguments without what
-/// only writing the template means (`--analysis-template`, `--image`, `--json`, `--line`),
-/// with `--line` and, unless given, `--fail-on worse,flagged`.
-fn analysis_args(args: &[String], a: &JudgeArgs) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut it = args.iter();
-    while let Some(w) = it.next() {
-        match w.as_str() {
-            "--analysis-template" | "--image" | "--flagger" | "--webhook" => {
-                it.next();
-            }
-            "--json" | "--line" => {}
-            w if [
-                "--analysis-template=",
-                "--image=",
-                "--flagger=",
-                "--webhook=",
-            ]
-            .iter()
-            .any(|f| w.starts_with(f)) => {}
-            _ => out.push(w.clone()),
-        }
-    }
-    if a.fail_on.is_empty() {
-        out.extend(["--fail-on".into(), "worse,flagged".into()]);
-    }
-    out.push("--line".into());
-    out
 }
 
 fn print(a: &JudgeArgs, r: &JudgeResult, code: i32) -> anyhow::Result<()> {

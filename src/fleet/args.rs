@@ -150,6 +150,19 @@ pub struct JudgeArgs {
     /// (deploy/container)
     #[arg(long, value_name = "IMAGE", default_value = concat!("REGISTRY/hugelab:", env!("CARGO_PKG_VERSION")))]
     pub image: String,
+    /// With --analysis-template or --flagger: write the change the rollout makes to FILE — the
+    /// pod template's node selection (--node-label, --toleration) that puts the revision under
+    /// analysis on the canary nodes (printed when not given)
+    #[arg(long, value_name = "FILE")]
+    pub placement: Option<PathBuf>,
+    /// With --analysis-template or --flagger: the label of the canary pool's nodes (as `advise
+    /// --node-label` put the settings on them)
+    #[arg(long, value_name = "KEY=VALUE", default_value = crate::render::advice::CANARY_LABEL, value_parser = crate::options::parse_label)]
+    pub node_label: (String, String),
+    /// With --analysis-template or --flagger: a taint of the canary pool the revision's pods
+    /// tolerate (repeatable)
+    #[arg(long, value_name = "KEY[=VALUE]:EFFECT", value_parser = crate::options::parse_toleration)]
+    pub toleration: Vec<crate::model::node_pool::Toleration>,
 }
 
 /// An overall verdict `--fail-on` can make exit non-zero.
@@ -180,4 +193,43 @@ pub enum OnOutage {
     Fail,
     Pass,
     Hold,
+}
+
+/// The judgement's own command line for an analysis step: this one's arguments without what
+/// only writing the template means (`--analysis-template`, `--image`, `--json`, `--line`),
+/// with `--line` and, unless given, `--fail-on worse,flagged`.
+pub fn step_args(args: &[String], a: &JudgeArgs) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(w) = it.next() {
+        match w.as_str() {
+            "--analysis-template"
+            | "--image"
+            | "--flagger"
+            | "--webhook"
+            | "--placement"
+            | "--node-label"
+            | "--toleration" => {
+                it.next();
+            }
+            "--json" | "--line" => {}
+            w if [
+                "--analysis-template=",
+                "--image=",
+                "--flagger=",
+                "--webhook=",
+                "--placement=",
+                "--node-label=",
+                "--toleration=",
+            ]
+            .iter()
+            .any(|f| w.starts_with(f)) => {}
+            _ => out.push(w.clone()),
+        }
+    }
+    if a.fail_on.is_empty() {
+        out.extend(["--fail-on".into(), "worse,flagged".into()]);
+    }
+    out.push("--line".into());
+    out
 }

@@ -17,7 +17,7 @@ mod spec;
 pub mod switchback;
 pub mod webhook;
 
-pub use args::{JudgeArgs, OnOutage};
+pub use args::{JudgeArgs, OnOutage, step_args};
 pub use spec::{MetricSpec, parse_metric, parse_span, parse_time};
 use spec::{coverage_query, fill, kernel_queries, matchers};
 

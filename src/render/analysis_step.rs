@@ -158,3 +158,66 @@ spec:
         quoted(image)
     )
 }
+
+/// The rollout engine whose object a placement patch changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rollout {
+    /// An Argo Rollouts `Rollout` (a custom resource: a JSON merge patch).
+    Argo,
+    /// The Deployment a Flagger `Canary` targets (a strategic merge patch).
+    Flagger,
+}
+
+/// The change the rollout makes, as a patch of its object's pod template: the node selector of
+/// the canary pool (`label`) and the tolerations of its taints, so that the revision under
+/// analysis runs on the canary nodes and the one it is judged against stays on the rest. Built
+/// as typed JSON (a YAML document too), after a comment saying how to apply it and what
+/// promotion and rollback then do.
+pub fn placement(
+    label: &(String, String),
+    tolerations: &[crate::model::node_pool::Toleration],
+    engine: Rollout,
+) -> String {
+    let mut spec = serde_json::Map::new();
+    spec.insert(
+        "nodeSelector".into(),
+        serde_json::json!({ label.0.as_str(): label.1 }),
+    );
+    if !tolerations.is_empty() {
+        spec.insert("tolerations".into(), serde_json::json!(tolerations));
+    }
+    let patch = serde_json::json!({ "spec": { "template": { "spec": spec } } });
+    let how = match engine {
+        Rollout::Argo => {
+            "# Apply it to the Rollout (a merge patch: a tolerations list given here replaces the pod's\n\
+             # own, so add those to it):\n\
+             #   kubectl patch rollout NAME --type merge --patch-file THIS-FILE\n\
+             # The patched template is the new revision: the Rollout's canary steps run its pods on the\n\
+             # canary nodes beside the stable ones, and the analysis step (hugelab-judge) judges them.\n\
+             # Aborted (a failed analysis), the Rollout scales the new revision down: its pods leave the\n\
+             # canary nodes. Promoted, the stable template carries this node selection: every pod of\n\
+             # the service runs on the canary pool, so size it for the whole service, or put the node\n\
+             # settings on the other pools and roll out the template without it.\n"
+        }
+        Rollout::Flagger => {
+            "# Apply it to the Deployment the Canary targets (a strategic merge patch: tolerations are\n\
+             # added to the pod's own):\n\
+             #   kubectl patch deployment NAME --patch-file THIS-FILE\n\
+             # Flagger sees the new template and starts the analysis: the Deployment NAME runs it on the\n\
+             # canary nodes while NAME-primary keeps the old one, and the hugelab-judge webhook judges.\n\
+             # Rolled back, the canary scales to zero and the primary is unchanged. Promoted, Flagger\n\
+             # copies this template into the primary: every pod of the service runs on the canary\n\
+             # pool, so size it for the whole service, or put the node settings on the other pools\n\
+             # and roll out the template without it.\n"
+        }
+    };
+    format!(
+        "# The change a canary rollout makes for hugelab's judgement: the pod template's node\n\
+         # selection ({}={}), so that the revision under analysis runs on the canary nodes and\n\
+         # the judgement's --canary and --baseline matchers see it there and the stable one on the\n\
+         # rest. Written by `hugelab judge ... --placement FILE`.\n{how}{}\n",
+        label.0,
+        label.1,
+        serde_json::to_string_pretty(&patch).expect("a patch serialises")
+    )
+}
