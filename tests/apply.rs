@@ -62,6 +62,11 @@ fn the_daemonset_passes_the_schema_check_and_runs_hugelab_apply_on_the_advice() 
     );
     assert!(text.contains("image: example.org/hugelab:0.1.0"), "{text}");
     assert!(text.contains("#   thp.enabled = always"), "{text}");
+    // Its pool is set at run time: the kubelet must restart before pods requesting it schedule.
+    assert!(
+        text.contains("# Note: the pools are set at run time") && text.contains("stays Pending"),
+        "{text}"
+    );
     // The container's arguments are a hugelab command line.
     let args = common::container_args(&text);
     assert_eq!(args[..2], ["apply", "/etc/hugelab/advice.json"], "{args:?}");

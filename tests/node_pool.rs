@@ -156,6 +156,19 @@ fn each_platform_writes_an_artefact_its_schema_accepts_and_says_what_it_cannot_s
             && plan.contains("not in it: the service's own lines (`hugelab advise 1 --for postgres --format service`)"),
         "{plan}"
     );
+    // Its pool goes through the DaemonSet, at run time: the plan says how it reaches the
+    // scheduler. GKE's is reserved at boot.
+    assert!(
+        plan.contains("with the DaemonSet, the pools are set at run time")
+            && plan.contains("a pod that requests them stays Pending"),
+        "{plan}"
+    );
+    let (_, gke_plan) = advise(&pg, "gke", &label, &f("gke-pg-2.yaml"));
+    assert!(
+        gke_plan.contains("the pools are reserved as the node boots")
+            && !gke_plan.contains("Pending"),
+        "{gke_plan}"
+    );
     let (aks, _) = advise(&thp, "aks", &label, &f("aks-thp.json"));
     let v: serde_json::Value = serde_json::from_str(&aks).unwrap();
     assert_eq!(v["transparentHugePageEnabled"], "always");

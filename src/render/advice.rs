@@ -95,6 +95,16 @@ pub fn render(a: &Advice, f: Format) -> String {
     }
 }
 
+/// How pools set at run time (the DaemonSet's `hugelab apply`) reach the scheduler.
+pub const RUN_TIME_POOLS: &str = "the pools are set at run time (the DaemonSet's `hugelab apply`): a node's kubelet reports hugepages-2Mi/1Gi in its capacity only after it restarts (Kubernetes documents this for huge pages allocated after boot), so until the kubelet on each canary node restarts once the pool is set, a pod that requests them stays Pending";
+
+/// Whether an advice sets a hugetlb pool.
+pub fn sets_pools(a: &Advice) -> bool {
+    a.settings
+        .iter()
+        .any(|s| matches!(s.knob, Knob::HugetlbPages { .. }))
+}
+
 /// The settings on a canary node pool of plain Kubernetes: a ConfigMap holding the advice
 /// record and a DaemonSet, on the nodes with `label`, whose container runs `hugelab apply` on it
 /// — privileged (it writes the node's /sys), its journal on the node (`/run/hugelab`), so a
@@ -114,6 +124,9 @@ pub fn daemonset(a: &Advice, label: &(String, String), image: &str) -> String {
     }
     if a.settings.is_empty() {
         let _ = writeln!(o, "#   (no setting: the advice changes nothing)");
+    }
+    if sets_pools(a) {
+        let _ = writeln!(o, "# Note: {RUN_TIME_POOLS}.");
     }
     if !a.service.is_empty() {
         let _ = writeln!(

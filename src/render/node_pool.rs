@@ -22,6 +22,15 @@ pub fn engine(p: Platform) -> &'static str {
     }
 }
 
+/// How an advice's pools reach the scheduler on `platform`: reserved as the node boots, or set
+/// at run time by the DaemonSet (AKS reserves none: its lever is the DaemonSet).
+fn pool_path(platform: Platform) -> String {
+    match platform {
+        Platform::Gke | Platform::Bottlerocket | Platform::Openshift => "the pools are reserved as the node boots, so its kubelet reports hugepages-2Mi/1Gi from the start and pods that request them are scheduled".into(),
+        Platform::Aks | Platform::Daemonset => format!("with the DaemonSet, {}", super::advice::RUN_TIME_POOLS),
+    }
+}
+
 /// The lines every form of the artefact says: where it goes, what it sets, what it cannot set
 /// and the lever for that, and the pools against the node's memory. The plan printed beside an
 /// artefact that has no comments (AKS's JSON), and the comment of those that do.
@@ -62,6 +71,9 @@ pub fn plan(a: &Advice, np: &NodePool) -> Vec<String> {
             runs.join(" "),
             super::advice::target_name(a)
         ));
+    }
+    if super::advice::sets_pools(a) {
+        o.push(format!("  {}", pool_path(np.platform)));
     }
     if np.platform == Platform::Aks {
         o.push(format!(
