@@ -200,8 +200,9 @@ pub fn placement(
              # settings on the other pools and roll out the template without it.\n"
         }
         Rollout::Flagger => {
-            "# Apply it to the Deployment the Canary targets (a strategic merge patch: tolerations are\n\
-             # added to the pod's own):\n\
+            "# Apply it to the Deployment the Canary targets (a strategic merge patch; PodSpec's\n\
+             # tolerations have no merge strategy, so a list given here replaces the pod's own: add\n\
+             # those to it):\n\
              #   kubectl patch deployment NAME --patch-file THIS-FILE\n\
              # Flagger sees the new template and starts the analysis: the Deployment NAME runs it on the\n\
              # canary nodes while NAME-primary keeps the old one, and the hugelab-judge webhook judges.\n\
