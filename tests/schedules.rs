@@ -541,10 +541,13 @@ fn the_pilot_measures_two_burst_lengths_where_a_longer_burst_could_be_chosen() {
     let (v, plan, trials) = stored_run("331", "13", &long, load, &db);
     assert_eq!(v["blocks_done"], 13, "{}", v["stop_reason"]);
     let choice = &plan["server"]["warm"]["burst_choice"];
+    // The base length is the one the load's fixed cost chose (1 s here; 2 s on a host slow
+    // enough to spend over 50 ms starting `awk`), and the pilot's longer one is 3× it.
+    let base = choice["by_fixed_cost"].as_u64().unwrap();
     let lengths = &choice["pilot"]["lengths"];
     assert_eq!(
         (&lengths[0]["secs"], &lengths[1]["secs"]),
-        (&1.into(), &3.into()),
+        (&base.into(), &(3 * base).into()),
         "{choice}"
     );
     assert_eq!(
@@ -552,7 +555,7 @@ fn the_pilot_measures_two_burst_lengths_where_a_longer_burst_could_be_chosen() {
         (&6.into(), &6.into()),
         "{choice}"
     );
-    // Per pilot lifetime, in block order: 1, 3, 3, 1 s; after it, the length chosen.
+    // Per pilot lifetime, in block order: base, 3×, 3×, base; after it, the length chosen.
     let mut by: std::collections::BTreeMap<(usize, i64), u64> = Default::default();
     for t in trials.iter().filter(|t| t.block >= 0) {
         let l = t.evidence.lifetime.unwrap();
@@ -564,7 +567,11 @@ fn the_pilot_measures_two_burst_lengths_where_a_longer_burst_could_be_chosen() {
             .filter(|((lt, _), _)| *lt == l)
             .map(|(_, s)| *s)
             .collect();
-        assert_eq!(run, [1, 3, 3, 1], "lifetime {l}: {by:?}");
+        assert_eq!(
+            run,
+            [base, 3 * base, 3 * base, base],
+            "lifetime {l}: {by:?}"
+        );
     }
     let chosen = choice["secs"].as_u64().unwrap();
     let after: Vec<u64> = by
@@ -577,8 +584,11 @@ fn the_pilot_measures_two_burst_lengths_where_a_longer_burst_could_be_chosen() {
         "{chosen}: {by:?}"
     );
     let notes = v["notes"].to_string();
+    let (short_s, long_s) = (format!("{base} s"), format!("{} s", 3 * base));
     assert!(
-        notes.contains("the pilot's 3 lifetimes run bursts of 1 s and 3 s"),
+        notes.contains(&format!(
+            "the pilot's 3 lifetimes run bursts of {short_s} and {long_s}"
+        )),
         "{notes}"
     );
     let shown = words(&common::hugelab_stdout([
@@ -590,7 +600,9 @@ fn the_pilot_measures_two_burst_lengths_where_a_longer_burst_could_be_chosen() {
     ]));
     assert!(
         shown.contains(&format!("bursts of {chosen} s ("))
-            && shown.contains("from the noise the pilot measured at 1 s and 3 s"),
+            && shown.contains(&format!(
+                "from the noise the pilot measured at {short_s} and {long_s}"
+            )),
         "{shown}"
     );
     // 20 seconds cannot hold 30 lifetimes at 3 s bursts: one length, and why.
@@ -604,8 +616,9 @@ fn the_pilot_measures_two_burst_lengths_where_a_longer_burst_could_be_chosen() {
             .is_some_and(|w| w.contains("fewer than the 30 lifetimes")),
         "{choice}"
     );
+    let base = choice["by_fixed_cost"].as_u64();
     assert!(
-        trials.iter().all(|t| t.evidence.burst_s == Some(1)),
+        trials.iter().all(|t| t.evidence.burst_s == base),
         "{:?}",
         trials
             .iter()
