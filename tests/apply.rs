@@ -67,9 +67,19 @@ fn the_daemonset_passes_the_schema_check_and_runs_hugelab_apply_on_the_advice() 
         text.contains("# Note: the pools are set at run time") && text.contains("stays Pending"),
         "{text}"
     );
-    // The container's arguments are a hugelab command line.
+    // The container's arguments are a hugelab command line; with a pool, the applier checks
+    // its node advertises it (its name from the pod's spec.nodeName, a ServiceAccount that may
+    // read nodes/status) and restarts the kubelet in the host's namespaces (hostPID).
     let args = common::container_args(&text);
     assert_eq!(args[..2], ["apply", "/etc/hugelab/advice.json"], "{args:?}");
+    assert!(args.contains(&"--restart-kubelet".to_string()), "{args:?}");
+    assert!(
+        text.contains("fieldPath: spec.nodeName")
+            && text.contains("serviceAccountName: hugelab-apply")
+            && text.contains("hostPID: true")
+            && text.contains("resources: [nodes/status]\n    verbs: [get]"),
+        "{text}"
+    );
     // The ConfigMap holds the advice record `apply` reads: the same as --format json.
     let record: String = text
         .split("advice.json: |\n")
@@ -128,25 +138,40 @@ fn advice_file(dir: &Path) -> std::path::PathBuf {
     file
 }
 
-/// `hugelab apply` started on an advice file, its output read until it holds the settings.
-fn apply(advice: &Path) -> Applier {
+/// What `out` says up to the line holding `phrase` (a failure names what it said instead).
+fn read_until(out: &mut impl BufRead, phrase: &str) -> String {
+    let mut said = String::new();
+    while !said.contains(phrase) {
+        let mut l = String::new();
+        assert!(
+            out.read_line(&mut l).unwrap() > 0,
+            "ended before {phrase:?}: {said}"
+        );
+        said += &l;
+    }
+    said
+}
+
+/// `hugelab apply ADVICE ARGS…` started, its output read until it holds the settings.
+fn apply_with(advice: &Path, args: &[&str]) -> (Applier, String) {
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("hugelab"))
         .arg("apply")
         .arg(advice)
+        .args(args)
+        .env_remove("NODE_NAME")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut said = String::new();
-    while !said.contains("holding them until stopped") {
-        let mut l = String::new();
-        assert!(out.read_line(&mut l).unwrap() > 0, "apply ended: {said}");
-        said += &l;
-    }
+    let said = read_until(&mut out, "holding them until stopped");
     assert!(said.contains("thp.enabled = always"), "{said}");
     assert!(said.contains("hugetlb.2M = 8"), "{said}");
-    Applier(child)
+    (Applier(child), said)
+}
+
+fn apply(advice: &Path) -> Applier {
+    apply_with(advice, &[]).0
 }
 
 #[test]
@@ -277,12 +302,7 @@ fn with_the_applier_holding_a_run_that_changes_nothing_measures_under_it_and_oth
         .spawn()
         .unwrap();
     let mut said = BufReader::new(reader.stderr.take().unwrap());
-    let mut seen = String::new();
-    while !seen.contains("measured under the settings") {
-        let mut l = String::new();
-        assert!(said.read_line(&mut l).unwrap() > 0, "run ended: {seen}");
-        seen += &l;
-    }
+    let mut seen = read_until(&mut said, "measured under the settings");
     // SAFETY: signalling the applier this test started and has not reaped.
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     let mut applier_err = String::new();
@@ -296,4 +316,124 @@ fn with_the_applier_holding_a_run_that_changes_nothing_measures_under_it_and_oth
         "{applier_err}"
     );
     assert_eq!((common::selected(THP), common::read_trim(POOL)), before);
+}
+
+/// An API server stand-in that answers `GET /api/v1/nodes/canary-1/status` as Kubernetes does:
+/// the Node, whose `status.capacity` has `hugepages-2Mi: "0"` until the file `restarted` exists
+/// in `dir` and `pool` after; a Status of 401 without the bearer token `stand-in-token`, and of
+/// 404 for another node. Its URL, and the server to unblock when done.
+fn stand_in(dir: &Path, pool: &'static str) -> (String, std::sync::Arc<tiny_http::Server>) {
+    let server = std::sync::Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
+    let url = format!("http://{}", server.server_addr().to_ip().unwrap());
+    let (s, restarted) = (server.clone(), dir.join("restarted"));
+    std::thread::spawn(move || {
+        for req in s.incoming_requests() {
+            let token = req.headers().iter().any(|h| {
+                h.field.equiv("Authorization") && h.value.as_str() == "Bearer stand-in-token"
+            });
+            let status = |code: u16, reason: &str, message: &str| {
+                format!(
+                    r#"{{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"{message}","reason":"{reason}","code":{code}}}"#
+                )
+            };
+            let (code, body) = if !token {
+                (401, status(401, "Unauthorized", "Unauthorized"))
+            } else if req.url() != "/api/v1/nodes/canary-1/status" {
+                (404, status(404, "NotFound", "nodes not found"))
+            } else {
+                let cap = if restarted.exists() { pool } else { "0" };
+                (
+                    200,
+                    format!(
+                        r#"{{"kind":"Node","apiVersion":"v1","metadata":{{"name":"canary-1"}},"status":{{"capacity":{{"cpu":"2","memory":"24Gi","hugepages-1Gi":"0","hugepages-2Mi":"{cap}","pods":"110"}}}}}}"#
+                    ),
+                )
+            };
+            let json: tiny_http::Header = "Content-Type: application/json".parse().unwrap();
+            let resp = tiny_http::Response::from_string(body)
+                .with_status_code(code)
+                .with_header(json);
+            let _ = req.respond(resp);
+        }
+    });
+    (url, server)
+}
+
+/// On a Kubernetes node the applier reads, through the API server, whether its node advertises
+/// the pool it set: it warns naming the node and the fix when it does not; with
+/// `--restart-kubelet` it runs the restart command once and reads the node again until it does;
+/// an API server that refuses it is named. The machine's values come back after each.
+#[test]
+#[cfg_attr(unprivileged, ignore = "needs root: changes kernel settings")]
+fn the_applier_checks_its_node_advertises_the_pool_and_restarts_the_kubelet_when_asked() {
+    require_root!();
+    let _lock = common::knob_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let file = advice_file(dir.path());
+    let before = (common::selected(THP), common::read_trim(POOL));
+    let account = dir.path().join("account");
+    std::fs::create_dir(&account).unwrap();
+    std::fs::write(account.join("token"), "stand-in-token\n").unwrap();
+    let (url, server) = stand_in(dir.path(), "16Mi");
+    let at = [
+        "--node",
+        "canary-1",
+        "--api-server",
+        &url,
+        "--service-account",
+        account.to_str().unwrap(),
+    ];
+    // Not advertised, not asked to restart: a warning with the node, the gap and the fix.
+    let (mut applier, said) = apply_with(&file, &at);
+    assert!(
+        said.contains("WARNING: node canary-1 advertises hugepages-2Mi 0 of the pool's 16M")
+            && said.contains("a pod that requests hugepages-2Mi stays Pending")
+            && said.contains("--restart-kubelet"),
+        "{said}"
+    );
+    applier.signal(libc::SIGTERM);
+    assert_eq!((common::selected(THP), common::read_trim(POOL)), before);
+    // Asked: the command runs once, and the node is read again until it advertises the pool.
+    let log = dir.path().join("restarts");
+    let restart = format!(
+        "echo kubelet >> {} && touch {}",
+        log.display(),
+        dir.path().join("restarted").display()
+    );
+    let asked = [&at[..], &["--restart-kubelet", &restart]].concat();
+    let (mut applier, said) = apply_with(&file, &asked);
+    assert!(
+        said.contains(&format!("restarting its kubelet once (`{restart}`)"))
+            && said.contains(
+                "node canary-1 advertises hugepages-2Mi as large as the pools after its kubelet restarted"
+            )
+            && !said.contains("WARNING"),
+        "{said}"
+    );
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "kubelet\n");
+    applier.signal(libc::SIGTERM);
+    // Advertised already: nothing to restart.
+    let (mut applier, said) = apply_with(&file, &asked);
+    assert!(
+        said.contains("advertises hugepages-2Mi as large as the pools: pods")
+            && !said.contains("restarting"),
+        "{said}"
+    );
+    applier.signal(libc::SIGTERM);
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "kubelet\n");
+    // An API server that refuses the token is named, with what a pod will see.
+    std::fs::write(account.join("token"), "expired\n").unwrap();
+    let (mut applier, said) = apply_with(&file, &at);
+    assert!(
+        said.contains("capacity cannot be read from the API server")
+            && said.contains("401")
+            && said.contains("Unauthorized"),
+        "{said}"
+    );
+    applier.signal(libc::SIGTERM);
+    server.unblock();
+    assert_eq!((common::selected(THP), common::read_trim(POOL)), before);
+    // The default restart command, as --help says: systemd's, in the host's namespaces.
+    let help = common::hugelab_stdout(["apply", "--help"]);
+    assert!(help.contains("systemctl restart kubelet"), "{help}");
 }

@@ -269,7 +269,7 @@ fn the_analysis_template_runs_the_judgement_as_a_job_that_passes_the_schema_chec
 
 /// The fields of a Flagger Canary's `analysis.webhooks` entry and the webhook types, as Flagger
 /// documents them (docs.flagger.app, "Webhooks"; fluxcd/flagger's CanaryWebhook type).
-const FLAGGER_WEBHOOK_FIELDS: &str = "name type url muteAlert timeout retries metadata";
+const FLAGGER_WEBHOOK_FIELDS: &str = "name type url muteAlert timeout retries metadata disableTLS";
 const FLAGGER_WEBHOOK_TYPES: &str = "confirm-rollout pre-rollout rollout confirm-traffic-increase confirm-promotion post-rollout rollback event";
 
 #[test]

@@ -187,7 +187,21 @@ fn each_platform_writes_an_artefact_its_schema_accepts_and_says_what_it_cannot_s
         br.contains("\"pool\" = \"canary\"") && br.contains("\"2Mi\" = { count = \"600\" }"),
         "{br}"
     );
-    schema_holds("bottlerocket", "toml", &br, "essential", "esential");
+    schema_holds(
+        "bottlerocket",
+        "toml",
+        &br,
+        "\nessential = ",
+        "\nesential = ",
+    );
+    // Upstream's per-NUMA form of the same count passes the same schema.
+    let numa = dir.path().join("br-numa.toml");
+    std::fs::write(
+        &numa,
+        br.replace("count = \"600\"", "count = \"0:300,1:300\""),
+    )
+    .unwrap();
+    valid("bottlerocket", &numa).unwrap();
     let (br, _) = advise(&thp, "bottlerocket", &label, &f("br-thp.toml"));
     assert!(br.contains("defrag = \"defer+madvise\""), "{br}");
     schema_holds("bottlerocket", "toml", &br, "\ndefrag =", "\ndefragment =");
@@ -209,6 +223,87 @@ fn each_platform_writes_an_artefact_its_schema_accepts_and_says_what_it_cannot_s
         "{os_pg}"
     );
     schema_holds("openshift", "yaml", &os_pg, "priority: 20", "prority: 20");
+}
+
+/// `linuxConfig`'s fields in a gcloud from before GKE's THP fields: its reference for
+/// `--system-config-from-file` lists `sysctl`, `hugepageConfig` and `cgroupMode` only.
+const OLDER_GCLOUD_FIELDS: [&str; 3] = ["sysctl", "hugepageConfig", "cgroupMode"];
+
+/// An older gcloud's loader, planted as the GKE schema less the fields it does not know,
+/// refuses the THP file naming a field; the file and the plan beside it name that field and the
+/// GKE release and gcloud it needs. Each other engine's plan names its minimum release.
+#[test]
+#[cfg_attr(
+    missing_kubernetes_validate,
+    ignore = "needs PyYAML and jsonschema (pip install kubernetes-validate brings both)"
+)]
+fn each_artefact_names_the_releases_its_fields_need_and_an_older_loader_is_warned_of() {
+    let dir = tempfile::tempdir().unwrap();
+    let (thp, pg) = (thp_run(dir.path()), pg_run(dir.path()));
+    let label = ["--node-label", "pool=canary", "--node-memory", "16G"];
+    let f = |name: &str| dir.path().join(name);
+    let (gke, plan) = advise(&thp, "gke", &label, &f("gke.yaml"));
+    // The planted loader: check.py beside a schema whose linuxConfig has only the old fields.
+    let old = dir.path().join("old");
+    std::fs::create_dir(&old).unwrap();
+    std::fs::copy(fixtures().join("check.py"), old.join("check.py")).unwrap();
+    let mut schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("gke.schema.json")).unwrap())
+            .unwrap();
+    let fields = schema["properties"]["linuxConfig"]["properties"]
+        .as_object_mut()
+        .unwrap();
+    fields.retain(|k, _| OLDER_GCLOUD_FIELDS.contains(&k.as_str()));
+    std::fs::write(old.join("gke.schema.json"), schema.to_string()).unwrap();
+    let out = Command::new("python3")
+        .arg(old.join("check.py"))
+        .arg("gke")
+        .arg(f("gke.yaml"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the older loader took {gke}");
+    let refused = String::from_utf8_lossy(&out.stderr);
+    let unknown: Vec<&str> = ["transparentHugepageEnabled", "transparentHugepageDefrag"]
+        .into_iter()
+        .filter(|k| refused.contains(k))
+        .collect();
+    assert!(!unknown.is_empty(), "{refused}");
+    for text in [&gke, &plan] {
+        let warning = text
+            .lines()
+            .find(|l| l.contains("needs GKE 1.34.1-gke.3084001 or later"))
+            .unwrap_or_else(|| panic!("no GKE release in\n{text}"));
+        assert!(
+            unknown.iter().all(|k| warning.contains(k)) && warning.contains("gcloud"),
+            "{warning}"
+        );
+    }
+    // A pool alone needs no THP field; its limit says where GKE documents it.
+    let (gke_pg, _) = advise(&pg, "gke", &label, &f("gke-pg.yaml"));
+    assert!(
+        !gke_pg.contains("1.34.1") && gke_pg.contains("60% of available memory on the node"),
+        "{gke_pg}"
+    );
+    let needs = |platform: &str, db: &Path, release: &str| {
+        let (_, plan) = advise(db, platform, &label, &f(&format!("{platform}.out")));
+        assert!(plan.contains(&format!("needs {release}")), "{plan}");
+        plan
+    };
+    needs("aks", &thp, "Azure CLI 2.35.0 or later");
+    let br = needs("bottlerocket", &pg, "Bottlerocket 1.64.0 or later");
+    assert!(br.contains("mind: essential = true"), "{br}");
+    let os = needs(
+        "openshift",
+        &pg,
+        "OpenShift Container Platform 4.9 or later",
+    );
+    assert!(
+        os.contains("belongs to 2 custom roles") && os.contains("reboots the pool's nodes"),
+        "{os}"
+    );
+    // The DaemonSet says it in its own comment.
+    let (ds, _) = advise(&pg, "daemonset", &label, &f("ds.yaml"));
+    assert!(ds.contains("Kubernetes 1.14 or later"), "{ds}");
 }
 
 #[test]

@@ -6,6 +6,7 @@ pub mod coverage;
 pub mod event;
 pub mod folio_scan;
 pub mod hot;
+pub mod kubernetes;
 pub mod load;
 pub mod noise;
 pub mod output;

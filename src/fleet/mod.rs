@@ -13,6 +13,7 @@ use crate::units::{fmt_span, fmt_utc};
 use std::time::{Duration, Instant};
 
 mod args;
+pub mod kubelet;
 mod spec;
 pub mod switchback;
 pub mod webhook;

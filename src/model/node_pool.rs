@@ -57,6 +57,15 @@ pub struct Unset {
     pub why: String,
 }
 
+/// A release of an engine or its client that the artefact's fields need, as its documentation
+/// or release notes (`source`) say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Need {
+    pub release: &'static str,
+    pub fields: Vec<&'static str>,
+    pub source: &'static str,
+}
+
 /// The advice placed on one engine's canary node pool.
 #[derive(Debug, Clone)]
 pub struct NodePool {
@@ -74,8 +83,13 @@ pub struct NodePool {
     /// The node memory the pools were checked against, and where that figure came from.
     pub node_memory: u64,
     pub node_memory_from: String,
-    /// The share of a node's memory the engine lets huge pages take, where it documents one.
-    pub pool_limit: Option<f64>,
+    /// The share of a node's memory the engine lets huge pages take, where it documents one,
+    /// and where it does.
+    pub pool_limit: Option<(f64, &'static str)>,
+    /// The releases of the engine (or its client) the artefact's fields need.
+    pub needs: Vec<Need>,
+    /// What applying it does that its user should know first (a reboot, a boot that fails).
+    pub caveats: Vec<String>,
     /// The stored runs the advice rests on (for the command that writes the DaemonSet).
     pub runs: Vec<i64>,
 }

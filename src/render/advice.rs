@@ -96,7 +96,7 @@ pub fn render(a: &Advice, f: Format) -> String {
 }
 
 /// How pools set at run time (the DaemonSet's `hugelab apply`) reach the scheduler.
-pub const RUN_TIME_POOLS: &str = "the pools are set at run time (the DaemonSet's `hugelab apply`): a node's kubelet reports hugepages-2Mi/1Gi in its capacity only after it restarts (Kubernetes documents this for huge pages allocated after boot), so until the kubelet on each canary node restarts once the pool is set, a pod that requests them stays Pending";
+pub const RUN_TIME_POOLS: &str = "the pools are set at run time (the DaemonSet's `hugelab apply`): a node's kubelet reports hugepages-2Mi/1Gi in its capacity only after it restarts (Kubernetes documents this for huge pages allocated after boot), and a pod that requests them stays Pending until it does; the applier reads its node's capacity through the API server and, where the pool is not advertised, restarts the kubelet once (--restart-kubelet) and checks again, saying which node still lags";
 
 /// Whether an advice sets a hugetlb pool.
 pub fn sets_pools(a: &Advice) -> bool {
@@ -104,6 +104,38 @@ pub fn sets_pools(a: &Advice) -> bool {
         .iter()
         .any(|s| matches!(s.knob, Knob::HugetlbPages { .. }))
 }
+
+/// The applier's reader of its own node's status (whether the node advertises the pools it
+/// set): a ServiceAccount bound to a ClusterRole that may get nodes/status, and nothing else.
+const NODE_READER: &str = "---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: hugelab-apply
+  namespace: kube-system
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: hugelab-apply-node-reader
+rules:
+  - apiGroups: [\"\"]
+    resources: [nodes/status]
+    verbs: [get]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: hugelab-apply-node-reader
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: hugelab-apply-node-reader
+subjects:
+  - kind: ServiceAccount
+    name: hugelab-apply
+    namespace: kube-system
+";
 
 /// The settings on a canary node pool of plain Kubernetes: a ConfigMap holding the advice
 /// record and a DaemonSet, on the nodes with `label`, whose container runs `hugelab apply` on it
@@ -117,7 +149,9 @@ pub fn daemonset(a: &Advice, label: &(String, String), image: &str) -> String {
         o,
         "# On the nodes labelled {k}={v} (kubectl label node NODE {k}={v}); elsewhere nothing\n\
          # changes. Removing the DaemonSet or the label restores each node's own values.\n\
-         # It needs: privileged (writes /sys/kernel/mm), the node's /run/hugelab for its journal."
+         # It needs: privileged (writes /sys/kernel/mm), the node's /run/hugelab for its journal,\n\
+         # and Kubernetes 1.14 or later (huge pages a stable resource from v1.14, as Kubernetes'\n\
+         # \"Manage HugePages\" task says)."
     );
     for s in &a.settings {
         let _ = writeln!(o, "#   {} = {}", s.knob, s.value);
@@ -125,8 +159,16 @@ pub fn daemonset(a: &Advice, label: &(String, String), image: &str) -> String {
     if a.settings.is_empty() {
         let _ = writeln!(o, "#   (no setting: the advice changes nothing)");
     }
-    if sets_pools(a) {
-        let _ = writeln!(o, "# Note: {RUN_TIME_POOLS}.");
+    let pools = sets_pools(a);
+    if pools {
+        let _ = writeln!(
+            o,
+            "# Note: {RUN_TIME_POOLS}.\n\
+             # For that the pod runs with hostPID (the restart runs in the host's namespaces:\n\
+             # `{}`) and a ServiceAccount that may read nodes/status. Drop --restart-kubelet to\n\
+             # restart kubelets yourself: the applier then warns which node does not advertise the pool.",
+            crate::collect::kubernetes::RESTART_KUBELET
+        );
     }
     if !a.service.is_empty() {
         let _ = writeln!(
@@ -142,6 +184,18 @@ pub fn daemonset(a: &Advice, label: &(String, String), image: &str) -> String {
     for l in record.lines() {
         let _ = writeln!(o, "    {l}");
     }
+    if pools {
+        o.push_str(NODE_READER);
+    }
+    let (account, env, restart) = if pools {
+        (
+            "\n      serviceAccountName: hugelab-apply\n      hostPID: true",
+            "\n          env:\n            - name: NODE_NAME\n              valueFrom:\n                fieldRef:\n                  fieldPath: spec.nodeName",
+            "\n            - --restart-kubelet",
+        )
+    } else {
+        ("", "", "")
+    };
     let _ = write!(
         o,
         "---
@@ -160,7 +214,7 @@ spec:
     metadata:
       labels:
         app.kubernetes.io/name: hugelab-apply
-    spec:
+    spec:{account}
       nodeSelector:
         {k}: \"{v}\"
       priorityClassName: system-node-critical
@@ -173,7 +227,7 @@ spec:
           args:
             - apply
             - /etc/hugelab/advice.json
-            - --wait-for-settings
+            - --wait-for-settings{restart}{env}
           securityContext:
             privileged: true
           resources:

@@ -88,12 +88,23 @@ pub fn plan(a: &Advice, np: &NodePool) -> Vec<String> {
             Bytes(np.pooled),
             Bytes(np.node_memory),
             np.node_memory_from,
-            np.pool_limit.map_or(String::new(), |l| format!(
-                "; {} allows at most {:.0}%",
+            np.pool_limit.map_or(String::new(), |(l, source)| format!(
+                "; {} allows at most {:.0}% ({source})",
                 engine(np.platform),
                 l * 100.0
             ))
         ));
+    }
+    for n in &np.needs {
+        o.push(format!(
+            "  needs {}: {} ({})",
+            n.release,
+            n.fields.join(", "),
+            n.source
+        ));
+    }
+    for c in &np.caveats {
+        o.push(format!("  mind: {c}"));
     }
     o
 }
@@ -116,6 +127,22 @@ fn pools(np: &NodePool) -> (Option<&str>, Option<&str>) {
     let of =
         |size: u64| find(np, Knob::HugetlbPages { size, node: None }).map(|s| s.value.as_str());
     (of(2 << 20), of(1 << 30))
+}
+
+/// Bottlerocket's count for the `size` pool: the whole node's, or `N:count` for each NUMA
+/// node, joined by commas, as its settings take them.
+fn bottlerocket_count(np: &NodePool, size: u64) -> Option<String> {
+    let of = |s: &&Setting| matches!(s.knob, Knob::HugetlbPages { size: z, .. } if z == size);
+    let counts: Vec<String> = np
+        .set
+        .iter()
+        .filter(of)
+        .map(|s| match s.knob {
+            Knob::HugetlbPages { node: Some(n), .. } => format!("{n}:{}", s.value),
+            _ => s.value.clone(),
+        })
+        .collect();
+    (!counts.is_empty()).then(|| counts.join(","))
 }
 
 /// GKE's enum word for a THP mode or defrag value (`defer+madvise` → `DEFER_WITH_MADVISE`).
@@ -143,8 +170,7 @@ fn gke(a: &Advice, np: &NodePool) -> String {
              #   gcloud container node-pools create {} --cluster CLUSTER \\\n\
              #       --node-labels={k}={v} --system-config-from-file=FILE\n\
              # (on an existing pool, `gcloud container node-pools update` with the same file\n\
-             # recreates its nodes when the pools change; 1 GiB pages exist on some machine\n\
-             # families only).\n",
+             # recreates its nodes when the pools change).\n",
             np.pool
         ),
     );
@@ -216,14 +242,15 @@ fn bottlerocket(a: &Advice, np: &NodePool) -> String {
             let _ = writeln!(o, "{key} = {}", q(&s.value));
         }
     }
-    let (two, one) = pools(np);
-    if two.is_some() || one.is_some() {
+    let counts: Vec<(&str, String)> = [("2Mi", 2 << 20), ("1Gi", 1 << 30)]
+        .into_iter()
+        .filter_map(|(key, size)| Some((key, bottlerocket_count(np, size)?)))
+        .collect();
+    if !counts.is_empty() {
         // essential: a node that cannot reserve the pool fails to boot rather than joining short.
         o.push_str("\n[settings.kernel.hugepages.static]\nessential = true\n");
-        for (key, n) in [("2Mi", two), ("1Gi", one)] {
-            if let Some(n) = n {
-                let _ = writeln!(o, "{} = {{ count = {} }}", q(key), q(n));
-            }
+        for (key, n) in counts {
+            let _ = writeln!(o, "{} = {{ count = {} }}", q(key), q(&n));
         }
     }
     let sysctls: Vec<(&str, &Setting)> = np
@@ -252,9 +279,9 @@ fn openshift(a: &Advice, np: &NodePool) -> String {
         &format!(
             "# OpenShift: a MachineConfigPool {pool:?} of the nodes labelled {k}={v} (oc label node\n\
              # NODE {k}={v}) and a Tuned profile the Node Tuning Operator applies to that pool\n\
-             # only. THP, sysctls and sysfs knobs are set at run time; the pools are on the kernel\n\
-             # command line, so the Machine Config Operator reboots the pool's nodes one by one.\n\
-             # Removing the label or the Tuned object returns the nodes to the worker profile.\n",
+             # only. THP, sysctls and sysfs knobs are set at run time, the pools on the kernel\n\
+             # command line. Removing the label or the Tuned object returns the nodes to the\n\
+             # worker profile.\n",
             pool = np.pool
         ),
     );
@@ -279,4 +306,44 @@ fn openshift(a: &Advice, np: &NodePool) -> String {
         pool = np.pool
     );
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bottlerocket_writes_a_numa_node_s_pool_as_its_settings_take_it() {
+        let pool = |node, value: &str| Setting {
+            knob: Knob::HugetlbPages {
+                size: 2 << 20,
+                node,
+            },
+            value: value.into(),
+            now: None,
+            why: String::new(),
+        };
+        let np = |set| NodePool {
+            platform: Platform::Bottlerocket,
+            pool: "canary".into(),
+            label: ("pool".into(), "canary".into()),
+            set,
+            unset: Vec::new(),
+            pooled: 0,
+            node_memory: 8 << 30,
+            node_memory_from: "t".into(),
+            pool_limit: None,
+            needs: Vec::new(),
+            caveats: Vec::new(),
+            runs: Vec::new(),
+        };
+        let per_node = np(vec![pool(Some(0), "300"), pool(Some(1), "200")]);
+        assert_eq!(
+            bottlerocket_count(&per_node, 2 << 20).as_deref(),
+            Some("0:300,1:200")
+        );
+        assert_eq!(bottlerocket_count(&per_node, 1 << 30), None);
+        let whole = np(vec![pool(None, "512")]);
+        assert_eq!(bottlerocket_count(&whole, 2 << 20).as_deref(), Some("512"));
+    }
 }
