@@ -6,8 +6,7 @@
 //! Kubernetes node it checks that the node advertises the pools it set (`fleet::kubelet`).
 
 use super::UsageError;
-use crate::collect::kubernetes;
-use crate::control::{Guard, Knob, default_journal_path};
+use crate::control::{Guard, default_journal_path};
 use crate::fleet::kubelet;
 use crate::model::advice::Advice;
 use clap::Args;
@@ -20,20 +19,8 @@ pub struct ApplyArgs {
     /// While another hugelab owns the settings, wait for it instead of exiting 2
     #[arg(long)]
     pub wait_for_settings: bool,
-    /// The Kubernetes node this runs on (default $NODE_NAME): once its pools are set, check
-    /// that the node advertises them, through the API server
-    #[arg(long)]
-    pub node: Option<String>,
-    /// The API server (default: the one a pod reaches, with its service account)
-    #[arg(long, value_name = "URL")]
-    pub api_server: Option<String>,
-    #[arg(long, value_name = "DIR", default_value = kubernetes::SERVICE_ACCOUNT, hide = true)]
-    pub service_account: PathBuf,
-    /// When the node does not advertise the pools, restart its kubelet once with this command
-    /// (default: `systemctl restart kubelet` in the host's namespaces; needs hostPID), then
-    /// check again
-    #[arg(long, value_name = "CMD", num_args = 0..=1, default_missing_value = kubernetes::RESTART_KUBELET)]
-    pub restart_kubelet: Option<String>,
+    #[command(flatten)]
+    pub node: kubelet::NodeArgs,
 }
 
 pub fn run(a: ApplyArgs) -> anyhow::Result<i32> {
@@ -70,18 +57,8 @@ pub fn run(a: ApplyArgs) -> anyhow::Result<i32> {
         println!("  nothing to set: the advice changes no setting");
     }
     owner.share_settings()?;
-    let sizes: Vec<u64> = (adv.settings.iter())
-        .filter_map(|s| match s.knob {
-            Knob::HugetlbPages { size, .. } => Some(size),
-            _ => None,
-        })
-        .collect();
-    if !sizes.is_empty() {
-        let (node, api) = (a.node.clone(), a.api_server.as_deref());
-        let restart = a.restart_kubelet.as_deref();
-        for l in kubelet::check(&sizes, node, api, &a.service_account, restart) {
-            println!("{l}");
-        }
+    for l in kubelet::check(&adv.settings, &a.node) {
+        println!("{l}");
     }
     println!(
         "holding them until stopped (SIGTERM or Ctrl-C restores every value; after a SIGKILL, `hugelab restore` or the next hugelab does, from {}); runs that change no setting measure under them meanwhile, and one that would change them is refused",

@@ -4,9 +4,34 @@
 //! server, restarts the kubelet once when asked, checks again, and says loudly what a pod that
 //! requests the pages will see.
 
-use crate::collect::kubernetes::{Api, hugepages_resource, quantity_bytes};
+use crate::collect::kubernetes::{self, Api, hugepages_resource, quantity_bytes};
+use crate::control::Knob;
+use crate::model::advice::Setting;
 use crate::units::Bytes;
+use clap::Args;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
+
+/// `hugelab apply`'s options for a Kubernetes node: where to read whether the node advertises
+/// the pools the applier set, and whether to restart its kubelet when it does not.
+#[derive(Debug, Args)]
+pub struct NodeArgs {
+    /// The Kubernetes node this runs on (default $NODE_NAME): once its pools are set, check
+    /// that the node advertises them, through the API server
+    #[arg(long = "node")]
+    pub name: Option<String>,
+    /// The API server (default: the one a pod reaches, with its service account)
+    #[arg(long, value_name = "URL")]
+    pub api_server: Option<String>,
+    /// The service account's folder: its token and the API server's CA certificate (ca.crt)
+    #[arg(long, value_name = "DIR", default_value = kubernetes::SERVICE_ACCOUNT)]
+    pub service_account: PathBuf,
+    /// When the node does not advertise the pools, restart its kubelet once with this command
+    /// (default: `systemctl restart kubelet` in the host's namespaces; needs hostPID), then
+    /// check again
+    #[arg(long, value_name = "CMD", num_args = 0..=1, default_missing_value = kubernetes::RESTART_KUBELET)]
+    pub restart_kubelet: Option<String>,
+}
 
 /// How long the node may take to advertise the pools after its kubelet restarted, and how
 /// often it is read meanwhile.
@@ -33,19 +58,22 @@ fn lagging(api: &Api, node: &str, pools: &[(u64, u64)]) -> Result<Vec<String>, S
         .collect())
 }
 
-/// After the applier set pools of `sizes` (bytes a page): whether `node` (else `$NODE_NAME`, as
-/// the DaemonSet passes it) advertises the kernel's pools of those sizes as they now stand, read
-/// through the API server at `api_server` (else the one a pod reaches) with the service account
-/// in `account`, restarting the kubelet with `restart` when given. One line a finding.
-pub fn check(
-    sizes: &[u64],
-    node: Option<String>,
-    api_server: Option<&str>,
-    account: &std::path::Path,
-    restart: Option<&str>,
-) -> Vec<String> {
-    let Some(node) = node.or_else(|| std::env::var("NODE_NAME").ok().filter(|n| !n.is_empty()))
-    else {
+/// After the applier set `settings`: where they hold pools, whether the node (`args.name`, else
+/// `$NODE_NAME`, as the DaemonSet passes it) advertises the kernel's pools of those sizes as they
+/// now stand, read through the API server, restarting the kubelet as `args` says. One line a
+/// finding; none when no pool was set.
+pub fn check(settings: &[Setting], args: &NodeArgs) -> Vec<String> {
+    let sizes: Vec<u64> = (settings.iter())
+        .filter_map(|s| match s.knob {
+            Knob::HugetlbPages { size, .. } => Some(size),
+            _ => None,
+        })
+        .collect();
+    if sizes.is_empty() {
+        return Vec::new();
+    }
+    let env = std::env::var("NODE_NAME").ok().filter(|n| !n.is_empty());
+    let Some(node) = args.name.clone().or(env) else {
         return vec!["not on a Kubernetes node (no --node or NODE_NAME): whether a kubelet advertises the pools is not checked".into()];
     };
     let pools: Vec<(u64, u64)> = crate::probe::hugetlb::read(&crate::probe::Root::system())
@@ -54,8 +82,8 @@ pub fn check(
         .filter(|p| sizes.contains(&p.page_size))
         .map(|p| (p.page_size, p.total * p.page_size))
         .collect();
-    match Api::new(api_server, account) {
-        Ok(api) => advertise(&api, &node, &pools, restart),
+    match Api::new(args.api_server.as_deref(), &args.service_account) {
+        Ok(api) => advertise(&api, &node, &pools, args.restart_kubelet.as_deref()),
         Err(why) => vec![format!(
             "WARNING: node {node}'s capacity cannot be checked ({why}): a pod that requests its huge pages stays Pending until the node advertises them, which for pools set at run time takes a kubelet restart"
         )],
