@@ -21,7 +21,7 @@ fn every_study_table_is_printed_from_its_stored_runs() {
     let mut stored: Vec<_> = std::fs::read_dir(root.join("docs/study"))
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".db.xz") && !is_chase(p))
+        .filter(|p| p.to_string_lossy().ends_with(".db.xz") && !is_chase(p) && !is_tlb(p))
         .collect();
     stored.sort();
     assert!(!stored.is_empty(), "no stored runs in docs/study");
@@ -82,6 +82,42 @@ fn script(root: &Path, name: &str, args: &[&std::ffi::OsStr], env: &[(&str, &str
 fn is_chase(p: &Path) -> bool {
     p.file_name()
         .is_some_and(|n| n.to_string_lossy().contains("-chase"))
+}
+
+fn is_tlb(p: &Path) -> bool {
+    p.file_name()
+        .is_some_and(|n| n.to_string_lossy().contains("-tlb"))
+}
+
+/// docs/bench.md's study of `bench tlb` across runs is exactly what `scripts/study/tlb.sh rows`
+/// prints from the stored runs (both ways): each run's range and whether every range overlaps
+/// every other, as the runs stored them.
+#[test]
+#[cfg_attr(
+    missing_jq,
+    ignore = "needs jq and xz (apt-get install jq xz-utils; .ci/run does)"
+)]
+fn the_tlb_study_table_is_printed_from_its_stored_runs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let docs = std::fs::read_to_string(root.join("docs/bench.md")).unwrap();
+    let stored: Vec<_> = std::fs::read_dir(root.join("docs/study"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| is_tlb(p))
+        .collect();
+    assert!(
+        !stored.is_empty(),
+        "no stored bench tlb study in docs/study"
+    );
+    for db in &stored {
+        let text = script(root, "tlb.sh", &["rows".as_ref(), db.as_os_str()], &[]);
+        // A heading, its rule, ten runs or more, and the overlap line.
+        assert!(text.lines().count() >= 13, "{text}");
+        let source = format!("docs/study/{}", db.file_name().unwrap().to_string_lossy());
+        if let Err(e) = common::quoted_exactly(&docs, "tlb.sh", &source, &text) {
+            panic!("docs/bench.md: {e}");
+        }
+    }
 }
 
 #[test]
