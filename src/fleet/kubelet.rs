@@ -10,7 +10,7 @@ use crate::model::advice::Setting;
 use crate::units::Bytes;
 use clap::Args;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// `hugelab apply`'s options for a Kubernetes node: where to read whether the node advertises
 /// the pools the applier set, and whether to restart its kubelet when it does not.
@@ -33,10 +33,10 @@ pub struct NodeArgs {
     pub restart_kubelet: Option<String>,
 }
 
-/// How long the node may take to advertise the pools after its kubelet restarted, and how
-/// often it is read meanwhile.
-const SETTLE: Duration = Duration::from_secs(120);
+/// How often the node is read after its kubelet restarted, and how many times before the
+/// applier says it still lags (about two minutes).
 const EVERY: Duration = Duration::from_secs(2);
+const READS: u32 = 60;
 
 /// The pools `node` does not advertise in full: `hugepages-2Mi 0 of the pool's 16.0 MiB`.
 fn lagging(api: &Api, node: &str, pools: &[(u64, u64)]) -> Result<Vec<String>, String> {
@@ -92,7 +92,7 @@ pub fn check(settings: &[Setting], args: &NodeArgs) -> Vec<String> {
 
 /// Checks that `node` advertises each pool (`(page size, bytes)` the applier set), through
 /// `api`; where it does not and `restart` is given, runs that command once (`sh -c`) and reads
-/// the node again until it does or [`SETTLE`] has passed. Returns what it found, one line each.
+/// the node again until it does, [`READS`] times [`EVERY`] apart. Returns what it found, one line each.
 pub fn advertise(
     api: &Api,
     node: &str,
@@ -137,9 +137,8 @@ pub fn advertise(
             return o;
         }
     }
-    let t = Instant::now();
     let mut last = short;
-    while t.elapsed() < SETTLE {
+    for _ in 0..READS {
         std::thread::sleep(EVERY);
         match lagging(api, node, pools) {
             Ok(s) if s.is_empty() => {
@@ -153,8 +152,8 @@ pub fn advertise(
         }
     }
     o.push(format!(
-        "WARNING: node {node} still advertises {last} {}s after its kubelet restarted: {pending}",
-        SETTLE.as_secs()
+        "WARNING: node {node} still advertises {last} after its kubelet restarted ({READS} reads, {} s apart): {pending}",
+        EVERY.as_secs()
     ));
     o
 }
