@@ -4,15 +4,6 @@
 use super::{Advice, EvidenceLine, RunEvidence, ServiceLine, Target, begin};
 use crate::control::Knob;
 
-/// `hugepages-2Mi` / `hugepages-1Gi`.
-pub fn resource_name(page: u64) -> &'static str {
-    if page == 1 << 30 {
-        "hugepages-1Gi"
-    } else {
-        "hugepages-2Mi"
-    }
-}
-
 pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>) -> Advice {
     let (mut a, chosen) = begin(
         Target::Kubernetes,
@@ -33,7 +24,7 @@ pub fn advise(runs: &[RunEvidence], lines: Vec<EvidenceLine>) -> Advice {
             file: "pod spec".into(),
             line: format!(
                 "resources:\n  requests:\n    {r}: {mib}Mi\n  limits:\n    {r}: {mib}Mi",
-                r = resource_name(size)
+                r = crate::collect::kubernetes::hugepages_resource(size)
             ),
             why: format!("the pool the measured arm had ({pages} pages); requests must equal limits for hugepages"),
         });
