@@ -513,3 +513,52 @@ fn the_layers_check_fails_on_a_planted_upward_import_and_a_stray_impl() {
         assert!(!ok && out.contains(said), "{file}: {out}");
     }
 }
+
+/// A trial's evidence is built once, where the trial ends: the check passes on this tree and
+/// fails on a planted patch of a built evidence (a field assigned, one mutated in place, a
+/// function handed `&mut Evidence`), in each place trials are built or read.
+#[test]
+fn the_evidence_check_fails_on_a_field_patched_after_the_evidence_was_built() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let check = |tree: &Path| {
+        std::process::Command::new("bash")
+            .arg(root.join("scripts/check-evidence.sh"))
+            .arg(tree)
+            .output()
+            .unwrap()
+    };
+    let here = check(root);
+    let said = String::from_utf8_lossy(&here.stdout);
+    assert!(here.status.success(), "{said}");
+    for (file, planted) in [
+        (
+            "src/experiment/planted.rs",
+            "fn f(t: &mut TrialRow) { t.evidence.duet = true; }",
+        ),
+        (
+            "src/bench/planted.rs",
+            "fn f(mut ev: Evidence) { ev.gathered.memory.coverage_at_peak = 1.0; }",
+        ),
+        (
+            "src/experiment/execute/planted.rs",
+            "fn f(t: &mut TrialRow) { t.evidence.condition.clone_from(&None); }",
+        ),
+        (
+            "src/store/planted.rs",
+            "fn f(evidence: &mut Evidence) { let _ = evidence; }",
+        ),
+        (
+            "src/experiment/planted.rs",
+            "fn f(t: &mut TrialRow) { if let Some(n) = t.evidence.gathered.noise.as_mut() { n.steal_ns = 0; } }",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, format!("{planted}\n")).unwrap();
+        let out = check(dir.path());
+        assert!(!out.status.success(), "not caught: {planted}");
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(said.contains(&format!("{file}:1")), "{planted}: {said}");
+    }
+}

@@ -373,3 +373,37 @@ fn results_show_prints_every_line_a_verbose_calibrating_run_printed() {
     let (_, body) = show.split_once('\n').unwrap();
     assert_eq!(body.trim_end(), run, "results show:\n{show}");
 }
+
+/// `results show` prints the answer the run stored without reading one trial: with the trials'
+/// evidence unreadable it prints the same lines; decided again at another level it needs the
+/// trials, and the error says what it could not read.
+#[test]
+fn results_show_reads_the_trials_only_to_decide_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(["run", "-a", "a=env.X=1", "-a", "b=env.X=2", "--blocks", "6"])
+        .args(["--warmup", "0", "--db"])
+        .arg(&db)
+        .args(["--", "true"])
+        .assert()
+        .success();
+    let shown = hugelab(&db, &["results", "show", "1"]);
+    let again = hugelab(&db, &["results", "show", "1", "--confidence", "0.95"]);
+    assert!(again.contains("95%"), "{again}");
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch("ALTER TABLE trials RENAME COLUMN evidence TO moved")
+        .unwrap();
+    assert_eq!(hugelab(&db, &["results", "show", "1"]), shown);
+    let out = Command::cargo_bin("hugelab")
+        .unwrap()
+        .args(["results", "show", "1", "--confidence", "0.95", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no such column: evidence"), "{err}");
+}

@@ -89,13 +89,16 @@ impl StoredBench {
                         && e.size == o.size
                         && e.workload.metrics().contains(&o.metric)
                 })
-                .map(|e| {
-                    let mut ev = crate::store::Evidence {
-                        coverage: Some(e.coverage.clone()),
+                .map(|e| crate::store::Evidence {
+                    gathered: crate::collect::trial::TrialEvidence {
+                        memory: crate::collect::sampler::MemorySamples {
+                            coverage_at_peak: e.coverage.fraction,
+                            ..Default::default()
+                        },
                         ..Default::default()
-                    };
-                    ev.gathered.memory.coverage_at_peak = e.coverage.fraction;
-                    ev
+                    },
+                    coverage: Some(e.coverage.clone()),
+                    ..Default::default()
                 })
                 .unwrap_or_default();
             self.store.add_trial(

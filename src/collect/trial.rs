@@ -57,7 +57,16 @@ pub struct Gatherer {
     kernel_before: BTreeMap<String, u64>,
     sampler: Option<(Sender<()>, JoinHandle<MemorySamples>)>,
     counters: Option<Counters>,
-    evidence: TrialEvidence,
+    /// Read once the child exited: its perf counts, its memory samples.
+    counted: Option<Counted>,
+    memory: Option<MemorySamples>,
+}
+
+/// The child's perf counts, read as it exits.
+struct Counted {
+    perf: BTreeMap<PerfEvent, u64>,
+    running_fraction: Option<f64>,
+    unavailable: Vec<String>,
 }
 
 impl Gatherer {
@@ -71,19 +80,29 @@ impl Gatherer {
             noise: super::noise::mark(root),
             sampler: None,
             counters: None,
-            evidence: TrialEvidence::default(),
+            counted: None,
+            memory: None,
         }
     }
 
     /// The evidence, once the child is reaped (`child_cpu_ns` from its rusage).
     pub fn finish(mut self, child_cpu_ns: u64) -> TrialEvidence {
         self.exited();
-        self.evidence.noise = super::noise::since(&self.root, &self.noise, child_cpu_ns);
+        let noise = super::noise::since(&self.root, &self.noise, child_cpu_ns);
         let after = super::huge_counters(&self.root);
         let read = |m: &BTreeMap<String, u64>| m.keys().any(|k| k.starts_with("thp_"));
-        self.evidence.kernel_read = read(&self.kernel_before) && read(&after);
-        self.evidence.kernel_counters = super::deltas(&self.kernel_before, &after);
-        self.evidence
+        let counted = self.counted.take();
+        TrialEvidence {
+            memory: self.memory.take().unwrap_or_default(),
+            perf_running_fraction: counted.as_ref().and_then(|c| c.running_fraction),
+            perf_unavailable: counted
+                .as_ref()
+                .map_or_else(Vec::new, |c| c.unavailable.clone()),
+            perf: counted.map(|c| c.perf).unwrap_or_default(),
+            kernel_read: read(&self.kernel_before) && read(&after),
+            kernel_counters: super::deltas(&self.kernel_before, &after),
+            noise,
+        }
     }
 }
 
@@ -105,17 +124,17 @@ impl TrialHooks for Gatherer {
 
     fn exited(&mut self) {
         if let Some(mut c) = self.counters.take() {
-            self.evidence.perf = c.stop();
-            self.evidence.perf_running_fraction = c.running_fraction;
-            self.evidence.perf_unavailable = c
-                .unavailable
-                .iter()
-                .map(|(e, why)| format!("{}: {why}", e.name()))
-                .collect();
+            self.counted = Some(Counted {
+                perf: c.stop(),
+                running_fraction: c.running_fraction,
+                unavailable: (c.unavailable.iter())
+                    .map(|(e, why)| format!("{}: {why}", e.name()))
+                    .collect(),
+            });
         }
         if let Some((tx, h)) = self.sampler.take() {
             let _ = tx.send(());
-            self.evidence.memory = h.join().unwrap_or_default();
+            self.memory = Some(h.join().unwrap_or_default());
         }
     }
 }

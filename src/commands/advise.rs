@@ -93,7 +93,8 @@ fn evidence_of(
     if meta.status == "imported" || meta.plan.is_bench() || arm_rows.len() < 2 {
         return Ok(None);
     }
-    let recalled = crate::stored_runs::recall(store, &meta, &arm_rows, &trials, d)?;
+    let given = crate::stored_runs::Trials::Given(&trials);
+    let recalled = crate::stored_runs::recall(store, &meta, &arm_rows, &given, d)?;
     let note = recalled.notes().first().cloned();
     let crate::stored_runs::Answer::Run(record) = recalled.answer else {
         return Ok(None);

@@ -89,13 +89,15 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
             }
         }
         ResultsAction::Show { run, decision, out } => {
-            let (mut meta, arms, trials) = store.load(run)?;
+            // The trials are read only where the answer is not stored whole or is decided again.
+            let (mut meta, arms) = store.head(run)?;
+            let trials = crate::stored_runs::Trials::stored(&store, run);
             meta.status = crate::stored_runs::status_now(&meta);
             let recalled = crate::stored_runs::recall(&store, &meta, &arms, &trials, &decision)?;
             if out.json {
-                let said = recalled
-                    .record()
-                    .map(|r| crate::stored_runs::said(&meta, &arms, &trials, r));
+                let said = (recalled.record())
+                    .map(|r| crate::stored_runs::said(&meta, &arms, &trials, r))
+                    .transpose()?;
                 print_json(&serde_json::json!({
                     "schema": SHOW_SCHEMA,
                     "run": meta,
@@ -111,7 +113,7 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
                 let notes = recalled.notes();
                 let text = match &recalled.answer {
                     Answer::Run(record) => {
-                        let said = crate::stored_runs::said(&meta, &arms, &trials, record);
+                        let said = crate::stored_runs::said(&meta, &arms, &trials, record)?;
                         crate::render::run::render_stored(record, &notes, &said)
                     }
                     Answer::Bench(b) => crate::render::bench::render_stored(b, &notes),
@@ -124,7 +126,8 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
             let own = Redecide::default();
             let text = match format {
                 ExportFormat::Json => {
-                    let kept = crate::stored_runs::recall(&store, &meta, &arms, &trials, &own)?;
+                    let given = crate::stored_runs::Trials::Given(&trials);
+                    let kept = crate::stored_runs::recall(&store, &meta, &arms, &given, &own)?;
                     serde_json::to_string_pretty(&crate::model::Versioned::of(
                         &crate::stored_runs::export::export(&meta, &arms, &trials, &kept),
                     ))?

@@ -4,7 +4,7 @@
 
 use super::Effects;
 use super::servers::{PerTrial, ServerSchedule, Warm};
-use super::trial::{Job, ServerSlot, describe_end, trial};
+use super::trial::{Beside, Job, ServerSlot, describe_end, trial};
 
 mod duet;
 mod progress;
@@ -266,17 +266,19 @@ impl Course<'_> {
             lifetime: self.lifetime,
             replica: 0,
         });
-        let mut t = trial(
+        let beside = Beside {
+            condition,
+            ..Beside::default()
+        };
+        trial(
             &self.job,
             arm,
             block,
             ctx,
             &mut self.guard,
             &mut self.x.notes,
-            slot,
-        )?;
-        t.evidence.condition = condition;
-        Ok(t)
+            (slot, beside),
+        )
     }
 
     /// The unmeasured runs of each arm. False when the run stops (a failure, Ctrl-C).

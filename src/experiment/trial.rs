@@ -29,9 +29,11 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 mod begin;
+mod end;
 mod evidence;
 pub(super) use begin::{Begun, begin, ready};
-use evidence::{cpu_per_op, event_costs, evidence_of, pools_at_start, qemu_failure, read_metrics};
+pub(super) use end::{Beside, end, own_cpu_ns};
+use evidence::{cpu_per_op, event_costs, pools_at_start, qemu_failure, read_metrics};
 
 /// A trial's end in words: `exit 1`, `killed by SIGKILL`, with `--timeout` and a metric not
 /// found named.
@@ -402,24 +404,6 @@ fn finish_trace(
     Some(t.finish(o.start_mono_ns, o.end_mono_ns, comm))
 }
 
-/// The server's part of a trial's evidence (its own, its lifetime, the load's last lines);
-/// returns why the server failed, when it did.
-fn server_evidence(
-    evidence: &mut Evidence,
-    served: Option<service::Served>,
-    o: &TrialOutcome,
-    lifetime: Option<usize>,
-) -> Option<String> {
-    evidence.lifetime = lifetime;
-    let s = served?;
-    evidence.server = Some(*s.evidence);
-    evidence.load_output_tail = output_tail(o, 20).into_iter().map(String::from).collect();
-    if s.failure.is_some() {
-        evidence.failure_reason.clone_from(&s.failure);
-    }
-    s.failure
-}
-
 /// One trial of arm `arm_idx` in `block` (−1: warm-up), not yet stored.
 pub(super) fn trial(
     job: &Job,
@@ -428,7 +412,7 @@ pub(super) fn trial(
     ctx: &mut Effects,
     guard: &mut Option<Guard>,
     notes: &mut Vec<String>,
-    mut servers: Option<ServerSlot>,
+    (mut servers, beside): (Option<ServerSlot>, Beside),
 ) -> anyhow::Result<TrialRow> {
     let r = match ready(job, arm_idx, block, ctx, guard, notes, servers.as_mut())? {
         Ok(r) => r,
@@ -436,104 +420,7 @@ pub(super) fn trial(
     };
     let mut b = begin(job, r, ctx, servers.as_ref())?;
     let o = ctx.runner.run(&b.spec, &mut b.gatherer);
-    end(job, b, o, ctx, notes, servers)
-}
-
-/// Everything of a trial after its load `o` ended: the server read and released, the
-/// evidence finished, the metrics and costs read, the row.
-pub(super) fn end(
-    job: &Job,
-    b: Begun,
-    o: std::io::Result<TrialOutcome>,
-    ctx: &mut Effects,
-    notes: &mut Vec<String>,
-    mut servers: Option<ServerSlot>,
-) -> anyhow::Result<TrialRow> {
-    let plan = job.plan;
-    let Begun {
-        arm_idx,
-        block,
-        spec,
-        trial_dir,
-        pools,
-        at_start,
-        gatherer,
-        during,
-        event,
-    } = b;
-    let arm = &plan.arms[arm_idx];
-    let memory = during.map(DuringLoad::finish);
-    let event = event.map(|(e, report)| (e.finish(), report));
-    let served = match (servers.as_mut(), memory) {
-        (Some(s), Some(m)) => {
-            let seat = s.seat(arm_idx);
-            Some(s.schedule.release(seat, m))
-        }
-        _ => None,
-    };
-    let o = o?;
-    let server_cpu = served.as_ref().map_or(0, |s| s.cpu_ns);
-    let ev = gatherer.finish(o.user_ns + o.sys_ns + server_cpu);
-    let traced = finish_trace(ctx, &spec, &o);
-    let (mut metrics, mut missing, load_error) = read_metrics(plan, &o, trial_dir.as_ref());
-    let discovered = discovered_rows(plan, &o, trial_dir.as_ref(), &mut missing);
-    let evidence_event = add_costs(
-        plan,
-        &mut metrics,
-        (&o, &ev, &pools),
-        served.as_ref(),
-        &event,
-    );
-    note_uncounted(&ev, notes);
-    let backing = match &served {
-        Some(s) => s.backing.as_deref().cloned(),
-        None => experiment::judge_trial(arm.expectation(), &ev.memory, &o.stdout, &o.stderr),
-    };
-    let mut flagged = match &served {
-        Some(s) => s.flag.clone(),
-        None => backing
-            .as_ref()
-            .filter(|j| j.state == State::FellBack)
-            .map(|j| j.why.clone()),
-    };
-    let mut evidence = evidence_of(o.clone(), ev, missing.clone());
-    evidence.backing = backing;
-    evidence.load_error = load_error;
-    evidence.machine_at_start = at_start;
-    evidence.pools = (!pools.is_empty()).then_some(pools);
-    evidence.event = evidence_event;
-    evidence.load_metrics = (!discovered.is_empty()).then_some(discovered);
-    let lifetime = servers.as_ref().and_then(|s| s.lifetime);
-    let server_failure = server_evidence(&mut evidence, served, &o, lifetime);
-    if let Some(s) = servers.as_ref() {
-        evidence.replica = (s.schedule.replicas() > 1).then_some(s.replica);
-        evidence.burst_s = s.schedule.arm(s.seat(arm_idx)).burst();
-    }
-    if let Some((w, pid)) = job.watched.get(&arm_idx).map(|(w, p)| (w.as_str(), *p)) {
-        let (seen, flag) = watch_arm(job, arm_idx, w, pid);
-        flagged = flagged.or(flag);
-        evidence.watch = Some(seen);
-    }
-    if let Some(why) = qemu_failure(arm, &o.stderr, &ctx.root).filter(|_| !o.succeeded()) {
-        if !notes.contains(&why) {
-            notes.push(why.clone());
-        }
-        evidence.failure_reason = Some(why);
-    }
-    if let Some((w, lost)) = traced {
-        evidence.trace = Some(w);
-        evidence.trace_lost = Some(lost);
-    }
-    let ok = o.succeeded() && missing.is_empty() && server_failure.is_none();
-    Ok(TrialRow {
-        block,
-        arm_idx: arm_idx as i64,
-        seq: 0,
-        ok,
-        flagged,
-        metrics,
-        evidence,
-    })
+    Ok(end(job, b, o, ctx, notes, servers)?.row(beside))
 }
 
 /// A trial whose server did not come up: failed, with the server's reason and last lines.

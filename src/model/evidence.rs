@@ -96,7 +96,7 @@ impl From<serde_json::Value> for Evidence {
         // Counters never gathered (a bench cell, a server that did not come up) were not read.
         let counted = v.get("kernel_counters").is_some();
         // Read in place (a stored run's every trial passes here): no copy unless it fails.
-        let mut e: Evidence = match serde::Deserialize::deserialize(&v) {
+        let e: Evidence = match serde::Deserialize::deserialize(&v) {
             Ok(e) => e,
             Err(_) => {
                 let serde_json::Value::Object(mut map) = v else {
@@ -109,8 +109,13 @@ impl From<serde_json::Value> for Evidence {
                 serde_json::from_value(serde_json::Value::Object(map)).unwrap_or_default()
             }
         };
-        e.gathered.kernel_read &= counted;
-        e
+        Evidence {
+            gathered: TrialEvidence {
+                kernel_read: e.gathered.kernel_read && counted,
+                ..e.gathered
+            },
+            ..e
+        }
     }
 }
 

@@ -347,35 +347,31 @@ impl Store {
         })
     }
 
+    /// Every run's row, with how many trials it stored.
     pub fn runs(&self) -> anyhow::Result<Vec<(RunMeta, i64)>> {
-        let mut st = self.conn.prepare(
-            "SELECT r.id, r.created, r.label, r.command, r.host, r.kernel, r.status, r.plan, (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id) FROM runs r ORDER BY r.id",
-        )?;
-        let rows = st.query_map([], |r| {
-            Ok((
-                RunMeta {
-                    id: r.get(0)?,
-                    created: r.get(1)?,
-                    label: r.get(2)?,
-                    command: serde_json::from_str(&r.get::<_, String>(3)?).unwrap_or_default(),
-                    host: r.get(4)?,
-                    kernel: r.get(5)?,
-                    status: r.get(6)?,
-                    plan: serde_json::from_str(&r.get::<_, String>(7)?)
-                        .unwrap_or_else(|_| StoredRunPlan::Partial(Box::default())),
-                },
-                r.get(8)?,
-            ))
-        })?;
+        let mut st = self.conn.prepare(&format!(
+            "SELECT {META}, (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id) FROM runs r ORDER BY r.id"
+        ))?;
+        let rows = st.query_map([], |r| Ok((meta_of(r)?, r.get(8)?)))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// A run whole: its row, its arms and its trials (every trial's evidence decoded).
     pub fn load(&self, run: i64) -> anyhow::Result<(RunMeta, Vec<ArmRow>, Vec<TrialRow>)> {
+        let (meta, arms) = self.head(run)?;
+        Ok((meta, arms, self.trials(run)?))
+    }
+
+    /// A run's row and its arms, without its trials: what a view of the stored answer needs.
+    pub fn head(&self, run: i64) -> anyhow::Result<(RunMeta, Vec<ArmRow>)> {
         let meta = self
-            .runs()?
-            .into_iter()
-            .map(|(m, _)| m)
-            .find(|m| m.id == run)
+            .conn
+            .query_row(
+                &format!("SELECT {META} FROM runs r WHERE r.id = ?1"),
+                [run],
+                meta_of,
+            )
+            .optional()?
             .ok_or_else(|| {
                 anyhow::anyhow!(
                     "no run {run} in {} (see `hugelab results list`)",
@@ -394,6 +390,11 @@ impl Store {
                 })
             })?
             .collect::<Result<Vec<_>, _>>()?;
+        Ok((meta, arms))
+    }
+
+    /// A run's trials in the order they ran, each with its metrics and its evidence decoded.
+    pub fn trials(&self, run: i64) -> anyhow::Result<Vec<TrialRow>> {
         let mut st = self.conn.prepare("SELECT id, block, arm_idx, seq, ok, flagged, evidence FROM trials WHERE run_id = ?1 ORDER BY seq")?;
         let mut mst = self
             .conn
@@ -421,8 +422,26 @@ impl Store {
                 .collect::<Result<_, _>>()?;
             trials.push(t);
         }
-        Ok((meta, arms, trials))
+        Ok(trials)
     }
+}
+
+/// The columns of a run's row [`meta_of`] reads, in its order.
+const META: &str = "r.id, r.created, r.label, r.command, r.host, r.kernel, r.status, r.plan";
+
+/// A run's row, from a query that selects [`META`] first.
+fn meta_of(r: &rusqlite::Row) -> rusqlite::Result<RunMeta> {
+    Ok(RunMeta {
+        id: r.get(0)?,
+        created: r.get(1)?,
+        label: r.get(2)?,
+        command: serde_json::from_str(&r.get::<_, String>(3)?).unwrap_or_default(),
+        host: r.get(4)?,
+        kernel: r.get(5)?,
+        status: r.get(6)?,
+        plan: serde_json::from_str(&r.get::<_, String>(7)?)
+            .unwrap_or_else(|_| StoredRunPlan::Partial(Box::default())),
+    })
 }
 
 /// A run's row and its arms, inside the caller's transaction.

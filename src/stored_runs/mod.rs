@@ -20,6 +20,49 @@ use crate::store::Store;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+/// A stored run's trials: given by a reader that has them, or read from the store the first
+/// time an analysis asks (a view of a run whose record holds its answer reads none).
+pub enum Trials<'s> {
+    Given(&'s [crate::store::TrialRow]),
+    Stored {
+        store: &'s Store,
+        run: i64,
+        rows: std::cell::OnceCell<Vec<crate::store::TrialRow>>,
+    },
+}
+
+impl<'s> Trials<'s> {
+    /// Run `run`'s trials, read from `store` when first asked for.
+    pub fn stored(store: &'s Store, run: i64) -> Self {
+        Trials::Stored {
+            store,
+            run,
+            rows: std::cell::OnceCell::new(),
+        }
+    }
+
+    pub fn get(&self) -> anyhow::Result<&[crate::store::TrialRow]> {
+        match self {
+            Trials::Given(t) => Ok(t),
+            Trials::Stored { store, run, rows } => {
+                if rows.get().is_none() {
+                    let read = store.trials(*run)?;
+                    let _ = rows.set(read);
+                }
+                Ok(rows.get().map_or(&[], Vec::as_slice))
+            }
+        }
+    }
+
+    /// Whether the trials were read (always, for given ones).
+    pub fn read(&self) -> bool {
+        match self {
+            Trials::Given(_) => true,
+            Trials::Stored { rows, .. } => rows.get().is_some(),
+        }
+    }
+}
+
 /// A stored run's status as it is now: `running` whose process is gone reads `interrupted`.
 pub fn status_now(meta: &crate::store::RunMeta) -> String {
     let gone =
@@ -143,9 +186,9 @@ pub fn compare_runs(
 pub fn said(
     meta: &crate::store::RunMeta,
     arms: &[crate::store::ArmRow],
-    trials: &[crate::store::TrialRow],
+    trials: &Trials,
     record: &RunRecord,
-) -> crate::model::report::Said {
+) -> anyhow::Result<crate::model::report::Said> {
     let report = &record.report;
     let server = meta.plan.server().cloned();
     let names: Vec<String> = arms.iter().map(|a| a.name.clone()).collect();
@@ -153,6 +196,7 @@ pub fn said(
         // What the run printed, as it kept it.
         _ if !record.servers.is_empty() => record.servers.clone(),
         (Some(_), Some(m)) => {
+            let trials = trials.get()?;
             let data: Vec<_> = trials
                 .iter()
                 .map(crate::analyze::stored::trial_data)
@@ -162,10 +206,10 @@ pub fn said(
         }
         _ => Vec::new(),
     };
-    crate::model::report::Said {
+    Ok(crate::model::report::Said {
         server,
         arms: names,
         notes: record.notes.clone(),
         servers,
-    }
+    })
 }

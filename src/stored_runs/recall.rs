@@ -4,12 +4,13 @@
 //! another decision, and the decision says so; an answer an earlier version did not keep whole
 //! is rebuilt from its rows, and says how.
 
+use super::Trials;
 use crate::analyze::stored::reanalyse;
 use crate::model::bench::BenchResult;
 use crate::model::decision::{Decision, Kept, Kind, Origin};
 use crate::model::record::{RECORD_SCHEMA, RunFacts, RunRecord};
 use crate::model::verdict::Design;
-use crate::store::{ArmRow, RunMeta, Store, TrialRow};
+use crate::store::{ArmRow, RunMeta, Store};
 
 /// A stored result's answer.
 #[derive(Debug, Clone)]
@@ -59,7 +60,7 @@ pub fn recall(
     store: &Store,
     meta: &RunMeta,
     arms: &[ArmRow],
-    trials: &[TrialRow],
+    trials: &Trials,
     over: &crate::options::Redecide,
 ) -> anyhow::Result<Recalled> {
     if meta.plan.is_bench() {
@@ -75,6 +76,7 @@ pub fn recall(
         None => earlier(store, meta, arms, trials, &decision)?,
     };
     if decision.is_reanalysis() {
+        let trials = trials.get()?;
         record.report = reanalyse(
             meta,
             arms,
@@ -129,9 +131,10 @@ fn earlier(
     store: &Store,
     meta: &RunMeta,
     arms: &[ArmRow],
-    trials: &[TrialRow],
+    trials: &Trials,
     decision: &Decision,
 ) -> anyhow::Result<(RunRecord, Option<String>)> {
+    let trials = trials.get()?;
     let kept = store.summary::<crate::model::analysis::ExperimentAnalysis>(meta.id)?;
     let (report, how) = match kept {
         Some(a) => (
@@ -186,7 +189,7 @@ fn recall_bench(
     store: &Store,
     meta: &RunMeta,
     arms: &[ArmRow],
-    trials: &[TrialRow],
+    trials: &Trials,
     over: &crate::options::Redecide,
 ) -> anyhow::Result<Recalled> {
     let stored = store
@@ -213,7 +216,7 @@ fn recall_bench(
         ),
         Some(b) => (b, None),
         None => {
-            let b = super::rounds::rebuild(meta, arms, trials, decision.confidence)?;
+            let b = super::rounds::rebuild(meta, arms, trials.get()?, decision.confidence)?;
             let how = format!(
                 "this bench kept its rounds, not its result (an earlier version's, or one that stopped): its rounds decided again at {} (the coverage and per-op counts it printed were not kept)",
                 decision.level()

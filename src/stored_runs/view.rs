@@ -24,7 +24,8 @@ pub fn view(
     } else {
         RunKind::Run
     };
-    let recalled = super::recall(store, &meta, arms, trials, over)?;
+    let given = super::Trials::Given(trials);
+    let recalled = super::recall(store, &meta, arms, &given, over)?;
     let read_as = recalled.notes();
     let arm_names: Vec<String> = arms.iter().map(|a| a.name.clone()).collect();
     let index = |idx: i64| arms.iter().position(|a| a.idx == idx);
@@ -65,7 +66,7 @@ pub fn view(
     let curves = bench.as_ref().map_or(Vec::new(), bench_curves);
     let stalls = stall_histograms(&arm_names, &index, trials);
     let said = match &record {
-        Some(r) => super::said(&meta, arms, trials, r),
+        Some(r) => super::said(&meta, arms, &given, r)?,
         None => crate::model::report::Said {
             arms: arm_names.clone(),
             ..Default::default()

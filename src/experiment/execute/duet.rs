@@ -13,9 +13,8 @@
 //! [`Runner::run_together`]: crate::workload::child::Runner::run_together
 
 use super::{BlockEnd, Course, block_order};
-use crate::analyze::costs::SERVER_CPU;
 use crate::experiment::Effects;
-use crate::experiment::trial::{ServerSlot, begin, end, ready};
+use crate::experiment::trial::{Beside, ServerSlot, begin, end, own_cpu_ns, ready};
 use crate::store::TrialRow;
 use crate::workload::child::{TrialHooks, TrialSpec};
 
@@ -82,20 +81,25 @@ impl Course<'_> {
                 .collect();
             ctx.runner.run_together(trials)
         };
+        let mut ended = Vec::new();
         for ((replica, b), o) in begun.into_iter().zip(outcomes) {
             let slot = self
                 .servers
                 .as_deref_mut()
                 .map(|s| ServerSlot::of_replica(s, lifetime, (replica, replicas)));
-            let mut t = end(&self.job, b, o, ctx, &mut self.x.notes, slot)?;
-            t.evidence.duet = true;
-            t.evidence.condition.clone_from(&condition);
-            rows.push(t);
+            ended.push((replica, end(&self.job, b, o, ctx, &mut self.x.notes, slot)?));
+        }
+        let own: Vec<u64> = ended.iter().map(|(_, e)| e.own_cpu_ns()).collect();
+        for ((replica, e), others_cpu_ns) in ended.into_iter().zip(beside_each(&own)) {
+            rows.push(e.row(Beside {
+                duet: true,
+                condition: condition.clone(),
+                others_cpu_ns,
+            }));
             if replica == 0 {
                 ctx.progress.step("");
             }
         }
-        without_each_other(&mut rows);
         self.note_headroom(&rows, ctx);
         let mut end = BlockEnd::Done;
         for t in rows {
@@ -154,22 +158,15 @@ fn saturated(busy: f64, cpus: f64, waiting: Option<f64>) -> bool {
 }
 
 /// A trial's own CPU time in a block: its load's and its server's, ns.
-fn own_cpu_ns(t: &TrialRow) -> u64 {
-    let load = t.evidence.load_cpu_ns();
-    let server = t.metrics.get(SERVER_CPU).map_or(0.0, |s| s * 1e9) as u64;
-    load + server
+fn own_cpu(t: &TrialRow) -> u64 {
+    own_cpu_ns(&t.evidence.outcome, &t.metrics)
 }
 
-/// Each trial's "other processes" CPU without the other arms' loads and servers, which ran
-/// beside it on purpose.
-fn without_each_other(rows: &mut [TrialRow]) {
-    let own: Vec<u64> = rows.iter().map(own_cpu_ns).collect();
+/// For each of a block's trials, the CPU the others used beside it (their loads and servers,
+/// which ran beside it on purpose, so not its noise), from each one's own.
+fn beside_each(own: &[u64]) -> Vec<u64> {
     let all: u64 = own.iter().sum();
-    for (t, mine) in rows.iter_mut().zip(own) {
-        if let Some(noise) = t.evidence.gathered.noise.as_mut() {
-            noise.other_cpu_ns = noise.other_cpu_ns.saturating_sub(all - mine);
-        }
-    }
+    own.iter().map(|mine| all - mine).collect()
 }
 
 /// The CPUs a block's trials used together: their CPU time over the longest load's wall time.
@@ -179,7 +176,7 @@ fn cpus_used(rows: &[TrialRow]) -> Option<f64> {
         .map(|t| t.evidence.outcome.wall_ns)
         .max()
         .filter(|w| *w > 0)?;
-    Some(rows.iter().map(own_cpu_ns).sum::<u64>() as f64 / wall as f64)
+    Some(rows.iter().map(own_cpu).sum::<u64>() as f64 / wall as f64)
 }
 
 /// A noise reading over its trial's wall time, the largest among the block's trials.
@@ -205,6 +202,7 @@ fn others_used(rows: &[TrialRow]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyze::costs::SERVER_CPU;
 
     fn row(user_ns: u64, server_s: f64, other_ns: u64, wall_ns: u64) -> TrialRow {
         TrialRow {
@@ -233,14 +231,13 @@ mod tests {
     }
 
     #[test]
-    fn each_trials_noise_leaves_out_the_other_arms_and_their_cpus_are_summed() {
+    fn each_trial_is_given_the_other_arms_cpu_and_their_cpus_are_summed() {
         // Two arms, each 0.2 s of load and 0.6 s of server CPU in a 1 s burst; each saw the
         // other's 0.8 s plus 0.1 s of something else.
-        let mut rows = vec![row(200_000_000, 0.6, 900_000_000, 1_000_000_000); 2];
-        without_each_other(&mut rows);
-        for t in &rows {
-            assert_eq!(t.evidence.gathered.noise.unwrap().other_cpu_ns, 100_000_000);
-        }
+        let rows = vec![row(200_000_000, 0.6, 100_000_000, 1_000_000_000); 2];
+        let own: Vec<u64> = rows.iter().map(own_cpu).collect();
+        assert_eq!(beside_each(&own), [800_000_000, 800_000_000]);
+        assert_eq!(beside_each(&[1, 2, 4]), [6, 5, 3]);
         assert!((cpus_used(&rows).unwrap() - 1.6).abs() < 1e-9);
         assert_eq!(cpus_used(&[row(1, 0.0, 0, 0)]), None);
     }

@@ -71,23 +71,6 @@ pub(super) fn pools_at_start(arm: &Arm, root: &crate::probe::Root) -> Vec<(u64, 
         .collect()
 }
 
-/// The evidence stored with a trial: the outcome, what was gathered around it, and why it failed.
-pub(super) fn evidence_of(o: TrialOutcome, ev: TrialEvidence, missing: Vec<String>) -> Evidence {
-    let stderr_tail = if o.succeeded() {
-        Vec::new()
-    } else {
-        let tail: Vec<String> = o.stderr.lines().rev().take(5).map(String::from).collect();
-        tail.into_iter().rev().collect()
-    };
-    Evidence {
-        outcome: o,
-        gathered: ev,
-        missing_metrics: missing,
-        stderr_tail,
-        ..Default::default()
-    }
-}
-
 /// Why a QEMU arm's trial failed, when QEMU says it could not map its guest RAM: the pool it
 /// needed as the kernel reports it now (the arm's settings are still applied).
 pub(super) fn qemu_failure(arm: &Arm, stderr: &str, root: &Root) -> Option<String> {
