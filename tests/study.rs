@@ -39,6 +39,16 @@ fn every_study_table_is_printed_from_its_stored_runs() {
         stored.len(),
         "a rows.sh marker naming no stored runs"
     );
+    // No table stands outside the markers: a table no script prints is typed by hand.
+    let mut inside = false;
+    for (n, line) in docs.lines().enumerate() {
+        inside = (inside || line.starts_with("<!-- rows.sh: ")) && line != "<!-- /rows.sh -->";
+        assert!(
+            inside || !line.starts_with('|'),
+            "docs/services-study.md:{}: a table row outside the rows.sh markers: {line}",
+            n + 1
+        );
+    }
 }
 
 /// The table check fails on a row typed into the docs by hand and on a printed row left out.
@@ -118,6 +128,66 @@ fn the_tlb_study_table_is_printed_from_its_stored_runs() {
             panic!("docs/bench.md: {e}");
         }
     }
+}
+
+/// The stored study's runs, read back as a new `bench tlb` on their host reads them (the store's
+/// runs of this host), set each against all the others by the code `bench tlb` runs: every
+/// range overlaps the rest, in the common span docs/bench.md quotes, so the study supports its
+/// level across runs; a planted range an hour away from them is named as apart.
+#[test]
+#[cfg_attr(
+    missing_jq,
+    ignore = "needs xz (apt-get install xz-utils; .ci/run does)"
+)]
+fn the_tlb_studys_ranges_all_overlap_as_bench_tlb_sets_them_against_each_other() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let study = std::fs::read_dir(root.join("docs/study"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| is_tlb(p))
+        .expect("a stored bench tlb study in docs/study");
+    let out = std::process::Command::new("xz")
+        .arg("-dc")
+        .arg(&study)
+        .output()
+        .expect("xz (apt-get install xz-utils; .ci/run does)");
+    let db = dir.path().join("tlb.db");
+    std::fs::write(&db, out.stdout).unwrap();
+    // Their host is this one: the store reads the runs of the host it runs on.
+    let host = hugelab::probe::cpu::hostname(&hugelab::probe::Root::system()).unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute("UPDATE runs SET host = ?1", [&host]).unwrap();
+    drop(conn);
+    let store = hugelab::store::Store::open_existing(&db).unwrap();
+    let runs = store.measured_tlbs().unwrap();
+    assert!(
+        runs.len() >= hugelab::model::tlb::STUDY_RUNS,
+        "{}",
+        runs.len()
+    );
+    let (earlier, last) = runs.split_at(runs.len() - 1);
+    let a = hugelab::analyze::tlb::across(earlier, &last[0].reach).unwrap();
+    assert_eq!(a.runs.len(), runs.len());
+    assert_eq!(
+        (a.common, a.apart),
+        (Some((1024, Some(1536))), None),
+        "{a:#?}"
+    );
+    let docs = std::fs::read_to_string(root.join("docs/bench.md")).unwrap();
+    assert!(
+        docs.contains("all 12 hold 1,024–1,536 entries"),
+        "docs/bench.md"
+    );
+    // A run whose range lies below all of theirs.
+    let mut apart = last[0].reach.clone();
+    let sweep = apart.headline.unwrap();
+    apart.sweeps[sweep].located.as_mut().unwrap().between = (256, Some(512));
+    let a = hugelab::analyze::tlb::across(&runs, &apart).unwrap();
+    assert_eq!(a.common, None);
+    let (i, j) = a.apart.unwrap();
+    assert_eq!(a.runs[j].run, None, "{a:#?}");
+    assert!(a.runs[i].between.0 >= 512, "{a:#?}");
 }
 
 #[test]

@@ -67,6 +67,16 @@ fn bench_tlb_finds_a_reach_stores_it_and_a_hot_set_is_held_against_it() {
     let located = &sweep["located"];
     assert_eq!(located["confidence"], 0.999, "{t}");
     assert_eq!(located["resamples"], 4000, "{t}");
+    // Set against this host's earlier runs at that level: none in a fresh database, so the
+    // first range, said as the first.
+    let across = &t["across"];
+    assert_eq!(across["runs"].as_array().map(Vec::len), Some(1), "{t}");
+    assert_eq!(across["runs"][0]["between"], located["between"], "{t}");
+    let shown = common::hugelab_stdout(["results", "--db", db, "show", "1"]);
+    assert!(
+        shown.contains("across runs: the first range this host measured at 99.9%"),
+        "{shown}"
+    );
     // It never lies beyond the first span the table shows THP ≥ 10% faster at with
     // confidence; where there is such a span there is a knee.
     let past = surely_past(points);

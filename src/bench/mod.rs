@@ -17,6 +17,7 @@ pub use settings::BenchSettings;
 
 use crate::analyze::bench::Observation;
 pub use crate::model::bench::{BenchResult, CellEvidence, Plan, Skipped};
+use crate::model::tlb::TlbReach;
 use crate::probe::Root;
 use crate::probe::status;
 use crate::render::progress::{Observer, Progress};
@@ -95,18 +96,28 @@ pub fn conduct(a: &BenchArgs) -> anyhow::Result<BenchResult> {
     };
     notes.extend(run_notes);
     let (cells, tlb) = analysed.unwrap_or_default();
-    // Other benches say why in terms of the reach `bench tlb` measured here before.
+    let stored = crate::store::Store::open_existing(
+        &a.store
+            .db
+            .clone()
+            .unwrap_or_else(crate::store::default_path),
+    )
+    .ok();
+    // Other benches say why in terms of the reach `bench tlb` measured here before; `bench tlb`
+    // sets its range against the ranges it measured here before.
     let measured_tlb = match tlb {
         Some(_) => None,
-        None => crate::store::Store::open_existing(
-            &a.store
-                .db
-                .clone()
-                .unwrap_or_else(crate::store::default_path),
-        )
-        .ok()
-        .and_then(|s| s.measured_tlb()),
+        None => stored.as_ref().and_then(|s| s.measured_tlb()),
     };
+    let tlb = tlb.map(|t| {
+        let earlier = (stored.as_ref())
+            .and_then(|s| s.measured_tlbs().ok())
+            .unwrap_or_default();
+        TlbReach {
+            across: crate::analyze::tlb::across(&earlier, &t),
+            ..t
+        }
+    });
     let why = bench_why(&plan, &cells, measured_tlb.as_ref());
     let mut res = BenchResult {
         schema: SCHEMA.into(),

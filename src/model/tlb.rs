@@ -100,6 +100,39 @@ pub struct TlbReach {
     pub agreement: Option<Agreement>,
     /// A guest of a hypervisor: each miss walks the guest's and the host's tables.
     pub hypervisor: bool,
+    /// The range set against this host's earlier `bench tlb` runs at the same level (`None`
+    /// for a bench decided again at another level, or one stored before runs were compared).
+    #[serde(default)]
+    pub across: Option<AcrossRuns>,
+}
+
+/// Runs a study of the range across runs takes on one host before its printed level is said to
+/// hold between runs, not only within one.
+pub const STUDY_RUNS: usize = 10;
+
+/// The headline range of this host's `bench tlb` runs at one level, this run last: one run's
+/// resampling cannot see the host's state moving between runs, so each range is set against
+/// every other's.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AcrossRuns {
+    pub runs: Vec<RunRange>,
+    /// The span every range shares, 4 KiB pages (above the first, at most the second; `None`:
+    /// past the largest span), when every pair of them overlaps.
+    pub common: Option<(u64, Option<u64>)>,
+    /// Two runs whose ranges do not overlap (indices into `runs`), when some do not.
+    pub apart: Option<(usize, usize)>,
+}
+
+/// One run's headline range.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RunRange {
+    /// Its stored run (`None`: the bench being printed, not yet stored).
+    pub run: Option<i64>,
+    pub created: String,
+    /// 4 KiB pages: the knee lies above the first and at most at the second (`None`: past the
+    /// largest span).
+    pub between: (u64, Option<u64>),
+    pub resolved: bool,
 }
 
 /// A reach `bench tlb` stored: which run, when, and what it found.

@@ -291,10 +291,68 @@ pub fn answer_lines(t: &TlbReach, confidence: f64) -> Vec<String> {
         "TLB, from timing: one line of every 4 KiB page in random order, 4k against {}:",
         s.backing
     )];
-    for line in reach_lines(t, s, confidence) {
+    let mut lines = reach_lines(t, s, confidence);
+    // Beside the range: the range against this host's earlier runs.
+    if let Some(a) = &t.across {
+        lines.insert(1.min(lines.len()), across_line(a, confidence));
+    }
+    for line in lines {
         o.extend(wrap_hanging(&format!("  {line}"), 4));
     }
     o
+}
+
+/// The range against this host's earlier runs at the same level: whether every range overlaps
+/// every other, and what that supports (a study is [`STUDY_RUNS`] runs or more).
+///
+/// [`STUDY_RUNS`]: crate::model::tlb::STUDY_RUNS
+fn across_line(a: &crate::model::tlb::AcrossRuns, confidence: f64) -> String {
+    use crate::model::tlb::STUDY_RUNS;
+    let pages = |(lo, hi): (u64, Option<u64>)| match hi {
+        Some(hi) => format!(
+            "{}–{} pages",
+            thousands(lo as usize),
+            thousands(hi as usize)
+        ),
+        None => format!("above {} pages", thousands(lo as usize)),
+    };
+    let (n, at) = (a.runs.len(), level(confidence));
+    let first = a
+        .runs
+        .first()
+        .map_or("", |r| r.created.get(..10).unwrap_or(""));
+    match (a.common, a.apart) {
+        (_, Some((i, j))) => {
+            let name = |r: &crate::model::tlb::RunRange| {
+                r.run
+                    .map_or("this run's".to_string(), |id| format!("run {id}'s"))
+            };
+            let (x, y) = (&a.runs[i], &a.runs[j]);
+            let lo = a.runs.iter().map(|r| r.between.0).min().unwrap_or(0);
+            let hi = a.runs.iter().map(|r| r.between.1).max().flatten();
+            let hi = hi.filter(|_| a.runs.iter().all(|r| r.between.1.is_some()));
+            format!(
+                "across runs: {} {} and {} {} do not overlap ({n} runs at {at} on this host since {first}): the reach moves between runs by more than one run's range shows, so {at} holds within a run, not across runs; across them it lies in {}",
+                name(x),
+                pages(x.between),
+                name(y),
+                pages(y.between),
+                pages((lo, hi))
+            )
+        }
+        (Some(common), None) if n >= STUDY_RUNS => format!(
+            "across runs: all {n} ranges this host measured at {at} since {first} overlap, in {}: a study of {STUDY_RUNS} or more runs, so the range holds at {at} between runs here, not only within one",
+            pages(common)
+        ),
+        (Some(common), None) if n > 1 => format!(
+            "across runs: the {n} ranges this host measured at {at} since {first} overlap, in {}; {} more runs make a study of whether {at} holds between runs, not only within one",
+            pages(common),
+            STUDY_RUNS - n
+        ),
+        _ => format!(
+            "across runs: the first range this host measured at {at}; one run resamples its own rounds, which cannot show the host moving between runs ({STUDY_RUNS} runs here are a study of that)"
+        ),
+    }
 }
 
 /// The spans: 4 KiB time per access, each huge backing's ratio (* past the 5% rule), and what

@@ -335,6 +335,34 @@ impl Store {
         )
     }
 
+    /// Every TLB reach `bench tlb` measured and stored on this host, oldest first.
+    pub fn measured_tlbs(&self) -> anyhow::Result<Vec<crate::model::tlb::Measured>> {
+        let host = crate::probe::cpu::hostname(&crate::probe::Root::system()).unwrap_or_default();
+        let mut st = self.conn.prepare(
+            "SELECT id, created, json_extract(summary, '$.tlb') FROM runs WHERE host = ?1 AND summary IS NOT NULL AND json_extract(summary, '$.schema') = ?2 AND json_extract(summary, '$.tlb') IS NOT NULL ORDER BY id",
+        )?;
+        let rows = st.query_map(params![host, crate::model::bench::SCHEMA], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (run, created, v) = row?;
+            // A reach an earlier version stored in another shape is left out.
+            if let Ok(reach) = serde_json::from_str(&v) {
+                out.push(crate::model::tlb::Measured {
+                    run,
+                    created,
+                    reach,
+                });
+            }
+        }
+        Ok(out)
+    }
+
     /// The TLB reach `bench tlb` last measured on this host: which run, when, and what it found.
     pub fn measured_tlb(&self) -> Option<crate::model::tlb::Measured> {
         let (run, created, reach) = self

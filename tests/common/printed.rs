@@ -584,6 +584,9 @@ pub const WORDING: &[&str] = &[
     r"up to about 1 point less",
     r"a BCa bootstrap interval needs 10 units",
     r"past the 5% rule",
+    // The share of stolen CPU time past which a trial is said to be under heavy steal
+    // (`model::analysis::HEAVY_STEAL`): a threshold, not a measurement.
+    r"more than 5% of the CPU time was stolen",
     r"at least 5% faster",
     r"(of|on|as|every|huge /) 4 KiB",
     r"4 KiB (pages?|TLB|time|reach)",

@@ -9,9 +9,11 @@
 //! costs (the walk, and under a hypervisor the host's walk too), in ns and as a share of an
 //! access whose translation hits.
 
+mod across;
 mod locate;
 mod why;
 
+pub use across::across;
 pub use why::{needs, why};
 
 use crate::backing::Backing;
@@ -181,6 +183,7 @@ pub fn reach(
         geometry,
         agreement,
         hypervisor,
+        across: None,
     }
 }
 

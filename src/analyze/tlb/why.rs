@@ -142,6 +142,7 @@ mod tests {
                 geometry: Default::default(),
                 agreement: None,
                 hypervisor: true,
+                across: None,
             },
         };
         let named = |xs: &[(&str, u64)]| -> Vec<(String, u64)> {

@@ -74,6 +74,7 @@ fn a_need_is_worded_with_its_times_and_level() {
             geometry: Default::default(),
             agreement: None,
             hypervisor: true,
+            across: None,
         },
     };
     let rows = [
@@ -234,6 +235,7 @@ fn hot_memory_on_thp_is_an_upper_bound_and_said_to_be() {
                 geometry: Default::default(),
                 agreement: None,
                 hypervisor: true,
+                across: None,
             },
         }),
         ..ctx
@@ -318,6 +320,7 @@ fn a_range_below_the_smallest_span_names_it_and_an_unresolved_one_claims_no_leve
         geometry: Default::default(),
         agreement: None,
         hypervisor: false,
+        across: None,
     };
     let lines = |s: Sweep| {
         let t = reach(s);
@@ -336,4 +339,62 @@ fn a_range_below_the_smallest_span_names_it_and_an_unresolved_one_claims_no_leve
         "{}",
         lines(s)
     );
+}
+
+#[test]
+fn the_range_across_runs_says_what_the_runs_of_this_host_support() {
+    use crate::model::tlb::{AcrossRuns, RunRange};
+    let run = |id: Option<i64>, between| RunRange {
+        run: id,
+        created: "2026-11-29T11:20:00Z".into(),
+        between,
+        resolved: false,
+    };
+    let runs = |n: i64| -> Vec<RunRange> {
+        (1..n)
+            .map(|i| run(Some(i), (1024, Some(1536))))
+            .chain([run(None, (32, Some(1536)))])
+            .collect()
+    };
+    let line = |runs: Vec<RunRange>, common, apart| {
+        across_line(
+            &AcrossRuns {
+                runs,
+                common,
+                apart,
+            },
+            0.999,
+        )
+    };
+    let first = line(runs(1), Some((32, Some(1536))), None);
+    assert!(
+        first.starts_with("across runs: the first range this host measured at 99.9%"),
+        "{first}"
+    );
+    let three = line(runs(3), Some((1024, Some(1536))), None);
+    assert!(
+        three.contains("the 3 ranges this host measured at 99.9% since 2026-11-29 overlap, in 1,024–1,536 pages; 7 more runs make a study"),
+        "{three}"
+    );
+    let study = line(runs(12), Some((1024, Some(1536))), None);
+    assert!(study.contains("all 12 ranges"), "{study}");
+    assert!(
+        study.contains("so the range holds at 99.9% between runs here"),
+        "{study}"
+    );
+    // Two that do not overlap: named, and no level claimed across runs.
+    let mut apart = runs(3);
+    apart[2].between = (256, Some(512));
+    let said = line(apart, None, Some((0, 2)));
+    assert!(
+        said.contains("run 1's 1,024–1,536 pages and this run's 256–512 pages do not overlap"),
+        "{said}"
+    );
+    assert!(
+        said.contains(
+            "holds within a run, not across runs; across them it lies in 256–1,536 pages"
+        ),
+        "{said}"
+    );
+    assert!(!said.contains("so the range holds"), "{said}");
 }
