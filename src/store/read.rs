@@ -7,29 +7,6 @@ use crate::model::stored::StoredRunPlan;
 use rusqlite::{OptionalExtension, params};
 
 impl Store {
-    /// The latest run on this host whose summary is of `schema` and holds `key` (a `bench
-    /// tlb`'s `tlb`): its id, when it was created, and the value under the key.
-    pub fn latest_summary<T: serde::de::DeserializeOwned>(
-        &self,
-        schema: &str,
-        key: &str,
-    ) -> anyhow::Result<Option<(i64, String, T)>> {
-        let host = crate::probe::cpu::hostname(&crate::probe::Root::system()).unwrap_or_default();
-        let row: Option<(i64, String, String)> = self
-            .conn
-            .query_row(
-                "SELECT id, created, json_extract(summary, ?2) FROM runs WHERE host = ?1 AND summary IS NOT NULL AND json_extract(summary, '$.schema') = ?3 AND json_extract(summary, ?2) IS NOT NULL ORDER BY id DESC LIMIT 1",
-                params![host, format!("$.{key}"), schema],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .optional()?;
-        Ok(
-            row.and_then(|(id, created, v)| {
-                serde_json::from_str(&v).ok().map(|v| (id, created, v))
-            }),
-        )
-    }
-
     /// Every TLB reach `bench tlb` measured and stored on this host, oldest first.
     pub fn measured_tlbs(&self) -> anyhow::Result<Vec<crate::model::tlb::Measured>> {
         let host = crate::probe::cpu::hostname(&crate::probe::Root::system()).unwrap_or_default();
@@ -60,14 +37,7 @@ impl Store {
 
     /// The TLB reach `bench tlb` last measured on this host: which run, when, and what it found.
     pub fn measured_tlb(&self) -> Option<crate::model::tlb::Measured> {
-        let (run, created, reach) = self
-            .latest_summary(crate::model::bench::SCHEMA, "tlb")
-            .ok()??;
-        Some(crate::model::tlb::Measured {
-            run,
-            created,
-            reach,
-        })
+        self.measured_tlbs().ok()?.pop()
     }
 
     /// Every run's row, with how many trials it stored.

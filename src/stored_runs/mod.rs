@@ -53,14 +53,6 @@ impl<'s> Trials<'s> {
             }
         }
     }
-
-    /// Whether the trials were read (always, for given ones).
-    pub fn read(&self) -> bool {
-        match self {
-            Trials::Given(_) => true,
-            Trials::Stored { rows, .. } => rows.get().is_some(),
-        }
-    }
 }
 
 /// A stored run's status as it is now: `running` whose process is gone reads `interrupted`.
