@@ -5,8 +5,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 stages=(stats probe control backing workload collect model store render analyze experiment commands cli)
 # The engines beside experiment: each above render, below commands, and none imports another.
-engines=(experiment bench fleet exporter stored_runs)
+engines=(experiment bench fleet exporter stored_runs trace)
+# The wings above the engines: each may read the engines (advice reads stored runs through
+# stored_runs), and only commands import it.
+wings=(advice)
 status=0
+# A stage's source: its folder or its file (grep fails on a path that does not exist, even
+# where the other matched, so only the one that exists is given).
+src_of() { if [ -d "src/$1" ]; then echo "src/$1"; else echo "src/$1.rs"; fi; }
 # The statistics kernel sits below every stage: it imports the utilities and nothing else.
 if hits=$(grep -rnE "crate::[a-z_]+" src/stats | grep -vE "crate::(rng|units|error|stats)\b"); then
   echo "the statistics kernel (src/stats) imports more than the utilities:"
@@ -58,7 +64,7 @@ for e in "${engines[@]:1}"; do
     fi
   done
   for s in probe control backing workload collect model store render analyze; do
-    if hits=$(grep -rnE "crate::$e\b" "src/$s" "src/$s.rs" 2>/dev/null); then
+    if hits=$(grep -rnE "crate::$e\b" "$(src_of "$s")"); then
       echo "stage '$s' imports the engine '$e':"; echo "$hits"; status=1
     fi
   done
@@ -69,6 +75,19 @@ for e in "${engines[@]:1}"; do
     fi
     if hits=$(grep -rnE "crate::$e\b" "src/$other"); then
       echo "engine '$other' imports the engine '$e' (move what they share down a stage):"; echo "$hits"; status=1
+    fi
+  done
+done
+for w in "${wings[@]}"; do
+  for up in commands cli; do
+    if hits=$(grep -rnE "crate::$up\b" "src/$w"); then
+      echo "wing '$w' imports '$up':"; echo "$hits"; status=1
+    fi
+  done
+  for below in "${stages[@]}" "${engines[@]}"; do
+    [ "$below" = commands ] || [ "$below" = cli ] && continue
+    if hits=$(grep -rnE "crate::$w\b" "$(src_of "$below")"); then
+      echo "'$below' imports the wing '$w' (only commands do):"; echo "$hits"; status=1
     fi
   done
 done
@@ -127,5 +146,5 @@ for dir in src/commands/*; do
     fi
   done
 done
-[ $status -eq 0 ] && echo "layers: every import points down (${stages[*]}; engines ${engines[*]} side by side); only probe and collect read system files; no command imports another"
+[ $status -eq 0 ] && echo "layers: every import points down (${stages[*]}; engines ${engines[*]} side by side; wings ${wings[*]} above them); only probe and collect read system files; no command imports another"
 exit $status

@@ -3,8 +3,9 @@
 //! The modules are the stages of the data flow (docs/architecture.md), in dependency order:
 //! probe → control → backing → workload → collect → analyze → store → model → render, then the
 //! engines side by side (`experiment`: the run engine — plan, schedule, trial, servers; `bench`;
-//! `fleet`: judge; `exporter`; `stored_runs`), each producing `model` records; `commands` runs
-//! each CLI command on top of them. Utilities (`error`, `units`, `metric`,
+//! `fleet`: judge; `exporter`; `stored_runs`; `trace`), each producing `model` records, and the
+//! advice wing above them (`advice`, which reads stored runs); `commands` runs each CLI command
+//! on top of them. Utilities (`error`, `units`, `metric`,
 //! `rng`, `sys`, `options`) and the statistics kernel (`stats`: estimators, intervals, tests,
 //! importing nothing but the utilities) sit below every stage.
 
@@ -13,6 +14,7 @@
 /// `0.1.0 (commit 1a2b3c4d5e6f)`: the version, and the commit when built from git (build.rs).
 pub const VERSION: &str = env!("HUGELAB_VERSION");
 
+pub mod advice;
 pub mod analyze;
 pub mod backing;
 pub mod bench;
@@ -34,6 +36,7 @@ pub mod stats;
 pub mod store;
 pub mod stored_runs;
 pub mod sys;
+pub mod trace;
 pub mod units;
 pub mod workload;
 

@@ -1,17 +1,14 @@
-//! `hugelab advise`: read stored runs and the live machine, decide (analyze::advice) what to set
-//! for a target, and write it as a plan or as an artefact; `--check` verifies a machine against
-//! an advice file.
+//! `hugelab advise`: the advice wing (`advice`) decides what to set for a target from stored
+//! runs and the live machine; this writes it as a plan or as an artefact. `--check` verifies a
+//! machine against an advice file.
 
 use super::UsageError;
+use crate::advice::{Postgres, Request};
 use crate::analyze::advice::node_pool;
-use crate::analyze::advice::{self, Advice, RunEvidence, Target};
-use crate::backing::arm::{Arm, parse_arm};
-use crate::control::{Knob, Settings, SysfsSettings};
+use crate::analyze::advice::{Advice, Target};
 use crate::model::node_pool::Platform;
 use crate::options::{Database, Redecide};
-use crate::probe::Root;
 use crate::render::advice::Format;
-use crate::store::Store;
 use crate::units::Bytes;
 use clap::Args;
 use std::path::PathBuf;
@@ -81,165 +78,32 @@ pub struct AdviseArgs {
     pub store: Database,
 }
 
-/// A stored run as evidence: its planned arms (with the pools the planner sized), the analysis
-/// at the asked level, and its stall contrasts.
-/// A stored run as evidence, and how it was read when not at its own decision as stored.
-fn evidence_of(
-    store: &Store,
-    id: i64,
-    d: &Redecide,
-) -> anyhow::Result<Option<(RunEvidence, Option<String>)>> {
-    let (meta, arm_rows, trials) = store.load(id)?;
-    if meta.status == "imported" || meta.plan.is_bench() || arm_rows.len() < 2 {
-        return Ok(None);
-    }
-    let given = crate::stored_runs::Trials::Given(&trials);
-    let recalled = crate::stored_runs::recall(store, &meta, &arm_rows, &given, d)?;
-    let note = recalled.notes().first().cloned();
-    let crate::stored_runs::Answer::Run(record) = recalled.answer else {
-        return Ok(None);
-    };
-    let record = *record;
-    let arms: Vec<Arm> = meta.plan.arms().map_or_else(
-        || {
-            arm_rows
-                .iter()
-                .filter_map(|a| parse_arm(&format!("{}={}", a.name, a.spec)).ok())
-                .collect()
-        },
-        <[Arm]>::to_vec,
-    );
-    let baseline = meta.plan.baseline();
-    Ok(Some((
-        RunEvidence {
-            run_id: id,
-            shell: meta.command.len() == 1,
-            command: meta.command.clone(),
-            arms,
-            baseline,
-            preset: meta.plan.preset().map(String::from),
-            stalls: record.trace_stalls,
-            report: record.report,
-        },
-        note,
-    )))
-}
-
-/// Whether a run measures what the target is about (for the default choice of runs).
-fn fits(target: Target, r: &RunEvidence) -> bool {
-    match target {
-        Target::Machine | Target::Kubernetes => true,
-        Target::Postgres => r.preset.as_deref() == Some("postgres"),
-        Target::Redis => r.preset.as_deref() == Some("redis"),
-        Target::Jvm => r.arms.iter().any(|a| a.process.jvm.is_some()),
-        Target::Qemu => r.arms.iter().any(|a| a.process.qemu.is_some()),
-    }
-}
-
-/// The 2 MiB pages PostgreSQL says its shared memory needs for this data directory.
-fn pg_pages(a: &AdviseArgs, dir: &std::path::Path) -> anyhow::Result<u64> {
-    use std::os::unix::process::CommandExt;
-    let mut cmd = std::process::Command::new(&a.pg_bin);
-    cmd.arg("-D")
-        .arg(dir)
-        .args(["-C", "shared_memory_size_in_huge_pages"]);
-    if let Some(u) = &a.user {
-        let ids = crate::probe::user::lookup(u)
-            .ok_or_else(|| UsageError(format!("--user {u:?}: no such user on this system")))?;
-        cmd.uid(ids.uid).gid(ids.gid);
-    }
-    let out = cmd.stdin(std::process::Stdio::null()).output().map_err(|e| {
-        UsageError(format!(
-            "--pg-bin {:?}: cannot run it ({e}); give the path, e.g. /usr/lib/postgresql/15/bin/postgres",
-            a.pg_bin
-        ))
-    })?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    match text.trim().parse::<u64>() {
-        Ok(n) if out.status.success() => Ok(n),
-        _ => Err(UsageError(format!(
-            "`{} -D {} -C shared_memory_size_in_huge_pages` printed no page count (PostgreSQL 15+, an initialised data directory, and --user postgres when run as root): {}",
-            a.pg_bin,
-            dir.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-        .into()),
-    }
-}
-
 pub fn run(a: AdviseArgs) -> anyhow::Result<i32> {
     if let Some(file) = &a.check {
-        return check(file);
+        let checked = crate::advice::check(file)?;
+        print!("{}", crate::render::advice::checked(&checked));
+        return Ok(if checked.differing() == 0 {
+            0
+        } else {
+            EXIT_DIFFERS
+        });
     }
     let db = a
         .store
         .db
         .clone()
         .unwrap_or_else(crate::store::default_path);
-    let store = Store::open_existing(&db)?;
-    let ids: Vec<i64> = if a.runs.is_empty() {
-        store.runs()?.iter().map(|(m, _)| m.id).collect()
-    } else {
-        a.runs.clone()
-    };
-    let mut runs = Vec::new();
-    let mut read_as = Vec::new();
-    for id in ids {
-        match evidence_of(&store, id, &a.decision)? {
-            Some((r, how)) if !a.runs.is_empty() || fits(a.target, &r) => {
-                read_as.extend(how.map(|h| format!("run {id}: {h}")));
-                runs.push(r)
-            }
-            None if !a.runs.is_empty() => {
-                return Err(UsageError(format!(
-                    "run {id} compares no arms (a bench, an import or a single arm): `hugelab results list` shows the runs"
-                ))
-                .into());
-            }
-            _ => {}
-        }
-    }
-    let lines = advice::findings(&runs);
-    let mut adv = match a.target {
-        Target::Machine => advice::machine::advise(&runs, lines),
-        Target::Redis => advice::redis::advise(&runs, lines),
-        Target::Jvm => advice::jvm::advise(&runs, lines),
-        Target::Kubernetes => advice::kubernetes::advise(&runs, lines),
-        Target::Postgres => {
-            let pages = match &a.pg_datadir {
-                Some(d) => Some(pg_pages(&a, d)?),
-                None => None,
-            };
-            advice::postgres::advise(&runs, lines, pages)
-        }
-        Target::Qemu => {
-            let nodes = crate::probe::hugetlb::read(&Root::system())
-                .ok()
-                .and_then(|p| p.first().map(|p| p.nodes.len()))
-                .unwrap_or(1);
-            advice::qemu::advise(&runs, lines, nodes)
-        }
-    };
-    // Each run is read at its own decision; one read otherwise says so.
-    adv.notes.extend(read_as);
-    let live = SysfsSettings::new(Root::system());
-    advice::fill_now(&mut adv.settings, |k| live.read(k).ok());
-    advice::note_memory_thp(&mut adv, crate::probe::program::systemd_version());
-    // What the advised pools take from everything else on this machine.
-    let pooled = advice::pool_bytes(&adv.settings);
-    if let Some(total) = crate::probe::meminfo::read(&Root::system())
-        .ok()
-        .flatten()
-        .and_then(|m| m.mem_total)
-        .filter(|_| pooled > 0)
-    {
-        adv.notes.push(format!(
-            "the advised pools reserve {} of this machine's {} MemTotal ({:.0}%): pool pages serve only hugetlb mappings",
-            crate::units::Bytes(pooled),
-            crate::units::Bytes(total),
-            pooled as f64 * 100.0 / total as f64
-        ));
-    }
+    let adv = crate::advice::advise(&Request {
+        runs: &a.runs,
+        target: a.target,
+        db: &db,
+        decision: &a.decision,
+        postgres: a.pg_datadir.as_deref().map(|d| Postgres {
+            datadir: d,
+            bin: &a.pg_bin,
+            user: a.user.as_deref(),
+        }),
+    })?;
     if let Some(platform) = a.platform.filter(|p| *p != Platform::Daemonset) {
         return on_platform(&a, &adv, platform);
     }
@@ -252,7 +116,7 @@ pub fn run(a: AdviseArgs) -> anyhow::Result<i32> {
         Format::Daemonset => crate::render::advice::daemonset(&adv, &a.node_label, &a.image),
         f => crate::render::advice::render(&adv, f),
     };
-    write_out(&a, &text, format_name(format))?;
+    write_out(&a, &text, format.what())?;
     Ok(0)
 }
 
@@ -273,19 +137,7 @@ fn write_out(a: &AdviseArgs, text: &str, what: &str) -> anyhow::Result<()> {
 /// cannot and the lever for that) goes beside the artefact: on stdout after the line naming the
 /// file, or on stderr when the artefact itself is on stdout.
 fn on_platform(a: &AdviseArgs, adv: &Advice, platform: Platform) -> anyhow::Result<i32> {
-    let (memory, from) = match a.node_memory {
-        Some(b) => (Some(b.0), "--node-memory"),
-        None => (
-            crate::probe::meminfo::read(&Root::system())
-                .ok()
-                .flatten()
-                .and_then(|m| m.mem_total),
-            "this machine's MemTotal; give --node-memory for the pool's machine type",
-        ),
-    };
-    let memory = memory.ok_or_else(|| {
-        UsageError("this machine's MemTotal cannot be read: give --node-memory SIZE (one node of the canary pool, e.g. 64G)".into())
-    })?;
+    let (memory, from) = crate::advice::node_memory(a.node_memory.map(|b| b.0))?;
     let np = node_pool::place(adv, platform, &a.pool, &a.node_label, memory, from)
         .map_err(UsageError)?;
     let engine = crate::render::node_pool::engine(platform);
@@ -298,103 +150,4 @@ fn on_platform(a: &AdviseArgs, adv: &Advice, platform: Platform) -> anyhow::Resu
         }
     }
     Ok(0)
-}
-
-fn format_name(f: Format) -> &'static str {
-    match f {
-        Format::Plan => "the plan",
-        Format::Json => "the advice (JSON)",
-        Format::Sysctl => "sysctl.d lines",
-        Format::Tmpfiles => "tmpfiles.d lines",
-        Format::Systemd => "a systemd unit",
-        Format::Cmdline => "the kernel command line",
-        Format::Tuned => "a tuned profile",
-        Format::Service => "the service's configuration lines",
-        Format::Daemonset => "a Kubernetes ConfigMap and DaemonSet",
-    }
-}
-
-/// One setting of an advice file against the live machine: `None` when it is as advised.
-fn differs(knob: &Knob, advised: &str, now: Option<String>) -> Option<String> {
-    match now {
-        None => Some(format!("{knob}: cannot be read here (advised {advised})")),
-        // A pool at least as large as advised follows the advice (others may use it too).
-        Some(n) if knob.is_pool() => match (n.parse::<u64>(), advised.parse::<u64>()) {
-            (Ok(have), Ok(want)) if have >= want => None,
-            _ => Some(format!("{knob}: {n} pages, advised at least {advised}")),
-        },
-        Some(n) if n == advised => None,
-        Some(n) => Some(format!("{knob}: {n}, advised {advised}")),
-    }
-}
-
-fn check(file: &std::path::Path) -> anyhow::Result<i32> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| UsageError(format!("--check {}: {e}", file.display())))?;
-    let adv: Advice = serde_json::from_str(&text).map_err(|e| {
-        UsageError(format!(
-            "--check {}: not an advice file ({e}); write one with `hugelab advise --format json -o FILE`",
-            file.display()
-        ))
-    })?;
-    let live = SysfsSettings::new(Root::system());
-    let mut diffs = Vec::new();
-    for s in &adv.settings {
-        match differs(&s.knob, &s.value, live.read(&s.knob).ok()) {
-            Some(d) => diffs.push(d),
-            None => println!("ok       {} = {}", s.knob, s.value),
-        }
-    }
-    for d in &diffs {
-        println!("DIFFERS  {d}");
-    }
-    for s in &adv.service {
-        println!(
-            "not checked here: {} line `{}` (verify: {})",
-            s.file,
-            s.line.lines().next().unwrap_or(""),
-            adv.verify.first().map_or("-", String::as_str)
-        );
-    }
-    if diffs.is_empty() {
-        println!(
-            "this machine follows {} ({} settings)",
-            file.display(),
-            adv.settings.len()
-        );
-        Ok(0)
-    } else {
-        println!(
-            "this machine does not follow {}: {} of {} settings differ",
-            file.display(),
-            diffs.len(),
-            adv.settings.len()
-        );
-        Ok(EXIT_DIFFERS)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pools_at_least_and_modes_exactly() {
-        let pool = Knob::HugetlbPages {
-            size: 2 << 20,
-            node: None,
-        };
-        assert_eq!(differs(&pool, "100", Some("120".into())), None);
-        assert!(differs(&pool, "100", Some("99".into())).is_some());
-        assert_eq!(
-            differs(&Knob::ThpEnabled, "always", Some("always".into())),
-            None
-        );
-        assert!(
-            differs(&Knob::ThpEnabled, "always", Some("madvise".into()))
-                .unwrap()
-                .contains("madvise, advised always")
-        );
-        assert!(differs(&Knob::ThpEnabled, "always", None).is_some());
-    }
 }

@@ -47,58 +47,20 @@ pub fn run(a: CollapseArgs) -> anyhow::Result<i32> {
             crate::backing::collapse::explain_error(&e)
         )
     })?;
-    let targets: Vec<(u64, u64, Kind)> = maps
-        .iter()
-        .filter_map(|m| {
-            let k = inspect::kind(m);
-            let (s, e) = match range {
-                Some((rs, re)) => (m.start.max(rs), m.end.min(re)),
-                None => (m.start, m.end),
-            };
-            let wanted = match range {
-                Some(_) => s < e,
-                None => crate::backing::collapse::eligible(m),
-            };
-            wanted.then_some((s, e, k))
-        })
-        .collect();
+    let targets = targets(&maps, range);
     if targets.is_empty() {
+        let within = if range.is_some() {
+            " in that range"
+        } else {
+            ""
+        };
         return Err(UsageError(format!(
-            "process {} has no eligible anonymous mapping{} (see `hugelab inspect {} --maps`)",
-            a.pid,
-            if range.is_some() {
-                " in that range"
-            } else {
-                ""
-            },
-            a.pid
+            "process {} has no eligible anonymous mapping{within} (see `hugelab inspect {} --maps`)",
+            a.pid, a.pid
         ))
         .into());
     }
-    let huge_in = |maps: &[Mapping], s: u64, e: u64| -> (u64, u64) {
-        maps.iter()
-            .filter(|m| m.start < e && m.end > s)
-            .fold((0, 0), |(h, r), m| {
-                (h + m.field("AnonHugePages"), r + m.field("Rss"))
-            })
-    };
-    let mut rows = Vec::new();
-    for (s, e, k) in targets {
-        let (before, resident) = huge_in(&maps, s, e);
-        let t = Instant::now();
-        let r = crate::backing::collapse::collapse_range(&pidfd, s, e);
-        rows.push(CollapseRow {
-            start: s,
-            end: e,
-            kind: k,
-            requested: e - s,
-            huge_before: before,
-            huge_after: 0,
-            resident,
-            elapsed_ms: t.elapsed().as_secs_f64() * 1000.0,
-            error: r.err().map(|e| crate::backing::collapse::explain_error(&e)),
-        });
-    }
+    let mut rows = collapse(&pidfd, &maps, targets);
     let after: Vec<Mapping> = proc.smaps()?;
     for row in &mut rows {
         row.huge_after = huge_in(&after, row.start, row.end).0;
@@ -126,4 +88,58 @@ pub fn run(a: CollapseArgs) -> anyhow::Result<i32> {
     } else {
         0
     })
+}
+
+/// The ranges to collapse: each mapping within `range`, or every eligible one.
+fn targets(maps: &[Mapping], range: Option<(u64, u64)>) -> Vec<(u64, u64, Kind)> {
+    maps.iter()
+        .filter_map(|m| {
+            let (s, e) = match range {
+                Some((rs, re)) => (m.start.max(rs), m.end.min(re)),
+                None => (m.start, m.end),
+            };
+            let wanted = match range {
+                Some(_) => s < e,
+                None => crate::backing::collapse::eligible(m),
+            };
+            wanted.then_some((s, e, inspect::kind(m)))
+        })
+        .collect()
+}
+
+/// The THP and resident bytes of the mappings that overlap `s..e`.
+fn huge_in(maps: &[Mapping], s: u64, e: u64) -> (u64, u64) {
+    maps.iter()
+        .filter(|m| m.start < e && m.end > s)
+        .fold((0, 0), |(h, r), m| {
+            (h + m.field("AnonHugePages"), r + m.field("Rss"))
+        })
+}
+
+/// Each target collapsed, timed, with what it held before (`huge_after` is filled later, from
+/// one reading after them all).
+fn collapse(
+    pidfd: &std::os::fd::OwnedFd,
+    maps: &[Mapping],
+    targets: Vec<(u64, u64, Kind)>,
+) -> Vec<CollapseRow> {
+    targets
+        .into_iter()
+        .map(|(s, e, k)| {
+            let (before, resident) = huge_in(maps, s, e);
+            let t = Instant::now();
+            let r = crate::backing::collapse::collapse_range(pidfd, s, e);
+            CollapseRow {
+                start: s,
+                end: e,
+                kind: k,
+                requested: e - s,
+                huge_before: before,
+                huge_after: 0,
+                resident,
+                elapsed_ms: t.elapsed().as_secs_f64() * 1000.0,
+                error: r.err().map(|e| crate::backing::collapse::explain_error(&e)),
+            }
+        })
+        .collect()
 }

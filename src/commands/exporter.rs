@@ -6,7 +6,6 @@
 use super::UsageError;
 use crate::exporter::{Exporter, ExporterArgs, http, stalls};
 use crate::render::prometheus;
-use std::time::Duration;
 
 pub fn run(a: ExporterArgs) -> anyhow::Result<i32> {
     // Checked first, --once or not: a typo is an error before anything is read.
@@ -48,18 +47,7 @@ pub fn run(a: ExporterArgs) -> anyhow::Result<i32> {
             "hugelab exporter: warning: --pid {p}: no such process; it is exported as hugelab_watched_up{{pid=\"{p}\"}} 0"
         );
     }
-    let server = tiny_http::Server::http(addr).map_err(|e| {
-        let in_use = e
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::AddrInUse);
-        if in_use {
-            anyhow::anyhow!(
-                "{addr} is already in use (another hugelab exporter, or another service on that port): choose another with --listen"
-            )
-        } else {
-            anyhow::anyhow!("cannot listen on {addr}: {e}")
-        }
-    })?;
+    let server = http::listen(addr)?;
     let addr = server.server_addr().to_ip().unwrap_or(addr); // the real port for --listen …:0
     if !addr.ip().is_loopback() {
         crate::eprintln_safe!(
@@ -67,26 +55,7 @@ pub fn run(a: ExporterArgs) -> anyhow::Result<i32> {
         );
     }
     crate::eprintln_safe!("hugelab exporter: http://{addr}/metrics (read-only; Ctrl-C stops)",);
-    let mut said_folios = false;
-    // Ctrl-C/SIGTERM end the loop, so that the trace thread can unmount tracefs.
-    crate::control::defer_first_signal("stopping the exporter");
-    while !crate::control::stop_requested() {
-        let req = match server.recv_timeout(Duration::from_millis(250)) {
-            Ok(Some(r)) => r,
-            Ok(None) => continue,
-            Err(e) => {
-                crate::eprintln_safe!("hugelab exporter: {e}");
-                continue;
-            }
-        };
-        if let Err(e) = http::respond(&mut ex, req) {
-            crate::eprintln_safe!("hugelab exporter: answering a request: {e}");
-        }
-        if !said_folios && let Some(why) = ex.folio_note() {
-            crate::eprintln_safe!("note: folio sizes of watched processes are not exported: {why}");
-            said_folios = true;
-        }
-    }
+    http::serve(&server, &mut ex);
     if let Some(t) = trace_thread {
         t.stop();
     }

@@ -56,19 +56,7 @@ pub struct InspectArgs {
 }
 
 pub fn run(a: InspectArgs) -> anyhow::Result<i32> {
-    let mut pids = a.pids.clone();
-    for name in &a.name {
-        let found: Vec<u32> = all_pids(&Root::system())
-            .into_iter()
-            .filter(|p| Proc::system(*p).comm().as_deref() == Some(name.as_str()))
-            .collect();
-        if found.is_empty() {
-            return Err(
-                UsageError(format!("no process named {name:?} (see `hugelab top`)")).into(),
-            );
-        }
-        pids.extend(found);
-    }
+    let pids = pids(&a)?;
     let cgroups = cgroup_instances(&a.cgroup)?;
     if pids.is_empty() && cgroups.is_empty() {
         return Err(
@@ -80,24 +68,36 @@ pub fn run(a: InspectArgs) -> anyhow::Result<i32> {
         Some(window) => hot_sets(&a, &pids, window),
         None => (Vec::new(), None),
     };
-    let thp = crate::probe::thp::read(&Root::system()).context("reading THP settings")?;
-    let mut processes = Vec::new();
-    let mut errors = Vec::new();
-    for pid in pids {
-        match inspect_pid(pid, &thp, a.budget) {
-            Ok(mut r) => {
-                if !a.maps {
-                    r.mappings
-                        .retain(|m| !m.why_not_huge.is_empty() && m.resident >= 1 << 20);
-                } else if !a.all {
-                    r.mappings
-                        .retain(|m| m.resident >= 1 << 20 || m.huge_bytes > 0);
-                }
-                processes.push(r)
-            }
-            Err(e) => errors.push(format!("{e:#}")),
-        }
+    let (processes, errors) = processes(&a, pids)?;
+    let (instances, pools) = tree(&a, &processes);
+    let res = InspectResult {
+        schema: SCHEMA,
+        processes,
+        errors,
+        instances,
+        pools,
+        hot,
+        tlb,
+        cgroups,
+    };
+    if a.out.json {
+        print_json(&res)?;
+    } else {
+        print!("{}", crate::render::inspect::render(&res, a.maps, a.folios));
     }
+    Ok(if res.processes.is_empty() && res.cgroups.is_empty() {
+        1
+    } else {
+        0
+    })
+}
+
+/// With --tree, each process's tree as one instance; the hugetlb pools where --tree asks or
+/// a process maps hugetlb memory.
+fn tree(
+    a: &InspectArgs,
+    processes: &[crate::model::inspect::ProcessReport],
+) -> (Vec<Instance>, Vec<crate::probe::hugetlb::Pool>) {
     let instances: Vec<Instance> = if a.tree {
         processes
             .iter()
@@ -124,26 +124,52 @@ pub fn run(a: InspectArgs) -> anyhow::Result<i32> {
     } else {
         Vec::new()
     };
-    let res = InspectResult {
-        schema: SCHEMA,
-        processes,
-        errors,
-        instances,
-        pools,
-        hot,
-        tlb,
-        cgroups,
-    };
-    if a.out.json {
-        print_json(&res)?;
-    } else {
-        print!("{}", crate::render::inspect::render(&res, a.maps, a.folios));
+    (instances, pools)
+}
+
+/// The pids given, and those of the processes --name names (each name must find one).
+fn pids(a: &InspectArgs) -> Result<Vec<u32>, UsageError> {
+    let mut pids = a.pids.clone();
+    for name in &a.name {
+        let found: Vec<u32> = all_pids(&Root::system())
+            .into_iter()
+            .filter(|p| Proc::system(*p).comm().as_deref() == Some(name.as_str()))
+            .collect();
+        if found.is_empty() {
+            return Err(UsageError(format!(
+                "no process named {name:?} (see `hugelab top`)"
+            )));
+        }
+        pids.extend(found);
     }
-    Ok(if res.processes.is_empty() && res.cgroups.is_empty() {
-        1
-    } else {
-        0
-    })
+    Ok(pids)
+}
+
+/// Each process's report, its mappings kept as --maps and --all ask, and the errors of those
+/// that could not be read.
+fn processes(
+    a: &InspectArgs,
+    pids: Vec<u32>,
+) -> anyhow::Result<(Vec<crate::model::inspect::ProcessReport>, Vec<String>)> {
+    let thp = crate::probe::thp::read(&Root::system()).context("reading THP settings")?;
+    let mut processes = Vec::new();
+    let mut errors = Vec::new();
+    for pid in pids {
+        match inspect_pid(pid, &thp, a.budget) {
+            Ok(mut r) => {
+                if !a.maps {
+                    r.mappings
+                        .retain(|m| !m.why_not_huge.is_empty() && m.resident >= 1 << 20);
+                } else if !a.all {
+                    r.mappings
+                        .retain(|m| m.resident >= 1 << 20 || m.huge_bytes > 0);
+                }
+                processes.push(r)
+            }
+            Err(e) => errors.push(format!("{e:#}")),
+        }
+    }
+    Ok((processes, errors))
 }
 
 /// Each `--cgroup PATH`: the kernel's figures for the group, then its processes' smaps read

@@ -1,6 +1,7 @@
 //! The commands: each parses its arguments, calls its engine (`experiment`, `bench`, `fleet`,
-//! `exporter`, `stored_runs`) or the stages directly when it has no plan of its own, renders
-//! the record it gets, and maps the outcome to an exit code. No command imports another.
+//! `exporter`, `stored_runs`, `trace`, the advice wing `advice`) or the stages directly when it
+//! has no plan of its own, renders the record it gets, and maps the outcome to an exit code. No
+//! command imports another.
 
 pub mod advise;
 pub mod apply;

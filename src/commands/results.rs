@@ -3,6 +3,7 @@
 
 use super::print_json;
 use crate::options::{ExportFormat, Json, Redecide};
+use crate::store::Store;
 use crate::stored_runs::Answer;
 use crate::stored_runs::open;
 use clap::{Args, Subcommand};
@@ -52,91 +53,10 @@ pub enum ResultsAction {
 pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
     let store = open(&a.store.db)?;
     match a.action {
-        ResultsAction::List { out } => {
-            // A run whose process was killed outright reads as interrupted, not running.
-            let runs: Vec<_> = store
-                .runs()?
-                .into_iter()
-                .map(|(mut m, n)| {
-                    m.status = crate::stored_runs::status_now(&m);
-                    (m, n)
-                })
-                .collect();
-            if out.json {
-                // A list, not a record: each run carries the version that wrote it.
-                let list: Vec<serde_json::Value> = runs
-                    .iter()
-                    .map(|(m, n)| {
-                        serde_json::json!({"run": m, "trials": n, "hugelab_version": m.written_by()})
-                    })
-                    .collect();
-                println!("{}", serde_json::to_string_pretty(&list)?);
-            } else {
-                let mut t = crate::render::table(&[
-                    "run", "created", "status", "trials", "label", "command",
-                ]);
-                for (m, n) in &runs {
-                    t.add_row(vec![
-                        m.id.to_string(),
-                        m.created.clone(),
-                        m.status.clone(),
-                        n.to_string(),
-                        m.label.clone().unwrap_or_default(),
-                        m.command.join(" "),
-                    ]);
-                }
-                println!("{}\n{}", crate::render::fit(&mut t), store.path.display());
-            }
-        }
-        ResultsAction::Show { run, decision, out } => {
-            // The trials are read only where the answer is not stored whole or is decided again.
-            let (mut meta, arms) = store.head(run)?;
-            let trials = crate::stored_runs::Trials::stored(&store, run);
-            meta.status = crate::stored_runs::status_now(&meta);
-            let recalled = crate::stored_runs::recall(&store, &meta, &arms, &trials, &decision)?;
-            if out.json {
-                let said = (recalled.record())
-                    .map(|r| crate::stored_runs::said(&meta, &arms, &trials, r))
-                    .transpose()?;
-                print_json(&serde_json::json!({
-                    "schema": SHOW_SCHEMA,
-                    "run": meta,
-                    "decided": recalled.decision,
-                    "rebuilt": recalled.rebuilt,
-                    "report": recalled.record().map(|r| &r.report),
-                    "record": recalled.record(),
-                    "said": said,
-                    "bench": recalled.bench(),
-                }))?;
-            } else {
-                print_heading(&meta);
-                let notes = recalled.notes();
-                let text = match &recalled.answer {
-                    Answer::Run(record) => {
-                        let said = crate::stored_runs::said(&meta, &arms, &trials, record)?;
-                        crate::render::run::render_stored(record, &notes, &said)
-                    }
-                    Answer::Bench(b) => crate::render::bench::render_stored(b, &notes),
-                };
-                print!("{text}");
-            }
-        }
+        ResultsAction::List { out } => list(&store, out.json)?,
+        ResultsAction::Show { run, decision, out } => show(&store, run, &decision, out.json)?,
         ResultsAction::Export { run, format, out } => {
-            let (meta, arms, trials) = store.load(run)?;
-            let own = Redecide::default();
-            let text = match format {
-                ExportFormat::Json => {
-                    let given = crate::stored_runs::Trials::Given(&trials);
-                    let kept = crate::stored_runs::recall(&store, &meta, &arms, &given, &own)?;
-                    serde_json::to_string_pretty(&crate::model::Versioned::of(
-                        &crate::stored_runs::export::export(&meta, &arms, &trials, &kept),
-                    ))?
-                }
-                ExportFormat::Csv => crate::render::csv::trials(run, &arms, &trials),
-                ExportFormat::Md => crate::render::markdown::runs(&[crate::stored_runs::view(
-                    &store, meta, &arms, &trials, &own,
-                )?]),
-            };
+            let text = export(&store, run, format)?;
             match out {
                 Some(p) => std::fs::write(&p, text)
                     .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?,
@@ -147,8 +67,97 @@ pub fn run(a: ResultsArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// `results show`'s first line: the run, when, how it ended and what it ran; and the version
-/// that wrote it where another did.
+/// `results list`: every stored run, one line each (a run whose process was killed outright
+/// reads as interrupted, not running).
+fn list(store: &Store, json: bool) -> anyhow::Result<()> {
+    let runs: Vec<_> = store
+        .runs()?
+        .into_iter()
+        .map(|(mut m, n)| {
+            m.status = crate::stored_runs::status_now(&m);
+            (m, n)
+        })
+        .collect();
+    if json {
+        // A list, not a record: each run carries the version that wrote it.
+        let list: Vec<serde_json::Value> = runs
+            .iter()
+            .map(|(m, n)| {
+                serde_json::json!({"run": m, "trials": n, "hugelab_version": m.written_by()})
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&list)?);
+        return Ok(());
+    }
+    let mut t = crate::render::table(&["run", "created", "status", "trials", "label", "command"]);
+    for (m, n) in &runs {
+        t.add_row(vec![
+            m.id.to_string(),
+            m.created.clone(),
+            m.status.clone(),
+            n.to_string(),
+            m.label.clone().unwrap_or_default(),
+            m.command.join(" "),
+        ]);
+    }
+    println!("{}\n{}", crate::render::fit(&mut t), store.path.display());
+    Ok(())
+}
+
+/// `results show`: the stored answer as it was printed; the trials are read only where the
+/// answer is not stored whole or is decided again.
+fn show(store: &Store, run: i64, decision: &Redecide, json: bool) -> anyhow::Result<()> {
+    let (mut meta, arms) = store.head(run)?;
+    let trials = crate::stored_runs::Trials::stored(store, run);
+    meta.status = crate::stored_runs::status_now(&meta);
+    let recalled = crate::stored_runs::recall(store, &meta, &arms, &trials, decision)?;
+    if json {
+        let said = (recalled.record())
+            .map(|r| crate::stored_runs::said(&meta, &arms, &trials, r))
+            .transpose()?;
+        return print_json(&serde_json::json!({
+            "schema": SHOW_SCHEMA,
+            "run": meta,
+            "decided": recalled.decision,
+            "rebuilt": recalled.rebuilt,
+            "report": recalled.record().map(|r| &r.report),
+            "record": recalled.record(),
+            "said": said,
+            "bench": recalled.bench(),
+        }));
+    }
+    print_heading(&meta);
+    let notes = recalled.notes();
+    let text = match &recalled.answer {
+        Answer::Run(record) => {
+            let said = crate::stored_runs::said(&meta, &arms, &trials, record)?;
+            crate::render::run::render_stored(record, &notes, &said)
+        }
+        Answer::Bench(b) => crate::render::bench::render_stored(b, &notes),
+    };
+    print!("{text}");
+    Ok(())
+}
+
+/// `results export`: a run at its own decision as JSON, its trials as CSV, or Markdown.
+fn export(store: &Store, run: i64, format: ExportFormat) -> anyhow::Result<String> {
+    let (meta, arms, trials) = store.load(run)?;
+    let own = Redecide::default();
+    Ok(match format {
+        ExportFormat::Json => {
+            let given = crate::stored_runs::Trials::Given(&trials);
+            let kept = crate::stored_runs::recall(store, &meta, &arms, &given, &own)?;
+            serde_json::to_string_pretty(&crate::model::Versioned::of(
+                &crate::stored_runs::export::export(&meta, &arms, &trials, &kept),
+            ))?
+        }
+        ExportFormat::Csv => crate::render::csv::trials(run, &arms, &trials),
+        ExportFormat::Md => crate::render::markdown::runs(&[crate::stored_runs::view(
+            store, meta, &arms, &trials, &own,
+        )?]),
+    })
+}
+
 fn print_heading(meta: &crate::store::RunMeta) {
     println!(
         "run {} ({}, {}): {}",

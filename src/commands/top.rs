@@ -40,6 +40,51 @@ pub fn run(a: TopArgs) -> anyhow::Result<i32> {
         return cgroups(&a);
     }
     let thp = crate::probe::thp::read(&Root::system()).context("reading THP settings")?;
+    let (mut rows, unreadable) = rows(&a, &thp);
+    match a.sort {
+        TopSort::Coverage => rows.sort_by(|x, y| {
+            y.coverage
+                .unwrap_or(0.0)
+                .total_cmp(&x.coverage.unwrap_or(0.0))
+                .then(y.resident.cmp(&x.resident))
+        }),
+        TopSort::Huge => rows.sort_by_key(|r| std::cmp::Reverse(r.huge_bytes)),
+        TopSort::Rss => rows.sort_by_key(|r| std::cmp::Reverse(r.resident)),
+    }
+    rows.truncate(a.limit);
+    // A VM's guest RAM needs its smaps and command line: read for hypervisor processes only.
+    for r in rows.iter_mut().filter(|r| r.guest_ram.is_none()) {
+        let argv: Vec<String> = Proc::system(r.pid).cmdline().into_iter().take(1).collect();
+        if vm::hypervisor(&r.name, &argv).is_some()
+            && let Ok(p) = inspect_pid(r.pid, &thp, Duration::from_millis(500))
+        {
+            r.guest_ram = p.guest_ram;
+        }
+    }
+    if a.out.json {
+        #[derive(serde::Serialize)]
+        struct TopJson<'a> {
+            schema: &'static str,
+            rows: &'a [TopRow],
+            unreadable_processes: usize,
+        }
+        print_json(&TopJson {
+            schema: "hugelab.top/1",
+            rows: &rows,
+            unreadable_processes: unreadable,
+        })?;
+    } else {
+        print!(
+            "{}",
+            crate::render::inspect::render_top(&rows, unreadable, a.full)
+        );
+    }
+    Ok(0)
+}
+
+/// A row for every process with resident memory (from smaps_rollup, or a full inspection with
+/// --full), and how many could not be read.
+fn rows(a: &TopArgs, thp: &crate::probe::thp::Thp) -> (Vec<TopRow>, usize) {
     let mut rows = Vec::new();
     let mut unreadable = 0;
     for pid in all_pids(&Root::system()) {
@@ -48,7 +93,7 @@ pub fn run(a: TopArgs) -> anyhow::Result<i32> {
             continue;
         };
         if a.full {
-            match inspect_pid(pid, &thp, Duration::from_millis(500)) {
+            match inspect_pid(pid, thp, Duration::from_millis(500)) {
                 Ok(r) if r.resident > 0 => rows.push(TopRow {
                     pid,
                     name: r.name,
@@ -92,45 +137,7 @@ pub fn run(a: TopArgs) -> anyhow::Result<i32> {
             guest_ram: None,
         });
     }
-    match a.sort {
-        TopSort::Coverage => rows.sort_by(|x, y| {
-            y.coverage
-                .unwrap_or(0.0)
-                .total_cmp(&x.coverage.unwrap_or(0.0))
-                .then(y.resident.cmp(&x.resident))
-        }),
-        TopSort::Huge => rows.sort_by_key(|r| std::cmp::Reverse(r.huge_bytes)),
-        TopSort::Rss => rows.sort_by_key(|r| std::cmp::Reverse(r.resident)),
-    }
-    rows.truncate(a.limit);
-    // A VM's guest RAM needs its smaps and command line: read for hypervisor processes only.
-    for r in rows.iter_mut().filter(|r| r.guest_ram.is_none()) {
-        let argv: Vec<String> = Proc::system(r.pid).cmdline().into_iter().take(1).collect();
-        if vm::hypervisor(&r.name, &argv).is_some()
-            && let Ok(p) = inspect_pid(r.pid, &thp, Duration::from_millis(500))
-        {
-            r.guest_ram = p.guest_ram;
-        }
-    }
-    if a.out.json {
-        #[derive(serde::Serialize)]
-        struct TopJson<'a> {
-            schema: &'static str,
-            rows: &'a [TopRow],
-            unreadable_processes: usize,
-        }
-        print_json(&TopJson {
-            schema: "hugelab.top/1",
-            rows: &rows,
-            unreadable_processes: unreadable,
-        })?;
-    } else {
-        print!(
-            "{}",
-            crate::render::inspect::render_top(&rows, unreadable, a.full)
-        );
-    }
-    Ok(0)
+    (rows, unreadable)
 }
 
 /// `top --cgroups`: every group down to `--depth`, sorted like processes (memory, share on huge

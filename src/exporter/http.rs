@@ -59,3 +59,43 @@ pub fn parse_listen(s: &str) -> Result<SocketAddr, UsageError> {
         ))
     })
 }
+
+/// A server listening on `addr`, or an error that says why not (the port in use, by whom).
+pub fn listen(addr: SocketAddr) -> anyhow::Result<tiny_http::Server> {
+    tiny_http::Server::http(addr).map_err(|e| {
+        let in_use = e
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::AddrInUse);
+        if in_use {
+            anyhow::anyhow!(
+                "{addr} is already in use (another hugelab exporter, or another service on that port): choose another with --listen"
+            )
+        } else {
+            anyhow::anyhow!("cannot listen on {addr}: {e}")
+        }
+    })
+}
+
+/// Answer requests until Ctrl-C or SIGTERM (which end the loop, so that a trace thread can
+/// unmount tracefs afterwards); errors are logged on stderr, never fatal.
+pub fn serve(server: &tiny_http::Server, ex: &mut Exporter) {
+    let mut said_folios = false;
+    crate::control::defer_first_signal("stopping the exporter");
+    while !crate::control::stop_requested() {
+        let req = match server.recv_timeout(std::time::Duration::from_millis(250)) {
+            Ok(Some(r)) => r,
+            Ok(None) => continue,
+            Err(e) => {
+                crate::eprintln_safe!("hugelab exporter: {e}");
+                continue;
+            }
+        };
+        if let Err(e) = respond(ex, req) {
+            crate::eprintln_safe!("hugelab exporter: answering a request: {e}");
+        }
+        if !said_folios && let Some(why) = ex.folio_note() {
+            crate::eprintln_safe!("note: folio sizes of watched processes are not exported: {why}");
+            said_folios = true;
+        }
+    }
+}

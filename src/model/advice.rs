@@ -248,3 +248,21 @@ impl EvidenceLine {
             .collect()
     }
 }
+
+/// A machine checked against an advice file, setting by setting.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Checked {
+    /// The advice file, as given.
+    pub file: String,
+    /// Each advised setting with how the machine differs (`None`: as advised).
+    pub settings: Vec<(Setting, Option<String>)>,
+    /// Service lines this check cannot read, with the command that verifies them.
+    pub unchecked: Vec<String>,
+}
+
+impl Checked {
+    /// The settings the machine does not follow.
+    pub fn differing(&self) -> usize {
+        self.settings.iter().filter(|(_, d)| d.is_some()).count()
+    }
+}

@@ -5,6 +5,7 @@
 
 use crate::control::Knob;
 use crate::model::advice::Advice;
+use crate::model::advice::Checked;
 use crate::model::advice::Setting;
 use crate::units::Bytes;
 use std::fmt::Write;
@@ -36,6 +37,49 @@ pub enum Format {
     /// A Kubernetes ConfigMap and DaemonSet that hold the settings on the nodes with
     /// --node-label through `hugelab apply`, restored when it is removed
     Daemonset,
+}
+
+impl Format {
+    /// What the artefact is, for the line naming the file it went to.
+    pub fn what(self) -> &'static str {
+        match self {
+            Format::Plan => "the plan",
+            Format::Json => "the advice (JSON)",
+            Format::Sysctl => "sysctl.d lines",
+            Format::Tmpfiles => "tmpfiles.d lines",
+            Format::Systemd => "a systemd unit",
+            Format::Cmdline => "the kernel command line",
+            Format::Tuned => "a tuned profile",
+            Format::Service => "the service's configuration lines",
+            Format::Daemonset => "a Kubernetes ConfigMap and DaemonSet",
+        }
+    }
+}
+
+/// `advise --check`: each setting `ok` or `DIFFERS`, the lines not checked, and the verdict.
+pub fn checked(c: &Checked) -> String {
+    let mut o = String::new();
+    for (s, d) in &c.settings {
+        if d.is_none() {
+            let _ = writeln!(o, "ok       {} = {}", s.knob, s.value);
+        }
+    }
+    for d in c.settings.iter().filter_map(|(_, d)| d.as_ref()) {
+        let _ = writeln!(o, "DIFFERS  {d}");
+    }
+    for u in &c.unchecked {
+        let _ = writeln!(o, "not checked here: {u}");
+    }
+    let (n, all) = (c.differing(), c.settings.len());
+    let _ = match n {
+        0 => writeln!(o, "this machine follows {} ({all} settings)", c.file),
+        _ => writeln!(
+            o,
+            "this machine does not follow {}: {n} of {all} settings differ",
+            c.file
+        ),
+    };
+    o
 }
 
 /// The header of a configuration file: what it is, on what evidence, how to verify it.
