@@ -21,7 +21,9 @@ fn every_study_table_is_printed_from_its_stored_runs() {
     let mut stored: Vec<_> = std::fs::read_dir(root.join("docs/study"))
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".db.xz") && !is_chase(p) && !is_tlb(p))
+        .filter(|p| {
+            p.to_string_lossy().ends_with(".db.xz") && !is_chase(p) && !is_tlb(p) && !is_redis(p)
+        })
         .collect();
     stored.sort();
     assert!(!stored.is_empty(), "no stored runs in docs/study");
@@ -49,6 +51,214 @@ fn every_study_table_is_printed_from_its_stored_runs() {
             n + 1
         );
     }
+}
+
+/// docs/services-study.md's Redis answers are the stored runs' own, as `hugelab results show`
+/// prints them (`scripts/study/redis.sh show`): each run of the stored file is quoted exactly
+/// between `results-show` markers naming it, and a fenced block outside such markers holds only a
+/// command (an output typed, or kept from a run that was not stored, fails).
+#[test]
+#[cfg_attr(
+    missing_jq,
+    ignore = "needs jq and xz (apt-get install jq xz-utils; .ci/run does)"
+)]
+fn every_quoted_answer_is_a_stored_runs_own() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let docs = std::fs::read_to_string(root.join("docs/services-study.md")).unwrap();
+    let stored: Vec<_> = std::fs::read_dir(root.join("docs/study"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| is_redis(p))
+        .collect();
+    assert!(!stored.is_empty(), "no stored Redis runs in docs/study");
+    let mut quoted = 0;
+    for db in &stored {
+        let name = format!("docs/study/{}", db.file_name().unwrap().to_string_lossy());
+        let (_dir, unpacked) = unpacked(db);
+        let list = common::hugelab_stdout(["results", "list", "--json", "--db", &unpacked]);
+        let runs: Vec<serde_json::Value> = serde_json::from_str(&list).unwrap();
+        for run in &runs {
+            let id = run["run"]["id"].to_string();
+            let text = script(
+                root,
+                "redis.sh",
+                &["show".as_ref(), db.as_os_str(), id.as_ref()],
+                &[],
+            );
+            assert!(text.starts_with(&format!("run {id} (")), "{text}");
+            let source = format!("{name} run {id}");
+            if let Err(e) = common::quoted_exactly(&docs, "results-show", &source, &text) {
+                panic!("docs/services-study.md, {source}: {e}");
+            }
+            quoted += 1;
+        }
+    }
+    assert_eq!(
+        docs.matches("<!-- results-show: ").count(),
+        quoted,
+        "a results-show marker naming no stored run"
+    );
+    let outputs = outputs_outside_quotes(&docs);
+    assert!(
+        outputs.is_empty(),
+        "docs/services-study.md, lines {outputs:?}: an output outside the results-show markers (quote a stored run's)"
+    );
+    // The rule itself: a command passes, what it printed fails, inside a quote it passes.
+    let cmd = "```\nhugelab run \\\n  -- true\n```\n";
+    let printed = "```\n$ hugelab run -- true\nb vs a  wall_s +1% INCONCLUSIVE\n```\n";
+    assert!(outputs_outside_quotes(cmd).is_empty());
+    assert_eq!(outputs_outside_quotes(printed), [4]);
+    let quoted = format!("<!-- results-show: x run 1 -->\n{printed}<!-- /results-show -->\n");
+    assert!(outputs_outside_quotes(&quoted).is_empty());
+}
+
+/// The lines (1-based, each block's closing fence) of the fenced blocks outside `results-show`
+/// quotes that hold more than one command: each line but a command's last continues with `\`.
+fn outputs_outside_quotes(docs: &str) -> Vec<usize> {
+    let (mut quote, mut block, mut found) = (false, None::<Vec<&str>>, Vec::new());
+    for (n, line) in docs.lines().enumerate() {
+        quote =
+            (quote || line.starts_with("<!-- results-show: ")) && line != "<!-- /results-show -->";
+        match (&mut block, line.starts_with("```")) {
+            (None, true) if !quote => block = Some(Vec::new()),
+            (Some(lines), true) => {
+                if lines.iter().rev().skip(1).any(|l| !l.ends_with('\\')) {
+                    found.push(n + 1);
+                }
+                block = None;
+            }
+            (Some(lines), false) => lines.push(line),
+            _ => {}
+        }
+    }
+    found
+}
+
+/// A stored `.db.xz` unpacked into a temporary directory (removed when it is dropped).
+fn unpacked(xz: &Path) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join(xz.file_stem().unwrap());
+    let raw = std::process::Command::new("xz")
+        .arg("-dc")
+        .arg(xz)
+        .output()
+        .unwrap();
+    assert!(raw.status.success(), "xz -dc {}", xz.display());
+    std::fs::write(&out, raw.stdout).unwrap();
+    let path = out.display().to_string();
+    (dir, path)
+}
+
+/// docs/statistics.md states no measured figure of its own: outside the quoted studies every
+/// figure with a decimal point is one the stored studies print (a rate as a percent: `96.5%` is
+/// `0.9650` rounded), one of the method's constants the test computes (`99.2%`, the most 8
+/// blocks can exclude zero at: 1 − 2⁻⁷; `99.67%`, Holm's first step over three arms at 99%), or
+/// an example of notation or a published design's parameter listed here with its reason.
+#[test]
+fn the_statistics_prose_quotes_no_figure_the_studies_do_not_print() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let docs = std::fs::read_to_string(root.join("docs/statistics.md")).unwrap();
+    let mut printed = String::new();
+    for f in ["docs/study/simulation.txt", "docs/study/forecast.txt"] {
+        printed += &std::fs::read_to_string(root.join(f)).unwrap();
+    }
+    let computed = [1.0 - 2f64.powi(-7), 1.0 - 0.01 / 3.0];
+    let stray = stray_figures(&docs, &printed, &computed, NOT_MEASURED);
+    assert!(
+        stray.is_empty(),
+        "docs/statistics.md states figures no stored study prints (quote the row, or run the study): {stray:#?}"
+    );
+    // The check itself: a figure typed beside the quoted study fails, its rounding passes.
+    let planted = "The known process held 0.615 of its level.\n";
+    assert_eq!(stray_figures(planted, &printed, &computed, &[]).len(), 1);
+    let rounded = "The known process: 0.912 of its runs (91.2%).\n";
+    assert!(stray_figures(rounded, "x 0.9123 y", &[], &[]).is_empty());
+}
+
+/// Figures docs/statistics.md may state that no study measures, each with why.
+const NOT_MEASURED: &[(&str, &str)] = &[
+    (
+        "0.63",
+        "how a ratio is printed (`0.63×`), an example of notation",
+    ),
+    (
+        "99.61%",
+        "the level the exact signed-rank interval's ranks reach at 10 blocks",
+    ),
+    (
+        "99.5%",
+        "the level of Holm's second step over two contrasts at 99%",
+    ),
+    ("1.1%", "the published comparison's effect"),
+    ("0.9", "the published comparison's within-block correlation"),
+    ("99.99%", "the published comparison's level"),
+];
+
+/// The decimal figures of `docs` outside its quoted studies that `printed` does not hold
+/// (rounded), that are not `computed` and not listed in `allowed`.
+fn stray_figures(
+    docs: &str,
+    printed: &str,
+    computed: &[f64],
+    allowed: &[(&str, &str)],
+) -> Vec<String> {
+    let numbers = |text: &str| -> Vec<(String, f64, usize, bool)> {
+        let mut out = Vec::new();
+        let b = text.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if !b[i].is_ascii_digit() {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'.') {
+                i += 1;
+            }
+            let tok = text[start..i].trim_end_matches('.');
+            if let Some((_, frac)) = tok.split_once('.')
+                && let Ok(v) = tok.parse::<f64>()
+                && (start == 0 || !b[start - 1].is_ascii_alphanumeric())
+            {
+                let pct = b.get(start + tok.len()) == Some(&b'%');
+                out.push((
+                    format!("{tok}{}", if pct { "%" } else { "" }),
+                    v,
+                    frac.len(),
+                    pct,
+                ));
+            }
+        }
+        out
+    };
+    let held: Vec<f64> = numbers(printed).into_iter().map(|(_, v, ..)| v).collect();
+    let mut inside = false;
+    let mut stray = Vec::new();
+    for line in docs.lines() {
+        if line.starts_with("<!-- simulation-study: ") || line.starts_with("<!-- forecast-study: ")
+        {
+            inside = true;
+        }
+        if line.starts_with("<!-- /simulation-study") || line.starts_with("<!-- /forecast-study") {
+            inside = false;
+            continue;
+        }
+        if inside {
+            continue;
+        }
+        for (tok, v, decimals, pct) in numbers(line) {
+            let half = 0.5 * 10f64.powi(-(decimals as i32));
+            let near = |x: f64| (x - v).abs() <= half + 1e-12;
+            let as_printed = |x: f64| near(x) || (pct && near(x * 100.0));
+            let ok = held.iter().any(|x| as_printed(*x))
+                || computed.iter().any(|x| as_printed(*x))
+                || allowed.iter().any(|(a, _)| *a == tok);
+            if !ok {
+                stray.push(format!("{tok}: {}", line.trim()));
+            }
+        }
+    }
+    stray
 }
 
 /// The table check fails on a row typed into the docs by hand and on a printed row left out.
@@ -92,6 +302,11 @@ fn script(root: &Path, name: &str, args: &[&std::ffi::OsStr], env: &[(&str, &str
 fn is_chase(p: &Path) -> bool {
     p.file_name()
         .is_some_and(|n| n.to_string_lossy().contains("-chase"))
+}
+
+fn is_redis(p: &Path) -> bool {
+    p.file_name()
+        .is_some_and(|n| n.to_string_lossy().contains("-redis"))
 }
 
 fn is_tlb(p: &Path) -> bool {
