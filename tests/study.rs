@@ -175,6 +175,57 @@ fn the_statistics_prose_quotes_no_figure_the_studies_do_not_print() {
     assert!(stray_figures(rounded, "x 0.9123 y", &[], &[]).is_empty());
 }
 
+/// docs/services-study.md's prose reads its figures off the stored runs: every figure with a
+/// decimal point outside the quotes is one that `hugelab results show` prints for a run stored
+/// in docs/study/ (its answer, design, notes and tables) or one of the page's quoted rows.
+#[test]
+#[cfg_attr(
+    missing_jq,
+    ignore = "needs jq and xz (apt-get install jq xz-utils; .ci/run does)"
+)]
+fn the_services_study_prose_reads_its_figures_off_the_stored_runs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let docs = std::fs::read_to_string(root.join("docs/services-study.md")).unwrap();
+    // The page's own quotes (its rows.sh tables hold the A/As' half-widths and forecasts), and
+    // every stored run's whole answer.
+    let mut printed: String = docs
+        .lines()
+        .scan(false, |inside, line| {
+            let opens = QUOTES
+                .iter()
+                .any(|q| line.starts_with(&format!("<!-- {q}: ")));
+            let closes = QUOTES
+                .iter()
+                .any(|q| line.starts_with(&format!("<!-- /{q}")));
+            *inside = (*inside || opens) && !closes;
+            Some(if *inside {
+                format!("{line}\n")
+            } else {
+                String::new()
+            })
+        })
+        .collect();
+    for entry in std::fs::read_dir(root.join("docs/study")).unwrap() {
+        let db = entry.unwrap().path();
+        if !db.to_string_lossy().ends_with(".db.xz") || is_chase(&db) || is_tlb(&db) {
+            continue;
+        }
+        let (_dir, unpacked) = unpacked(&db);
+        let list = common::hugelab_stdout(["results", "list", "--json", "--db", &unpacked]);
+        let runs: Vec<serde_json::Value> = serde_json::from_str(&list).unwrap();
+        for run in &runs {
+            let id = run["run"]["id"].to_string();
+            printed += &common::hugelab_stdout(["results", "show", &id, "--db", &unpacked]);
+        }
+    }
+    let versions = [("6.18", "a Linux version"), ("10.11", "a MariaDB version")];
+    let stray = stray_figures(&docs, &printed, &[], &versions);
+    assert!(
+        stray.is_empty(),
+        "docs/services-study.md states figures no stored run prints: {stray:#?}"
+    );
+}
+
 /// Figures docs/statistics.md may state that no study measures, each with why.
 const NOT_MEASURED: &[(&str, &str)] = &[
     (
@@ -192,6 +243,14 @@ const NOT_MEASURED: &[(&str, &str)] = &[
     ("1.1%", "the published comparison's effect"),
     ("0.9", "the published comparison's within-block correlation"),
     ("99.99%", "the published comparison's level"),
+];
+
+/// The markers of what the docs quote from a script's output.
+const QUOTES: [&str; 4] = [
+    "simulation-study",
+    "forecast-study",
+    "rows.sh",
+    "results-show",
 ];
 
 /// The decimal figures of `docs` outside its quoted studies that `printed` does not hold
@@ -235,11 +294,16 @@ fn stray_figures(
     let mut inside = false;
     let mut stray = Vec::new();
     for line in docs.lines() {
-        if line.starts_with("<!-- simulation-study: ") || line.starts_with("<!-- forecast-study: ")
+        if QUOTES
+            .iter()
+            .any(|q| line.starts_with(&format!("<!-- {q}: ")))
         {
             inside = true;
         }
-        if line.starts_with("<!-- /simulation-study") || line.starts_with("<!-- /forecast-study") {
+        if QUOTES
+            .iter()
+            .any(|q| line.starts_with(&format!("<!-- /{q}")))
+        {
             inside = false;
             continue;
         }
