@@ -5,6 +5,7 @@
 //! it and renders (`render::advice`, `render::node_pool`). It sits above the engines it reads
 //! (`stored_runs`); no engine or stage imports it.
 
+pub mod artefact;
 mod check;
 mod evidence;
 mod postgres;

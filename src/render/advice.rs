@@ -1,7 +1,8 @@
 //! `hugelab advise` artefacts, all from one [`Advice`] record: the readable plan, sysctl.d lines,
 //! tmpfiles.d lines and a systemd oneshot unit for the sysfs knobs (they are not sysctls), a
 //! kernel command line, a tuned profile, the service's own configuration lines. Every artefact
-//! carries its evidence and how to verify it.
+//! carries its evidence and how to verify it. The registry of what `--format` writes, one file
+//! an artefact, is `advice::artefact`.
 
 use crate::control::Knob;
 use crate::model::advice::Advice;
@@ -13,48 +14,6 @@ use std::fmt::Write;
 /// `--format daemonset`'s defaults: the canary nodes' label and the image the applier runs.
 pub const CANARY_LABEL: &str = "hugelab.io/canary=true";
 pub const IMAGE: &str = "REGISTRY/hugelab:0.1.0";
-
-/// The artefact to write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// What to set, why (run, effect, interval, coverage, stalls), what was not measured
-    Plan,
-    /// The advice record (what `advise --check` reads)
-    Json,
-    /// /etc/sysctl.d lines (the default-size hugetlb pool)
-    Sysctl,
-    /// /etc/tmpfiles.d lines writing the sysfs knobs at boot
-    Tmpfiles,
-    /// A systemd oneshot unit writing the sysfs knobs before the service starts
-    Systemd,
-    /// Kernel command line parameters (THP mode, boot-time pools)
-    Cmdline,
-    /// A tuned profile (tuned.conf)
-    Tuned,
-    /// The service's own configuration lines (postgresql.conf, redis.conf, JVM options, libvirt
-    /// XML, pod spec)
-    Service,
-    /// A Kubernetes ConfigMap and DaemonSet that hold the settings on the nodes with
-    /// --node-label through `hugelab apply`, restored when it is removed
-    Daemonset,
-}
-
-impl Format {
-    /// What the artefact is, for the line naming the file it went to.
-    pub fn what(self) -> &'static str {
-        match self {
-            Format::Plan => "the plan",
-            Format::Json => "the advice (JSON)",
-            Format::Sysctl => "sysctl.d lines",
-            Format::Tmpfiles => "tmpfiles.d lines",
-            Format::Systemd => "a systemd unit",
-            Format::Cmdline => "the kernel command line",
-            Format::Tuned => "a tuned profile",
-            Format::Service => "the service's configuration lines",
-            Format::Daemonset => "a Kubernetes ConfigMap and DaemonSet",
-        }
-    }
-}
 
 /// `advise --check`: each setting `ok` or `DIFFERS`, the lines not checked, and the verdict.
 pub fn checked(c: &Checked) -> String {
@@ -120,23 +79,9 @@ fn cmdline_word(s: &Setting) -> Option<String> {
     }
 }
 
-pub fn render(a: &Advice, f: Format) -> String {
-    match f {
-        Format::Plan => plan(a),
-        Format::Json => {
-            serde_json::to_string_pretty(&crate::model::Versioned::of(a)).unwrap_or_default() + "\n"
-        }
-        Format::Sysctl => sysctl(a),
-        Format::Tmpfiles => tmpfiles(a),
-        Format::Systemd => systemd(a),
-        Format::Cmdline => cmdline(a),
-        Format::Tuned => tuned(a),
-        Format::Service => service(a),
-        Format::Daemonset => {
-            let (k, v) = CANARY_LABEL.split_once('=').unwrap_or_default();
-            daemonset(a, &(k.into(), v.into()), IMAGE)
-        }
-    }
+/// The advice record as JSON, with the version that wrote it (what `advise --check` reads).
+pub fn json(a: &Advice) -> String {
+    serde_json::to_string_pretty(&crate::model::Versioned::of(a)).unwrap_or_default() + "\n"
 }
 
 /// How pools set at run time (the DaemonSet's `hugelab apply`) reach the scheduler.
@@ -220,7 +165,7 @@ pub fn daemonset(a: &Advice, label: &(String, String), image: &str) -> String {
             "# Not set by this DaemonSet: the service's own lines (`advise --format service`)."
         );
     }
-    let record = render(a, Format::Json);
+    let record = json(a);
     let _ = writeln!(
         o,
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hugelab-apply\n  namespace: kube-system\n  labels:\n    app.kubernetes.io/name: hugelab-apply\ndata:\n  advice.json: |"
@@ -297,7 +242,7 @@ spec:
     o
 }
 
-fn plan(a: &Advice) -> String {
+pub fn plan(a: &Advice) -> String {
     let mut o = String::new();
     for l in super::summary::wrap_hanging(&a.summary, 2) {
         let _ = writeln!(o, "{l}");
@@ -357,7 +302,7 @@ fn plan(a: &Advice) -> String {
     o
 }
 
-fn sysctl(a: &Advice) -> String {
+pub fn sysctl(a: &Advice) -> String {
     let mut o = comments(a, "#");
     let mut any = false;
     for s in &a.settings {
@@ -379,7 +324,7 @@ fn sysctl(a: &Advice) -> String {
     o
 }
 
-fn tmpfiles(a: &Advice) -> String {
+pub fn tmpfiles(a: &Advice) -> String {
     let mut o = comments(a, "#");
     for s in &a.settings {
         let _ = writeln!(o, "w {} - - - - {}", s.knob.path(), s.value);
@@ -390,7 +335,7 @@ fn tmpfiles(a: &Advice) -> String {
     o
 }
 
-fn systemd(a: &Advice) -> String {
+pub fn systemd(a: &Advice) -> String {
     let mut o = comments(a, "#");
     let before = match a.target {
         crate::model::advice::Target::Postgres => " postgresql.service",
@@ -432,7 +377,7 @@ fn thp_anon_word(a: &Advice) -> Option<String> {
     (!sizes.is_empty()).then(|| format!("thp_anon={}", sizes.join(";")))
 }
 
-fn cmdline(a: &Advice) -> String {
+pub fn cmdline(a: &Advice) -> String {
     let mut words: Vec<String> = a.settings.iter().filter_map(cmdline_word).collect();
     words.extend(thp_anon_word(a));
     let mut o = comments(a, "#");
@@ -461,7 +406,7 @@ fn cmdline(a: &Advice) -> String {
     o
 }
 
-fn tuned(a: &Advice) -> String {
+pub fn tuned(a: &Advice) -> String {
     let mut o = comments(a, "#");
     let _ = writeln!(
         o,
@@ -515,7 +460,7 @@ pub(super) fn tuned_plugins(settings: &[&Setting], pools_at_boot: bool) -> Strin
     o
 }
 
-fn service(a: &Advice) -> String {
+pub fn service(a: &Advice) -> String {
     let mut o = String::new();
     if a.service.is_empty() {
         let _ = writeln!(o, "# no service configuration to change: {}", a.summary);
@@ -568,13 +513,13 @@ mod tests {
             notes: Vec::new(),
             verify: Vec::new(),
         };
-        let s = render(&a, Format::Sysctl);
+        let s = sysctl(&a);
         assert!(
             s.contains("\nvm.defrag_mode = 1\n") && s.contains("\nvm.nr_hugepages = 100\n"),
             "{s}"
         );
         assert!(!s.contains("defer+madvise"), "{s}");
-        let t = render(&a, Format::Tuned);
+        let t = tuned(&a);
         let sysctl = &t[t.find("[sysctl]").expect("a [sysctl] section")..];
         assert!(
             sysctl.contains("vm.defrag_mode=1") && sysctl.contains("vm.nr_hugepages=100"),
