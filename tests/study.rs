@@ -420,25 +420,18 @@ fn the_tlb_study_table_is_printed_from_its_stored_runs() {
 )]
 fn the_tlb_studys_ranges_all_overlap_as_bench_tlb_sets_them_against_each_other() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = tempfile::tempdir().unwrap();
     let study = std::fs::read_dir(root.join("docs/study"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .find(|p| is_tlb(p))
         .expect("a stored bench tlb study in docs/study");
-    let out = std::process::Command::new("xz")
-        .arg("-dc")
-        .arg(&study)
-        .output()
-        .expect("xz (apt-get install xz-utils; .ci/run does)");
-    let db = dir.path().join("tlb.db");
-    std::fs::write(&db, out.stdout).unwrap();
+    let (_dir, db) = unpacked(&study);
     // Their host is this one: the store reads the runs of the host it runs on.
     let host = hugelab::probe::cpu::hostname(&hugelab::probe::Root::system()).unwrap();
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.execute("UPDATE runs SET host = ?1", [&host]).unwrap();
     drop(conn);
-    let store = hugelab::store::Store::open_existing(&db).unwrap();
+    let store = hugelab::store::Store::open_existing(Path::new(&db)).unwrap();
     let runs = store.measured_tlbs().unwrap();
     assert!(
         runs.len() >= hugelab::model::tlb::STUDY_RUNS,

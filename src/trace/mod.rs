@@ -93,7 +93,7 @@ pub enum Part<'a> {
 pub fn trace(req: &Request, show: &mut dyn FnMut(Part)) -> anyhow::Result<TraceResult> {
     let tfs = Tracefs::open()?;
     let mut tracer = open_tracer(&tfs, &req.kinds, !req.command.is_empty())?;
-    let mut t = Session::new(req, &tracer)?;
+    let mut t = Session::new(req, &tracer);
     t.result.notes = tfs.note.iter().cloned().collect();
     t.result.notes.extend(kinds_note(&req.kinds));
     crate::control::defer_first_signal("stopping: the histograms so far follow");
@@ -151,12 +151,12 @@ struct Session<'r> {
 }
 
 impl<'r> Session<'r> {
-    fn new(req: &'r Request, tracer: &Tracer) -> anyhow::Result<Session<'r>> {
+    fn new(req: &'r Request, tracer: &Tracer) -> Session<'r> {
         let names: Vec<String> = tracer.sources.iter().map(|s| s.name.clone()).collect();
         let fork = tracer
             .index(FORK)
             .map(|i| (i, tracer.sources[i].format.clone()));
-        Ok(Session {
+        Session {
             req,
             result: new_result(&names, tracer),
             agg: Aggregator::new(names, tracer.formats()),
@@ -166,7 +166,7 @@ impl<'r> Session<'r> {
             comms: BTreeMap::new(),
             vm_start: BTreeMap::new(),
             window_start: Instant::now(),
-        })
+        }
     }
 
     /// The scope taken (the command started now), and the record's header filled.

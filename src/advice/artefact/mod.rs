@@ -91,18 +91,8 @@ mod tests {
     /// `--help` and parsed by `--format`).
     #[test]
     fn a_planted_artefact_writes_through_the_registry() {
-        let adv = Advice {
-            schema: crate::model::advice::SCHEMA.into(),
-            target: crate::model::advice::Target::Machine,
-            adopt: None,
-            summary: "no change: nothing measured".into(),
-            settings: Vec::new(),
-            service: Vec::new(),
-            evidence: Vec::new(),
-            not_measured: Vec::new(),
-            notes: Vec::new(),
-            verify: Vec::new(),
-        };
+        // A real "no change" advice, as the machine target writes it from no runs.
+        let adv = crate::analyze::advice::machine::advise(&[], Vec::new());
         let label = ("k".to_string(), "v".to_string());
         let at = Target {
             node_label: &label,
