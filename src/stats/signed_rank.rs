@@ -25,50 +25,86 @@ fn walsh_count_le(s: &[f64], t: f64) -> u64 {
 }
 
 /// The k-th smallest Walsh average (1-based), k in 1..=n(n+1)/2. `s` sorted ascending, non-empty.
+/// Bisection on the value narrows (lo, hi] until it holds few averages, which are then listed and
+/// the one wanted picked: the same double the bisection would converge to (half the
+/// floating-point sum s_i + s_j), in a handful of O(n) counts instead of one per bit.
 pub fn walsh_order_stat(s: &[f64], k: u64) -> f64 {
     let (mut lo, mut hi) = (s[0], s[s.len() - 1]);
-    if walsh_count_le(s, lo) >= k {
+    let mut below = walsh_count_le(s, lo);
+    if below >= k {
         return lo;
     }
-    // Invariant: count(lo) < k <= count(hi).
+    // Invariant: count(lo) = below < k <= above = count(hi).
+    let mut above = (s.len() * (s.len() + 1) / 2) as u64;
+    let few = 8 * s.len() as u64 + 64;
     for _ in 0..200 {
+        if above - below <= few {
+            return walsh_pick(s, (lo, hi), k - below);
+        }
         let mid = lo + (hi - lo) / 2.0;
         if mid <= lo || mid >= hi {
             break;
         }
-        if walsh_count_le(s, mid) >= k {
-            hi = mid;
+        let c = walsh_count_le(s, mid);
+        if c >= k {
+            (hi, above) = (mid, c);
         } else {
-            lo = mid;
+            (lo, below) = (mid, c);
         }
     }
     hi
 }
 
-/// Exact lower-tail probabilities P(W+ ≤ w) of the signed-rank statistic under H0, for n ≤ 60.
-fn signed_rank_cdf_exact(n: usize) -> Vec<f64> {
-    let m = n * (n + 1) / 2;
-    // Probability mass, built one rank at a time (each rank in or out with probability 1/2).
-    let mut p = vec![0.0f64; m + 1];
-    p[0] = 1.0;
-    let mut top = 0;
-    for r in 1..=n {
-        top += r;
-        for w in (r..=top).rev() {
-            p[w] = 0.5 * (p[w] + p[w - r]);
-        }
-        for w in (0..r.min(top + 1)).rev() {
-            p[w] *= 0.5;
-        }
+/// The `r`-th smallest (1-based) of the Walsh averages in (lo, hi]. `s` sorted ascending; a sum
+/// s_i + s_j grows with j, so each i's sums in range are one run of j.
+fn walsh_pick(s: &[f64], (lo, hi): (f64, f64), r: u64) -> f64 {
+    let mut sums = Vec::new();
+    for (i, x) in s.iter().enumerate() {
+        let rest = &s[i..];
+        let from = rest.partition_point(|y| x + y <= 2.0 * lo);
+        let to = rest.partition_point(|y| x + y <= 2.0 * hi);
+        sums.extend(rest[from..to].iter().map(|y| x + y));
     }
-    let mut acc = 0.0;
-    p.iter()
-        .map(|x| {
-            acc += x;
-            acc
-        })
-        .collect()
+    let (_, v, _) = sums.select_nth_unstable_by(r as usize - 1, f64::total_cmp);
+    *v / 2.0
 }
+
+/// Exact lower-tail probabilities P(W+ ≤ w) of the signed-rank statistic under H0, for n ≤ 60,
+/// built once for every n (the distribution for n is the one for n − 1 with rank n added).
+fn signed_rank_cdf_exact(n: usize) -> &'static [f64] {
+    static CDFS: std::sync::OnceLock<Vec<Vec<f64>>> = std::sync::OnceLock::new();
+    let cdfs = CDFS.get_or_init(|| {
+        let mut cdfs = vec![vec![1.0]];
+        // Probability mass, built one rank at a time (each rank in or out with probability 1/2).
+        let mut p = vec![0.0f64; EXACT_MAX * (EXACT_MAX + 1) / 2 + 1];
+        p[0] = 1.0;
+        let mut top = 0;
+        for r in 1..=EXACT_MAX {
+            top += r;
+            for w in (r..=top).rev() {
+                p[w] = 0.5 * (p[w] + p[w - r]);
+            }
+            for w in (0..r.min(top + 1)).rev() {
+                p[w] *= 0.5;
+            }
+            let mut acc = 0.0;
+            cdfs.push(
+                p[..=top]
+                    .iter()
+                    .map(|x| {
+                        acc += x;
+                        acc
+                    })
+                    .collect(),
+            );
+        }
+        cdfs
+    });
+    &cdfs[n]
+}
+
+/// The most pairs whose signed-rank distribution is computed exactly.
+const EXACT_MAX: usize = 60;
 
 /// The largest k such that P(W+ ≤ k − 1) ≤ α/2, and the achieved two-sided confidence.
 /// k = 0 means no interval at this confidence is possible with n pairs.
@@ -77,7 +113,7 @@ pub fn signed_rank_critical(n: usize, confidence: f64) -> (u64, f64) {
     if n == 0 {
         return (0, 0.0);
     }
-    if n <= 60 {
+    if n <= EXACT_MAX {
         let cdf = signed_rank_cdf_exact(n);
         let mut k = 0usize;
         while k < cdf.len() && cdf[k] <= level.tail() {
@@ -188,7 +224,7 @@ pub fn signed_rank_p(d: &[f64]) -> f64 {
     let mut abs: Vec<f64> = nz.iter().map(|x| x.abs()).collect();
     abs.sort_by(f64::total_cmp);
     let ties = abs.windows(2).any(|w| w[0] == w[1]);
-    if n <= 60 && !ties {
+    if n <= EXACT_MAX && !ties {
         let cdf = signed_rank_cdf_exact(n);
         let w: usize = nz
             .iter()
@@ -313,11 +349,22 @@ mod tests {
 
     proptest! {
         #[test]
-        fn walsh_order_stats_match_brute_force(d in prop::collection::vec(-1e3f64..1e3, 1..40), kf in 0.0f64..1.0) {
+        fn walsh_order_stats_match_brute_force(d in prop::collection::vec(-1e3f64..1e3, 1..120), kf in 0.0f64..1.0) {
+            // Exactly the brute force's double, whether the averages were listed at once or
+            // the bisection narrowed them first (past 16 values).
             let s = sorted(&d);
             let w = walsh_all(&d);
             let k = 1 + ((w.len() - 1) as f64 * kf) as usize;
-            prop_assert!((walsh_order_stat(&s, k as u64) - w[k - 1]).abs() < 1e-9);
+            prop_assert_eq!(walsh_order_stat(&s, k as u64), w[k - 1]);
+        }
+
+        #[test]
+        fn walsh_order_stats_hold_ties_and_a_centre_of_zero(n in 1usize..80, kf in 0.0f64..1.0) {
+            // Values symmetric about 0 in steps of 1/8: many equal averages, and zero among them.
+            let d: Vec<f64> = (0..n).map(|i| (i as f64 - (n / 2) as f64) / 8.0).collect();
+            let w = walsh_all(&d);
+            let k = 1 + ((w.len() - 1) as f64 * kf) as usize;
+            prop_assert_eq!(walsh_order_stat(&sorted(&d), k as u64), w[k - 1]);
         }
 
         #[test]

@@ -57,8 +57,14 @@ pub fn skipped_core(test: &str, why: &str) {
     writeln!(f, "{test}: {why}").expect("the skipped-core log takes a line");
 }
 
-/// One lock for every test, in any test binary, that touches global kernel knobs.
-pub struct KnobLock(std::fs::File);
+/// One lock for every test, in any test binary, that touches global kernel knobs. The tests
+/// holding it run one at a time, so its holding times add up to the suite's shortest possible
+/// wall time: each is logged on release (`knob_lock_log`), and `.ci/run` prints the total and
+/// the longest holders.
+pub struct KnobLock {
+    _file: std::fs::File,
+    since: std::time::Instant,
+}
 
 pub fn knob_lock() -> KnobLock {
     let f = std::fs::OpenOptions::new()
@@ -70,7 +76,32 @@ pub fn knob_lock() -> KnobLock {
     // SAFETY: flock on a valid open file descriptor.
     let rc = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), libc::LOCK_EX) };
     assert_eq!(rc, 0, "flock");
-    KnobLock(f)
+    KnobLock {
+        _file: f,
+        since: std::time::Instant::now(),
+    }
+}
+
+/// Where each release of the knob lock is logged: the seconds it was held and the test (the
+/// thread's name, which libtest sets to the test's path).
+pub fn knob_lock_log() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("knob-lock.log")
+}
+
+impl Drop for KnobLock {
+    fn drop(&mut self) {
+        use std::io::Write;
+        let held = self.since.elapsed().as_secs_f64();
+        let test = std::thread::current().name().unwrap_or("?").to_owned();
+        // A log that cannot be written costs only the summary, never the test.
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(knob_lock_log())
+        {
+            let _ = writeln!(f, "{held:.1} {test}");
+        }
+    }
 }
 
 pub fn read_trim(path: &str) -> String {

@@ -298,73 +298,92 @@ fn sizing_rows(reps: usize, conf: f64) -> Vec<Row> {
 /// of what three reach. Then three replicas that share an effect per restart: the restart as
 /// the unit holds the level and the prediction (it counts the shared part once per restart),
 /// and the same runs analysed with every replica's lifetime as a unit of its own do not.
-fn replica_rows(reps: usize, conf: f64) -> Vec<Row> {
+/// Its five parts are seeded apart, so they are returned to run on threads of their own, in
+/// the table's order.
+fn replica_rows(reps: usize, conf: f64) -> [Part; 5] {
     let three = Process {
         replicas: 3,
         ..ROOMY
     };
-    let (_, one_w, _) = replicate_sized(0.0, conf, None, ROOMY, reps, 78);
-    let (aa, three_w, _) = replicate_sized(0.0, conf, None, three, reps, 79);
-    let ratio = three_w / one_w;
-    let expect = 1.0 / 3f64.sqrt();
-    let limit =
-        crate::stats::Level(conf).alpha() + 2.0 * se(crate::stats::Level(conf).alpha(), reps);
-    let mut rows = vec![
-        Row {
-            study: format!(
-                "warm services in 3 replicas (burst SD 9.6%, lag-1 0.3, 300 s): median half-width over one pair's (±{:.2}% against ±{:.2}%; 1/√3 = {expect:.3})",
-                pct(three_w),
-                pct(one_w)
-            ),
-            measured: ratio,
-            target: format!("{:.3}–{:.3} (1/√3 ± 15%)", expect * 0.85, expect * 1.15),
-            pass: (expect * 0.85..=expect * 1.15).contains(&ratio),
-        },
-        Row {
-            study: "warm services in 3 replicas, A/A, 99%: false verdicts".into(),
-            measured: aa,
-            target: format!("≤ {limit:.4}"),
-            pass: aa <= limit,
-        },
-    ];
-    rows.extend(prediction_rows(
-        "3 replicas, burst SD 9.6% with lag-1 autocorrelation 0.3",
-        three,
-        reps,
-        conf,
-        80,
-    ));
     let shared = Process {
         shared: SHARED,
         ..three
     };
-    let label = format!(
-        "3 replicas sharing a restart's effect (SD {:.0}%), burst SD 9.6%",
-        SHARED * 100.0
-    );
-    let (aa, _, _) = replicate_sized(0.0, conf, None, shared, reps, 82);
-    rows.push(Row {
-        study: format!("warm services in {label}, A/A, 99%: false verdicts (the restart the unit)"),
-        measured: aa,
-        target: format!("≤ {limit:.4}"),
-        pass: aa <= limit,
-    });
-    rows.extend(prediction_rows(&label, shared, reps, conf, 83));
-    let (apart, _, _) =
-        replicate_analysed(0.0, (conf, &Design::Fixed), None, shared, (reps, 84), |t| {
-            t.iter_mut().for_each(|x| x.replica = None)
-        });
+    let label = || {
+        format!(
+            "3 replicas sharing a restart's effect (SD {:.0}%), burst SD 9.6%",
+            SHARED * 100.0
+        )
+    };
     let alpha = crate::stats::Level(conf).alpha();
-    rows.push(Row {
-        study: format!(
-            "warm services in {label}, A/A analysed with every replica's lifetime a unit of its own, 99%: false verdicts (why the restart is the unit)"
-        ),
-        measured: apart,
-        target: format!("≥ {:.2} (3× the nominal level)", 3.0 * alpha),
-        pass: apart >= 3.0 * alpha,
-    });
-    rows
+    let limit = alpha + 2.0 * se(alpha, reps);
+    [
+        Box::new(move || {
+            let (_, one_w, _) = replicate_sized(0.0, conf, None, ROOMY, reps, 78);
+            let (aa, three_w, _) = replicate_sized(0.0, conf, None, three, reps, 79);
+            let ratio = three_w / one_w;
+            let expect = 1.0 / 3f64.sqrt();
+            vec![
+                Row {
+                    study: format!(
+                        "warm services in 3 replicas (burst SD 9.6%, lag-1 0.3, 300 s): median half-width over one pair's (±{:.2}% against ±{:.2}%; 1/√3 = {expect:.3})",
+                        pct(three_w),
+                        pct(one_w)
+                    ),
+                    measured: ratio,
+                    target: format!("{:.3}–{:.3} (1/√3 ± 15%)", expect * 0.85, expect * 1.15),
+                    pass: (expect * 0.85..=expect * 1.15).contains(&ratio),
+                },
+                Row {
+                    study: "warm services in 3 replicas, A/A, 99%: false verdicts".into(),
+                    measured: aa,
+                    target: format!("≤ {limit:.4}"),
+                    pass: aa <= limit,
+                },
+            ]
+        }),
+        Box::new(move || {
+            prediction_rows(
+                "3 replicas, burst SD 9.6% with lag-1 autocorrelation 0.3",
+                three,
+                reps,
+                conf,
+                80,
+            )
+        }),
+        Box::new(move || {
+            let (aa, _, _) = replicate_sized(0.0, conf, None, shared, reps, 82);
+            vec![Row {
+                study: format!(
+                    "warm services in {}, A/A, 99%: false verdicts (the restart the unit)",
+                    label()
+                ),
+                measured: aa,
+                target: format!("≤ {limit:.4}"),
+                pass: aa <= limit,
+            }]
+        }),
+        Box::new(move || prediction_rows(&label(), shared, reps, conf, 83)),
+        Box::new(move || {
+            let (apart, _, _) =
+                replicate_analysed(0.0, (conf, &Design::Fixed), None, shared, (reps, 84), |t| {
+                    t.iter_mut().for_each(|x| x.replica = None)
+                });
+            vec![Row {
+                study: format!(
+                    "warm services in {}, A/A analysed with every replica's lifetime a unit of its own, 99%: false verdicts (why the restart is the unit)",
+                    label()
+                ),
+                measured: apart,
+                target: format!("≥ {:.2} (3× the nominal level)", 3.0 * alpha),
+                pass: apart >= 3.0 * alpha,
+            }]
+        }),
+    ]
 }
+
+/// A part of the warm services' rows, run on a thread of its own.
+type Part = Box<dyn Fn() -> Vec<Row> + Sync>;
 
 /// The shared per-restart effect of the correlated replicas rows (log SD).
 const SHARED: f64 = 0.05;
@@ -427,12 +446,12 @@ fn replicate(effect: f64, conf: f64, nested: bool, reps: usize, seed: u64) -> (f
 /// independent, so each runs on a thread of its own (this group is the study's longest).
 pub fn lifetime_rows(reps: usize) -> Vec<Row> {
     let conf = 0.99;
-    let mut parts: Vec<Box<dyn Fn() -> Vec<Row> + Sync>> = vec![
+    let mut parts: Vec<Part> = vec![
         Box::new(move || unit_rows(reps, conf)),
         Box::new(move || sizing_rows(reps, conf)),
     ];
     parts.extend(forecast_rows(reps, conf));
-    parts.push(Box::new(move || replica_rows(reps, conf)));
+    parts.extend(replica_rows(reps, conf));
     parts.push(Box::new(move || naive_rows(reps, conf)));
     std::thread::scope(|sc| {
         let threads: Vec<_> = parts.iter().map(|p| sc.spawn(p)).collect();

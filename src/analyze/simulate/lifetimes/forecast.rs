@@ -191,7 +191,7 @@ fn prediction_rows_of(
 }
 
 /// The forecast rows of the sizing, one process each (see [`prediction_rows`]).
-pub(super) fn forecast_rows(reps: usize, conf: f64) -> [Box<dyn Fn() -> Vec<Row> + Sync>; 4] {
+pub(super) fn forecast_rows(reps: usize, conf: f64) -> [super::Part; 4] {
     [
         Box::new(move || prediction_rows("burst SD 6%, instance SD 1.5%", KNOWN, reps, conf, 76)),
         Box::new(move || {
