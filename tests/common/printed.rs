@@ -598,6 +598,9 @@ pub const WORDING: &[&str] = &[
     // back.
     r"huge faults, 0% fell back",
     r"huge allocations, 0% fell back",
+    // An interval's bound past ×100 (a t quantile over two blocks), printed as the cap
+    // (`render::words::percent_interval`), not as its digits.
+    r", >\+10000\]",
     // An arm no trial measured a metric for: n = 0, nothing else.
     r"│ \S+ +0 +- +- +- ",
 ];
