@@ -2,23 +2,28 @@
 //! positives under sequential stopping (with and without drift), runs to a verdict versus the
 //! fixed designs, power lost to outliers, the warm services' sizing and forecast.
 //!
-//! The study's table is stored by `scripts/study/simulation.sh` (this test's rows, 4,000
-//! replications) in docs/study/simulation.txt, and the forecast study's by
-//! `scripts/study/forecast.sh` (1,000 runs a process, too long for CI) in
-//! docs/study/forecast.txt; docs/statistics.md quotes both whole, and the fast tests here fail
-//! on a stored row that missed, a row typed into the docs by hand, or one left out. Each table:
-//! `cargo test --release --test suite stats_simulation:: -- --nocapture` (`--ignored` for the
-//! forecast study at full size).
+//! The study's table is stored by `scripts/study/simulation.sh` (4,000 replications, about 7
+//! CPU-minutes: run by the script, not by CI) in docs/study/simulation.txt, and the forecast
+//! study's by `scripts/study/forecast.sh` (1,000 runs a process) in docs/study/forecast.txt;
+//! docs/statistics.md quotes both whole, and the fast tests here fail on a stored row that
+//! missed, a row typed into the docs by hand, or one left out. The study's code is the code
+//! that stored it: CI reruns it at 200 replications (the same seeds, so the first 200 of the
+//! stored run's) and compares every row with the check table the script stored beside it, so a
+//! change to the statistics or the study fails until the script has run again. Each table:
+//! `cargo test --release --test suite stats_simulation:: -- --ignored --nocapture`.
 
 use crate::common;
 use hugelab::analyze::simulate::{Row, forecast_study, study};
 
 /// The study's size: what the stored study ran and docs/statistics.md's table claims. Its rows'
-/// targets are two standard errors at this size, so CI runs it whole (a smaller run misses
-/// rows by chance).
+/// targets are two standard errors at this size (a smaller run misses rows by chance).
 const FULL_REPS: usize = 4000;
 
+/// The size CI reruns the study at, against the check table stored with the full one.
+const CHECK_REPS: usize = 200;
+
 #[test]
+#[ignore = "the whole study (4,000 replications), stored by scripts/study/simulation.sh"]
 fn simulation_study_meets_its_targets() {
     let rows = study(FULL_REPS);
     println!("{}", study_header());
@@ -33,6 +38,51 @@ fn simulation_study_meets_its_targets() {
     assert!(missed.is_empty(), "missed: {missed:?}");
     // The stored study has as many rows: a row added to the code is in the docs' table too.
     assert_eq!(rows.len(), stored_rows("simulation.txt", "").len());
+}
+
+/// The study rerun at `CHECK_REPS` prints exactly the check table `scripts/study/simulation.sh`
+/// stored with the full study: the stored study is this code's. A row's number, name or order
+/// changed by the statistics or the study fails here, naming the script to run.
+#[test]
+fn the_stored_study_is_the_current_codes_rerun_at_200_replications() {
+    let lines: Vec<String> = study(CHECK_REPS).iter().map(check_line).collect();
+    println!("{}", check_header());
+    for l in &lines {
+        println!("{l}");
+    }
+    assert_eq!(
+        stored_text("simulation-check.txt").lines().next(),
+        Some(check_header().as_str())
+    );
+    let stored = stored_rows("simulation-check.txt", "");
+    let differ: Vec<String> = lines
+        .iter()
+        .zip(&stored)
+        .filter(|(now, then)| now != then)
+        .map(|(now, then)| format!("now:    {now}\nstored: {then}"))
+        .collect();
+    assert!(
+        differ.is_empty() && lines.len() == stored.len(),
+        "the stored study is not this code's ({} rows now, {} stored); run scripts/study/simulation.sh:\n{}",
+        lines.len(),
+        stored.len(),
+        differ.join("\n")
+    );
+    // As many rows as the full table: each row of the docs' table is checked here.
+    assert_eq!(lines.len(), stored_rows("simulation.txt", "").len());
+}
+
+/// The check table's first line: the size it ran at.
+fn check_header() -> String {
+    format!(
+        "# scripts/study/simulation.sh: the study at {CHECK_REPS} replications, which CI reruns"
+    )
+}
+
+/// One row of the check table: the claim and what was measured (at this size a row's target
+/// says nothing, so the table holds only the numbers).
+fn check_line(r: &Row) -> String {
+    format!("{:<78} {:>10.4}", r.study, r.measured)
 }
 
 /// The stored study's first line, which scripts/study/simulation.sh copies from this test's

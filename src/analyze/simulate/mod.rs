@@ -1,9 +1,10 @@
 //! The simulation study behind the statistics engine: coverage of the paired intervals on
 //! skewed, bimodal and outlier-ridden data; the false-positive rate of sequential stopping in
 //! A/A runs, with and without drift; runs to a verdict against the fixed designs; power lost to
-//! outliers. Deterministic (seeded) and pure; `tests/stats_simulation.rs` runs it, and
-//! `scripts/study/simulation.sh` stores that test's table in `docs/study/simulation.txt`, which
-//! docs/statistics.md quotes whole.
+//! outliers. Deterministic (seeded) and pure; `scripts/study/simulation.sh` runs it through
+//! `tests/stats_simulation.rs` and stores its table in `docs/study/simulation.txt`, which
+//! docs/statistics.md quotes whole, and CI reruns it at 200 replications against the check
+//! table stored beside it.
 //!
 //! * this module — the table's rows and the whole study;
 //! * `noise` — the seeded generators: run-level noise models, paired scenarios, three arms;
