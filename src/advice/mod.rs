@@ -2,12 +2,14 @@
 //! into effect. It loads each run's evidence (through `stored_runs`, at the run's own decision
 //! unless asked otherwise), asks `analyze::advice` to decide for the target, fills in what this
 //! machine has now, and checks a machine against an advice file. `hugelab advise` parses, calls
-//! it and renders (`render::advice`, `render::node_pool`). It sits above the engines it reads
-//! (`stored_runs`); no engine or stage imports it.
+//! it and renders (`render::advice`; each artefact in `artefact`, each rollout engine's node pool
+//! in `platform`). It sits above the engines it reads (`stored_runs`); no engine or stage
+//! imports it.
 
 pub mod artefact;
 mod check;
 mod evidence;
+pub mod platform;
 mod postgres;
 
 pub use check::check;

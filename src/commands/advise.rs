@@ -3,10 +3,9 @@
 //! machine against an advice file.
 
 use super::UsageError;
+use crate::advice::platform;
 use crate::advice::{Postgres, Request};
-use crate::analyze::advice::node_pool;
 use crate::analyze::advice::{Advice, Target};
-use crate::model::node_pool::Platform;
 use crate::options::{Database, Redecide};
 use crate::units::Bytes;
 use clap::Args;
@@ -38,11 +37,11 @@ pub struct AdviseArgs {
     pub json: bool,
     /// The canary node pool of a rollout engine instead of --format: the advice in that
     /// engine's node configuration, with what it cannot set and the nearest lever
-    #[arg(long, value_enum, conflicts_with_all = ["format", "json", "check"])]
-    pub platform: Option<Platform>,
+    #[arg(long, value_parser = platform::parser(), conflicts_with_all = ["format", "json", "check"])]
+    pub platform: Option<String>,
     /// --platform: the canary node pool's name (GKE, AKS node pool; OpenShift
     /// MachineConfigPool)
-    #[arg(long, default_value = node_pool::POOL)]
+    #[arg(long, default_value = platform::POOL)]
     pub pool: String,
     /// --platform: the memory of one node of the canary pool, to check the pools against
     /// (default: this machine's MemTotal)
@@ -103,12 +102,16 @@ pub fn run(a: AdviseArgs) -> anyhow::Result<i32> {
             user: a.user.as_deref(),
         }),
     })?;
-    if let Some(platform) = a.platform.filter(|p| *p != Platform::Daemonset) {
-        return on_platform(&a, &adv, platform);
-    }
-    let format = match (a.json, a.platform) {
+    let platform = match &a.platform {
+        Some(name) => Some(platform::find(name).ok_or_else(|| {
+            UsageError(format!("--platform {name}: no such engine (see --help)"))
+        })?),
+        None => None,
+    };
+    let format = match (a.json, platform.map(|p| (p, p.as_format()))) {
         (true, _) => "json",
-        (_, Some(Platform::Daemonset)) => "daemonset",
+        (_, Some((_, Some(format)))) => format,
+        (_, Some((p, None))) => return on_platform(&a, &adv, p),
         _ => a.format.as_str(),
     };
     let artefact = crate::advice::artefact::find(format)
@@ -138,14 +141,18 @@ fn write_out(a: &AdviseArgs, text: &str, what: &str) -> anyhow::Result<()> {
 /// `--platform`: the advice on the engine's canary node pool. The plan (what it sets, what it
 /// cannot and the lever for that) goes beside the artefact: on stdout after the line naming the
 /// file, or on stderr when the artefact itself is on stdout.
-fn on_platform(a: &AdviseArgs, adv: &Advice, platform: Platform) -> anyhow::Result<i32> {
+fn on_platform(
+    a: &AdviseArgs,
+    adv: &Advice,
+    platform: &'static dyn platform::Platform,
+) -> anyhow::Result<i32> {
     let (memory, from) = crate::advice::node_memory(a.node_memory.map(|b| b.0))?;
-    let np = node_pool::place(adv, platform, &a.pool, &a.node_label, memory, from)
-        .map_err(UsageError)?;
-    let engine = crate::render::node_pool::engine(platform);
-    let text = crate::render::node_pool::render(adv, &np);
-    write_out(a, &text, &format!("the {engine} node pool configuration"))?;
-    for l in crate::render::node_pool::plan(adv, &np) {
+    let np =
+        platform::place(adv, platform, &a.pool, &a.node_label, memory, from).map_err(UsageError)?;
+    let text = platform.write(adv, &np);
+    let what = format!("the {} node pool configuration", platform.engine());
+    write_out(a, &text, &what)?;
+    for l in platform::plan(adv, &np) {
         match a.out {
             Some(_) => println!("{l}"),
             None => eprintln!("{l}"),
@@ -186,5 +193,27 @@ mod tests {
         let bad = AdviseArgs::augment_args(clap::Command::new("advise"))
             .try_get_matches_from(["advise", "--format", "nonesuch"]);
         assert!(bad.is_err());
+    }
+
+    /// A new engine is a file and a registry line: the one planted in the platform registry's
+    /// tests reaches `advise --help` with its help, and `--platform` takes it.
+    #[test]
+    fn a_planted_engine_reaches_the_help_and_platform() {
+        let mut cmd = AdviseArgs::augment_args(clap::Command::new("advise"));
+        let help = cmd.render_long_help().to_string();
+        assert!(
+            help.contains("- planted:") && help.contains("A planted engine: the THP mode alone"),
+            "{help}"
+        );
+        for p in platform::registry() {
+            assert!(help.contains(&format!("- {}:", p.name())), "{}", p.name());
+        }
+        let m = cmd.try_get_matches_from(["advise", "--platform", "planted"]);
+        assert_eq!(
+            m.expect("--platform planted parses")
+                .get_one::<String>("platform")
+                .map(String::as_str),
+            Some("planted")
+        );
     }
 }

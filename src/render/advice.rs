@@ -42,7 +42,7 @@ pub fn checked(c: &Checked) -> String {
 }
 
 /// The header of a configuration file: what it is, on what evidence, how to verify it.
-pub(super) fn comments(a: &Advice, prefix: &str) -> String {
+pub fn comments(a: &Advice, prefix: &str) -> String {
     let mut o = format!(
         "{prefix} hugelab advise --for {}: {}\n",
         target_name(a),
@@ -54,7 +54,7 @@ pub(super) fn comments(a: &Advice, prefix: &str) -> String {
     o
 }
 
-pub(super) fn target_name(a: &Advice) -> String {
+pub fn target_name(a: &Advice) -> String {
     format!("{:?}", a.target).to_lowercase()
 }
 
@@ -421,7 +421,7 @@ pub fn tuned(a: &Advice) -> String {
 /// A tuned profile's plugin sections for `settings`: the THP mode in `[vm]`, sysctls in
 /// `[sysctl]`, every other knob in `[sysfs]` (tuned's sysfs plugin writes any sysfs file); with
 /// `pools_at_boot`, the hugetlb pools on the kernel command line (`[bootloader]`) instead.
-pub(super) fn tuned_plugins(settings: &[&Setting], pools_at_boot: bool) -> String {
+pub fn tuned_plugins(settings: &[&Setting], pools_at_boot: bool) -> String {
     let mut o = String::new();
     let at_boot = |s: &Setting| pools_at_boot && matches!(s.knob, Knob::HugetlbPages { .. });
     if let Some(t) = settings.iter().find(|s| s.knob == Knob::ThpEnabled) {

@@ -13,7 +13,6 @@ pub mod html;
 pub mod inspect;
 pub mod judge;
 pub mod markdown;
-pub mod node_pool;
 pub mod progress;
 pub mod prometheus;
 pub mod run;

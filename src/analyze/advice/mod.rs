@@ -11,7 +11,6 @@ pub mod adopt;
 pub mod jvm;
 pub mod kubernetes;
 pub mod machine;
-pub mod node_pool;
 pub mod postgres;
 pub mod qemu;
 pub mod redis;
