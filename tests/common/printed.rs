@@ -597,6 +597,10 @@ pub const WORDING: &[&str] = &[
     // A size's fallback counter that never moved (absent from the kernel's deltas): none fell
     // back.
     r"huge faults, 0% fell back",
+    // An mTHP size's name heading what its counters did (`render::thp_activity`): one of the
+    // sizes the kernel offers, not a measurement. A size with two counters moved is moved by
+    // neither alone, so no leaf of the record moves its name.
+    r"\b(?:16K|32K|64K|128K|256K|512K|1M|2M): ",
     r"huge allocations, 0% fell back",
     // An interval's bound past ×100 (a t quantile over two blocks), printed as the cap
     // (`render::words::percent_interval`), not as its digits.
