@@ -1262,10 +1262,13 @@ fn warm_a_a_on_fresh_postgres_servers_gives_no_more_false_verdicts_than_the_leve
             "a=",
             "--arm",
             "b=env.HUGELAB_AA=1",
+            // Eight lifetimes, the units: one block each, and short bursts (a server's start
+            // and stop is most of a lifetime's time; the claim needs fresh servers, not long
+            // bursts).
             "--blocks",
-            "16",
+            "8",
             "--lifetime-blocks",
-            "2",
+            "1",
             "--json",
             "--db",
             &db.display().to_string(),
@@ -1273,7 +1276,7 @@ fn warm_a_a_on_fresh_postgres_servers_gives_no_more_false_verdicts_than_the_leve
             "pgbench",
             "-S",
             "-t",
-            "1500",
+            "800",
             "-c",
             "2",
             "-h",
@@ -1508,9 +1511,11 @@ fn redis_bgsave_during_each_burst_has_its_fork_time_and_copy_on_write_per_arm() 
         "redis",
         "--server",
         &server,
-        // About 250 MB of 1 KiB values at every lifetime's start, for the save to copy.
+        // About 50 MB of 1 KiB values at every lifetime's start, for the save to copy: the
+        // claim is that each trial has the event's figures, which any size gives (250 MB made
+        // this the suite's longest test, at two minutes).
         "--server-warmup",
-        "redis-benchmark -p {port} -q -t set -n 200000 -d 1024 -r 200000 -P 32 > /dev/null",
+        "redis-benchmark -p {port} -q -t set -n 50000 -d 1024 -r 50000 -P 32 > /dev/null",
         "--during",
         "redis-cli -p {port} bgsave",
         // Early in the burst: a burst that ends before the moment has no event (in CI two of
@@ -1536,11 +1541,11 @@ fn redis_bgsave_during_each_burst_has_its_fork_time_and_copy_on_write_per_arm() 
         "-t",
         "set",
         "-n",
-        "300000",
+        "150000",
         "-d",
         "1024",
         "-r",
-        "200000",
+        "50000",
         "-P",
         "16",
     ]);

@@ -505,9 +505,9 @@ fn the_aa_script_measures_and_prints_its_rows() {
     let text = script(
         root,
         "aa.sh",
-        &[db.as_os_str(), "90s".as_ref()],
+        &[db.as_os_str(), "60s".as_ref()],
         // A burst the run would calibrate from the client's start-up cost grows on a busy
-        // machine past what 90 s holds (the run then refuses, rightly): fixed at 1 s here.
+        // machine past what 60 s holds (the run then refuses, rightly): fixed at 1 s here.
         &[("SCALE", "1"), ("BURST", "1")],
     );
     let docs = std::fs::read_to_string(root.join("docs/services-study.md")).unwrap();

@@ -215,10 +215,10 @@ fn mem_free(root: &Root) -> std::io::Result<u64> {
         .ok_or_else(|| Error::other("MemFree is not readable in /proc/meminfo"))
 }
 
-/// Free 2 MiB blocks an ordinary allocation can take (the DMA zone's are kept for DMA).
 /// At most this many rounds of taking the blocks that came free before a trial.
 const RETAKE_ROUNDS: usize = 16;
 
+/// Free 2 MiB blocks an ordinary allocation can take (the DMA zone's are kept for DMA).
 fn free_blocks(root: &Root) -> std::io::Result<u64> {
     let zones = crate::probe::buddyinfo::read(root).map_err(Error::other)?;
     Ok(zones
@@ -267,7 +267,12 @@ impl Held {
                     r.fragment()?;
                 }
                 h.regions = regions;
-                h.restore(root)?;
+                // What is left free is the regions' pieces: the blocks still whole are taken
+                // and nothing is given back for them (a kept page given back for each, as
+                // between trials, would free the pieces' blocks whole again, and round after
+                // round every block would be taken: with a FRACTION below 1 that was all of
+                // memory).
+                h.retake(root, &mut Restored::default(), false)?;
             }
             Condition::Pressure { headroom } => {
                 let avail = mem_available(root)?;
@@ -330,7 +335,7 @@ impl Held {
         let mut r = Restored::default();
         match self.condition {
             Condition::Clean => {}
-            Condition::Fragmented { .. } => self.retake(root, &mut r)?,
+            Condition::Fragmented { .. } => self.retake(root, &mut r, true)?,
             Condition::Pressure { headroom } => self.adjust(root, headroom, &mut r)?,
             Condition::Cache { .. } => {
                 if let Some(c) = &self.cache {
@@ -343,13 +348,15 @@ impl Held {
     }
 
     /// `fragmented`: take every free 2 MiB block whole (faulted as 4 KiB pages from the pieces,
-    /// then collapsed into 2 MiB pages, which works under every THP setting), and give back as
-    /// many kept pages so free memory stays the same size; repeated while blocks come free
-    /// (a child's freed huge pages and pages on the per-CPU lists merge into whole blocks a
-    /// little later, more so on a loaded machine: four rounds once left 4 blocks free).
-    fn retake(&mut self, root: &Root, r: &mut Restored) -> std::io::Result<()> {
+    /// then collapsed into 2 MiB pages, which works under every THP setting), and, between
+    /// trials (`give_back`), give back as many kept pages so free memory stays the same size;
+    /// repeated while blocks come free (a child's freed huge pages and pages on the per-CPU
+    /// lists merge into whole blocks a little later, more so on a loaded machine: four rounds
+    /// once left 4 blocks free). Never takes MemAvailable below the floor.
+    fn retake(&mut self, root: &Root, r: &mut Restored, give_back: bool) -> std::io::Result<()> {
         for _ in 0..RETAKE_ROUNDS {
-            let n = free_blocks(root)?;
+            let room = mem_available(root)?.saturating_sub(FLOOR) / TWO_MIB;
+            let n = free_blocks(root)?.min(room);
             if n == 0 {
                 break;
             }
@@ -360,7 +367,9 @@ impl Held {
             let _ = region.collapse();
             self.taken.push(region);
             r.taken_2m += n;
-            r.released_bytes += self.give_back_kept(n as usize * (TWO_MIB as usize / 4096))?;
+            if give_back {
+                r.released_bytes += self.give_back_kept(n as usize * (TWO_MIB as usize / 4096))?;
+            }
         }
         Ok(())
     }
@@ -534,50 +543,4 @@ impl CacheFile {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn conditions_parse_with_their_defaults_and_refuse_bad_values() {
-        assert_eq!("clean".parse::<Condition>().unwrap(), Condition::Clean);
-        assert_eq!(
-            "fragmented".parse::<Condition>().unwrap(),
-            Condition::Fragmented {
-                fraction: 1.0,
-                proactiveness: 0
-            }
-        );
-        let f: Condition = "fragmented=0.5,proactiveness=20".parse().unwrap();
-        assert_eq!(
-            f,
-            Condition::Fragmented {
-                fraction: 0.5,
-                proactiveness: 20
-            }
-        );
-        assert_eq!(f.name(), "fragmented=0.5,proactiveness=20");
-        let p: Condition = "pressure=2G".parse().unwrap();
-        assert_eq!(p, Condition::Pressure { headroom: 2 << 30 });
-        assert_eq!(p.name(), "pressure=2G");
-        assert_eq!(
-            "cache=0.25".parse::<Condition>().unwrap(),
-            Condition::Cache { fraction: 0.25 }
-        );
-        for (bad, says) in [
-            ("pressure", "pressure=SIZE"),
-            ("pressure=10M", "at least 64M"),
-            ("fragmented=2", "(0, 1]"),
-            ("cache,proactiveness=3", "not an option of cache"),
-            ("fragmented,proactiveness=300", "0–100"),
-            ("dirty", "unknown"),
-        ] {
-            let e = bad.parse::<Condition>().unwrap_err();
-            assert!(e.contains(says), "{bad}: {e}");
-        }
-        assert!(f.needs_root() && !p.needs_root());
-        assert_eq!(
-            f.settings(),
-            vec![(Knob::CompactionProactiveness, "20".to_string())]
-        );
-    }
-}
+mod tests;
