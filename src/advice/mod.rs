@@ -34,6 +34,17 @@ pub struct Request<'a> {
     pub postgres: Option<Postgres<'a>>,
 }
 
+/// A registry's parser (`--format`, `--platform`): each registered name with its help.
+fn possible_values(
+    named: impl IntoIterator<Item = (&'static str, &'static str)>,
+) -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        named
+            .into_iter()
+            .map(|(name, help)| clap::builder::PossibleValue::new(name).help(help)),
+    )
+}
+
 /// The advice for `req.target` from the runs it names, with this machine's current values and
 /// what the advised pools take from it.
 pub fn advise(req: &Request) -> anyhow::Result<Advice> {

@@ -58,11 +58,7 @@ pub fn find(name: &str) -> Option<&'static dyn Artefact> {
 
 /// `--format`'s parser: the registry's names, each with its help.
 pub fn parser() -> clap::builder::PossibleValuesParser {
-    clap::builder::PossibleValuesParser::new(
-        registry()
-            .into_iter()
-            .map(|a| clap::builder::PossibleValue::new(a.name()).help(a.help())),
-    )
+    super::possible_values(registry().into_iter().map(|a| (a.name(), a.help())))
 }
 
 #[cfg(test)]

@@ -143,11 +143,7 @@ pub fn find(name: &str) -> Option<&'static dyn Platform> {
 
 /// `--platform`'s parser: the registry's names, each with its help.
 pub fn parser() -> clap::builder::PossibleValuesParser {
-    clap::builder::PossibleValuesParser::new(
-        registry()
-            .into_iter()
-            .map(|p| clap::builder::PossibleValue::new(p.name()).help(p.help())),
-    )
+    super::possible_values(registry().into_iter().map(|p| (p.name(), p.help())))
 }
 
 /// Whether `name` is a node pool name `platform` accepts.

@@ -209,30 +209,16 @@ fn bottlerocket_carries_a_numa_node_s_pool_unless_the_whole_node_s_is_set() {
         size: 2 << 20,
         node: Some(n),
     };
+    let on_bottlerocket =
+        |a: &Advice| place(a, &bottlerocket::Bottlerocket, POOL, &label(), 8 << 30, "t").unwrap();
     let per_node = advice(&[(node(0), "300"), (node(1), "300")]);
-    let br = place(
-        &per_node,
-        &bottlerocket::Bottlerocket,
-        POOL,
-        &label(),
-        8 << 30,
-        "t",
-    )
-    .unwrap();
+    let br = on_bottlerocket(&per_node);
     assert_eq!(br.set.len(), 2);
     assert_eq!(br.pooled, 600 << 21);
     let gke = place(&per_node, &gke::Gke, POOL, &label(), 8 << 30, "t").unwrap();
     assert!(gke.set.is_empty() && gke.unset[0].why.contains("NUMA"));
     let both = advice(&[(POOL_2M, "512"), (node(1), "300")]);
-    let br = place(
-        &both,
-        &bottlerocket::Bottlerocket,
-        POOL,
-        &label(),
-        8 << 30,
-        "t",
-    )
-    .unwrap();
+    let br = on_bottlerocket(&both);
     assert_eq!(br.set.len(), 1);
     assert!(br.unset[0].why.contains("not both"), "{:?}", br.unset);
 }
