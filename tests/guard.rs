@@ -153,6 +153,44 @@ fn dead_owner_journal_is_recovered() {
     assert!(!journal.exists());
 }
 
+/// A command's recovery that meets another hugelab holding the lock over a dead owner's journal
+/// (that hugelab restoring it) waits for it, rather than going on under the dead owner's
+/// settings: the race CI met between two tests' commands after a SIGKILLed run.
+#[test]
+fn recovery_meeting_another_restorer_waits_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    fake_sysfs(dir.path());
+    let journal = dir.path().join("run/journal.json");
+    let mut j = Journal::for_this_process();
+    j.owner_pid = 0x3fff_fff0; // no such process
+    j.changes.push(control::journal::Change {
+        knob: Knob::ThpEnabled,
+        original: "madvise".into(),
+    });
+    j.save(&journal).unwrap();
+    // The other hugelab: it holds the lock, and restores (here: removes the journal) a moment
+    // later, after this process's recovery has begun.
+    let restorer =
+        control::Owner::acquire(&journal, control::Contended::Refuse, &mut |_| {}).unwrap();
+    let (began, begun) = std::sync::mpsc::channel();
+    let other = {
+        let journal = journal.clone();
+        std::thread::spawn(move || {
+            begun.recv().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            std::fs::remove_file(&journal).unwrap();
+            drop(restorer);
+        })
+    };
+    began.send(()).unwrap();
+    let outcome = control::recover(&Root::new(dir.path()), &journal, false).unwrap();
+    other.join().unwrap();
+    assert!(
+        matches!(outcome, Recovery::Nothing),
+        "recovery went on while another hugelab was restoring: {outcome:?}"
+    );
+}
+
 #[test]
 fn live_owner_blocks_a_second_guard() {
     let dir = tempfile::tempdir().unwrap();

@@ -5,7 +5,8 @@
 #   scripts/study/aa.sh RESULTS.db [MAX_TIME [RUNS]]     (MAX_TIME 5m, RUNS 1 by default)
 # Needs root (the servers run as the postgres user), PostgreSQL's server binaries and pgbench,
 # and jq. SCALE (20) sizes the cluster; HUGELAB names the binary (target/release/hugelab);
-# BURST (seconds) fixes each load burst, which the run otherwise calibrates (the tables did).
+# BURST (seconds) fixes each load burst, which the run otherwise calibrates (the tables did);
+# BLOCKS ends each run after that many blocks, if MAX_TIME has not ended it first.
 set -euo pipefail
 usage="usage: scripts/study/aa.sh RESULTS.db [MAX_TIME [RUNS]]"
 db=$(realpath -m "${1:?$usage}"); max=${2:-5m}; runs=${3:-1}; scale=${SCALE:-20}
@@ -23,7 +24,7 @@ as_pg "$bin/pgbench" -q -i -s "$scale" -h "$work" -p 5499 postgres 2>/dev/null
 as_pg "$bin/pg_ctl" -D "$work/data" -m fast -w stop >/dev/null
 before=$("$hl" results list --db "$db" --json 2>/dev/null | jq 'length' || echo 0)
 for _ in $(seq "$runs"); do
-  "$hl" run --user postgres -q --db "$db" --max-time "$max" ${BURST:+--burst "${BURST}s"} \
+  "$hl" run --user postgres -q --db "$db" --max-time "$max" ${BURST:+--burst "${BURST}s"} ${BLOCKS:+--blocks "$BLOCKS"} \
     -a a=server.arg=-c,server.arg=huge_pages=off -a b=server.arg=-c,server.arg=huge_pages=off \
     --server-data "$work/data" --ready 'log:database system is ready to accept connections' \
     --server "$bin/postgres -D {dir}/data -p {port} -k {dir} -c listen_addresses= -c shared_buffers=512MB" \

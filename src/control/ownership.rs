@@ -219,6 +219,38 @@ fn restore_dead(path: &std::path::Path) {
     }
 }
 
+/// How long a command waits for another hugelab to restore a dead owner's journal.
+const RESTORER_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A journal whose recorded owner is dead while another process holds its lock is being
+/// restored by that process (its own recovery, or a new owner's first step, which restores
+/// before it changes anything): wait until it has, up to [`RESTORER_WAIT`], so that a command
+/// that runs after a crash runs on the restored settings even when another hugelab met the
+/// journal first. Said once if the wait lasts; a holder that cannot restore (its writes fail)
+/// leaves the journal, and this gives up, leaving it to `hugelab restore`.
+fn wait_for_restorer(journal_path: &Path) {
+    let restoring = || {
+        Owner::holder(journal_path).is_some()
+            && Journal::load(journal_path)
+                .ok()
+                .flatten()
+                .is_some_and(|j| !j.owner_alive())
+    };
+    let start = std::time::Instant::now();
+    let mut said = false;
+    while restoring() && start.elapsed() < RESTORER_WAIT {
+        if !said && start.elapsed() > std::time::Duration::from_secs(1) {
+            if let Some(h) = Owner::holder(journal_path) {
+                say(&format!(
+                    "hugelab: waiting for {h} to restore the settings a dead hugelab left changed"
+                ));
+            }
+            said = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// Outcome of looking for a leftover journal.
 #[derive(Debug)]
 pub enum Recovery {
@@ -241,6 +273,7 @@ pub enum Recovery {
 /// is never touched: while a process holds the lock, or a live process is the journal's
 /// recorded owner (unless `force`: a journal that no lock protects), it is refused.
 pub fn recover(root: &Root, journal_path: &Path, force: bool) -> Result<Recovery, ControlError> {
+    wait_for_restorer(journal_path);
     // An owner that has not written its journal yet owns the settings all the same.
     if let Some(holder) = Owner::holder(journal_path) {
         return Ok(Recovery::OwnerAlive { holder });
