@@ -438,3 +438,54 @@ fn a_run_waiting_behind_a_killed_owner_restores_its_settings_before_planning() {
     );
     assert_defaults(&before);
 }
+
+/// Pages still in use when a pool shrinks stay counted in `nr_hugepages` as surplus until they
+/// are freed. A run that starts then takes the pool's own size (0) as its original, not the
+/// count (8), so that once the pages are freed the pool is empty again, not 8 pages for good.
+#[cfg_attr(unprivileged, ignore = "needs root: sizes the 2 MiB pool")]
+#[test]
+fn a_pools_surplus_pages_are_not_restored_as_its_size() {
+    require_root!();
+    let _lock = common::knob_lock();
+    let before = pools();
+    std::fs::write(POOL_2M, "8").unwrap();
+    // Eight pool pages in use, then the pool shrunk under them: they turn surplus.
+    let mut holder = Running(Some(
+        Command::new("python3")
+            .args([
+                "-c",
+                "import mmap, sys, time\n\
+                 m = mmap.mmap(-1, 8 << 21, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x40000)\n\
+                 for i in range(0, 8 << 21, 4096): m[i] = 1\n\
+                 print('ready', flush=True)\n\
+                 sys.stdin.read()",
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ));
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.0.as_mut().unwrap().stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "ready");
+    std::fs::write(POOL_2M, before.0.as_str()).unwrap();
+    let surplus = "/sys/kernel/mm/hugepages/hugepages-2048kB/surplus_hugepages";
+    assert_eq!(
+        common::read_trim(surplus),
+        "8",
+        "the pages in use turned surplus"
+    );
+    assert_eq!(common::read_trim(POOL_2M), "8", "nr_hugepages counts them");
+    let out = pool_run("0", &["--blocks", "2", "-q"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    drop(holder);
+    assert_eq!(pools(), before, "the surplus went back as it was freed");
+}

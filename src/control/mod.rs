@@ -64,6 +64,9 @@ impl Settings for SysfsSettings {
                         content: text.trim().to_string(),
                     })
             }
+            knob::ValueKind::Switch | knob::ValueKind::Number if knob.is_pool() => {
+                Ok(persistent(&path, text.trim()))
+            }
             knob::ValueKind::Switch | knob::ValueKind::Number => Ok(text.trim().to_string()),
         }
     }
@@ -87,6 +90,30 @@ impl Settings for SysfsSettings {
             }
         })
     }
+}
+
+/// A pool's own size, what writing `nr_hugepages` sets: the count it reads also holds the
+/// surplus pages (in-use pages a shrink turned surplus, or overcommit's), which go back to the
+/// system as they are freed. Taken as the size, they would be written back and kept for good:
+/// `surplus_hugepages` beside it is taken off (none where the file is absent).
+fn persistent(nr_hugepages: &Path, total: &str) -> String {
+    let surplus = std::fs::read_to_string(nr_hugepages.with_file_name("surplus_hugepages"))
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    match total.parse::<u64>() {
+        Ok(t) => t.saturating_sub(surplus).to_string(),
+        Err(_) => total.to_string(),
+    }
+}
+
+/// Whether a restore is finished: every value written, and every pool back at its size. A
+/// pool the kernel kept larger (pages reserved or in use that it could not turn surplus) keeps
+/// its journal entry, so that the next hugelab command gives the rest back once they are free.
+pub fn settled(restored: &[Restored]) -> bool {
+    restored
+        .iter()
+        .all(|r| r.error.is_none() && (!r.knob.is_pool() || r.ok()))
 }
 
 /// What a `set` obtained: pools may grow short of the request when memory is fragmented.
@@ -126,7 +153,7 @@ impl Restored {
                 format!("{} = {}", self.knob, self.original)
             }
             (None, now) if self.knob.is_pool() => format!(
-                "{}: asked for {} pages back, the kernel keeps {} (pages still in use become surplus and return to the system when freed)",
+                "{}: asked for {} pages back, the kernel keeps {} (pages reserved or in use; the next hugelab command gives the rest back once they are free)",
                 self.knob,
                 self.original,
                 now.as_deref().unwrap_or("?")
@@ -377,9 +404,9 @@ fn install_signal_handler() {
                         for r in &restored {
                             say(&format!("hugelab: interrupted; restored {}", r.describe()));
                         }
-                        // A pool that cannot shrink yet holds pages this process still maps;
-                        // they become surplus and return to the system as it exits.
-                        if restored.iter().all(|r| r.error.is_none()) {
+                        // A pool that cannot shrink yet keeps the journal: the next hugelab
+                        // command gives the rest back.
+                        if settled(&restored) {
                             let _ = std::fs::remove_file(path);
                         }
                     }
@@ -437,6 +464,7 @@ impl Guard {
         root: Root,
     ) -> Result<Guard, ControlError> {
         let journal_path = owner.journal_path().to_path_buf();
+        let mut journal = Journal::for_this_process();
         if let Some(existing) = Journal::load(&journal_path)? {
             if existing.owner_alive() && existing.owner_pid != std::process::id() {
                 let holder = Holder {
@@ -459,6 +487,26 @@ impl Guard {
                 });
             }
             std::fs::remove_file(&journal_path).ok();
+            // A pool the kernel could not shrink yet: its original size is this guard's to
+            // give back, not the size it reads now.
+            let pending: Vec<journal::Change> = existing
+                .changes
+                .iter()
+                .filter(|c| {
+                    restored
+                        .iter()
+                        .any(|r| r.knob == c.knob && !settled(std::slice::from_ref(r)))
+                })
+                .cloned()
+                .collect();
+            if !pending.is_empty() {
+                journal.changes = pending;
+                journal.save(&journal_path)?;
+                let mut active = lock_active();
+                if !active.iter().any(|(_, p)| *p == journal_path) {
+                    active.push((root.clone(), journal_path.clone()));
+                }
+            }
         }
         install_signal_handler();
         Ok(Guard {
@@ -466,7 +514,7 @@ impl Guard {
             settings,
             root,
             journal_path,
-            journal: Journal::for_this_process(),
+            journal,
             restored: false,
         })
     }
@@ -513,7 +561,7 @@ impl Guard {
     pub fn restore(&mut self) -> Vec<Restored> {
         let mut active = lock_active();
         let restored = restore_changes(self.settings.as_ref(), &self.journal.changes);
-        if restored.iter().all(|r| r.error.is_none()) {
+        if settled(&restored) {
             std::fs::remove_file(&self.journal_path).ok();
             self.journal.changes.clear();
             active.retain(|(_, p)| *p != self.journal_path);

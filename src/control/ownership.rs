@@ -214,7 +214,7 @@ fn restore_dead(path: &std::path::Path) {
             r.describe()
         ));
     }
-    if restored.iter().all(|r| r.error.is_none()) {
+    if super::settled(&restored) {
         let _ = std::fs::remove_file(path);
     }
 }
@@ -310,7 +310,7 @@ pub fn recover(root: &Root, journal_path: &Path, force: bool) -> Result<Recovery
         return Ok(Recovery::OwnerAlive { holder });
     }
     let restored = restore_changes(&SysfsSettings::new(root.clone()), &j.changes);
-    if restored.iter().all(|r| r.error.is_none()) {
+    if super::settled(&restored) {
         std::fs::remove_file(journal_path).map_err(|e| ControlError::Journal {
             path: journal_path.to_path_buf(),
             message: format!("restored, but could not remove the journal: {e}"),
