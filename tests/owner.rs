@@ -100,8 +100,8 @@ fn two_runs_started_together_one_owns_and_the_other_is_refused() {
     require_root!();
     let _lock = common::knob_lock();
     let before = pools();
-    let mut a = Running::spawn(pool_run("2", &["--blocks", "2", "-q"]));
-    let mut b = Running::spawn(pool_run("2", &["--blocks", "2", "-q"]));
+    let mut a = Running::spawn(pool_run("1", &["--blocks", "2", "-q"]));
+    let mut b = Running::spawn(pool_run("1", &["--blocks", "2", "-q"]));
     let (pa, pb) = (a.child().id(), b.child().id());
     let (oa, ob) = (a.output(), b.output());
     let mut codes = [oa.status.code(), ob.status.code()];
@@ -136,8 +136,8 @@ fn a_bench_and_restore_are_refused_while_a_run_owns_the_pools() {
     require_root!();
     let _lock = common::knob_lock();
     let before = pools();
-    // Long enough (6 trials of 2 s) for the bench and restore to meet it under load.
-    let mut run = Running::spawn(pool_run("2", &["--blocks", "3", "-q"]));
+    // Long enough (6 trials of 1 s) for the bench and restore to meet it under load.
+    let mut run = Running::spawn(pool_run("1", &["--blocks", "3", "-q"]));
     wait_until_owner(run.child());
     let pid = run.child().id();
 
@@ -213,7 +213,7 @@ fn a_waiting_run_starts_once_the_owner_has_restored() {
     let _lock = common::knob_lock();
     let before = pools();
     // Long enough (4 trials of 2 s) for the second to find it owning, under load.
-    let mut first = Running::spawn(pool_run("2", &["--blocks", "2", "-q"]));
+    let mut first = Running::spawn(pool_run("1", &["--blocks", "2", "-q"]));
     wait_until_owner(first.child());
     let second = Running::spawn(pool_run(
         "0.1",
@@ -272,7 +272,7 @@ fn a_run_that_changes_nothing_waits_for_one_that_does_and_the_reverse() {
     let _lock = common::knob_lock();
     let before = pools();
     // A plain run started while a run grows a pool waits for it, naming it, and then runs.
-    let mut writer = Running::spawn(pool_run("2", &["--blocks", "2", "-q"]));
+    let mut writer = Running::spawn(pool_run("1", &["--blocks", "2", "-q"]));
     wait_until_owner(writer.child());
     let wpid = writer.child().id();
     let reader = Running::spawn(plain_run("0.1", &["--blocks", "2", "-q"]));
@@ -288,7 +288,7 @@ fn a_run_that_changes_nothing_waits_for_one_that_does_and_the_reverse() {
     );
     assert_defaults(&before);
     // The reverse: a run that grows a pool, started while a plain run measures, waits for it.
-    let mut reader = Running::spawn(plain_run("2", &["--blocks", "2", "-q"]));
+    let mut reader = Running::spawn(plain_run("1", &["--blocks", "2", "-q"]));
     wait_until_reading(reader.child());
     let rpid = reader.child().id();
     let writer = Running::spawn(pool_run("0.1", &["--blocks", "2", "-q"]));
@@ -314,7 +314,7 @@ fn one_owner_whatever_the_journal_path_or_namespace() {
     require_root!();
     let _lock = common::knob_lock();
     let before = pools();
-    let mut owner = Running::spawn(pool_run("2", &["--blocks", "3", "-q"]));
+    let mut owner = Running::spawn(pool_run("1", &["--blocks", "3", "-q"]));
     wait_until_owner(owner.child());
     let pid = owner.child().id();
     let dir = tempfile::tempdir().unwrap();
