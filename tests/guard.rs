@@ -121,6 +121,19 @@ fn missing_knob_is_an_error_naming_the_path() {
     assert!(e.contains("hugepages-16kB/enabled"), "{e}");
 }
 
+/// `DIR/run/journal.json` of an owner that no longer runs, which changed THP from `madvise`.
+fn dead_owners_journal(dir: &Path) -> std::path::PathBuf {
+    let journal = dir.join("run/journal.json");
+    let mut j = Journal::for_this_process();
+    j.owner_pid = 0x3fff_fff0; // no such process
+    j.changes.push(control::journal::Change {
+        knob: Knob::ThpEnabled,
+        original: "madvise".into(),
+    });
+    j.save(&journal).unwrap();
+    journal
+}
+
 #[test]
 fn dead_owner_journal_is_recovered() {
     let dir = tempfile::tempdir().unwrap();
@@ -131,14 +144,7 @@ fn dead_owner_journal_is_recovered() {
         "[always] madvise never\n",
     )
     .unwrap();
-    let journal = dir.path().join("run/journal.json");
-    let mut j = Journal::for_this_process();
-    j.owner_pid = 0x3fff_fff0; // no such process
-    j.changes.push(control::journal::Change {
-        knob: Knob::ThpEnabled,
-        original: "madvise".into(),
-    });
-    j.save(&journal).unwrap();
+    let journal = dead_owners_journal(dir.path());
     // The live-sysfs writer rewrites the selector file with the bare word; read it back raw.
     match control::recover(&Root::new(dir.path()), &journal, false).unwrap() {
         Recovery::Restored(r) => assert_eq!(r.len(), 1),
@@ -160,14 +166,7 @@ fn dead_owner_journal_is_recovered() {
 fn recovery_meeting_another_restorer_waits_for_it() {
     let dir = tempfile::tempdir().unwrap();
     fake_sysfs(dir.path());
-    let journal = dir.path().join("run/journal.json");
-    let mut j = Journal::for_this_process();
-    j.owner_pid = 0x3fff_fff0; // no such process
-    j.changes.push(control::journal::Change {
-        knob: Knob::ThpEnabled,
-        original: "madvise".into(),
-    });
-    j.save(&journal).unwrap();
+    let journal = dead_owners_journal(dir.path());
     // The other hugelab: it holds the lock, and restores (here: removes the journal) a moment
     // later, after this process's recovery has begun.
     let restorer =

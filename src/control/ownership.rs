@@ -219,35 +219,36 @@ fn restore_dead(path: &std::path::Path) {
     }
 }
 
-/// How long a command waits for another hugelab to restore a dead owner's journal.
-const RESTORER_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+/// How a command waits for another hugelab to restore a dead owner's journal: a look every
+/// 10 ms, at most 1,000 of them (10 s), said once after 100 (a second).
+const RESTORER_POLL: std::time::Duration = std::time::Duration::from_millis(10);
+const RESTORER_POLLS: u32 = 1000;
+const RESTORER_SAID_AFTER: u32 = 100;
 
 /// A journal whose recorded owner is dead while another process holds its lock is being
 /// restored by that process (its own recovery, or a new owner's first step, which restores
-/// before it changes anything): wait until it has, up to [`RESTORER_WAIT`], so that a command
-/// that runs after a crash runs on the restored settings even when another hugelab met the
-/// journal first. Said once if the wait lasts; a holder that cannot restore (its writes fail)
-/// leaves the journal, and this gives up, leaving it to `hugelab restore`.
+/// before it changes anything): wait until it has, for at most [`RESTORER_POLLS`] looks, so
+/// that a command that runs after a crash runs on the restored settings even when another
+/// hugelab met the journal first. A holder that cannot restore (its writes fail) leaves the
+/// journal, and this gives up, leaving it to `hugelab restore`.
 fn wait_for_restorer(journal_path: &Path) {
-    let restoring = || {
-        Owner::holder(journal_path).is_some()
-            && Journal::load(journal_path)
-                .ok()
-                .flatten()
-                .is_some_and(|j| !j.owner_alive())
-    };
-    let start = std::time::Instant::now();
-    let mut said = false;
-    while restoring() && start.elapsed() < RESTORER_WAIT {
-        if !said && start.elapsed() > std::time::Duration::from_secs(1) {
-            if let Some(h) = Owner::holder(journal_path) {
-                say(&format!(
-                    "hugelab: waiting for {h} to restore the settings a dead hugelab left changed"
-                ));
-            }
-            said = true;
+    for look in 0..RESTORER_POLLS {
+        let Some(holder) = Owner::holder(journal_path) else {
+            return;
+        };
+        let dead = Journal::load(journal_path)
+            .ok()
+            .flatten()
+            .is_some_and(|j| !j.owner_alive());
+        if !dead {
+            return;
         }
-        std::thread::sleep(std::time::Duration::from_millis(10));
+        if look == RESTORER_SAID_AFTER {
+            say(&format!(
+                "hugelab: waiting for {holder} to restore the settings a dead hugelab left changed"
+            ));
+        }
+        std::thread::sleep(RESTORER_POLL);
     }
 }
 
