@@ -50,17 +50,25 @@ fn the_daemonset_passes_the_schema_check_and_runs_hugelab_apply_on_the_advice() 
             "--format",
             "daemonset",
             "--node-label",
-            "pool=canary",
+            "huge=on",
             "--image",
             "example.org/hugelab:0.1.0",
         ],
     );
-    // On the canary nodes only, with the image asked for and the settings said up front.
-    assert!(
-        text.contains("nodeSelector:\n        pool: \"canary\""),
+    // On the canary nodes only, with the image asked for and the settings said up front. The
+    // label's value is a string to Kubernetes' YAML 1.1 reader too (the schema check below reads
+    // it with one, where a bare `on` would be a boolean).
+    let ds = common::object_of(&text, "DaemonSet");
+    let pod = &ds["spec"]["template"]["spec"];
+    assert_eq!(
+        pod["nodeSelector"],
+        serde_json::json!({ "huge": "on" }),
         "{text}"
     );
-    assert!(text.contains("image: example.org/hugelab:0.1.0"), "{text}");
+    assert_eq!(
+        pod["containers"][0]["image"], "example.org/hugelab:0.1.0",
+        "{text}"
+    );
     assert!(text.contains("#   thp.enabled = always"), "{text}");
     // Its pool is set at run time: the kubelet must restart before pods requesting it schedule.
     assert!(
@@ -73,24 +81,34 @@ fn the_daemonset_passes_the_schema_check_and_runs_hugelab_apply_on_the_advice() 
     let args = common::container_args(&text);
     assert_eq!(args[..2], ["apply", "/etc/hugelab/advice.json"], "{args:?}");
     assert!(args.contains(&"--restart-kubelet".to_string()), "{args:?}");
+    let node_name = &pod["containers"][0]["env"][0];
     assert!(
-        text.contains("fieldPath: spec.nodeName")
-            && text.contains("serviceAccountName: hugelab-apply")
-            && text.contains("hostPID: true")
-            && text.contains("resources: [nodes/status]\n    verbs: [get]"),
+        node_name["name"] == "NODE_NAME"
+            && node_name["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+            && pod["serviceAccountName"] == "hugelab-apply"
+            && pod["hostPID"] == true,
+        "{text}"
+    );
+    let role = common::object_of(&text, "ClusterRole");
+    assert_eq!(
+        role["rules"],
+        serde_json::json!([{ "apiGroups": [""], "resources": ["nodes/status"], "verbs": ["get"] }]),
+        "{text}"
+    );
+    let binding = common::object_of(&text, "ClusterRoleBinding");
+    assert!(
+        binding["roleRef"]["name"] == role["metadata"]["name"]
+            && binding["subjects"][0]["name"] == "hugelab-apply",
         "{text}"
     );
     // The ConfigMap holds the advice record `apply` reads: the same as --format json.
-    let record: String = text
-        .split("advice.json: |\n")
-        .nth(1)
-        .unwrap()
-        .lines()
-        .take_while(|l| l.starts_with("    "))
-        .map(|l| format!("{}\n", &l[4..]))
-        .collect();
-    assert_eq!(record, advise(&db, &["--format", "json"]));
-    common::kubernetes_validates(&text, "nodeSelector:", "nodeSelecter:");
+    let map = common::object_of(&text, "ConfigMap");
+    assert_eq!(
+        map["data"]["advice.json"],
+        advise(&db, &["--format", "json"]),
+        "{text}"
+    );
+    common::kubernetes_validates(&text, "\"nodeSelector\"", "\"nodeSelecter\"");
     // A label that is not KEY=VALUE is bad input, named.
     let err = common::hugelab_stderr(
         [

@@ -149,11 +149,51 @@ fn systemd_unit_verifies() {
 fn kubernetes_daemonset_passes_the_schema_check_and_runs_hugelab_s_own_arguments() {
     let path = deploy("kubernetes/hugelab-exporter.yaml");
     let text = std::fs::read_to_string(&path).unwrap();
-    // The container's arguments are a valid `hugelab exporter` command line.
+    // The file is what `hugelab exporter --manifest` writes for the command line it names.
+    let command: Vec<String> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("# Written by `hugelab "))
+        .and_then(|l| l.strip_suffix(" --manifest FILE`."))
+        .expect("the file names the command that wrote it")
+        .split(' ')
+        .map(String::from)
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let written = dir.path().join("exporter.yaml");
+    common::succeed(
+        Command::new(env!("CARGO_BIN_EXE_hugelab"))
+            .args(&command)
+            .arg("--manifest")
+            .arg(&written),
+    );
+    assert!(
+        std::fs::read_to_string(&written).unwrap() == text,
+        "{} is not what hugelab writes now; write it again: cargo run --release -- {} --manifest {}",
+        path.display(),
+        command.join(" "),
+        path.display()
+    );
+    // The container's arguments are a valid `hugelab exporter` command line, serving beyond the
+    // pod's loopback on the port the pod exposes and Prometheus is told to scrape.
     let args = common::container_args(&text);
-    assert_eq!(args[0], "exporter", "{args:?}");
-    assert!(text.contains("hostPID: true") && text.contains("readOnly: true"));
-    common::kubernetes_validates(&text, "hostPID: true", "hostPid: true");
+    assert_eq!(
+        args[..3],
+        ["exporter", "--listen", "0.0.0.0:9717"],
+        "{args:?}"
+    );
+    let ds = common::object_of(&text, "DaemonSet");
+    let pod = &ds["spec"]["template"];
+    assert!(
+        pod["spec"]["hostPID"] == true
+            && pod["spec"]["containers"][0]["ports"][0]["containerPort"] == 9717
+            && pod["metadata"]["annotations"]["prometheus.io/port"] == "9717"
+            && pod["spec"]["containers"][0]["volumeMounts"][0]["readOnly"] == true,
+        "{text}"
+    );
+    common::kubernetes_validates(&text, "\"hostPID\"", "\"hostPid\"");
+    // A manifest whose exporter would listen on the pod's own loopback is refused, naming the fix.
+    let err = common::hugelab_stderr(["exporter", "--manifest", "/dev/null"], 2);
+    assert!(err.contains("give --listen 0.0.0.0:9717"), "{err}");
 }
 
 /// The fields of an AnalysisTemplate metric and of its job provider that Argo Rollouts'
@@ -287,7 +327,7 @@ fn the_flagger_step_serves_the_judgement_as_a_webhook_that_passes_the_schema_che
             .arg(&path),
     );
     let text = std::fs::read_to_string(&path).unwrap();
-    common::kubernetes_validates(&text, "readinessProbe:", "readinesProbe:");
+    common::kubernetes_validates(&text, "\"readinessProbe\"", "\"readinesProbe\"");
     // The container serves this judgement: a `hugelab judge` command line with --webhook on the
     // port the Service targets, failing only on WORSE or FLAGGED.
     let args = common::container_args(&text);
@@ -301,7 +341,7 @@ fn the_flagger_step_serves_the_judgement_as_a_webhook_that_passes_the_schema_che
             && !joined.contains("--line"),
         "{joined}"
     );
-    assert!(text.contains("containerPort: 8080") && text.contains("port: 8080"));
+    assert!(text.contains("\"containerPort\": 8080") && text.contains("\"port\": 8080"));
     // The Canary's webhook entry in the comment: Flagger's fields, a type it runs, and the
     // Service's address.
     let entry: String = text

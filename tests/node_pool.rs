@@ -212,17 +212,37 @@ fn each_platform_writes_an_artefact_its_schema_accepts_and_says_what_it_cannot_s
     assert!(!plan.contains("cannot set"), "{plan}");
     assert!(
         os.contains("/sys/kernel/mm/transparent_hugepage/khugepaged/scan_sleep_millisecs=1000")
-            && os.contains("transparent_hugepages=always")
-            && os.contains("\"pool\": \"canary\""),
+            && os.contains("transparent_hugepages=always"),
         "{os}"
     );
-    schema_holds("openshift", "yaml", &os, "nodeSelector:", "nodeSelecter:");
+    let pool = common::object_of(&os, "MachineConfigPool");
+    assert_eq!(
+        pool["spec"]["nodeSelector"]["matchLabels"],
+        serde_json::json!({ "pool": "canary" }),
+        "{os}"
+    );
+    schema_holds(
+        "openshift",
+        "yaml",
+        &os,
+        "\"nodeSelector\"",
+        "\"nodeSelecter\"",
+    );
     let (os_pg, _) = advise(&pg, "openshift", &label, &f("os-pg.yaml"));
+    let profile = &common::object_of(&os_pg, "Tuned")["spec"]["profile"][0]["data"];
     assert!(
-        os_pg.contains("[bootloader]\n        cmdline_hugelab=hugepagesz=2M hugepages=600"),
+        profile.as_str().is_some_and(
+            |d| d.contains("[bootloader]\ncmdline_hugelab=hugepagesz=2M hugepages=600")
+        ),
         "{os_pg}"
     );
-    schema_holds("openshift", "yaml", &os_pg, "priority: 20", "prority: 20");
+    schema_holds(
+        "openshift",
+        "yaml",
+        &os_pg,
+        "\"priority\": 20",
+        "\"prority\": 20",
+    );
 }
 
 /// `linuxConfig`'s fields in a gcloud from before GKE's THP fields: its reference for
@@ -384,7 +404,9 @@ fn the_node_pool_commands_docs_fleet_shows_write_what_their_engine_accepts() {
         common::succeed(Command::new(env!("CARGO_BIN_EXE_hugelab")).args(&args));
         let text = std::fs::read_to_string(&file).unwrap();
         match engine.as_str() {
-            "daemonset" => common::kubernetes_validates(&text, "nodeSelector:", "nodeSelecter:"),
+            "daemonset" => {
+                common::kubernetes_validates(&text, "\"nodeSelector\"", "\"nodeSelecter\"")
+            }
             e => valid(e, &file).unwrap_or_else(|err| panic!("{args:?}: {err}\n{text}")),
         }
         let (k, v) = label.split_once('=').unwrap();

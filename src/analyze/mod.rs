@@ -41,7 +41,8 @@ pub mod judge;
 pub mod lifetimes;
 pub mod sequential;
 pub mod server;
-#[cfg(any(test, feature = "simulation"))]
+/// The simulation study (a validation harness the product never calls; see its module).
+#[doc(hidden)]
 pub mod simulate;
 pub mod stalls;
 pub mod stored;

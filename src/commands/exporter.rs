@@ -10,6 +10,17 @@ use crate::render::prometheus;
 pub fn run(a: ExporterArgs) -> anyhow::Result<i32> {
     // Checked first, --once or not: a typo is an error before anything is read.
     let addr = http::parse_listen(&a.listen)?;
+    if let Some(path) = &a.manifest {
+        // The DaemonSet running this exporter's command line on every node.
+        let (args, text) = crate::exporter::manifest(&a, addr, std::env::args().skip(1))?;
+        super::write_file(path, "--manifest", &text)?;
+        let (args, image) = (args.join(" "), &a.image);
+        println!(
+            "wrote {}: a DaemonSet running `hugelab {args}` on every node, from {image}",
+            path.display()
+        );
+        return Ok(0);
+    }
     let mut ex = Exporter::new(&a)?;
     let mut trace_thread = None;
     if !a.trace.is_empty() {
@@ -38,15 +49,7 @@ pub fn run(a: ExporterArgs) -> anyhow::Result<i32> {
         );
         return Ok(0);
     }
-    for p in a
-        .pid
-        .iter()
-        .filter(|p| crate::probe::process::comm(**p).is_none())
-    {
-        eprintln!(
-            "hugelab exporter: warning: --pid {p}: no such process; it is exported as hugelab_watched_up{{pid=\"{p}\"}} 0"
-        );
-    }
+    warn_missing(&a.pid);
     let server = http::listen(addr)?;
     let addr = server.server_addr().to_ip().unwrap_or(addr); // the real port for --listen …:0
     if !addr.ip().is_loopback() {
@@ -60,4 +63,16 @@ pub fn run(a: ExporterArgs) -> anyhow::Result<i32> {
         t.stop();
     }
     Ok(0)
+}
+
+/// Each `--pid` that names no process: said once here, exported as not up at every scrape.
+fn warn_missing(pids: &[u32]) {
+    for p in pids
+        .iter()
+        .filter(|p| crate::probe::process::comm(**p).is_none())
+    {
+        eprintln!(
+            "hugelab exporter: warning: --pid {p}: no such process; it is exported as hugelab_watched_up{{pid=\"{p}\"}} 0"
+        );
+    }
 }

@@ -11,7 +11,7 @@ pub fn run(a: JudgeArgs) -> anyhow::Result<i32> {
     if let Some(path) = &a.analysis_template {
         let text =
             crate::render::analysis_step::analysis_template(&fleet::step_args(&args, &a), &a.image);
-        write(path, "--analysis-template", &text)?;
+        super::write_file(path, "--analysis-template", &text)?;
         println!(
             "wrote {}: an Argo Rollouts AnalysisTemplate (argoproj.io/v1alpha1) whose Job runs this judgement in {}",
             path.display(),
@@ -24,7 +24,7 @@ pub fn run(a: JudgeArgs) -> anyhow::Result<i32> {
         judge.pop(); // --line: the webhook answers with the line whatever it is given
         judge.extend(["--webhook".into(), format!("0.0.0.0:{WEBHOOK_PORT}")]);
         let text = crate::render::analysis_step::flagger(&judge, &a.image, WEBHOOK_PORT);
-        write(path, "--flagger", &text)?;
+        super::write_file(path, "--flagger", &text)?;
         println!(
             "wrote {}: a Deployment and Service serving this judgement as a webhook from {}, and the Flagger Canary's webhook entry that calls it",
             path.display(),
@@ -56,7 +56,7 @@ fn place(a: &JudgeArgs, engine: Rollout) -> anyhow::Result<i32> {
     let text = crate::render::analysis_step::placement(&a.node_label, &a.toleration, engine);
     match &a.placement {
         Some(path) => {
-            write(path, "--placement", &text)?;
+            super::write_file(path, "--placement", &text)?;
             println!(
                 "wrote {}: the pod-template change the rollout makes (its nodes: {}={})",
                 path.display(),
@@ -71,16 +71,6 @@ fn place(a: &JudgeArgs, engine: Rollout) -> anyhow::Result<i32> {
 
 /// The port the Flagger webhook's container listens on.
 const WEBHOOK_PORT: u16 = 8080;
-
-fn write(path: &std::path::Path, flag: &str, text: &str) -> anyhow::Result<()> {
-    std::fs::write(path, text).map_err(|e| {
-        super::UsageError(format!(
-            "{flag} {}: {e}; give a path you can write",
-            path.display()
-        ))
-        .into()
-    })
-}
 
 fn print(a: &JudgeArgs, r: &JudgeResult, code: i32) -> anyhow::Result<()> {
     if a.json.json {

@@ -24,6 +24,17 @@ pub mod trace;
 
 pub use crate::error::UsageError;
 
+/// A file an option asked for (`flag PATH`) written, or a usage error naming the path.
+pub fn write_file(path: &std::path::Path, flag: &str, text: &str) -> anyhow::Result<()> {
+    std::fs::write(path, text).map_err(|e| {
+        UsageError(format!(
+            "{flag} {}: {e}; give a path you can write",
+            path.display()
+        ))
+        .into()
+    })
+}
+
 /// Print a serializable record as pretty JSON on stdout, with the version that wrote it.
 pub fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
     println!(

@@ -61,4 +61,39 @@ pub struct ExporterArgs {
     /// With --once: OpenMetrics text instead of the classic Prometheus format
     #[arg(long)]
     pub openmetrics: bool,
+    /// Write the Kubernetes DaemonSet that runs this exporter on every node (these options,
+    /// less --manifest and --image; --listen beyond loopback) to FILE, and exit
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["once", "pid"])]
+    pub manifest: Option<std::path::PathBuf>,
+    /// With --manifest: the container image the DaemonSet runs
+    #[arg(long, value_name = "IMAGE", requires = "manifest", default_value = crate::render::advice::IMAGE)]
+    pub image: String,
+}
+
+/// `--manifest`: the exporter's own command line for a pod (`args`, from `exporter` on, less
+/// the options that write the manifest) and the DaemonSet that runs it. A pod's loopback is its
+/// own, so the exporter must listen beyond it (`addr`) to be scraped.
+pub fn manifest(
+    a: &ExporterArgs,
+    addr: std::net::SocketAddr,
+    mut args: impl Iterator<Item = String>,
+) -> Result<(Vec<String>, String), crate::error::UsageError> {
+    if addr.ip().is_loopback() || addr.port() == 0 {
+        return Err(crate::error::UsageError(format!(
+            "--manifest: --listen {addr} cannot be scraped in a pod (its loopback is its own, and port 0 is none): give --listen 0.0.0.0:{}",
+            if addr.port() == 0 { 9717 } else { addr.port() }
+        )));
+    }
+    let mut pod = Vec::new();
+    while let Some(w) = args.next() {
+        match w.as_str() {
+            "--manifest" | "--image" => {
+                args.next();
+            }
+            w if w.starts_with("--manifest=") || w.starts_with("--image=") => {}
+            _ => pod.push(w),
+        }
+    }
+    let text = crate::render::manifest::exporter(&a.image, &pod, addr.port());
+    Ok((pod, text))
 }

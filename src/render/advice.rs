@@ -8,6 +8,7 @@ use crate::control::Knob;
 use crate::model::advice::Advice;
 use crate::model::advice::Checked;
 use crate::model::advice::Setting;
+use crate::render::manifest;
 use crate::units::Bytes;
 use std::fmt::Write;
 
@@ -94,37 +95,10 @@ pub fn sets_pools(a: &Advice) -> bool {
         .any(|s| matches!(s.knob, Knob::HugetlbPages { .. }))
 }
 
-/// The applier's reader of its own node's status (whether the node advertises the pools it
-/// set): a ServiceAccount bound to a ClusterRole that may get nodes/status, and nothing else.
-const NODE_READER: &str = "---
-apiVersion: v1
-kind: ServiceAccount
-metadata:
-  name: hugelab-apply
-  namespace: kube-system
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: hugelab-apply-node-reader
-rules:
-  - apiGroups: [\"\"]
-    resources: [nodes/status]
-    verbs: [get]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: hugelab-apply-node-reader
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: hugelab-apply-node-reader
-subjects:
-  - kind: ServiceAccount
-    name: hugelab-apply
-    namespace: kube-system
-";
+/// The applier's name: its ConfigMap, DaemonSet and (where it sets pools) ServiceAccount.
+const APPLIER: &str = "hugelab-apply";
+/// Where the applier runs: beside the node's own system pods.
+const NAMESPACE: &str = "kube-system";
 
 /// The settings on a canary node pool of plain Kubernetes: a ConfigMap holding the advice
 /// record and a DaemonSet, on the nodes with `label`, whose container runs `hugelab apply` on it
@@ -165,80 +139,32 @@ pub fn daemonset(a: &Advice, label: &(String, String), image: &str) -> String {
             "# Not set by this DaemonSet: the service's own lines (`advise --format service`)."
         );
     }
-    let record = json(a);
-    let _ = writeln!(
-        o,
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hugelab-apply\n  namespace: kube-system\n  labels:\n    app.kubernetes.io/name: hugelab-apply\ndata:\n  advice.json: |"
-    );
-    for l in record.lines() {
-        let _ = writeln!(o, "    {l}");
+    let reader = pools.then_some(APPLIER);
+    o.push_str(&manifest::document(&manifest::config_map(
+        APPLIER,
+        NAMESPACE,
+        "advice.json",
+        &json(a),
+    )));
+    if let Some(account) = reader {
+        o.push_str(&manifest::node_status_reader(account, NAMESPACE));
     }
+    let mut args: Vec<String> = ["apply", "/etc/hugelab/advice.json", "--wait-for-settings"]
+        .map(String::from)
+        .into();
     if pools {
-        o.push_str(NODE_READER);
+        args.push("--restart-kubelet".into());
     }
-    let (account, env, restart) = if pools {
-        (
-            "\n      serviceAccountName: hugelab-apply\n      hostPID: true",
-            "\n          env:\n            - name: NODE_NAME\n              valueFrom:\n                fieldRef:\n                  fieldPath: spec.nodeName",
-            "\n            - --restart-kubelet",
-        )
-    } else {
-        ("", "", "")
-    };
-    let _ = write!(
-        o,
-        "---
-apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: hugelab-apply
-  namespace: kube-system
-  labels:
-    app.kubernetes.io/name: hugelab-apply
-spec:
-  selector:
-    matchLabels:
-      app.kubernetes.io/name: hugelab-apply
-  template:
-    metadata:
-      labels:
-        app.kubernetes.io/name: hugelab-apply
-    spec:{account}
-      nodeSelector:
-        {k}: \"{v}\"
-      priorityClassName: system-node-critical
-      terminationGracePeriodSeconds: 30
-      tolerations:
-        - operator: Exists
-      containers:
-        - name: apply
-          image: {image}
-          args:
-            - apply
-            - /etc/hugelab/advice.json
-            - --wait-for-settings{restart}{env}
-          securityContext:
-            privileged: true
-          resources:
-            requests:
-              cpu: 1m
-              memory: 8Mi
-          volumeMounts:
-            - name: advice
-              mountPath: /etc/hugelab
-              readOnly: true
-            - name: journal
-              mountPath: /run/hugelab
-      volumes:
-        - name: advice
-          configMap:
-            name: hugelab-apply
-        - name: journal
-          hostPath:
-            path: /run/hugelab
-            type: DirectoryOrCreate
-"
-    );
+    o.push_str(&manifest::document(&manifest::daemon_set(
+        &manifest::Agent {
+            name: APPLIER,
+            namespace: NAMESPACE,
+            node_label: label,
+            image,
+            args,
+            node_reader: reader,
+        },
+    )));
     o
 }
 

@@ -4,6 +4,7 @@
 //! what the record holds and compute nothing.
 
 use crate::model::judge::JudgeResult;
+use crate::render::manifest;
 
 /// One line of JSON: the overall verdict, the exit code it gave, the window, and per metric
 /// its verdict and interval (percent, at the level it has) or why it has none.
@@ -41,12 +42,7 @@ pub fn line(r: &JudgeResult, exit: i32) -> String {
 /// The AnalysisTemplate whose one metric is a Job running `hugelab` with `args` (a `judge`
 /// command line) in `image`, once per analysis run; the step fails when the Job does.
 pub fn analysis_template(args: &[String], image: &str) -> String {
-    // A JSON string is a YAML double-quoted scalar: every argument goes through as it is.
-    let quoted = |s: &str| serde_json::to_string(s).expect("a string serialises");
-    let mut a = String::new();
-    for w in args {
-        a.push_str(&format!("                      - {}\n", quoted(w)));
-    }
+    let template = manifest::analysis_template(manifest::run_once(image, args));
     format!(
         "# hugelab judge as an Argo Rollouts analysis step (AnalysisTemplate, argoproj.io/v1alpha1,
 # job provider). Each analysis run starts this Job; its exit code is the measurement: 0 passes
@@ -54,32 +50,8 @@ pub fn analysis_template(args: &[String], image: &str) -> String {
 # reaching Prometheus exits 1 and fails it too). The judgement and its one-line JSON answer are
 # in the Job's log. The window is the --last one before the Job runs: give the canary that long
 # first (an initialDelay, or a pause step before the analysis). Written by
-# `hugelab judge ... --analysis-template FILE`.
-apiVersion: argoproj.io/v1alpha1
-kind: AnalysisTemplate
-metadata:
-  name: hugelab-judge
-spec:
-  metrics:
-    - name: hugelab-judge
-      count: 1
-      failureLimit: 0
-      provider:
-        job:
-          metadata:
-            labels:
-              app.kubernetes.io/name: hugelab-judge
-          spec:
-            backoffLimit: 0
-            template:
-              spec:
-                restartPolicy: Never
-                containers:
-                  - name: judge
-                    image: {}
-                    args:
-{a}",
-        quoted(image)
+# `hugelab judge ... --analysis-template FILE`.\n{}",
+        manifest::document(&template)
     )
 }
 
@@ -87,11 +59,6 @@ spec:
 /// command line with `--webhook 0.0.0.0:PORT`) from `image`, and, in the comment, the Canary's
 /// `analysis.webhooks` entry that calls it. Flagger counts a non-2xx answer as a failed check.
 pub fn flagger(args: &[String], image: &str, port: u16) -> String {
-    let quoted = |s: &str| serde_json::to_string(s).expect("a string serialises");
-    let mut a = String::new();
-    for w in args {
-        a.push_str(&format!("            - {}\n", quoted(w)));
-    }
     format!(
         "# hugelab judge as a Flagger analysis step: this Deployment serves the judgement as a
 # webhook (hugelab judge --webhook); each POST judges its canary from its first look's --last
@@ -112,50 +79,8 @@ pub fn flagger(args: &[String], image: &str, port: u16) -> String {
 #
 # (type rollout runs it at every analysis interval; confirm-promotion only before promoting).
 # Give the canary the --last window before the first check (analysis.interval × the checks
-# before it). Written by `hugelab judge ... --flagger FILE`.
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: hugelab-judge
-  labels:
-    app.kubernetes.io/name: hugelab-judge
-spec:
-  replicas: 1
-  selector:
-    matchLabels:
-      app.kubernetes.io/name: hugelab-judge
-  template:
-    metadata:
-      labels:
-        app.kubernetes.io/name: hugelab-judge
-    spec:
-      containers:
-        - name: judge
-          image: {}
-          args:
-{a}          ports:
-            - name: http
-              containerPort: {port}
-          readinessProbe:
-            httpGet:
-              path: /healthz
-              port: http
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: hugelab-judge
-  labels:
-    app.kubernetes.io/name: hugelab-judge
-spec:
-  selector:
-    app.kubernetes.io/name: hugelab-judge
-  ports:
-    - name: http
-      port: {port}
-      targetPort: http
-",
-        quoted(image)
+# before it). Written by `hugelab judge ... --flagger FILE`.\n{}",
+        manifest::served(image, args, port)
     )
 }
 

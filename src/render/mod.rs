@@ -12,6 +12,7 @@ pub mod events;
 pub mod html;
 pub mod inspect;
 pub mod judge;
+pub mod manifest;
 pub mod markdown;
 pub mod progress;
 pub mod prometheus;

@@ -2,10 +2,10 @@
 //! Tuning Operator applies to it. Tuned's vm, sysctl, sysfs and bootloader plugins carry every
 //! knob: THP, sysctls and sysfs knobs at run time, the pools on the kernel command line.
 
-use super::{NodePool, Platform, header, quoted};
+use super::{NodePool, Platform, header};
 use crate::control::Knob;
 use crate::model::advice::{Advice, Setting};
-use std::fmt::Write;
+use crate::render::manifest;
 
 pub struct Openshift;
 
@@ -59,22 +59,22 @@ impl Platform for Openshift {
                  # worker profile.\n"
             ),
         );
-        let _ = writeln!(
-            o,
-            "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfigPool\nmetadata:\n  name: {pool}\n  labels:\n    machineconfiguration.openshift.io/role: {pool}\nspec:\n  machineConfigSelector:\n    matchExpressions:\n      - key: machineconfiguration.openshift.io/role\n        operator: In\n        values: [worker, {pool}]\n  nodeSelector:\n    matchLabels:\n      {}: {}\n---\napiVersion: tuned.openshift.io/v1\nkind: Tuned\nmetadata:\n  name: hugelab-{pool}\n  namespace: openshift-cluster-node-tuning-operator\nspec:\n  profile:\n    - name: {TUNED_PROFILE}\n      data: |\n        [main]\n        summary=Huge page settings advised by hugelab on the {pool} pool\n        include=openshift-node",
-            quoted(k),
-            quoted(v),
-        );
         let settings: Vec<&Setting> = np.set.iter().collect();
-        for l in crate::render::advice::tuned_plugins(&settings, true).lines() {
-            if !l.is_empty() {
-                let _ = writeln!(o, "        {l}");
-            }
-        }
-        let _ = write!(
-            o,
-            "  recommend:\n    - machineConfigLabels:\n        machineconfiguration.openshift.io/role: {pool}\n      priority: 20\n      profile: {TUNED_PROFILE}\n"
+        let data = format!(
+            "[main]\nsummary=Huge page settings advised by hugelab on the {pool} pool\n\
+             include=openshift-node\n{}",
+            crate::render::advice::tuned_plugins(&settings, true)
         );
+        o.push_str(&manifest::document(&manifest::machine_config_pool(
+            pool, &np.label,
+        )));
+        o.push_str(&manifest::document(&manifest::tuned(
+            &format!("hugelab-{pool}"),
+            TUNED_PROFILE,
+            &data,
+            pool,
+            20,
+        )));
         o
     }
 }

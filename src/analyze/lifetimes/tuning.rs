@@ -299,7 +299,7 @@ impl Tuning {
             self.rule,
             self.replicas,
         );
-        #[cfg(any(test, feature = "simulation"))]
+        #[cfg(test)]
         let s = PLANTED.with(|p| p.get()).map_or(s, |f| f(&s));
         let need_s = super::time_replicated(
             &scaled,
@@ -342,12 +342,11 @@ impl Tuning {
     }
 }
 
-#[cfg(any(test, feature = "simulation"))]
 /// A sizing in place of the production one.
-#[cfg(any(test, feature = "simulation"))]
+#[cfg(test)]
 pub type Planted = fn(&Sizing) -> Sizing;
 
-#[cfg(any(test, feature = "simulation"))]
+#[cfg(test)]
 thread_local! {
     /// A sizing planted in place of the production one (in tests only, never in a build), to
     /// show that the simulation's rows run this code: a planted change moves them.

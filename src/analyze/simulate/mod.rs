@@ -6,6 +6,10 @@
 //! docs/statistics.md quotes whole, and CI reruns it at 200 replications against the check
 //! table stored beside it.
 //!
+//! It is compiled with the library, for the tests and the judge bench, and the product never
+//! calls it. The one hook it has into production code, a sizing planted in place of
+//! `analyze::lifetimes::Tuning`'s own, exists in the unit tests only (`cfg(test)`).
+//!
 //! * this module — the table's rows and the whole study;
 //! * `noise` — the seeded generators: run-level noise models, paired scenarios, three arms;
 //! * `designs` — each design replicated: fixed with Holm, sequential, group-sequential, the
