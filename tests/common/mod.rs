@@ -61,36 +61,9 @@ pub fn skipped_core(test: &str, why: &str) {
 /// holding it run one at a time, so its holding times add up to the suite's shortest possible
 /// wall time: each is logged on release (`knob_lock_log`), and `.ci/run` prints the total and
 /// the longest holders.
-///
-/// So that floor is the holders' own time, not time lost to the tests beside them, the holding
-/// thread runs at a higher CPU priority (nice `KNOB_LOCK_NICE`) while it holds the lock: nice
-/// is per thread on Linux, and what the thread starts (hugelab, servers, clients, threads)
-/// inherits it. The tests beside it take what it leaves idle.
 pub struct KnobLock {
     _file: std::fs::File,
     since: std::time::Instant,
-    nice: Option<libc::c_int>,
-}
-
-/// The knob-lock holder's nice value (the suite runs as root, which may raise a priority).
-const KNOB_LOCK_NICE: libc::c_int = -10;
-
-/// This thread's nice value, or `None` where it cannot be read.
-fn thread_nice() -> Option<libc::c_int> {
-    // SAFETY: gettid and getpriority take and return plain integers; errno is cleared first,
-    // since -1 is also a nice value.
-    unsafe {
-        let tid = libc::gettid() as libc::id_t;
-        *libc::__errno_location() = 0;
-        let n = libc::getpriority(libc::PRIO_PROCESS, tid);
-        (*libc::__errno_location() == 0).then_some(n)
-    }
-}
-
-/// Sets this thread's nice value; a refusal (not root) costs only speed, never the test.
-fn set_thread_nice(nice: libc::c_int) -> bool {
-    // SAFETY: setpriority on this thread's own id with a plain integer.
-    unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, nice) == 0 }
 }
 
 pub fn knob_lock() -> KnobLock {
@@ -103,11 +76,9 @@ pub fn knob_lock() -> KnobLock {
     // SAFETY: flock on a valid open file descriptor.
     let rc = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), libc::LOCK_EX) };
     assert_eq!(rc, 0, "flock");
-    let nice = thread_nice().filter(|_| set_thread_nice(KNOB_LOCK_NICE));
     KnobLock {
         _file: f,
         since: std::time::Instant::now(),
-        nice,
     }
 }
 
@@ -122,9 +93,6 @@ impl Drop for KnobLock {
         use std::io::Write;
         let held = self.since.elapsed().as_secs_f64();
         let test = std::thread::current().name().unwrap_or("?").to_owned();
-        if let Some(nice) = self.nice {
-            set_thread_nice(nice);
-        }
         // A log that cannot be written costs only the summary, never the test.
         if let Ok(mut f) = std::fs::OpenOptions::new()
             .create(true)
