@@ -199,12 +199,17 @@ fn replicas_run_every_replicas_pair_at_once_each_in_lifetimes_of_its_own() {
     );
     let n = v["plan"]["server"]["warm"]["replicas"].as_u64().unwrap();
     let notes = v["notes"].to_string();
+    // On a machine the rest keeps busy (CI's compiles beside the suite) the arms alternate
+    // instead, one replica, and the answer says why.
+    let alternates = n == 1
+        && notes.contains("replicas 1: the run alternates")
+        && notes.contains("duet would oversubscribe the machine");
     assert!(
-        notes.contains(&format!("replicas {n}: bound by")),
+        notes.contains(&format!("replicas {n}: bound by")) || alternates,
         "{notes}"
     );
     assert!(
-        n > 1 || notes.contains("CPUs the rest of the machine left hold 1 ("),
+        n > 1 || alternates || notes.contains("CPUs the rest of the machine left hold 1 ("),
         "{notes}"
     );
     // --server-data: every server (each arm's, each replica's) starts on a copy of its own
@@ -286,12 +291,20 @@ fn replicas_run_every_replicas_pair_at_once_each_in_lifetimes_of_its_own() {
     let v = common::hugelab_json(fake(fails, &[]));
     assert_eq!(v["plan"]["server"]["warm"]["replicas"], 1);
     let notes = v["notes"].to_string();
-    assert!(
-        notes.contains("but a further replica's server of arm")
-            && notes.contains("its last line: refusing replica ")
-            && notes.contains(": disk full; the run goes on with one"),
-        "{notes}"
-    );
+    if notes.contains("replicas 1: the run alternates") {
+        // A machine the rest keeps busy: the arms alternate and no further replica is tried.
+        common::skipped_core(
+            "schedules::replicas_run_every_replicas_pair_at_once_each_in_lifetimes_of_its_own",
+            "the machine was busy, so the arms alternated and no further replica was tried",
+        );
+    } else {
+        assert!(
+            notes.contains("but a further replica's server of arm")
+                && notes.contains("its last line: refusing replica ")
+                && notes.contains(": disk full; the run goes on with one"),
+            "{notes}"
+        );
+    }
     // Asked for, they are not given up: the run fails, saying which server did not come up.
     let out = common::hugelab_exits(fake(fails, &["--replicas", "2"]), 4);
     assert!(out.contains("did not come up"), "{out}");

@@ -174,14 +174,16 @@ impl Warm {
                 n,
                 format!("replicas {n}: as asked (--replicas){}", what_they_do(n)),
             ),
+            // A path every replica would share rules replicas out in any schedule: said first,
+            // so the fix is named whether or not the run can run its arms at once.
+            None if self.replicas_shared.is_some() => {
+                (1, self.replicas_shared.clone().unwrap_or_default())
+            }
             None if !self.duet => (
                 1,
                 "replicas 1: the run alternates, one burst at a time (--replicas N runs N at once)"
                     .into(),
             ),
-            None if self.replicas_shared.is_some() => {
-                (1, self.replicas_shared.clone().unwrap_or_default())
-            }
             None => choose(&self.room(demand)),
         };
         self.pending.push(note);
