@@ -267,3 +267,47 @@ pub fn parse_warmup(s: &str) -> Result<usize, String> {
         Err(_) => Err(format!("{s:?} is not a whole number; give 0 or more")),
     }
 }
+
+/// A command line (`args`) less the options named in `drop` (each `--name VALUE` or
+/// `--name=VALUE`) and the flags in `flags` (taking no value): how a command writes the command
+/// line a pod will run, without the options that wrote the pod.
+pub fn without(args: &[String], drop: &[&str], flags: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(w) = it.next() {
+        let named = |w: &str| {
+            drop.iter()
+                .any(|d| w.strip_prefix(d).is_some_and(|r| r.starts_with('=')))
+        };
+        if drop.contains(&w.as_str()) {
+            it.next();
+        } else if !flags.contains(&w.as_str()) && !named(w) {
+            out.push(w.clone());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn without_drops_each_option_in_both_spellings_and_the_flags_and_keeps_the_rest() {
+        let args: Vec<String> = [
+            "exporter",
+            "--image",
+            "a/b:1",
+            "--top",
+            "5",
+            "--manifest=f.yaml",
+            "--json",
+            "--image-pull",
+            "x",
+        ]
+        .map(String::from)
+        .into();
+        assert_eq!(
+            super::without(&args, &["--image", "--manifest"], &["--json"]),
+            ["exporter", "--top", "5", "--image-pull", "x"]
+        );
+    }
+}

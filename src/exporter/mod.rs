@@ -76,7 +76,7 @@ pub struct ExporterArgs {
 pub fn manifest(
     a: &ExporterArgs,
     addr: std::net::SocketAddr,
-    mut args: impl Iterator<Item = String>,
+    args: impl Iterator<Item = String>,
 ) -> Result<(Vec<String>, String), crate::error::UsageError> {
     if addr.ip().is_loopback() || addr.port() == 0 {
         return Err(crate::error::UsageError(format!(
@@ -84,16 +84,7 @@ pub fn manifest(
             if addr.port() == 0 { 9717 } else { addr.port() }
         )));
     }
-    let mut pod = Vec::new();
-    while let Some(w) = args.next() {
-        match w.as_str() {
-            "--manifest" | "--image" => {
-                args.next();
-            }
-            w if w.starts_with("--manifest=") || w.starts_with("--image=") => {}
-            _ => pod.push(w),
-        }
-    }
+    let pod = crate::options::without(&args.collect::<Vec<_>>(), &["--manifest", "--image"], &[]);
     let text = crate::render::manifest::exporter(&a.image, &pod, addr.port());
     Ok((pod, text))
 }

@@ -199,34 +199,19 @@ pub enum OnOutage {
 /// only writing the template means (`--analysis-template`, `--image`, `--json`, `--line`),
 /// with `--line` and, unless given, `--fail-on worse,flagged`.
 pub fn step_args(args: &[String], a: &JudgeArgs) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut it = args.iter();
-    while let Some(w) = it.next() {
-        match w.as_str() {
-            "--analysis-template"
-            | "--image"
-            | "--flagger"
-            | "--webhook"
-            | "--placement"
-            | "--node-label"
-            | "--toleration" => {
-                it.next();
-            }
-            "--json" | "--line" => {}
-            w if [
-                "--analysis-template=",
-                "--image=",
-                "--flagger=",
-                "--webhook=",
-                "--placement=",
-                "--node-label=",
-                "--toleration=",
-            ]
-            .iter()
-            .any(|f| w.starts_with(f)) => {}
-            _ => out.push(w.clone()),
-        }
-    }
+    let mut out = crate::options::without(
+        args,
+        &[
+            "--analysis-template",
+            "--image",
+            "--flagger",
+            "--webhook",
+            "--placement",
+            "--node-label",
+            "--toleration",
+        ],
+        &["--json", "--line"],
+    );
     if a.fail_on.is_empty() {
         out.extend(["--fail-on".into(), "worse,flagged".into()]);
     }

@@ -44,8 +44,28 @@ fn meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
     }
 }
 
-fn strings(words: &[String]) -> Option<Vec<String>> {
-    Some(words.to_vec())
+/// The priority class of a pod every node runs (an agent of the node itself).
+const NODE_CRITICAL: &str = "system-node-critical";
+
+/// A node agent runs on every node it is scheduled to, whatever its taints.
+fn tolerate_every_taint() -> Vec<core::Toleration> {
+    vec![core::Toleration {
+        operator: Some("Exists".into()),
+        ..Default::default()
+    }]
+}
+
+/// The node's directory `path` as the pod's volume `name` (`type_`: what the kubelet checks or
+/// makes there).
+fn host_volume(name: &str, path: &str, type_: &str) -> core::Volume {
+    core::Volume {
+        name: name.into(),
+        host_path: Some(core::HostPathVolumeSource {
+            path: path.into(),
+            type_: Some(type_.into()),
+        }),
+        ..Default::default()
+    }
 }
 
 /// A ConfigMap holding one file (`key`), in `namespace`.
@@ -127,7 +147,7 @@ pub fn daemon_set(a: &Agent) -> DaemonSet {
     let container = core::Container {
         name: "apply".into(),
         image: Some(a.image.into()),
-        args: strings(&a.args),
+        args: Some(a.args.clone()),
         env: a.node_reader.map(|_| vec![node_name]),
         security_context: Some(core::SecurityContext {
             privileged: Some(true),
@@ -159,12 +179,9 @@ pub fn daemon_set(a: &Agent) -> DaemonSet {
         service_account_name: a.node_reader.map(Into::into),
         host_pid: a.node_reader.map(|_| true),
         node_selector: Some(BTreeMap::from([(key.clone(), value.clone())])),
-        priority_class_name: Some("system-node-critical".into()),
+        priority_class_name: Some(NODE_CRITICAL.into()),
         termination_grace_period_seconds: Some(30),
-        tolerations: Some(vec![core::Toleration {
-            operator: Some("Exists".into()),
-            ..Default::default()
-        }]),
+        tolerations: Some(tolerate_every_taint()),
         containers: vec![container],
         volumes: Some(vec![
             core::Volume {
@@ -175,14 +192,7 @@ pub fn daemon_set(a: &Agent) -> DaemonSet {
                 }),
                 ..Default::default()
             },
-            core::Volume {
-                name: "journal".into(),
-                host_path: Some(core::HostPathVolumeSource {
-                    path: "/run/hugelab".into(),
-                    type_: Some("DirectoryOrCreate".into()),
-                }),
-                ..Default::default()
-            },
+            host_volume("journal", "/run/hugelab", "DirectoryOrCreate"),
         ]),
         ..Default::default()
     };
@@ -219,7 +229,7 @@ fn hugelab(name: &str, image: &str, args: &[String]) -> core::Container {
     core::Container {
         name: name.into(),
         image: Some(image.into()),
-        args: strings(args),
+        args: Some(args.to_vec()),
         ..Default::default()
     }
 }
@@ -433,20 +443,10 @@ pub fn exporter(image: &str, args: &[String], port: u16) -> String {
     };
     let pod = core::PodSpec {
         host_pid: Some(true),
-        priority_class_name: Some("system-node-critical".into()),
-        tolerations: Some(vec![core::Toleration {
-            operator: Some("Exists".into()),
-            ..Default::default()
-        }]),
+        priority_class_name: Some(NODE_CRITICAL.into()),
+        tolerations: Some(tolerate_every_taint()),
         containers: vec![container],
-        volumes: Some(vec![core::Volume {
-            name: "sys".into(),
-            host_path: Some(core::HostPathVolumeSource {
-                path: "/sys".into(),
-                type_: Some("Directory".into()),
-            }),
-            ..Default::default()
-        }]),
+        volumes: Some(vec![host_volume("sys", "/sys", "Directory")]),
         ..Default::default()
     };
     let mut template = template(NAME, pod);
