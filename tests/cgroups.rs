@@ -22,7 +22,6 @@ struct Made {
     dirs: Vec<PathBuf>,
     /// The cgroup2 root's subtree_control, when hugetlb had to be enabled there.
     enabled: Option<PathBuf>,
-    pool: String,
 }
 
 impl Drop for Made {
@@ -33,7 +32,6 @@ impl Drop for Made {
         if let Some(c) = &self.enabled {
             let _ = std::fs::write(c, "-hugetlb");
         }
-        let _ = std::fs::write(POOL, &self.pool);
     }
 }
 
@@ -90,8 +88,8 @@ fn near(got: u64, before: u64, after: u64) -> bool {
 #[cfg_attr(unprivileged, ignore = "needs root: makes cgroups and a hugetlb pool")]
 fn a_groups_huge_pages_equal_the_kernels_accounting_in_every_view() {
     require_root!();
-    let _lock = common::knob_lock();
-    every_view_equals_the_kernels_accounting();
+    let lock = common::knob_lock();
+    every_view_equals_the_kernels_accounting(&lock);
 }
 
 /// The hugetlb controller mounted as cgroup v1 (`hugetlb.2MB.usage_in_bytes`), where this
@@ -101,7 +99,7 @@ fn a_groups_huge_pages_equal_the_kernels_accounting_in_every_view() {
 #[cfg_attr(unprivileged, ignore = "needs root: mounts a cgroup v1 hierarchy")]
 fn the_v1_hugetlb_controller_is_read_as_the_kernel_counts_it() {
     require_root!();
-    let _lock = common::knob_lock();
+    let lock = common::knob_lock();
     let before = cgroup::hierarchies(&Root::system()).unwrap();
     let v1 = V1Hugetlb::mount();
     let h = cgroup::hierarchies(&Root::system()).unwrap();
@@ -110,7 +108,7 @@ fn the_v1_hugetlb_controller_is_read_as_the_kernel_counts_it() {
         Some((v1.dir.clone(), cgroup::Version::V1)),
         "{h:?}"
     );
-    every_view_equals_the_kernels_accounting();
+    every_view_equals_the_kernels_accounting(&lock);
     drop(v1);
     // The hierarchy is destroyed in the background once unmounted.
     let back = (0..100).any(|_| {
@@ -128,7 +126,7 @@ fn the_v1_hugetlb_controller_is_read_as_the_kernel_counts_it() {
 )]
 fn a_pure_cgroup2_host_is_read_as_the_kernel_counts_it() {
     require_root!();
-    let _lock = common::knob_lock();
+    let lock = common::knob_lock();
     let h = cgroup::hierarchies(&Root::system()).unwrap();
     assert!(
         matches!(
@@ -141,7 +139,7 @@ fn a_pure_cgroup2_host_is_read_as_the_kernel_counts_it() {
         "built on a host with memory on cgroup2, run on: {}",
         h.describe()
     );
-    every_view_equals_the_kernels_accounting();
+    every_view_equals_the_kernels_accounting(&lock);
 }
 
 /// A cgroup v1 hierarchy of the hugetlb controller, unmounted when dropped (its groups are
@@ -211,7 +209,7 @@ impl Drop for V1Hugetlb {
 
 /// A THP child and a hugetlb child in fresh groups, read by every view beside the kernel's own
 /// figures, in whichever hierarchies the controllers are mounted now.
-fn every_view_equals_the_kernels_accounting() {
+fn every_view_equals_the_kernels_accounting(lock: &common::KnobLock) {
     let h: Hierarchies = cgroup::hierarchies(&Root::system()).unwrap();
     let (Some((mem, mv)), Some((tlb, tv))) = (h.memory.clone(), h.hugetlb.clone()) else {
         panic!("this test needs the memory and hugetlb controllers mounted: {h:?}");
@@ -220,7 +218,6 @@ fn every_view_equals_the_kernels_accounting() {
     let mut made = Made {
         dirs: Vec::new(),
         enabled: None,
-        pool: common::read_trim(POOL),
     };
     // A cgroup2 tree hands hugetlb to its children only when the root's subtree_control does.
     if tv.name() == "v2" {
@@ -251,8 +248,8 @@ fn every_view_equals_the_kernels_accounting() {
         out
     };
     let (thp_dirs, tlb_dirs) = (dirs("thp"), dirs("tlb"));
-    let pool: u64 = made.pool.parse().unwrap();
-    std::fs::write(POOL, (pool + 8).to_string()).unwrap();
+    let pool: u64 = common::read_trim(POOL).parse().unwrap();
+    lock.set(POOL, &(pool + 8).to_string());
     let _thp = hold_in(&thp_dirs, "--backing thp --size 64M");
     let _tlb = hold_in(&tlb_dirs, "--backing hugetlb-2m --size 16M");
     let (thp_mem, tlb_hugetlb) = (&thp_dirs[0], tlb_dirs.last().unwrap());

@@ -23,29 +23,14 @@ fn meminfo_kb(key: &str) -> u64 {
         .unwrap()
 }
 
-/// The 2 MiB pool sized to hold all but `leave_kb` of available memory, for a test's length:
+/// The 2 MiB pool sized to hold all but `leave_kb` of available memory, for the test's length:
 /// the condition then fragments only what is left, as on a smaller machine, in a fraction of
-/// the time it takes to fault all of this one's in 4 KiB pages. Set back when dropped.
-struct Smaller {
-    pool: &'static str,
-    before: String,
-}
-
-impl Smaller {
-    fn leaving(leave_kb: u64) -> Smaller {
-        let pool = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
-        let before = std::fs::read_to_string(pool).unwrap();
-        let pages = meminfo_kb("MemAvailable").saturating_sub(leave_kb) / 2048;
-        let more = before.trim().parse::<u64>().unwrap() + pages;
-        std::fs::write(pool, more.to_string()).unwrap();
-        Smaller { pool, before }
-    }
-}
-
-impl Drop for Smaller {
-    fn drop(&mut self) {
-        let _ = std::fs::write(self.pool, &self.before);
-    }
+/// the time it takes to fault all of this one's in 4 KiB pages. Set back with the lock.
+fn leaving(lock: &common::KnobLock, leave_kb: u64) {
+    let pool = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
+    let before: u64 = common::read_trim(pool).parse().unwrap();
+    let pages = meminfo_kb("MemAvailable").saturating_sub(leave_kb) / 2048;
+    lock.set(pool, &(before + pages).to_string());
 }
 
 #[cfg_attr(
@@ -55,12 +40,12 @@ impl Drop for Smaller {
 #[test]
 fn fragmented_memory_makes_madvise_compact_directly_and_the_answer_says_how_much() {
     require_root!();
-    let _lock = common::knob_lock();
+    let lock = common::knob_lock();
     let proactive = std::fs::read_to_string("/proc/sys/vm/compaction_proactiveness").unwrap();
     let enabled = common::selected("/sys/kernel/mm/transparent_hugepage/enabled");
     // 8 GiB left: the kept pieces (one 4 KiB page in four of what is left) pay for refilling
     // the 640 blocks the five madvise trials free between trials, with room to spare.
-    let _smaller = Smaller::leaving(8 << 20);
+    leaving(&lock, 8 << 20);
     let available = meminfo_kb("MemAvailable");
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db").display().to_string();

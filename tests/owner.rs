@@ -446,9 +446,9 @@ fn a_run_waiting_behind_a_killed_owner_restores_its_settings_before_planning() {
 #[test]
 fn a_pools_surplus_pages_are_not_restored_as_its_size() {
     require_root!();
-    let _lock = common::knob_lock();
+    let lock = common::knob_lock();
     let before = pools();
-    std::fs::write(POOL_2M, "8").unwrap();
+    lock.set(POOL_2M, "8");
     // Eight pool pages in use, then the pool shrunk under them: they turn surplus.
     let mut holder = Running(Some(
         Command::new("python3")
@@ -472,7 +472,7 @@ fn a_pools_surplus_pages_are_not_restored_as_its_size() {
     )
     .unwrap();
     assert_eq!(line.trim(), "ready");
-    std::fs::write(POOL_2M, before.0.as_str()).unwrap();
+    lock.set(POOL_2M, &before.0);
     let surplus = "/sys/kernel/mm/hugepages/hugepages-2048kB/surplus_hugepages";
     assert_eq!(
         common::read_trim(surplus),

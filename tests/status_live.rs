@@ -1,6 +1,7 @@
 //! Live-kernel tests (root): `status --json` agrees with the kernel's own files and with
 //! hugeadm; a SIGKILLed settings holder is undone exactly by `hugelab restore`; SIGTERM
-//! restores by itself. Every test holds the shared knob lock and puts settings back.
+//! restores by itself; a test killed holding the knob lock has its settings put back by the
+//! next holder. Every test holds the shared knob lock and puts settings back.
 
 use crate::common;
 use crate::common::{read_trim, selected};
@@ -55,14 +56,14 @@ fn start_hold(settings: &[&str]) -> std::process::Child {
 )]
 fn status_agrees_with_kernel_files_and_hugeadm() {
     require_root!();
-    let _lock = common::knob_lock();
+    let lock = common::knob_lock();
     let original = read_trim(POOL_2M);
-    std::fs::write(POOL_2M, "3").unwrap();
+    lock.set(POOL_2M, "3");
     let v = status_json();
     let hugeadm = std::process::Command::new("hugeadm")
         .arg("--pool-list")
         .output();
-    std::fs::write(POOL_2M, &original).unwrap();
+    lock.set(POOL_2M, &original);
 
     let pools = v["hugetlb"].as_array().unwrap();
     let p2m = pools.iter().find(|p| p["page_size"] == 2097152).unwrap();
@@ -229,4 +230,61 @@ fn sigterm_and_sigint_restore_by_themselves() {
         );
         assert!(!std::path::Path::new("/run/hugelab/journal.json").exists());
     }
+}
+
+/// A test killed holding the knob lock never puts back what it wrote; the next test to take
+/// the lock does, before it starts. The holder is this test run again in a child (the suite's
+/// own binary, `KNOB_HOLDER` set): it takes the lock, writes a number and a sysfs choice, says
+/// what they were, and waits to be killed with SIGKILL.
+#[cfg_attr(
+    unprivileged,
+    ignore = "needs root: writes THP and compaction settings"
+)]
+#[test]
+fn a_test_killed_holding_the_knob_lock_has_its_settings_put_back_by_the_next_holder() {
+    require_root!();
+    const DEFRAG: &str = "/sys/kernel/mm/transparent_hugepage/defrag";
+    const PROACTIVE: &str = "/proc/sys/vm/compaction_proactiveness";
+    const TEST: &str = "status_live::a_test_killed_holding_the_knob_lock_has_its_settings_put_back_by_the_next_holder";
+    if std::env::var_os("KNOB_HOLDER").is_some() {
+        let lock = common::knob_lock();
+        let before = (selected(DEFRAG), read_trim(PROACTIVE));
+        let other = if before.0 == "never" {
+            "always"
+        } else {
+            "never"
+        };
+        let higher = (before.1.parse::<u32>().unwrap() + 1).to_string();
+        lock.set(DEFRAG, other);
+        lock.set(PROACTIVE, &higher);
+        // After libtest's "test NAME ... ", on the same line.
+        println!("holding {} {} {other} {higher}", before.0, before.1);
+        std::thread::sleep(std::time::Duration::from_secs(600));
+        unreachable!("killed before this");
+    }
+    let mut holder = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([TEST, "--exact", "--nocapture", "--test-threads", "1"])
+        .env("KNOB_HOLDER", "1")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let said = BufReader::new(holder.stdout.take().unwrap())
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| Some(l.split_once("holding ")?.1.to_owned()))
+        .expect("the holder says what it wrote");
+    let w: Vec<&str> = said.split_whitespace().collect();
+    // The holder holds the lock: nobody can have put its writes back yet.
+    assert_eq!(
+        (selected(DEFRAG), read_trim(PROACTIVE)),
+        (w[2].into(), w[3].into())
+    );
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let next = common::knob_lock();
+    assert_eq!(
+        (selected(DEFRAG), read_trim(PROACTIVE)),
+        (w[0].into(), w[1].into())
+    );
+    drop(next);
 }

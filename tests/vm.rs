@@ -41,39 +41,13 @@ fn paused(mem: &str) -> Vec<String> {
     .collect()
 }
 
-/// Puts the hugetlb pools back as they were, also when a test fails.
-struct Pools(Vec<(&'static str, String)>);
-
-impl Pools {
-    fn save() -> Pools {
-        Pools(
-            [POOL_2M, POOL_1G]
-                .iter()
-                .map(|p| (*p, common::read_trim(p)))
-                .collect(),
-        )
-    }
-}
-
-impl Drop for Pools {
-    fn drop(&mut self) {
-        for (p, v) in &self.0 {
-            let _ = std::fs::write(p, v);
-        }
-    }
-}
-
-/// The pools to put back and the knob lock. In this order: a tuple drops its first field first,
-/// so the pools are restored before the lock is released (the other order let the next test
-/// read this one's pools as the machine's). QEMU must be there (tests that need it are marked
-/// `missing_qemu` by build.rs).
-fn qemu_test() -> (Pools, common::KnobLock) {
+/// The knob lock, QEMU being there (tests that need it are marked `missing_qemu` by build.rs).
+fn qemu_test() -> common::KnobLock {
     assert!(
         has_qemu(),
         "{QEMU} is needed (apt-get install qemu-system-x86)"
     );
-    let lock = common::knob_lock();
-    (Pools::save(), lock)
+    common::knob_lock()
 }
 
 struct Kill(Child);
@@ -141,9 +115,9 @@ fn start_named(backing: QemuBacking, mem: &str, name: Option<&str>) -> (Kill, se
 )]
 fn inspect_reports_each_qemu_backing_with_its_page_size() {
     require_root!();
-    let _held = qemu_test();
-    std::fs::write(POOL_2M, "128").unwrap();
-    std::fs::write(POOL_1G, "1").unwrap();
+    let lock = qemu_test();
+    lock.set(POOL_2M, "128");
+    lock.set(POOL_1G, "1");
     let cases = [
         (QemuBacking::FourK, "256M", 4096u64, false),
         (QemuBacking::Thp, "256M", 2 << 20, false),

@@ -5,9 +5,13 @@ pub mod advised;
 pub mod chase;
 pub mod chromium;
 pub mod http;
+mod knob_lock;
 pub mod openmetrics;
 pub mod postgres;
 pub mod printed;
+
+#[allow(unused_imports)] // the benches share these helpers and change no setting
+pub use knob_lock::{KnobLock, knob_lock};
 
 use hugelab::control::{self, Knob, Settings, SysfsSettings};
 use hugelab::error::ControlError;
@@ -55,53 +59,6 @@ pub fn skipped_core(test: &str, why: &str) {
         .open(skipped_core_log())
         .expect("the skipped-core log opens");
     writeln!(f, "{test}: {why}").expect("the skipped-core log takes a line");
-}
-
-/// One lock for every test, in any test binary, that touches global kernel knobs. The tests
-/// holding it run one at a time, so its holding times add up to the suite's shortest possible
-/// wall time: each is logged on release (`knob_lock_log`), and `.ci/run` prints the total and
-/// the longest holders.
-pub struct KnobLock {
-    _file: std::fs::File,
-    since: std::time::Instant,
-}
-
-pub fn knob_lock() -> KnobLock {
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(std::env::temp_dir().join("hugelab-test-knobs.lock"))
-        .expect("lock file");
-    // SAFETY: flock on a valid open file descriptor.
-    let rc = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), libc::LOCK_EX) };
-    assert_eq!(rc, 0, "flock");
-    KnobLock {
-        _file: f,
-        since: std::time::Instant::now(),
-    }
-}
-
-/// Where each release of the knob lock is logged: the seconds it was held and the test (the
-/// thread's name, which libtest sets to the test's path).
-pub fn knob_lock_log() -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("knob-lock.log")
-}
-
-impl Drop for KnobLock {
-    fn drop(&mut self) {
-        use std::io::Write;
-        let held = self.since.elapsed().as_secs_f64();
-        let test = std::thread::current().name().unwrap_or("?").to_owned();
-        // A log that cannot be written costs only the summary, never the test.
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(knob_lock_log())
-        {
-            let _ = writeln!(f, "{held:.1} {test}");
-        }
-    }
 }
 
 pub fn read_trim(path: &str) -> String {
