@@ -12,6 +12,10 @@ pub struct RunMeta {
     pub status: String,
     /// The plan as the command that ran it stored it, typed.
     pub plan: StoredRunPlan,
+    /// The stored plan's fields this hugelab could not read (another version's, or another
+    /// shape of one it knows), by path: what reading it as typed left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unread: Vec<String>,
 }
 
 /// A stored run's plan, typed by the command that wrote it. It is stored as the inner plan's
@@ -219,20 +223,78 @@ impl RunMeta {
         self.plan.version()
     }
 
-    /// Said when the run was written by another hugelab than this one.
+    /// Said when the run was written by another hugelab than this one, or holds fields this
+    /// one could not read (named, the first eight).
     pub fn other_version(&self) -> Option<String> {
+        let unread = match self.unread.len() {
+            0 => String::new(),
+            n @ 1..=8 => format!(
+                "; of its plan, this version could not read {n}: {}",
+                self.unread.join(", ")
+            ),
+            n => format!(
+                "; of its plan, this version could not read {n}: {}, and {} more",
+                self.unread[..8].join(", "),
+                n - 8
+            ),
+        };
         match self.written_by() {
-            Some(v) if v == crate::VERSION => None,
+            Some(v) if v == crate::VERSION && unread.is_empty() => None,
             Some(v) => Some(format!(
-                "this run was written by hugelab {v}; this is {}: its evidence is read as this version reads it",
+                "this run was written by hugelab {v}; this is {}: its evidence is read as this version reads it{unread}",
                 crate::VERSION
             )),
             None => Some(format!(
-                "this run was written by a hugelab that did not record its version (before 0.1.0's packaging); this is {}",
+                "this run was written by a hugelab that did not record its version (before 0.1.0's packaging); this is {}{unread}",
                 crate::VERSION
             )),
         }
     }
+}
+
+/// The fields of `stored` (a record as written) that `read` (the same record read as typed and
+/// written again) lacks, by path (`system.thp`, `arms[].spec`): what the reader dropped. A
+/// null or empty stored part is nothing lost; an array's elements share one path.
+pub fn unread_fields(stored: &serde_json::Value, read: &serde_json::Value) -> Vec<String> {
+    fn walk(
+        path: &str,
+        stored: &serde_json::Value,
+        read: Option<&serde_json::Value>,
+        out: &mut Vec<String>,
+    ) {
+        use serde_json::Value;
+        let empty = match stored {
+            Value::Null => true,
+            Value::Array(a) => a.is_empty(),
+            Value::Object(o) => o.is_empty(),
+            _ => false,
+        };
+        match (stored, read) {
+            _ if empty => {}
+            (_, None | Some(Value::Null)) if !out.iter().any(|p| p == path) => {
+                out.push(path.to_owned());
+            }
+            (Value::Object(s), Some(Value::Object(r))) => {
+                for (k, v) in s {
+                    let sub = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
+                    walk(&sub, v, r.get(k), out);
+                }
+            }
+            (Value::Array(s), Some(Value::Array(r))) => {
+                for (i, v) in s.iter().enumerate() {
+                    walk(&format!("{path}[]"), v, r.get(i), out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk("", stored, Some(read), &mut out);
+    out
 }
 
 impl StoredRunPlan {
@@ -416,5 +478,31 @@ impl StoredRunPlan {
             StoredRunPlan::Bench(_) => {}
         }
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unread_fields;
+    use serde_json::json;
+
+    #[test]
+    fn unread_fields_are_the_stored_parts_the_typed_read_left_out() {
+        let stored = json!({
+            "kept": 1, "gone": {"a": 1}, "null": null, "empty": [],
+            "nested": {"kept": true, "gone": "x"},
+            "arms": [{"spec": "a", "old": 1}, {"spec": "b", "old": 2}],
+            "dropped": {"shape": "another"}
+        });
+        let read = json!({
+            "kept": 1, "nested": {"kept": true},
+            "arms": [{"spec": "a"}, {"spec": "b"}],
+            "dropped": null
+        });
+        assert_eq!(
+            unread_fields(&stored, &read),
+            ["arms[].old", "dropped", "gone", "nested.gone"]
+        );
+        assert!(unread_fields(&stored, &stored).is_empty());
     }
 }

@@ -124,6 +124,11 @@ const META: &str = "r.id, r.created, r.label, r.command, r.host, r.kernel, r.sta
 
 /// A run's row, from a query that selects [`META`] first.
 fn meta_of(r: &rusqlite::Row) -> rusqlite::Result<RunMeta> {
+    let stored: serde_json::Value =
+        serde_json::from_str(&r.get::<_, String>(7)?).unwrap_or_default();
+    let plan = serde_json::from_value(stored.clone())
+        .unwrap_or_else(|_| StoredRunPlan::Partial(Box::default()));
+    let read = serde_json::to_value(&plan).unwrap_or_default();
     Ok(RunMeta {
         id: r.get(0)?,
         created: r.get(1)?,
@@ -132,7 +137,7 @@ fn meta_of(r: &rusqlite::Row) -> rusqlite::Result<RunMeta> {
         host: r.get(4)?,
         kernel: r.get(5)?,
         status: r.get(6)?,
-        plan: serde_json::from_str(&r.get::<_, String>(7)?)
-            .unwrap_or_else(|_| StoredRunPlan::Partial(Box::default())),
+        unread: crate::model::stored::unread_fields(&stored, &read),
+        plan,
     })
 }
