@@ -9,7 +9,7 @@ use super::experiment::MetricDef;
 use super::verdict::Better;
 pub use crate::model::costs::{
     CPU_PER_OP, Cost, EVENT_FORK, EVENT_MEM, PEAK_MEM, SERVER_CPU, SERVER_HELD, SERVER_MEM,
-    SYS_CPU, USER_CPU, arm_median, label, of_arm, verdict_word,
+    SYS_CPU, USER_CPU, arm_median, label, of_arm,
 };
 
 /// Cost metrics by name: lower is better, never primary.
@@ -83,6 +83,5 @@ mod tests {
         assert!(held.name == SERVER_HELD && held.cost && held.context);
         assert!(is_rate_of_work("tps") && is_rate_of_work("set_rps") && !is_rate_of_work("wall_s"));
         assert_eq!(label(SYS_CPU), "system CPU");
-        assert_eq!(verdict_word(crate::model::verdict::Verdict::Slower), "MORE");
     }
 }

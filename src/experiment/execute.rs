@@ -409,7 +409,11 @@ impl Course<'_> {
                 self.x.stop_reason = format!(
                     "{why} after {} ({})",
                     progress::blocks_done(self.x.blocks_done, self.replicas()),
-                    plan.design.describe(plan.arms.len() - 1, plan.confidence)
+                    crate::render::words::design(
+                        &plan.design,
+                        plan.arms.len() - 1,
+                        plan.confidence
+                    )
                 );
                 return Ok(false);
             }

@@ -70,17 +70,6 @@ pub fn short_label(name: &str) -> &str {
     }
 }
 
-/// A cost's verdict in words: more or less of it than the baseline, the same within δ, or
-/// not resolved.
-pub fn verdict_word(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Slower => "MORE",
-        Verdict::Faster => "LESS",
-        Verdict::Equivalent => "SAME",
-        Verdict::Inconclusive => "INCONCLUSIVE",
-    }
-}
-
 /// A measured cost of one arm against the baseline.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cost<'a> {

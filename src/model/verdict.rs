@@ -91,40 +91,6 @@ pub enum Design {
 pub const METHOD: &str =
     "mean log-ratio, Student t (too few blocks for a signed-rank interval at this level)";
 
-impl Design {
-    /// How intervals are computed and corrected, in words (printed above the table).
-    pub fn describe(&self, contrasts: usize, confidence: f64) -> String {
-        let lvl = fmt_level(confidence);
-        let fam = |what: &str| {
-            if contrasts > 1 {
-                format!("{what} across {contrasts} contrasts at {lvl} family-wise")
-            } else {
-                lvl.clone()
-            }
-        };
-        match self {
-            Design::Fixed if contrasts > 1 => format!(
-                "Hodges–Lehmann, signed-rank intervals; Holm step-down across {contrasts} contrasts: verdicts family-wise at {lvl}, each interval at its step's level (@), not a joint {lvl} band"
-            ),
-            Design::Fixed => format!("Hodges–Lehmann, signed-rank intervals, {lvl}"),
-            Design::Sequential { .. } => format!(
-                "sequential: confidence sequence for the mean log-ratio (asymptotically valid at every look: its scale is estimated from the data), {}",
-                fam("Bonferroni")
-            ),
-            Design::GroupSequential { looks, max_blocks } => format!(
-                "O'Brien–Fleming, {looks} looks up to {max_blocks} blocks: repeated confidence intervals, {}",
-                fam("Bonferroni")
-            ),
-            Design::Unpaired if contrasts > 1 => format!(
-                "unpaired: Hodges–Lehmann shift, Mann–Whitney intervals; Holm step-down across {contrasts} contrasts: verdicts family-wise at {lvl}, each interval at its step's level (@), not a joint {lvl} band"
-            ),
-            Design::Unpaired => {
-                format!("unpaired: Hodges–Lehmann shift, Mann–Whitney intervals, {lvl}")
-            }
-        }
-    }
-}
-
 impl Better {
     /// `Higher` when a higher value is better.
     pub fn of(higher: bool) -> Better {

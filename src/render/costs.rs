@@ -8,6 +8,7 @@ use crate::model::analysis::MetricAnalysis;
 use crate::model::costs;
 use crate::model::costs::Cost;
 use crate::model::stats::Estimate;
+use crate::model::verdict::Verdict;
 use crate::units::{Bytes, Unit};
 
 /// `costs: peak memory ×13.4 [×12.9, ×14.0] MORE (1.0 GiB vs 76.2 MiB) · system CPU … ·
@@ -60,7 +61,7 @@ fn stall_words(r: &ExperimentAnalysis, arm: &str) -> Vec<String> {
                 "{} {}{level} {} ({:.1} vs {:.1})",
                 s.kind,
                 costs::stall_difference(s),
-                costs::verdict_word(s.verdict),
+                verdict_word(s.verdict),
                 s.arm_mean,
                 s.baseline_mean
             )
@@ -85,7 +86,7 @@ fn cost_words(r: &ExperimentAnalysis, arm: &str, c: &Cost) -> String {
         costs::label(name),
         change(&c.contrast.percent),
         level_mark(r, c.contrast),
-        costs::verdict_word(c.contrast.verdict)
+        verdict_word(c.contrast.verdict)
     )
 }
 
@@ -132,7 +133,7 @@ fn tail_words(r: &ExperimentAnalysis, arm: &str) -> Option<String> {
             "p95 wall {} @{} {} ({figures}; block bootstrap)",
             percent_interval(e),
             crate::model::verdict::fmt_level(t.level),
-            costs::verdict_word(t.verdict)
+            verdict_word(t.verdict)
         ),
         None => format!(
             "p95 wall {figures} ({} blocks: a p95 contrast needs {})",
@@ -172,9 +173,26 @@ pub fn pool_lines(pools: &[crate::model::run::PoolUse]) -> Vec<String> {
         .collect()
 }
 
+/// A cost's verdict in words: more or less of it than the baseline, the same within δ, or
+/// not resolved.
+pub fn verdict_word(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Slower => "MORE",
+        Verdict::Faster => "LESS",
+        Verdict::Equivalent => "SAME",
+        Verdict::Inconclusive => "INCONCLUSIVE",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_costs_verdict_is_more_or_less_of_it() {
+        assert_eq!(verdict_word(Verdict::Slower), "MORE");
+        assert_eq!(verdict_word(Verdict::Faster), "LESS");
+    }
 
     #[test]
     fn a_change_past_doubling_reads_as_a_ratio() {

@@ -45,7 +45,7 @@ pub fn metric_grid(r: &ExperimentAnalysis, m: &MetricAnalysis) -> Grid {
             "{} ({better}; {} {unit}; {}; δ = {}%)",
             m.metric.name,
             m.complete_blocks,
-            r.design.describe(m.contrasts.len(), r.confidence),
+            crate::render::words::design(&r.design, m.contrasts.len(), r.confidence),
             r.effect * 100.0
         ),
     };

@@ -73,7 +73,7 @@ fn cost_words(r: &ExperimentAnalysis, arm: &str) -> Vec<String> {
             "{} {} {}",
             costs::short_label(&c.metric.metric.name),
             point(c.contrast),
-            costs::verdict_word(c.contrast.verdict)
+            crate::render::costs::verdict_word(c.contrast.verdict)
         ));
     }
     for st in r.stalls.iter().filter(|s| s.arm == arm) {
@@ -82,7 +82,7 @@ fn cost_words(r: &ExperimentAnalysis, arm: &str) -> Vec<String> {
                 "{} {:+.1}/trial {}",
                 st.kind,
                 st.difference.point,
-                costs::verdict_word(st.verdict)
+                crate::render::costs::verdict_word(st.verdict)
             ));
         }
     }

@@ -9,6 +9,38 @@ use crate::model::verdict::Verdict;
 use crate::model::verdict::fmt_level;
 use crate::units::{fmt_bound, fmt_percent, percent_decimals};
 
+/// How a design's intervals are computed and corrected, in words (printed above the table).
+pub fn design(design: &Design, contrasts: usize, confidence: f64) -> String {
+    let lvl = fmt_level(confidence);
+    let fam = |what: &str| {
+        if contrasts > 1 {
+            format!("{what} across {contrasts} contrasts at {lvl} family-wise")
+        } else {
+            lvl.clone()
+        }
+    };
+    match design {
+        Design::Fixed if contrasts > 1 => format!(
+            "Hodges–Lehmann, signed-rank intervals; Holm step-down across {contrasts} contrasts: verdicts family-wise at {lvl}, each interval at its step's level (@), not a joint {lvl} band"
+        ),
+        Design::Fixed => format!("Hodges–Lehmann, signed-rank intervals, {lvl}"),
+        Design::Sequential { .. } => format!(
+            "sequential: confidence sequence for the mean log-ratio (asymptotically valid at every look: its scale is estimated from the data), {}",
+            fam("Bonferroni")
+        ),
+        Design::GroupSequential { looks, max_blocks } => format!(
+            "O'Brien–Fleming, {looks} looks up to {max_blocks} blocks: repeated confidence intervals, {}",
+            fam("Bonferroni")
+        ),
+        Design::Unpaired if contrasts > 1 => format!(
+            "unpaired: Hodges–Lehmann shift, Mann–Whitney intervals; Holm step-down across {contrasts} contrasts: verdicts family-wise at {lvl}, each interval at its step's level (@), not a joint {lvl} band"
+        ),
+        Design::Unpaired => {
+            format!("unpaired: Hodges–Lehmann shift, Mann–Whitney intervals, {lvl}")
+        }
+    }
+}
+
 /// Lines are wrapped to this many columns (the default output fits a 100-column terminal).
 pub const WIDTH: usize = 100;
 
@@ -238,6 +270,15 @@ pub fn wrap_aligned(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_design_names_its_correction_only_across_contrasts() {
+        assert!(design(&Design::Fixed, 2, 0.99).contains("Holm step-down across 2 contrasts"));
+        assert_eq!(
+            design(&Design::Fixed, 1, 0.99),
+            "Hodges–Lehmann, signed-rank intervals, 99%"
+        );
+    }
 
     #[test]
     fn an_interval_bound_beyond_a_hundredfold_is_said_as_such() {

@@ -31,7 +31,7 @@ pub fn forest_rows(report: &ExperimentAnalysis, metric: usize) -> Vec<ForestRow>
                 lo: c.percent.lo,
                 hi: c.percent.hi,
                 verdict: if cost {
-                    crate::model::costs::verdict_word(c.verdict).to_string()
+                    crate::render::costs::verdict_word(c.verdict).to_string()
                 } else {
                     crate::render::run::verdict_cell(c)
                 },
