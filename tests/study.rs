@@ -140,7 +140,7 @@ fn outputs_outside_quotes(docs: &str) -> Vec<usize> {
 #[test]
 #[cfg_attr(
     missing_jq,
-    ignore = "needs xz (apt-get install xz-utils; .ci/run does)"
+    ignore = "needs jq and xz (apt-get install jq xz-utils; .ci/run does)"
 )]
 fn every_earlier_stored_version_reads_whole_and_a_field_it_cannot_read_is_named() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
