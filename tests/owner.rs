@@ -303,6 +303,41 @@ fn a_run_that_changes_nothing_waits_for_one_that_does_and_the_reverse() {
         "{said}"
     );
     assert_defaults(&before);
+    // A writer waits only for the measurements already running: one that starts while it
+    // waits queues behind it (it is told to wait for the writer), however long the first runs.
+    let mut first = Running::spawn(plain_run("1", &["--blocks", "2", "-q"]));
+    wait_until_reading(first.child());
+    let mut writer = Running::spawn(pool_run("0.1", &["--blocks", "2", "-q"]));
+    let wpid = writer.child().id();
+    let queue = std::path::Path::new(hugelab::control::machine::LOCK_FILE)
+        .with_file_name(hugelab::control::machine::QUEUE_NAME);
+    while !hugelab::control::machine::holders(&queue)
+        .iter()
+        .any(|s| s.holder.pid == wpid)
+    {
+        let running = first.child().try_wait().unwrap().is_none();
+        assert!(
+            running,
+            "the first measurement ended before the writer queued"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let second = Running::spawn(plain_run("0.1", &["--blocks", "2", "-q"]));
+    let (f, w, r) = (first.output(), writer.output(), second.output());
+    assert!(
+        f.status.success() && w.status.success(),
+        "{}{}",
+        text(&f),
+        text(&w)
+    );
+    let said = text(&r);
+    assert!(r.status.success(), "{said}");
+    assert!(
+        said.contains(&format!("waiting for pid {wpid}: `"))
+            && said.contains("which changes the settings"),
+        "{said}"
+    );
+    assert_defaults(&before);
 }
 
 #[cfg_attr(

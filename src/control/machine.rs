@@ -128,7 +128,13 @@ impl MachineLock {
                 message: "this process measures under the settings as they are (it holds the lock to read) and cannot change them: a setting it changes must be planned as one (an arm, a condition)".into(),
             });
         }
-        let file = flock_contended(path, mode, contended)?;
+        // A measurement already reading in this process, or in one it descends from (a
+        // workload that is itself a hugelab), is not queued: the writer waits for it.
+        let queue = match mode == Mode::Read && (READING.load(SeqCst) > 0 || under_a_reader(path)) {
+            true => None,
+            false => queue_of(path),
+        };
+        let file = flock_contended(path, mode, contended, queue.as_deref())?;
         if mode == Mode::Read {
             READING.fetch_add(1, SeqCst);
         }
@@ -184,6 +190,8 @@ pub fn exclusive_again(say: &dyn Fn(&str)) {
             "hugelab: waiting for {s} to end before restoring the settings"
         ));
     }
+    // Queued, so that measurements starting now wait for the restore instead of delaying it.
+    let _queued = queue_of(Path::new(LOCK_FILE)).and_then(|q| locked(&q, libc::LOCK_EX).ok());
     let _ = try_lock(file, libc::LOCK_EX);
 }
 
@@ -212,7 +220,7 @@ impl Gate {
         contended: &mut dyn FnMut(&[Sharer]) -> Contended,
     ) -> Result<Gate, ControlError> {
         Ok(Gate {
-            _file: flock_contended(path, mode, contended)?,
+            _file: flock_contended(path, mode, contended, None)?,
             mode,
         })
     }
@@ -227,12 +235,53 @@ pub fn gate_closer(path: &Path) -> Option<Holder> {
         .or_else(|| writer_holds(path).then(|| unseen(Mode::Write).holder))
 }
 
+/// The turnstile in front of the machine lock: a third kernel file, beside [`LOCK_FILE`]. A
+/// writer that has to wait for measurements holds it closed while it waits, and a measurement
+/// passes it before it takes the lock. `flock` lets a new reader in past a waiting writer, so
+/// without it a writer waits for as long as measurements overlap, however many start after
+/// it; with it, only for those already running when it asked.
+pub const QUEUE_NAME: &str = "hpage_pmd_size";
+
+/// The turnstile beside the lock file `path`, where the kernel has one.
+fn queue_of(path: &Path) -> Option<PathBuf> {
+    Some(path.with_file_name(QUEUE_NAME)).filter(|q| q.exists())
+}
+
+/// `path` opened and locked with `op`, blocking until it is.
+fn locked(path: &Path, op: libc::c_int) -> std::io::Result<File> {
+    let file = File::open(path)?;
+    try_lock(&file, op)?;
+    Ok(file)
+}
+
+/// Whether a process this one descends from holds the lock on `path` to read: a workload that
+/// is itself a hugelab measuring must not queue behind a writer that waits for its parent.
+fn under_a_reader(path: &Path) -> bool {
+    let readers: Vec<u32> = holders(path)
+        .into_iter()
+        .filter(|s| s.mode == Mode::Read)
+        .map(|s| s.holder.pid)
+        .collect();
+    let mut pid = std::process::id() as i32;
+    while !readers.is_empty() {
+        match crate::probe::process::stat(pid) {
+            Some(s) if s.ppid > 1 && readers.contains(&(s.ppid as u32)) => return true,
+            Some(s) if s.ppid > 1 => pid = s.ppid,
+            _ => return false,
+        }
+    }
+    false
+}
+
 /// `path` opened and locked in `mode`; when others hold it in a way that excludes `mode`,
-/// `contended` is told who they are and chooses to refuse (naming them) or wait.
+/// `contended` is told who they are and chooses to refuse (naming them) or wait. With a
+/// `queue` (the machine lock's turnstile), a reader passes it first, told of the writers
+/// waiting there as of holders, and a writer that waits holds it closed meanwhile.
 fn flock_contended(
     path: &Path,
     mode: Mode,
     contended: &mut dyn FnMut(&[Sharer]) -> Contended,
+    queue: Option<&Path>,
 ) -> Result<File, ControlError> {
     let file = File::open(path).map_err(|source| ControlError::Read {
         path: path.to_path_buf(),
@@ -246,6 +295,10 @@ fn flock_contended(
         path: path.to_path_buf(),
         message: format!("cannot lock: {e}"),
     };
+    let _passing = match (mode, queue) {
+        (Mode::Read, Some(q)) => Some(flock_contended(q, Mode::Read, contended, None)?),
+        _ => None,
+    };
     if !try_lock(&file, op | libc::LOCK_NB).map_err(err)? {
         let mut others = holders(path);
         // `/proc/locks` lists only holders in this PID namespace: whether a writer holds
@@ -256,6 +309,10 @@ fn flock_contended(
         if contended(&others) == Contended::Refuse {
             return Err(refusal(&others, path.to_path_buf()));
         }
+        let _queued = match (mode, queue) {
+            (Mode::Write, Some(q)) => Some(locked(q, libc::LOCK_EX).map_err(err)?),
+            _ => None,
+        };
         try_lock(&file, op).map_err(err)?;
     }
     Ok(file)
@@ -427,5 +484,54 @@ mod tests {
         let r = refuse(&lock, Mode::Read).unwrap();
         drop((r, applier));
         SHARED.lock().unwrap().take();
+    }
+
+    #[test]
+    fn a_waiting_writer_is_not_passed_by_a_reader_that_comes_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (lock, queue) = (dir.path().join("enabled"), dir.path().join(QUEUE_NAME));
+        for p in [&lock, &queue] {
+            std::fs::write(p, "x\n").unwrap();
+        }
+        let q = Some(queue.as_path());
+        let (tx, rx) = std::sync::mpsc::channel::<&str>();
+        let take = |mode: Mode, tx: std::sync::mpsc::Sender<&'static str>, name| {
+            let told = tx.clone();
+            let file = flock_contended(
+                &lock,
+                mode,
+                &mut |_| {
+                    let _ = told.send("waits");
+                    Contended::Wait
+                },
+                q,
+            )
+            .unwrap();
+            tx.send(name).unwrap();
+            file
+        };
+        let reading = take(Mode::Read, tx.clone(), "first reader");
+        assert_eq!(rx.recv().unwrap(), "first reader");
+        std::thread::scope(|s| {
+            let writer = s.spawn(|| {
+                let held = take(Mode::Write, tx.clone(), "writer");
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                drop(held);
+            });
+            assert_eq!(rx.recv().unwrap(), "waits");
+            // The writer is queued once it holds the turnstile closed.
+            while try_lock(&File::open(&queue).unwrap(), libc::LOCK_SH | libc::LOCK_NB).unwrap() {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            let reader = s.spawn(|| drop(take(Mode::Read, tx.clone(), "second reader")));
+            // The second reader is told to wait (at the turnstile), not let in beside the first.
+            assert_eq!(rx.recv().unwrap(), "waits");
+            drop(reading);
+            writer.join().unwrap();
+            reader.join().unwrap();
+        });
+        drop(tx);
+        let order: Vec<&str> = rx.iter().filter(|m| *m != "waits").collect();
+        assert_eq!(order, ["writer", "second reader"]);
     }
 }

@@ -166,6 +166,8 @@ fn lock_machine(mode: Mode, wait: bool, why: &str) -> Result<Option<MachineLock>
     if !path.exists() {
         return Ok(None);
     }
+    // A reader told to wait at the turnstile, then at the lock, for the same writer says so once.
+    let mut said = String::new();
     MachineLock::acquire(path, mode, &mut |others| {
         let writer = others.iter().find(|s| s.mode == Mode::Write);
         if mode == Mode::Write && writer.is_some() && !wait {
@@ -180,7 +182,7 @@ fn lock_machine(mode: Mode, wait: bool, why: &str) -> Result<Option<MachineLock>
                 .collect::<Vec<_>>()
                 .join("; "),
         };
-        say(&match (mode, writer.is_some()) {
+        let line = match (mode, writer.is_some()) {
             (Mode::Write, true) => format!(
                 "hugelab: waiting for {whom} to restore the settings it changed{why}"
             ),
@@ -190,7 +192,11 @@ fn lock_machine(mode: Mode, wait: bool, why: &str) -> Result<Option<MachineLock>
             (Mode::Read, _) => format!(
                 "hugelab: waiting for {whom} to restore them: this run measures under the machine's own settings"
             ),
-        });
+        };
+        if line != said {
+            say(&line);
+            said = line;
+        }
         Contended::Wait
     })
     .map(Some)
