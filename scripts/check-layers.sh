@@ -3,7 +3,7 @@
 # utilities (error, units, rng, metric, sys, options) may be used anywhere. Fails on any upward import.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-stages=(stats probe control backing workload collect model store render analyze experiment commands cli)
+stages=(stats model probe control backing workload collect store render analyze experiment commands cli)
 # The engines beside experiment: each above render, below commands, and none imports another.
 engines=(experiment bench fleet exporter stored_runs trace)
 # The wings above the engines: each may read the engines (advice reads stored runs through
@@ -63,7 +63,7 @@ for e in "${engines[@]:1}"; do
       echo "engine '$e' imports '$up':"; echo "$hits"; status=1
     fi
   done
-  for s in probe control backing workload collect model store render analyze; do
+  for s in model probe control backing workload collect store render analyze; do
     if hits=$(grep -rnE "crate::$e\b" "$(src_of "$s")"); then
       echo "stage '$s' imports the engine '$e':"; echo "$hits"; status=1
     fi

@@ -288,6 +288,60 @@ pub fn without(args: &[String], drop: &[&str], flags: &[&str]) -> Vec<String> {
     out
 }
 
+/// `clap::ValueEnum` for a closed set the record stores (`model`): each value's name on the
+/// command line and its help, written here with the command line, so that the record's types
+/// carry no command-line derive.
+macro_rules! value_enum {
+    ($ty:path { $($variant:ident => $name:literal: $help:literal),+ $(,)? }) => {
+        impl ValueEnum for $ty {
+            fn value_variants<'a>() -> &'a [Self] {
+                &[$(Self::$variant),+]
+            }
+
+            fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+                Some(match self {
+                    $(Self::$variant => clap::builder::PossibleValue::new($name).help($help)),+
+                })
+            }
+        }
+    };
+}
+
+value_enum!(crate::model::trace::TraceKind {
+    Compaction => "compaction": "Direct compaction and kcompactd stalls (mm_compaction_begin → _end), order, status",
+    Reclaim => "reclaim": "Direct and memcg reclaim stalls (mm_vmscan_*_reclaim_begin → _end), order, pages reclaimed",
+    Migrate => "migrate": "Page migration (mm_migrate_pages_start → mm_migrate_pages), reason, result",
+    Khugepaged => "khugepaged": "khugepaged scans and collapses by result (counts; no begin event to time them)",
+    Alloc => "alloc": "Page allocations of order ≥ 1 by order and fallbacks (extfrag); filtered in the kernel, but every allocation runs the filter: +7% wall time on a 4 KiB-fault-heavy child here",
+    Tlb => "tlb": "TLB flushes by reason",
+    Faults => "faults": "User page faults (one event per fault: costs the most to trace)",
+});
+
+value_enum!(crate::model::advice::Target {
+    Machine => "machine": "System-wide THP, mTHP and hugetlb pool settings",
+    Postgres => "postgres": "PostgreSQL: huge_pages and the pool its shared memory needs",
+    Redis => "redis": "Redis: disable-thp and the THP mode",
+    Jvm => "jvm": "A JVM: -XX flags and the pool for -Xmx",
+    Qemu => "qemu": "QEMU and libvirt: guest RAM backing",
+    Kubernetes => "kubernetes": "Kubernetes: pod hugepages resources and the node pool",
+});
+
+value_enum!(crate::model::run::ServiceDesign {
+    Warm => "warm": "Every arm's server up at once, warmed, one burst per arm in random order per block, all restarted every lifetime (the default wherever the arms can run side by side)",
+    Restart => "restart": "A fresh server for every trial, started under the arm",
+});
+
+value_enum!(crate::model::run::BurstSchedule {
+    Alternating => "alternating": "One arm's burst after another, in the block's random order",
+    Duet => "duet": "Every arm's burst at the same moment: the machine's time-varying noise hits all alike",
+});
+
+value_enum!(crate::model::judge::HugeOn {
+    Canary => "canary": "The canary got huge pages, the baseline did not (turning THP or a pool on)",
+    Baseline => "baseline": "The baseline keeps huge pages and the canary gives them up (turning THP off)",
+    Both => "both": "Both are on huge pages (comparing 2 MiB with 1 GiB pages, or THP with hugetlb)",
+});
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -307,7 +307,7 @@ fn every_backing_and_arm_key_the_parsers_accept_is_in_the_help() {
     use hugelab::backing::Backing;
     let bench = flat_help(&["bench", "--help"]);
     let mut backings = 0;
-    for w in quoted(include_str!("../src/backing/mod.rs")) {
+    for w in quoted(include_str!("../src/model/arm/backing.rs")) {
         // Prefixes take a size: hugetlb-2m, mthp-64k.
         let (name, shown) = match w.as_str() {
             "hugetlb-" => ("hugetlb-2m".to_string(), "hugetlb-2m".to_string()),

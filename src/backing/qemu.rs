@@ -3,87 +3,9 @@
 //! `-machine memory-backend=`), so each arm starts the same VM on a different host page size.
 //! Pure functions over the command line; the hugetlb pool is grown by `run` through the guard.
 
+pub use crate::model::arm::backing::{BACKEND_ID, QemuBacking, QemuConfig};
+
 use crate::units::Bytes;
-
-/// The id of the memory backend hugelab adds.
-pub const BACKEND_ID: &str = "hugelab-ram";
-
-/// The host pages behind the guest's RAM.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum QemuBacking {
-    /// Anonymous memory with THP disabled for QEMU (PR_SET_THP_DISABLE): 4 KiB pages.
-    #[serde(rename = "4k")]
-    FourK,
-    /// Anonymous memory; QEMU madvises guest RAM MADV_HUGEPAGE, so THP `madvise` suffices.
-    Thp,
-    /// A hugetlb memfd of 2 MiB pages.
-    #[serde(rename = "hugetlb-2m")]
-    Hugetlb2M,
-    /// A hugetlb memfd of 1 GiB pages.
-    #[serde(rename = "hugetlb-1g")]
-    Hugetlb1G,
-}
-
-impl QemuBacking {
-    pub const NAMES: [&'static str; 4] = ["4k", "thp", "hugetlb-2m", "hugetlb-1g"];
-
-    pub fn parse(s: &str) -> Option<QemuBacking> {
-        Some(match s {
-            "4k" => QemuBacking::FourK,
-            "thp" => QemuBacking::Thp,
-            "hugetlb-2m" => QemuBacking::Hugetlb2M,
-            "hugetlb-1g" => QemuBacking::Hugetlb1G,
-            _ => return None,
-        })
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            QemuBacking::FourK => "4k",
-            QemuBacking::Thp => "thp",
-            QemuBacking::Hugetlb2M => "hugetlb-2m",
-            QemuBacking::Hugetlb1G => "hugetlb-1g",
-        }
-    }
-
-    /// The hugetlb page size, for the hugetlb backings.
-    pub fn hugetlb_page(self) -> Option<u64> {
-        match self {
-            QemuBacking::Hugetlb2M => Some(2 << 20),
-            QemuBacking::Hugetlb1G => Some(1 << 30),
-            _ => None,
-        }
-    }
-}
-
-/// An arm's QEMU configuration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct QemuConfig {
-    pub backing: QemuBacking,
-    /// `prealloc=on` on the backend: QEMU touches all guest RAM before the guest starts.
-    pub prealloc: bool,
-}
-
-impl QemuConfig {
-    /// The backend options for guest RAM of `size` bytes.
-    pub fn backend(&self, size: u64) -> String {
-        let size = Bytes(size).to_string();
-        let mut s = match self.backing {
-            QemuBacking::FourK | QemuBacking::Thp => {
-                format!("memory-backend-ram,id={BACKEND_ID},size={size}")
-            }
-            QemuBacking::Hugetlb2M | QemuBacking::Hugetlb1G => format!(
-                "memory-backend-memfd,id={BACKEND_ID},size={size},hugetlb=on,hugetlbsize={}",
-                Bytes(self.backing.hugetlb_page().unwrap_or(2 << 20))
-            ),
-        };
-        if self.prealloc {
-            s.push_str(",prealloc=on");
-        }
-        s
-    }
-}
 
 /// QEMU's `-m` value: `4G`, `4096` (MiB), or `size=4G,slots=…,maxmem=…`.
 pub fn parse_memory(v: &str) -> Result<u64, String> {

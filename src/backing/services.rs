@@ -4,6 +4,8 @@
 //! gives the server command (binary, data directory, port); the load parser comes from the
 //! load command.
 
+pub use crate::model::arm::side_by_side::Slot;
+
 use crate::units::Bytes;
 
 mod per_arm;
@@ -146,6 +148,79 @@ pub fn preset(name: &str, server: &[String], pages: Option<u64>) -> Result<Servi
     Ok(ServicePreset { arms, ready })
 }
 
+/// A preset's command that reports the server's own account of its last fork (Redis `INFO`:
+/// `latest_fork_usec`, and its child's `rdb_last_cow_size`), placeholders to fill.
+pub fn fork_report(preset: Option<&str>) -> Option<&'static str> {
+    match preset {
+        Some("redis") => Some("redis-cli -h {host} -p {port} INFO"),
+        _ => None,
+    }
+}
+
+pub const PLACEHOLDERS: [&str; 6] = ["{port}", "{host}", "{dir}", "{arm}", "{replica}", "{burst}"];
+
+/// `s` with the slot's values in place of its placeholders (`{burst}` stays when no burst).
+pub fn fill(s: &str, slot: &Slot) -> String {
+    let mut out = s
+        .replace("{port}", &slot.port.to_string())
+        .replace("{host}", &slot.host)
+        .replace("{dir}", &slot.dir)
+        .replace("{arm}", &slot.arm)
+        .replace("{replica}", &(slot.replica + 1).to_string());
+    if let Some(b) = slot.burst {
+        out = out.replace("{burst}", &b.to_string());
+    }
+    out
+}
+
+/// A path two replicas of one arm would share: per arm, its name and its words filled for two
+/// replicas (each with a `{dir}` and `{port}` of its own). A word naming a path that differs from
+/// arm to arm yet is the same for both replicas — built from `{arm}` alone, or an arm's literal
+/// path — is a data directory or file the replicas' servers would both use: `(arm, word)`.
+/// Paths the same for every arm (a binary, a shared configuration) are not the replicas' own.
+pub fn replica_collision(
+    per_arm: &[(String, Vec<String>, Vec<String>)],
+) -> Option<(String, String)> {
+    for (i, (arm, first, second)) in per_arm.iter().enumerate() {
+        for (k, w) in first.iter().enumerate() {
+            let per_arm_path = w.contains('/')
+                && per_arm
+                    .iter()
+                    .enumerate()
+                    .any(|(j, other)| j != i && other.1.get(k) != Some(w));
+            if per_arm_path && second.get(k) == Some(w) {
+                return Some((arm.clone(), w.clone()));
+            }
+        }
+    }
+    None
+}
+
+/// Two arms whose servers would listen on the same literal port (`--port 6391`, `-p 5433`,
+/// `--port=3307`): `(first arm, second arm, port)`. `per_arm`: each arm's name and its server's
+/// words, filled for it, with its `server.arg` words.
+pub fn port_collision(per_arm: &[(String, Vec<String>)]) -> Option<(String, String, String)> {
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    for (arm, words) in per_arm {
+        let Some(p) = option(words, Some("-p"), "--port").filter(|p| p.parse::<u16>().is_ok())
+        else {
+            continue;
+        };
+        if let Some((first, _)) = seen.iter().find(|(_, q)| *q == p) {
+            return Some((first.to_string(), arm.clone(), p.to_string()));
+        }
+        seen.push((arm, p));
+    }
+    None
+}
+
+/// Whether any word holds a placeholder that gives each arm's server an address of its own.
+pub fn has_address_placeholder(words: &[String]) -> bool {
+    words
+        .iter()
+        .any(|w| w.contains("{port}") || w.contains("{dir}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,93 +353,4 @@ mod tests {
         assert!(pool_query("redis", &w).is_none());
         assert_eq!(mariadb_pages(&[]).unwrap(), 64 + 8 + 8);
     }
-}
-
-/// What fills a server's and its load's placeholders for one arm: `{port}` (a free port on
-/// loopback), `{host}` (127.0.0.1), `{dir}` (a private directory: socket, data copy),
-/// `{arm}` (its name, the same for every replica of the arm), `{replica}` (1, 2, …: which of the
-/// arm's servers running at once) and `{burst}` (the burst length in whole seconds).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Slot {
-    pub arm: String,
-    pub port: u16,
-    pub host: String,
-    pub dir: String,
-    pub burst: Option<u64>,
-    /// Which of the arm's servers at once, from 0 (`{replica}` is this plus 1).
-    #[serde(default)]
-    pub replica: usize,
-}
-
-/// A preset's command that reports the server's own account of its last fork (Redis `INFO`:
-/// `latest_fork_usec`, and its child's `rdb_last_cow_size`), placeholders to fill.
-pub fn fork_report(preset: Option<&str>) -> Option<&'static str> {
-    match preset {
-        Some("redis") => Some("redis-cli -h {host} -p {port} INFO"),
-        _ => None,
-    }
-}
-
-pub const PLACEHOLDERS: [&str; 6] = ["{port}", "{host}", "{dir}", "{arm}", "{replica}", "{burst}"];
-
-/// `s` with the slot's values in place of its placeholders (`{burst}` stays when no burst).
-pub fn fill(s: &str, slot: &Slot) -> String {
-    let mut out = s
-        .replace("{port}", &slot.port.to_string())
-        .replace("{host}", &slot.host)
-        .replace("{dir}", &slot.dir)
-        .replace("{arm}", &slot.arm)
-        .replace("{replica}", &(slot.replica + 1).to_string());
-    if let Some(b) = slot.burst {
-        out = out.replace("{burst}", &b.to_string());
-    }
-    out
-}
-
-/// A path two replicas of one arm would share: per arm, its name and its words filled for two
-/// replicas (each with a `{dir}` and `{port}` of its own). A word naming a path that differs from
-/// arm to arm yet is the same for both replicas — built from `{arm}` alone, or an arm's literal
-/// path — is a data directory or file the replicas' servers would both use: `(arm, word)`.
-/// Paths the same for every arm (a binary, a shared configuration) are not the replicas' own.
-pub fn replica_collision(
-    per_arm: &[(String, Vec<String>, Vec<String>)],
-) -> Option<(String, String)> {
-    for (i, (arm, first, second)) in per_arm.iter().enumerate() {
-        for (k, w) in first.iter().enumerate() {
-            let per_arm_path = w.contains('/')
-                && per_arm
-                    .iter()
-                    .enumerate()
-                    .any(|(j, other)| j != i && other.1.get(k) != Some(w));
-            if per_arm_path && second.get(k) == Some(w) {
-                return Some((arm.clone(), w.clone()));
-            }
-        }
-    }
-    None
-}
-
-/// Two arms whose servers would listen on the same literal port (`--port 6391`, `-p 5433`,
-/// `--port=3307`): `(first arm, second arm, port)`. `per_arm`: each arm's name and its server's
-/// words, filled for it, with its `server.arg` words.
-pub fn port_collision(per_arm: &[(String, Vec<String>)]) -> Option<(String, String, String)> {
-    let mut seen: Vec<(&str, &str)> = Vec::new();
-    for (arm, words) in per_arm {
-        let Some(p) = option(words, Some("-p"), "--port").filter(|p| p.parse::<u16>().is_ok())
-        else {
-            continue;
-        };
-        if let Some((first, _)) = seen.iter().find(|(_, q)| *q == p) {
-            return Some((first.to_string(), arm.clone(), p.to_string()));
-        }
-        seen.push((arm, p));
-    }
-    None
-}
-
-/// Whether any word holds a placeholder that gives each arm's server an address of its own.
-pub fn has_address_placeholder(words: &[String]) -> bool {
-    words
-        .iter()
-        .any(|w| w.contains("{port}") || w.contains("{dir}"))
 }

@@ -19,22 +19,10 @@
 //! Anything else (`defrag`, `mthp.*`, khugepaged knobs, an arm that asks for an empty pool while
 //! another needs one) has no per-process equivalent: those arms restart a server per trial.
 
+pub use crate::model::arm::side_by_side::SideBySide;
+
 use super::arm::Arm;
 use crate::control::Knob;
-
-/// How the arms run side by side.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct SideBySide {
-    /// System-wide settings for the whole run.
-    pub system: Vec<(Knob, String)>,
-    /// Arms whose server gets PR_SET_THP_DISABLE in place of a `never` setting.
-    pub thp_off: Vec<usize>,
-    /// Arms whose server gets PR_THP_DISABLE_EXCEPT_ADVISED in place of a `madvise` setting.
-    #[serde(default)]
-    pub thp_advised: Vec<usize>,
-    /// What was done instead of the literal settings, in words.
-    pub instead: Vec<String>,
-}
 
 fn is_never(k: &Knob, v: &str) -> bool {
     match k {

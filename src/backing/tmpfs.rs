@@ -7,45 +7,11 @@
 //! nothing is left to clean up if hugelab is killed. A mount left between the mount and the
 //! detach by a process that died is detached by the next one.
 
+pub use crate::model::arm::backing::TmpfsHuge;
+
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-
-/// A tmpfs `huge=` policy.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum TmpfsHuge {
-    Never,
-    Always,
-    WithinSize,
-    /// Huge pages only where the mapping asked (MADV_HUGEPAGE).
-    Advise,
-}
-
-impl TmpfsHuge {
-    /// The mount option's value.
-    pub fn option(self) -> &'static str {
-        match self {
-            TmpfsHuge::Never => "never",
-            TmpfsHuge::Always => "always",
-            TmpfsHuge::WithinSize => "within_size",
-            TmpfsHuge::Advise => "advise",
-        }
-    }
-
-    pub fn parse(v: &str) -> Option<TmpfsHuge> {
-        [
-            TmpfsHuge::Never,
-            TmpfsHuge::Always,
-            TmpfsHuge::WithinSize,
-            TmpfsHuge::Advise,
-        ]
-        .into_iter()
-        .find(|h| h.option() == v)
-    }
-}
 
 /// A tmpfs mounted with a `huge=` policy for one arm of a run, at `/run/hugelab/tmpfs-PID-N`
 /// (mode 1777: a trial run as another user writes there too); its files are removed before

@@ -1,6 +1,8 @@
 //! What a region really got: its VMA's smaps fields and, where /proc/kpageflags is readable
 //! (root), the folio-size histogram from /proc/self/pagemap — the only place mTHP shows.
 
+pub use crate::model::trial::gathered::RegionEvidence;
+
 use crate::probe::process::parse_smaps;
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -13,25 +15,6 @@ const KPF_COMPOUND_HEAD: u64 = 1 << 15;
 const KPF_COMPOUND_TAIL: u64 = 1 << 16;
 #[cfg(test)]
 const KPF_THP: u64 = 1 << 22;
-
-/// Raw evidence of one region's backing.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct RegionEvidence {
-    pub mapped_bytes: u64,
-    pub rss_bytes: u64,
-    /// smaps AnonHugePages: PMD-mapped THP.
-    pub anon_huge_bytes: u64,
-    /// smaps Private_Hugetlb + Shared_Hugetlb (not part of Rss).
-    pub hugetlb_bytes: u64,
-    /// smaps ShmemPmdMapped + FilePmdMapped: file and shared-memory huge pages mapped by PMD.
-    #[serde(default)]
-    pub file_huge_bytes: u64,
-    pub kernel_page_size: u64,
-    /// Folio size (bytes) → bytes of the region in folios of that size; `None` without root.
-    pub folios: Option<BTreeMap<u64, u64>>,
-    /// Why folio sizes are missing.
-    pub folio_note: Option<String>,
-}
 
 /// Sum the smaps fields of every mapping overlapping `[start, start + len)` in `smaps` text.
 pub fn from_smaps(

@@ -3,6 +3,8 @@
 //! server tree's memory around it (the sum of Pss, which counts a page shared by parent and child
 //! once) sampled until the processes it made are gone — the copy-on-write its child caused.
 
+pub use crate::model::trial::gathered::EventView;
+
 use crate::probe::process::{Proc, tree};
 use std::collections::BTreeSet;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
@@ -14,36 +16,6 @@ const EVERY: Duration = Duration::from_millis(10);
 const LINGER: Duration = Duration::from_secs(60);
 /// How long a process the event should make may take to appear.
 const APPEAR: Duration = Duration::from_secs(2);
-
-/// What the event did, as hugelab saw it.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct EventView {
-    /// False: the load ended before the event's moment (nothing ran).
-    pub ran: bool,
-    /// When the command started, seconds after the load's start.
-    pub at_s: f64,
-    /// How long the command itself took, and whether it exited 0.
-    pub command_s: f64,
-    pub ok: bool,
-    /// The command's output (its last 200 characters).
-    pub output: String,
-    /// The server tree's summed Pss just before the command, and its peak while the processes
-    /// the event made lived.
-    pub before_bytes: u64,
-    pub peak_bytes: u64,
-    /// Processes that appeared in the server tree after the command, and how long they were
-    /// seen (first to last reading).
-    pub children: usize,
-    pub child_s: f64,
-}
-
-impl EventView {
-    /// The memory the event added at its peak (copy-on-write and the child's own), bytes.
-    pub fn added_bytes(&self) -> u64 {
-        self.peak_bytes.saturating_sub(self.before_bytes)
-    }
-}
 
 /// The event in flight: a thread that waits for its moment, runs it and watches the tree.
 pub struct DuringEvent {

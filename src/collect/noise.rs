@@ -2,6 +2,8 @@
 //! ran another guest), CPU pressure stalls (PSI `cpu some`: something runnable waited), and
 //! the CPU time of every other process (busy time minus the child's and hugelab's own).
 
+pub use crate::model::trial::gathered::TrialNoise;
+
 use crate::probe::Root;
 use crate::probe::noise::NoiseReading;
 
@@ -42,36 +44,6 @@ pub fn mark(root: &Root) -> Mark {
     Mark {
         reading: crate::probe::noise::read(root).ok(),
         self_cpu_ns: self_cpu_ns(),
-    }
-}
-
-/// What else happened on the machine during one trial.
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct TrialNoise {
-    /// CPU time stolen by the hypervisor, all CPUs, ns (10 ms resolution).
-    pub steal_ns: u64,
-    /// Time some runnable task waited for a CPU (PSI `cpu some`), ns; absent without PSI.
-    pub psi_cpu_some_ns: Option<u64>,
-    /// CPU time of processes other than the child and hugelab, ns (10 ms resolution).
-    pub other_cpu_ns: u64,
-    /// hugelab's own CPU time during the trial (sampler, readers, waiter), ns.
-    pub self_cpu_ns: u64,
-}
-
-impl TrialNoise {
-    /// Each reading in seconds, named `<field>_s` (PSI only where the kernel has it).
-    pub fn seconds(&self) -> std::collections::BTreeMap<String, f64> {
-        let s = |ns: u64| ns as f64 / 1e9;
-        let mut m = std::collections::BTreeMap::from([
-            ("steal_s".to_string(), s(self.steal_ns)),
-            ("other_cpu_s".to_string(), s(self.other_cpu_ns)),
-            ("self_cpu_s".to_string(), s(self.self_cpu_ns)),
-        ]);
-        if let Some(p) = self.psi_cpu_some_ns {
-            m.insert("psi_cpu_some_s".into(), s(p));
-        }
-        m
     }
 }
 

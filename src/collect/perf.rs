@@ -35,7 +35,7 @@ fn member(
     inherit: bool,
     pid: Option<i32>,
 ) -> Option<Builder<'static>> {
-    let enc = event.encoding(cpu)?;
+    let enc = crate::probe::pmu::encoding(event, cpu)?;
     let mut b = Builder::new(Raw::new(enc.config));
     let a = b.attrs_mut();
     a.type_ = enc.type_;

@@ -12,98 +12,12 @@
 //!   a trial's time shrinks as the trial grows and a trial of minutes (a VM booting and touching
 //!   its RAM) is still seen at its peak.
 
+pub use crate::model::trial::gathered::{MemorySamples, Schedule, ThpWalk};
+
 use crate::collect::server::{GroupMemory, read_pids};
 use crate::probe::process::group_members;
-use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::time::{Duration, Instant};
-
-/// When to sample. `Schedule::off()` samples nothing.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Schedule {
-    pub enabled: bool,
-    /// Period of the cheap `/proc/PID/status` reads.
-    pub every: Duration,
-    /// smaps_rollup walks with a doubling interval (the first at 4·`every`); later walks keep
-    /// the last offset as their period.
-    #[serde(alias = "max_walks")]
-    pub backoff_walks: u32,
-}
-
-impl Default for Schedule {
-    fn default() -> Self {
-        Schedule {
-            enabled: true,
-            every: Duration::from_millis(20),
-            backoff_walks: 10,
-        }
-    }
-}
-
-impl Schedule {
-    pub fn off() -> Self {
-        Schedule {
-            enabled: false,
-            ..Schedule::default()
-        }
-    }
-
-    /// Offset from the child's start of its `k`-th smaps_rollup walk (k from 0).
-    pub fn walk_time(&self, k: u32) -> Duration {
-        let steps = self.backoff_walks.max(1);
-        let last = self.every * 4 * 2u32.saturating_pow(steps - 1);
-        if k < steps {
-            self.every * 4 * 2u32.saturating_pow(k)
-        } else {
-            last.saturating_mul(k - steps + 2)
-        }
-    }
-}
-
-/// Memory of the child's process group over its life.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct MemorySamples {
-    /// Cheap status reads that found the group alive.
-    pub samples: u64,
-    /// smaps_rollup walks done (each one took the child's mmap lock).
-    #[serde(default)]
-    pub walks: u64,
-    /// Time spent in those walks, ns (hugelab's side of the disturbance).
-    #[serde(default)]
-    pub walk_ns: u64,
-    /// Largest resident memory (RSS + hugetlb) seen by any read.
-    pub peak_rss: u64,
-    pub peak_anon_huge: u64,
-    pub peak_hugetlb: u64,
-    /// Time-weighted mean of (AnonHugePages + hugetlb) / (Rss + hugetlb) over the walks.
-    pub mean_huge_coverage: Option<f64>,
-    /// Huge coverage at the walk with the largest resident memory.
-    pub coverage_at_peak: Option<f64>,
-    /// The group's memory per process and region at the walk with the largest resident memory.
-    #[serde(default)]
-    pub at_peak: Option<GroupMemory>,
-    /// The largest huge coverage any walk saw: above `coverage_at_peak` when huge pages came
-    /// and went (a collapse after the peak, a split or an unmap before it).
-    #[serde(default)]
-    pub max_coverage: Option<f64>,
-    /// The walk that saw the most anonymous and shared-memory THP, when it held more than the
-    /// peak's walk did.
-    #[serde(default)]
-    pub most_thp: Option<ThpWalk>,
-    /// The kernel's mTHP gauges (`mthp.<size>.nr_anon`, `…nr_anon_partially_mapped`),
-    /// machine-wide, read right after the walk with the largest resident memory.
-    #[serde(default)]
-    pub gauges_at_peak: BTreeMap<String, u64>,
-}
-
-/// One walk of the group, kept for the THP it held.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ThpWalk {
-    /// Seconds after the child's start.
-    pub at_s: f64,
-    pub memory: GroupMemory,
-}
+use std::time::Instant;
 
 /// Anonymous and shared-memory THP of a view (what THP `enabled`/`shmem_enabled` and
 /// MADV_COLLAPSE govern; file THP of the page cache is not counted).
@@ -253,6 +167,7 @@ pub fn coverage_at_peak(walk: Option<f64>, walk_peak: u64, status: (u64, f64)) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn walks_back_off_geometrically_then_keep_the_last_period() {

@@ -3,7 +3,9 @@
 //! opened just after the spawn, the noise readings just outside the timed span, and the
 //! kernel's huge-page counter deltas.
 
-use super::noise::{Mark, TrialNoise};
+pub use crate::model::trial::gathered::TrialEvidence;
+
+use super::noise::Mark;
 use super::perf::Counters;
 use super::sampler::{MemorySamples, Schedule};
 use crate::probe::Root;
@@ -23,30 +25,6 @@ pub const CHILD_EVENTS: [PerfEvent; 5] = [
     PerfEvent::Cycles,
     PerfEvent::DtlbWalkCycles,
 ];
-
-/// Everything gathered around one trial (stored with it as evidence).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct TrialEvidence {
-    pub memory: MemorySamples,
-    /// perf counts of the child and its descendants (one group, scaled).
-    pub perf: BTreeMap<PerfEvent, u64>,
-    /// perf events that could not be opened, with the reason.
-    pub perf_unavailable: Vec<String>,
-    /// time_running / time_enabled of the perf group (1 = never multiplexed).
-    pub perf_running_fraction: Option<f64>,
-    /// `thp_*`, `compact_*` and mTHP counters that changed during the trial (system-wide).
-    pub kernel_counters: BTreeMap<String, u64>,
-    /// Whether /proc/vmstat was read before and after the trial: an empty `kernel_counters` is
-    /// then "nothing moved", not "not counted". Runs stored before this was recorded: true.
-    #[serde(default = "read_before_recorded")]
-    pub kernel_read: bool,
-    pub noise: Option<TrialNoise>,
-}
-
-fn read_before_recorded() -> bool {
-    true
-}
 
 /// Implements the runner's hooks for one trial; [`Gatherer::finish`] returns the evidence.
 pub struct Gatherer {

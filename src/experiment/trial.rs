@@ -307,7 +307,9 @@ fn discovered_rows(
     missing: &mut Vec<String>,
 ) -> Vec<crate::collect::load::LoadMetric> {
     let rows = match (plan.load_format, dir) {
-        (Some(f), Some(d)) if o.succeeded() => f.discovered(&o.stdout, &o.stderr, d.path()),
+        (Some(f), Some(d)) if o.succeeded() => {
+            crate::collect::load::discovered(f, &o.stdout, &o.stderr, d.path())
+        }
         _ => Vec::new(),
     };
     if plan.load_format == Some(crate::collect::load::LoadFormat::Jmh)

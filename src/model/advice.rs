@@ -1,8 +1,8 @@
 //! What `advise` concludes from stored runs: the settings to adopt, the evidence each rests on,
 //! and what it would cost (`analyze::advice` weighs the runs' records).
-use crate::backing::arm::Arm;
-use crate::control::Knob;
 use crate::model::analysis::ExperimentAnalysis;
+use crate::model::arm::knob::Knob;
+use crate::model::arm::spec::Arm;
 use crate::model::trace::StallContrast;
 use crate::model::verdict::Better;
 use crate::model::verdict::Verdict;
@@ -11,22 +11,15 @@ use crate::stats::Estimate;
 pub const SCHEMA: &str = "hugelab.advice/1";
 
 /// What the advice is for.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
-)]
+/// Each value's meaning is its `--help` text, in `src/options.rs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Target {
-    /// System-wide THP, mTHP and hugetlb pool settings
     Machine,
-    /// PostgreSQL: huge_pages and the pool its shared memory needs
     Postgres,
-    /// Redis: disable-thp and the THP mode
     Redis,
-    /// A JVM: -XX flags and the pool for -Xmx
     Jvm,
-    /// QEMU and libvirt: guest RAM backing
     Qemu,
-    /// Kubernetes: pod hugepages resources and the node pool
     Kubernetes,
 }
 

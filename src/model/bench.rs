@@ -1,12 +1,12 @@
 //! Records of `hugelab bench`: the plan, per-cell evidence, what was skipped, and the result.
+use crate::metric::Metric;
 use crate::stats::Estimate;
 use crate::stats::Summary;
-use crate::workload::Metric;
 
-use crate::backing::Backing;
-use crate::collect::coverage::RegionEvidence;
-use crate::probe::pmu::PerfEvent;
-use crate::workload::Workload;
+use crate::model::arm::backing::Backing;
+use crate::model::arm::workload::Workload;
+use crate::model::machine::pmu::PerfEvent;
+use crate::model::trial::gathered::RegionEvidence;
 use std::collections::BTreeMap;
 
 /// A validated bench plan.

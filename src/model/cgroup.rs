@@ -2,9 +2,9 @@
 //! accounting of a group's memory and huge pages, and what its path says (pod, container,
 //! systemd unit).
 
-use crate::collect::server::GroupMemory;
-use crate::probe::cgroup::Group;
-use crate::probe::cgroup::labels::{self, Labels};
+use crate::model::machine::cgroup::Group;
+use crate::model::machine::labels::{self, Labels};
+use crate::model::trial::server::GroupMemory;
 
 /// One cgroup: the kernel's figures, its labels, its huge-page bytes and share.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

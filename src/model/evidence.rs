@@ -2,15 +2,15 @@
 //! field is lenient (absent in a run stored by an earlier version: its default), and one that
 //! an earlier version stored in another shape is dropped on reading rather than failing the run.
 
-use crate::backing::arm::Expect;
-use crate::backing::condition::Restored;
-use crate::collect::event::EventView;
-use crate::collect::load::LoadMetric;
-use crate::collect::server::{GroupMemory, LoadView};
-use crate::collect::trial::TrialEvidence;
+use crate::model::arm::condition::Restored;
+use crate::model::arm::spec::Expect;
 use crate::model::trace::TraceWindow;
-use crate::workload::child::TrialOutcome;
-use crate::workload::server::ServerEnd;
+use crate::model::trial::gathered::EventView;
+use crate::model::trial::gathered::TrialEvidence;
+use crate::model::trial::load::LoadMetric;
+use crate::model::trial::outcome::TrialOutcome;
+use crate::model::trial::server::ServerEnd;
+use crate::model::trial::server::{GroupMemory, LoadView};
 
 /// Everything stored with one trial.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -315,7 +315,7 @@ mod tests {
     fn every_part_a_trial_gathers_reads_back_whole() {
         // Maps keyed by page size and by perf event inside the flattened parts: the shapes a
         // buffered (flattened) read gets wrong unless each is read as JSON holds it.
-        use crate::collect::server::KernelHuge;
+        use crate::model::trial::server::KernelHuge;
         let group = GroupMemory {
             rss: 5 << 20,
             hugetlb: [(2 << 20, 8 << 20), (1 << 30, 1 << 30)].into(),
@@ -331,10 +331,10 @@ mod tests {
         e.outcome.exit_code = Some(0);
         e.gathered.memory.at_peak = Some(group.clone());
         e.gathered.memory.peak_hugetlb = 9 << 20;
-        e.gathered.perf = [(crate::probe::pmu::PerfEvent::PageFaults, 7)].into();
+        e.gathered.perf = [(crate::model::machine::pmu::PerfEvent::PageFaults, 7)].into();
         e.gathered.kernel_counters = [("thp_fault_alloc".to_string(), 2)].into();
         e.gathered.kernel_read = true;
-        e.gathered.noise = Some(crate::collect::noise::TrialNoise {
+        e.gathered.noise = Some(crate::model::trial::gathered::TrialNoise {
             psi_cpu_some_ns: Some(4),
             ..Default::default()
         });

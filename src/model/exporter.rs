@@ -1,7 +1,7 @@
 //! Records of `hugelab exporter`: one scrape's machine state, watched processes and the
 //! exporter's own health, rendered by `render::prometheus`.
 
-use crate::probe::status::Status;
+use crate::model::machine::status::Status;
 use std::collections::BTreeMap;
 
 /// One watched process at scrape time. Absent (not zero) when it is gone: its series drop.

@@ -1,11 +1,11 @@
 //! Records of `hugelab inspect`, `top` and `collapse`.
-use crate::probe::process::ProcStatus;
-use crate::probe::thp::Thp;
+use crate::model::machine::process::ProcStatus;
+use crate::model::machine::thp::Thp;
 use std::collections::BTreeMap;
 
+use crate::model::machine::process::Kind;
 pub use crate::model::vm::GuestRam;
 pub use crate::model::vm::HostAdvice;
-use crate::probe::process::Kind;
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct InspectResult {
@@ -18,7 +18,7 @@ pub struct InspectResult {
     /// The hugetlb pools with pages, when a process maps hugetlb memory or with `--tree`:
     /// in use, reserved (promised to a mapping, not yet touched) and free.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub pools: Vec<crate::probe::hugetlb::Pool>,
+    pub pools: Vec<crate::model::machine::hugetlb::Pool>,
     /// `--hot`: each process's memory referenced in the window.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hot: Vec<crate::model::inspect::HotSet>,
@@ -37,7 +37,7 @@ pub struct HotContext {
     pub measured: Option<crate::model::tlb::Measured>,
     /// The results database the measured reach was looked for in.
     pub db: String,
-    pub geometry: crate::probe::tlb::TlbGeometry,
+    pub geometry: crate::model::machine::tlb::TlbGeometry,
     /// Hot-set processes that could not be read (clear_refs refused, gone).
     pub errors: Vec<String>,
 }
@@ -47,7 +47,7 @@ pub struct HotContext {
 pub struct Instance {
     pub pid: u32,
     pub name: String,
-    pub memory: crate::collect::server::GroupMemory,
+    pub memory: crate::model::trial::server::GroupMemory,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]

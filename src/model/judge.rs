@@ -71,16 +71,12 @@ pub struct Period {
 }
 
 /// Which group is meant to run on huge pages after the change.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
-)]
+/// Each value's meaning is its `--help` text, in `src/options.rs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum HugeOn {
-    /// The canary got huge pages, the baseline did not (turning THP or a pool on)
     Canary,
-    /// The baseline keeps huge pages and the canary gives them up (turning THP off)
     Baseline,
-    /// Both are on huge pages (comparing 2 MiB with 1 GiB pages, or THP with hugetlb)
     Both,
 }
 

@@ -3,6 +3,7 @@
 
 pub mod advice;
 pub mod analysis;
+pub mod arm;
 pub mod bench;
 pub mod cgroup;
 pub mod costs;
@@ -11,6 +12,7 @@ pub mod evidence;
 pub mod exporter;
 pub mod inspect;
 pub mod judge;
+pub mod machine;
 pub mod node_pool;
 pub mod record;
 pub mod report;
@@ -20,6 +22,7 @@ pub mod status;
 pub mod stored;
 pub mod tlb;
 pub mod trace;
+pub mod trial;
 pub mod verdict;
 pub mod vm;
 

@@ -42,7 +42,7 @@ pub struct RunView {
     /// For a bench: per workload metric, one line per backing over the region sizes.
     pub curves: Vec<BenchCurve>,
     /// The machine's huge-page state when the run started (`hugelab status`), if stored.
-    pub system: Option<crate::probe::status::Status>,
+    pub system: Option<crate::model::machine::status::Status>,
     /// `run --trace`: per stall kind, each arm's latency histogram summed over its trials.
     pub stalls: Vec<StallHistogram>,
     /// What the run said beside its tables: the design, its servers, its notes.

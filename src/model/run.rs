@@ -2,11 +2,11 @@
 //! (terminal, JSON, CSV, Markdown, HTML) reads.
 use crate::model::verdict::Verdict;
 
-use crate::backing::arm::Arm;
-use crate::collect::sampler::Schedule;
 use crate::model::analysis::ExperimentAnalysis;
 use crate::model::analysis::MetricDef;
 use crate::model::analysis::NoiseAttribution;
+use crate::model::arm::spec::Arm;
+use crate::model::trial::gathered::Schedule;
 use crate::model::verdict::Design;
 use std::time::Duration;
 
@@ -36,15 +36,15 @@ pub struct Plan {
     /// Trace kinds recorded per trial (`--trace`), empty when not tracing.
     pub trace: Vec<crate::model::trace::TraceKind>,
     /// `--user`: the uid and gid the command (and server) run as.
-    pub user: Option<crate::probe::user::UserIds>,
+    pub user: Option<crate::model::machine::process::UserIds>,
     /// `--server`: the service each trial starts and loads.
     pub server: Option<ServerPlan>,
     /// A load generator's output read by a built-in parser.
-    pub load_format: Option<crate::collect::load::LoadFormat>,
+    pub load_format: Option<crate::model::trial::load::LoadFormat>,
     /// The command each trial runs (the load, with a load format's added arguments).
     pub command: Vec<String>,
     /// `--metric NAME=REGEX`: numbers read from each trial's output.
-    pub outputs: Vec<crate::collect::output::OutputMetric>,
+    pub outputs: Vec<crate::model::trial::load::OutputMetric>,
     /// How each trial runs and what happens before it.
     pub trial: TrialSetup,
     /// `--keep-going`: a failed trial is kept and counted instead of stopping the run.
@@ -54,7 +54,7 @@ pub struct Plan {
     /// `--condition`: the machine states the blocks run in, one after another (empty: the
     /// machine as found, not recorded as a condition).
     #[serde(default)]
-    pub conditions: Vec<crate::backing::condition::Condition>,
+    pub conditions: Vec<crate::model::arm::condition::Condition>,
     /// `--during`: an operator's event run inside every burst against the arm's server.
     pub during: Option<During>,
     /// The settings an applier (`hugelab apply`) held while this run measured under them:
@@ -119,7 +119,7 @@ pub struct ServerPlan {
     /// The warm design's schedule (None under restart).
     pub warm: Option<WarmPlan>,
     /// Per arm what fills its placeholders (`{dir}` is made when the run starts).
-    pub slots: Vec<crate::backing::services::Slot>,
+    pub slots: Vec<crate::model::arm::side_by_side::Slot>,
     /// A directory copied once into each arm's `{dir}/data` (the postgres preset side by side).
     pub copy_data: Option<std::path::PathBuf>,
     /// The load reaches each arm's server through placeholders (each arm has its own load).
@@ -131,27 +131,20 @@ pub struct ServerPlan {
 }
 
 /// How services are measured.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
-)]
+/// Each value's meaning is its `--help` text, in `src/options.rs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ServiceDesign {
-    /// Every arm's server up at once, warmed, one burst per arm in random order per block,
-    /// all restarted every lifetime (the default wherever the arms can run side by side)
     Warm,
-    /// A fresh server for every trial, started under the arm
     Restart,
 }
 
 /// When a block's bursts run (warm design).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
-)]
+/// Each value's meaning is its `--help` text, in `src/options.rs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BurstSchedule {
-    /// One arm's burst after another, in the block's random order
     Alternating,
-    /// Every arm's burst at the same moment: the machine's time-varying noise hits all alike
     Duet,
 }
 
@@ -182,7 +175,7 @@ pub struct WarmPlan {
     /// Whether the load has a `{burst}` to fill.
     pub bursts: bool,
     /// Settings for the whole run, and the arms whose server gets THP off in place of `never`.
-    pub side_by_side: crate::backing::side_by_side::SideBySide,
+    pub side_by_side: crate::model::arm::side_by_side::SideBySide,
     /// How the burst length was chosen (filled in after the run; none with `--burst` or
     /// without a `{burst}` in the load).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -53,7 +53,7 @@ pub struct StoredPlan {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "lenient"
     )]
-    pub system: Option<crate::probe::status::Status>,
+    pub system: Option<crate::model::machine::status::Status>,
     /// What the run printed before its answer (the plan's notes and those made on the way).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub said: Vec<String>,
@@ -70,7 +70,7 @@ pub struct StoredBenchPlan {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "lenient"
     )]
-    pub system: Option<crate::probe::status::Status>,
+    pub system: Option<crate::model::machine::status::Status>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hugelab_version: Option<String>,
 }
@@ -102,7 +102,7 @@ pub struct PlanHead {
         skip_serializing_if = "Vec::is_empty",
         deserialize_with = "lenient_vec"
     )]
-    pub conditions: Vec<crate::backing::condition::Condition>,
+    pub conditions: Vec<crate::model::arm::condition::Condition>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -120,7 +120,7 @@ pub struct PlanHead {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "lenient"
     )]
-    pub arms: Option<Vec<crate::backing::arm::Arm>>,
+    pub arms: Option<Vec<crate::model::arm::spec::Arm>>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -138,7 +138,7 @@ pub struct PlanHead {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "lenient"
     )]
-    pub system: Option<crate::probe::status::Status>,
+    pub system: Option<crate::model::machine::status::Status>,
     #[serde(
         default,
         skip_serializing_if = "Vec::is_empty",
@@ -359,7 +359,7 @@ impl StoredRunPlan {
         }
     }
 
-    pub fn conditions(&self) -> &[crate::backing::condition::Condition] {
+    pub fn conditions(&self) -> &[crate::model::arm::condition::Condition] {
         match self {
             StoredRunPlan::Run(p) => &p.plan.conditions,
             StoredRunPlan::Bench(_) => &[],
@@ -390,7 +390,7 @@ impl StoredRunPlan {
     }
 
     /// The arms as planned, where the plan kept them.
-    pub fn arms(&self) -> Option<&[crate::backing::arm::Arm]> {
+    pub fn arms(&self) -> Option<&[crate::model::arm::spec::Arm]> {
         match self {
             StoredRunPlan::Run(p) => Some(&p.plan.arms),
             StoredRunPlan::Bench(_) => None,
@@ -452,7 +452,7 @@ impl StoredRunPlan {
     }
 
     /// `hugelab status` as the run started, where it was stored in a shape this version reads.
-    pub fn system(&self) -> Option<&crate::probe::status::Status> {
+    pub fn system(&self) -> Option<&crate::model::machine::status::Status> {
         match self {
             StoredRunPlan::Run(p) => p.system.as_ref(),
             StoredRunPlan::Bench(p) => p.system.as_ref(),

@@ -1,6 +1,6 @@
 //! The TLB's reach measured by timing (`bench tlb`, `analyze::tlb` finds the knees).
-use crate::backing::Backing;
-use crate::probe::tlb::TlbGeometry;
+use crate::model::arm::backing::Backing;
+use crate::model::machine::tlb::TlbGeometry;
 use crate::stats::Estimate;
 
 /// A span is past the reach when huge pages are faster by at least this share, with the

@@ -30,35 +30,18 @@ pub struct TraceResult {
 }
 
 /// What can be traced.
+/// Each value's meaning is its `--help` text, in `src/options.rs`.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    clap::ValueEnum,
-    serde::Serialize,
-    serde::Deserialize,
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum TraceKind {
-    /// Direct compaction and kcompactd stalls (mm_compaction_begin → _end), order, status
     Compaction,
-    /// Direct and memcg reclaim stalls (mm_vmscan_*_reclaim_begin → _end), order, pages reclaimed
     Reclaim,
-    /// Page migration (mm_migrate_pages_start → mm_migrate_pages), reason, result
     Migrate,
-    /// khugepaged scans and collapses by result (counts; no begin event to time them)
     Khugepaged,
-    /// Page allocations of order ≥ 1 by order and fallbacks (extfrag); filtered in the kernel,
-    /// but every allocation runs the filter: +7% wall time on a 4 KiB-fault-heavy child here
     Alloc,
-    /// TLB flushes by reason
     Tlb,
-    /// User page faults (one event per fault: costs the most to trace)
     Faults,
 }
 

@@ -1,7 +1,7 @@
 //! What `inspect` and `run` say about a virtual machine's guest memory and the host it runs on
 //! (`analyze::vm` reads them from the hypervisor's command line and the guest's mappings).
 
-use crate::backing::qemu::QemuBacking;
+use crate::model::arm::backing::QemuBacking;
 
 /// Host advice for the backing a run measured best.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

@@ -4,40 +4,9 @@
 //! To of Anti-Fragmentation", OLS 2006), as in the kernel's `unusable_free_index()`:
 //! (free pages − free pages in blocks of order ≥ j) / free pages.
 
+pub use crate::model::machine::memory::{Fragmentation, Zone};
+
 use crate::error::ParseError;
-
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Zone {
-    pub node: u32,
-    pub zone: String,
-    /// Free blocks of order 0, 1, 2, … (a block of order k is 2^k base pages).
-    pub free_blocks: Vec<u64>,
-}
-
-impl Zone {
-    pub fn free_pages(&self) -> u64 {
-        self.free_blocks
-            .iter()
-            .enumerate()
-            .map(|(o, n)| n.saturating_mul(1u64 << o.min(63)))
-            .fold(0, u64::saturating_add)
-    }
-
-    /// Base pages free in blocks of at least `order`.
-    pub fn free_pages_at_least(&self, order: usize) -> u64 {
-        self.free_blocks
-            .iter()
-            .enumerate()
-            .skip(order)
-            .map(|(o, n)| n.saturating_mul(1u64 << o.min(63)))
-            .fold(0, u64::saturating_add)
-    }
-
-    /// How many blocks of `order` could be handed out now without compaction.
-    pub fn blocks_available(&self, order: usize) -> u64 {
-        self.free_pages_at_least(order) >> order.min(63)
-    }
-}
 
 /// /proc/buddyinfo of `root` (no zones where it is absent).
 pub fn read(root: &crate::probe::Root) -> Result<Vec<Zone>, crate::error::ProbeError> {
@@ -82,17 +51,6 @@ pub fn parse(text: &str) -> Result<Vec<Zone>, ParseError> {
         });
     }
     Ok(zones)
-}
-
-/// Fragmentation seen at one allocation order across all zones.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Fragmentation {
-    pub order: usize,
-    pub free_pages: u64,
-    /// Blocks of `order` free now, summed over zones.
-    pub blocks_available: u64,
-    /// Fraction of free memory that cannot serve an allocation of `order` (0 = none, 1 = all).
-    pub unusable_index: Option<f64>,
 }
 
 pub fn fragmentation(zones: &[Zone], order: usize) -> Fragmentation {

@@ -1,5 +1,7 @@
 //! Small shared parsers: one integer, `key value` tables (/proc/vmstat), bracketed selectors.
 
+pub use crate::model::machine::thp::Selector;
+
 use crate::error::ParseError;
 use std::collections::BTreeMap;
 
@@ -30,13 +32,6 @@ pub fn parse_key_values(text: &str) -> Result<BTreeMap<String, u64>, ParseError>
         out.insert(k.to_string(), v);
     }
     Ok(out)
-}
-
-/// A sysfs selector such as `always [madvise] never`: the choices and the bracketed one.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Selector {
-    pub selected: String,
-    pub choices: Vec<String>,
 }
 
 pub fn parse_selector(text: &str) -> Result<Selector, ParseError> {

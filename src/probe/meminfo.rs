@@ -1,25 +1,9 @@
 //! /proc/meminfo: the memory totals that matter for huge pages, in bytes.
 
+pub use crate::model::machine::memory::Meminfo;
+
 use crate::error::ParseError;
 use std::collections::BTreeMap;
-
-/// Fields of /proc/meminfo in bytes. Fields a kernel lacks are `None`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Meminfo {
-    pub mem_total: Option<u64>,
-    pub mem_free: Option<u64>,
-    /// Since Linux 3.14.
-    pub mem_available: Option<u64>,
-    pub anon_huge_pages: Option<u64>,
-    /// Since Linux 4.8.
-    pub shmem_huge_pages: Option<u64>,
-    /// Since Linux 5.4.
-    pub file_huge_pages: Option<u64>,
-    /// All hugetlb pools, every size, in bytes. Since Linux 4.16.
-    pub hugetlb: Option<u64>,
-    /// Default hugetlb page size.
-    pub hugepagesize: Option<u64>,
-}
 
 /// /proc/meminfo of `root`, or `None` where it is absent.
 pub fn read(root: &crate::probe::Root) -> Result<Option<Meminfo>, crate::error::ProbeError> {

@@ -1,14 +1,8 @@
 //! hugetlbfs mounts from /proc/mounts and their page sizes.
 
-use crate::error::ParseError;
+pub use crate::model::machine::hugetlb::HugetlbfsMount;
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct HugetlbfsMount {
-    pub mount_point: String,
-    /// From the `pagesize=` option; `None` means the default hugetlb page size.
-    pub page_size: Option<u64>,
-    pub options: String,
-}
+use crate::error::ParseError;
 
 /// The hugetlbfs entries of /proc/mounts.
 pub fn parse_hugetlbfs(text: &str) -> Result<Vec<HugetlbfsMount>, ParseError> {

@@ -4,98 +4,16 @@
 //! Many VMs expose no hardware PMU: opening `cycles` then fails with ENOENT (or EOPNOTSUPP).
 //! hugelab says so once and measures everything else.
 
+pub use crate::model::machine::pmu::{PerfEvent, PmuCapability};
+
 use super::cpu::Cpu;
 use perf_event::events::{Cache, CacheId, CacheOp, CacheResult, Event, Hardware, Raw, Software};
-
-/// A counter hugelab may open, with the encoding perf_event_open needs.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum PerfEvent {
-    PageFaults,
-    Cycles,
-    Instructions,
-    DtlbLoads,
-    DtlbLoadMisses,
-    DtlbStoreMisses,
-    ItlbLoadMisses,
-    /// Cycles with a data page walk in progress (model-specific raw event).
-    DtlbWalkCycles,
-    /// Cycles with an instruction page walk in progress (model-specific raw event).
-    ItlbWalkCycles,
-}
 
 /// `perf_event_attr` type and config for an event, as the kernel ABI defines them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Encoding {
     pub type_: u32,
     pub config: u64,
-}
-
-impl PerfEvent {
-    pub const HARDWARE: [PerfEvent; 8] = [
-        PerfEvent::Cycles,
-        PerfEvent::Instructions,
-        PerfEvent::DtlbLoads,
-        PerfEvent::DtlbLoadMisses,
-        PerfEvent::DtlbStoreMisses,
-        PerfEvent::ItlbLoadMisses,
-        PerfEvent::DtlbWalkCycles,
-        PerfEvent::ItlbWalkCycles,
-    ];
-
-    /// Its key in stored evidence and analyses (the serde name).
-    pub fn key(self) -> &'static str {
-        match self {
-            PerfEvent::PageFaults => "page_faults",
-            PerfEvent::Cycles => "cycles",
-            PerfEvent::Instructions => "instructions",
-            PerfEvent::DtlbLoads => "dtlb_loads",
-            PerfEvent::DtlbLoadMisses => "dtlb_load_misses",
-            PerfEvent::DtlbStoreMisses => "dtlb_store_misses",
-            PerfEvent::ItlbLoadMisses => "itlb_load_misses",
-            PerfEvent::DtlbWalkCycles => "dtlb_walk_cycles",
-            PerfEvent::ItlbWalkCycles => "itlb_walk_cycles",
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            PerfEvent::PageFaults => "page-faults",
-            PerfEvent::Cycles => "cycles",
-            PerfEvent::Instructions => "instructions",
-            PerfEvent::DtlbLoads => "dTLB-loads",
-            PerfEvent::DtlbLoadMisses => "dTLB-load-misses",
-            PerfEvent::DtlbStoreMisses => "dTLB-store-misses",
-            PerfEvent::ItlbLoadMisses => "iTLB-load-misses",
-            PerfEvent::DtlbWalkCycles => "dtlb-walk-cycles",
-            PerfEvent::ItlbWalkCycles => "itlb-walk-cycles",
-        }
-    }
-
-    /// The encoding on this CPU; `None` for a model-specific event with no entry for this model.
-    pub fn encoding(self, cpu: &Cpu) -> Option<Encoding> {
-        let cache = |which, operation, result| {
-            let c = Cache {
-                which,
-                operation,
-                result,
-            };
-            attrs_of(c)
-        };
-        Some(match self {
-            PerfEvent::PageFaults => attrs_of(Software::PAGE_FAULTS),
-            PerfEvent::Cycles => attrs_of(Hardware::CPU_CYCLES),
-            PerfEvent::Instructions => attrs_of(Hardware::INSTRUCTIONS),
-            PerfEvent::DtlbLoads => cache(CacheId::DTLB, CacheOp::READ, CacheResult::ACCESS),
-            PerfEvent::DtlbLoadMisses => cache(CacheId::DTLB, CacheOp::READ, CacheResult::MISS),
-            PerfEvent::DtlbStoreMisses => cache(CacheId::DTLB, CacheOp::WRITE, CacheResult::MISS),
-            PerfEvent::ItlbLoadMisses => cache(CacheId::ITLB, CacheOp::READ, CacheResult::MISS),
-            PerfEvent::DtlbWalkCycles => attrs_of(Raw::new(walk_events(cpu)?.0)),
-            PerfEvent::ItlbWalkCycles => attrs_of(Raw::new(walk_events(cpu)?.1)),
-        })
-    }
 }
 
 fn attrs_of(e: impl Event) -> Encoding {
@@ -124,18 +42,6 @@ pub fn walk_events(cpu: &Cpu) -> Option<(u64, u64)> {
     (intel && known).then_some((0x08 | (0x10 << 8), 0x85 | (0x10 << 8)))
 }
 
-/// Whether hardware counters can be opened for this process, and why not.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct PmuCapability {
-    pub hardware_counters: bool,
-    pub tlb_counters: bool,
-    pub walk_cycle_events: bool,
-    pub software_counters: bool,
-    /// Why hardware counters are unavailable, with the fix where there is one.
-    pub reason: Option<String>,
-    pub perf_event_paranoid: Option<i64>,
-}
-
 /// Explain a perf_event_open failure in terms a user can act on.
 pub fn explain_open_error(err: &std::io::Error, paranoid: Option<i64>) -> String {
     match err.raw_os_error() {
@@ -153,9 +59,8 @@ pub fn explain_open_error(err: &std::io::Error, paranoid: Option<i64>) -> String
 
 /// Try to open a counter on this process (closes it again at once).
 pub fn try_open(event: PerfEvent, cpu: &Cpu) -> Result<(), std::io::Error> {
-    let enc = event
-        .encoding(cpu)
-        .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOENT))?;
+    let enc =
+        encoding(event, cpu).ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOENT))?;
     let mut b = perf_event::Builder::new(Raw::new(enc.config));
     let attrs = b.attrs_mut();
     attrs.type_ = enc.type_;
@@ -191,6 +96,29 @@ pub fn probe(root: &super::Root, cpu: &Cpu) -> PmuCapability {
     }
 }
 
+/// The encoding on this CPU; `None` for a model-specific event with no entry for this model.
+pub fn encoding(event: PerfEvent, cpu: &Cpu) -> Option<Encoding> {
+    let cache = |which, operation, result| {
+        let c = Cache {
+            which,
+            operation,
+            result,
+        };
+        attrs_of(c)
+    };
+    Some(match event {
+        PerfEvent::PageFaults => attrs_of(Software::PAGE_FAULTS),
+        PerfEvent::Cycles => attrs_of(Hardware::CPU_CYCLES),
+        PerfEvent::Instructions => attrs_of(Hardware::INSTRUCTIONS),
+        PerfEvent::DtlbLoads => cache(CacheId::DTLB, CacheOp::READ, CacheResult::ACCESS),
+        PerfEvent::DtlbLoadMisses => cache(CacheId::DTLB, CacheOp::READ, CacheResult::MISS),
+        PerfEvent::DtlbStoreMisses => cache(CacheId::DTLB, CacheOp::WRITE, CacheResult::MISS),
+        PerfEvent::ItlbLoadMisses => cache(CacheId::ITLB, CacheOp::READ, CacheResult::MISS),
+        PerfEvent::DtlbWalkCycles => attrs_of(Raw::new(walk_events(cpu)?.0)),
+        PerfEvent::ItlbWalkCycles => attrs_of(Raw::new(walk_events(cpu)?.1)),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,21 +147,21 @@ mod tests {
         let cpu = Cpu::default();
         // PERF_TYPE_HW_CACHE = 3; config = id | op << 8 | result << 16; DTLB = 3, READ = 0, MISS = 1.
         assert_eq!(
-            PerfEvent::DtlbLoadMisses.encoding(&cpu),
+            encoding(PerfEvent::DtlbLoadMisses, &cpu),
             Some(Encoding {
                 type_: 3,
                 config: 3 | (1 << 16)
             })
         );
         assert_eq!(
-            PerfEvent::DtlbStoreMisses.encoding(&cpu),
+            encoding(PerfEvent::DtlbStoreMisses, &cpu),
             Some(Encoding {
                 type_: 3,
                 config: 3 | (1 << 8) | (1 << 16)
             })
         );
         assert_eq!(
-            PerfEvent::ItlbLoadMisses.encoding(&cpu),
+            encoding(PerfEvent::ItlbLoadMisses, &cpu),
             Some(Encoding {
                 type_: 3,
                 config: 4 | (1 << 16)
@@ -241,14 +169,14 @@ mod tests {
         );
         // PERF_TYPE_HARDWARE = 0, CPU_CYCLES = 0; PERF_TYPE_SOFTWARE = 1, PAGE_FAULTS = 2.
         assert_eq!(
-            PerfEvent::Cycles.encoding(&cpu),
+            encoding(PerfEvent::Cycles, &cpu),
             Some(Encoding {
                 type_: 0,
                 config: 0
             })
         );
         assert_eq!(
-            PerfEvent::PageFaults.encoding(&cpu),
+            encoding(PerfEvent::PageFaults, &cpu),
             Some(Encoding {
                 type_: 1,
                 config: 2
@@ -260,14 +188,14 @@ mod tests {
     fn walk_events_are_model_specific() {
         // Haswell's page-walk codes (Intel SDM vol. 3B): event=0x08,umask=0x10 and event=0x85,umask=0x10.
         assert_eq!(
-            PerfEvent::DtlbWalkCycles.encoding(&haswell()),
+            encoding(PerfEvent::DtlbWalkCycles, &haswell()),
             Some(Encoding {
                 type_: 4,
                 config: 0x1008
             })
         );
         assert_eq!(
-            PerfEvent::ItlbWalkCycles.encoding(&haswell()),
+            encoding(PerfEvent::ItlbWalkCycles, &haswell()),
             Some(Encoding {
                 type_: 4,
                 config: 0x1085
@@ -278,7 +206,7 @@ mod tests {
             family: Some(25),
             ..Cpu::default()
         };
-        assert_eq!(PerfEvent::DtlbWalkCycles.encoding(&amd), None);
+        assert_eq!(encoding(PerfEvent::DtlbWalkCycles, &amd), None);
     }
 
     #[test]

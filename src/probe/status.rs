@@ -1,66 +1,19 @@
 //! The machine's whole page-size state in one record: what `hugelab status` shows.
 
+pub use crate::model::machine::status::{Compaction, Status, Tracing};
+
 use super::Root;
-use super::buddyinfo::{self, Fragmentation, Zone};
-use super::cpu::{self, Cpu};
-use super::hugetlb::{self, Pool};
-use super::meminfo::{self, Meminfo};
-use super::mounts::{self, HugetlbfsMount};
-use super::pmu::{self, PmuCapability};
-use super::thp::{self, Thp};
+use super::buddyinfo::{self};
+use super::cpu::{self};
+use super::hugetlb::{self};
+use super::meminfo::{self};
+use super::mounts::{self};
+use super::pmu::{self};
+use super::thp::{self};
 use crate::error::ProbeError;
-use std::collections::BTreeMap;
 
 /// Version of the `status --json` schema (docs/json.md). Bump on incompatible change.
 pub const SCHEMA: &str = "hugelab.status/1";
-
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Tracing {
-    /// tracefs is mounted and its events directory is readable.
-    pub available: bool,
-    pub path: Option<String>,
-    /// tracefs is in /proc/filesystems but not mounted.
-    pub mountable: bool,
-    pub note: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Status {
-    pub schema: String,
-    pub kernel: Option<String>,
-    pub base_page_size: u64,
-    pub cpu: Cpu,
-    /// Page sizes the MMU supports, bytes.
-    pub cpu_page_sizes: Vec<u64>,
-    pub pmu: PmuCapability,
-    pub tracing: Tracing,
-    pub thp: Thp,
-    pub hugetlb: Vec<Pool>,
-    pub hugetlbfs_mounts: Vec<HugetlbfsMount>,
-    pub memory: Meminfo,
-    pub zones: Vec<Zone>,
-    /// At the PMD huge page order (order 9 with 4 KiB base pages).
-    pub fragmentation: Option<Fragmentation>,
-    /// `thp_*` and `compact_*` from /proc/vmstat, totals since boot.
-    pub counters: BTreeMap<String, u64>,
-    /// The compaction knobs that decide how often a THP fault finds a free 2 MiB block.
-    #[serde(default)]
-    pub compaction: Compaction,
-    pub is_root: bool,
-    /// Files that could not be read without root, and what is missing because of them.
-    pub unreadable: Vec<String>,
-}
-
-/// `/proc/sys/vm` knobs that govern how free 2 MiB blocks are made.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Compaction {
-    /// `vm.compaction_proactiveness` (0–100, Linux 5.9+): how hard kcompactd compacts ahead
-    /// of demand.
-    pub proactiveness: Option<u64>,
-    /// `vm.defrag_mode` (0/1, Linux 6.15+): with 1, kswapd and kcompactd reclaim and compact
-    /// in whole pageblocks, so THP faults fall back less.
-    pub defrag_mode: Option<u64>,
-}
 
 fn tracing(root: &Root) -> Tracing {
     for p in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {

@@ -1,12 +1,7 @@
 //! Stage 1, probe: a user account by name, through the C library's name service (so LDAP and
 //! other NSS sources answer too, not only /etc/passwd).
 
-/// A user's ids.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct UserIds {
-    pub uid: u32,
-    pub gid: u32,
-}
+pub use crate::model::machine::process::UserIds;
 
 /// The user called `name`, or `None` when the system has no such user.
 pub fn lookup(name: &str) -> Option<UserIds> {

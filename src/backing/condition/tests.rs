@@ -1,4 +1,5 @@
 use super::*;
+use crate::control::knob::Knob;
 
 #[test]
 fn conditions_parse_with_their_defaults_and_refuse_bad_values() {

@@ -4,6 +4,8 @@
 //! arguments that make the load write what it would not print (pgbench's per-transaction log,
 //! memtier's JSON), and reads one trial's output into those metrics.
 
+pub use crate::model::trial::load::{LoadFormat, LoadMetric};
+
 mod jmh;
 mod memtier;
 mod pgbench;
@@ -13,19 +15,6 @@ mod wrk;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-
-/// A metric a format produces; `higher`: larger is better (throughput).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct LoadMetric {
-    pub name: String,
-    pub higher: bool,
-    /// A profiler's metric of a result row (JMH `-prof gc`/`perfnorm`): not a row of the
-    /// load's table, so not in the rows' family.
-    pub secondary: bool,
-    /// No direction is known: recorded and shown, never a verdict or a cost.
-    pub context: bool,
-}
 
 fn lower(name: impl Into<String>) -> LoadMetric {
     LoadMetric {
@@ -43,142 +32,7 @@ fn higher(name: impl Into<String>) -> LoadMetric {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LoadFormat {
-    Pgbench,
-    RedisBenchmark,
-    Memtier,
-    Sysbench,
-    Wrk,
-    Jmh,
-}
-
 pub const FORMAT_NAMES: &str = "pgbench, redis-benchmark, memtier, sysbench, wrk, jmh";
-
-impl LoadFormat {
-    pub fn parse(s: &str) -> Option<LoadFormat> {
-        Some(match s {
-            "pgbench" => LoadFormat::Pgbench,
-            "redis-benchmark" => LoadFormat::RedisBenchmark,
-            "memtier" | "memtier_benchmark" => LoadFormat::Memtier,
-            "sysbench" => LoadFormat::Sysbench,
-            "wrk" => LoadFormat::Wrk,
-            "jmh" => LoadFormat::Jmh,
-            _ => return None,
-        })
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            LoadFormat::Pgbench => "pgbench",
-            LoadFormat::RedisBenchmark => "redis-benchmark",
-            LoadFormat::Memtier => "memtier",
-            LoadFormat::Sysbench => "sysbench",
-            LoadFormat::Wrk => "wrk",
-            LoadFormat::Jmh => "jmh",
-        }
-    }
-
-    /// The format of a load command by its program's name, for the known generators.
-    pub fn detect(words: &[String]) -> Option<LoadFormat> {
-        words.iter().find_map(|w| {
-            let prog = w.rsplit('/').next().unwrap_or(w);
-            match prog {
-                "pgbench" => Some(LoadFormat::Pgbench),
-                "redis-benchmark" => Some(LoadFormat::RedisBenchmark),
-                "memtier_benchmark" => Some(LoadFormat::Memtier),
-                "sysbench" => Some(LoadFormat::Sysbench),
-                "wrk" => Some(LoadFormat::Wrk),
-                _ => None,
-            }
-        })
-    }
-
-    /// The metrics one trial yields, in order (the first is the primary metric), from the
-    /// load's words (argv, or a shell command split on white space).
-    pub fn metrics(self, words: &[String]) -> Result<Vec<LoadMetric>, String> {
-        match self {
-            LoadFormat::Pgbench => Ok(pgbench::metrics()),
-            LoadFormat::RedisBenchmark => redis_benchmark::metrics(words),
-            LoadFormat::Memtier => Ok(memtier::metrics()),
-            LoadFormat::Sysbench => Ok(sysbench::metrics(words)),
-            LoadFormat::Wrk => Ok(wrk::metrics(words)),
-            // Its rows are found in the first trial's results (`discovered`).
-            LoadFormat::Jmh => Ok(Vec::new()),
-        }
-    }
-
-    /// Arguments that make the load write what this format reads into `dir` (a fresh
-    /// directory per trial), added to an argv; for a shell command, the check that the user
-    /// wrote them (with `$HUGELAB_TRIAL_DIR`).
-    pub fn prepare(self, argv: &mut Vec<String>, shell: bool) -> Result<(), String> {
-        let add: &[&str] = match self {
-            LoadFormat::Pgbench => &["-l", "--log-prefix=$HUGELAB_TRIAL_DIR/pgbench_log"],
-            LoadFormat::Memtier => &["--json-out-file=$HUGELAB_TRIAL_DIR/memtier.json"],
-            LoadFormat::Jmh if !jmh::names_result_file(argv) => {
-                &["-rf", "json", "-rff", "$HUGELAB_TRIAL_DIR/jmh.json"]
-            }
-            _ => return Ok(()),
-        };
-        if shell {
-            let joined = argv.join(" ");
-            if !joined.contains("HUGELAB_TRIAL_DIR") {
-                return Err(format!(
-                    "--metric {}: with --shell, add {} to the load command (hugelab sets HUGELAB_TRIAL_DIR for each trial)",
-                    self.name(),
-                    add.join(" ")
-                ));
-            }
-            return Ok(());
-        }
-        if self == LoadFormat::Pgbench
-            && argv.iter().any(|a| {
-                a == "-l"
-                    || a == "--log"
-                    || a.starts_with("--log-prefix")
-                    || a.starts_with("--aggregate-interval")
-            })
-        {
-            return Err("--metric pgbench adds -l --log-prefix itself (into a directory per trial); remove -l, --log-prefix and --aggregate-interval from the load".into());
-        }
-        argv.extend(add.iter().map(|s| s.to_string()));
-        Ok(())
-    }
-
-    /// One trial's metrics from its output and the files it wrote into `dir`.
-    pub fn read(
-        self,
-        stdout: &str,
-        stderr: &str,
-        dir: &Path,
-    ) -> Result<BTreeMap<String, f64>, String> {
-        match self {
-            LoadFormat::Pgbench => pgbench::read(stdout, &pgbench::log_text(dir)?),
-            LoadFormat::RedisBenchmark => redis_benchmark::read(stdout),
-            LoadFormat::Memtier => {
-                let f = dir.join("memtier.json");
-                let text = std::fs::read_to_string(&f)
-                    .map_err(|e| format!("memtier wrote no {}: {e}", f.display()))?;
-                memtier::read(&text)
-            }
-            LoadFormat::Sysbench => sysbench::read(stdout),
-            LoadFormat::Wrk => wrk::read(stdout),
-            LoadFormat::Jmh => jmh::read(stdout, stderr, dir),
-        }
-    }
-
-    /// Metrics a load names only in its results (JMH's rows, with their directions); empty for
-    /// a format whose metrics are known before the run.
-    pub fn discovered(self, stdout: &str, stderr: &str, dir: &Path) -> Vec<LoadMetric> {
-        match self {
-            LoadFormat::Jmh => jmh::rows(stdout, stderr, dir)
-                .map(|r| jmh::metrics_of(&r))
-                .unwrap_or_default(),
-            _ => Vec::new(),
-        }
-    }
-}
 
 pub use crate::workload::server::dirs::TrialDir;
 
@@ -247,6 +101,90 @@ fn arg_value<'a>(words: &'a [String], short: &str, long: &str) -> Option<&'a str
     None
 }
 
+/// The metrics one trial yields, in order (the first is the primary metric), from the
+/// load's words (argv, or a shell command split on white space).
+pub fn metrics(format: LoadFormat, words: &[String]) -> Result<Vec<LoadMetric>, String> {
+    match format {
+        LoadFormat::Pgbench => Ok(pgbench::metrics()),
+        LoadFormat::RedisBenchmark => redis_benchmark::metrics(words),
+        LoadFormat::Memtier => Ok(memtier::metrics()),
+        LoadFormat::Sysbench => Ok(sysbench::metrics(words)),
+        LoadFormat::Wrk => Ok(wrk::metrics(words)),
+        // Its rows are found in the first trial's results (`discovered`).
+        LoadFormat::Jmh => Ok(Vec::new()),
+    }
+}
+
+/// Arguments that make the load write what this format reads into `dir` (a fresh
+/// directory per trial), added to an argv; for a shell command, the check that the user
+/// wrote them (with `$HUGELAB_TRIAL_DIR`).
+pub fn prepare(format: LoadFormat, argv: &mut Vec<String>, shell: bool) -> Result<(), String> {
+    let add: &[&str] = match format {
+        LoadFormat::Pgbench => &["-l", "--log-prefix=$HUGELAB_TRIAL_DIR/pgbench_log"],
+        LoadFormat::Memtier => &["--json-out-file=$HUGELAB_TRIAL_DIR/memtier.json"],
+        LoadFormat::Jmh if !jmh::names_result_file(argv) => {
+            &["-rf", "json", "-rff", "$HUGELAB_TRIAL_DIR/jmh.json"]
+        }
+        _ => return Ok(()),
+    };
+    if shell {
+        let joined = argv.join(" ");
+        if !joined.contains("HUGELAB_TRIAL_DIR") {
+            return Err(format!(
+                "--metric {}: with --shell, add {} to the load command (hugelab sets HUGELAB_TRIAL_DIR for each trial)",
+                format.name(),
+                add.join(" ")
+            ));
+        }
+        return Ok(());
+    }
+    if format == LoadFormat::Pgbench
+        && argv.iter().any(|a| {
+            a == "-l"
+                || a == "--log"
+                || a.starts_with("--log-prefix")
+                || a.starts_with("--aggregate-interval")
+        })
+    {
+        return Err("--metric pgbench adds -l --log-prefix itself (into a directory per trial); remove -l, --log-prefix and --aggregate-interval from the load".into());
+    }
+    argv.extend(add.iter().map(|s| s.to_string()));
+    Ok(())
+}
+
+/// One trial's metrics from its output and the files it wrote into `dir`.
+pub fn read(
+    format: LoadFormat,
+    stdout: &str,
+    stderr: &str,
+    dir: &Path,
+) -> Result<BTreeMap<String, f64>, String> {
+    match format {
+        LoadFormat::Pgbench => pgbench::read(stdout, &pgbench::log_text(dir)?),
+        LoadFormat::RedisBenchmark => redis_benchmark::read(stdout),
+        LoadFormat::Memtier => {
+            let f = dir.join("memtier.json");
+            let text = std::fs::read_to_string(&f)
+                .map_err(|e| format!("memtier wrote no {}: {e}", f.display()))?;
+            memtier::read(&text)
+        }
+        LoadFormat::Sysbench => sysbench::read(stdout),
+        LoadFormat::Wrk => wrk::read(stdout),
+        LoadFormat::Jmh => jmh::read(stdout, stderr, dir),
+    }
+}
+
+/// Metrics a load names only in its results (JMH's rows, with their directions); empty for
+/// a format whose metrics are known before the run.
+pub fn discovered(format: LoadFormat, stdout: &str, stderr: &str, dir: &Path) -> Vec<LoadMetric> {
+    match format {
+        LoadFormat::Jmh => jmh::rows(stdout, stderr, dir)
+            .map(|r| jmh::metrics_of(&r))
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,22 +237,16 @@ mod tests {
         );
         assert_eq!(LoadFormat::detect(&w("true")), None);
         let mut a = w("pgbench -S db");
-        LoadFormat::Pgbench.prepare(&mut a, false).unwrap();
+        prepare(LoadFormat::Pgbench, &mut a, false).unwrap();
         assert_eq!(
             a[3..],
             ["-l", "--log-prefix=$HUGELAB_TRIAL_DIR/pgbench_log"]
         );
-        assert!(
-            LoadFormat::Pgbench
-                .prepare(&mut w("pgbench -l db"), false)
-                .is_err()
-        );
-        let e = LoadFormat::Pgbench
-            .prepare(&mut w("pgbench -S db"), true)
-            .unwrap_err();
+        assert!(prepare(LoadFormat::Pgbench, &mut w("pgbench -l db"), false).is_err());
+        let e = prepare(LoadFormat::Pgbench, &mut w("pgbench -S db"), true).unwrap_err();
         assert!(e.contains("HUGELAB_TRIAL_DIR"), "{e}");
         let mut ok = w("pgbench -l --log-prefix=$HUGELAB_TRIAL_DIR/pgbench_log db");
-        LoadFormat::Pgbench.prepare(&mut ok, true).unwrap();
+        prepare(LoadFormat::Pgbench, &mut ok, true).unwrap();
     }
 
     proptest::proptest! {
@@ -323,10 +255,10 @@ mod tests {
             let dir = std::env::temp_dir();
             let words: Vec<String> = words;
             for f in [LoadFormat::Pgbench, LoadFormat::RedisBenchmark, LoadFormat::Memtier, LoadFormat::Sysbench, LoadFormat::Wrk, LoadFormat::Jmh] {
-                let _ = f.metrics(&words);
-                let _ = f.prepare(&mut words.clone(), false);
+                let _ = metrics(f, &words);
+                let _ = prepare(f, &mut words.clone(), false);
                 if f != LoadFormat::Pgbench && f != LoadFormat::Memtier {
-                    let _ = f.read(&text, &text, &dir);
+                    let _ = read(f, &text, &text, &dir);
                 }
             }
             let _ = pgbench::read(&text, &text);

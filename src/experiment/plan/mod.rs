@@ -520,8 +520,9 @@ fn plan_load(a: &RunArgs, service: bool, command: &mut Vec<String>) -> Result<Lo
     }
     let mut load_metrics = Vec::new();
     if let Some(f) = load_format {
-        f.prepare(command, a.shell).map_err(UsageError)?;
-        load_metrics = f.metrics(&words_of(command, a.shell)).map_err(UsageError)?;
+        crate::collect::load::prepare(f, command, a.shell).map_err(UsageError)?;
+        load_metrics =
+            crate::collect::load::metrics(f, &words_of(command, a.shell)).map_err(UsageError)?;
     }
     if load_format == Some(LoadFormat::Jmh) && (a.sequential || a.looks.is_some()) {
         return Err(UsageError(

@@ -130,7 +130,7 @@ pub(super) fn read_metrics(
     if let (Some(f), Some(d)) = (plan.load_format, trial_dir)
         && o.succeeded()
     {
-        match f.read(&o.stdout, &o.stderr, d.path()) {
+        match crate::collect::load::read(f, &o.stdout, &o.stderr, d.path()) {
             Ok(m) => metrics.extend(m),
             Err(e) => load_error = Some(e),
         }

@@ -1,6 +1,8 @@
 //! /proc/PID/smaps: one [`Mapping`] per VMA with its size fields in bytes, the kind of memory it
 //! is, and the smaps_rollup totals ([`Rollup`]) that a cheap read gives.
 
+pub use crate::model::machine::process::Kind;
+
 use crate::error::ParseError;
 use std::collections::BTreeMap;
 
@@ -94,38 +96,6 @@ pub fn parse_smaps(text: &str) -> Result<Vec<Mapping>, ParseError> {
         maps.push(m);
     }
     Ok(maps)
-}
-
-/// What a mapping is, from its path, permissions and page size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Kind {
-    Heap,
-    Stack,
-    Anonymous,
-    File,
-    SharedMemory,
-    Hugetlb,
-    JavaHeap,
-    /// A VM's guest RAM in its hypervisor process (see `analyze::vm`).
-    GuestRam,
-    Special,
-}
-
-impl Kind {
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Heap => "heap",
-            Kind::Stack => "stack",
-            Kind::Anonymous => "anon",
-            Kind::File => "file",
-            Kind::SharedMemory => "shm",
-            Kind::Hugetlb => "hugetlb",
-            Kind::JavaHeap => "java-heap",
-            Kind::GuestRam => "guest-ram",
-            Kind::Special => "special",
-        }
-    }
 }
 
 pub fn is_hugetlb(m: &Mapping) -> bool {

@@ -1,21 +1,8 @@
 //! /proc/PID/status: the fields that matter here (name, THP_enabled, VmRSS).
 
-use crate::error::ParseError;
+pub use crate::model::machine::process::ProcStatus;
 
-/// Fields of /proc/PID/status that matter here.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ProcStatus {
-    pub name: String,
-    /// `THP_enabled`: false after PR_SET_THP_DISABLE. Since Linux 5.0.
-    pub thp_enabled: Option<bool>,
-    /// Kernel threads have no VmRSS line.
-    pub vm_rss: Option<u64>,
-    /// `HugetlbPages`: hugetlb memory mapped by the process, bytes (not in VmRSS). Since 4.4.
-    pub hugetlb: Option<u64>,
-    /// `VmHWM`: the largest VmRSS the process has had, bytes.
-    #[serde(default)]
-    pub vm_hwm: Option<u64>,
-}
+use crate::error::ParseError;
 
 pub fn parse_status(text: &str) -> Result<ProcStatus, ParseError> {
     let mut s = ProcStatus::default();
