@@ -164,7 +164,7 @@ fn every_earlier_stored_version_reads_whole_and_a_field_it_cannot_read_is_named(
             );
             read += 1;
         }
-        if xz.to_string_lossy().contains("redis") {
+        if is_redis(&xz) {
             let c = rusqlite::Connection::open(&db).unwrap();
             let plan: String = c
                 .query_row("SELECT plan FROM runs WHERE id = 1", [], |r| r.get(0))

@@ -22,12 +22,6 @@ const MADV_POPULATE_WRITE: libc::c_int = 23; // Linux 5.14
 const MADV_COLLAPSE: libc::c_int = 25; // Linux 6.1
 const MAP_HUGE_SHIFT: u32 = 26;
 
-impl From<Backing> for String {
-    fn from(b: Backing) -> String {
-        b.to_string()
-    }
-}
-
 fn last_os_error(what: &str, len: usize) -> std::io::Error {
     let e = std::io::Error::last_os_error();
     std::io::Error::new(

@@ -228,14 +228,14 @@ impl RunMeta {
     pub fn other_version(&self) -> Option<String> {
         let unread = match self.unread.len() {
             0 => String::new(),
-            n @ 1..=8 => format!(
-                "; of its plan, this version could not read {n}: {}",
-                self.unread.join(", ")
-            ),
             n => format!(
-                "; of its plan, this version could not read {n}: {}, and {} more",
-                self.unread[..8].join(", "),
-                n - 8
+                "; of its plan, this version could not read {n}: {}{}",
+                self.unread[..n.min(8)].join(", "),
+                if n > 8 {
+                    format!(", and {} more", n - 8)
+                } else {
+                    String::new()
+                }
             ),
         };
         match self.written_by() {

@@ -84,6 +84,12 @@ impl fmt::Display for Backing {
     }
 }
 
+impl From<Backing> for String {
+    fn from(b: Backing) -> String {
+        b.to_string()
+    }
+}
+
 impl TryFrom<String> for Backing {
     type Error = String;
     fn try_from(s: String) -> Result<Self, String> {
