@@ -162,6 +162,23 @@ fn every_earlier_stored_version_reads_whole_and_a_field_it_cannot_read_is_named(
                 "{}: run {id}",
                 xz.display()
             );
+            // Re-analysed, every trial's evidence is read whole too.
+            let again = common::hugelab_json([
+                "results",
+                "show",
+                &id,
+                "--json",
+                "--confidence",
+                "0.9",
+                "--db",
+                &db,
+            ]);
+            assert_eq!(
+                again["unread"],
+                serde_json::Value::Null,
+                "{}: run {id}",
+                xz.display()
+            );
             read += 1;
         }
         if is_redis(&xz) {
@@ -177,6 +194,36 @@ fn every_earlier_stored_version_reads_whole_and_a_field_it_cannot_read_is_named(
             let out = common::hugelab_stdout(["results", "show", "1", "--db", &db]);
             assert!(
                 out.contains("this version could not read 2: planted_field, system"),
+                "{out}"
+            );
+            // A trial's evidence with a field of a later version and one in another shape:
+            // named where the trials are analysed again, and the analysis goes on without them.
+            let ev: String = c
+                .query_row(
+                    "SELECT evidence FROM trials WHERE run_id = 1 ORDER BY id LIMIT 1",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            let mut ev: serde_json::Value = serde_json::from_str(&ev).unwrap();
+            assert!(
+                ev["server"].is_object(),
+                "a service's trial holds its server's"
+            );
+            ev["planted_field"] = serde_json::json!(5);
+            ev["server"] = serde_json::json!("another shape");
+            c.execute(
+                "UPDATE trials SET evidence = ?1 WHERE id = (SELECT min(id) FROM trials WHERE run_id = 1)",
+                [ev.to_string()],
+            )
+            .unwrap();
+            let args = ["results", "show", "1", "--confidence", "0.9", "--db", &db];
+            let out = common::hugelab_stdout(args);
+            let words = out.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert!(
+                words.contains(
+                    "of their stored evidence, this version could not read 2: planted_field, server"
+                ),
                 "{out}"
             );
         }

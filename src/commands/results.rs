@@ -120,6 +120,7 @@ fn show(store: &Store, run: i64, decision: &Redecide, json: bool) -> anyhow::Res
             "run": meta,
             "decided": recalled.decision,
             "rebuilt": recalled.rebuilt,
+            "unread": recalled.unread,
             "report": recalled.record().map(|r| &r.report),
             "record": recalled.record(),
             "said": said,

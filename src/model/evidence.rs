@@ -85,6 +85,10 @@ pub struct Evidence {
     /// Imported from another tool's results (hyperfine): only its times and exit codes.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub imported: bool,
+    /// Read back: the stored fields this version could not read, by path (a field an earlier
+    /// version stored in another shape, or one this version no longer has); never stored.
+    #[serde(skip)]
+    pub unread: Vec<String>,
 }
 
 impl From<serde_json::Value> for Evidence {
@@ -99,7 +103,7 @@ impl From<serde_json::Value> for Evidence {
         let e: Evidence = match serde::Deserialize::deserialize(&v) {
             Ok(e) => e,
             Err(_) => {
-                let serde_json::Value::Object(mut map) = v else {
+                let serde_json::Value::Object(mut map) = v.clone() else {
                     return Evidence::default();
                 };
                 map.retain(|k, v| {
@@ -109,19 +113,53 @@ impl From<serde_json::Value> for Evidence {
                 serde_json::from_value(serde_json::Value::Object(map)).unwrap_or_default()
             }
         };
+        let unread = unread_of(&v, &e);
         Evidence {
             gathered: TrialEvidence {
                 kernel_read: e.gathered.kernel_read && counted,
                 ..e.gathered
             },
+            unread,
             ..e
+        }
+    }
+}
+
+/// The fields of `stored` that `read` (the evidence read from it) lost, by path. A stored false,
+/// zero or empty value is what this version reads where the field is absent, and what it leaves
+/// out when it writes: nothing lost.
+fn unread_of(stored: &serde_json::Value, read: &Evidence) -> Vec<String> {
+    fn informative(v: &serde_json::Value) -> Option<serde_json::Value> {
+        use serde_json::Value;
+        match v {
+            Value::Bool(false) | Value::Null => None,
+            Value::Number(n) if n.as_f64() == Some(0.0) => None,
+            Value::String(s) if s.is_empty() => None,
+            Value::Array(a) => Some(Value::Array(
+                a.iter()
+                    .map(|e| informative(e).unwrap_or(Value::Null))
+                    .collect(),
+            )),
+            Value::Object(o) => Some(Value::Object(
+                o.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), informative(v)?)))
+                    .collect(),
+            )),
+            v => Some(v.clone()),
+        }
+    }
+    let read = serde_json::to_value(read).unwrap_or_default();
+    match crate::model::stored::unread_fields(stored, &read).is_empty() {
+        true => Vec::new(),
+        false => {
+            crate::model::stored::unread_fields(&informative(stored).unwrap_or_default(), &read)
         }
     }
 }
 
 impl Evidence {
     /// Read stored evidence: every field that decodes, each that does not (an earlier version's
-    /// shape) dropped. Not JSON at all reads as nothing gathered.
+    /// shape) dropped and named in `unread`. Not JSON at all reads as nothing gathered.
     pub fn decode(json: &str) -> Evidence {
         serde_json::from_str::<serde_json::Value>(json)
             .map(Evidence::from)
@@ -308,6 +346,25 @@ mod tests {
         let old = r#"{"wall_ns": 7, "lifetime": "two", "duet": true}"#;
         let d = Evidence::decode(old);
         assert_eq!((d.outcome.wall_ns, d.lifetime, d.duet), (7, None, true));
+        assert_eq!(d.unread, ["lifetime"]);
+    }
+
+    #[test]
+    fn each_stored_field_this_version_cannot_read_is_named_and_a_default_is_not() {
+        // A field in another shape, one this version does not have (at the top and inside a
+        // part), and stored defaults this version leaves out when it writes (false, 0, "").
+        let old = r#"{"wall_ns": 7, "lifetime": "two", "later": {"x": 1}, "retired": 0,
+            "duet": false, "imported": false, "stderr_tail": "",
+            "server": {"coverage": 0.5, "gone": [1, 2]}}"#;
+        let d = Evidence::decode(old);
+        assert_eq!(d.unread, ["later", "lifetime", "server.gone"]);
+        assert_eq!(d.server.and_then(|s| s.coverage), Some(0.5));
+        // Read whole: nothing named.
+        assert!(
+            Evidence::decode(r#"{"wall_ns": 7, "duet": true}"#)
+                .unread
+                .is_empty()
+        );
         assert_eq!(Evidence::decode("not json"), Evidence::default());
     }
 

@@ -226,17 +226,9 @@ impl RunMeta {
     /// Said when the run was written by another hugelab than this one, or holds fields this
     /// one could not read (named, the first eight).
     pub fn other_version(&self) -> Option<String> {
-        let unread = match self.unread.len() {
-            0 => String::new(),
-            n => format!(
-                "; of its plan, this version could not read {n}: {}{}",
-                self.unread[..n.min(8)].join(", "),
-                if n > 8 {
-                    format!(", and {} more", n - 8)
-                } else {
-                    String::new()
-                }
-            ),
+        let unread = match self.unread.is_empty() {
+            true => String::new(),
+            false => format!("; of its plan, {}", could_not_read(&self.unread)),
         };
         match self.written_by() {
             Some(v) if v == crate::VERSION && unread.is_empty() => None,
@@ -250,6 +242,20 @@ impl RunMeta {
             )),
         }
     }
+}
+
+/// "this version could not read N: a, b, …", at most eight named: the phrase for what a reader
+/// dropped of a stored record (its plan, its trials' evidence).
+pub fn could_not_read(unread: &[String]) -> String {
+    let n = unread.len();
+    let more = match n > 8 {
+        true => format!(", and {} more", n - 8),
+        false => String::new(),
+    };
+    format!(
+        "this version could not read {n}: {}{more}",
+        unread[..n.min(8)].join(", ")
+    )
 }
 
 /// The fields of `stored` (a record as written) that `read` (the same record read as typed and

@@ -28,13 +28,18 @@ pub struct Recalled {
     pub answer: Answer,
     pub decision: Decision,
     pub rebuilt: Option<String>,
+    /// Where its trials were analysed, the fields of their stored evidence this version could
+    /// not read (an earlier version's), said as a note.
+    pub unread: Option<String>,
 }
 
 impl Recalled {
-    /// What a view says before the answer: how it was rebuilt, then the decision's note.
+    /// What a view says before the answer: how it was rebuilt, what of its trials could not be
+    /// read, then the decision's note.
     pub fn notes(&self) -> Vec<String> {
         self.rebuilt
             .iter()
+            .chain(&self.unread)
             .cloned()
             .chain(self.decision.note())
             .collect()
@@ -93,8 +98,10 @@ pub fn recall(
         );
     }
     record.decision = Some(decision.clone());
+    let analysed = decision.is_reanalysis() || rebuilt.is_some();
     Ok(Recalled {
         answer: Answer::Run(Box::new(record)),
+        unread: analysed.then(|| unread(trials)).transpose()?.flatten(),
         decision,
         rebuilt,
     })
@@ -226,7 +233,31 @@ fn recall_bench(
     };
     Ok(Recalled {
         answer: Answer::Bench(Box::new(bench)),
+        unread: rebuilt
+            .is_some()
+            .then(|| unread(trials))
+            .transpose()?
+            .flatten(),
         decision,
         rebuilt,
     })
+}
+
+/// The note for the fields of the trials' stored evidence this version could not read, each
+/// named once; `None` when it read them all.
+fn unread(trials: &Trials) -> anyhow::Result<Option<String>> {
+    let mut names: Vec<String> = Vec::new();
+    for t in trials.get()? {
+        for f in &t.evidence.unread {
+            if !names.contains(f) {
+                names.push(f.clone());
+            }
+        }
+    }
+    Ok((!names.is_empty()).then(|| {
+        format!(
+            "its trials were analysed as this version reads them: of their stored evidence, {}",
+            crate::model::stored::could_not_read(&names)
+        )
+    }))
 }

@@ -184,6 +184,7 @@ impl Ended {
             condition: beside.condition,
             coverage: None,
             imported: false,
+            unread: Vec::new(),
         };
         TrialRow {
             block: self.block,
