@@ -7,7 +7,7 @@
 //! study's by `scripts/study/forecast.sh` (1,000 runs a process) in docs/study/forecast.txt;
 //! docs/statistics.md quotes both whole, and the fast tests here fail on a stored row that
 //! missed, a row typed into the docs by hand, or one left out. The study's code is the code
-//! that stored it: CI reruns it at 200 replications (the same seeds, so the first 200 of the
+//! that stored it: CI reruns it at 100 replications (the same seeds, so the first 100 of the
 //! stored run's) and compares every row with the check table the script stored beside it, so a
 //! change to the statistics or the study fails until the script has run again. Each table:
 //! `cargo test --release --test suite stats_simulation:: -- --ignored --nocapture`.
@@ -20,7 +20,7 @@ use hugelab::analyze::simulate::{Row, forecast_study, study};
 const FULL_REPS: usize = 4000;
 
 /// The size CI reruns the study at, against the check table stored with the full one.
-const CHECK_REPS: usize = 200;
+const CHECK_REPS: usize = 100;
 
 #[test]
 #[ignore = "the whole study (4,000 replications), stored by scripts/study/simulation.sh"]
@@ -44,7 +44,7 @@ fn simulation_study_meets_its_targets() {
 /// stored with the full study: the stored study is this code's. A row's number, name or order
 /// changed by the statistics or the study fails here, naming the script to run.
 #[test]
-fn the_stored_study_is_the_current_codes_rerun_at_200_replications() {
+fn the_stored_study_is_the_current_codes_rerun_at_100_replications() {
     let lines: Vec<String> = study(CHECK_REPS).iter().map(check_line).collect();
     println!("{}", check_header());
     for l in &lines {

@@ -23,6 +23,6 @@ store() {
   { echo "$header"; echo "$rows"; } > "docs/study/$2"
 }
 store simulation_study_meets_its_targets simulation.txt ' (ok|MISSED)$'
-store the_stored_study_is_the_current_codes_rerun_at_200_replications simulation-check.txt ' -?[0-9]+\.[0-9]{4}$'
+store the_stored_study_is_the_current_codes_rerun_at_100_replications simulation-check.txt ' -?[0-9]+\.[0-9]{4}$'
 cat docs/study/simulation.txt
 ! grep -q ' MISSED$' docs/study/simulation.txt

@@ -3,7 +3,7 @@
 //! A/A runs, with and without drift; runs to a verdict against the fixed designs; power lost to
 //! outliers. Deterministic (seeded) and pure; `scripts/study/simulation.sh` runs it through
 //! `tests/stats_simulation.rs` and stores its table in `docs/study/simulation.txt`, which
-//! docs/statistics.md quotes whole, and CI reruns it at 200 replications against the check
+//! docs/statistics.md quotes whole, and CI reruns it at 100 replications against the check
 //! table stored beside it.
 //!
 //! It is compiled with the library, for the tests and the judge bench, and the product never
