@@ -543,11 +543,11 @@ fn an_event_that_never_ran_or_always_failed_is_counted_and_fails_the_run() {
     );
 }
 
-/// With room for a longer burst (`--max-time` long enough for 30 lifetimes at it), the pilot's
-/// three lifetimes run bursts of the fixed cost's length and of 3× it (1, 3, 3, 1 s), every
-/// trial stores its length, and the run goes on at the length the noise chose, with the
-/// choice in its record and its design line; without that room the run keeps one length and
-/// says why.
+/// With room for a second burst length (`--max-time` long enough for 30 lifetimes at it), the
+/// pilot's three lifetimes run bursts of the fixed cost's length and of the second (3× it, or
+/// a third of it past 3 s: 1, 3, 3, 1 s here), every trial stores its length, and the run goes
+/// on at the length the noise chose, with the choice in its record and its design line;
+/// without that room the run keeps one length and says why.
 #[test]
 fn the_pilot_measures_two_burst_lengths_where_a_longer_burst_could_be_chosen() {
     let dir = tempfile::tempdir().unwrap();
@@ -566,13 +566,15 @@ fn the_pilot_measures_two_burst_lengths_where_a_longer_burst_could_be_chosen() {
     let (v, plan, trials) = stored_run("331", "13", &long, load, &db);
     assert_eq!(v["blocks_done"], 13, "{}", v["stop_reason"]);
     let choice = &plan["server"]["warm"]["burst_choice"];
-    // The base length is the one the load's fixed cost chose (1 s here; 2 s on a host slow
-    // enough to spend over 50 ms starting `awk`), and the pilot's longer one is 3× it.
+    // The base length is the one the load's fixed cost chose (1 s here; longer on a host slow
+    // enough to spend over 50 ms starting `awk`: 8 s where a loaded CI host spent 350 ms),
+    // and the pilot's second is 3× it, or a third of it past 3 s.
     let base = choice["by_fixed_cost"].as_u64().unwrap();
+    let second = hugelab::analyze::lifetimes::design::second_length(base);
     let lengths = &choice["pilot"]["lengths"];
     assert_eq!(
         (&lengths[0]["secs"], &lengths[1]["secs"]),
-        (&base.into(), &(3 * base).into()),
+        (&base.into(), &second.into()),
         "{choice}"
     );
     assert_eq!(
@@ -592,11 +594,7 @@ fn the_pilot_measures_two_burst_lengths_where_a_longer_burst_could_be_chosen() {
             .filter(|((lt, _), _)| *lt == l)
             .map(|(_, s)| *s)
             .collect();
-        assert_eq!(
-            run,
-            [base, 3 * base, 3 * base, base],
-            "lifetime {l}: {by:?}"
-        );
+        assert_eq!(run, [base, second, second, base], "lifetime {l}: {by:?}");
     }
     let chosen = choice["secs"].as_u64().unwrap();
     let after: Vec<u64> = by
@@ -609,10 +607,10 @@ fn the_pilot_measures_two_burst_lengths_where_a_longer_burst_could_be_chosen() {
         "{chosen}: {by:?}"
     );
     let notes = v["notes"].to_string();
-    let (short_s, long_s) = (format!("{base} s"), format!("{} s", 3 * base));
+    let (first_s, second_s) = (format!("{base} s"), format!("{second} s"));
     assert!(
         notes.contains(&format!(
-            "the pilot's 3 lifetimes run bursts of {short_s} and {long_s}"
+            "the pilot's 3 lifetimes run bursts of {first_s} and {second_s}"
         )),
         "{notes}"
     );
@@ -626,11 +624,11 @@ fn the_pilot_measures_two_burst_lengths_where_a_longer_burst_could_be_chosen() {
     assert!(
         shown.contains(&format!("bursts of {chosen} s ("))
             && shown.contains(&format!(
-                "from the noise the pilot measured at {short_s} and {long_s}"
+                "from the noise the pilot measured at {first_s} and {second_s}"
             )),
         "{shown}"
     );
-    // 20 seconds cannot hold 30 lifetimes at 3 s bursts: one length, and why.
+    // 20 seconds cannot hold 30 lifetimes at the longer length: one length, and why.
     let short: Vec<&str> = extra.iter().copied().chain(["--max-time", "20s"]).collect();
     let (_, plan, trials) = stored_run("332", "2", &short, load, &dir.path().join("one.db"));
     let choice = &plan["server"]["warm"]["burst_choice"];
