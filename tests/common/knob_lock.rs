@@ -13,6 +13,8 @@ use std::sync::Mutex;
 pub struct KnobLock {
     _file: std::fs::File,
     since: std::time::Instant,
+    /// How long this holder waited for the lock: a test thread idle while another holds it.
+    waited: f64,
     /// The settings this holder wrote, each with the value it replaced (also in the journal).
     written: Mutex<Vec<(String, String)>>,
 }
@@ -27,6 +29,7 @@ fn journal() -> PathBuf {
 }
 
 pub fn knob_lock() -> KnobLock {
+    let asked = std::time::Instant::now();
     let f = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -41,6 +44,7 @@ pub fn knob_lock() -> KnobLock {
     KnobLock {
         _file: f,
         since: std::time::Instant::now(),
+        waited: asked.elapsed().as_secs_f64(),
         written: Mutex::new(Vec::new()),
     }
 }
@@ -86,8 +90,9 @@ impl KnobLock {
     }
 }
 
-/// Where each release of the knob lock is logged: the seconds it was held and the test (the
-/// thread's name, which libtest sets to the test's path).
+/// Where each release of the knob lock is logged: the seconds it was held, the seconds its
+/// holder waited for it, and the test (the thread's name, which libtest sets to the test's
+/// path).
 fn knob_lock_log() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("knob-lock.log")
 }
@@ -104,7 +109,7 @@ impl Drop for KnobLock {
             .append(true)
             .open(knob_lock_log())
         {
-            let _ = writeln!(f, "{held:.1} {test}");
+            let _ = writeln!(f, "{held:.1} {:.1} {test}", self.waited);
         }
     }
 }
