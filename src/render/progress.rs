@@ -101,9 +101,14 @@ impl Progress {
     }
 
     /// A progress line for a log, unless one was written less than [`LOG_EVERY`] ago about the
-    /// same thing (its first word: `block`, `touch`, `pretouch`, …).
+    /// same thing: its first word that is not a count or a size (`block`, `round`, `pretouch`,
+    /// …), so that `64M: pretouch round 1/5` after `64M: round 5/5` is something new.
     fn log_line(&mut self, msg: &str) {
-        let kind = msg.split_whitespace().next().unwrap_or("").to_string();
+        let kind = msg
+            .split_whitespace()
+            .find(|w| !w.starts_with(|c: char| c.is_ascii_digit()))
+            .unwrap_or("")
+            .to_string();
         let now = (self.clock)();
         if self
             .last
@@ -238,8 +243,10 @@ mod tests {
             p.message(&format!("round {}/12", k % 12 + 1));
             p.step("");
         }
-        // Something else begins: said at once, once.
-        p.message("pretouch round 1/5");
+        // Something else begins: said at once, once. A size before the words (as `bench`
+        // writes them) is not the kind: `64M: round` is still a round.
+        p.message("64M: round 12/12");
+        p.message("64M: pretouch round 1/5");
         p.message("pretouch round 2/5");
         // Ten seconds later, the next line of the same kind is written.
         secs.set(10);
@@ -255,7 +262,7 @@ mod tests {
             [
                 "hugelab bench: tlb",
                 "hugelab bench: 0/300 · round 1/12",
-                "hugelab bench: 300/300 · pretouch round 1/5",
+                "hugelab bench: 300/300 · 64M: pretouch round 1/5",
                 "hugelab bench: 300/300 · pretouch round 3/5",
                 "FLAGGED x: a note always shows",
                 "hugelab bench: 300/300 · pretouch round 4/5",
