@@ -213,6 +213,10 @@ pub mod signals {
     use std::sync::Mutex;
 
     pub(super) static IN_FLIGHT: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+    /// Set by an immediate exit before it kills the trials in flight: a runner whose trial it
+    /// killed then waits for the exit instead of recording that trial (it is discarded).
+    pub(super) static KILLING: std::sync::atomic::AtomicBool =
+        std::sync::atomic::AtomicBool::new(false);
     /// The `run --server` servers that are up (the warm design keeps one per arm): killed
     /// with their process trees on an immediate exit.
     pub(super) static SERVERS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
@@ -313,6 +317,15 @@ pub mod signals {
     /// process that reused it.
     pub fn trial_ended(pgid: i32) {
         let mut g = IN_FLIGHT.lock().unwrap_or_else(|p| p.into_inner());
+        if KILLING.load(std::sync::atomic::Ordering::SeqCst) {
+            // An immediate exit killed it and is under way on the signal thread (restoring,
+            // then `process::exit`): nothing after this may record the trial. Under load the
+            // runner once stored it before the exit came.
+            drop(g);
+            loop {
+                std::thread::park();
+            }
+        }
         // SAFETY: signalling a process group whose leader we have not reaped yet.
         unsafe { libc::killpg(pgid, libc::SIGKILL) };
         g.retain(|p| *p != pgid);
@@ -375,6 +388,7 @@ fn install_signal_handler() {
                     continue;
                 }
                 let in_flight = signals::IN_FLIGHT.lock().unwrap_or_else(|p| p.into_inner());
+                signals::KILLING.store(true, std::sync::atomic::Ordering::SeqCst);
                 for pgid in in_flight.iter() {
                     // SAFETY: the leader is not reaped while IN_FLIGHT holds its group id.
                     unsafe { libc::killpg(*pgid, libc::SIGKILL) };
