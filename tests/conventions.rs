@@ -3,6 +3,7 @@
 //! concern, with `_plan` / `_fixtures` / `_live` when one concern's tests are split by what they
 //! need.
 
+use crate::common;
 use std::path::Path;
 
 /// Each `#[test]` function of a file: its name, its attributes and its body.
@@ -464,6 +465,7 @@ fn no_test_returns_early_as_passed() {
 /// The layers check on a copy of the sources, with `line` added to the end of `file`: its exit
 /// status and what it said.
 fn layers_check_with(file: &str, line: &str) -> (bool, String) {
+    common::lowest_priority();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
     let copy = |from: &Path, to: &Path| {

@@ -1228,8 +1228,7 @@ fn warm_a_a_on_fresh_postgres_servers_gives_no_more_false_verdicts_than_the_leve
     // Its servers' shared memory would take THP under another test's shmem_enabled=always.
     let _lock = common::knob_lock();
     let dir = tempfile::tempdir().unwrap();
-    let port = common::free_port();
-    let data = pg_cluster(&bin, dir.path(), port);
+    let data = pg_cluster(&bin, dir.path());
     // Each arm's own copy of the data, named by the arm: the server command reaches it and
     // its own socket directory and port through placeholders, as a user without a preset would.
     for arm in ["a", "b"] {

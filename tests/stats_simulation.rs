@@ -45,6 +45,7 @@ fn simulation_study_meets_its_targets() {
 /// changed by the statistics or the study fails here, naming the script to run.
 #[test]
 fn the_stored_study_is_the_current_codes_rerun_at_100_replications() {
+    common::lowest_priority();
     let lines: Vec<String> = study(CHECK_REPS).iter().map(check_line).collect();
     println!("{}", check_header());
     for l in &lines {

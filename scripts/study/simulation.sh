@@ -2,7 +2,7 @@
 # The simulation study: every row of the statistics engine's study (coverage, A/A false
 # positives, designs, run's own rows, judge's fleets, warm services, tails) at 4,000
 # replications, about 7 CPU-minutes, too long for every CI run. Stores its table in
-# docs/study/simulation.txt, which docs/statistics.md quotes whole, and the same study at 200
+# docs/study/simulation.txt, which docs/statistics.md quotes whole, and the same study at 100
 # replications in docs/study/simulation-check.txt, which CI reruns and compares row by row
 # (tests/stats_simulation.rs): a change to the statistics or the study fails CI until this
 # script has run again. Run it after such a change, and copy the table into the docs between

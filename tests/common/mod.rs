@@ -24,6 +24,16 @@ pub fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// Puts the calling test at the lowest CPU priority (nice 19), for a test that only computes and
+/// whose time nothing reads (a study rerun, a script over the source tree): the tests beside it
+/// that measure, or that hold the knob lock every other holder waits on, get the CPUs first,
+/// and it takes what they leave. Linux keeps a nice value per thread, libtest gives each test a
+/// thread of its own, and what the test starts (threads, processes) inherits it.
+pub fn lowest_priority() {
+    // SAFETY: setpriority on the calling thread (who 0); lowering a priority needs no privilege.
+    unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
+}
+
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 /// The PostgreSQL binaries directory, if PostgreSQL is installed.
 pub fn pg_bin() -> Option<PathBuf> {
@@ -17,8 +18,49 @@ pub fn pg_bin() -> Option<PathBuf> {
 }
 
 /// A private PostgreSQL cluster in `dir` (owned by the postgres user), initialised for
-/// pgbench with scale 2; the server is stopped again.
-pub fn pg_cluster(bin: &Path, dir: &Path, port: u16) -> PathBuf {
+/// pgbench with scale 2: a copy of the suite's template.
+pub fn pg_cluster(bin: &Path, dir: &Path) -> PathBuf {
+    let data = dir.join("data");
+    Command::new("chown")
+        .args(["postgres", &dir.display().to_string()])
+        .status()
+        .unwrap();
+    super::succeed(Command::new("cp").arg("-a").arg(template(bin)).arg(&data));
+    data
+}
+
+/// The cluster every private one is a copy of, made once: initdb, a server started to fill
+/// pgbench's tables, and its stop take seconds, which a test holding the knob lock would make
+/// every other holder wait for (a copy takes a tenth of a second). It is kept in cargo's
+/// temporary directory for the binaries' major version (`cargo clean` removes it), and put
+/// there whole or not at all.
+fn template(bin: &Path) -> &'static Path {
+    static TEMPLATE: OnceLock<PathBuf> = OnceLock::new();
+    TEMPLATE.get_or_init(|| {
+        let version = bin.parent().and_then(Path::file_name).unwrap();
+        let kept = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("postgres-{}-pgbench-s2", version.to_string_lossy()));
+        if kept.join("PG_VERSION").exists() {
+            return kept;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let made = fill_cluster(bin, dir.path(), super::free_port());
+        let part = kept.with_extension(std::process::id().to_string());
+        super::succeed(Command::new("cp").arg("-a").arg(&made).arg(&part));
+        std::fs::rename(&part, &kept)
+            .or_else(|e| match kept.join("PG_VERSION").exists() {
+                // Another suite process put its own there first: the same cluster.
+                true => std::fs::remove_dir_all(&part),
+                false => Err(e),
+            })
+            .unwrap_or_else(|e| panic!("keeping the template cluster at {}: {e}", kept.display()));
+        kept
+    })
+}
+
+/// A new cluster in `dir` (owned by the postgres user), filled for pgbench with scale 2 by a
+/// server that is stopped again.
+fn fill_cluster(bin: &Path, dir: &Path, port: u16) -> PathBuf {
     let data = dir.join("data");
     Command::new("chown")
         .args(["postgres", &dir.display().to_string()])
@@ -55,6 +97,9 @@ pub fn pg_cluster(bin: &Path, dir: &Path, port: u16) -> PathBuf {
             &port,
             "-c",
             "listen_addresses=",
+            // Never a page of a pool another test sized for its own process.
+            "-c",
+            "huge_pages=off",
         ],
     )
     .stdout(std::process::Stdio::null())
@@ -95,7 +140,7 @@ impl PrivatePg {
         let bin = pg_bin().expect("PostgreSQL is needed (.ci/run installs it)");
         let dir = tempfile::tempdir().unwrap();
         let port = super::free_port();
-        let data = pg_cluster(&bin, dir.path(), port);
+        let data = pg_cluster(&bin, dir.path());
         let sock = dir.path().display().to_string();
         PrivatePg {
             dir,
