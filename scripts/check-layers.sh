@@ -22,22 +22,29 @@ fi
 # Inherent methods live beside their type: an `impl Type {` in a file outside the module that
 # defines Type (its file, or that file's own folder) is reported, unless scripts/impl-outside.allow
 # lists it.
-defs=$(grep -rnE "^\s*pub (struct|enum) [A-Z][A-Za-z0-9]*" src --include=*.rs \
-  | sed -E 's/^([^:]*):[0-9]+:\s*pub (struct|enum) ([A-Za-z0-9]*).*/\3 \1/')
-while read -r t f l; do
-  where=$(awk -v t="$t" '$1 == t {print $2}' <<< "$defs")
-  [ -z "$where" ] && continue
-  inside=0
-  for d in $where; do
-    base=${d%.rs}; base=${base%/mod}
-    case "$f" in "$d" | "$base"/*) inside=1 ;; esac
-  done
-  [ $inside = 1 ] && continue
-  grep -qx "$t $f" <(grep -v '^#' scripts/impl-outside.allow 2>/dev/null) && continue
-  echo "impl $t in $f:$l, outside the module that defines it ($(echo $where)): move the methods beside the type"
+# One pass of awk over the allow list, the definitions and the impls (a process per impl took
+# most of this script's time).
+impls=$(awk '
+  FILENAME == ARGV[1] { if ($0 !~ /^#/) allowed[$0] = 1; next }
+  FILENAME == ARGV[2] { where[$1] = where[$1] (where[$1] == "" ? "" : " ") $2; next }
+  !($1 in where) { next }
+  {
+    t = $1; f = $2; n = split(where[t], defined, " "); inside = 0
+    for (i = 1; i <= n; i++) {
+      base = defined[i]; sub(/\.rs$/, "", base); sub(/\/mod$/, "", base)
+      if (f == defined[i] || index(f, base "/") == 1) inside = 1
+    }
+    if (!inside && !((t " " f) in allowed))
+      printf "impl %s in %s:%s, outside the module that defines it (%s): move the methods beside the type\n", t, f, $3, where[t]
+  }' <(cat scripts/impl-outside.allow 2>/dev/null) \
+  <(grep -rnE "^\s*pub (struct|enum) [A-Z][A-Za-z0-9]*" src --include=*.rs \
+    | sed -E 's/^([^:]*):[0-9]+:\s*pub (struct|enum) ([A-Za-z0-9]*).*/\3 \1/') \
+  <(grep -rnE "^impl(<[^>]*>)? [A-Z][A-Za-z0-9]*(<[^>]*>)? \{" src --include=*.rs \
+    | sed -E 's/^([^:]*):([0-9]+):impl(<[^>]*>)? ([A-Za-z0-9]*).*/\4 \1 \2/'))
+if [ -n "$impls" ]; then
+  echo "$impls"
   status=1
-done < <(grep -rnE "^impl(<[^>]*>)? [A-Z][A-Za-z0-9]*(<[^>]*>)? \{" src --include=*.rs \
-  | sed -E 's/^([^:]*):([0-9]+):impl(<[^>]*>)? ([A-Za-z0-9]*).*/\4 \1 \2/')
+fi
 if grep -rn 'crate::{' src >/dev/null; then
   echo "grouped 'use crate::{…}' imports hide which stage they reach; import each stage on its own line:"
   grep -rn 'crate::{' src
@@ -46,6 +53,9 @@ fi
 for i in "${!stages[@]}"; do
   s=${stages[$i]}
   path=src/$s; [ -d "$path" ] || path=src/$s.rs
+  # One grep for every later stage first; each is searched on its own only when it finds one.
+  later=$(IFS='|'; echo "${stages[*]:$((i + 1))}")
+  [ -n "$later" ] && grep -rqE "crate::($later)\b" "$path" || continue
   for j in "${!stages[@]}"; do
     [ "$j" -le "$i" ] && continue
     up=${stages[$j]}
@@ -132,10 +142,19 @@ done
 # Commands do not import each other; what two share lives in an engine room (stored_runs, …),
 # src/options.rs or further down the stages.
 for dir in src/commands/*; do
-  name=$(basename "$dir" .rs)
+  name=${dir##*/}; name=${name%.rs}
   [ "$name" = mod ] && continue
+  # One grep for every other command first; the pairs are searched only when it finds one.
+  any=""
   for other in src/commands/*; do
-    o=$(basename "$other" .rs)
+    o=${other##*/}; o=${o%.rs}
+    [ "$o" = mod ] || [ "$o" = "$name" ] && continue
+    any="$any|crate::commands::$o\b|super::super::$o\b"
+    [ -f "$dir" ] && any="$any|super::$o\b"
+  done
+  grep -rqE "${any#|}" "$dir" || continue
+  for other in src/commands/*; do
+    o=${other##*/}; o=${o%.rs}
     [ "$o" = mod ] || [ "$o" = "$name" ] && continue
     pat="crate::commands::$o\b|super::super::$o\b"
     [ -f "$dir" ] && pat="$pat|super::$o\b"
