@@ -102,7 +102,13 @@ fn malloc_hugetlb_with_an_empty_pool_is_flagged() {
         .clone();
     assert_eq!(ev["flagged"], 2, "{ev}");
     let why = ev["first_flag"].as_str().unwrap();
-    assert!(why.contains("of the memory that matters"), "{why}");
+    // The share on the pages asked for: from the page-table walks or, where they missed the
+    // peak (a host slow enough stalls them), from the status reads there.
+    assert!(
+        why.contains("of the memory that matters")
+            || why.contains("resident at the peak was on hugetlb pages (status reads"),
+        "{why}"
+    );
 }
 
 #[cfg_attr(

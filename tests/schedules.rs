@@ -561,7 +561,9 @@ fn the_pilot_measures_two_burst_lengths_where_a_longer_burst_could_be_chosen() {
         "--metric",
         "tps=tps=([0-9.]+),higher",
     ];
-    let long: Vec<&str> = extra.iter().copied().chain(["--max-time", "10m"]).collect();
+    // Room for 30 lifetimes at the longer length also on a host slow enough to spend 2.5 s
+    // starting the load (bursts of 10 s, lifetimes of about 25 s): 10m was not, once.
+    let long: Vec<&str> = extra.iter().copied().chain(["--max-time", "30m"]).collect();
     let db = dir.path().join("two.db");
     let (v, plan, trials) = stored_run("331", "13", &long, load, &db);
     assert_eq!(v["blocks_done"], 13, "{}", v["stop_reason"]);
