@@ -195,11 +195,13 @@ fn another_process_faulting_thp_does_not_clear_an_arm_on_4k() {
 )]
 fn every_jmh_result_row_is_a_metric_with_the_direction_its_mode_states() {
     let jar = benchmarks_jar();
-    // JMH allows one instance at a time (/tmp/jmh.lock): the other JMH tests hold this lock.
-    let _lock = common::knob_lock();
+    // JMH runs one instance at a time per temporary directory (its `jmh.lock` there): this
+    // one has a directory of its own, so it runs beside the JMH tests that hold the knob lock
+    // and needs no lock itself (it changes no setting and counts nothing kernel-wide).
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");
     let jar = jar.display().to_string();
+    let tmpdir = format!("-Djava.io.tmpdir={}", dir.path().display());
     let v = common::run_json(
         &[
             "--arm",
@@ -215,6 +217,7 @@ fn every_jmh_result_row_is_a_metric_with_the_direction_its_mode_states() {
         ],
         &[
             "java",
+            &tmpdir,
             "-Xmx512m",
             "-jar",
             &jar,

@@ -47,8 +47,9 @@ fn surely_past(points: &[serde_json::Value]) -> Option<u64> {
 #[test]
 fn bench_tlb_finds_a_reach_stores_it_and_a_hot_set_is_held_against_it() {
     // Its THP regions fault huge pages a kernel-wide count in another test would see, and its
-    // timing is the measurement: one at a time with the tests that change or count.
-    let _lock = common::knob_lock();
+    // timing is the measurement: one at a time with the tests that change or count (the lock
+    // is given back before the hot set, which neither faults huge pages nor times anything).
+    let lock = common::knob_lock();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("results.db");
     let db = db.to_str().unwrap();
@@ -248,6 +249,7 @@ fn bench_tlb_finds_a_reach_stores_it_and_a_hot_set_is_held_against_it() {
         assert!(flat.contains(sure), "{status}");
     }
 
+    drop(lock);
     // A process looping over 25,600 pages (100 MiB) beside 102,400 it touched once (400 MiB):
     // its hot set is its loop within 10%, not its resident memory.
     let p = toucher(25_600, 102_400);
