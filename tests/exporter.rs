@@ -378,11 +378,15 @@ fn a_real_prometheus_scrapes_the_exporter() {
         Command::new("prometheus").arg("--version").output().is_ok(),
         "no prometheus on this machine (apt-get install prometheus; .ci/run does)"
     );
-    // As root, with --trace, so that the dashboard's stall panels have their metric too.
-    let ex = if common::is_root() {
-        serve(&["--top", "3", "--trace", "compaction,reclaim,migrate"])
+    // As root, with --trace, so that the dashboard's stall panels have their metric too; its
+    // exporter then mounts tracefs if it is not, and unmounts it after, under the knob lock
+    // like every test whose trace changes what the others read.
+    let (_lock, ex) = if common::is_root() {
+        let lock = common::knob_lock();
+        let ex = serve(&["--top", "3", "--trace", "compaction,reclaim,migrate"]);
+        (Some(lock), ex)
     } else {
-        serve(&["--top", "3"])
+        (None, serve(&["--top", "3"]))
     };
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("prometheus.yml");
@@ -485,9 +489,8 @@ fn a_real_prometheus_scrapes_the_exporter() {
             );
         }
     }
-    // That it leaves tracefs as it found it is checked under the knob lock
-    // (`trace_exports_stall_histograms_and_unmounts_what_it_mounted`): without it, another
-    // test's trace may mount tracefs meanwhile.
+    // That it leaves tracefs as it found it is checked in
+    // `trace_exports_stall_histograms_and_unmounts_what_it_mounted`.
     drop(ex);
 }
 
