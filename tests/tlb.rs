@@ -166,7 +166,7 @@ fn bench_tlb_finds_a_reach_stores_it_and_a_hot_set_is_held_against_it() {
             (cell(above), cell(below))
         };
         // A chase whose interval past the knee spans 1 and more than a fifth measured a
-        // disturbance (an interval of 0.82–1.37 once, where 0.6 is usual), not the order: it
+        // disturbance (0.82–1.37 once, where five chases alone gave 0.64–0.86), not the order: it
         // is measured once more, and if it stays that wide the check is said to be skipped. A
         // narrow interval that shows no gain fails.
         let unresolved = |a: &serde_json::Value| {
