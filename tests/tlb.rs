@@ -130,12 +130,13 @@ fn bench_tlb_finds_a_reach_stores_it_and_a_hot_set_is_held_against_it() {
     // host has a step the table resolved: well below it huge pages are not resolved faster,
     // far past it they are faster than there. Both sizes are measured in one run, so the
     // claim is one of order against a reference in the same minute, not one host's ratio.
-    if let (Some(_), Some(p)) = (knee, past) {
+    // (A span past it has a knee, asserted above.)
+    if let Some(p) = past {
         // Well below: the sweep's first span (16 pages), within every first-level TLB. Half
         // the knee's lower bound was not, once: with the knee at 256 pages, THP was as much
         // faster at 128 (0.82x) as past the knee (a 64-entry first level, missed into the
         // second).
-        let below = 16 * 4096;
+        let below = points[0]["pages"].as_u64().unwrap() * 4096;
         let above = (p * 16).max(65_536) * 4096;
         let sizes = format!("{below},{above}");
         let chase = || {
